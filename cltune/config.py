@@ -1,0 +1,168 @@
+"""The `Config` value type: every tunable, its allowed values, and the only door to the compiler.
+
+A `Config` is built from a name -> value mapping (Optuna's params, a database row, an import
+file). `Config.from_mapping` validates every field; anything that is not exactly a known name
+with an allowed value is rejected, so no text from outside ever reaches the build options.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+
+from .ops import OpSpec
+
+STRATEGIES = ("local_tree", "subgroup", "subgroup_local", "warp_shuffle", "serial")
+ACCUMULATORS = ("native", "kahan", "wide")
+VECTOR_WIDTHS = (1, 2, 4, 8, 16)
+MAX_WG = 4096
+MAX_ITEMS = 32
+MAX_GROUPS_PER_CU = 1024
+
+#: Strategies whose in-group stage stages a tile in `__local` memory.
+TILE_STRATEGIES = ("local_tree",)
+_STRATEGY_ID = {s: i for i, s in enumerate(STRATEGIES)}
+_ACC_ID = {a: i for i, a in enumerate(ACCUMULATORS)}
+
+
+class ConfigError(ValueError):
+    """A config value that is not allowed; the message names the field."""
+
+
+def _is_pow2(v: int) -> bool:
+    return v > 0 and (v & (v - 1)) == 0
+
+
+@dataclass(frozen=True)
+class Config:
+    """One point of the design space.
+
+    Fields:
+        strategy: in-group combine (`local_tree`, `subgroup`, `subgroup_local`,
+            `warp_shuffle`, `serial`).
+        wg: work-group size (power of two, a multiple of the device's subgroup size).
+        tile: elements staged in `__local` per work-group (a multiple of `wg`; `local_tree` only,
+            0 otherwise). Each work-item keeps `tile // wg` accumulators.
+        items: loads per work-item per loop step, each into its own register accumulator.
+        vec: vector width of each load (`vloadN`; any alignment is fine).
+        groups_per_cu: work-groups launched per compute unit (capped by n at run time).
+        passes: 2 = partials finished by a second kernel; 1 = the last group to finish
+            (atomic ticket) combines them.
+        acc: `native`, `kahan` (compensated) or `wide` (double accumulator for floats).
+
+    Example:
+        >>> Config.from_mapping({"strategy": "serial", "wg": 8, "tile": 0, "items": 4,
+        ...                      "vec": 8, "groups_per_cu": 2, "passes": 2, "acc": "native"})
+    """
+
+    strategy: str = "local_tree"
+    wg: int = 64
+    tile: int = 64
+    items: int = 4
+    vec: int = 4
+    groups_per_cu: int = 4
+    passes: int = 2
+    acc: str = "native"
+
+    def __post_init__(self) -> None:
+        self._check()
+
+    def _check(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            want = str if f.type in ("str", str) else int
+            if type(v) is not want:  # bool is not int here, nor str a number
+                raise ConfigError(f"{f.name}: expected {want.__name__}, got {v!r}")
+        if self.strategy not in STRATEGIES:
+            raise ConfigError(f"strategy: {self.strategy!r} is not one of {STRATEGIES}")
+        if self.acc not in ACCUMULATORS:
+            raise ConfigError(f"acc: {self.acc!r} is not one of {ACCUMULATORS}")
+        if not (_is_pow2(self.wg) and self.wg <= MAX_WG):
+            raise ConfigError(f"wg: {self.wg} is not a power of two in 1..{MAX_WG}")
+        if self.strategy in TILE_STRATEGIES:
+            if not (_is_pow2(self.tile) and self.tile >= self.wg and self.tile <= 64 * self.wg):
+                raise ConfigError(
+                    f"tile: {self.tile} must be a power-of-two multiple of wg={self.wg} "
+                    f"(at most 64x)"
+                )
+        elif self.tile != 0:
+            raise ConfigError(f"tile: must be 0 for strategy {self.strategy}")
+        if not 1 <= self.items <= MAX_ITEMS:
+            raise ConfigError(f"items: {self.items} is not in 1..{MAX_ITEMS}")
+        if self.vec not in VECTOR_WIDTHS:
+            raise ConfigError(f"vec: {self.vec} is not one of {VECTOR_WIDTHS}")
+        if not 1 <= self.groups_per_cu <= MAX_GROUPS_PER_CU:
+            raise ConfigError(f"groups_per_cu: {self.groups_per_cu} not in 1..{MAX_GROUPS_PER_CU}")
+        if self.passes not in (1, 2):
+            raise ConfigError(f"passes: {self.passes} is not 1 or 2")
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def from_mapping(cls, m: Mapping[str, object]) -> Config:
+        """Validate a name -> value mapping; unknown or missing names are errors."""
+        if not isinstance(m, Mapping):
+            raise ConfigError(f"config must be a mapping, got {type(m).__name__}")
+        names = set(cls.names())
+        unknown = set(m) - names
+        if unknown:
+            raise ConfigError(f"unknown config field(s): {', '.join(sorted(map(str, unknown)))}")
+        missing = names - set(m)
+        if missing:
+            raise ConfigError(f"missing config field(s): {', '.join(sorted(missing))}")
+        return cls(**{k: m[k] for k in cls.names()})  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    def key(self) -> str:
+        """Stable short hash of the config, the cache and database key."""
+        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    @property
+    def lanes(self) -> int:
+        """Accumulators per work-item that land in the local tile."""
+        return self.tile // self.wg if self.strategy in TILE_STRATEGIES else 1
+
+    def short(self) -> str:
+        t = f" tile={self.tile}" if self.tile else ""
+        return (
+            f"{self.strategy} wg={self.wg}{t} items={self.items} vec={self.vec} "
+            f"g/cu={self.groups_per_cu} passes={self.passes} acc={self.acc}"
+        )
+
+
+def build_defines(spec: OpSpec, cfg: Config, *, index64: bool, nv_ptx: bool = False) -> list[str]:
+    """The `-D` options for a kernel build: produced here only, from validated values only."""
+    if not isinstance(cfg, Config) or not isinstance(spec, OpSpec):
+        raise TypeError("build_defines takes a validated OpSpec and Config")
+    cfg._check()  # a Config is frozen, but re-check: this is the door to the compiler
+    from .ops import CL_TYPE
+
+    wide = cfg.acc == "wide"
+    defs = {
+        "CLT_OP": spec.op_id,
+        "CLT_IN_T": CL_TYPE[spec.dtype],
+        "CLT_ACC_T": spec.acc_cl_type(wide),
+        "CLT_OUT_T": spec.out_cl_type(),
+        "CLT_OUT_U": spec.out_unsigned_cl_type(),
+        "CLT_IS_FLOAT": int(spec.is_float),
+        "CLT_IS_HALF": int(spec.dtype == "float16"),
+        "CLT_NEEDS_FP64": int(spec.needs_fp64 or (wide and spec.is_float)),
+        "CLT_STRATEGY": _STRATEGY_ID[cfg.strategy],
+        "CLT_WG": cfg.wg,
+        "CLT_LANES": cfg.lanes,
+        "CLT_ITEMS": cfg.items,
+        "CLT_VEC": cfg.vec,
+        "CLT_PASSES": cfg.passes,
+        "CLT_KAHAN": int(cfg.acc == "kahan" and spec.is_float and spec.is_arith),
+        "CLT_INDEX64": int(index64),
+        "CLT_ACC_64": int(spec.acc_cl_type(wide) in ("double", "long", "ulong")),
+        "CLT_NV_PTX": int(nv_ptx),
+    }
+    return [f"-D{k}={v}" for k, v in defs.items()]
