@@ -68,6 +68,14 @@
 #ifndef CLT_ACC_64
 #define CLT_ACC_64 0 /* the accumulator is 8 bytes wide */
 #endif
+#ifndef CLT_REQD_WG
+#define CLT_REQD_WG 1 /* 0: no reqd_work_group_size (to query the kernel's own limit) */
+#endif
+#if CLT_REQD_WG
+#define CLT_WG_ATTR __attribute__((reqd_work_group_size(CLT_WG, 1, 1)))
+#else
+#define CLT_WG_ATTR
+#endif
 #ifndef CLT_NV_PTX
 #define CLT_NV_PTX 0 /* the host saw NVIDIA's platform: inline PTX may be used */
 #endif
@@ -305,7 +313,7 @@ inline acc_t group_finish(__global volatile const acc_t *partials, const uint m,
  * [g*chunk, (g+1)*chunk); serial: work-item g owns it. chunk is a multiple of the block a unit
  * consumes per step. partials: one per group (local_tree, subgroup_local, warp_shuffle), per
  * subgroup (subgroup) or per work-item (serial). */
-__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
+__kernel CLT_WG_ATTR void
 clt_stage1(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n, const idx_t chunk,
            __global acc_t *partials, __local acc_t *tile, __global uint *ticket,
            __global out_t *out) {
@@ -454,7 +462,7 @@ clt_stage1(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n, c
 }
 
 /* ---- stage 2: one work-group finishes the partials ----------------------------------------- */
-__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
+__kernel CLT_WG_ATTR void
 clt_stage2(__global const acc_t *partials, const uint m, __global out_t *out,
            __local acc_t *tile) {
     acc_t r = group_finish((__global volatile const acc_t *)partials, m, tile);

@@ -1,0 +1,45 @@
+"""Size buckets: inputs are tuned per power-of-two bucket; n is served by the nearest one."""
+
+from __future__ import annotations
+
+import math
+import re
+
+DEFAULT_BUCKETS = (12, 16, 20, 24)
+MIN_BUCKET, MAX_BUCKET = 0, 40
+
+
+def bucket_of(n: int) -> int:
+    """log2 of n, rounded to the nearest integer (n >= 1)."""
+    return max(0, round(math.log2(max(1, n))))
+
+
+def nearest(n: int, tuned: list[int] | tuple[int, ...]) -> int | None:
+    """The tuned bucket nearest to n on a log scale (ties go to the larger bucket)."""
+    if not tuned:
+        return None
+    b = math.log2(max(1, n))
+    return min(tuned, key=lambda t: (abs(t - b), -t))
+
+
+_SIZE = re.compile(r"^\s*(?:2\^(\d+)|(\d+)\s*([kKmMgG]?))\s*$")
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """'2^12,2^20' or '4096,1M' -> buckets (log2). Sizes must be powers of two."""
+    out = []
+    for part in text.split(","):
+        m = _SIZE.match(part)
+        if not m:
+            raise ValueError(f"not a size: {part.strip()!r} (use 2^20, 1048576 or 1M)")
+        if m.group(1) is not None:
+            b = int(m.group(1))
+        else:
+            n = int(m.group(2)) * {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}[m.group(3).lower()]
+            if n <= 0 or n & (n - 1):
+                raise ValueError(f"size {part.strip()} is not a power of two")
+            b = n.bit_length() - 1
+        if not MIN_BUCKET <= b <= MAX_BUCKET:
+            raise ValueError(f"size 2^{b} outside 2^{MIN_BUCKET}..2^{MAX_BUCKET}")
+        out.append(b)
+    return tuple(sorted(set(out)))

@@ -1,0 +1,66 @@
+"""Timing with OpenCL profiling events: warm-up, repeats, median; blocking waits only.
+
+The host never polls: it waits with `event.wait()` / `queue.finish()`. On a 2-core CPU device a
+polling host steals a worker thread and inflates kernel times.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pyopencl as cl
+
+from .launch import Launcher
+
+
+@dataclass(frozen=True)
+class Timing:
+    median_s: float
+    repeats: int
+    samples: tuple[float, ...]
+
+    def gbps(self, nbytes: int) -> float:
+        return nbytes / self.median_s / 1e9
+
+
+def profiling_queue(ctx: cl.Context, dev: cl.Device) -> cl.CommandQueue:
+    return cl.CommandQueue(ctx, dev, properties=cl.command_queue_properties.PROFILING_ENABLE)
+
+
+def device_seconds(events: list[cl.Event]) -> float:
+    """From the first kernel's start to the last one's end."""
+    events[-1].wait()
+    return (events[-1].profile.end - events[0].profile.start) * 1e-9
+
+
+class Bench:
+    """Input on the device for timing one launcher after another on the same data."""
+
+    def __init__(self, ctx: cl.Context, queue: cl.CommandQueue, xs: list[np.ndarray],
+                 out_dtype: np.dtype) -> None:
+        mf = cl.mem_flags
+        self.queue = queue
+        self.n = xs[0].size
+        self.bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a) for a in xs]
+        self.out = cl.Buffer(ctx, mf.READ_WRITE, max(8, out_dtype.itemsize))
+        self.nbytes = sum(a.nbytes for a in xs)
+
+    def run(self, launcher: Launcher) -> list[cl.Event]:
+        y = self.bufs[1] if len(self.bufs) > 1 else None
+        return launcher.enqueue(self.queue, self.bufs[0], 0, self.n, self.out, y=y)
+
+    def time(self, launcher: Launcher, *, warmup: int = 2, min_repeats: int = 5,
+             max_repeats: int = 200, budget_s: float = 0.3) -> Timing:
+        for _ in range(warmup):
+            self.run(launcher)
+        self.queue.finish()
+        samples: list[float] = []
+        t0 = time.perf_counter()
+        while len(samples) < max_repeats:
+            samples.append(device_seconds(self.run(launcher)))
+            if len(samples) >= min_repeats and time.perf_counter() - t0 > budget_s:
+                break
+        return Timing(statistics.median(samples), len(samples), tuple(samples))

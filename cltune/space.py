@@ -1,0 +1,185 @@
+"""The feasible design space for (device, op, dtype): allowed values and device constraints.
+
+Allowed values are lists per `Config` field, derived from the device: work-group sizes are
+power-of-two multiples of the real subgroup size up to min(device max, kernel max); tiles are
+bounded by local memory minus the kernel's static local memory; strategies are offered only
+where a probe build shows their feature path really compiles. `check` rejects infeasible points
+before anything is compiled.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field, replace
+
+import pyopencl as cl
+
+from .config import ACCUMULATORS, STRATEGIES, TILE_STRATEGIES, Config, ConfigError
+from .devices import DeviceInfo
+from .ops import OpSpec
+from .program import BuildError, build, kernel_subgroup_size, preferred_multiple
+
+ITEMS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+VECS = (1, 2, 4, 8, 16)
+TILE_FACTORS = (1, 2, 4, 8, 16)
+GROUPS_PER_CU = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+#: bytes of __local memory the kernel declares itself (single-pass flag), a safe upper bound
+STATIC_LOCAL_RESERVE = 64
+_ACC_BYTES = {"float": 4, "double": 8, "int": 4, "uint": 4, "long": 8, "ulong": 8}
+
+
+@dataclass(frozen=True)
+class Space:
+    """Allowed values per field plus the device limits that couple them."""
+
+    spec: OpSpec
+    device: DeviceInfo
+    base_multiple: int  # the real subgroup size (or warp / preferred multiple)
+    kernel_max_wg: int
+    values: dict[str, tuple] = field(default_factory=dict)
+    excluded: dict[str, str] = field(default_factory=dict)  # strategy -> why not offered
+
+    def restrict(self, **fields: tuple) -> Space:
+        """A sub-space: each given field limited to the given values (for sweeps and tests)."""
+        vals = dict(self.values)
+        for k, v in fields.items():
+            if k not in vals:
+                raise ConfigError(f"unknown space field {k!r}")
+            vals[k] = tuple(x for x in v if x in vals[k] or k == "tile_factor")
+        return replace(self, values=vals)
+
+    def check(self, cfg: Config) -> str:
+        """'' when cfg is feasible on this device, else the reason (no compilation)."""
+        if cfg.strategy not in self.values["strategy"]:
+            return f"strategy {cfg.strategy} not offered here: {self.excluded.get(cfg.strategy, '')}"
+        wg_limit = min(self.device.max_wg, self.kernel_max_wg)
+        if cfg.wg > wg_limit:
+            return f"wg={cfg.wg} > device/kernel limit {wg_limit}"
+        mult = 32 if cfg.strategy == "warp_shuffle" else self.base_multiple
+        if cfg.wg % mult:
+            return f"wg={cfg.wg} is not a multiple of the subgroup size {mult}"
+        acc = _ACC_BYTES[self.spec.acc_cl_type(cfg.acc == "wide")]
+        local = max(cfg.tile, cfg.wg) * acc + STATIC_LOCAL_RESERVE
+        if local > self.device.local_mem:
+            return f"{local} bytes of local memory > CL_DEVICE_LOCAL_MEM_SIZE={self.device.local_mem}"
+        if cfg.acc not in self.values["acc"]:
+            return f"accumulator {cfg.acc} not offered for {self.spec}"
+        return ""
+
+    def configs(self) -> list[Config]:
+        """Every feasible config (for exhaustive sweeps of a restricted space)."""
+        out = []
+        v = self.values
+        for strat, wg, tf, items, vec, gpc, passes, acc in itertools.product(
+                v["strategy"], v["wg"], v["tile_factor"], v["items"], v["vec"],
+                v["groups_per_cu"], v["passes"], v["acc"]):
+            if strat not in TILE_STRATEGIES and tf != v["tile_factor"][0]:
+                continue
+            tile = wg * tf if strat in TILE_STRATEGIES else 0
+            try:
+                cfg = Config(strat, wg, tile, items, vec, gpc, passes, acc)
+            except ConfigError:
+                continue
+            if not self.check(cfg):
+                out.append(cfg)
+        return out
+
+    def size(self) -> int:
+        """Number of feasible configs, counted without listing the independent fields."""
+        v = self.values
+        free = len(v["items"]) * len(v["vec"]) * len(v["groups_per_cu"]) * len(v["passes"])
+        n = 0
+        for strat, wg, tf, acc in itertools.product(v["strategy"], v["wg"], v["tile_factor"],
+                                                    v["acc"]):
+            if strat not in TILE_STRATEGIES and tf != v["tile_factor"][0]:
+                continue
+            tile = wg * tf if strat in TILE_STRATEGIES else 0
+            try:
+                cfg = Config(strat, wg, tile, 1, 1, 1, 2, acc)
+            except ConfigError:
+                continue
+            if not self.check(cfg):
+                n += free
+        return n
+
+
+def accumulators_for(spec: OpSpec, device: DeviceInfo, *, extended: bool) -> tuple[str, ...]:
+    """native always; kahan for float sums/dots; wide where fp64 exists (and the input is not
+    already double). Without `extended` only native (the fast default)."""
+    accs = ["native"]
+    if extended and spec.is_float and spec.op in ("sum", "dot"):
+        accs.append("kahan")
+    if extended and spec.is_float and spec.is_arith and spec.dtype != "float64" and device.fp64:
+        accs.append("wide")
+    return tuple(a for a in ACCUMULATORS if a in accs)
+
+
+def _offered(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec,
+             base: int) -> tuple[tuple[str, ...], dict[str, str]]:
+    offered, excluded = [], {}
+    for strat in STRATEGIES:
+        why = ""
+        if strat in ("subgroup", "subgroup_local"):
+            if not info.subgroups:
+                why = "no cl_khr_subgroups / OpenCL C 3.0 subgroups on this device"
+            elif spec.op == "prod":
+                why = "subgroup builtins have no multiply"
+            elif spec.is_float and spec.op in ("min", "max"):
+                why = "sub_group_reduce_min/max do not define NaN propagation"
+        if strat == "warp_shuffle" and not info.is_nvidia:
+            why = "inline PTX warp shuffles exist only on NVIDIA's platform"
+        if not why and strat in ("subgroup", "subgroup_local", "warp_shuffle"):
+            wg = max(base, 32 if strat == "warp_shuffle" else base)
+            cfg = Config(strategy=strat, wg=wg, tile=0, items=1, vec=1, groups_per_cu=1)
+            try:
+                build(ctx, dev, info, spec, cfg)
+            except BuildError as e:
+                why = f"probe build failed: {e}"
+        if why:
+            excluded[strat] = why
+        else:
+            offered.append(strat)
+    return tuple(offered), excluded
+
+
+def make_space(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, *,
+               extended_acc: bool = False) -> Space:
+    """The feasible space of `spec` on one device, asking the device (never assuming)."""
+    if spec.needs_fp64 and not info.fp64:
+        raise ConfigError(f"{info.name} has no cl_khr_fp64: {spec} cannot run there")
+    base = 0
+    if info.subgroups:
+        base = kernel_subgroup_size(ctx, dev, info, min(64, info.max_wg))
+    base = base or info.warp_size or preferred_multiple(ctx, dev) or 1
+    base = 1 << int(math.log2(base)) if base & (base - 1) else base
+    kernel_wg = _kernel_max_wg(ctx, dev, info, spec)
+    wg_max = min(info.max_wg, kernel_wg, 1024)
+    wgs = tuple(w for w in (2**k for k in range(11)) if base <= w <= wg_max and w % base == 0)
+    strategies, excluded = _offered(ctx, dev, info, spec, base)
+    values = {
+        "strategy": strategies,
+        "wg": wgs,
+        "tile_factor": TILE_FACTORS,
+        "items": ITEMS,
+        "vec": VECS,
+        "groups_per_cu": GROUPS_PER_CU,
+        "passes": (1, 2),
+        "acc": accumulators_for(spec, info, extended=extended_acc),
+    }
+    return Space(spec, info, base, kernel_wg, values, excluded)
+
+
+def _kernel_max_wg(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec) -> int:
+    """CL_KERNEL_WORK_GROUP_SIZE of our stage-1 kernel built without a required size."""
+    from .config import build_defines
+    from .program import kernel_source
+
+    cfg = Config(strategy="local_tree", wg=1, tile=1, items=1, vec=1, groups_per_cu=1)
+    opts = [*build_defines(spec, cfg, index64=False), "-DCLT_REQD_WG=0"]
+    try:
+        prg = cl.Program(ctx, kernel_source()).build(options=opts, devices=[dev])
+        k = cl.Kernel(prg, "clt_stage1")
+        return int(k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, dev))
+    except cl.Error:
+        return info.max_wg

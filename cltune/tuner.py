@@ -1,0 +1,285 @@
+"""Optuna studies per (device, op, dtype, size bucket).
+
+A trial samples a config, rejects infeasible points before compiling, builds, validates against
+the host reference (a failure is recorded with its reason and never counts) and only then times.
+At the end of a bucket the best few are re-measured side by side and the winner is stored.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import optuna
+import pyopencl as cl
+
+from . import __version__
+from .buckets import DEFAULT_BUCKETS
+from .config import TILE_STRATEGIES, Config, ConfigError
+from .devices import DeviceInfo
+from .launch import Launcher
+from .measure import Bench, profiling_queue
+from .ops import OpSpec
+from .program import BuildError, source_hash
+from .space import Space, make_space
+from .verify import make_input, validate
+
+SAMPLERS = ("tpe", "random", "grid")
+FINALISTS = 3
+
+
+@dataclass
+class TuneOptions:
+    op: str = "sum"
+    dtype: str = "float32"
+    buckets: tuple[int, ...] = DEFAULT_BUCKETS
+    trials: int = 40
+    timeout_s: float = 150.0
+    sampler: str = "tpe"
+    seed: int = 0
+    resume: bool = False
+    study_prefix: str = "cltune"
+    max_rel_error: float | None = None
+    restrict: dict[str, tuple] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BucketResult:
+    bucket: int
+    config: Config | None
+    median_s: float | None
+    gbps: float | None
+    trials: int
+    failed: int
+    pruned: int
+    study: str
+
+
+class Progress:
+    """Callbacks the tuner reports to (the CLI draws them); all are no-ops here."""
+
+    def start(self, space: Space, buckets: tuple[int, ...]) -> None: ...
+    def start_bucket(self, bucket: int, trials: int) -> None: ...
+    def trial(self, bucket: int, done: int, best_gbps: float | None, left_s: float) -> None: ...
+    def end_bucket(self, result: BucketResult) -> None: ...
+
+
+class _Rejected(Exception):
+    pass
+
+
+def suggest(trial: optuna.Trial, space: Space) -> Config:
+    """Sample one point; the parameter names are the Config's own (tile as a factor of wg)."""
+    v = space.values
+    strategy = trial.suggest_categorical("strategy", v["strategy"])
+    wg = trial.suggest_categorical("wg", v["wg"])
+    tile = 0
+    if strategy in TILE_STRATEGIES:
+        tile = wg * trial.suggest_categorical("tile_factor", v["tile_factor"])
+    return Config(
+        strategy=strategy,
+        wg=wg,
+        tile=tile,
+        items=trial.suggest_categorical("items", v["items"]),
+        vec=trial.suggest_categorical("vec", v["vec"]),
+        groups_per_cu=trial.suggest_categorical("groups_per_cu", v["groups_per_cu"]),
+        passes=trial.suggest_categorical("passes", v["passes"]),
+        acc=trial.suggest_categorical("acc", v["acc"]),
+    )
+
+
+def make_sampler(name: str, seed: int, space: Space) -> optuna.samplers.BaseSampler:
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
+                                          n_startup_trials=10)
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if name == "grid":
+        return optuna.samplers.GridSampler({k: list(v) for k, v in space.values.items()},
+                                           seed=seed)
+    raise ValueError(f"unknown sampler {name!r}; choose one of {', '.join(SAMPLERS)}")
+
+
+class Tuner:
+    """Tunes one device for one op/dtype; writes results through `store`."""
+
+    def __init__(self, ctx: cl.Context, dev: cl.Device, info: DeviceInfo, store,  # noqa: ANN001
+                 storage_url: str, opts: TuneOptions,
+                 progress: Progress | None = None) -> None:
+        self.ctx, self.dev, self.info, self.store = ctx, dev, info, store
+        self.opts, self.progress = opts, progress or Progress()
+        self.spec = OpSpec.of(opts.op, opts.dtype)
+        self.queue = profiling_queue(ctx, dev)
+        self.space = make_space(ctx, dev, info, self.spec,
+                                extended_acc=opts.max_rel_error is not None)
+        if opts.restrict:
+            self.space = self.space.restrict(**opts.restrict)
+        self.storage = _storage(storage_url)
+        self.device_id = store.upsert_device(info.fingerprint_parts(), info.fingerprint,
+                                             info.hardware_key, info.name)
+        self._src = source_hash()
+        self._launchers: dict[Config, Launcher] = {}
+
+    def study_name(self, bucket: int) -> str:
+        return f"{self.opts.study_prefix}:{self.info.fingerprint}:{self.spec}:2^{bucket}"
+
+    def run(self) -> list[BucketResult]:
+        self.progress.start(self.space, self.opts.buckets)
+        t_end = time.monotonic() + self.opts.timeout_s
+        results = []
+        for i, b in enumerate(self.opts.buckets):
+            left = max(1.0, (t_end - time.monotonic()) / (len(self.opts.buckets) - i))
+            results.append(self.tune_bucket(b, left))
+        return results
+
+    def _launcher(self, cfg: Config) -> Launcher:
+        la = self._launchers.get(cfg)
+        if la is None:
+            la = self._launchers[cfg] = Launcher(self.ctx, self.dev, self.info, self.spec, cfg)
+        return la
+
+    def _record(self, bucket: int, cfg: Config, **kw: object) -> int:
+        return self.store.record(self.device_id, self.spec.op, self.spec.dtype, bucket,
+                                 cfg.to_dict(), cfg.key(), cltune_version=__version__,
+                                 source_hash=self._src, **kw)
+
+    def evaluate(self, cfg: Config, bucket: int, bench: Bench) -> tuple[float, str]:
+        """(median seconds, '') for a config that validates, else (inf, reason). Recorded."""
+        why = self.space.check(cfg)
+        if why:
+            return float("inf"), why  # infeasible: pruned before compiling, not recorded
+        la = self._launcher(cfg)
+        try:
+            la.built(False)
+            chk = validate(la, self.queue, bench.n)
+        except BuildError as e:
+            chk = None
+            reason = str(e)
+        else:
+            reason = chk.reason
+            budget = self.opts.max_rel_error
+            if chk.ok and budget is not None and chk.max_rel_error > budget:
+                reason = f"error {chk.max_rel_error:.3g} > --max-rel-error {budget:.3g}"
+        if reason:
+            self._record(bucket, cfg, status="failed", reason=reason, n_measured=bench.n)
+            return float("inf"), reason
+        t = bench.time(la)
+        self._record(bucket, cfg, status="ok", median_s=t.median_s,
+                     gbps=t.gbps(bench.nbytes), max_rel_error=chk.max_rel_error if chk else None,
+                     n_measured=bench.n)
+        return t.median_s, ""
+
+    def tune_bucket(self, bucket: int, timeout_s: float) -> BucketResult:
+        n = 1 << bucket
+        xs = make_input(self.spec, n)
+        bench = Bench(self.ctx, self.queue, xs, self.spec.result_dtype)
+        name = self.study_name(bucket)
+        study = self._study(name)
+        done_states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+        already = len(study.get_trials(deepcopy=False, states=done_states))
+        todo = max(0, self.opts.trials - already)
+        self.progress.start_bucket(bucket, self.opts.trials)
+        seen: dict[Config, float] = {}
+        t0 = time.monotonic()
+
+        def objective(trial: optuna.Trial) -> float:
+            try:
+                cfg = suggest(trial, self.space)
+            except ConfigError as e:
+                trial.set_user_attr("reason", str(e))
+                raise optuna.TrialPruned(str(e)) from None
+            trial.set_user_attr("config", cfg.to_dict())
+            if cfg in seen:
+                value = seen[cfg]
+            else:
+                value, why = self.evaluate(cfg, bucket, bench)
+                seen[cfg] = value
+                if why:
+                    trial.set_user_attr("reason", why)
+            if value == float("inf"):
+                raise optuna.TrialPruned(trial.user_attrs.get("reason", "rejected"))
+            trial.set_user_attr("gbps", bench.nbytes / value / 1e9)
+            return value
+
+        def callback(st: optuna.Study, _t: optuna.trial.FrozenTrial) -> None:
+            done = len(st.get_trials(deepcopy=False, states=done_states))
+            try:
+                best = bench.nbytes / st.best_value / 1e9
+            except ValueError:
+                best = None
+            self.progress.trial(bucket, done, best, max(0.0, timeout_s - (time.monotonic() - t0)))
+
+        if todo:
+            study.optimize(objective, n_trials=todo, timeout=timeout_s, callbacks=[callback],
+                           gc_after_trial=False)
+        return self._finish(study, bucket, bench, name)
+
+    def _finish(self, study: optuna.Study, bucket: int, bench: Bench, name: str) -> BucketResult:
+        trials = study.get_trials(deepcopy=False)
+        ok = sorted((t for t in trials if t.state == optuna.trial.TrialState.COMPLETE),
+                    key=lambda t: t.value)
+        finalists: list[Config] = []
+        for t in ok:
+            cfg = Config.from_mapping(t.user_attrs["config"])
+            if cfg not in finalists:
+                finalists.append(cfg)
+            if len(finalists) == FINALISTS:
+                break
+        pruned = sum(t.state == optuna.trial.TrialState.PRUNED for t in trials)
+        failed = sum("reason" in t.user_attrs and t.state != optuna.trial.TrialState.COMPLETE
+                     for t in trials)
+        if not finalists:
+            res = BucketResult(bucket, None, None, None, len(trials), failed, pruned, name)
+            self.progress.end_bucket(res)
+            return res
+        # re-measure the finalists side by side, interleaved, median of rounds
+        rounds: dict[Config, list[float]] = {c: [] for c in finalists}
+        for _ in range(3):
+            for c in finalists:
+                rounds[c].append(bench.time(self._launcher(c), budget_s=0.15).median_s)
+        med = {c: sorted(v)[len(v) // 2] for c, v in rounds.items()}
+        best = min(finalists, key=med.__getitem__)
+        rid = self.store.record(self.device_id, self.spec.op, self.spec.dtype, bucket,
+                                best.to_dict(), best.key(), status="ok", median_s=med[best],
+                                gbps=bench.nbytes / med[best] / 1e9, n_measured=bench.n,
+                                cltune_version=__version__, source_hash=self._src, force=True)
+        self.store.set_best(self.device_id, self.spec.op, self.spec.dtype, bucket, rid)
+        res = BucketResult(bucket, best, med[best], bench.nbytes / med[best] / 1e9, len(trials),
+                           failed, pruned, name)
+        self.progress.end_bucket(res)
+        return res
+
+    def _study(self, name: str) -> optuna.Study:
+        sampler = make_sampler(self.opts.sampler, self.opts.seed, self.space)
+        if not self.opts.resume:
+            try:
+                optuna.delete_study(study_name=name, storage=self.storage)
+            except KeyError:
+                pass
+        study = optuna.create_study(study_name=name, storage=self.storage, sampler=sampler,
+                                    direction="minimize", load_if_exists=True)
+        if self.opts.resume:
+            # trials a killed run left RUNNING never finished: mark them failed, keep the rest
+            for t in study.get_trials(deepcopy=False,
+                                      states=(optuna.trial.TrialState.RUNNING,)):
+                self.storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)
+        return study
+
+
+def _storage(url: str) -> optuna.storages.RDBStorage:
+    from cltune.tuning_db.engine import normalise_url, sqlite_path
+
+    url = normalise_url(url)
+    kwargs: dict = {}
+    p = sqlite_path(url)
+    if p is not None:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        kwargs = {"connect_args": {"timeout": 60}}
+    return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+logging.getLogger("optuna").propagate = False

@@ -1,0 +1,92 @@
+"""Opening a tuning database: URL resolution, SQLite pragmas, short atomic transactions."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from .errors import DatabaseError
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+def default_dir() -> Path:
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("cltune", appauthor=False))
+
+
+def default_url() -> str:
+    """`CLTUNE_DB` if set, else a SQLite file in the user data dir."""
+    env = os.environ.get("CLTUNE_DB", "").strip()
+    if env:
+        return env
+    return f"sqlite:///{default_dir() / 'tuning.db'}"
+
+
+def default_storage_url() -> str:
+    """Optuna's study storage: `CLTUNE_STORAGE` if set, else a SQLite file beside the results."""
+    env = os.environ.get("CLTUNE_STORAGE", "").strip()
+    if env:
+        return env
+    return f"sqlite:///{default_dir() / 'studies.db'}"
+
+
+def normalise_url(url: str) -> str:
+    """Accept a plain file path too; return a SQLAlchemy URL."""
+    if "://" not in url:
+        return f"sqlite:///{Path(url).expanduser().resolve()}"
+    return url
+
+
+def sqlite_path(url: str) -> Path | None:
+    u = make_url(url)
+    if u.get_backend_name() != "sqlite" or not u.database or u.database == ":memory:":
+        return None
+    return Path(u.database)
+
+
+def make_engine(url: str, *, readonly: bool = False) -> Engine:
+    """An engine with WAL, a busy timeout and `BEGIN IMMEDIATE` writes on SQLite."""
+    url = normalise_url(url)
+    try:
+        u = make_url(url)
+    except ArgumentError as e:
+        raise DatabaseError(f"not a database URL: {url!r} ({e})") from None
+    path = sqlite_path(url)
+    if path is not None:
+        if readonly:
+            if not path.exists():
+                raise DatabaseError(f"database file {path} does not exist")
+            url = f"sqlite:///file:{path}?mode=ro&uri=true"
+        else:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise DatabaseError(f"cannot create {path.parent}: {e.strerror}") from None
+        engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000,
+                                                  "isolation_level": None})
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn, _rec):  # noqa: ANN001
+            cur = dbapi_conn.cursor()
+            cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            if not readonly:
+                cur.execute("PRAGMA journal_mode=WAL")
+                cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _begin(conn):  # noqa: ANN001
+            conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
+
+        return engine
+    try:
+        return create_engine(u, pool_pre_ping=True)
+    except Exception as e:  # noqa: BLE001 - missing driver etc.
+        raise DatabaseError(f"cannot open {u.render_as_string(hide_password=True)}: {e}") from None

@@ -1,0 +1,103 @@
+"""Schema versioning: ordered migrations recorded in `cltune_schema_version`.
+
+One mechanism only. A fresh database gets the current schema from the models and the latest
+version; an older one gets each later migration in its own transaction, together with its
+version bump; a newer one is refused with a message naming the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import Connection, Engine, inspect, text
+
+from .errors import SchemaError
+from .models import Base, SchemaVersion
+
+#: v1 as first released, kept verbatim so tests can build a v1 database and migrate it.
+V1_DDL = (
+    """CREATE TABLE cltune_schema_version (id INTEGER PRIMARY KEY, version INTEGER NOT NULL)""",
+    """CREATE TABLE cltune_devices (id INTEGER PRIMARY KEY, fingerprint VARCHAR(32) NOT NULL
+        UNIQUE, hardware_key VARCHAR(32) NOT NULL, vendor VARCHAR(64) NOT NULL,
+        type VARCHAR(16) NOT NULL, model VARCHAR(256) NOT NULL, name VARCHAR(256) NOT NULL,
+        compute_units INTEGER NOT NULL, local_mem INTEGER NOT NULL, max_wg INTEGER NOT NULL,
+        platform VARCHAR(256) NOT NULL, platform_version VARCHAR(512) NOT NULL,
+        driver VARCHAR(128) NOT NULL, opencl_c VARCHAR(128) NOT NULL, created_at TIMESTAMP)""",
+    """CREATE INDEX ix_cltune_devices_hardware_key ON cltune_devices (hardware_key)""",
+    """CREATE INDEX ix_cltune_devices_model_vendor ON cltune_devices (model, vendor)""",
+    """CREATE INDEX ix_cltune_devices_vendor_type ON cltune_devices (vendor, type)""",
+    """CREATE TABLE cltune_results (id INTEGER PRIMARY KEY, device_id INTEGER NOT NULL
+        REFERENCES cltune_devices(id), op VARCHAR(16) NOT NULL, dtype VARCHAR(16) NOT NULL,
+        bucket INTEGER NOT NULL, config_key VARCHAR(32) NOT NULL, config_json TEXT NOT NULL,
+        status VARCHAR(16) NOT NULL, reason TEXT, median_s FLOAT, gbps FLOAT,
+        max_rel_error FLOAT, n_measured INTEGER NOT NULL, cltune_version VARCHAR(32) NOT NULL,
+        source_hash VARCHAR(32) NOT NULL, created_at TIMESTAMP, updated_at TIMESTAMP,
+        CONSTRAINT uq_cltune_results_key UNIQUE (device_id, op, dtype, bucket, config_key))""",
+    """CREATE INDEX ix_cltune_results_lookup ON cltune_results (device_id, op, dtype, status)""",
+    """CREATE TABLE cltune_best (id INTEGER PRIMARY KEY, device_id INTEGER NOT NULL
+        REFERENCES cltune_devices(id), op VARCHAR(16) NOT NULL, dtype VARCHAR(16) NOT NULL,
+        bucket INTEGER NOT NULL, result_id INTEGER NOT NULL REFERENCES cltune_results(id),
+        updated_at TIMESTAMP,
+        CONSTRAINT uq_cltune_best_key UNIQUE (device_id, op, dtype, bucket))""",
+)
+
+
+def _v2(conn: Connection) -> None:
+    """v2: results remember when `cltune verify` last passed them, and staleness."""
+    conn.execute(text("ALTER TABLE cltune_results ADD COLUMN verified_at TIMESTAMP"))
+    conn.execute(text("ALTER TABLE cltune_results ADD COLUMN stale INTEGER DEFAULT 0 NOT NULL"))
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2}
+LATEST = 2
+
+
+def current_version(conn: Connection) -> int | None:
+    """The stored version; None for an empty database (no cltune tables)."""
+    names = set(inspect(conn).get_table_names())
+    if SchemaVersion.__tablename__ not in names:
+        if any(n.startswith("cltune_") for n in names):
+            raise SchemaError("database has cltune tables but no schema version; it is damaged")
+        return None
+    row = conn.execute(text("SELECT version FROM cltune_schema_version")).first()
+    if row is None:
+        raise SchemaError("database schema version row is missing; the database is damaged")
+    return int(row[0])
+
+
+def check_readable(conn: Connection) -> int:
+    v = current_version(conn)
+    if v is None:
+        raise SchemaError("no cltune tables in this database (nothing tuned yet)")
+    if v > LATEST:
+        raise SchemaError(
+            f"database schema v{v} is newer than this cltune understands (v{LATEST}); "
+            "upgrade cltune: pip install -U cltune"
+        )
+    if v < LATEST:
+        raise SchemaError(
+            f"database schema v{v} is older than this cltune's v{LATEST}; "
+            "run `cltune migrate` (any writing command also migrates)"
+        )
+    return v
+
+
+def ensure_schema(engine: Engine) -> int:
+    """Create or migrate the schema to LATEST; returns the version now in place."""
+    with engine.begin() as conn:
+        v = current_version(conn)
+        if v is None:
+            Base.metadata.create_all(conn)
+            conn.execute(text("INSERT INTO cltune_schema_version (id, version) VALUES (1, :v)"),
+                         {"v": LATEST})
+            return LATEST
+    if v > LATEST:
+        with engine.connect() as conn:
+            check_readable(conn)
+    while v < LATEST:
+        step = v + 1
+        with engine.begin() as conn:  # the migration and its version bump commit together
+            MIGRATIONS[step](conn)
+            conn.execute(text("UPDATE cltune_schema_version SET version = :v"), {"v": step})
+        v = step
+    return v

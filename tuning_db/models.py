@@ -1,0 +1,105 @@
+"""SQLAlchemy 2 models of the tuning database (current schema version: see migrations)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import (
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class SchemaVersion(Base):
+    """One row: the schema version (named so it never collides with Optuna's alembic table)."""
+
+    __tablename__ = "cltune_schema_version"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class Device(Base):
+    """A device fingerprint and its parts, so that partial matches are queries."""
+
+    __tablename__ = "cltune_devices"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(32), unique=True, nullable=False)
+    hardware_key: Mapped[str] = mapped_column(String(32), nullable=False, index=True)
+    vendor: Mapped[str] = mapped_column(String(64), nullable=False)
+    type: Mapped[str] = mapped_column(String(16), nullable=False)
+    model: Mapped[str] = mapped_column(String(256), nullable=False)
+    name: Mapped[str] = mapped_column(String(256), nullable=False)
+    compute_units: Mapped[int] = mapped_column(Integer, nullable=False)
+    local_mem: Mapped[int] = mapped_column(Integer, nullable=False)
+    max_wg: Mapped[int] = mapped_column(Integer, nullable=False)
+    platform: Mapped[str] = mapped_column(String(256), nullable=False)
+    platform_version: Mapped[str] = mapped_column(String(512), nullable=False)
+    driver: Mapped[str] = mapped_column(String(128), nullable=False)
+    opencl_c: Mapped[str] = mapped_column(String(128), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    __table_args__ = (Index("ix_cltune_devices_model_vendor", "model", "vendor"),
+                      Index("ix_cltune_devices_vendor_type", "vendor", "type"))
+
+
+class Result(Base):
+    """One evaluated config for (device, op, dtype, size bucket): validated and timed, or failed."""
+
+    __tablename__ = "cltune_results"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    device_id: Mapped[int] = mapped_column(ForeignKey("cltune_devices.id"), nullable=False)
+    op: Mapped[str] = mapped_column(String(16), nullable=False)
+    dtype: Mapped[str] = mapped_column(String(16), nullable=False)
+    bucket: Mapped[int] = mapped_column(Integer, nullable=False)  # log2 of the tuned size
+    config_key: Mapped[str] = mapped_column(String(32), nullable=False)
+    config_json: Mapped[str] = mapped_column(Text, nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False)  # ok | failed
+    reason: Mapped[str] = mapped_column(Text, default="")
+    median_s: Mapped[float | None] = mapped_column(Float)
+    gbps: Mapped[float | None] = mapped_column(Float)
+    max_rel_error: Mapped[float | None] = mapped_column(Float)
+    n_measured: Mapped[int] = mapped_column(Integer, nullable=False)
+    cltune_version: Mapped[str] = mapped_column(String(32), nullable=False)
+    source_hash: Mapped[str] = mapped_column(String(32), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+    # schema v2
+    verified_at: Mapped[datetime | None] = mapped_column(default=None)
+    stale: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+
+    __table_args__ = (
+        UniqueConstraint("device_id", "op", "dtype", "bucket", "config_key",
+                         name="uq_cltune_results_key"),
+        Index("ix_cltune_results_lookup", "device_id", "op", "dtype", "status"),
+    )
+
+
+class Best(Base):
+    """The chosen config per (device, op, dtype, bucket), after finalists were re-measured."""
+
+    __tablename__ = "cltune_best"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    device_id: Mapped[int] = mapped_column(ForeignKey("cltune_devices.id"), nullable=False)
+    op: Mapped[str] = mapped_column(String(16), nullable=False)
+    dtype: Mapped[str] = mapped_column(String(16), nullable=False)
+    bucket: Mapped[int] = mapped_column(Integer, nullable=False)
+    result_id: Mapped[int] = mapped_column(ForeignKey("cltune_results.id"), nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+    __table_args__ = (
+        UniqueConstraint("device_id", "op", "dtype", "bucket", name="uq_cltune_best_key"),
+    )

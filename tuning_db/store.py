@@ -1,0 +1,213 @@
+"""The tuning database as a library: record evaluated configs, choose bests, summarise.
+
+Every write is one short transaction. Results are keyed by (device, op, dtype, bucket, config):
+recording the same key twice keeps one row (the better validated one).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, func, select
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from .engine import default_url, make_engine, normalise_url
+from .errors import DatabaseError
+from .migrations import check_readable, ensure_schema
+from .models import Best, Device, Result, utcnow
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """A stored result, detached from the session."""
+
+    id: int
+    fingerprint: str
+    device_name: str
+    op: str
+    dtype: str
+    bucket: int
+    config: dict
+    status: str
+    reason: str
+    median_s: float | None
+    gbps: float | None
+    max_rel_error: float | None
+    driver: str
+    cltune_version: str
+    updated_at: str
+    stale: bool
+
+
+def _row(r: Result, d: Device) -> ResultRow:
+    return ResultRow(r.id, d.fingerprint, d.name, r.op, r.dtype, r.bucket,
+                     json.loads(r.config_json), r.status, r.reason or "", r.median_s, r.gbps,
+                     r.max_rel_error, d.driver, r.cltune_version,
+                     r.updated_at.isoformat(timespec="seconds") if r.updated_at else "",
+                     bool(r.stale))
+
+
+class Store:
+    """A tuning database. `Store.open(url)` creates/migrates; `readonly=True` never writes."""
+
+    def __init__(self, engine: Engine, url: str, readonly: bool) -> None:
+        self.engine, self.url, self.readonly = engine, url, readonly
+
+    @classmethod
+    def open(cls, url: str | None = None, *, readonly: bool = False) -> Store:
+        url = normalise_url(url or default_url())
+        engine = make_engine(url, readonly=readonly)
+        try:
+            if readonly:
+                with engine.connect() as conn:
+                    check_readable(conn)
+            else:
+                ensure_schema(engine)
+        except DatabaseError:
+            engine.dispose()
+            raise
+        except SQLAlchemyError as e:
+            engine.dispose()
+            raise DatabaseError(f"cannot use database {url}: {_short(e)}") from None
+        return cls(engine, url, readonly)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """One transaction: commit on success, roll back and wrap errors otherwise."""
+        with Session(self.engine, expire_on_commit=False) as s:
+            try:
+                yield s
+                s.commit()
+            except DatabaseError:
+                s.rollback()
+                raise
+            except SQLAlchemyError as e:
+                s.rollback()
+                raise DatabaseError(f"database error on {self.url}: {_short(e)}") from None
+
+    # ---- writes -----------------------------------------------------------------------------
+    def upsert_device(self, parts: dict[str, object], fingerprint: str, hardware_key: str,
+                      name: str) -> int:
+        with self.session() as s:
+            dev = s.scalar(select(Device).where(Device.fingerprint == fingerprint))
+            if dev is None:
+                dev = Device(fingerprint=fingerprint, hardware_key=hardware_key, name=name,
+                             **{k: parts[k] for k in (
+                                 "vendor", "type", "model", "compute_units", "local_mem",
+                                 "max_wg", "platform", "platform_version", "driver",
+                                 "opencl_c")})
+                s.add(dev)
+                s.flush()
+            return dev.id
+
+    def record(self, device_id: int, op: str, dtype: str, bucket: int, config: dict,
+               config_key: str, *, status: str, reason: str = "", median_s: float | None = None,
+               gbps: float | None = None, max_rel_error: float | None = None, n_measured: int,
+               cltune_version: str, source_hash: str, force: bool = False) -> int:
+        """Insert or update the row of this key; an ok result is never replaced by a slower or
+        failed one from the same kernel source, unless `force` (a re-measurement)."""
+        if status not in ("ok", "failed"):
+            raise ValueError(f"status must be ok or failed, not {status!r}")
+        with self.session() as s:
+            row = s.scalar(select(Result).where(
+                Result.device_id == device_id, Result.op == op, Result.dtype == dtype,
+                Result.bucket == bucket, Result.config_key == config_key))
+            if row is None:
+                row = Result(device_id=device_id, op=op, dtype=dtype, bucket=bucket,
+                             config_key=config_key, config_json=json.dumps(config, sort_keys=True),
+                             status=status, reason=reason, median_s=median_s, gbps=gbps,
+                             max_rel_error=max_rel_error, n_measured=n_measured,
+                             cltune_version=cltune_version, source_hash=source_hash, stale=0)
+                s.add(row)
+            else:
+                keep_old = not force and (row.status == "ok" and row.source_hash == source_hash
+                            and (status != "ok" or (row.median_s or 0) <= (median_s or 0)))
+                if not keep_old:
+                    row.status, row.reason, row.median_s, row.gbps = status, reason, median_s, gbps
+                    row.max_rel_error, row.n_measured = max_rel_error, n_measured
+                    row.cltune_version, row.source_hash = cltune_version, source_hash
+                    row.stale, row.updated_at = 0, utcnow()
+            try:
+                s.flush()
+            except IntegrityError:  # a concurrent writer inserted the same key first
+                s.rollback()
+                return self.record(device_id, op, dtype, bucket, config, config_key,
+                                   status=status, reason=reason, median_s=median_s, gbps=gbps,
+                                   max_rel_error=max_rel_error, n_measured=n_measured,
+                                   cltune_version=cltune_version, source_hash=source_hash,
+                                   force=force)
+            return row.id
+
+    def set_best(self, device_id: int, op: str, dtype: str, bucket: int, result_id: int) -> None:
+        with self.session() as s:
+            res = s.get(Result, result_id)
+            if res is None or res.status != "ok":
+                raise DatabaseError("only a validated (ok) result can become a best")
+            b = s.scalar(select(Best).where(Best.device_id == device_id, Best.op == op,
+                                            Best.dtype == dtype, Best.bucket == bucket))
+            if b is None:
+                s.add(Best(device_id=device_id, op=op, dtype=dtype, bucket=bucket,
+                           result_id=result_id))
+            else:
+                b.result_id, b.updated_at = result_id, utcnow()
+
+    # ---- reads ------------------------------------------------------------------------------
+    def device_ids(self, **where: object) -> list[int]:
+        with self.session() as s:
+            q = select(Device.id)
+            for k, v in where.items():
+                q = q.where(getattr(Device, k) == v)
+            return list(s.scalars(q))
+
+    def bests(self, device_ids: list[int], op: str | None = None,
+              dtype: str | None = None) -> list[ResultRow]:
+        if not device_ids:
+            return []
+        with self.session() as s:
+            q = (select(Result, Device).join(Best, Best.result_id == Result.id)
+                 .join(Device, Device.id == Result.device_id)
+                 .where(Best.device_id.in_(device_ids)))
+            if op:
+                q = q.where(Result.op == op)
+            if dtype:
+                q = q.where(Result.dtype == dtype)
+            q = q.order_by(Device.fingerprint, Result.op, Result.dtype, Result.bucket)
+            return [_row(r, d) for r, d in s.execute(q)]
+
+    def results(self, device_id: int, op: str, dtype: str, bucket: int,
+                status: str | None = "ok") -> list[ResultRow]:
+        with self.session() as s:
+            q = (select(Result, Device).join(Device, Device.id == Result.device_id)
+                 .where(Result.device_id == device_id, Result.op == op, Result.dtype == dtype,
+                        Result.bucket == bucket))
+            if status:
+                q = q.where(Result.status == status)
+            return [_row(r, d) for r, d in s.execute(q.order_by(Result.median_s))]
+
+    def counts(self) -> dict[str, int]:
+        with self.session() as s:
+            return {
+                "devices": s.scalar(select(func.count(Device.id))) or 0,
+                "results": s.scalar(select(func.count(Result.id))) or 0,
+                "failed": s.scalar(select(func.count(Result.id))
+                                   .where(Result.status == "failed")) or 0,
+                "bests": s.scalar(select(func.count(Best.id))) or 0,
+            }
+
+    def fingerprints_tuned(self) -> set[str]:
+        with self.session() as s:
+            q = select(Device.fingerprint).join(Best, Best.device_id == Device.id).distinct()
+            return set(s.scalars(q))
+
+
+def _short(e: Exception) -> str:
+    if isinstance(e, OperationalError):
+        return str(e.orig) if e.orig else str(e).splitlines()[0]
+    return str(e).splitlines()[0]
