@@ -83,8 +83,11 @@ def has_subgroups(dev: cl.Device) -> tuple[bool, bool]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--require", action="store_true",
-                    help="fail unless pocl-debian, pocl-bundled and intel are all present")
+    ap.add_argument(
+        "--require",
+        action="store_true",
+        help="fail unless pocl-debian, pocl-bundled and intel are all present",
+    )
     args = ap.parse_args()
     warnings.simplefilter("ignore", cl.CompilerWarning)
 
@@ -100,8 +103,10 @@ def main() -> int:
         seen.add(kind)
         print(f"platform [{kind}] {p.name!r} | {p.version} | {p.vendor}")
         for d in p.get_devices():
-            print(f"  device {d.name!r} | {d.version} | driver {d.driver_version} | "
-                  f"{d.opencl_c_version} | type {cl.device_type.to_string(d.type)}")
+            print(
+                f"  device {d.name!r} | {d.version} | driver {d.driver_version} | "
+                f"{d.opencl_c_version} | type {cl.device_type.to_string(d.type)}"
+            )
             ctx = cl.Context([d])
             q = cl.CommandQueue(ctx)
             mf = cl.mem_flags
@@ -115,22 +120,27 @@ def main() -> int:
             q.finish()
             good = abs(float(part.sum()) - ref) <= 1e-4 * ref
             ok &= good
-            print(f"    tree reduction: {'OK' if good else 'WRONG'} "
-                  f"(sum {part.sum():.3f}, expected {ref:.3f}, {time.perf_counter() - t:.2f}s)")
+            print(
+                f"    tree reduction: {'OK' if good else 'WRONG'} "
+                f"(sum {part.sum():.3f}, expected {ref:.3f}, {time.perf_counter() - t:.2f}s)"
+            )
             sg, pragma = has_subgroups(d)
             if not sg:
                 print("    sub-group reduction: not supported by this device")
                 if kind == "intel":
                     ok = False
                 continue
-            src = ("#pragma OPENCL EXTENSION cl_khr_subgroups : enable\n" if pragma else "") + SG_SRC
+            pragma_line = "#pragma OPENCL EXTENSION cl_khr_subgroups : enable\n"
+            src = (pragma_line if pragma else "") + SG_SRC
             t = time.perf_counter()
             try:
                 knl = cl.Program(ctx, src).build().sg_sum
                 nsg = knl.get_sub_group_info(
-                    d, cl.kernel_sub_group_info.SUB_GROUP_COUNT_FOR_NDRANGE, (lsz,))
+                    d, cl.kernel_sub_group_info.SUB_GROUP_COUNT_FOR_NDRANGE, (lsz,)
+                )
                 sgsz = knl.get_sub_group_info(
-                    d, cl.kernel_sub_group_info.MAX_SUB_GROUP_SIZE_FOR_NDRANGE, (lsz,))
+                    d, cl.kernel_sub_group_info.MAX_SUB_GROUP_SIZE_FOR_NDRANGE, (lsz,)
+                )
                 pb2 = cl.Buffer(ctx, mf.READ_WRITE, size=4 * (gsz // lsz) * nsg)
                 knl(q, (gsz,), (lsz,), xb, pb2, np.int32(n))
                 part = np.empty((gsz // lsz) * nsg, np.float32)
@@ -138,8 +148,10 @@ def main() -> int:
                 q.finish()
                 good = abs(float(part.sum()) - ref) <= 1e-4 * ref
                 ok &= good
-                print(f"    sub-group reduction: {'OK' if good else 'WRONG'} (sub-group size "
-                      f"{sgsz}, {nsg} per work-group, {time.perf_counter() - t:.2f}s)")
+                print(
+                    f"    sub-group reduction: {'OK' if good else 'WRONG'} (sub-group size "
+                    f"{sgsz}, {nsg} per work-group, {time.perf_counter() - t:.2f}s)"
+                )
             except cl.Error as e:
                 ok = False
                 print(f"    sub-group reduction: FAILED {e}")

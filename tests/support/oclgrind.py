@@ -37,7 +37,13 @@ Oclgrind on stderr and are parsed from there.  Each diagnostic becomes an
 :class:`OclgrindReport` whose ``kind`` is one of ``data-race``,
 ``uninitialized``, ``invalid-access`` (out-of-bounds read/write, read-only
 buffer written, ...), ``divergence`` (barrier / async copy reached by only part
-of a work-group), ``unaligned``, ``api-error`` or ``other``.
+of a work-group), ``unaligned``, ``api-error``, ``fatal`` (``OCLGRIND FATAL
+ERROR`` on stderr) or ``other``.
+
+Oclgrind 21.10 is an OpenCL 1.2 device: sub-group built-ins such as
+``sub_group_reduce_add`` *compile* but creating the kernel dies with
+"OCLGRIND FATAL ERROR ... Undefined external function" (a ``fatal`` report,
+and the script fails).  Only check kernel variants without sub-groups here.
 
 ``PYOPENCL_NO_CACHE=1`` is set for the child: programs are then built from
 source, so reports quote the offending source line, and no Oclgrind binaries
@@ -87,6 +93,7 @@ _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("uninitialized", re.compile(r"uninitiali[sz]ed", re.I)),
     ("unaligned", re.compile(r"^unaligned", re.I)),
     ("api-error", re.compile(r"^Oclgrind - OpenCL runtime error detected")),
+    ("fatal", re.compile(r"^OCLGRIND FATAL ERROR")),
     (
         "invalid-access",
         re.compile(
@@ -100,6 +107,7 @@ _SUPPRESSED = re.compile(r"^Oclgrind: (\d+) errors generated - suppressing furth
 # first lines that Oclgrind writes to stderr (as opposed to the log file)
 _STDERR_HEADS = re.compile(
     r"^(Oclgrind - OpenCL runtime error detected"
+    r"|OCLGRIND FATAL ERROR"
     r"|(Read-write|Write-write|Unrecognized) data race at"
     r"|Work-group divergence detected"
     r"|Invalid (read|write) "
@@ -113,8 +121,9 @@ _STDERR_HEADS = re.compile(
 class OclgrindReport:
     """One diagnostic printed by Oclgrind."""
 
-    kind: str  # data-race | uninitialized | invalid-access | divergence | unaligned | api-error | other
-    message: str  # its first line, e.g. "Read-write data race at local memory address 0x1000000000004"
+    kind: str  # data-race | uninitialized | invalid-access | divergence | unaligned | api-error
+    #            | fatal (Oclgrind gave up, e.g. "Undefined external function") | other
+    message: str  # first line, e.g. "Read-write data race at local memory address 0x10000000004"
     text: str  # the whole block
     kernel: str | None = None
     line: int | None = None  # OpenCL C source line, when Oclgrind knows it
@@ -176,7 +185,9 @@ def _classify(first_line: str) -> str:
     return "other"
 
 
-def parse_oclgrind_output(text: str, *, only_known: bool = False) -> tuple[list[OclgrindReport], bool]:
+def parse_oclgrind_output(
+    text: str, *, only_known: bool = False
+) -> tuple[list[OclgrindReport], bool]:
     """Parse Oclgrind diagnostics out of ``text``.
 
     A diagnostic is a block that starts with an unindented line after an empty
@@ -221,9 +232,11 @@ def parse_oclgrind_output(text: str, *, only_known: bool = False) -> tuple[list[
             flush()
             prev_empty = True
             continue
+        if block and only_known and (raw.startswith("Traceback ") or _STDERR_HEADS.match(raw)):
+            flush()  # the script's own stderr follows without a blank line
         if block:
             block.append(raw)
-        elif prev_empty and not raw[0].isspace():
+        elif (prev_empty or only_known) and not raw[0].isspace():
             block.append(raw)
         prev_empty = False
     flush()
@@ -246,12 +259,15 @@ def _wrapper() -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def oclgrind_available() -> bool:
-    """True when Oclgrind can be used: the wrapper answers ``--version``, or its runtime library exists."""
+    """True when Oclgrind is usable: the wrapper answers ``--version`` or its runtime exists."""
     wrapper = _wrapper()
     if wrapper:
         try:
             out = subprocess.run(
-                [wrapper, "--version"], capture_output=True, text=True, timeout=30,
+                [wrapper, "--version"],
+                capture_output=True,
+                text=True,
+                timeout=30,
                 stdin=subprocess.DEVNULL,
             )
             if out.returncode == 0 and "Oclgrind" in out.stdout + out.stderr:
@@ -343,9 +359,15 @@ def run_under_oclgrind(
         )
         t0 = time.monotonic()
         proc = subprocess.Popen(
-            cmd, env=child_env, cwd=cwd, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            errors="replace", start_new_session=True,
+            cmd,
+            env=child_env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
         )
         timed_out = False
         try:

@@ -1,0 +1,3 @@
+from cltune.cli import main
+
+main()

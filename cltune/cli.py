@@ -1,0 +1,208 @@
+"""The `cltune` command line: parse, call one library function, render with rich."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Autotune OpenCL reductions and keep the results in a database.")
+out = Console()
+err = Console(stderr=True)
+
+DbOpt = Annotated[Optional[str], typer.Option(  # noqa: UP007 - typer needs Optional
+    "--db", help="Results database: SQLAlchemy URL or file path (default: $CLTUNE_DB or the "
+    "user data dir).", show_default=False)]
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Library errors become one line on stderr and exit code 1; never a traceback."""
+    from cltune.config import ConfigError
+    from cltune.devices import DeviceError
+    from cltune.ops import OpError
+    from cltune.program import BuildError
+    from cltune.tuning_db import DatabaseError
+    from cltune.tuning_db.exchange import ImportError_
+
+    try:
+        yield
+    except (DeviceError, DatabaseError, ConfigError, OpError, BuildError, ImportError_,
+            ValueError, OSError) as e:
+        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        raise typer.Exit(code=1) from None
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        raise typer.Exit(code=130) from None
+
+
+@app.command()
+def devices(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+            db: DbOpt = None) -> None:
+    """List OpenCL devices with their capabilities, fingerprints and whether they are tuned.
+
+    Example: cltune devices --json
+    """
+    from cltune.service import devices_report
+
+    with _errors():
+        rows, note = devices_report(db)
+    if as_json:
+        out.print_json(json.dumps([{**r.info.to_dict(), "subgroup_size": r.subgroup_size,
+                                    "tuned": r.tuned} for r in rows]))
+        return
+    t = Table(title="OpenCL devices")
+    for c in ("#", "P:D", "platform", "device", "type", "CUs", "local mem", "max WG",
+              "subgroups", "fingerprint", "tuned"):
+        t.add_column(c)
+    for r in rows:
+        i = r.info
+        sg = f"yes ({r.subgroup_size})" if i.subgroups else (
+            f"no (warp {i.warp_size})" if i.warp_size else "no")
+        t.add_row(str(i.index), f"{i.platform_index}:{i.device_index}", i.platform, i.name,
+                  i.type, str(i.compute_units), f"{i.local_mem // 1024} KiB", str(i.max_wg), sg,
+                  i.fingerprint, "yes" if r.tuned else "no")
+    out.print(t)
+    if note:
+        err.print(f"note: {note}", highlight=False)
+
+
+class _RichProgress:
+    def __init__(self) -> None:
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                            TextColumn("{task.completed}/{task.total} trials"),
+                            TextColumn("best {task.fields[best]}"), TimeRemainingColumn(),
+                            console=err, transient=False)
+        self.task = None
+
+    def start(self, space, buckets) -> None:  # noqa: ANN001
+        err.print(f"space: {space.size():,} feasible configs over {', '.join(space.values['strategy'])}"
+                  f" (subgroup multiple {space.base_multiple}); buckets "
+                  + ", ".join(f"2^{b}" for b in buckets), highlight=False)
+        for s, why in space.excluded.items():
+            err.print(f"  not offered: {s}: {why}", highlight=False)
+        self.bar.start()
+
+    def start_bucket(self, bucket: int, trials: int) -> None:
+        self.task = self.bar.add_task(f"2^{bucket}", total=trials, best="-")
+
+    def trial(self, bucket: int, done: int, best: float | None, left_s: float) -> None:
+        self.bar.update(self.task, completed=done,
+                        best=f"{best:.1f} GB/s" if best else "-")
+
+    def end_bucket(self, r) -> None:  # noqa: ANN001
+        self.bar.update(self.task, completed=self.bar.tasks[-1].total)
+
+    def stop(self) -> None:
+        self.bar.stop()
+
+
+@app.command()
+def tune(
+    device: Annotated[str, typer.Option("--device", "-d",
+                                        help="Index, P:D (as PYOPENCL_CTX) or name substring.")] = "0",
+    op: Annotated[str, typer.Option(help="sum, prod, min, max or dot.")] = "sum",
+    dtype: Annotated[str, typer.Option(help="float32, float64, float16, int32, int64, uint32, "
+                                       "uint64.")] = "float32",
+    sizes: Annotated[Optional[str], typer.Option(  # noqa: UP007
+        help="Size buckets, e.g. 2^12,2^16,2^20,2^24 (the default).")] = None,
+    trials: Annotated[int, typer.Option(min=1, help="Trials per bucket.")] = 40,
+    timeout: Annotated[float, typer.Option(min=1, help="Seconds for the whole run.")] = 150.0,
+    sampler: Annotated[str, typer.Option(help="tpe, random or grid.")] = "tpe",
+    seed: Annotated[int, typer.Option(help="Sampler seed.")] = 0,
+    resume: Annotated[bool, typer.Option(help="Continue the stored studies.")] = False,
+    max_rel_error: Annotated[Optional[float], typer.Option(  # noqa: UP007
+        help="Error budget relative to sum|x|; also offers kahan/wide accumulators.")] = None,
+    study: Annotated[str, typer.Option(help="Study name prefix (shared by workers).")] = "cltune",
+    db: DbOpt = None,
+    storage: Annotated[Optional[str], typer.Option(  # noqa: UP007
+        help="Optuna storage URL (default: $CLTUNE_STORAGE or studies.db beside the results).")]
+    = None,
+) -> None:
+    """Tune reductions on one device and store the best config per size bucket.
+
+    Example: cltune tune --device 0 --sizes 2^20,2^24 --trials 30
+    """
+    from cltune.buckets import DEFAULT_BUCKETS, parse_sizes
+    from cltune.service import tune as run_tune
+    from cltune.tuner import SAMPLERS, TuneOptions
+
+    with _errors():
+        if sampler not in SAMPLERS:
+            raise ValueError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
+        opts = TuneOptions(op=op, dtype=dtype,
+                           buckets=parse_sizes(sizes) if sizes else DEFAULT_BUCKETS,
+                           trials=trials, timeout_s=timeout, sampler=sampler, seed=seed,
+                           resume=resume, study_prefix=study, max_rel_error=max_rel_error)
+        prog = _RichProgress()
+        try:
+            info, results = run_tune(device, opts, db, storage, prog)
+        finally:
+            prog.stop()
+    t = Table(title=f"best on {info.name} ({op}/{dtype})")
+    for c in ("bucket", "GB/s", "median", "config", "trials", "rejected"):
+        t.add_column(c)
+    for r in results:
+        t.add_row(f"2^{r.bucket}", f"{r.gbps:.1f}" if r.gbps else "-",
+                  f"{r.median_s * 1e6:.1f} µs" if r.median_s else "-",
+                  r.config.short() if r.config else "no config validated",
+                  str(r.trials), str(r.failed + r.pruned))
+    out.print(t)
+    if any(r.config is None for r in results):
+        raise typer.Exit(code=1)
+
+
+@app.command()
+def show(
+    device: Annotated[Optional[str], typer.Option(  # noqa: UP007
+        "--device", "-d", help="Only this device (index, P:D or name).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    db: DbOpt = None,
+) -> None:
+    """Show the best stored config per device, op, dtype and size bucket.
+
+    Example: cltune show --device 0
+    """
+    from cltune.service import show as run_show
+
+    with _errors():
+        rows = run_show(db, device)
+    if as_json:
+        out.print_json(json.dumps([r.__dict__ for r in rows], default=str))
+        return
+    if not rows:
+        out.print("no tuned results" + (f" for device {device}" if device else ""))
+        return
+    t = Table(title="best configs")
+    for c in ("device", "op", "dtype", "bucket", "GB/s", "median", "config", "tuned at"):
+        t.add_column(c)
+    for r in rows:
+        t.add_row(f"{r.device_name} [{r.fingerprint}]", r.op, r.dtype, f"2^{r.bucket}",
+                  f"{r.gbps:.1f}" if r.gbps else "-",
+                  f"{r.median_s * 1e6:.1f} µs" if r.median_s else "-",
+                  _cfg_text(r.config), r.updated_at)
+    out.print(t)
+
+
+def _cfg_text(cfg: dict) -> str:
+    from cltune.config import Config
+
+    return Config.from_mapping(cfg).short()
+
+
+def main() -> None:
+    app()
+
+
+COMMANDS: dict[str, Callable] = {"devices": devices, "tune": tune, "show": show}
+
+if __name__ == "__main__":
+    sys.exit(main())

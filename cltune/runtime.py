@@ -1,0 +1,269 @@
+"""`get_reducer`: the tuned reduction as a library call for applications.
+
+The database is read once per (context, device, op, dtype, database); kernels are built lazily
+per config and cached; scratch lives per queue and grows only with n. The runtime never writes
+to the database and never imports the tuner.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+import pyopencl.tools as cltools
+
+from .buckets import nearest
+from .config import Config, ConfigError
+from .defaults import builtin_config, safest_config
+from .devices import DeviceInfo, info_for
+from .launch import Launcher
+from .ops import OpSpec
+from .program import BuildError
+
+__all__ = ["Explanation", "Reducer", "get_reducer"]
+
+
+class CltuneWarning(UserWarning):
+    """The runtime fell back (no or unusable database); results stay correct."""
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What serves inputs of n elements, and where that answer came from."""
+
+    n: int
+    config: Config
+    level: str  # exact | driver-changed | same-device | shipped | vendor-default | builtin
+    why: str
+    bucket: int | None
+    tuned_at: str
+    driver: str
+    gbps: float | None
+
+    def __str__(self) -> str:
+        b = f"bucket 2^{self.bucket}" if self.bucket is not None else "no bucket"
+        perf = f", {self.gbps:.1f} GB/s when tuned" if self.gbps else ""
+        when = f", tuned {self.tuned_at} on driver {self.driver}" if self.tuned_at else ""
+        return f"n={self.n}: {self.config.short()} [{self.level}: {self.why}; {b}{perf}{when}]"
+
+
+@dataclass(frozen=True)
+class _Choice:
+    config: Config
+    bucket: int | None
+    tuned_at: str
+    driver: str
+    gbps: float | None
+
+
+class _Engine:
+    """Shared state of all Reducers on one (context, device, op, dtype, db)."""
+
+    def __init__(self, ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec,
+                 db: str | None) -> None:
+        self.ctx, self.dev, self.info, self.spec = ctx, dev, info, spec
+        self.level, self.why, self.choices = _load_choices(info, spec, db)
+        self.buckets = sorted(c.bucket for c in self.choices if c.bucket is not None)
+        self._launchers: dict[Config, Launcher] = {}
+        self._by_n: dict[int, tuple[Launcher, _Choice]] = {}
+        self._lock = threading.Lock()
+        self.queue = cl.CommandQueue(ctx, dev)
+        self.allocator = cltools.MemoryPool(cltools.ImmediateAllocator(self.queue))
+
+    def choice(self, n: int) -> _Choice:
+        b = nearest(n, self.buckets)
+        for c in self.choices:
+            if c.bucket == b:
+                return c
+        return self.choices[0]
+
+    def launcher_for(self, n: int) -> tuple[Launcher, _Choice]:
+        hit = self._by_n.get(n)
+        if hit is not None:
+            return hit
+        ch = self.choice(n)
+        with self._lock:
+            la = self._launchers.get(ch.config)
+            if la is None:
+                la = Launcher(self.ctx, self.dev, self.info, self.spec, ch.config)
+                try:
+                    la.built(False)
+                except BuildError as e:
+                    # a stored config that no longer builds: serve the builtin one instead
+                    warnings.warn(f"cltune: stored config {ch.config.short()} does not build "
+                                  f"here ({e}); using the builtin config", CltuneWarning,
+                                  stacklevel=3)
+                    ch = _builtin_choice(self.info, self.ctx, self.dev, self.spec)
+                    la = Launcher(self.ctx, self.dev, self.info, self.spec, ch.config)
+                self._launchers[ch.config] = la
+            if len(self._by_n) > 256:
+                self._by_n.clear()
+            self._by_n[n] = (la, ch)
+        return la, ch
+
+
+def _builtin_choice(info: DeviceInfo, ctx: cl.Context, dev: cl.Device, spec: OpSpec) -> _Choice:
+    for cfg in (builtin_config(info), safest_config(info)):
+        try:
+            Launcher(ctx, dev, info, spec, cfg).built(False)
+            return _Choice(cfg, None, "", "", None)
+        except BuildError:
+            continue
+    raise BuildError(f"no config builds for {spec} on {info.name}")
+
+
+def _load_choices(info: DeviceInfo, spec: OpSpec,
+                  db: str | None) -> tuple[str, str, list[_Choice]]:
+    from cltune.tuning_db import DatabaseError, Store, default_url
+    from cltune.tuning_db.lookup import DeviceKey, lookup
+
+    key = DeviceKey(info.fingerprint, info.hardware_key, info.model, info.vendor, info.type,
+                    info.driver)
+    store = None
+    try:
+        store = Store.open(db or default_url(), readonly=True)
+    except DatabaseError as e:
+        warnings.warn(f"cltune: tuning database unusable ({e}); using fallback configs",
+                      CltuneWarning, stacklevel=4)
+    except Exception as e:  # noqa: BLE001 - a corrupt file must never crash an application
+        warnings.warn(f"cltune: tuning database unreadable ({type(e).__name__}: {e}); "
+                      "using fallback configs", CltuneWarning, stacklevel=4)
+    try:
+        try:
+            ans = lookup(store, key, spec.op, spec.dtype)
+        except Exception as e:  # noqa: BLE001
+            warnings.warn(f"cltune: lookup failed ({type(e).__name__}: {e}); using builtin",
+                          CltuneWarning, stacklevel=4)
+            ans = lookup(None, key, spec.op, spec.dtype)
+    finally:
+        if store is not None:
+            store.close()
+    choices = []
+    for r in ans.rows:
+        try:
+            cfg = Config.from_mapping(r.config)
+        except ConfigError:
+            continue  # never let a bad stored config near the compiler
+        choices.append(_Choice(cfg, r.bucket, r.updated_at, r.driver, r.gbps))
+    if not choices:
+        cfg = builtin_config(info)
+        return "builtin", ans.why if ans.level == "builtin" else "stored configs invalid", [
+            _Choice(cfg, None, "", "", None)]
+    return ans.level, ans.why, choices
+
+
+_engines: dict[tuple, _Engine] = {}
+_engines_lock = threading.Lock()
+
+
+def _resolve(target: Any) -> tuple[cl.Context, cl.Device, cl.CommandQueue | None]:
+    if isinstance(target, cl.CommandQueue):
+        return target.context, target.device, target
+    if isinstance(target, cl.Context):
+        return target, target.devices[0], None
+    if isinstance(target, cl.Device):
+        return cl.Context([target]), target, None
+    raise TypeError(f"get_reducer takes a pyopencl Device, Context or CommandQueue, "
+                    f"not {type(target).__name__}")
+
+
+def get_reducer(target: Any, op: str = "sum", dtype: Any = np.float32, *,
+                db: str | None = None) -> Reducer:
+    """A tuned reducer for `op` over `dtype` on the target's device.
+
+    Example:
+        >>> q = cl.CommandQueue(cl.create_some_context(interactive=False))
+        >>> total = get_reducer(q)(cla.to_device(q, np.ones(1000, np.float32))).get()
+    """
+    ctx, dev, queue = _resolve(target)
+    spec = OpSpec.of(op, dtype)
+    key = (ctx.int_ptr, dev.int_ptr, spec, db)
+    with _engines_lock:
+        eng = _engines.get(key)
+        if eng is None:
+            eng = _engines[key] = _Engine(ctx, dev, info_for(dev), spec, db)
+    return Reducer(eng, queue or eng.queue)
+
+
+_IDENTITY = {"sum": 0, "dot": 0, "prod": 1}
+
+
+class Reducer:
+    """Reduces a pyopencl Array (or numpy array, uploaded first) to a 0-d device Array."""
+
+    def __init__(self, engine: _Engine, queue: cl.CommandQueue) -> None:
+        self._eng = engine
+        self.queue = queue
+        self.spec = engine.spec
+
+    @property
+    def level(self) -> str:
+        return self._eng.level
+
+    def explain(self, n: int) -> Explanation:
+        la, ch = self._eng.launcher_for(max(1, int(n)))
+        return Explanation(int(n), la.cfg, self._eng.level if ch.bucket is not None or
+                           self._eng.level == "builtin" else "builtin", self._eng.why,
+                           ch.bucket, ch.tuned_at, ch.driver, ch.gbps)
+
+    def _as_device(self, a: Any, queue: cl.CommandQueue, name: str) -> cla.Array:
+        want = self.spec.np_dtype
+        if isinstance(a, np.ndarray):
+            if a.dtype != want:
+                raise TypeError(f"{name} has dtype {a.dtype}, this reducer is for {want} "
+                                f"(cast with .astype or use get_reducer(..., dtype={a.dtype}))")
+            return cla.to_device(queue, np.ascontiguousarray(a).reshape(-1))
+        if not isinstance(a, cla.Array):
+            raise TypeError(f"{name} must be a pyopencl.array.Array or numpy array, "
+                            f"not {type(a).__name__}")
+        if a.dtype != want:
+            raise TypeError(f"{name} has dtype {a.dtype}, this reducer is for {want} "
+                            f"(cast with .astype or use get_reducer(..., dtype={a.dtype}))")
+        if a.context.int_ptr != self._eng.ctx.int_ptr:
+            raise ValueError(f"{name} lives in another OpenCL context than this reducer")
+        if a.size and not (a.flags.c_contiguous or a.flags.f_contiguous):
+            raise ValueError(f"{name} is not contiguous; reduce a contiguous copy "
+                             "(e.g. x.copy() or cla.to_device(q, x.get().copy()))")
+        return a
+
+    def __call__(self, x: Any, y: Any = None, *, queue: cl.CommandQueue | None = None,
+                 out: cla.Array | None = None, wait_for: list[cl.Event] | None = None,
+                 ) -> cla.Array:
+        q = queue or self.queue
+        spec = self.spec
+        if (y is None) != (spec.op != "dot"):
+            raise TypeError("dot takes two arrays (x, y)" if spec.op == "dot"
+                            else f"{spec.op} takes one array")
+        xd = self._as_device(x, q, "x")
+        yd = self._as_device(y, q, "y") if y is not None else None
+        if yd is not None and yd.size != xd.size:
+            raise ValueError(f"x and y differ in size ({xd.size} vs {yd.size})")
+        rdt = spec.result_dtype
+        if out is None:
+            out = cla.empty(q, (), rdt, allocator=self._eng.allocator)
+        elif not (isinstance(out, cla.Array) and out.dtype == rdt and out.size == 1
+                  and out.offset == 0):
+            raise TypeError(f"out must be a 0-d pyopencl Array of dtype {rdt} at offset 0")
+        n = xd.size
+        if n == 0:
+            if spec.op in ("min", "max"):
+                raise ValueError(f"zero-size array to reduction operation "
+                                 f"{'minimum' if spec.op == 'min' else 'maximum'} "
+                                 "which has no identity")
+            out.fill(rdt.type(_IDENTITY[spec.op]), queue=q, wait_for=wait_for)
+            return out
+        waits = list(wait_for or []) + list(xd.events) + (list(yd.events) if yd else [])
+        waits += list(out.events)
+        la, _ = self._eng.launcher_for(n)
+        isz = spec.itemsize
+        evs = la.enqueue(q, xd.base_data, xd.offset // isz, n, out.base_data,
+                         y=yd.base_data if yd is not None else None,
+                         yoff=yd.offset // isz if yd is not None else 0,
+                         wait_for=waits or None)
+        out.add_event(evs[-1])
+        return out

@@ -1,0 +1,131 @@
+"""Lookup with the explicit fallback chain; every answer says where it came from.
+
+Levels, in order:
+  exact          same fingerprint (hardware, platform, driver)
+  driver-changed same hardware, other driver or platform version (served, marked stale)
+  same-device    same model and vendor, other limits (e.g. another runtime build)
+  shipped        results shipped with cltune for this device model (read-only)
+  vendor-default the config that won most often for this vendor + device type, never failed
+  builtin        (decided by the caller from the device limits)
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from importlib import resources
+
+from sqlalchemy import select
+
+from .models import Best, Device, Result
+from .store import ResultRow, Store, _row
+
+LEVELS = ("exact", "driver-changed", "same-device", "shipped", "vendor-default", "builtin")
+
+
+@dataclass(frozen=True)
+class DeviceKey:
+    """The parts of a device a lookup matches on (see DeviceInfo)."""
+
+    fingerprint: str
+    hardware_key: str
+    model: str
+    vendor: str
+    type: str
+    driver: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    level: str
+    why: str
+    rows: tuple[ResultRow, ...] = field(default=())
+
+
+def _bests_where(store: Store, op: str, dtype: str, *conds: object) -> list[ResultRow]:
+    with store.session() as s:
+        q = (select(Result, Device).join(Best, Best.result_id == Result.id)
+             .join(Device, Device.id == Best.device_id)
+             .where(Result.op == op, Result.dtype == dtype, Result.status == "ok", *conds)
+             .order_by(Device.id.desc(), Result.bucket))
+        return [_row(r, d) for r, d in s.execute(q)]
+
+
+def _one_device(rows: list[ResultRow]) -> tuple[ResultRow, ...]:
+    """Rows of the first device only (the most recently added one)."""
+    if not rows:
+        return ()
+    fp = rows[0].fingerprint
+    return tuple(r for r in rows if r.fingerprint == fp)
+
+
+def lookup_db(store: Store, key: DeviceKey, op: str, dtype: str) -> Answer | None:
+    rows = _bests_where(store, op, dtype, Device.fingerprint == key.fingerprint)
+    if rows:
+        return Answer("exact", "tuned on this device and driver", tuple(rows))
+    rows = _bests_where(store, op, dtype, Device.hardware_key == key.hardware_key)
+    if rows:
+        old = rows[0].driver
+        return Answer("driver-changed",
+                      f"driver {old} -> {key.driver}: stored results served, marked stale; "
+                      "run `cltune verify`", _one_device(rows))
+    rows = _bests_where(store, op, dtype, Device.model == key.model, Device.vendor == key.vendor)
+    if rows:
+        return Answer("same-device", f"tuned on another setup of {key.model} "
+                      "(other limits or runtime)", _one_device(rows))
+    return None
+
+
+def load_shipped(op: str, dtype: str, key: DeviceKey) -> Answer | None:
+    """Shipped results (tuning_db/shipped/*.json, the export format) for this model."""
+    from .exchange import parse_export  # validates every field
+
+    base = resources.files("cltune.tuning_db").joinpath("shipped")
+    if not base.is_dir():
+        return None
+    for f in sorted(base.iterdir(), key=lambda p: p.name):
+        if not f.name.endswith(".json"):
+            continue
+        doc = parse_export(json.loads(f.read_text()))
+        rows = tuple(r for r in doc if r.op == op and r.dtype == dtype
+                     and r.model == key.model and r.vendor == key.vendor)
+        if rows:
+            return Answer("shipped", f"results shipped with cltune for {key.model} ({f.name})",
+                          tuple(r.as_row() for r in rows))
+    return None
+
+
+def vendor_default(store: Store, key: DeviceKey, op: str, dtype: str) -> Answer | None:
+    """The config chosen most often as best on this vendor + type, if it never failed there."""
+    rows = _bests_where(store, op, dtype, Device.vendor == key.vendor, Device.type == key.type)
+    if not rows:
+        return None
+    with store.session() as s:
+        failed = set(s.scalars(
+            select(Result.config_json).join(Device, Device.id == Result.device_id)
+            .where(Device.vendor == key.vendor, Device.type == key.type,
+                   Result.status == "failed", Result.op == op, Result.dtype == dtype)))
+    counts = Counter(json.dumps(r.config, sort_keys=True) for r in rows)
+    for cfg_json, _ in counts.most_common():
+        if cfg_json not in failed:
+            pick = next(r for r in rows if json.dumps(r.config, sort_keys=True) == cfg_json)
+            return Answer("vendor-default",
+                          f"most frequent best on {key.vendor} {key.type} devices", (pick,))
+    return None
+
+
+def lookup(store: Store | None, key: DeviceKey, op: str, dtype: str) -> Answer:
+    """Walk the chain; `builtin` (empty rows) when nothing is known."""
+    if store is not None:
+        ans = lookup_db(store, key, op, dtype)
+        if ans:
+            return ans
+    ans = load_shipped(op, dtype, key)
+    if ans:
+        return ans
+    if store is not None:
+        ans = vendor_default(store, key, op, dtype)
+        if ans:
+            return ans
+    return Answer("builtin", "no tuned results for this device: config derived from its limits")
