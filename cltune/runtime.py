@@ -159,6 +159,7 @@ def _load_choices(info: DeviceInfo, spec: OpSpec,
 
 _engines: dict[tuple, _Engine] = {}
 _engines_lock = threading.Lock()
+_device_contexts: dict[int, cl.Context] = {}
 
 
 def _resolve(target: Any) -> tuple[cl.Context, cl.Device, cl.CommandQueue | None]:
@@ -167,7 +168,11 @@ def _resolve(target: Any) -> tuple[cl.Context, cl.Device, cl.CommandQueue | None
     if isinstance(target, cl.Context):
         return target, target.devices[0], None
     if isinstance(target, cl.Device):
-        return cl.Context([target]), target, None
+        with _engines_lock:
+            ctx = _device_contexts.get(target.int_ptr)
+            if ctx is None:
+                ctx = _device_contexts[target.int_ptr] = cl.Context([target])
+        return ctx, target, None
     raise TypeError(f"get_reducer takes a pyopencl Device, Context or CommandQueue, "
                     f"not {type(target).__name__}")
 
@@ -257,7 +262,9 @@ class Reducer:
                                  "which has no identity")
             out.fill(rdt.type(_IDENTITY[spec.op]), queue=q, wait_for=wait_for)
             return out
-        waits = list(wait_for or []) + list(xd.events) + (list(yd.events) if yd else [])
+        if wait_for is not None and not all(isinstance(e, cl.Event) for e in wait_for):
+            raise TypeError("wait_for must be a list of pyopencl Events")
+        waits = list(wait_for or []) + list(xd.events) + (list(yd.events) if yd is not None else [])
         waits += list(out.events)
         la, _ = self._eng.launcher_for(n)
         isz = spec.itemsize

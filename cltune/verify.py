@@ -11,7 +11,7 @@ Algorithms*, 2nd ed., eq. 4.4), with unit roundoff `u` of the accumulator,
 
 plus half an ulp of the output type when the accumulator is wider than the output. `dot` adds one
 rounding per product (`d + 1`, over `sum(|x_i*y_i|)`); `prod` is bounded relatively by
-`gamma_(n-1) * |exact|` (clamped by the depth as above). Integer ops and `min`/`max` are exact.
+`gamma_(n+1) * |exact|`: each of its n-1 roundings scales the whole product, in any order. Integer ops and `min`/`max` are exact.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def error_bound(launcher: Launcher, n: int, scale: float) -> float:
     d = (serial + math.ceil(math.log2(cfg.items * cfg.vec)) + math.ceil(math.log2(max(cfg.tile, cfg.wg)))
          + math.ceil(m / cfg.wg) + math.ceil(math.log2(cfg.wg)) + 4)
     if spec.op == "prod":
-        d = min(d, n) + 2
+        d = n + 1  # every one of the n-1 roundings scales the whole product
     if spec.op == "dot":
         d += 1
     gamma = d * u / (1 - d * u) if d * u < 0.5 else 1.0

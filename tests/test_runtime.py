@@ -1,0 +1,167 @@
+"""get_reducer as applications use it: offsets, numpy input, errors, empty input, threads."""
+
+import threading
+import warnings
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+import pytest
+
+from cltune import get_reducer
+from cltune.runtime import CltuneWarning
+
+
+@pytest.fixture
+def empty_db(tmp_path):
+    return f"sqlite:///{tmp_path / 'none.db'}"
+
+
+def test_empty_db_gives_builtin_with_one_warning(queue, empty_db):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = get_reducer(queue, db=empty_db)
+        x = cla.to_device(queue, np.arange(1, 1001, dtype=np.float32))
+        assert r(x).get() == 500500.0
+        r(x)
+    assert sum(issubclass(i.category, CltuneWarning) for i in w) == 1
+    e = r.explain(1000)
+    assert e.level == "builtin" and "no tuned results" in str(e) or "unusable" in str(w[0].message)
+
+
+@pytest.mark.parametrize("n", [1, 7, 1023, 1025, 10**6 + 3])
+def test_random_odd_sizes_within_bound(queue, empty_db, n):
+    rng = np.random.default_rng(n)
+    host = rng.random(n, dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CltuneWarning)
+        r = get_reducer(queue, db=empty_db)
+    got = float(r(cla.to_device(queue, host)).get())
+    exact = float(np.sum(host.astype(np.float64)))
+    assert abs(got - exact) <= 1e-6 * np.abs(host).sum() + 1e-30
+
+
+def _r(target, db, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CltuneWarning)
+        return get_reducer(target, db=db, **kw)
+
+
+def test_accepts_device_context_and_queue(queue, ctx, device, empty_db):
+    x = cla.to_device(queue, np.ones(4097, np.float32))
+    for target in (ctx, queue):
+        r = _r(target, empty_db)
+        assert r(x, queue=queue).get() == 4097
+    r = _r(device[1], empty_db)  # a Device: the reducer makes (and caches) its own context
+    assert r(cla.to_device(r.queue, np.ones(4097, np.float32))).get() == 4097
+    assert _r(device[1], empty_db)._eng is r._eng
+    with pytest.raises(ValueError, match="another OpenCL context"):
+        r(x)
+    with pytest.raises(TypeError, match="Device, Context or CommandQueue"):
+        get_reducer("gpu")
+
+
+def test_offsets_and_slices(queue, empty_db):
+    host = np.arange(10007, dtype=np.float32) % 17
+    x = cla.to_device(queue, host)
+    r = _r(queue, empty_db)
+    for lo, hi in [(5, None), (1, 9999), (3, 4), (10006, None)]:
+        assert r(x[lo:hi]).get() == host[lo:hi].sum(dtype=np.float64)
+
+
+def test_numpy_input_is_uploaded(queue, empty_db):
+    host = np.arange(1000, dtype=np.float32)
+    assert _r(queue, empty_db)(host).get() == host.sum()
+
+
+def test_wrong_dtype_and_noncontiguous_are_clear_errors(queue, empty_db):
+    r = _r(queue, empty_db)
+    with pytest.raises(TypeError, match="float32"):
+        r(cla.to_device(queue, np.ones(10, np.float64)))
+    with pytest.raises(TypeError, match="float32"):
+        r(np.ones(10, np.int32))
+    x2 = cla.to_device(queue, np.ones((8, 8), np.float32))
+    with pytest.raises(ValueError, match="contiguous"):
+        r(x2[:, 1])
+    with pytest.raises(TypeError):
+        r([1.0, 2.0])
+
+
+def test_empty_input_like_numpy(queue, empty_db):
+    e = cla.empty(queue, (0,), np.float32)
+    assert _r(queue, empty_db)(e).get() == 0.0
+    assert _r(queue, empty_db, op="prod")(e).get() == 1.0
+    for op in ("min", "max"):
+        with pytest.raises(ValueError, match="zero-size"):
+            _r(queue, empty_db, op=op)(e)
+
+
+def test_out_and_wait_for_compose(queue, empty_db):
+    r = _r(queue, empty_db)
+    x = cla.empty(queue, (100003,), np.float32)
+    x.fill(2.0)
+    ev = x.events[-1]
+    out = cla.empty(queue, (), np.float32)
+    res = r(x, out=out, wait_for=[ev])
+    assert res is out and out.get() == 200006.0
+    with pytest.raises(TypeError, match="0-d"):
+        r(x, out=cla.empty(queue, (), np.float64))
+    with pytest.raises(TypeError, match="wait_for"):
+        r(x, wait_for=[x])
+
+
+def test_int32_sum_returns_int64_and_dot(queue, empty_db):
+    host = np.full(3000, 2**30, np.int32)
+    got = _r(queue, empty_db, dtype=np.int32)(cla.to_device(queue, host)).get()
+    assert got.dtype == np.int64 and got == host.sum()
+    a = np.arange(1, 2001, dtype=np.float32)
+    d = _r(queue, empty_db, op="dot")
+    assert d(cla.to_device(queue, a), cla.to_device(queue, a)).get() == np.dot(a, a)
+    with pytest.raises(TypeError, match="two arrays"):
+        d(cla.to_device(queue, a))
+
+
+def test_threads_share_one_reducer(ctx, device, empty_db):
+    r = _r(ctx, empty_db)
+    errors = []
+
+    def work(k):
+        q = cl.CommandQueue(ctx, device[1])
+        host = np.full(50_000 + k, float(k + 1), np.float32)
+        x = cla.to_device(q, host)
+        for _ in range(20):
+            got = r(x, queue=q).get(queue=q)
+            if got != host.sum(dtype=np.float64):
+                errors.append((k, got))
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+    assert _r(ctx, empty_db)._eng is r._eng, "one engine per context"
+
+
+def test_tuned_db_is_used_and_explained(queue, device, tmp_path):
+    from cltune.config import Config
+    from cltune.tuning_db import Store
+
+    info = device[0]
+    url = f"sqlite:///{tmp_path / 't.db'}"
+    s = Store.open(url)
+    dev = s.upsert_device(info.fingerprint_parts(), info.fingerprint, info.hardware_key,
+                          info.name)
+    wg = 8
+    for b, strat in ((10, "local_tree"), (20, "serial")):
+        cfg = Config(strat, wg, wg if strat == "local_tree" else 0, 2, 4, 2, 2, "native")
+        rid = s.record(dev, "sum", "float32", b, cfg.to_dict(), cfg.key(), status="ok",
+                       median_s=1e-4, gbps=5.0, n_measured=1 << b, cltune_version="t",
+                       source_hash="0" * 16)
+        s.set_best(dev, "sum", "float32", b, rid)
+    s.close()
+    r = get_reducer(queue, db=url)
+    assert r.explain(1000).level == "exact" and r.explain(1000).config.strategy == "local_tree"
+    assert r.explain(3 * 10**6).config.strategy == "serial"
+    x = cla.to_device(queue, np.ones(3 * 10**6 + 1, np.float32))
+    assert r(x).get() == 3 * 10**6 + 1

@@ -1,0 +1,95 @@
+"""The tuner end to end on the real device: stores validated bests; resume after kill -9."""
+
+import dataclasses
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import optuna
+import pytest
+
+from cltune.config import Config
+from cltune.tuner import Tuner, TuneOptions
+from cltune.tuning_db import Store
+
+DONE = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+
+
+def test_tune_stores_validated_best(ctx, device, db_url, storage_url):
+    info, dev = device
+    store = Store.open(db_url)
+    opts = TuneOptions(buckets=(10, 14), trials=8, timeout_s=60, seed=1)
+    results = Tuner(ctx, dev, info, store, storage_url, opts).run()
+    assert [r.bucket for r in results] == [10, 14]
+    for r in results:
+        assert isinstance(r.config, Config) and r.gbps > 0
+        assert r.trials >= 8
+    bests = store.bests(store.device_ids(fingerprint=info.fingerprint))
+    assert {b.bucket for b in bests} == {10, 14}
+    assert all(b.status == "ok" for b in bests)
+    # every evaluated config is stored once, failures with a reason
+    for b in (10, 14):
+        rows = store.results(store.device_ids()[0], "sum", "float32", b, status=None)
+        assert len({r.config_key if hasattr(r, "config_key") else str(r.config)
+                    for r in rows}) == len(rows)
+        assert all(r.reason for r in rows if r.status == "failed")
+
+
+def test_infeasible_points_are_pruned_before_compiling(ctx, device, db_url, storage_url):
+    info, dev = device
+    store = Store.open(db_url)
+    tuner = Tuner(ctx, dev, info, store, storage_url, TuneOptions(buckets=(10,), trials=1))
+    wg = tuner.space.values["wg"][0]
+    small = dataclasses.replace(tuner.space, device=dataclasses.replace(info, local_mem=4096))
+    assert "local memory" in small.check(Config("local_tree", wg, wg * 64, 1, 1, 1, 2, "native"))
+    big_wg = Config("serial", 2 * min(info.max_wg, tuner.space.kernel_max_wg), 0, 1, 1, 1, 2,
+                    "native")
+    assert "limit" in tuner.space.check(big_wg)
+    assert tuner.space.check(Config("local_tree", wg, wg, 1, 1, 1, 2, "native")) == ""
+
+
+def _trials(storage, name):
+    return optuna.load_study(study_name=name, storage=storage).get_trials(deepcopy=False)
+
+
+@pytest.mark.parametrize("kill_after", [2, 6])
+def test_resume_after_kill_9_loses_no_finished_trial(tmp_path, kill_after):
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    st = f"sqlite:///{tmp_path / 's.db'}"
+    cmd = [sys.executable, "-m", "cltune", "tune", "--device", os.environ.get(
+        "CLTUNE_TEST_DEVICE", "0"), "--sizes", "2^12", "--trials", "14", "--db", db,
+        "--storage", st, "--seed", "3"]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    name = None
+    deadline = time.time() + 240
+    before = []
+    while time.time() < deadline and p.poll() is None:
+        time.sleep(0.2)
+        try:
+            names = [s.study_name for s in optuna.get_all_study_summaries(st)]
+            if names:
+                name = names[0]
+                before = [t for t in _trials(st, name) if t.state in DONE]
+                if len(before) >= kill_after:
+                    break
+        except Exception:  # noqa: BLE001 - the storage may be mid-creation
+            continue
+    assert p.poll() is None, "the tuner finished before it could be killed; raise --trials"
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    before = {t.number: t.params for t in _trials(st, name) if t.state in DONE}
+    assert len(before) >= kill_after
+    for path in (tmp_path / "r.db", tmp_path / "s.db"):
+        assert sqlite3.connect(path).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    r = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    after = _trials(st, name)
+    done_after = {t.number: t.params for t in after if t.state in DONE}
+    assert all(done_after[k] == v for k, v in before.items()), "a finished trial was lost"
+    assert len(done_after) == 14, "resume must run only the missing trials"
+    s = Store.open(db, readonly=True)
+    assert len(s.bests(s.device_ids())) == 1
