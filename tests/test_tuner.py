@@ -43,7 +43,7 @@ def test_infeasible_points_are_pruned_before_compiling(ctx, device, db_url, stor
     store = Store.open(db_url)
     tuner = Tuner(ctx, dev, info, store, storage_url, TuneOptions(buckets=(10,), trials=1))
     wg = tuner.space.values["wg"][0]
-    small = dataclasses.replace(tuner.space, device=dataclasses.replace(info, local_mem=4096))
+    small = dataclasses.replace(tuner.space, device=dataclasses.replace(info, local_mem=1024))
     assert "local memory" in small.check(Config("local_tree", wg, wg * 64, 1, 1, 1, 2, "native"))
     big_wg = Config("serial", 2 * min(info.max_wg, tuner.space.kernel_max_wg), 0, 1, 1, 1, 2,
                     "native")
