@@ -45,9 +45,8 @@ def test_infeasible_points_are_pruned_before_compiling(ctx, device, db_url, stor
     wg = tuner.space.values["wg"][0]
     small = dataclasses.replace(tuner.space, device=dataclasses.replace(info, local_mem=1024))
     assert "local memory" in small.check(Config("local_tree", wg, wg * 64, 1, 1, 1, 2, "native"))
-    big_wg = Config("serial", 2 * min(info.max_wg, tuner.space.kernel_max_wg), 0, 1, 1, 1, 2,
-                    "native")
-    assert "limit" in tuner.space.check(big_wg)
+    tight = dataclasses.replace(tuner.space, kernel_max_wg=wg)
+    assert "limit" in tight.check(Config("serial", 2 * wg, 0, 1, 1, 1, 2, "native"))
     assert tuner.space.check(Config("local_tree", wg, wg, 1, 1, 1, 2, "native")) == ""
 
 
