@@ -9,6 +9,7 @@ cache, so a second process skips the compiler.
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -79,7 +80,7 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
     if spec.needs_fp64 or (cfg.acc == "wide" and spec.is_float):
         if not info.fp64:
             raise BuildError("needs cl_khr_fp64, which the device lacks")
-    opts = build_defines(spec, cfg, index64=index64, nv_ptx=info.is_nvidia)
+    opts = [*build_defines(spec, cfg, index64=index64, nv_ptx=info.is_nvidia), *std_options(info)]
     try:
         prg = cl.Program(ctx, kernel_source()).build(options=opts, devices=[dev])
     except cl.Error as e:  # RuntimeError subclasses: build failure with the log
@@ -112,6 +113,15 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
     return Built(spec, cfg, index64, stage1, stage2, per_group, sg_active, warp_active, acc_size)
 
 
+def std_options(info: DeviceInfo) -> list[str]:
+    """`-cl-std=CL3.0` where the device's OpenCL C is 3.x (compilers default to 1.2, which
+    hides `__opencl_c_subgroups`); the version is parsed to numbers, never passed as text."""
+    m = re.search(r"OpenCL C (\d+)\.(\d+)", info.opencl_c)
+    if m and int(m.group(1)) >= 3:
+        return ["-cl-std=CL3.0"]
+    return []
+
+
 def probe_paths(ctx: cl.Context, dev: cl.Device, prg: cl.Program) -> np.ndarray:
     """Run the build's clt_probe kernel: which feature paths were really compiled."""
     q = cl.CommandQueue(ctx, dev)
@@ -130,7 +140,7 @@ def kernel_subgroup_size(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, wg: 
     spec = OpSpec("sum", "float32")
     cfg = Config(strategy="subgroup", wg=wg, tile=0, items=1, vec=1, groups_per_cu=1)
     prg = cl.Program(ctx, kernel_source()).build(
-        options=build_defines(spec, cfg, index64=False), devices=[dev])
+        options=[*build_defines(spec, cfg, index64=False), *std_options(info)], devices=[dev])
     try:
         return int(prg.clt_stage1.get_sub_group_info(
             dev, cl.kernel_sub_group_info.MAX_SUB_GROUP_SIZE_FOR_NDRANGE, (wg,)))
