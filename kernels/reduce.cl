@@ -222,8 +222,17 @@ typedef CAT(CLT_ACC_T, CLT_VEC) accv_t;
         (s) = t_;                                                                                \
     } while (0)
 #else
-#define ACCUM(s, c, v) (s) = OP((s), (v))
-#define ACCUM1(s, c, v) (s) = OP((s), (v))
+/* the operand is evaluated once (OP may use its arguments more than once) */
+#define ACCUM(s, c, v)                                                                           \
+    do {                                                                                         \
+        const accv_t v_ = (v);                                                                   \
+        (s) = OP((s), v_);                                                                       \
+    } while (0)
+#define ACCUM1(s, c, v)                                                                          \
+    do {                                                                                         \
+        const acc_t v_ = (v);                                                                    \
+        (s) = OP((s), v_);                                                                       \
+    } while (0)
 #endif
 
 /* horizontal combine of one vector accumulator */
@@ -282,7 +291,10 @@ inline acc_t shfl_down(acc_t v, uint delta) {
 #endif
 }
 inline acc_t warp_reduce(acc_t v) {
-    for (uint off = 16; off > 0; off >>= 1) v = OP(v, shfl_down(v, off));
+    for (uint off = 16; off > 0; off >>= 1) {
+        const acc_t o = shfl_down(v, off); /* every lane shuffles: never inside OP's ?: */
+        v = OP(v, o);
+    }
     return v; /* valid in lane 0 */
 }
 #endif
@@ -377,7 +389,8 @@ clt_stage1(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n, c
 #if CLT_KAHAN
         acc[k] = acc[k] - comp[k];
 #endif
-        lane[k % CLT_LANES] = OP(lane[k % CLT_LANES], hreduce(acc[k]));
+        const acc_t h = hreduce(acc[k]);
+        lane[k % CLT_LANES] = OP(lane[k % CLT_LANES], h);
     }
     lane[0] = OP(lane[0], s);
 

@@ -1,0 +1,348 @@
+"""Benchmark cltune against numpy, pyopencl.array and (on a GPU) torch, side by side.
+
+All contenders run in ONE process on the same data, interleaved round-robin per repeat (the
+starting contender rotates), and every figure is the median over the repeats. Waits are blocking
+only (`.get()`, `event.wait()`, `queue.finish()`, `torch.cuda.synchronize()`); nothing polls.
+
+    # CPU (generic mode), as run for docs/benchmarks.md. Device 1 = Debian's PoCL 3.1 in
+    # `cltune devices` (without .ci/opencl-env.sh); tune first, then benchmark:
+    cltune tune --device 1 --db sqlite:////tmp/bench.db --storage sqlite:////tmp/bench-studies.db \
+        --sizes 2^20,2^24 --trials 40 --timeout 170
+    cltune tune --device 1 --op max --db sqlite:////tmp/bench.db \
+        --storage sqlite:////tmp/bench-studies.db --sizes 2^24 --trials 40 --timeout 170
+    python scripts/bench.py --device 1 --db sqlite:////tmp/bench.db --sizes 2^20,2^24,2^26 \
+        --repeats 31 --overhead --markdown --json /tmp/bench-sum.json
+    python scripts/bench.py --device 1 --db sqlite:////tmp/bench.db --op max --sizes 2^24 \
+        --repeats 31 --markdown --json /tmp/bench-max.json
+
+    # GPU mode: adds torch.sum (CUDA) rows, an OpenCL streaming-read ceiling and a plot
+    python scripts/bench.py --device 0 --db URL --torch --plot /tmp/bench.png
+
+Rows: `cltune` = r(x).get() wall time; `cltune-dev` = the same kernels' device time from
+profiling events; `numpy` = numpy.<op>(host) wall time; `pyopencl` = pyopencl.array.<op>(x).get()
+wall time. GPU mode adds `cltune-batch` (BATCH back-to-back r(x), then queue.finish()),
+`read-ceiling` (device time of a trivial streaming-read kernel), `torch-dev` (CUDA events) and
+`torch` (BATCH back-to-back calls, then synchronize). Ratios are throughput ratios, like for
+like (see RATIOS): > 1 means cltune is faster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from cltune import get_reducer
+from cltune.buckets import parse_sizes
+from cltune.devices import select
+from cltune.measure import device_seconds
+from cltune.runtime import Reducer
+
+NP_OP = {"sum": np.sum, "max": np.max, "min": np.min}
+CLA_OP = {"sum": cla.sum, "max": cla.max, "min": cla.min}
+TORCH_OP = {"sum": "sum", "max": "amax", "min": "amin"}
+GPU_SIZES = "2^12,2^16,2^20,2^24,2^26,2^28"
+BATCH = 200  # back-to-back calls per sample of the overhead and torch wall-clock rows
+READ_SRC = """
+__kernel void read_ceiling(__global const float *x, const ulong n, __global float *out) {
+    const size_t gid = get_global_id(0), gsz = get_global_size(0);
+    float s = 0.0f;
+    for (size_t i = gid; i < n; i += gsz) s += x[i];   /* strided: coalesced on a GPU */
+    out[gid] = s;
+}
+"""
+
+Sampler = Callable[[], float]  # one sample: seconds per call
+#: (cltune row, other row): ratio = time(other) / time(cltune row), printed when both exist
+RATIOS = (("cltune", "numpy"), ("cltune", "pyopencl"), ("cltune-dev", "read-ceiling"),
+          ("cltune-dev", "torch-dev"), ("cltune-batch", "torch"))
+
+
+def interleaved(samplers: dict[str, Sampler], repeats: int) -> dict[str, list[float]]:
+    """Round-robin: each repeat takes one sample of every contender; the start rotates."""
+    names = list(samplers)
+    out: dict[str, list[float]] = {k: [] for k in names}
+    for rep in range(repeats):
+        for i in range(len(names)):
+            name = names[(rep + i) % len(names)]
+            out[name].append(samplers[name]())
+    return out
+
+
+def wall(call: Callable[[], object], min_sample_s: float = 0.01) -> Sampler:
+    """Wall time per call of a blocking `call`, averaged over enough calls for ~min_sample_s."""
+    call()  # warm: builds, pools, caches
+    t0 = time.perf_counter()
+    call()
+    inner = max(1, min(BATCH, int(min_sample_s / max(time.perf_counter() - t0, 1e-7))))
+
+    def sample() -> float:
+        t = time.perf_counter()
+        for _ in range(inner):
+            call()
+        return (time.perf_counter() - t) / inner
+    return sample
+
+
+def batch(call: Callable[[], object], finish: Callable[[], object]) -> Sampler:
+    """Host time per call of BATCH back-to-back non-blocking calls, then one blocking finish."""
+    call()
+    finish()
+
+    def sample() -> float:
+        t = time.perf_counter()
+        for _ in range(BATCH):
+            call()
+        finish()
+        return (time.perf_counter() - t) / BATCH
+    return sample
+
+
+def cltune_device(r: Reducer, x: cla.Array, pq: cl.CommandQueue) -> Sampler:
+    """Device time of cltune's kernels (stage 1 start -> last kernel end) on a profiling queue.
+    The launcher is called directly: the Reducer's result carries only the LAST kernel's event
+    in `.events`, so for a two-pass config it would time stage 2 alone."""
+    la, _ = r._eng.launcher_for(x.size)
+    out = cla.empty(pq, (), r.spec.result_dtype)
+
+    def sample() -> float:
+        evs = la.enqueue(pq, x.base_data, x.offset // x.dtype.itemsize, x.size, out.base_data)
+        return device_seconds(evs)
+    sample()
+    return sample
+
+
+def read_ceiling(ctx: cl.Context, pq: cl.CommandQueue, x: cla.Array) -> Sampler:
+    """Streaming read of x by a trivial kernel: one strided slice per work-item."""
+    k = cl.Program(ctx, READ_SRC).build().read_ceiling
+    gsz = min(x.size, 1 << 20)
+    out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, gsz * 4)
+
+    def sample() -> float:  # args set per call: the closure keeps `out` alive
+        ev = k(pq, (gsz,), None, x.base_data, np.uint64(x.size), out)
+        ev.wait()
+        return (ev.profile.end - ev.profile.start) * 1e-9
+    sample()
+    return sample
+
+
+def torch_rows(host: np.ndarray, op: str) -> dict[str, Sampler]:
+    """torch.<op> on a CUDA tensor: device time (CUDA events) and wall time (BATCH calls)."""
+    import torch  # only reached when importable with CUDA
+
+    t = torch.from_numpy(host).cuda()
+    fn = getattr(torch, TORCH_OP[op])
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def dev() -> float:
+        start.record()
+        fn(t)
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) * 1e-3
+
+    got, want = float(fn(t)), float(NP_OP[op](host.astype(np.float64)))
+    if not np.isclose(got, want, rtol=1e-4):
+        print(f"  WARNING: torch.{TORCH_OP[op]} = {got!r}, expected {want!r}")
+    return {"torch-dev": dev, "torch": batch(lambda: fn(t), torch.cuda.synchronize)}
+
+
+def torch_available(want: bool) -> bool:
+    if not want:
+        return False
+    try:
+        import torch
+    except ImportError as e:
+        print(f"note: --torch given but torch is not importable ({e}); no torch rows")
+        return False
+    if not torch.cuda.is_available():
+        print("note: --torch given but torch sees no CUDA device; no torch rows")
+        return False
+    return True
+
+
+def check(name: str, got: float, host: np.ndarray, op: str) -> bool:
+    want = float(NP_OP[op](host.astype(np.float64)))
+    ok = bool(np.isclose(got, want, rtol=1e-4 if op == "sum" else 0.0))
+    if not ok:
+        print(f"  WRONG RESULT: {name} = {got!r}, numpy (float64) = {want!r}")
+    return ok
+
+
+def summarise(samples: dict[str, list[float]], nbytes: int) -> dict[str, dict[str, Any]]:
+    res = {}
+    for k, v in samples.items():
+        med = statistics.median(v)
+        q = statistics.quantiles(v, n=4) if len(v) > 1 else [med, med, med]
+        res[k] = {"median_s": med, "gbps": nbytes / med / 1e9,
+                  "iqr_pct": 100 * (q[2] - q[0]) / med, "samples": v}
+    return res
+
+
+def table(head: list[str], rows: list[list[str]], markdown: bool) -> str:
+    if markdown:
+        lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+        return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+    w = [max(len(str(c)) for c in col) for col in zip(head, *rows, strict=True)]
+    return "\n".join("  ".join(c.rjust(k) for c, k in zip(r, w, strict=True))
+                     for r in [head, *rows])
+
+
+def run_sizes(args: argparse.Namespace, ctx: cl.Context, q: cl.CommandQueue,
+              pq: cl.CommandQueue, r: Reducer, use_torch: bool) -> dict[str, Any]:
+    rng = np.random.default_rng(0)
+    sizes = parse_sizes(args.sizes or (GPU_SIZES if args.torch else "2^20,2^24,2^26"))
+    return {str(1 << b): bench_size(args, ctx, q, pq, r, use_torch,
+                                    rng.random(1 << b, dtype=np.float32)) for b in sizes}
+
+
+def bench_size(args: argparse.Namespace, ctx: cl.Context, q: cl.CommandQueue,
+               pq: cl.CommandQueue, r: Reducer, use_torch: bool,
+               host: np.ndarray) -> dict[str, Any]:
+    n, op = host.size, args.op
+    x = cla.to_device(q, host)
+    x.finish()
+    size = f"{n * 4 / 2**20:g} MiB" if n >= 2**18 else f"{n * 4 / 2**10:g} KiB"
+    print(f"\n== {op}/float32, n = 2^{n.bit_length() - 1} ({size}) ==")
+    print(f"  config: {r.explain(n)}")
+    check("cltune", float(r(x).get()), host, op)
+    check("pyopencl", float(CLA_OP[op](x).get()), host, op)
+    samplers: dict[str, Sampler] = {
+        "cltune": wall(lambda: r(x).get()),
+        "cltune-dev": cltune_device(r, x, pq),
+        "numpy": wall(lambda: NP_OP[op](host)),
+        "pyopencl": wall(lambda: CLA_OP[op](x).get()),
+    }
+    if args.torch:
+        samplers["cltune-batch"] = batch(lambda: r(x), q.finish)
+        samplers["read-ceiling"] = read_ceiling(ctx, pq, x)
+    if use_torch:
+        samplers.update(torch_rows(host, op))
+    s = summarise(interleaved(samplers, args.repeats), n * 4)
+    ratios = {f"{a}/{b}": s[b]["median_s"] / s[a]["median_s"]
+              for a, b in RATIOS if a in s and b in s}
+    rows = [[k, f"{v['median_s'] * 1e6:,.1f}", f"{v['gbps']:.2f}", f"{v['iqr_pct']:.0f}%"]
+            for k, v in s.items()]
+    print(table(["contender", "median µs", "GB/s", "IQR"], rows, args.markdown))
+    print("  ratios (throughput, >1 = cltune faster): "
+          + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
+    return {"config": str(r.explain(n)), "rows": s, "ratios": ratios}
+
+
+def run_overhead(args: argparse.Namespace, ctx: cl.Context, q: cl.CommandQueue,
+                 r: Reducer) -> dict[str, Any]:
+    """Per-call host cost of the warm reducer vs a bare enqueue of the same kernels."""
+    n = 1 << parse_sizes(args.overhead_n)[0]
+    host = np.random.default_rng(1).random(n, dtype=np.float32)
+    x = cla.to_device(q, host)
+    x.finish()
+    la, _ = r._eng.launcher_for(n)
+    b, plan, cfg = la.built(False), la.plan(n), la.cfg
+    # own kernel objects of the same built program: the reducer never touches their arguments
+    k1, k2 = cl.Kernel(b.stage1.program, "clt_stage1"), cl.Kernel(b.stage2.program, "clt_stage2")
+    m = plan.groups * b.partials_per_group
+    mf = cl.mem_flags
+    partials = cl.Buffer(ctx, mf.READ_WRITE, m * b.acc_itemsize)
+    ticket = cl.Buffer(ctx, mf.READ_WRITE, 4)
+    cl.enqueue_fill_buffer(q, ticket, np.uint32(0), 0, 4)
+    out = cl.Buffer(ctx, mf.READ_WRITE, max(8, r.spec.result_dtype.itemsize))
+    k1.set_args(x.base_data, np.uint32(0), np.uint32(n), np.uint32(plan.chunk), partials,
+                cl.LocalMemory(b.local_elems * b.acc_itemsize), ticket, out)
+    k2.set_args(partials, np.uint32(m), out, cl.LocalMemory(cfg.wg * b.acc_itemsize))
+    # (kernels do not own their buffer arguments: these locals stay alive while bare() runs)
+
+    def bare() -> None:
+        cl.enqueue_nd_range_kernel(q, k1, (plan.global_size,), (plan.wg,))
+        if cfg.passes == 2:
+            cl.enqueue_nd_range_kernel(q, k2, (cfg.wg,), (cfg.wg,))
+
+    bare()
+    got = np.empty(1, r.spec.result_dtype)
+    cl.enqueue_copy(q, got, out)
+    check("bare enqueue", float(got[0]), host, args.op)
+    print(f"\n== host overhead: {args.op}/float32, n = {n}, {BATCH} back-to-back calls, then "
+          f"queue.finish() ==\n  config: {r.explain(n)}")
+    samplers = {"cltune r(x)": batch(lambda: r(x), q.finish),
+                "bare enqueue": batch(bare, q.finish),
+                "pyopencl": batch(lambda: CLA_OP[args.op](x), q.finish)}
+    s = summarise(interleaved(samplers, args.repeats), n * 4)
+    rows = [[k, f"{v['median_s'] * 1e6:.1f}", f"{v['iqr_pct']:.0f}%",
+             f"{v['median_s'] / s['bare enqueue']['median_s']:.2f}"] for k, v in s.items()]
+    print(table(["per call", "µs", "IQR", "vs bare"], rows, args.markdown))
+    return {"n": n, "config": str(r.explain(n)), "rows": s,
+            "ratio_cltune_bare": s["cltune r(x)"]["median_s"] / s["bare enqueue"]["median_s"]}
+
+
+def plot(path: str, results: dict[str, Any]) -> None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"note: matplotlib is not importable; no plot written to {path}")
+        return
+    ns = [int(n) for n in results]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name in results[str(ns[0])]["rows"]:
+        ax.plot(ns, [results[str(n)]["rows"][name]["gbps"] for n in ns], marker="o", label=name)
+    ax.set_xscale("log", base=2)
+    ax.set(xlabel="n (float32 elements)", ylabel="GB/s (bytes read / median time)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"plot written to {path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", required=True, help="index, P:D or name (as `cltune devices`)")
+    p.add_argument("--db", required=True, help="tuning database URL")
+    p.add_argument("--sizes", default=None,
+                   help=f"default 2^20,2^24,2^26 ({GPU_SIZES} with --torch)")
+    p.add_argument("--op", default="sum", choices=sorted(NP_OP))
+    p.add_argument("--repeats", type=int, default=15)
+    p.add_argument("--json", default=None, help="write all samples and medians here")
+    p.add_argument("--markdown", action="store_true", help="print tables as Markdown")
+    p.add_argument("--overhead", action="store_true", help="add the host-overhead section")
+    p.add_argument("--overhead-n", default="2^12")
+    p.add_argument("--torch", action="store_true", help="GPU mode: torch rows, read ceiling")
+    p.add_argument("--plot", default=None, help="PNG of GB/s vs n (needs matplotlib)")
+    args = p.parse_args(argv)
+
+    info, dev = select(args.device)
+    ctx = cl.Context([dev])
+    q = cl.CommandQueue(ctx, dev)
+    pq = cl.CommandQueue(ctx, dev, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    r = get_reducer(q, op=args.op, dtype=np.float32, db=args.db)
+    use_torch = torch_available(args.torch)
+    print(f"device: {info.name} | {info.platform_version} | {info.compute_units} CUs\n"
+          f"date: {datetime.datetime.now().isoformat(timespec='seconds')} | numpy "
+          f"{np.__version__} | pyopencl {cl.VERSION_TEXT} | repeats {args.repeats} | "
+          f"db level: {r.level}")
+    report: dict[str, Any] = {"device": info.name, "platform": info.platform_version,
+                              "op": args.op, "argv": sys.argv, "repeats": args.repeats,
+                              "date": datetime.datetime.now().isoformat(timespec="seconds")}
+    report["sizes"] = run_sizes(args, ctx, q, pq, r, use_torch)
+    if args.overhead:
+        report["overhead"] = run_overhead(args, ctx, q, r)
+    if args.plot:
+        plot(args.plot, report["sizes"])
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+        print(f"json written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
