@@ -23,13 +23,19 @@ from .program import Built, build
 
 
 class _Scratch:
-    __slots__ = ("partials", "capacity", "ticket")
+    """Per-queue scratch. On an out-of-order queue a launch waits for the previous one that
+    used this scratch (`last`), so partials are never overwritten while still being read."""
+
+    __slots__ = ("partials", "capacity", "ticket", "last", "in_order")
 
     def __init__(self, ctx: cl.Context, queue: cl.CommandQueue) -> None:
         self.partials: cl.Buffer | None = None
         self.capacity = 0
         self.ticket = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4)
-        cl.enqueue_fill_buffer(queue, self.ticket, np.uint32(0), 0, 4)
+        self.last: cl.Event | None = cl.enqueue_fill_buffer(queue, self.ticket, np.uint32(0),
+                                                             0, 4)
+        ooo = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+        self.in_order = not (queue.properties & ooo)
 
 
 class Launcher:
@@ -42,13 +48,39 @@ class Launcher:
         self._scratch: dict[int, _Scratch] = {}
         self._plans: OrderedDict[int, Plan] = OrderedDict()
         self._lock = threading.RLock()
+        self._args: dict[int, list[object]] = {}
+        self._locals: dict[int, cl.LocalMemory] = {}
+        self._dtypes: dict[int, list] = {}
 
     def built(self, index64: bool = False) -> Built:
         b = self._built.get(index64)
         if b is None:
             b = build(self.ctx, self.dev, self.info, self.spec, self.cfg, index64=index64)
+            idx = np.uint64 if index64 else np.uint32
+            two = [None, idx] * (2 if self.spec.op == "dot" else 1)
+            for k, dts in ((b.stage1, [*two, idx, idx, None, None, None, None]),
+                           (b.stage2, [None, np.uint32, None, None])):
+                k.set_scalar_arg_dtypes(dts)
+                self._dtypes[id(k)] = dts
+            self._args[id(b.stage1)] = []
+            self._args[id(b.stage2)] = []
             self._built[index64] = b
         return b
+
+    def _set_args(self, kernel: cl.Kernel, args: list[object]) -> None:
+        """Set only the arguments that changed since this kernel's last launch (the list also
+        keeps the buffers alive: kernels hold no references to their arguments)."""
+        last = self._args[id(kernel)]
+        if len(last) != len(args):
+            kernel.set_args(*args)
+            self._args[id(kernel)] = list(args)
+            return
+        dtypes = self._dtypes[id(kernel)]
+        for i, (a, b) in enumerate(zip(args, last)):
+            if a is not b and a != b:
+                dt = dtypes[i]
+                kernel.set_arg(i, a if dt is None else dt(a))
+                last[i] = a
 
     def plan(self, n: int) -> Plan:
         p = self._plans.get(n)
@@ -76,20 +108,30 @@ class Launcher:
         idx64 = needs_index64(plan, max(xoff, yoff))
         b = self.built(idx64)
         m = plan.groups * b.partials_per_group
-        idx = np.uint64 if idx64 else np.uint32
-        local = cl.LocalMemory(b.local_elems * b.acc_itemsize)
         with self._lock:
             s = self._scratch_for(queue, m * b.acc_itemsize)
-            args: list[object] = [x, idx(xoff)]
+            if not s.in_order and s.last is not None:
+                wait_for = [*(wait_for or ()), s.last]
+            args: list[object] = [x, xoff]
             if self.spec.op == "dot":
-                args += [y, idx(yoff)]
-            args += [idx(n), idx(plan.chunk), s.partials, local, s.ticket, out]
-            b.stage1.set_args(*args)
+                args += [y, yoff]
+            args += [n, plan.chunk, s.partials, self._local(b.local_elems * b.acc_itemsize),
+                     s.ticket, out]
+            self._set_args(b.stage1, args)
             ev1 = cl.enqueue_nd_range_kernel(queue, b.stage1, (plan.global_size,), (plan.wg,),
                                              wait_for=wait_for)
             if self.cfg.passes == 1:
+                s.last = ev1
                 return [ev1]
-            b.stage2.set_args(s.partials, np.uint32(m), out,
-                              cl.LocalMemory(self.cfg.wg * b.acc_itemsize))
-            ev2 = cl.enqueue_nd_range_kernel(queue, b.stage2, (self.cfg.wg,), (self.cfg.wg,))
+            self._set_args(b.stage2, [s.partials, m, out,
+                                      self._local(self.cfg.wg * b.acc_itemsize)])
+            ev2 = cl.enqueue_nd_range_kernel(queue, b.stage2, (self.cfg.wg,), (self.cfg.wg,),
+                                             wait_for=None if s.in_order else [ev1])
+            s.last = ev2
             return [ev1, ev2]
+
+    def _local(self, nbytes: int) -> cl.LocalMemory:
+        lm = self._locals.get(nbytes)
+        if lm is None:
+            lm = self._locals[nbytes] = cl.LocalMemory(nbytes)
+        return lm

@@ -7,6 +7,7 @@ kernel reads, accumulates in and writes, what the identity is and what numpy ret
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -47,7 +48,7 @@ class OpSpec:
     def of(cls, op: str, dtype: object) -> OpSpec:
         return cls(op, np.dtype(dtype).name if not isinstance(dtype, str) else dtype)
 
-    @property
+    @cached_property
     def np_dtype(self) -> np.dtype:
         return np.dtype(self.dtype)
 
@@ -64,7 +65,7 @@ class OpSpec:
     def n_inputs(self) -> int:
         return 2 if self.op == "dot" else 1
 
-    @property
+    @cached_property
     def result_dtype(self) -> np.dtype:
         """numpy's result dtype (np.sum of int32 is int64 on 64-bit Linux)."""
         if self.op == "dot":

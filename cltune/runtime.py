@@ -198,6 +198,16 @@ def get_reducer(target: Any, op: str = "sum", dtype: Any = np.float32, *,
 _IDENTITY = {"sum": 0, "dot": 0, "prod": 1}
 
 
+def _new_scalar(q: cl.CommandQueue, dtype: np.dtype, allocator: Any) -> cla.Array:
+    """A 0-d result array from the pool through pyopencl's fast constructor (the general one
+    spends ~20 us on shape checks), falling back to `cla.empty` if that path changes."""
+    try:
+        return cla.Array(None, (), dtype, allocator=allocator, strides=(), _fast=True, _size=1,
+                         _context=q.context, _queue=q)
+    except TypeError:  # pragma: no cover - other pyopencl versions
+        return cla.empty(q, (), dtype, allocator=allocator)
+
+
 class Reducer:
     """Reduces a pyopencl Array (or numpy array, uploaded first) to a 0-d device Array."""
 
@@ -250,7 +260,7 @@ class Reducer:
             raise ValueError(f"x and y differ in size ({xd.size} vs {yd.size})")
         rdt = spec.result_dtype
         if out is None:
-            out = cla.empty(q, (), rdt, allocator=self._eng.allocator)
+            out = _new_scalar(q, rdt, self._eng.allocator)
         elif not (isinstance(out, cla.Array) and out.dtype == rdt and out.size == 1
                   and out.offset == 0):
             raise TypeError(f"out must be a 0-d pyopencl Array of dtype {rdt} at offset 0")

@@ -236,9 +236,9 @@ class Tuner:
             return res
         # re-measure the finalists side by side, interleaved, median of rounds
         rounds: dict[Config, list[float]] = {c: [] for c in finalists}
-        for _ in range(3):
+        for _ in range(5):
             for c in finalists:
-                rounds[c].append(bench.time(self._launcher(c), budget_s=0.15).median_s)
+                rounds[c].append(bench.time(self._launcher(c), budget_s=0.1).median_s)
         med = {c: sorted(v)[len(v) // 2] for c, v in rounds.items()}
         best = min(finalists, key=med.__getitem__)
         rid = self.store.record(self.device_id, self.spec.op, self.spec.dtype, bucket,

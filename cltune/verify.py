@@ -80,14 +80,22 @@ def reference(spec: OpSpec, xs: list[np.ndarray]) -> tuple[object, float]:
             return fn(x), 0.0
     x64 = x.astype(np.float64)
     if spec.op == "sum":
-        return math.fsum(x64) if x.size <= 1 << 22 else float(np.sum(x64)), float(np.abs(x64).sum())
+        r = math.fsum(x64) if x.size <= 1 << 22 else float(np.sum(x64))
+        return _saturate(spec, r), float(np.abs(x64).sum())
     if spec.op == "dot":
         p = x64 * xs[1].astype(np.float64)
-        return float(np.sum(p)), float(np.abs(p).sum())
+        return _saturate(spec, float(np.sum(p))), float(np.abs(p).sum())
     if spec.op == "prod":
         r = float(np.prod(x64))
-        return r, abs(r)
+        return _saturate(spec, r), abs(r)
     return (np.min(x) if spec.op == "min" else np.max(x)), 0.0
+
+
+def _saturate(spec: OpSpec, r: float) -> float:
+    """A result beyond the largest finite value of the result dtype is +-inf there (numpy)."""
+    big = float(np.finfo(spec.result_dtype).max)
+    return math.copysign(math.inf, r) if abs(r) > big * (1 + float(np.finfo(spec.result_dtype)
+                                                                 .eps) / 2) else r
 
 
 def error_bound(launcher: Launcher, n: int, scale: float) -> float:

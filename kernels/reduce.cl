@@ -143,8 +143,8 @@ typedef CLT_ACC_T acc_t;
 #elif CLT_OP == 2
 #if CLT_IS_FLOAT
 #define IDENT ((acc_t)INFINITY)
-/* NaN propagates as in numpy.min */
-#define OP(a, b) ((isnan(a) || (a) < (b)) ? (a) : (b))
+/* NaN propagates as in numpy.min; (a != a) is isnan(a) as one vector compare */
+#define OP(a, b) (((a) != (a) || (a) < (b)) ? (a) : (b))
 #else
 #define IDENT CAT(CAT(CLT_IN_T, _), MAX_VALUE)
 #define OP(a, b) min((a), (b))
@@ -153,7 +153,7 @@ typedef CLT_ACC_T acc_t;
 #elif CLT_OP == 3
 #if CLT_IS_FLOAT
 #define IDENT ((acc_t)(-INFINITY))
-#define OP(a, b) ((isnan(a) || (a) > (b)) ? (a) : (b))
+#define OP(a, b) (((a) != (a) || (a) > (b)) ? (a) : (b))
 #else
 #define IDENT CAT(CAT(CLT_IN_T, _), MIN_VALUE)
 #define OP(a, b) max((a), (b))
