@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -18,7 +18,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 out = Console()
 err = Console(stderr=True)
 
-DbOpt = Annotated[Optional[str], typer.Option(  # noqa: UP007 - typer needs Optional
+DbOpt = Annotated[str | None, typer.Option(  # noqa: UP007 - typer needs Optional
     "--db", help="Results database: SQLAlchemy URL or file path (default: $CLTUNE_DB or the "
     "user data dir).", show_default=False)]
 
@@ -84,7 +84,8 @@ class _RichProgress:
         self.task = None
 
     def start(self, space, buckets) -> None:  # noqa: ANN001
-        err.print(f"space: {space.size():,} feasible configs over {', '.join(space.values['strategy'])}"
+        strategies = ", ".join(space.values["strategy"])
+        err.print(f"space: {space.size():,} feasible configs over {strategies}"
                   f" (subgroup multiple {space.base_multiple}); buckets "
                   + ", ".join(f"2^{b}" for b in buckets), highlight=False)
         for s, why in space.excluded.items():
@@ -107,23 +108,23 @@ class _RichProgress:
 
 @app.command()
 def tune(
-    device: Annotated[str, typer.Option("--device", "-d",
-                                        help="Index, P:D (as PYOPENCL_CTX) or name substring.")] = "0",
+    device: Annotated[str, typer.Option(
+        "--device", "-d", help="Index, P:D (as PYOPENCL_CTX) or name substring.")] = "0",
     op: Annotated[str, typer.Option(help="sum, prod, min, max or dot.")] = "sum",
     dtype: Annotated[str, typer.Option(help="float32, float64, float16, int32, int64, uint32, "
                                        "uint64.")] = "float32",
-    sizes: Annotated[Optional[str], typer.Option(  # noqa: UP007
+    sizes: Annotated[str | None, typer.Option(  # noqa: UP007
         help="Size buckets, e.g. 2^12,2^16,2^20,2^24 (the default).")] = None,
     trials: Annotated[int, typer.Option(min=1, help="Trials per bucket.")] = 40,
     timeout: Annotated[float, typer.Option(min=1, help="Seconds for the whole run.")] = 150.0,
     sampler: Annotated[str, typer.Option(help="tpe, random or grid.")] = "tpe",
     seed: Annotated[int, typer.Option(help="Sampler seed.")] = 0,
     resume: Annotated[bool, typer.Option(help="Continue the stored studies.")] = False,
-    max_rel_error: Annotated[Optional[float], typer.Option(  # noqa: UP007
+    max_rel_error: Annotated[float | None, typer.Option(  # noqa: UP007
         help="Error budget relative to sum|x|; also offers kahan/wide accumulators.")] = None,
     study: Annotated[str, typer.Option(help="Study name prefix (shared by workers).")] = "cltune",
     db: DbOpt = None,
-    storage: Annotated[Optional[str], typer.Option(  # noqa: UP007
+    storage: Annotated[str | None, typer.Option(  # noqa: UP007
         help="Optuna storage URL (default: $CLTUNE_STORAGE or studies.db beside the results).")]
     = None,
 ) -> None:
@@ -162,7 +163,7 @@ def tune(
 
 @app.command()
 def show(
-    device: Annotated[Optional[str], typer.Option(  # noqa: UP007
+    device: Annotated[str | None, typer.Option(  # noqa: UP007
         "--device", "-d", help="Only this device (index, P:D or name).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     db: DbOpt = None,
@@ -171,13 +172,24 @@ def show(
 
     Example: cltune show --device 0
     """
+    from cltune.service import explain_device
     from cltune.service import show as run_show
 
     with _errors():
         rows = run_show(db, device)
+        answers = []
+        if device is not None:
+            pairs = sorted({(r.op, r.dtype) for r in rows}) or [("sum", "float32")]
+            answers = [(op, dt, explain_device(db, device, op, dt)[1]) for op, dt in pairs]
     if as_json:
-        out.print_json(json.dumps([r.__dict__ for r in rows], default=str))
+        out.print_json(json.dumps({"results": [r.__dict__ for r in rows],
+                                   "answers": [{"op": o, "dtype": d, "level": a.level,
+                                                "why": a.why} for o, d, a in answers]}
+                                  if device is not None else [r.__dict__ for r in rows],
+                                  default=str))
         return
+    for o, d, a in answers:
+        out.print(f"{o}/{d}: served at level [bold]{a.level}[/]: {a.why}", highlight=False)
     if not rows:
         out.print("no tuned results" + (f" for device {device}" if device else ""))
         return
@@ -192,6 +204,85 @@ def show(
     out.print(t)
 
 
+@app.command("export")
+def export_cmd(
+    output: Annotated[str, typer.Option("--output", "-o", help="JSON file to write.")],
+    device: Annotated[str | None, typer.Option(  # noqa: UP007
+        "--device", "-d", help="Only this device (index, P:D or name).")] = None,
+    db: DbOpt = None,
+) -> None:
+    """Export the best configs as a versioned JSON file (to share or ship).
+
+    Example: cltune export --device 0 -o results.json
+    """
+    from cltune.service import export
+
+    with _errors():
+        n = export(db, device, output)
+    out.print(f"exported {n} best result(s) to {output}")
+
+
+@app.command("import")
+def import_cmd(
+    path: Annotated[str, typer.Argument(help="A file written by `cltune export`.")],
+    db: DbOpt = None,
+) -> None:
+    """Import results: every field is validated first; one bad field rejects the whole file.
+
+    Example: cltune import results.json
+    """
+    from cltune.service import import_file
+
+    with _errors():
+        rep = import_file(db, path)
+    out.print(f"imported {rep.records} record(s): {rep.devices_added} new device(s), "
+              f"{rep.results_added} new result(s), {rep.bests_changed} best(s) changed")
+
+
+@app.command()
+def verify(
+    device: Annotated[str, typer.Option("--device", "-d", help="Index, P:D or name.")] = "0",
+    op: Annotated[str | None, typer.Option(help="Only this op.")] = None,  # noqa: UP007
+    dtype: Annotated[str | None, typer.Option(help="Only this dtype.")] = None,  # noqa: UP007
+    db: DbOpt = None,
+) -> None:
+    """Re-validate and re-time stored configs on the current driver; failing ones are marked
+    and replaced by the next best that passes.
+
+    Example: cltune verify --device 0
+    """
+    from cltune.service import verify as run_verify
+
+    with _errors():
+        info, rows = run_verify(db, device, op, dtype)
+    if not rows:
+        out.print(f"nothing stored for {info.name} (nor its hardware or model)")
+        return
+    t = Table(title=f"verified on {info.name} (driver {info.driver})")
+    for c in ("op", "dtype", "bucket", "from", "now serving", "GB/s", "failed"):
+        t.add_column(c)
+    for r in rows:
+        t.add_row(r.op, r.dtype, f"2^{r.bucket}", r.source_level,
+                  r.config.short() if r.config else "[red]none passes[/]",
+                  f"{r.gbps:.1f}" if r.gbps else "-", "; ".join(r.failed) or "-")
+    out.print(t)
+    if any(r.config is None for r in rows):
+        raise typer.Exit(code=1)
+
+
+@app.command()
+def migrate(db: DbOpt = None) -> None:
+    """Create the database or migrate it to this cltune's schema version.
+
+    Example: cltune migrate --db ~/.local/share/cltune/tuning.db
+    """
+    from cltune.service import migrate as run_migrate
+
+    with _errors():
+        v = run_migrate(db)
+    out.print(f"database schema is at version {v}")
+
+
 def _cfg_text(cfg: dict) -> str:
     from cltune.config import Config
 
@@ -202,7 +293,9 @@ def main() -> None:
     app()
 
 
-COMMANDS: dict[str, Callable] = {"devices": devices, "tune": tune, "show": show}
+COMMANDS: dict[str, Callable] = {"devices": devices, "tune": tune, "show": show,
+                                 "verify": verify, "export": export_cmd, "import": import_cmd,
+                                 "migrate": migrate}
 
 if __name__ == "__main__":
     sys.exit(main())

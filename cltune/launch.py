@@ -76,7 +76,7 @@ class Launcher:
             self._args[id(kernel)] = list(args)
             return
         dtypes = self._dtypes[id(kernel)]
-        for i, (a, b) in enumerate(zip(args, last)):
+        for i, (a, b) in enumerate(zip(args, last, strict=True)):
             if a is not b and a != b:
                 dt = dtypes[i]
                 kernel.set_arg(i, a if dt is None else dt(a))

@@ -274,7 +274,9 @@ class Reducer:
             return out
         if wait_for is not None and not all(isinstance(e, cl.Event) for e in wait_for):
             raise TypeError("wait_for must be a list of pyopencl Events")
-        waits = list(wait_for or []) + list(xd.events) + (list(yd.events) if yd is not None else [])
+        waits = list(wait_for or []) + list(xd.events)
+        if yd is not None:
+            waits += yd.events
         waits += list(out.events)
         la, _ = self._eng.launcher_for(n)
         isz = spec.itemsize

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pyopencl as cl
 
 from .devices import DeviceInfo, list_devices, select
-from .tuner import BucketResult, Progress, Tuner, TuneOptions
+from .tuner import BucketResult, Progress, TuneOptions, Tuner
 
 
 @dataclass(frozen=True)
@@ -75,3 +75,77 @@ def show(db: str | None, selector: str | None):  # noqa: ANN201 - list of Result
         return store.bests(ids)
     finally:
         store.close()
+
+
+def explain_device(db: str | None, selector: str, op: str, dtype: str):  # noqa: ANN201
+    """Which fallback level answers for this device, and why (as get_reducer would see it)."""
+    from cltune.tuning_db import Store
+    from cltune.tuning_db.lookup import DeviceKey, lookup
+
+    info, _ = select(selector)
+    key = DeviceKey(info.fingerprint, info.hardware_key, info.model, info.vendor, info.type,
+                    info.driver)
+    store = Store.open(db, readonly=True)
+    try:
+        return info, lookup(store, key, op, dtype)
+    finally:
+        store.close()
+
+
+def export(db: str | None, selector: str | None, path: str) -> int:
+    """Write the bests (of one device, or all) as a versioned JSON file; returns the count."""
+    import json
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from cltune.tuning_db import Store
+    from cltune.tuning_db.exchange import export_doc
+
+    store = Store.open(db, readonly=True)
+    try:
+        fps = None if selector is None else {select(selector)[0].fingerprint}
+        doc = export_doc(store, fps)
+    finally:
+        store.close()
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".",
+                               prefix=".cltune-export-")
+    with os.fdopen(fd, "w") as f:  # write then rename: never a half-written file
+        json.dump(doc, f, indent=1, sort_keys=True)
+    os.replace(tmp, target)
+    return len(doc["results"])
+
+
+def import_file(db: str | None, path: str):  # noqa: ANN201 - MergeReport
+    """Validate the whole file, then merge it in one transaction."""
+    from cltune.tuning_db import Store
+    from cltune.tuning_db.exchange import merge, read_import_file
+
+    records = read_import_file(path)  # raises before anything is written
+    store = Store.open(db)
+    try:
+        return merge(store, records)
+    finally:
+        store.close()
+
+
+def verify(db: str | None, selector: str, op: str | None, dtype: str | None):  # noqa: ANN201
+    from cltune.reverify import verify_device
+    from cltune.tuning_db import Store
+
+    info, dev = select(selector)
+    store = Store.open(db)
+    try:
+        return info, verify_device(cl.Context([dev]), dev, info, store, op, dtype)
+    finally:
+        store.close()
+
+
+def migrate(db: str | None) -> int:
+    """Create or migrate the schema; returns the version now in place."""
+    from cltune.tuning_db import Store
+    from cltune.tuning_db.migrations import LATEST
+
+    Store.open(db).close()
+    return LATEST

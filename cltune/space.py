@@ -52,7 +52,8 @@ class Space:
     def check(self, cfg: Config) -> str:
         """'' when cfg is feasible on this device, else the reason (no compilation)."""
         if cfg.strategy not in self.values["strategy"]:
-            return f"strategy {cfg.strategy} not offered here: {self.excluded.get(cfg.strategy, '')}"
+            why = self.excluded.get(cfg.strategy, "")
+            return f"strategy {cfg.strategy} not offered here: {why}"
         wg_limit = min(self.device.max_wg, self.kernel_max_wg)
         if cfg.wg > wg_limit:
             return f"wg={cfg.wg} > device/kernel limit {wg_limit}"
@@ -62,7 +63,8 @@ class Space:
         acc = _ACC_BYTES[self.spec.acc_cl_type(cfg.acc == "wide")]
         local = max(cfg.tile, cfg.wg) * acc + STATIC_LOCAL_RESERVE
         if local > self.device.local_mem:
-            return f"{local} bytes of local memory > CL_DEVICE_LOCAL_MEM_SIZE={self.device.local_mem}"
+            return (f"{local} bytes of local memory > "
+                    f"CL_DEVICE_LOCAL_MEM_SIZE={self.device.local_mem}")
         if cfg.acc not in self.values["acc"]:
             return f"accumulator {cfg.acc} not offered for {self.spec}"
         return ""

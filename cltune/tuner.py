@@ -212,8 +212,10 @@ class Tuner:
             self.progress.trial(bucket, done, best, max(0.0, timeout_s - (time.monotonic() - t0)))
 
         if todo:
-            study.optimize(objective, n_trials=todo, timeout=timeout_s, callbacks=[callback],
-                           gc_after_trial=False)
+            # workers sharing a study stop together once it holds `trials` finished trials
+            cap = optuna.study.MaxTrialsCallback(self.opts.trials, states=done_states)
+            study.optimize(objective, n_trials=todo, timeout=timeout_s,
+                           callbacks=[callback, cap], gc_after_trial=False)
         return self._finish(study, bucket, bench, name)
 
     def _finish(self, study: optuna.Study, bucket: int, bench: Bench, name: str) -> BucketResult:
@@ -258,14 +260,10 @@ class Tuner:
                 optuna.delete_study(study_name=name, storage=self.storage)
             except KeyError:
                 pass
-        study = optuna.create_study(study_name=name, storage=self.storage, sampler=sampler,
-                                    direction="minimize", load_if_exists=True)
-        if self.opts.resume:
-            # trials a killed run left RUNNING never finished: mark them failed, keep the rest
-            for t in study.get_trials(deepcopy=False,
-                                      states=(optuna.trial.TrialState.RUNNING,)):
-                self.storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)
-        return study
+        # a trial a killed worker left RUNNING stops its heartbeat and is failed by the next
+        # worker after the grace period; finished trials are never touched
+        return optuna.create_study(study_name=name, storage=self.storage, sampler=sampler,
+                                   direction="minimize", load_if_exists=True)
 
 
 def _storage(url: str) -> optuna.storages.RDBStorage:
@@ -277,7 +275,8 @@ def _storage(url: str) -> optuna.storages.RDBStorage:
     if p is not None:
         p.parent.mkdir(parents=True, exist_ok=True)
         kwargs = {"connect_args": {"timeout": 60}}
-    return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+    return optuna.storages.RDBStorage(url, engine_kwargs=kwargs, heartbeat_interval=5,
+                                      grace_period=20)
 
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)

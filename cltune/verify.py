@@ -11,7 +11,8 @@ Algorithms*, 2nd ed., eq. 4.4), with unit roundoff `u` of the accumulator,
 
 plus half an ulp of the output type when the accumulator is wider than the output. `dot` adds one
 rounding per product (`d + 1`, over `sum(|x_i*y_i|)`); `prod` is bounded relatively by
-`gamma_(n+1) * |exact|`: each of its n-1 roundings scales the whole product, in any order. Integer ops and `min`/`max` are exact.
+`gamma_(n+1) * |exact|`: each of its n-1 roundings scales the whole product, in any order.
+Integer ops and `min`/`max` are exact.
 """
 
 from __future__ import annotations
@@ -106,14 +107,15 @@ def error_bound(launcher: Launcher, n: int, scale: float) -> float:
     plan = launcher.plan(n)
     m = plan.groups * (cfg.wg if cfg.strategy == "serial" else max(1, cfg.wg))
     serial = plan.chunk // plan.block + cfg.items * cfg.vec
-    d = (serial + math.ceil(math.log2(cfg.items * cfg.vec)) + math.ceil(math.log2(max(cfg.tile, cfg.wg)))
+    d = (serial + math.ceil(math.log2(cfg.items * cfg.vec))
+         + math.ceil(math.log2(max(cfg.tile, cfg.wg)))
          + math.ceil(m / cfg.wg) + math.ceil(math.log2(cfg.wg)) + 4)
     if spec.op == "prod":
         d = n + 1  # every one of the n-1 roundings scales the whole product
     if spec.op == "dot":
         d += 1
     gamma = d * u / (1 - d * u) if d * u < 0.5 else 1.0
-    out_u = _U["half" if spec.dtype == "float16" else ("float" if spec.dtype == "float32" else "double")]
+    out_u = _U[{"float16": "half", "float32": "float"}.get(spec.dtype, "double")]
     return gamma * scale + out_u * scale + 1e-300
 
 
@@ -143,7 +145,8 @@ def compare(spec: OpSpec, got: object, want: object, bound: float) -> str:
         return "" if g == w.astype(g.dtype) else f"got {g!r}, expected {w!r}"
     gf, wf = float(g), float(w)
     if math.isnan(wf) or math.isinf(wf):
-        return "" if (math.isnan(gf) and math.isnan(wf)) or gf == wf else f"got {gf}, expected {wf}"
+        same = (math.isnan(gf) and math.isnan(wf)) or gf == wf
+        return "" if same else f"got {gf}, expected {wf}"
     if not math.isfinite(gf) or abs(gf - wf) > bound:
         return f"got {gf!r}, expected {wf!r} (|err| {abs(gf - wf):.3g} > bound {bound:.3g})"
     return ""

@@ -3,10 +3,9 @@
 import sqlite3
 
 import pytest
-from sqlalchemy import create_engine, inspect, text
-
 from cltune.tuning_db import DatabaseError, SchemaError, Store
 from cltune.tuning_db.migrations import LATEST, V1_DDL
+from sqlalchemy import create_engine, inspect, text
 
 PARTS = {"vendor": "acme", "type": "gpu", "model": "Rocket 9", "compute_units": 8,
          "local_mem": 65536, "max_wg": 1024, "platform": "Acme CL",

@@ -117,7 +117,8 @@ def test_int32_sum_returns_int64_and_dot(queue, empty_db):
     a = np.arange(1, 2001, dtype=np.float32)
     d = _r(queue, empty_db, op="dot")
     exact = 2000 * 2001 * 4001 // 6
-    assert abs(float(d(cla.to_device(queue, a), cla.to_device(queue, a)).get()) - exact) < 1e-6 * exact
+    got = float(d(cla.to_device(queue, a), cla.to_device(queue, a)).get())
+    assert abs(got - exact) < 1e-6 * exact
     with pytest.raises(TypeError, match="two arrays"):
         d(cla.to_device(queue, a))
 
@@ -145,8 +146,9 @@ def test_threads_share_one_reducer(ctx, device, empty_db):
 
 
 def test_tuned_db_is_used_and_explained(queue, device, tmp_path):
-    from cltune.config import Config
     from cltune.tuning_db import Store
+
+    from cltune.config import Config
 
     info = device[0]
     url = f"sqlite:///{tmp_path / 't.db'}"

@@ -6,4 +6,5 @@ class DatabaseError(RuntimeError):
 
 
 class SchemaError(DatabaseError):
-    """The schema version is unknown, newer or older than this cltune; the message names the fix."""
+    """The schema version is unknown, newer or older than this cltune; the message names the
+    fix."""

@@ -82,6 +82,8 @@ def _num(v: object, where: str, *, lo: float, hi: float, integer: bool = False,
     ok_types = (int,) if integer else (int, float)
     if isinstance(v, bool) or not isinstance(v, ok_types):
         raise _fail(where, f"expected a {'integer' if integer else 'number'}, got {v!r:.60}")
+    if isinstance(v, int) and not lo <= v <= hi:  # before float(): huge ints overflow it
+        raise _fail(where, f"{str(v)[:40]} outside {lo}..{hi}")
     if not (math.isfinite(v) and lo <= v <= hi):
         raise _fail(where, f"{v!r:.60} outside {lo}..{hi}")
     return v
@@ -165,3 +167,111 @@ def parse_export(doc: object) -> list[ExportRecord]:
     if not isinstance(results, list):
         raise ImportError_("top level: results must be a list")
     return [parse_record(r, f"results[{i}]") for i, r in enumerate(results)]
+
+
+def export_doc(store, fingerprints: set[str] | None = None) -> dict:  # noqa: ANN001 - Store
+    """The bests of the database (or of some devices) as an export document."""
+    from datetime import datetime, timezone
+
+    from sqlalchemy import select
+
+    from .models import Best, Device, Result
+
+    out = []
+    with store.session() as s:
+        q = (select(Result, Device).join(Best, Best.result_id == Result.id)
+             .join(Device, Device.id == Best.device_id).order_by(Device.fingerprint, Result.op,
+                                                                   Result.dtype, Result.bucket))
+        if fingerprints is not None:
+            q = q.where(Device.fingerprint.in_(fingerprints))
+        for r, d in s.execute(q):
+            dev = {k: getattr(d, k) for k in DEVICE_FIELDS}
+            rec = {"device": dev, "op": r.op, "dtype": r.dtype, "bucket": r.bucket,
+                   "config": __import__("json").loads(r.config_json), "median_s": r.median_s,
+                   "gbps": r.gbps, "max_rel_error": r.max_rel_error,
+                   "n_measured": r.n_measured, "cltune_version": r.cltune_version,
+                   "source_hash": r.source_hash}
+            parse_record(rec, "export")  # what we write, we could read back
+            out.append(rec)
+    return {"format": FORMAT, "version": VERSION,
+            "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "results": out}
+
+
+@dataclass(frozen=True)
+class MergeReport:
+    records: int
+    devices_added: int
+    results_added: int
+    bests_changed: int
+
+
+def merge(store, records: list[ExportRecord]) -> MergeReport:  # noqa: ANN001 - Store
+    """Merge validated records in ONE transaction; per key the faster validated result wins."""
+    import json
+
+    from sqlalchemy import select
+
+    from .models import Best, Device, Result, utcnow
+
+    dev_added = res_added = best_changed = 0
+    with store.session() as s:
+        for rec in records:
+            d = rec.device
+            dev = s.scalar(select(Device).where(Device.fingerprint == d["fingerprint"]))
+            if dev is None:
+                dev = Device(**d)
+                s.add(dev)
+                s.flush()
+                dev_added += 1
+            key = rec.config.key()
+            row = s.scalar(select(Result).where(
+                Result.device_id == dev.id, Result.op == rec.op, Result.dtype == rec.dtype,
+                Result.bucket == rec.bucket, Result.config_key == key))
+            if row is None:
+                row = Result(device_id=dev.id, op=rec.op, dtype=rec.dtype, bucket=rec.bucket,
+                             config_key=key, config_json=json.dumps(rec.config.to_dict(),
+                                                                    sort_keys=True),
+                             status="ok", reason="", median_s=rec.median_s, gbps=rec.gbps,
+                             max_rel_error=rec.max_rel_error, n_measured=rec.n_measured,
+                             cltune_version=rec.cltune_version, source_hash=rec.source_hash,
+                             stale=0)
+                s.add(row)
+                s.flush()
+                res_added += 1
+            elif row.status != "ok" or (row.median_s or 1e30) > rec.median_s:
+                if row.status != "ok":
+                    continue  # it failed here: a file never overrides our own failure
+                row.median_s, row.gbps, row.updated_at = rec.median_s, rec.gbps, utcnow()
+            best = s.scalar(select(Best).where(Best.device_id == dev.id, Best.op == rec.op,
+                                               Best.dtype == rec.dtype,
+                                               Best.bucket == rec.bucket))
+            if best is None:
+                s.add(Best(device_id=dev.id, op=rec.op, dtype=rec.dtype, bucket=rec.bucket,
+                           result_id=row.id))
+                best_changed += 1
+            elif best.result_id != row.id:
+                cur = s.get(Result, best.result_id)
+                if cur is None or cur.status != "ok" or (cur.median_s or 1e30) > row.median_s:
+                    best.result_id = row.id
+                    best_changed += 1
+    return MergeReport(len(records), dev_added, res_added, best_changed)
+
+
+def read_import_file(path: str) -> list[ExportRecord]:
+    """Parse and validate a whole file; size-limited, JSON only."""
+    import json
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.is_file():
+        raise ImportError_(f"{path}: no such file")
+    if p.stat().st_size > 64 * 2**20:
+        raise ImportError_(f"{path}: larger than 64 MiB; refusing to read it")
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ImportError_(f"{path}: not valid JSON ({e})") from None
+    except RecursionError:
+        raise ImportError_(f"{path}: JSON nested too deeply") from None
+    return parse_export(doc)

@@ -57,7 +57,8 @@ class Device(Base):
 
 
 class Result(Base):
-    """One evaluated config for (device, op, dtype, size bucket): validated and timed, or failed."""
+    """One evaluated config for (device, op, dtype, size bucket): validated and timed, or
+    failed."""
 
     __tablename__ = "cltune_results"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

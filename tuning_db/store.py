@@ -158,6 +158,12 @@ class Store:
             else:
                 b.result_id, b.updated_at = result_id, utcnow()
 
+    def mark_verified(self, result_id: int) -> None:
+        with self.session() as s:
+            r = s.get(Result, result_id)
+            if r is not None:
+                r.verified_at, r.stale = utcnow(), 0
+
     # ---- reads ------------------------------------------------------------------------------
     def device_ids(self, **where: object) -> list[int]:
         with self.session() as s:

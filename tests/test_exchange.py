@@ -1,0 +1,113 @@
+"""Export/import: a round trip, merges that keep the better result, hostile files rejected."""
+
+import copy
+import json
+
+import pytest
+from cltune.tuning_db import Store
+from cltune.tuning_db.exchange import ImportError_, export_doc, merge, parse_export
+from typer.testing import CliRunner
+
+from cltune.cli import app
+
+runner = CliRunner()
+DEV = {"fingerprint": "a" * 16, "hardware_key": "b" * 16, "vendor": "acme", "type": "gpu",
+       "model": "Rocket 9", "name": "Rocket 9", "compute_units": 8, "local_mem": 65536,
+       "max_wg": 1024, "platform": "Acme CL", "platform_version": "OpenCL 3.0",
+       "driver": "1.0", "opencl_c": "OpenCL C 1.2"}
+CFG = {"strategy": "local_tree", "wg": 64, "tile": 64, "items": 4, "vec": 4,
+       "groups_per_cu": 4, "passes": 2, "acc": "native"}
+REC = {"device": DEV, "op": "sum", "dtype": "float32", "bucket": 20, "config": CFG,
+       "median_s": 1e-4, "gbps": 42.0, "max_rel_error": 1e-7, "n_measured": 2**20,
+       "cltune_version": "0.1.0", "source_hash": "c" * 16}
+
+
+def doc(*recs):
+    return {"format": "cltune-results", "version": 1, "results": list(recs) or [REC]}
+
+
+def test_round_trip_through_files(tmp_path):
+    a, b = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    merge(Store.open(a), parse_export(doc()))
+    f = tmp_path / "out.json"
+    r = runner.invoke(app, ["export", "-o", str(f), "--db", a])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["import", str(f), "--db", b])
+    assert r.exit_code == 0 and "1 new result" in r.output, r.output
+    sb = Store.open(b)
+    assert export_doc(sb)["results"] == json.loads(f.read_text())["results"]
+
+
+def test_merge_keeps_the_faster_best(tmp_path):
+    s = Store.open(f"sqlite:///{tmp_path / 'm.db'}")
+    merge(s, parse_export(doc()))
+    slower = copy.deepcopy(REC)
+    slower["config"]["items"] = 8
+    slower["median_s"] = 2e-4
+    rep = merge(s, parse_export(doc(slower)))
+    assert rep.bests_changed == 0 and rep.results_added == 1
+    assert s.bests(s.device_ids())[0].config == CFG
+    faster = copy.deepcopy(slower)
+    faster["median_s"] = 5e-5
+    assert merge(s, parse_export(doc(faster))).bests_changed == 1
+    assert s.bests(s.device_ids())[0].config["items"] == 8
+    assert s.counts()["results"] == 2
+
+
+def _with(path, value):
+    r = copy.deepcopy(REC)
+    node = r
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = value
+    return doc(r)
+
+
+HOSTILE = {
+    "string in numeric field": _with(["config", "wg"], "64 -DEVIL=1"),
+    "-D fragment as strategy": _with(["config", "strategy"], "local_tree -DCLT_WG=99999"),
+    "bool as int": _with(["config", "vec"], True),
+    "float as int": _with(["config", "wg"], 64.0),
+    "huge number": _with(["config", "groups_per_cu"], 10**400),
+    "huge bucket": _with(["bucket"], 2**63),
+    "negative time": _with(["median_s"], -1.0),
+    "nan time": _with(["median_s"], float("nan")),
+    "unknown config key": _with(["config", "build_options"], "-cl-fast-relaxed-math"),
+    "unknown record key": _with(["options"], "-DX=1"),
+    "unknown op": _with(["op"], "mean"),
+    "unknown dtype": _with(["dtype"], "complex64"),
+    "control chars in name": _with(["device", "name"], "evil\n#define X"),
+    "bad fingerprint": _with(["device", "fingerprint"], "../../etc/passwd"),
+    "missing field": {"format": "cltune-results", "version": 1,
+                      "results": [{k: v for k, v in REC.items() if k != "config"}]},
+    "wrong version": {**doc(), "version": 2},
+    "wrong format": {**doc(), "format": "clblast"},
+    "not an object": [REC],
+    "config not a mapping": _with(["config"], [64, 64, 4]),
+    "tile not multiple": _with(["config", "tile"], 96),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_files_are_rejected_whole(tmp_path, name):
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    merge(Store.open(url), parse_export(doc()))
+    before = export_doc(Store.open(url))["results"]
+    bad = HOSTILE[name]
+    if isinstance(bad, dict) and "results" in bad and isinstance(bad["results"], list):
+        bad = {**bad, "results": [REC, *bad["results"]]}  # a good record first: still rejected
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(bad))
+    with pytest.raises(ImportError_):
+        parse_export(json.loads(f.read_text()))
+    r = runner.invoke(app, ["import", str(f), "--db", url])
+    assert r.exit_code == 1 and "error" in r.output and "Traceback" not in r.output, r.output
+    assert export_doc(Store.open(url))["results"] == before, "the database changed"
+
+
+def test_not_json_and_missing_file(tmp_path):
+    f = tmp_path / "x.json"
+    f.write_text("{not json")
+    for p in (str(f), str(tmp_path / "missing.json")):
+        r = runner.invoke(app, ["import", p, "--db", str(tmp_path / "d.db")])
+        assert r.exit_code == 1 and "Traceback" not in r.output

@@ -1,0 +1,144 @@
+"""The fallback chain: every level answers, says so, and get_reducer serves it."""
+
+import json
+import warnings
+
+import numpy as np
+import pyopencl.array as cla
+import pytest
+from cltune.tuning_db import Store
+from cltune.tuning_db.lookup import DeviceKey, load_shipped, lookup
+from typer.testing import CliRunner
+
+from cltune import get_reducer
+from cltune.cli import app
+from cltune.config import Config
+
+CFG = Config("local_tree", 8, 16, 2, 4, 2, 2, "native")
+
+
+def key(info, **kw):
+    base = dict(fingerprint=info.fingerprint, hardware_key=info.hardware_key, model=info.model,
+                vendor=info.vendor, type=info.type, driver=info.driver)
+    return DeviceKey(**{**base, **kw})
+
+
+def store_for(url, info, *, fingerprint=None, hardware_key=None, model=None, driver=None,
+              cfg=CFG, bucket=20):
+    s = Store.open(url)
+    parts = info.fingerprint_parts()
+    if model:
+        parts["model"] = model
+    if driver:
+        parts["driver"] = driver
+    dev = s.upsert_device(parts, fingerprint or info.fingerprint,
+                          hardware_key or info.hardware_key, info.name)
+    rid = s.record(dev, "sum", "float32", bucket, cfg.to_dict(), cfg.key(), status="ok",
+                   median_s=1e-4, gbps=10.0, n_measured=1 << bucket, cltune_version="t",
+                   source_hash="0" * 16)
+    s.set_best(dev, "sum", "float32", bucket, rid)
+    return s
+
+
+def test_exact(tmp_path, info):
+    s = store_for(f"sqlite:///{tmp_path / 'a.db'}", info)
+    a = lookup(s, key(info), "sum", "float32")
+    assert a.level == "exact" and a.rows[0].config == CFG.to_dict()
+
+
+def test_driver_changed_says_what_changed(tmp_path, info):
+    s = store_for(f"sqlite:///{tmp_path / 'a.db'}", info, fingerprint="f" * 16,
+                  driver="0.9-old")
+    a = lookup(s, key(info), "sum", "float32")
+    assert a.level == "driver-changed"
+    assert "0.9-old" in a.why and "cltune verify" in a.why
+
+
+def test_same_device_other_limits(tmp_path, info):
+    s = store_for(f"sqlite:///{tmp_path / 'a.db'}", info, fingerprint="f" * 16,
+                  hardware_key="e" * 16)
+    assert lookup(s, key(info), "sum", "float32").level == "same-device"
+
+
+def test_shipped_results_for_the_h200():
+    k = DeviceKey("0" * 16, "1" * 16, "NVIDIA H200", "nvidia", "gpu", "999.0")
+    a = load_shipped("sum", "float32", k)
+    assert a is not None and a.level == "shipped" and len(a.rows) >= 4
+    assert lookup(None, k, "sum", "float32").level == "shipped"
+    for r in a.rows:
+        Config.from_mapping(r.config)
+
+
+def test_vendor_default_skips_configs_that_failed(tmp_path, info):
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    s = store_for(url, info, fingerprint="f" * 16, hardware_key="e" * 16, model="Other CPU")
+    other = Config("serial", 8, 0, 1, 1, 1, 2, "native")
+    store_for(url, info, fingerprint="d" * 16, hardware_key="c" * 16, model="Third CPU",
+              cfg=other)
+    k = key(info, fingerprint="9" * 16, hardware_key="8" * 16, model="Unseen CPU")
+    a = lookup(s, k, "sum", "float32")
+    assert a.level == "vendor-default"
+    dev = s.device_ids(fingerprint="f" * 16)[0]
+    bad = a.rows[0].config
+    s.record(dev, "sum", "float32", 20, bad, Config.from_mapping(bad).key() + "x",
+             status="failed", reason="wrong sum", n_measured=1, cltune_version="t",
+             source_hash="0" * 16)
+    a2 = lookup(s, k, "sum", "float32")
+    assert a2.level == "vendor-default" and a2.rows[0].config != bad
+
+
+def test_builtin_when_nothing_is_known(tmp_path, info):
+    s = Store.open(f"sqlite:///{tmp_path / 'a.db'}")
+    assert lookup(s, key(info), "sum", "float32").level == "builtin"
+
+
+def test_reducer_explains_driver_changed_and_verify_fixes_it(tmp_path, info, queue):
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    store_for(url, info, fingerprint="f" * 16, driver="0.9-old").close()
+    r = get_reducer(queue, db=url)
+    e = r.explain(2**20)
+    assert e.level == "driver-changed" and "0.9-old" in str(e)
+    x = cla.to_device(queue, np.ones(2**20 + 1, np.float32))
+    assert r(x).get() == 2**20 + 1
+    res = CliRunner().invoke(app, ["verify", "--device", str(info.index), "--db", url])
+    assert res.exit_code == 0, res.output
+    assert lookup(Store.open(url), key(info), "sum", "float32").level == "exact"
+    res = CliRunner().invoke(app, ["show", "--device", str(info.index), "--db", url, "--json"])
+    assert json.loads(res.stdout)["answers"][0]["level"] == "exact"
+
+
+def test_verify_replaces_a_config_that_fails(tmp_path, info):
+    """A stored config that no longer passes (here: tampered to an invalid value) is reported,
+    never served, and the next best that validates replaces it."""
+    from sqlalchemy import text
+
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    s = store_for(url, info)
+    with s.engine.begin() as c:
+        c.execute(text("UPDATE cltune_results SET config_json = :j"),
+                  {"j": json.dumps({**CFG.to_dict(), "wg": 48})})
+    dev = s.device_ids(fingerprint=info.fingerprint)[0]
+    second = Config("local_tree", 8, 8, 3, 2, 2, 2, "native")
+    s.record(dev, "sum", "float32", 20, second.to_dict(), second.key(), status="ok",
+             median_s=2e-4, gbps=5.0, n_measured=1 << 20, cltune_version="t",
+             source_hash="0" * 16)
+    s.close()
+    res = CliRunner().invoke(app, ["verify", "--device", str(info.index), "--db", url])
+    assert res.exit_code == 0, res.output
+    assert "invalid" in res.output
+    best = lookup(Store.open(url), key(info), "sum", "float32").rows[0]
+    assert best.config == second.to_dict()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert get_reducer(info.cl_device(), db=url).explain(2**20).config == second
+
+
+@pytest.mark.parametrize("level", ["exact", "builtin"])
+def test_show_device_names_the_level(tmp_path, info, level):
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    if level == "exact":
+        store_for(url, info).close()
+    else:
+        Store.open(url).close()
+    res = CliRunner().invoke(app, ["show", "--device", str(info.index), "--db", url])
+    assert res.exit_code == 0 and f"level {level}" in res.output, res.output
