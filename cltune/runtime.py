@@ -117,6 +117,16 @@ def _builtin_choice(info: DeviceInfo, ctx: cl.Context, dev: cl.Device, spec: OpS
     raise BuildError(f"no config builds for {spec} on {info.name}")
 
 
+_warned: set[str] = set()
+
+
+def _warn_once(url: str, msg: str) -> None:
+    """One warning per database per process, however many reducers are made."""
+    if url not in _warned:
+        _warned.add(url)
+        warnings.warn(msg, CltuneWarning, stacklevel=5)
+
+
 def _load_choices(info: DeviceInfo, spec: OpSpec,
                   db: str | None) -> tuple[str, str, list[_Choice]]:
     from cltune.tuning_db import DatabaseError, Store, default_url
@@ -125,14 +135,14 @@ def _load_choices(info: DeviceInfo, spec: OpSpec,
     key = DeviceKey(info.fingerprint, info.hardware_key, info.model, info.vendor, info.type,
                     info.driver)
     store = None
+    url = db or default_url()
     try:
-        store = Store.open(db or default_url(), readonly=True)
+        store = Store.open(url, readonly=True)
     except DatabaseError as e:
-        warnings.warn(f"cltune: tuning database unusable ({e}); using fallback configs",
-                      CltuneWarning, stacklevel=4)
+        _warn_once(url, f"cltune: tuning database unusable ({e}); using fallback configs")
     except Exception as e:  # noqa: BLE001 - a corrupt file must never crash an application
-        warnings.warn(f"cltune: tuning database unreadable ({type(e).__name__}: {e}); "
-                      "using fallback configs", CltuneWarning, stacklevel=4)
+        _warn_once(url, f"cltune: tuning database unreadable ({type(e).__name__}: {e}); "
+                   "using fallback configs")
     try:
         try:
             ans = lookup(store, key, spec.op, spec.dtype)
