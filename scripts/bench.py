@@ -21,8 +21,9 @@ only (`.get()`, `event.wait()`, `queue.finish()`, `torch.cuda.synchronize()`); n
 Rows: `cltune` = r(x).get() wall time; `cltune-dev` = the same kernels' device time from
 profiling events; `numpy` = numpy.<op>(host) wall time; `pyopencl` = pyopencl.array.<op>(x).get()
 wall time. GPU mode adds `cltune-batch` (BATCH back-to-back r(x), then queue.finish()),
-`read-ceiling` (device time of a trivial streaming-read kernel), `torch-dev` (CUDA events) and
-`torch` (BATCH back-to-back calls, then synchronize). Ratios are throughput ratios, like for
+`cltune-stage1` (device time of stage 1 alone), `read-ceiling` (device time of a float4
+grid-stride streaming-read kernel at the fastest of a few launch shapes), `torch-dev` (CUDA
+events) and `torch` (BATCH back-to-back calls, then synchronize). Ratios are throughput ratios, like for
 like (see RATIOS): > 1 means cltune is faster.
 """
 
@@ -53,17 +54,23 @@ TORCH_OP = {"sum": "sum", "max": "amax", "min": "amin"}
 GPU_SIZES = "2^12,2^16,2^20,2^24,2^26,2^28"
 BATCH = 200  # back-to-back calls per sample of the overhead and torch wall-clock rows
 READ_SRC = """
-__kernel void read_ceiling(__global const float *x, const ulong n, __global float *out) {
+__kernel void read_ceiling(__global const float4 *x, const ulong n4, __global float *out) {
+    /* grid-stride float4 reads, four independent accumulators: a streaming-read ceiling */
     const size_t gid = get_global_id(0), gsz = get_global_size(0);
-    float s = 0.0f;
-    for (size_t i = gid; i < n; i += gsz) s += x[i];   /* strided: coalesced on a GPU */
-    out[gid] = s;
+    float4 a = 0.0f, b = 0.0f, c = 0.0f, d = 0.0f;
+    size_t i = gid;
+    for (; i + 3 * gsz < n4; i += 4 * gsz) {
+        a += x[i]; b += x[i + gsz]; c += x[i + 2 * gsz]; d += x[i + 3 * gsz];
+    }
+    for (; i < n4; i += gsz) a += x[i];
+    const float4 s = (a + b) + (c + d);
+    out[gid] = (s.x + s.y) + (s.z + s.w);
 }
 """
 
 Sampler = Callable[[], float]  # one sample: seconds per call
 #: (cltune row, other row): ratio = time(other) / time(cltune row), printed when both exist
-RATIOS = (("cltune", "numpy"), ("cltune", "pyopencl"), ("cltune-dev", "read-ceiling"),
+RATIOS = (("cltune", "numpy"), ("cltune", "pyopencl"), ("cltune-stage1", "read-ceiling"),
           ("cltune-dev", "torch-dev"), ("cltune-batch", "torch"))
 
 
@@ -122,15 +129,32 @@ def cltune_device(r: Reducer, x: cla.Array, pq: cl.CommandQueue) -> Sampler:
 
 
 def read_ceiling(ctx: cl.Context, pq: cl.CommandQueue, x: cla.Array) -> Sampler:
-    """Streaming read of x by a trivial kernel: one strided slice per work-item."""
-    k = cl.Program(ctx, READ_SRC).build().read_ceiling
-    gsz = min(x.size, 1 << 20)
-    out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, gsz * 4)
+    """Streaming read of x (float4 grid-stride kernel); the launch shape is the fastest of a
+    few tried once here, so the ceiling is not set low by a poor shape."""
+    k = cl.Kernel(cl.Program(ctx, READ_SRC).build(), "read_ceiling")
+    n4 = x.size // 4
+    cus = pq.device.max_compute_units
+    shapes = sorted({max(1, min(n4, g)) for g in (cus * 256, cus * 1024, cus * 2048, cus * 4096)})
+    outs = {g: cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, g * 4) for g in shapes}
 
-    def sample() -> float:  # args set per call: the closure keeps `out` alive
-        ev = k(pq, (gsz,), None, x.base_data, np.uint64(x.size), out)
+    def run(g: int) -> float:  # args set per call: `outs` keeps the buffers alive
+        ev = k(pq, (g,), None, x.base_data, np.uint64(n4), outs[g])
         ev.wait()
         return (ev.profile.end - ev.profile.start) * 1e-9
+
+    best = min(shapes, key=lambda g: statistics.median(run(g) for _ in range(5)))
+    return lambda: run(best)
+
+
+def cltune_stage1(r: Reducer, x: cla.Array, pq: cl.CommandQueue) -> Sampler:
+    """Device time of cltune's stage-1 kernel alone (the whole reduction when single-pass)."""
+    la, _ = r._eng.launcher_for(x.size)
+    out = cla.empty(pq, (), r.spec.result_dtype)
+
+    def sample() -> float:
+        evs = la.enqueue(pq, x.base_data, x.offset // x.dtype.itemsize, x.size, out.base_data)
+        evs[-1].wait()
+        return (evs[0].profile.end - evs[0].profile.start) * 1e-9
     sample()
     return sample
 
@@ -224,6 +248,7 @@ def bench_size(args: argparse.Namespace, ctx: cl.Context, q: cl.CommandQueue,
     }
     if args.torch:
         samplers["cltune-batch"] = batch(lambda: r(x), q.finish)
+        samplers["cltune-stage1"] = cltune_stage1(r, x, pq)
         samplers["read-ceiling"] = read_ceiling(ctx, pq, x)
     if use_torch:
         samplers.update(torch_rows(host, op))
@@ -295,6 +320,7 @@ def plot(path: str, results: dict[str, Any]) -> None:
     for name in results[str(ns[0])]["rows"]:
         ax.plot(ns, [results[str(n)]["rows"][name]["gbps"] for n in ns], marker="o", label=name)
     ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
     ax.set(xlabel="n (float32 elements)", ylabel="GB/s (bytes read / median time)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
