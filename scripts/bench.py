@@ -23,8 +23,8 @@ profiling events; `numpy` = numpy.<op>(host) wall time; `pyopencl` = pyopencl.ar
 wall time. GPU mode adds `cltune-batch` (BATCH back-to-back r(x), then queue.finish()),
 `cltune-stage1` (device time of stage 1 alone), `read-ceiling` (device time of a float4
 grid-stride streaming-read kernel at the fastest of a few launch shapes), `torch-dev` (CUDA
-events) and `torch` (BATCH back-to-back calls, then synchronize). Ratios are throughput ratios, like for
-like (see RATIOS): > 1 means cltune is faster.
+events) and `torch` (BATCH back-to-back calls, then synchronize). Ratios are throughput
+ratios, like for like (see RATIOS): > 1 means cltune is faster.
 """
 
 from __future__ import annotations

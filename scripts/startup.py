@@ -26,7 +26,8 @@ from cltune.devices import select
 t_import = time.perf_counter() - t0
 info, dev = select(sys.argv[1]); ctx = cl.Context([dev]); q = cl.CommandQueue(ctx)
 x = cla.to_device(q, np.ones(1 << 20, np.float32)); q.finish()
-t = time.perf_counter(); r = get_reducer(q, db=sys.argv[2] or None); t_get = time.perf_counter() - t
+t = time.perf_counter(); r = get_reducer(q, db=sys.argv[2] or None)
+t_get = time.perf_counter() - t
 t = time.perf_counter(); v = r(x).get(); t_first = time.perf_counter() - t
 t = time.perf_counter(); r(x).get(); t_warm = time.perf_counter() - t
 assert v == 1 << 20
