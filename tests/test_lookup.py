@@ -89,7 +89,8 @@ def test_vendor_default_skips_configs_that_failed(tmp_path, info):
 
 def test_builtin_when_nothing_is_known(tmp_path, info):
     s = Store.open(f"sqlite:///{tmp_path / 'a.db'}")
-    assert lookup(s, key(info), "sum", "float32").level == "builtin"
+    unseen = key(info, model="Unseen Model 9000", vendor="unseen-vendor")
+    assert lookup(s, unseen, "sum", "float32").level == "builtin"
 
 
 def test_reducer_explains_driver_changed_and_verify_fixes_it(tmp_path, info, queue):
