@@ -169,3 +169,33 @@ def test_tuned_db_is_used_and_explained(queue, device, tmp_path):
     assert r.explain(3 * 10**6).config.strategy == "serial"
     x = cla.to_device(queue, np.ones(3 * 10**6 + 1, np.float32))
     assert r(x).get() == 3 * 10**6 + 1
+
+
+def test_runtime_never_writes_the_database(queue, device, tmp_path):
+    import hashlib
+
+    from cltune.config import Config
+    from cltune.tuning_db import Store
+
+    info = device[0]
+    url = f"sqlite:///{tmp_path / 'ro.db'}"
+    s = Store.open(url)
+    dev = s.upsert_device(info.fingerprint_parts(), info.fingerprint, info.hardware_key,
+                          info.name)
+    cfg = Config("local_tree", 8, 8, 2, 4, 2, 2, "native")
+    rid = s.record(dev, "sum", "float32", 12, cfg.to_dict(), cfg.key(), status="ok",
+                   median_s=1e-4, gbps=1.0, n_measured=4096, cltune_version="t",
+                   source_hash="0" * 16)
+    s.set_best(dev, "sum", "float32", 12, rid)
+    s.close()
+    files = sorted(tmp_path.iterdir())
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+    r = get_reducer(queue, db=url, op="sum")
+    assert r(cla.to_device(queue, np.ones(5000, np.float32))).get() == 5000
+    after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(
+        tmp_path.iterdir())}
+    # the database file is byte-identical; SQLite may create its empty -wal/-shm companions
+    # (its read-only WAL housekeeping), which hold no data
+    assert after["ro.db"] == before["ro.db"]
+    wal = tmp_path / "ro.db-wal"
+    assert not wal.exists() or wal.stat().st_size == 0

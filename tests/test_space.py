@@ -1,0 +1,51 @@
+"""The space asks the device: every point it offers respects the device's limits and builds."""
+
+import random
+
+from cltune.config import TILE_STRATEGIES, Config
+from cltune.launch import Launcher
+from cltune.ops import OpSpec
+from cltune.space import STATIC_LOCAL_RESERVE, make_space
+
+
+def test_offered_points_respect_device_limits(ctx, device):
+    info, dev = device
+    space = make_space(ctx, dev, info, OpSpec("sum", "float32"))
+    assert space.size() > 0
+    rng = random.Random(0)
+    v = space.values
+    seen = 0
+    for _ in range(3000):
+        strat = rng.choice(v["strategy"])
+        wg = rng.choice(v["wg"])
+        tile = wg * rng.choice(v["tile_factor"]) if strat in TILE_STRATEGIES else 0
+        cfg = Config(strat, wg, tile, rng.choice(v["items"]), rng.choice(v["vec"]),
+                     rng.choice(v["groups_per_cu"]), rng.choice(v["passes"]), "native")
+        if space.check(cfg):
+            continue
+        seen += 1
+        assert cfg.wg <= min(info.max_wg, space.kernel_max_wg)
+        assert cfg.wg % space.base_multiple == 0
+        assert max(cfg.tile, cfg.wg) * 4 + STATIC_LOCAL_RESERVE <= info.local_mem
+    assert seen > 100
+
+
+def test_a_sample_of_the_space_builds_and_runs(ctx, device, queue):
+    info, dev = device
+    spec = OpSpec("sum", "float32")
+    space = make_space(ctx, dev, info, spec).restrict(items=(1, 3), vec=(1, 16),
+                                                      groups_per_cu=(1, 8), tile_factor=(1, 4))
+    rng = random.Random(1)
+    import numpy as np
+
+    from cltune.verify import run_once
+    for cfg in rng.sample(space.configs(), 12):
+        got = run_once(Launcher(ctx, dev, info, spec, cfg), queue, [np.ones(4099, np.float32)])
+        assert got == 4099, cfg.short()
+
+
+def test_space_size_is_printed_by_tune_and_counts_match(ctx, device):
+    info, dev = device
+    space = make_space(ctx, dev, info, OpSpec("sum", "float32")).restrict(
+        items=(1, 2), vec=(1, 4), groups_per_cu=(1,), tile_factor=(1, 2), passes=(2,))
+    assert space.size() == len(space.configs())
