@@ -24,7 +24,7 @@ from .measure import Bench, profiling_queue
 from .ops import OpSpec
 from .program import BuildError, source_hash
 from .space import Space, make_space
-from .verify import make_input, validate
+from .verify import error_bound, make_input, validate
 
 SAMPLERS = ("tpe", "random", "grid")
 FINALISTS = 3
@@ -160,8 +160,13 @@ class Tuner:
         else:
             reason = chk.reason
             budget = self.opts.max_rel_error
-            if chk.ok and budget is not None and chk.max_rel_error > budget:
-                reason = f"error {chk.max_rel_error:.3g} > --max-rel-error {budget:.3g}"
+            if chk.ok and budget is not None and self.spec.is_float:
+                # the bound (relative to sum|x|) must meet the budget, not just this input
+                bound = error_bound(la, bench.n, 1.0)
+                if bound > budget:
+                    reason = f"error bound {bound:.3g} > --max-rel-error {budget:.3g}"
+                elif chk.max_rel_error > budget:
+                    reason = f"error {chk.max_rel_error:.3g} > --max-rel-error {budget:.3g}"
         if reason:
             self._record(bucket, cfg, status="failed", reason=reason, n_measured=bench.n)
             return float("inf"), reason

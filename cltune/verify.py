@@ -10,7 +10,9 @@ Algorithms*, 2nd ed., eq. 4.4), with unit roundoff `u` of the accumulator,
     |computed - exact| <= gamma_d * sum(|x_i|),   gamma_d = d*u / (1 - d*u),
 
 plus half an ulp of the output type when the accumulator is wider than the output. `dot` adds one
-rounding per product (`d + 1`, over `sum(|x_i*y_i|)`); `prod` is bounded relatively by
+rounding per product (`d + 1`, over `sum(|x_i*y_i|)`); With the `kahan` accumulator the serial chains contribute `2u + 2 L u^2` (Higham eq. 4.9,
+L = serial steps) and only the tree depth counts as plain additions. `prod` is bounded
+relatively by
 `gamma_(n+1) * |exact|`: each of its n-1 roundings scales the whole product, in any order.
 Integer ops and `min`/`max` are exact.
 """
@@ -107,14 +109,19 @@ def error_bound(launcher: Launcher, n: int, scale: float) -> float:
     plan = launcher.plan(n)
     m = plan.groups * (cfg.wg if cfg.strategy == "serial" else max(1, cfg.wg))
     serial = plan.chunk // plan.block + cfg.items * cfg.vec
-    d = (serial + math.ceil(math.log2(cfg.items * cfg.vec))
-         + math.ceil(math.log2(max(cfg.tile, cfg.wg)))
-         + math.ceil(m / cfg.wg) + math.ceil(math.log2(cfg.wg)) + 4)
+    tree = (math.ceil(math.log2(cfg.items * cfg.vec))
+            + math.ceil(math.log2(max(cfg.tile, cfg.wg)))
+            + math.ceil(m / cfg.wg) + math.ceil(math.log2(cfg.wg)) + 4)
+    d = serial + tree
     if spec.op == "prod":
         d = n + 1  # every one of the n-1 roundings scales the whole product
     if spec.op == "dot":
         d += 1
     gamma = d * u / (1 - d * u) if d * u < 0.5 else 1.0
+    if cfg.acc == "kahan" and spec.op in ("sum", "dot"):
+        # compensated serial chains: (2u + O(L u^2)) (Higham, eq. 4.9), then the plain tree
+        t = tree + (1 if spec.op == "dot" else 0)
+        gamma = 2 * u + 2 * serial * u * u + (t * u / (1 - t * u))
     out_u = _U[{"float16": "half", "float32": "float"}.get(spec.dtype, "double")]
     return gamma * scale + out_u * scale + 1e-300
 

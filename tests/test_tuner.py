@@ -92,3 +92,24 @@ def test_resume_after_kill_9_loses_no_finished_trial(tmp_path, kill_after):
     assert len(done_after) == 14, "resume must run only the missing trials"
     s = Store.open(db, readonly=True)
     assert len(s.bests(s.device_ids())) == 1
+
+
+def test_max_rel_error_rejects_accumulators_that_cannot_meet_it(ctx, device, db_url,
+                                                                 storage_url):
+    """A budget below what float accumulation can bound forces kahan/wide accumulators."""
+    info, dev = device
+    store = Store.open(db_url)
+    opts = TuneOptions(buckets=(16,), trials=12, timeout_s=60, max_rel_error=1e-6,
+                       restrict={"wg": (8,), "items": (1, 4), "vec": (1, 4)})
+    tuner = Tuner(ctx, dev, info, store, storage_url, opts)
+    assert set(tuner.space.values["acc"]) >= {"native", "kahan"}
+    native = Config("serial", 8, 0, 4, 4, 1, 2, "native")
+    bench_n = 1 << 16
+    from cltune.measure import Bench
+    from cltune.verify import make_input
+
+    bench = Bench(ctx, tuner.queue, make_input(tuner.spec, bench_n), tuner.spec.result_dtype)
+    t, why = tuner.evaluate(native, 16, bench)
+    assert t == float("inf") and "max-rel-error" in why
+    res = tuner.run()[0]
+    assert res.config is not None and res.config.acc in ("kahan", "wide")
