@@ -10,10 +10,10 @@ Algorithms*, 2nd ed., eq. 4.4), with unit roundoff `u` of the accumulator,
     |computed - exact| <= gamma_d * sum(|x_i|),   gamma_d = d*u / (1 - d*u),
 
 plus half an ulp of the output type when the accumulator is wider than the output. `dot` adds one
-rounding per product (`d + 1`, over `sum(|x_i*y_i|)`); With the `kahan` accumulator the serial chains contribute `2u + 2 L u^2` (Higham eq. 4.9,
-L = serial steps) and only the tree depth counts as plain additions. `prod` is bounded
-relatively by
-`gamma_(n+1) * |exact|`: each of its n-1 roundings scales the whole product, in any order.
+rounding per product (`d + 1`, over `sum(|x_i*y_i|)`). With the `kahan` accumulator the serial
+chains contribute `2u + 2 L u^2` (Higham eq. 4.9, L = serial steps) and only the tree depth
+counts as plain additions. `prod` is bounded relatively by `gamma_(n+1) * |exact|`: each of its
+n-1 roundings scales the whole product, in any order.
 Integer ops and `min`/`max` are exact.
 """
 
