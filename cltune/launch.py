@@ -40,6 +40,19 @@ class _Scratch:
 
 _SMALL_OFFSET = 1 << 30  # offsets below this share one prepared launch per (queue, n)
 
+# Built kernels are shared by every Launcher of the same (context, op, config): which prepared
+# launch last set a kernel's arguments is therefore tracked per kernel, process-wide, and
+# launches are serialised by one lock (argument state lives in the kernel object).
+_LAUNCH_LOCK = threading.RLock()
+_KERNEL_OWNER: dict[int, object] = {}
+
+
+def _forget(p: object) -> None:
+    """Make kernels whose arguments were set by `p` set all of them on their next launch."""
+    for k, owner in list(_KERNEL_OWNER.items()):
+        if owner is p:
+            del _KERNEL_OWNER[k]
+
 
 class _Prepared:
     """A launch ready to enqueue: kernels, sizes, scratch and the current argument values."""
@@ -63,9 +76,9 @@ class Launcher:
         self._built: dict[bool, Built] = {}
         self._scratch: dict[int, _Scratch] = {}
         self._plans: OrderedDict[int, Plan] = OrderedDict()
-        self._lock = threading.RLock()
+        self._lock = _LAUNCH_LOCK
         self._prepared: dict[tuple, _Prepared] = {}
-        self._owner: dict[int, _Prepared] = {}
+        self._owner = _KERNEL_OWNER
         self._locals: dict[int, cl.LocalMemory] = {}
         self._dtypes: dict[int, list] = {}
 
@@ -170,7 +183,7 @@ class Launcher:
                 other.args1[-4] = s.partials
                 if other.args2 is not None:
                     other.args2[0] = s.partials
-                self._owner.clear()
+                _forget(other)
         args1: list[object] = [None, 0] + ([None, 0] if self.spec.op == "dot" else [])
         args1 += [n, plan.chunk, s.partials, self._local(b.local_elems * b.acc_itemsize),
                   s.ticket, None]
@@ -178,8 +191,9 @@ class Launcher:
         if self.cfg.passes == 2:
             args2 = [s.partials, m, None, self._local(self.cfg.wg * b.acc_itemsize)]
         if len(self._prepared) > 256:
+            for old in self._prepared.values():
+                _forget(old)
             self._prepared.clear()
-            self._owner.clear()
         return _Prepared(b.stage1, b.stage2 if args2 else None, s, (plan.global_size,),
                          (plan.wg,), args1, args2, np.uint64 if idx64 else np.uint32)
 

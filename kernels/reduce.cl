@@ -468,7 +468,7 @@ clt_stage1(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n, c
         acc_t r = group_finish((__global volatile const acc_t *)partials, m, tile);
         if (lid == 0) {
             STORE_OUT(out, r);
-            *ticket = 0; /* ready for the next launch */
+            atomic_xchg(ticket, 0u); /* ready for the next launch (atomic: others used it so) */
         }
     }
 #endif

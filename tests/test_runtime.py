@@ -199,3 +199,17 @@ def test_runtime_never_writes_the_database(queue, device, tmp_path):
     assert after["ro.db"] == before["ro.db"]
     wal = tmp_path / "ro.db-wal"
     assert not wal.exists() or wal.stat().st_size == 0
+
+
+def test_two_reducers_sharing_kernels_keep_their_own_arguments(queue, tmp_path):
+    """Reducers with the same config share built kernels; each launch must set its own
+    arguments (regression: the second reducer's output was overwritten by the first's)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CltuneWarning)
+        r1 = get_reducer(queue, db=f"sqlite:///{tmp_path / 'a.db'}")
+        r2 = get_reducer(queue, db=f"sqlite:///{tmp_path / 'b.db'}")
+    assert r1._eng is not r2._eng and r1.explain(4099).config == r2.explain(4099).config
+    a = cla.to_device(queue, np.ones(4099, np.float32))
+    b = cla.to_device(queue, np.full(4099, 3, np.float32))
+    got = [r1(a).get(), r2(b).get(), r1(a).get(), r2(b).get(), r1(a[1:]).get()]
+    assert got == [4099, 12297, 4099, 12297, 4098]
