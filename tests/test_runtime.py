@@ -174,8 +174,9 @@ def test_tuned_db_is_used_and_explained(queue, device, tmp_path):
 def test_runtime_never_writes_the_database(queue, device, tmp_path):
     import hashlib
 
-    from cltune.config import Config
     from cltune.tuning_db import Store
+
+    from cltune.config import Config
 
     info = device[0]
     url = f"sqlite:///{tmp_path / 'ro.db'}"
