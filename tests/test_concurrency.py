@@ -337,11 +337,11 @@ def _holder(path: Path, sql: str, *args: object) -> sqlite3.Connection:
     return con
 
 
-@pytest.mark.parametrize("what", ["record", "set_best", "upsert_device"])
+@pytest.mark.parametrize("what", ["record", "record-update", "set_best", "upsert_device"])
 def test_writer_waits_for_a_concurrent_insert_of_the_same_key(tmp_path, what):
-    """SQLite: every write is `BEGIN IMMEDIATE`, so the read-then-insert of record/set_best/
-    upsert_device cannot interleave with another writer's insert of the same key: the call
-    waits (busy timeout) and then sees that row."""
+    """SQLite: every write is `BEGIN IMMEDIATE`, so the read-then-write of record/set_best/
+    upsert_device cannot interleave with another writer's insert or update of the same key:
+    the call waits (busy timeout) and then sees that row (no duplicate, no lost update)."""
     path = tmp_path / "i.db"
     s = Store.open(f"sqlite:///{path}")
     dev = s.upsert_device(PARTS, "a" * 16, "b" * 16, "Rocket 9")
@@ -358,6 +358,11 @@ def test_writer_waits_for_a_concurrent_insert_of_the_same_key(tmp_path, what):
                         dev, SRC, NOW, NOW)
         call = lambda: s.record(dev, "sum", "float32", 10, cfg, "k1", status="ok",  # noqa: E731
                                 median_s=1e-4, gbps=1.0, n_measured=1024,
+                                cltune_version="t", source_hash=SRC)
+    elif what == "record-update":  # the other writer stores a faster time for k0 first
+        other = _holder(path, "UPDATE cltune_results SET median_s = 1e-5 WHERE id = ?", rid)
+        call = lambda: s.record(dev, "sum", "float32", 10, cfg, "k0", status="ok",  # noqa: E731
+                                median_s=5e-5, gbps=1.0, n_measured=1024,
                                 cltune_version="t", source_hash=SRC)
     elif what == "set_best":
         other = _holder(path, "INSERT INTO cltune_best (device_id, op, dtype, bucket, result_id,"
@@ -381,13 +386,16 @@ def test_writer_waits_for_a_concurrent_insert_of_the_same_key(tmp_path, what):
     other.close()
     t.join(60)
     assert res and not isinstance(res[0], BaseException), res
-    table = {"record": "cltune_results", "set_best": "cltune_best",
-             "upsert_device": "cltune_devices"}[what]
-    n = {"record": 2, "set_best": 1, "upsert_device": 2}[what]
+    table = {"record": "cltune_results", "record-update": "cltune_results",
+             "set_best": "cltune_best", "upsert_device": "cltune_devices"}[what]
+    n = {"record": 2, "record-update": 1, "set_best": 1, "upsert_device": 2}[what]
     assert query(path, f"SELECT count(*) FROM {table}")[0][0] == n
     if what == "record":  # the faster median of the waiting writer won, in the same row
         assert query(path, "SELECT median_s FROM cltune_results WHERE config_key = 'k1'") == [
             (1e-4,)]
+    if what == "record-update":  # it read the other's 1e-5 after the lock: no lost update
+        assert res[0] == rid
+        assert query(path, "SELECT median_s FROM cltune_results") == [(1e-5,)]
     s.close()
 
 

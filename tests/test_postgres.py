@@ -263,6 +263,35 @@ def test_record_of_a_key_another_worker_is_inserting_is_retried(pg):
 
 
 @pytest.mark.xfail(strict=True, reason=(
+    "tuning_db/store.py Store.record reads the row with a plain SELECT and updates it: under "
+    "PostgreSQL's READ COMMITTED a concurrent faster result committed in between is overwritten "
+    "by a slower one (lost update; seen in the 4-process hammer: a key kept 9.0e-5 s although "
+    "1.7e-5 s had been recorded); fix: select(Result)...with_for_update() in record() (and "
+    "set_best()), or a conditional UPDATE .. WHERE status != 'ok' OR median_s > :new OR "
+    "source_hash != :src"))
+def test_record_keeps_the_faster_of_two_concurrent_updates(pg):
+    url = pg("lu")
+    s, dev, rid = _ready(url)  # key k1 at bucket 10: 1e-3 s, committed
+
+    def hold(conn) -> None:  # noqa: ANN001 - another worker stores a faster 1e-5 s, uncommitted
+        conn.execute(Result.__table__.update().where(Result.id == rid).values(median_s=1e-5))
+
+    def call(u: str) -> int:  # meanwhile this worker records 5e-5 s: better than 1e-3 only
+        st = Store.open(u)
+        try:
+            return st.record(dev, "sum", "float32", 10, CFG, "k1", status="ok", median_s=5e-5,
+                             gbps=1.0, n_measured=1024, cltune_version="t", source_hash=SRC)
+        finally:
+            st.close()
+
+    got = _race(url, hold, call)
+    assert got == rid, got
+    med = s.results(dev, "sum", "float32", 10)[0].median_s
+    s.close()
+    assert med == 1e-5, f"the faster result was overwritten by a slower one: {med}"
+
+
+@pytest.mark.xfail(strict=True, reason=(
     "tuning_db/store.py Store.set_best selects then inserts with no retry: when another worker "
     "inserts the first best of the same (device, op, dtype, bucket) meanwhile, PostgreSQL "
     "raises UniqueViolation uq_cltune_best_key and `cltune tune` exits 1 (seen with 3 workers "
@@ -375,8 +404,9 @@ def _hammer(url: str, barrier, seed: int, n: int, out) -> None:  # noqa: ANN001
 
 
 def test_processes_hammering_the_same_keys(pg):
-    """4 processes x 150 record() on 24 shared keys and set_best() on 2 keys. The device and
-    the first bests exist beforehand (their first insert races: see the xfail tests above)."""
+    """4 processes x 150 record() on 24 shared keys and set_best() on 2 keys: no errors, one
+    row per key. The device and the first bests exist beforehand (their first insert races:
+    see the xfail tests above)."""
     url = pg("hm")
     s = Store.open(url)
     dev, r10 = add(s, bucket=10, median=1.0, key="seed10")
@@ -406,12 +436,17 @@ def test_processes_hammering_the_same_keys(pg):
     assert len(rows) == len({(b, k) for b, k, _, _ in rows}) == len({(b, k) for b, k, _ in log})
     for b, k, status, med in rows:
         oks = [m for bb, kk, m in log if (bb, kk) == (b, k) and m is not None]
-        assert (status, med) == (("ok", pytest.approx(min(oks), rel=1e-12)) if oks
-                                 else ("failed", None)), (b, k)
+        # one of the medians written, validated if any was; that it is the FASTEST one does
+        # not hold on PostgreSQL (lost update): see the xfail test above
+        assert (status == "ok" and any(med == pytest.approx(m, rel=1e-12) for m in oks)
+                if oks else (status, med) == ("failed", None)), (b, k, status, med)
     assert nbest == 2 and bad == 0
     s.close()
+    slower = sum(1 for b, k, status, med in rows if status == "ok" and med > min(
+        m for bb, kk, m in log if (bb, kk) == (b, k) and m is not None) * (1 + 1e-12))
     print(f"\nPostgreSQL hammer: {procs} processes x {n} record()/set_best(): {wall:.1f} s, "
-          f"0 errors, {len(rows)} rows for {len(rows)} keys")
+          f"0 errors, {len(rows)} rows for {len(rows)} keys; {slower} key(s) kept a slower "
+          "median than the fastest recorded (lost update)")
 
 
 # ------------------------------------------------------------------------ 3 workers, 1 study
