@@ -37,7 +37,7 @@ def _errors() -> Iterator[None]:
         yield
     except (DeviceError, DatabaseError, ConfigError, OpError, BuildError, ImportError_,
             ValueError, OSError) as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
         raise typer.Exit(code=1) from None
     except KeyboardInterrupt:
         err.print("interrupted")
@@ -82,6 +82,7 @@ class _RichProgress:
                             TextColumn("best {task.fields[best]}"), TimeRemainingColumn(),
                             console=err, transient=False)
         self.task = None
+        self.started = False
 
     def start(self, space, buckets) -> None:  # noqa: ANN001
         strategies = ", ".join(space.values["strategy"])
@@ -91,6 +92,7 @@ class _RichProgress:
         for s, why in space.excluded.items():
             err.print(f"  not offered: {s}: {why}", highlight=False)
         self.bar.start()
+        self.started = True
 
     def start_bucket(self, bucket: int, trials: int) -> None:
         self.task = self.bar.add_task(f"2^{bucket}", total=trials, best="-")
@@ -103,7 +105,8 @@ class _RichProgress:
         self.bar.update(self.task, completed=self.bar.tasks[-1].total)
 
     def stop(self) -> None:
-        self.bar.stop()
+        if self.started:
+            self.bar.stop()
 
 
 @app.command()

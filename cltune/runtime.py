@@ -147,8 +147,7 @@ def _load_choices(info: DeviceInfo, spec: OpSpec,
         try:
             ans = lookup(store, key, spec.op, spec.dtype)
         except Exception as e:  # noqa: BLE001
-            warnings.warn(f"cltune: lookup failed ({type(e).__name__}: {e}); using builtin",
-                          CltuneWarning, stacklevel=4)
+            _warn_once(url, f"cltune: lookup failed ({type(e).__name__}: {e}); using builtin")
             ans = lookup(None, key, spec.op, spec.dtype)
     finally:
         if store is not None:

@@ -8,8 +8,11 @@ At the end of a bucket the best few are re-measured side by side and the winner 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 import warnings
+import zlib
 from dataclasses import dataclass, field
 
 import optuna
@@ -259,7 +262,11 @@ class Tuner:
         return res
 
     def _study(self, name: str) -> optuna.Study:
-        sampler = make_sampler(self.opts.sampler, self.opts.seed, self.space)
+        seed = self.opts.seed
+        if self.opts.study_prefix != TuneOptions.study_prefix:
+            # workers of a shared study must not draw the same points: mix in host and pid
+            seed = zlib.crc32(f"{seed}:{socket.gethostname()}:{os.getpid()}".encode())
+        sampler = make_sampler(self.opts.sampler, seed, self.space)
         if not self.opts.resume:
             try:
                 optuna.delete_study(study_name=name, storage=self.storage)
@@ -280,8 +287,17 @@ def _storage(url: str) -> optuna.storages.RDBStorage:
     if p is not None:
         p.parent.mkdir(parents=True, exist_ok=True)
         kwargs = {"connect_args": {"timeout": 60}}
-    return optuna.storages.RDBStorage(url, engine_kwargs=kwargs, heartbeat_interval=5,
-                                      grace_period=20)
+    # workers starting together on a fresh storage race to create Optuna's tables: the loser
+    # fails with "already exists" and finds them in place on the next attempt
+    for attempt in range(6):
+        try:
+            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs, heartbeat_interval=5,
+                                              grace_period=20)
+        except Exception:  # noqa: BLE001 - SQLAlchemy/Optuna errors of the creation race
+            if attempt == 5:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -131,11 +131,10 @@ def assert_clean_output(outputs: list[str]) -> None:
 # ------------------------------------------------------------ 4 tune processes, one database
 def test_four_tune_processes_share_one_results_db_and_storage(tmp_path, info):
     """Realistic: same --db and --storage; two workers tune their own op/dtype, two share one
-    study. The Optuna storage is initialised first (see the xfail test below: two processes
-    creating Optuna's tables at the same moment collide inside Optuna's RDBStorage)."""
+    study. The storages are fresh: the workers race to create both (cltune retries Optuna's
+    table creation, see test_fresh_optuna_storage_created_by_two_workers_at_once)."""
     db, stp = tmp_path / "r.db", tmp_path / "s.db"
     st = f"sqlite:///{stp}"
-    optuna.storages.RDBStorage(st).engine.dispose()  # the workaround: tables exist before
     k = 6
     base = ["tune", "--device", str(info.index), "--sizes", "2^10,2^12", "--trials", str(k),
             "--db", str(db), "--storage", st, "--timeout", "240"]
@@ -170,11 +169,6 @@ def test_four_tune_processes_share_one_results_db_and_storage(tmp_path, info):
           f"{len(bests)} bests, trials per study {sorted(done.values())}, 0 duplicates")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cltune.tuner._storage builds optuna RDBStorage with no guard: two processes creating "
-    "Optuna's tables in a fresh storage collide ('table studies already exists'); fix: serialise "
-    "the first RDBStorage() per storage (file lock on SQLite, advisory lock on PostgreSQL) or "
-    "retry it once on OperationalError/IntegrityError"))
 def test_fresh_optuna_storage_created_by_two_workers_at_once(tmp_path):
     """Deterministic: one worker is inside the transaction that creates Optuna's tables (it
     holds the write lock); a second worker opens the same fresh storage meanwhile."""
@@ -225,11 +219,6 @@ print(json.dumps(keys))
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "workers of one study with the default --seed 0 draw the same configs (each process seeds "
-    "its own TPESampler identically), so N workers repeat each other's trials; fix in "
-    "cltune/tuner.py make_sampler/TuneOptions: when --resume shares a study and --seed was not "
-    "given, seed with (hostname, pid) or None"))
 def test_workers_of_one_study_with_default_options_explore_different_configs(tmp_path, info):
     """Two worker processes of one study, default options, each asks for 4 configs."""
     args = [str(info.index), f"sqlite:///{tmp_path / 'r.db'}", f"sqlite:///{tmp_path / 's.db'}"]
@@ -608,10 +597,7 @@ def test_get_reducer_on_a_corrupt_db_warns_once_and_uses_builtin(tmp_path, queue
 
 @pytest.mark.parametrize("how", [
     "garbage",
-    pytest.param("damaged-pages", marks=pytest.mark.xfail(strict=True, reason=(
-        "cltune/runtime.py _load_choices warns with warnings.warn (not _warn_once) when the "
-        "lookup itself fails, so every reducer on a damaged database warns again; fix: "
-        "_warn_once(url, f'cltune: lookup failed ...') there too"))),
+    "damaged-pages",
 ])
 def test_a_second_reducer_on_the_same_corrupt_db_does_not_warn_again(tmp_path, queue, info,
                                                                       how):
@@ -650,11 +636,6 @@ def test_cli_on_a_corrupt_db_fails_cleanly(tmp_path, info, how, args):
     assert r.stderr.count("error:") == 1 and "bad.db" in r.stderr.replace("\n", "")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cltune/cli.py _errors prints with rich's err.print, which wraps at the console width (80 "
-    "columns when stderr is not a terminal), so one error becomes 2+ lines; `tune` also prints "
-    "an empty line first (_RichProgress.stop() of a bar never started); fix: "
-    "err.print(..., soft_wrap=True) in _errors and call bar.stop() only if start() ran"))
 @pytest.mark.parametrize("how,args", CLI_CASES[:2])
 def test_cli_on_a_corrupt_db_says_so_in_one_line(tmp_path, info, how, args):
     r = _cli_on_corrupt(tmp_path, info, how, args)

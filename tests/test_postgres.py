@@ -168,12 +168,6 @@ def test_cltune_and_optuna_tables_coexist_in_one_schema(pg, first):
     assert len(trials) == 1 and trials[0].value == 1.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "tuning_db/store.py puts the URL with its password into DatabaseError messages (Store.open: "
-    "f'cannot use database {url}', Store.session: f'database error on {self.url}'), so "
-    "`cltune` prints the PostgreSQL password on stderr and into logs; fix: render the URL with "
-    "sqlalchemy.engine.make_url(url).render_as_string(hide_password=True) in those messages "
-    "(engine.make_engine already does)"))
 def test_database_errors_do_not_print_the_password(pg):
     u = make_url(PG_URL)
     need(bool(u.password), "CLTUNE_TEST_PG_URL has no password")
@@ -262,13 +256,6 @@ def test_record_of_a_key_another_worker_is_inserting_is_retried(pg):
     s.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "tuning_db/store.py Store.record reads the row with a plain SELECT and updates it: under "
-    "PostgreSQL's READ COMMITTED a concurrent faster result committed in between is overwritten "
-    "by a slower one (lost update; seen in the 4-process hammer: a key kept 9.0e-5 s although "
-    "1.7e-5 s had been recorded); fix: select(Result)...with_for_update() in record() (and "
-    "set_best()), or a conditional UPDATE .. WHERE status != 'ok' OR median_s > :new OR "
-    "source_hash != :src"))
 def test_record_keeps_the_faster_of_two_concurrent_updates(pg):
     url = pg("lu")
     s, dev, rid = _ready(url)  # key k1 at bucket 10: 1e-3 s, committed
@@ -291,13 +278,6 @@ def test_record_keeps_the_faster_of_two_concurrent_updates(pg):
     assert med == 1e-5, f"the faster result was overwritten by a slower one: {med}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "tuning_db/store.py Store.set_best selects then inserts with no retry: when another worker "
-    "inserts the first best of the same (device, op, dtype, bucket) meanwhile, PostgreSQL "
-    "raises UniqueViolation uq_cltune_best_key and `cltune tune` exits 1 (seen with 3 workers "
-    "that finish a shared study together); fix: catch IntegrityError and retry like record(), "
-    "or INSERT .. ON CONFLICT (device_id, op, dtype, bucket) DO UPDATE SET "
-    "result_id = excluded.result_id"))
 def test_set_best_while_another_worker_inserts_the_same_best(pg):
     url = pg("sb")
     s, dev, rid = _ready(url)
@@ -318,11 +298,6 @@ def test_set_best_while_another_worker_inserts_the_same_best(pg):
     assert not isinstance(got, BaseException), f"{type(got).__name__}: {got}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "tuning_db/store.py Store.upsert_device selects then inserts with no retry: two workers "
-    "seeing a device for the first time at once -> UniqueViolation on cltune_devices.fingerprint "
-    "on PostgreSQL; fix: catch IntegrityError, roll back and select again (or ON CONFLICT "
-    "(fingerprint) DO NOTHING + select)"))
 def test_upsert_device_while_another_worker_inserts_it(pg):
     url = pg("ud")
     Store.open(url).close()
@@ -342,17 +317,13 @@ def test_upsert_device_while_another_worker_inserts_it(pg):
     assert not isinstance(got, BaseException), f"{type(got).__name__}: {got}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "tuning_db/migrations.py ensure_schema: on PostgreSQL the emptiness check and create_all "
-    "are not serialised across processes, so workers starting on a fresh database collide "
-    "(UniqueViolation pg_type_typname_nsp_index -> DatabaseError 'cannot use database'); fix: "
-    "on PostgreSQL take SELECT pg_advisory_xact_lock(<constant>) at the start of the "
-    "transaction and re-read the version after it (SQLite is already serialised by BEGIN "
-    "IMMEDIATE)"))
 def test_two_workers_create_a_fresh_schema_at_once(pg):
     url = pg("fs")
 
     def hold(conn) -> None:  # noqa: ANN001 - exactly what ensure_schema does, uncommitted
+        from cltune.tuning_db.migrations import _serialise
+
+        _serialise(conn)
         Base.metadata.create_all(conn)
         conn.execute(text("INSERT INTO cltune_schema_version (id, version) VALUES (1, :v)"),
                      {"v": LATEST})
@@ -361,11 +332,6 @@ def test_two_workers_create_a_fresh_schema_at_once(pg):
     assert not isinstance(got, BaseException), f"{type(got).__name__}: {got}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "cltune/tuner.py _storage: optuna's RDBStorage() creates its tables with no cross-process "
-    "guard; two workers on a fresh PostgreSQL storage collide (UniqueViolation "
-    "pg_type_typname_nsp_index, a traceback from `cltune tune`); fix: take a PostgreSQL "
-    "advisory lock (or a file lock on SQLite) around the first RDBStorage(), or retry once"))
 def test_two_workers_create_a_fresh_optuna_storage_at_once(pg):
     from optuna.storages._rdb import models
 
@@ -406,7 +372,7 @@ def _hammer(url: str, barrier, seed: int, n: int, out) -> None:  # noqa: ANN001
 def test_processes_hammering_the_same_keys(pg):
     """4 processes x 150 record() on 24 shared keys and set_best() on 2 keys: no errors, one
     row per key. The device and the first bests exist beforehand (their first insert races:
-    see the xfail tests above)."""
+    see the concurrent-write tests above)."""
     url = pg("hm")
     s = Store.open(url)
     dev, r10 = add(s, bucket=10, median=1.0, key="seed10")
@@ -436,9 +402,8 @@ def test_processes_hammering_the_same_keys(pg):
     assert len(rows) == len({(b, k) for b, k, _, _ in rows}) == len({(b, k) for b, k, _ in log})
     for b, k, status, med in rows:
         oks = [m for bb, kk, m in log if (bb, kk) == (b, k) and m is not None]
-        # one of the medians written, validated if any was; that it is the FASTEST one does
-        # not hold on PostgreSQL (lost update): see the xfail test above
-        assert (status == "ok" and any(med == pytest.approx(m, rel=1e-12) for m in oks)
+        # the fastest validated median written wins (no lost update: rows are locked)
+        assert (status == "ok" and med == pytest.approx(min(oks), rel=1e-12)
                 if oks else (status, med) == ("failed", None)), (b, k, status, med)
     assert nbest == 2 and bad == 0
     s.close()
@@ -474,7 +439,7 @@ def test_three_workers_share_one_study_and_one_results_db(pg, info, ctx, device)
     """`cltune tune --study shared --resume` x 3 at once, results and Optuna storage in two
     schemas of the server. A single worker with the same number of trials runs first under
     another study name: it also creates the schemas, the device row and the first best (so
-    the three workers only update that best: the first-insert races are the xfail tests).
+    the three workers only update that best: the first-insert races have their own tests above).
     The two winners are then timed side by side here: the workers measured while three
     processes shared two cores, so their stored GB/s are not comparable as they are."""
     k = 9

@@ -50,7 +50,7 @@ def sqlite_path(url: str) -> Path | None:
     return Path(u.database)
 
 
-def make_engine(url: str, *, readonly: bool = False) -> Engine:
+def make_engine(url: str, *, readonly: bool = False, immutable: bool = False) -> Engine:
     """An engine with WAL, a busy timeout and `BEGIN IMMEDIATE` writes on SQLite."""
     url = normalise_url(url)
     try:
@@ -62,7 +62,9 @@ def make_engine(url: str, *, readonly: bool = False) -> Engine:
         if readonly:
             if not path.exists():
                 raise DatabaseError(f"database file {path} does not exist")
-            url = f"sqlite:///file:{path}?mode=ro&uri=true"
+            # immutable: for a WAL file in a read-only directory, where SQLite cannot create
+            # the -shm it needs to read normally (only tried after mode=ro failed)
+            url = f"sqlite:///file:{path}?mode=ro{'&immutable=1' if immutable else ''}&uri=true"
         else:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)

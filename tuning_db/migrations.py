@@ -52,6 +52,16 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2}
 LATEST = 2
 
 
+_PG_LOCK_KEY = 0x636C74756E65  # "cltune": one advisory lock for schema changes
+
+
+def _serialise(conn: Connection) -> None:
+    """Schema creation and migrations run one process at a time (SQLite: BEGIN IMMEDIATE
+    already holds the write lock; PostgreSQL: a transaction-scoped advisory lock)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
+
+
 def current_version(conn: Connection) -> int | None:
     """The stored version; None for an empty database (no cltune tables)."""
     names = set(inspect(conn).get_table_names())
@@ -85,6 +95,7 @@ def check_readable(conn: Connection) -> int:
 def ensure_schema(engine: Engine) -> int:
     """Create or migrate the schema to LATEST; returns the version now in place."""
     with engine.begin() as conn:
+        _serialise(conn)
         v = current_version(conn)
         if v is None:
             Base.metadata.create_all(conn)
@@ -97,6 +108,10 @@ def ensure_schema(engine: Engine) -> int:
     while v < LATEST:
         step = v + 1
         with engine.begin() as conn:  # the migration and its version bump commit together
+            _serialise(conn)
+            if current_version(conn) != v:  # another process migrated meanwhile
+                v = current_version(conn) or LATEST
+                continue
             MIGRATIONS[step](conn)
             conn.execute(text("UPDATE cltune_schema_version SET version = :v"), {"v": step})
         v = step

@@ -7,15 +7,17 @@ recording the same key twice keeps one row (the better validated one).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sqlalchemy import Engine, func, select
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from .engine import default_url, make_engine, normalise_url
+from .engine import default_url, make_engine, normalise_url, sqlite_path
 from .errors import DatabaseError
 from .migrations import check_readable, ensure_schema
 from .models import Best, Device, Result, utcnow
@@ -61,6 +63,15 @@ class Store:
     def open(cls, url: str | None = None, *, readonly: bool = False) -> Store:
         url = normalise_url(url or default_url())
         engine = make_engine(url, readonly=readonly)
+        if readonly and sqlite_path(url) is not None:
+            try:
+                with engine.connect() as conn:
+                    check_readable(conn)
+            except OperationalError:  # e.g. a WAL file in a read-only directory
+                engine.dispose()
+                engine = make_engine(url, readonly=True, immutable=True)
+            except (DatabaseError, SQLAlchemyError):
+                pass  # reported below with the usual message
         try:
             if readonly:
                 with engine.connect() as conn:
@@ -72,7 +83,7 @@ class Store:
             raise
         except SQLAlchemyError as e:
             engine.dispose()
-            raise DatabaseError(f"cannot use database {url}: {_short(e)}") from None
+            raise DatabaseError(f"cannot use database {safe_url(url)}: {_short(e)}") from None
         return cls(engine, url, readonly)
 
     def close(self) -> None:
@@ -88,13 +99,22 @@ class Store:
             except DatabaseError:
                 s.rollback()
                 raise
+            except IntegrityError:
+                s.rollback()
+                raise  # a concurrent first insert of the same key: the caller retries
             except SQLAlchemyError as e:
                 s.rollback()
-                raise DatabaseError(f"database error on {self.url}: {_short(e)}") from None
+                raise DatabaseError(f"database error on {safe_url(self.url)}: {_short(e)}"
+                                    ) from None
 
     # ---- writes -----------------------------------------------------------------------------
     def upsert_device(self, parts: dict[str, object], fingerprint: str, hardware_key: str,
                       name: str) -> int:
+        return _retry_on_conflict(lambda: self._upsert_device(parts, fingerprint, hardware_key,
+                                                              name))
+
+    def _upsert_device(self, parts: dict[str, object], fingerprint: str, hardware_key: str,
+                       name: str) -> int:
         with self.session() as s:
             dev = s.scalar(select(Device).where(Device.fingerprint == fingerprint))
             if dev is None:
@@ -108,6 +128,13 @@ class Store:
             return dev.id
 
     def record(self, device_id: int, op: str, dtype: str, bucket: int, config: dict,
+               config_key: str, **kw: object) -> int:
+        """Insert or update the row of this key (see `_record`); retried on a concurrent
+        first insert of the same key."""
+        return _retry_on_conflict(lambda: self._record(device_id, op, dtype, bucket, config,
+                                                       config_key, **kw))
+
+    def _record(self, device_id: int, op: str, dtype: str, bucket: int, config: dict,
                config_key: str, *, status: str, reason: str = "", median_s: float | None = None,
                gbps: float | None = None, max_rel_error: float | None = None, n_measured: int,
                cltune_version: str, source_hash: str, force: bool = False) -> int:
@@ -116,9 +143,11 @@ class Store:
         if status not in ("ok", "failed"):
             raise ValueError(f"status must be ok or failed, not {status!r}")
         with self.session() as s:
+            # FOR UPDATE: a concurrent writer of this key waits (PostgreSQL; SQLite's writes
+            # are already serialised by BEGIN IMMEDIATE), so no faster result is lost
             row = s.scalar(select(Result).where(
                 Result.device_id == device_id, Result.op == op, Result.dtype == dtype,
-                Result.bucket == bucket, Result.config_key == config_key))
+                Result.bucket == bucket, Result.config_key == config_key).with_for_update())
             if row is None:
                 row = Result(device_id=device_id, op=op, dtype=dtype, bucket=bucket,
                              config_key=config_key, config_json=json.dumps(config, sort_keys=True),
@@ -134,24 +163,21 @@ class Store:
                     row.max_rel_error, row.n_measured = max_rel_error, n_measured
                     row.cltune_version, row.source_hash = cltune_version, source_hash
                     row.stale, row.updated_at = 0, utcnow()
-            try:
-                s.flush()
-            except IntegrityError:  # a concurrent writer inserted the same key first
-                s.rollback()
-                return self.record(device_id, op, dtype, bucket, config, config_key,
-                                   status=status, reason=reason, median_s=median_s, gbps=gbps,
-                                   max_rel_error=max_rel_error, n_measured=n_measured,
-                                   cltune_version=cltune_version, source_hash=source_hash,
-                                   force=force)
+            s.flush()
             return row.id
 
     def set_best(self, device_id: int, op: str, dtype: str, bucket: int, result_id: int) -> None:
+        _retry_on_conflict(lambda: self._set_best(device_id, op, dtype, bucket, result_id))
+
+    def _set_best(self, device_id: int, op: str, dtype: str, bucket: int,
+                  result_id: int) -> None:
         with self.session() as s:
             res = s.get(Result, result_id)
             if res is None or res.status != "ok":
                 raise DatabaseError("only a validated (ok) result can become a best")
             b = s.scalar(select(Best).where(Best.device_id == device_id, Best.op == op,
-                                            Best.dtype == dtype, Best.bucket == bucket))
+                                            Best.dtype == dtype, Best.bucket == bucket)
+                         .with_for_update())
             if b is None:
                 s.add(Best(device_id=device_id, op=op, dtype=dtype, bucket=bucket,
                            result_id=result_id))
@@ -211,6 +237,27 @@ class Store:
         with self.session() as s:
             q = select(Device.fingerprint).join(Best, Best.device_id == Device.id).distinct()
             return set(s.scalars(q))
+
+
+def _retry_on_conflict(fn, attempts: int = 5):  # noqa: ANN001, ANN202
+    """Run a select-then-insert transaction again when a concurrent writer inserted the same
+    key first (the second attempt finds the row and updates it)."""
+    for i in range(attempts):
+        try:
+            return fn()
+        except IntegrityError as e:
+            if i == attempts - 1:
+                raise DatabaseError(f"conflicting concurrent writes: {_short(e)}") from None
+            time.sleep(0.01 * (i + 1))
+    return None
+
+
+def safe_url(url: str) -> str:
+    """The URL with any password hidden, for messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - a URL we cannot parse is printed without its userinfo
+        return url.split("@")[-1]
 
 
 def _short(e: Exception) -> str:
