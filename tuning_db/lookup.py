@@ -12,7 +12,6 @@ Levels, in order:
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -97,21 +96,34 @@ def load_shipped(op: str, dtype: str, key: DeviceKey) -> Answer | None:
 
 
 def vendor_default(store: Store, key: DeviceKey, op: str, dtype: str) -> Answer | None:
-    """The config chosen most often as best on this vendor + type, if it never failed there."""
-    rows = _bests_where(store, op, dtype, Device.vendor == key.vendor, Device.type == key.type)
-    if not rows:
-        return None
+    """The config chosen most often as best on this vendor + type, if it never failed there.
+    Counted in SQL (GROUP BY), so a database of many devices is not loaded into Python."""
+    from sqlalchemy import func
+
     with store.session() as s:
+        top = s.execute(
+            select(Result.config_json, func.count().label("n"))
+            .join(Best, Best.result_id == Result.id)
+            .join(Device, Device.id == Best.device_id)
+            .where(Device.vendor == key.vendor, Device.type == key.type, Result.op == op,
+                   Result.dtype == dtype, Result.status == "ok")
+            .group_by(Result.config_json).order_by(func.count().desc(), Result.config_json)
+            .limit(16)).all()
+        if not top:
+            return None
         failed = set(s.scalars(
             select(Result.config_json).join(Device, Device.id == Result.device_id)
             .where(Device.vendor == key.vendor, Device.type == key.type,
-                   Result.status == "failed", Result.op == op, Result.dtype == dtype)))
-    counts = Counter(json.dumps(r.config, sort_keys=True) for r in rows)
-    for cfg_json, _ in counts.most_common():
-        if cfg_json not in failed:
-            pick = next(r for r in rows if json.dumps(r.config, sort_keys=True) == cfg_json)
+                   Result.status == "failed", Result.op == op, Result.dtype == dtype,
+                   Result.config_json.in_([c for c, _ in top]))))
+    for cfg_json, _ in top:
+        if cfg_json in failed:
+            continue
+        rows = _bests_where(store, op, dtype, Device.vendor == key.vendor,
+                            Device.type == key.type, Result.config_json == cfg_json)
+        if rows:
             return Answer("vendor-default",
-                          f"most frequent best on {key.vendor} {key.type} devices", (pick,))
+                          f"most frequent best on {key.vendor} {key.type} devices", (rows[0],))
     return None
 
 
