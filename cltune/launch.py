@@ -80,7 +80,6 @@ class Launcher:
         self._prepared: dict[tuple, _Prepared] = {}
         self._owner = _KERNEL_OWNER
         self._locals: dict[int, cl.LocalMemory] = {}
-        self._dtypes: dict[int, list] = {}
 
     def built(self, index64: bool = False) -> Built:
         b = self._built.get(index64)
@@ -91,7 +90,6 @@ class Launcher:
             for k, dts in ((b.stage1, [*two, idx, idx, None, None, None, None]),
                            (b.stage2, [None, np.uint32, None, None])):
                 k.set_scalar_arg_dtypes(dts)
-                self._dtypes[id(k)] = dts
             self._built[index64] = b
         return b
 
@@ -119,7 +117,7 @@ class Launcher:
         """Reduce n elements of x (from element xoff) into out[0]; returns the kernel events.
 
         Warm calls take a prepared launch (plan, kernels, scratch, fixed arguments) for this
-        queue and n, and set only the arguments that changed (usually just `out`)."""
+        queue and n; only the input, result and changed offsets are set on each call."""
         big = xoff >= _SMALL_OFFSET or yoff >= _SMALL_OFFSET
         p = self._prepared.get((queue.int_ptr, n, big))
         with self._lock:
@@ -138,23 +136,22 @@ class Launcher:
                 k1.set_args(*a)
                 self._owner[id(k1)] = p
             else:
-                if a[0] is not x:
-                    k1.set_arg(0, x)
-                    a[0] = x
+                k1.set_arg(0, x)  # always: the previous input is not kept alive (see below)
                 if a[1] != xoff:
                     k1.set_arg(1, p.idx(xoff))
                     a[1] = xoff
                 if y is not None:
-                    if a[2] is not y:
-                        k1.set_arg(2, y)
-                        a[2] = y
+                    k1.set_arg(2, y)
                     if a[3] != yoff:
                         k1.set_arg(3, p.idx(yoff))
                         a[3] = yoff
-                if a[-1] is not out:
-                    k1.set_arg(len(a) - 1, out)
-                    a[-1] = out
+                k1.set_arg(len(a) - 1, out)
             ev1 = cl.enqueue_nd_range_kernel(queue, k1, p.gsize, p.lsize, wait_for=wait_for)
+            # the enqueued command holds its buffers; we must not: a prepared launch that kept
+            # the caller's input alive pinned one input per (reducer, n) (GBs on a device)
+            a[0] = a[-1] = None
+            if y is not None:
+                a[2] = None
             if p.stage2 is None:
                 s.last = ev1
                 return [ev1]
@@ -163,9 +160,9 @@ class Launcher:
                 p.args2[2] = out
                 k2.set_args(*p.args2)
                 self._owner[id(k2)] = p
-            elif p.args2[2] is not out:
+            else:
                 k2.set_arg(2, out)
-                p.args2[2] = out
+            p.args2[2] = None
             ev2 = cl.enqueue_nd_range_kernel(queue, k2, p.lsize, p.lsize,
                                              wait_for=None if s.in_order else [ev1])
             s.last = ev2

@@ -151,7 +151,7 @@ def kernel_subgroup_size(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, wg: 
 def preferred_multiple(ctx: cl.Context, dev: cl.Device) -> int:
     """CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE of our stage-1 kernel (last resort)."""
     cfg = Config(strategy="local_tree", wg=1, tile=1, items=1, vec=1, groups_per_cu=1)
-    prg = cl.Program(ctx, kernel_source()).build(
-        options=build_defines(OpSpec("sum", "float32"), cfg, index64=False), devices=[dev])
+    opts = [*build_defines(OpSpec("sum", "float32"), cfg, index64=False), "-DCLT_REQD_WG=0"]
+    prg = cl.Program(ctx, kernel_source()).build(options=opts, devices=[dev])
     return int(prg.clt_stage1.get_work_group_info(
         cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, dev))

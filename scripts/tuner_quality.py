@@ -27,7 +27,7 @@ from cltune.tuner import TuneOptions, Tuner
 from cltune.verify import make_input
 
 RESTRICT = {"strategy": ("local_tree", "serial"), "wg": (8, 32, 128), "tile_factor": (1, 4),
-            "items": (1, 2, 4, 8), "vec": (1, 4, 16), "groups_per_cu": (1, 4, 16),
+            "items": (1, 2, 4, 8), "vec": (1, 4, 16), "groups_per_cu": (1, 16),
             "passes": (1, 2), "acc": ("native",)}
 
 

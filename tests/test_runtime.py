@@ -214,3 +214,15 @@ def test_two_reducers_sharing_kernels_keep_their_own_arguments(queue, tmp_path):
     b = cla.to_device(queue, np.full(4099, 3, np.float32))
     got = [r1(a).get(), r2(b).get(), r1(a).get(), r2(b).get(), r1(a[1:]).get()]
     assert got == [4099, 12297, 4099, 12297, 4098]
+
+
+def test_prepared_launches_do_not_keep_inputs_alive(queue, empty_db):
+    """Regression: a prepared launch held the caller's last input (one array per reducer and
+    n: 24 GB over a 648-config sweep)."""
+    r = _r(queue, empty_db)
+    x = cla.to_device(queue, np.ones(3001, np.float32))
+    assert r(x).get() == 3001
+    la, _ = r._eng.launcher_for(x.size)
+    for p in la._prepared.values():
+        assert p.args1[0] is None and p.args1[-1] is None
+        assert p.args2 is None or p.args2[2] is None
