@@ -14,9 +14,10 @@ Three matrix processes, because of two Oclgrind 21.10 defects found while writin
 * after ``clEnqueueFillBuffer`` on a buffer, values a later kernel stores into it are reported
   as uninitialised when another kernel reads them (pyopencl-only repro: fill a buffer, one
   kernel writes p[0], p[1] from two work-groups, a second kernel reads p[1]). The state
-  apparently outlives the buffer: with freed cltune Launchers (whose ticket buffers were
-  filled) the partials of later Launchers are reported; keeping every Launcher alive in the
-  script makes those reports disappear, so the script does that.
+  apparently outlives the buffer: when freed buffers' memory is reused, later kernels' partials
+  are reported (cltune no longer fills buffers, and no longer keeps callers' buffers alive, so
+  the reuse happens); keeping every Launcher and every buffer alive in the script makes those
+  reports disappear, so the script does that (results are checked all the same).
 
 passes=2 and passes=1 run in separate processes: the single-pass finish (the last work-group
 combines the other groups' partials behind an atomic ticket) is reported by Oclgrind as
@@ -65,7 +66,13 @@ if len(devs) != 1 or devs[0].platform != "Oclgrind":
 info, dev = select("0")
 ctx = cl.Context([dev])
 queue = cl.CommandQueue(ctx, dev)
-KEEP = []  # every Launcher stays alive: see the module docstring (Oclgrind fill-buffer defect)
+KEEP = []  # every Launcher and buffer stays alive: see the module docstring (Oclgrind defect)
+_Buffer = cl.Buffer
+def _kept_buffer(*args, **kwargs):
+    buf = _Buffer(*args, **kwargs)
+    KEEP.append(buf)  # no address of a freed buffer is ever reused in this process
+    return buf
+cl.Buffer = _kept_buffer
 out = {"device": [info.platform, info.platform_version, info.name], "offered": {},
        "excluded": {}, "skipped": [], "runs": []}
 
