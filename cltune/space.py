@@ -69,6 +69,28 @@ class Space:
             return f"accumulator {cfg.acc} not offered for {self.spec}"
         return ""
 
+    def representative(self, strategy: str, op: str, dtype: str) -> Config:
+        """One feasible config of `strategy` for matrix runs (portability tests and table):
+        the second-smallest work-group size (at least 32 for warp_shuffle), tile 2 x wg where
+        it fits, items 3, groups_per_cu 2; passes 1 with vec 4 or passes 2 with vec 1,
+        alternating over the op x dtype matrix so both finishing and load paths run."""
+        from .ops import DTYPES, OPS
+
+        odd = (OPS.index(op) + DTYPES.index(dtype)) % 2 == 1
+        wgs = self.values["wg"]
+        wg = wgs[min(1, len(wgs) - 1)]
+        if strategy == "warp_shuffle":
+            wg = max(wg, 32)
+        passes, vec = (1, 4) if odd else (2, 1)
+        why = ""
+        for tf in (2, 1):
+            tile = wg * tf if strategy in TILE_STRATEGIES else 0
+            cfg = Config(strategy, wg, tile, 3, vec, 2, passes, "native")
+            why = self.check(cfg)
+            if not why:
+                return cfg
+        raise ConfigError(f"no feasible {strategy} config: {why}")
+
     def configs(self) -> list[Config]:
         """Every feasible config (for exhaustive sweeps of a restricted space)."""
         out = []

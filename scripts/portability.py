@@ -7,7 +7,7 @@ runs one config on sizes 1, 2, 31, 1023, 1025 (and 2^20 + 3 for sum/float32 and 
 against the host reference (`cltune.verify`: exact for integers and min/max, within the
 launch plan's error bound for floating sums). Then ~20 random configs of a restricted space must
 build and match numpy at n = 1025. This is the matrix of tests/test_portability.py, written
-down; the config rule below is the test's `one_config`.
+down; the config rule is `Space.representative`, as in the test.
 
     export VENV=/work/venv; source .ci/opencl-env.sh      # all three CPU implementations
     python scripts/portability.py --out docs/portability.md
@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pyopencl as cl
 
-from cltune.config import STRATEGIES, TILE_STRATEGIES, Config
+from cltune.config import STRATEGIES, Config, ConfigError
 from cltune.devices import list_devices
 from cltune.launch import Launcher
 from cltune.ops import DTYPES, OPS, OpSpec
@@ -49,24 +49,6 @@ N_RANDOM = 20
 RESTRICT = dict(items=(1, 4), vec=(1, 4), groups_per_cu=(1, 4), tile_factor=(1, 2))
 
 
-def one_config(space, op: str, dtype: str, strategy: str) -> Config:
-    """The second-smallest offered work-group size (32 for warp_shuffle), tile = 2 x wg,
-    items 3, groups_per_cu 2; passes 1 with vec 4 or passes 2 with vec 1, alternating over
-    the op x dtype matrix (same rule as tests/test_portability.py)."""
-    odd = (OPS.index(op) + DTYPES.index(dtype)) % 2 == 1
-    wgs = space.values["wg"]
-    wg = wgs[min(1, len(wgs) - 1)]
-    if strategy == "warp_shuffle":
-        wg = max(wg, 32)
-    passes, vec = (1, 4) if odd else (2, 1)
-    why = ""
-    for tf in (2, 1):
-        tile = wg * tf if strategy in TILE_STRATEGIES else 0
-        cfg = Config(strategy, wg, tile, 3, vec, 2, passes, "native")
-        why = space.check(cfg)
-        if not why:
-            return cfg
-    raise BuildError(f"no feasible {strategy} config: {why}")
 
 
 def run_sizes(ctx, dev, queue, info, spec: OpSpec, cfg: Config, sizes) -> str:
@@ -104,10 +86,10 @@ def survey(info, dev, log) -> dict:
             done = {}
             for strategy in space.values["strategy"]:
                 try:
-                    cfg = one_config(space, op, dtype, strategy)
+                    cfg = space.representative(strategy, op, dtype)
                     why = run_sizes(ctx, dev, queue, info, spec, cfg, sizes)
-                except BuildError as e:
-                    cfg, why = None, f"BuildError: {e}"[:300]
+                except (BuildError, ConfigError) as e:
+                    cfg, why = None, f"{type(e).__name__}: {e}"[:300]
                 done[strategy] = (cfg, why)
                 if why:
                     rec["failures"].append(f"{spec} {strategy} "

@@ -20,7 +20,7 @@ import pyopencl as cl
 import pytest
 from conftest import need
 
-from cltune.config import STRATEGIES, TILE_STRATEGIES, Config
+from cltune.config import STRATEGIES, Config
 from cltune.devices import list_devices
 from cltune.launch import Launcher
 from cltune.ops import DTYPES, OPS, OpSpec
@@ -81,21 +81,6 @@ def target(request):
     return Target(info, info.cl_device())
 
 
-def one_config(space, op: str, dtype: str, strategy: str) -> Config:
-    """One feasible config per strategy; passes and vector width alternate over the op x dtype
-    matrix so both finishing paths and both load paths run on every device."""
-    odd = (OPS.index(op) + DTYPES.index(dtype)) % 2 == 1
-    wgs = space.values["wg"]
-    wg = wgs[min(1, len(wgs) - 1)]
-    if strategy == "warp_shuffle":
-        wg = max(wg, 32)
-    passes, vec = (1, 4) if odd else (2, 1)
-    for tf in (2, 1):
-        tile = wg * tf if strategy in TILE_STRATEGIES else 0
-        cfg = Config(strategy, wg, tile, 3, vec, 2, passes, "native")
-        if not space.check(cfg):
-            return cfg
-    raise AssertionError(f"no feasible {strategy} config: {space.check(cfg)}")
 
 
 def check_sizes(t: Target, spec: OpSpec, cfg: Config, sizes) -> list[str]:
@@ -145,7 +130,7 @@ def test_every_strategy_matches_numpy(target, op, dtype):
     sizes = (*SIZES, BIG) if (op, dtype) in BIG_PAIRS else SIZES
     bad = []
     for strategy in offered:
-        bad += check_sizes(target, spec, one_config(space, op, dtype, strategy), sizes)
+        bad += check_sizes(target, spec, space.representative(strategy, op, dtype), sizes)
     assert not bad, f"{target}:\n" + "\n".join(bad)
 
 
