@@ -504,4 +504,6 @@ def test_three_workers_share_one_study_and_one_results_db(pg, info, ctx, device)
           f"(0 duplicates), 1 best, {t_workers:.1f} s (one worker alone: {t_ref:.1f} s); "
           f"stored {best[0].gbps:.2f} vs {ref_gbps:.2f} GB/s; side by side "
           f"{shared_now:.2f} vs {ref_now:.2f} GB/s: ratio {ratio:.2f}")
-    assert 0.5 <= ratio <= 2.0, "the shared study's best is far from a single worker's"
+    # at least as good as one worker within timing noise; better is fine: with per-worker seeds
+    # three workers explore more of the space than one (seen: 2.98x at 2^10)
+    assert ratio >= 0.5, "the shared study's best is far below a single worker's"
