@@ -57,6 +57,7 @@ class DeviceInfo:
     fp16: bool
     subgroups: bool
     warp_size: int  # CL_DEVICE_WARP_SIZE_NV / CL_DEVICE_WAVEFRONT_WIDTH_AMD, 0 if none
+    int64_atomics: bool = False  # cl_khr_int64_base_atomics (single pass, 64-bit partials)
 
     @property
     def model(self) -> str:
@@ -161,6 +162,7 @@ def describe(dev: cl.Device, index: int = -1, pidx: int = -1, didx: int = -1) ->
         fp16="cl_khr_fp16" in ext,
         subgroups=bool(sg),
         warp_size=int(warp),
+        int64_atomics="cl_khr_int64_base_atomics" in ext,
     )
 
 

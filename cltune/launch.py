@@ -109,7 +109,10 @@ class Launcher:
         if s is None:
             s = self._scratch[queue.int_ptr] = _Scratch(self.ctx, queue)
         if s.capacity < nbytes:
-            s.partials = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, nbytes)
+            # zeroed once at creation: single-pass builds exchange partials with atomics, and
+            # an atomic store reads the old bits (Oclgrind: uninitialised otherwise)
+            s.partials = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                                   hostbuf=np.zeros(nbytes, np.uint8))
             s.capacity = nbytes
         return s
 

@@ -67,6 +67,9 @@ class Space:
                     f"CL_DEVICE_LOCAL_MEM_SIZE={self.device.local_mem}")
         if cfg.acc not in self.values["acc"]:
             return f"accumulator {cfg.acc} not offered for {self.spec}"
+        if cfg.passes == 1 and acc == 8 and not self.device.int64_atomics:
+            return ("passes=1 with a 64-bit accumulator needs cl_khr_int64_base_atomics "
+                    "(partials cross work-groups through atomics)")
         return ""
 
     def representative(self, strategy: str, op: str, dtype: str) -> Config:
@@ -112,7 +115,7 @@ class Space:
     def size(self) -> int:
         """Number of feasible configs, counted without listing the independent fields."""
         v = self.values
-        free = len(v["items"]) * len(v["vec"]) * len(v["groups_per_cu"]) * len(v["passes"])
+        free = len(v["items"]) * len(v["vec"]) * len(v["groups_per_cu"])
         n = 0
         for strat, wg, tf, acc in itertools.product(v["strategy"], v["wg"], v["tile_factor"],
                                                     v["acc"]):
@@ -124,7 +127,7 @@ class Space:
             except ConfigError:
                 continue
             if not self.check(cfg):
-                n += free
+                n += free * sum(not self.check(replace(cfg, passes=p)) for p in v["passes"])
         return n
 
 

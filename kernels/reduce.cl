@@ -273,6 +273,30 @@ typedef half out_t;
 typedef CLT_OUT_T out_t;
 #endif
 
+/* ---- partials crossing work-groups --------------------------------------------------------
+ * With CLT_PASSES == 1 the last group reads partials other groups wrote in the same launch.
+ * Plain accesses there would be an inter-group data race (OpenCL 1.2 orders nothing across
+ * work-groups), so every store and load of a partial is an atomic on its bit pattern
+ * (xchg to store, add 0 to load): coherent at device scope on every implementation, and what
+ * Oclgrind's race checker accepts. Two-pass builds use plain accesses (the kernel boundary
+ * orders them). */
+#if CLT_PASSES == 1 && CLT_ACC_64
+#if defined(cl_khr_int64_base_atomics)
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#else
+#error "single pass with a 64-bit accumulator needs cl_khr_int64_base_atomics"
+#endif
+#define PUT_PARTIAL(p, j, v) atom_xchg((volatile __global long *)(p) + (j), as_long(v))
+#define GET_PARTIAL(p, j)                                                                        \
+    CAT(as_, CLT_ACC_T)(atom_add((volatile __global long *)(p) + (j), 0L))
+#elif CLT_PASSES == 1
+#define PUT_PARTIAL(p, j, v) atomic_xchg((volatile __global int *)(p) + (j), as_int(v))
+#define GET_PARTIAL(p, j) CAT(as_, CLT_ACC_T)(atomic_add((volatile __global int *)(p) + (j), 0))
+#else
+#define PUT_PARTIAL(p, j, v) ((p)[(j)] = (v))
+#define GET_PARTIAL(p, j) ((p)[(j)])
+#endif
+
 /* ---- warp shuffle (NVIDIA inline PTX) ------------------------------------------------------ */
 #if CLT_WARP_ACTIVE
 inline uint shfl_down_u32(uint v, uint delta) {
@@ -307,7 +331,7 @@ inline acc_t group_finish(__global volatile const acc_t *partials, const uint m,
     const uint lid = get_local_id(0);
     acc_t s = IDENT;
     acc_t c = (acc_t)0;
-    for (uint j = lid; j < m; j += CLT_WG) ACCUM1(s, c, partials[j]);
+    for (uint j = lid; j < m; j += CLT_WG) ACCUM1(s, c, GET_PARTIAL(partials, j));
 #if CLT_KAHAN
     s = s - c;
 #endif
@@ -397,13 +421,14 @@ clt_stage1(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n, c
     /* ---- in-group combine ---- */
     uint my_partial_count; /* partials this group wrote */
 #if CLT_SERIAL
-    partials[unit] = lane[0];
+    PUT_PARTIAL(partials, unit, lane[0]);
     my_partial_count = CLT_WG;
 #elif CLT_SG_ACTIVE && CLT_STRATEGY == 1
     {
         acc_t r = SG_REDUCE(lane[0]);
         const uint nsg = get_num_sub_groups();
-        if (get_sub_group_local_id() == 0) partials[unit * nsg + get_sub_group_id()] = r;
+        if (get_sub_group_local_id() == 0)
+            PUT_PARTIAL(partials, unit * nsg + get_sub_group_id(), r);
         my_partial_count = nsg;
     }
 #elif CLT_SG_ACTIVE && CLT_STRATEGY == 2
@@ -418,7 +443,7 @@ clt_stage1(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n, c
             for (uint j = get_sub_group_local_id(); j < nsg; j += get_sub_group_size())
                 t = OP(t, tile[j]);
             t = SG_REDUCE(t);
-            if (lid == 0) partials[unit] = t;
+            if (lid == 0) PUT_PARTIAL(partials, unit, t);
         }
         my_partial_count = 1;
     }
@@ -431,7 +456,7 @@ clt_stage1(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n, c
         if (lid < 32) { /* whole warp 0: uniform for the shuffle */
             acc_t t = lid < nw ? tile[lid] : IDENT;
             t = warp_reduce(t);
-            if (lid == 0) partials[unit] = t;
+            if (lid == 0) PUT_PARTIAL(partials, unit, t);
         }
         my_partial_count = 1;
     }
@@ -444,7 +469,7 @@ clt_stage1(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n, c
             for (uint j = lid; j < stride; j += CLT_WG) tile[j] = OP(tile[j], tile[j + stride]);
             barrier(CLK_LOCAL_MEM_FENCE);
         }
-        if (lid == 0) partials[unit] = tile[0];
+        if (lid == 0) PUT_PARTIAL(partials, unit, tile[0]);
         my_partial_count = 1;
     }
 #endif

@@ -49,3 +49,24 @@ def test_space_size_is_printed_by_tune_and_counts_match(ctx, device):
     space = make_space(ctx, dev, info, OpSpec("sum", "float32")).restrict(
         items=(1, 2), vec=(1, 4), groups_per_cu=(1,), tile_factor=(1, 2), passes=(2,))
     assert space.size() == len(space.configs())
+
+
+def test_single_pass_with_64bit_partials_needs_int64_atomics(ctx, device):
+    """Single-pass partials cross work-groups through atomics on their bits: a 64-bit
+    accumulator (int32 sums accumulate in ulong) needs cl_khr_int64_base_atomics."""
+    from dataclasses import replace
+
+    info, dev = device
+    spec = OpSpec("sum", "int32")
+    space = make_space(ctx, dev, info, spec).restrict(items=(1,), vec=(1, 4),
+                                                      groups_per_cu=(1,), tile_factor=(1,))
+    cfg = Config("local_tree", space.values["wg"][0], space.values["wg"][0], 1, 1, 1, 1)
+    assert info.int64_atomics and space.check(cfg) == ""
+    without = replace(space, device=replace(info, int64_atomics=False))
+    assert "cl_khr_int64_base_atomics" in without.check(cfg)
+    assert without.check(replace(cfg, passes=2)) == ""
+    assert without.size() == len(without.configs()) < space.size() == len(space.configs())
+    assert {c.passes for c in without.configs()} == {2}
+    f32 = replace(make_space(ctx, dev, info, OpSpec("sum", "float32")),
+                  device=replace(info, int64_atomics=False))
+    assert f32.check(replace(cfg, passes=1)) == ""  # 32-bit partials need no extension
