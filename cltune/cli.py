@@ -126,6 +126,9 @@ def tune(
     max_rel_error: Annotated[float | None, typer.Option(  # noqa: UP007
         help="Error budget relative to sum|x|; also offers kahan/wide accumulators.")] = None,
     study: Annotated[str, typer.Option(help="Study name prefix (shared by workers).")] = "cltune",
+    seeds: Annotated[bool, typer.Option(
+        help="Start new studies from known configs (stored/shipped best, previous bucket's "
+        "winner, builtin).")] = True,
     db: DbOpt = None,
     storage: Annotated[str | None, typer.Option(  # noqa: UP007
         help="Optuna storage URL (default: $CLTUNE_STORAGE or studies.db beside the results).")]
@@ -145,7 +148,8 @@ def tune(
         opts = TuneOptions(op=op, dtype=dtype,
                            buckets=parse_sizes(sizes) if sizes else DEFAULT_BUCKETS,
                            trials=trials, timeout_s=timeout, sampler=sampler, seed=seed,
-                           resume=resume, study_prefix=study, max_rel_error=max_rel_error)
+                           resume=resume, study_prefix=study, max_rel_error=max_rel_error,
+                           seeds=seeds)
         prog = _RichProgress()
         try:
             info, results = run_tune(device, opts, db, storage, prog)

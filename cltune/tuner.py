@@ -26,6 +26,7 @@ from .launch import Launcher
 from .measure import Bench, profiling_queue
 from .ops import OpSpec
 from .program import BuildError, source_hash
+from .seeds import known_config, seed_params
 from .space import Space, make_space
 from .verify import error_bound, make_input, validate
 
@@ -46,6 +47,7 @@ class TuneOptions:
     study_prefix: str = "cltune"
     max_rel_error: float | None = None
     restrict: dict[str, tuple] = field(default_factory=dict)
+    seeds: bool = True  # start new studies from known configs (cltune.seeds)
 
 
 @dataclass(frozen=True)
@@ -131,11 +133,30 @@ class Tuner:
     def run(self) -> list[BucketResult]:
         self.progress.start(self.space, self.opts.buckets)
         t_end = time.monotonic() + self.opts.timeout_s
-        results = []
+        results: list[BucketResult] = []
+        known = self._known_rows() if self.opts.seeds else ()
         for i, b in enumerate(self.opts.buckets):
             left = max(1.0, (t_end - time.monotonic()) / (len(self.opts.buckets) - i))
-            results.append(self.tune_bucket(b, left))
+            seeds = []
+            if self.opts.seeds:
+                from .defaults import builtin_config
+                prev = results[-1].config if results else None
+                seeds = seed_params(self.space, [known_config(known, b), prev,
+                                                 builtin_config(self.info)])
+            results.append(self.tune_bucket(b, left, seeds))
         return results
+
+    def _known_rows(self) -> tuple:
+        """What the fallback chain knows for this device (the rows, any level), for seeds."""
+        from cltune.tuning_db.lookup import DeviceKey, lookup
+
+        i = self.info
+        key = DeviceKey(i.fingerprint, i.hardware_key, i.model, i.vendor, i.type, i.driver)
+        try:
+            return lookup(self.store, key, self.spec.op, self.spec.dtype).rows
+        except Exception as e:  # noqa: BLE001 - seeds are an optimisation, never a failure
+            logging.getLogger(__name__).warning("no seeds from the database: %s", e)
+            return ()
 
     def _launcher(self, cfg: Config) -> Launcher:
         la = self._launchers.get(cfg)
@@ -179,12 +200,16 @@ class Tuner:
                      n_measured=bench.n)
         return t.median_s, ""
 
-    def tune_bucket(self, bucket: int, timeout_s: float) -> BucketResult:
+    def tune_bucket(self, bucket: int, timeout_s: float,
+                    seeds: list[dict] | None = None) -> BucketResult:
         n = 1 << bucket
         xs = make_input(self.spec, n)
         bench = Bench(self.ctx, self.queue, xs, self.spec.result_dtype)
         name = self.study_name(bucket)
         study = self._study(name)
+        if seeds and not study.get_trials(deepcopy=False):  # a new study only, never on resume
+            for p in seeds:
+                study.enqueue_trial(p, skip_if_exists=True)
         done_states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
         already = len(study.get_trials(deepcopy=False, states=done_states))
         todo = max(0, self.opts.trials - already)
