@@ -115,3 +115,305 @@ def test_wal_and_busy_timeout(db_url):
     with s.engine.connect() as c:
         assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert c.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 10000
+
+
+# ------------------------------------------------------------------ the vendor tally (v3)
+VENDORS = (("acme", "gpu"), ("acme", "cpu"), ("zeta", "gpu"))
+CFGS = [{**CFG, "items": i} for i in (1, 2, 4, 8)]
+
+
+def dev_dict(i: int) -> dict:
+    """Device i, as an export record's device (and upsert_device's parts)."""
+    vendor, typ = VENDORS[i % len(VENDORS)]
+    return {**PARTS, "vendor": vendor, "type": typ, "model": f"{vendor} {typ} {i}",
+            "name": f"{vendor} {typ} {i}", "fingerprint": f"{i:016x}",
+            "hardware_key": f"{i + 1000:016x}"}
+
+
+def put_device(store, i: int) -> int:
+    d = dev_dict(i)
+    return store.upsert_device({k: d[k] for k in PARTS}, d["fingerprint"], d["hardware_key"],
+                               d["name"])
+
+
+def python_tally(store) -> dict:
+    """The tally by its definition, counted in Python from the ORM rows (independent of the
+    SQL that the migration and tally.recompute use)."""
+    from collections import Counter
+
+    from cltune.tuning_db.models import Best, Device, Result
+    from sqlalchemy import select
+
+    nb, nf = Counter(), Counter()
+    with store.session() as s:
+        for _b, r, d in s.execute(select(Best, Result, Device)
+                                 .join(Result, Result.id == Best.result_id)
+                                 .join(Device, Device.id == Best.device_id)):
+            if r.status == "ok":
+                nb[(d.vendor, d.type, r.op, r.dtype, r.config_json)] += 1
+        for r, d in s.execute(select(Result, Device).join(Device, Device.id == Result.device_id)):
+            if r.status == "failed":
+                nf[(d.vendor, d.type, r.op, r.dtype, r.config_json)] += 1
+    return {k: (nb[k], nf[k]) for k in set(nb) | set(nf)}
+
+
+def assert_tally_exact(store) -> None:
+    """The stored tally equals a recomputation from scratch (SQL and Python), no count < 0."""
+    from cltune.tuning_db import tally
+
+    with store.engine.connect() as c:
+        stored = tally.stored(c)
+        assert stored == tally.recompute(c)
+        assert c.execute(text("SELECT count(*) FROM cltune_vendor_tally"
+                              " WHERE n_best < 0 OR n_failed < 0")).scalar() == 0
+    assert stored == python_tally(store)
+
+
+def random_ops(store, rng, n: int, devices: range) -> list[str]:
+    """n random writes of every kind that changes the tally: record ok / failed (also forced
+    over an ok best, as `cltune verify` does), set_best (new and replacing), merge of export
+    records, mark_verified. Returns the DatabaseErrors it expected (a result that another
+    process marked failed between choosing it and set_best)."""
+    from cltune.tuning_db.exchange import merge, parse_export
+
+    expected = []
+    ids = {i: put_device(store, i) for i in devices}
+    for _ in range(n):
+        i = rng.choice(list(devices))
+        dev, op, bucket = ids[i], rng.choice(("sum", "max")), rng.choice((10, 20))
+        cfg = rng.choice(CFGS)
+        ck = f"k{cfg['items']}"
+        x = rng.random()
+        if x < 0.35:
+            store.record(dev, op, "float32", bucket, cfg, ck, status="ok",
+                         median_s=rng.uniform(1e-5, 1e-3), gbps=1.0, n_measured=1,
+                         cltune_version="t", source_hash=rng.choice(("c" * 16, "d" * 16)),
+                         force=rng.random() < 0.3)
+        elif x < 0.55:
+            store.record(dev, op, "float32", bucket, cfg, ck, status="failed",
+                         reason="cltune verify: wrong sum", n_measured=1, cltune_version="t",
+                         source_hash="c" * 16, force=rng.random() < 0.7)
+        elif x < 0.85:
+            oks = store.results(dev, op, "float32", bucket)
+            if oks:
+                try:
+                    store.set_best(dev, op, "float32", bucket, rng.choice(oks).id)
+                except DatabaseError as e:
+                    assert "validated" in str(e)
+                    expected.append(str(e))
+        elif x < 0.95:
+            rec = {"device": dev_dict(rng.choice(list(devices)) if rng.random() < 0.8
+                                      else 500 + rng.randrange(3)),
+                   "op": op, "dtype": "float32", "bucket": bucket, "config": cfg,
+                   "median_s": rng.uniform(1e-5, 1e-3), "gbps": 1.0, "max_rel_error": None,
+                   "n_measured": 1, "cltune_version": "t", "source_hash": "c" * 16}
+            merge(store, parse_export({"format": "cltune-results", "version": 1,
+                                       "results": [rec, {**rec, "median_s": 2e-3}]}))
+        else:
+            oks = store.results(dev, op, "float32", bucket)
+            if oks:
+                store.mark_verified(rng.choice(oks).id)
+    return expected
+
+
+def v2_database(url: str) -> str:
+    """A schema v2 database as v2 cltune left it (v1 DDL + the v2 migration), with data:
+    two vendors, a config that is best on devices of both and failed on one, a best whose
+    result failed after it was chosen (it does not count), and a failure of another config."""
+    from cltune.tuning_db.migrations import _v2
+
+    eng = create_engine(url)
+    with eng.begin() as c:
+        for stmt in V1_DDL:
+            c.execute(text(stmt))
+        _v2(c)
+        c.execute(text("INSERT INTO cltune_schema_version VALUES (1, 2)"))
+        for i, (vendor, typ) in enumerate([("acme", "gpu"), ("acme", "gpu"), ("zeta", "gpu")]):
+            c.execute(text(
+                "INSERT INTO cltune_devices (id, fingerprint, hardware_key, vendor, type, model,"
+                " name, compute_units, local_mem, max_wg, platform, platform_version, driver,"
+                " opencl_c) VALUES (:i, :fp, :hw, :v, :t, 'M', 'M', 8, 65536, 1024, 'P', '3.0',"
+                " '1.0', '1.2')"), {"i": i + 1, "fp": f"{i:016x}", "hw": f"{i:016x}",
+                                    "v": vendor, "t": typ})
+        rows = [  # id, device, bucket, config json, status
+            (1, 1, 10, "A", "ok"), (2, 1, 20, "A", "ok"), (3, 2, 10, "A", "ok"),
+            (4, 2, 20, "B", "failed"), (5, 3, 10, "A", "ok"), (6, 3, 20, "B", "ok"),
+            (7, 2, 12, "C", "failed"), (8, 1, 12, "B", "ok")]
+        for rid, dev, bucket, cj, status in rows:
+            c.execute(text(
+                "INSERT INTO cltune_results (id, device_id, op, dtype, bucket, config_key,"
+                " config_json, status, n_measured, cltune_version, source_hash, median_s,"
+                " stale) VALUES (:r, :d, 'sum', 'float32', :b, :k, :j, :s, 1, 'v',"
+                " 'cccccccccccccccc', 0.5, 0)"),
+                {"r": rid, "d": dev, "b": bucket, "k": cj.lower() * 16, "j": f'{{"c": "{cj}"}}',
+                 "s": status})
+        for bid, (dev, bucket, rid) in enumerate([(1, 10, 1), (1, 20, 2), (2, 10, 3),
+                                                  (2, 20, 4), (3, 10, 5), (3, 20, 6)]):
+            c.execute(text("INSERT INTO cltune_best (id, device_id, op, dtype, bucket,"
+                           " result_id) VALUES (:i, :d, 'sum', 'float32', :b, :r)"),
+                      {"i": bid + 1, "d": dev, "b": bucket, "r": rid})
+    eng.dispose()
+    return url
+
+
+def test_migrates_a_v2_database_with_data_and_backfills_the_tally(tmp_path):
+    check_v2_to_v3(v2_database(f"sqlite:///{tmp_path / 'v2.db'}"))
+
+
+def check_v2_to_v3(url: str, *, write_after: bool = True) -> None:
+    """Migrate the database of v2_database and check rows, tally and lookup (shared with
+    test_postgres.py, where V1_DDL's `id INTEGER PRIMARY KEY` does not number new rows, so
+    nothing is written after the migration)."""
+    with pytest.raises(SchemaError, match="v2 is older"):
+        Store.open(url, readonly=True)
+    s = Store.open(url)  # migrates v2 -> v3
+    a, b, c = ('{"c": "A"}', '{"c": "B"}', '{"c": "C"}')
+    with s.engine.connect() as conn:
+        assert conn.execute(text("SELECT version FROM cltune_schema_version")).scalar() == 3
+        assert conn.execute(text("SELECT count(*) FROM cltune_results")).scalar() == 8
+        assert conn.execute(text("SELECT count(*) FROM cltune_best")).scalar() == 6
+        from cltune.tuning_db import tally
+
+        assert tally.stored(conn) == {
+            ("acme", "gpu", "sum", "float32", a): (3, 0),
+            ("acme", "gpu", "sum", "float32", b): (0, 1),  # its best's result failed
+            ("acme", "gpu", "sum", "float32", c): (0, 1),
+            ("zeta", "gpu", "sum", "float32", a): (1, 0),
+            ("zeta", "gpu", "sum", "float32", b): (1, 0)}
+    assert_tally_exact(s)
+    assert s.counts() == {"devices": 3, "results": 8, "failed": 2, "bests": 6}
+    if write_after:  # and it is kept from now on
+        s.set_best(1, "sum", "float32", 12, 8)  # B becomes a best on acme too
+        assert_tally_exact(s)
+    s.close()
+    ro = Store.open(url, readonly=True)  # a migrated database is read normally
+    from cltune.tuning_db.lookup import DeviceKey, vendor_default
+
+    k = DeviceKey("f" * 16, "e" * 16, "unseen", "zeta", "gpu", "1")
+    assert vendor_default(ro, k, "sum", "float32").rows[0].config == {"c": "A"}  # tie: A < B
+    ro.close()
+
+
+def test_migrated_schema_equals_a_fresh_one_indexes_included(tmp_path):
+    url = v2_database(f"sqlite:///{tmp_path / 'v2.db'}")
+    Store.open(url).close()
+    fresh = Store.open(f"sqlite:///{tmp_path / 'fresh.db'}")
+    with fresh.engine.connect() as a, create_engine(url).connect() as b:
+        assert set(inspect(a).get_table_names()) == set(inspect(b).get_table_names())
+        for table in inspect(a).get_table_names():
+            # v1's tables differ from the models in details SQLite ignores (nullable id,
+            # TIMESTAMP for DATETIME); the v3 table is compared in full
+            full = table == "cltune_vendor_tally"
+            assert ([(c["name"], str(c["type"]), c["nullable"]) if full else c["name"]
+                     for c in inspect(a).get_columns(table)]
+                    == [(c["name"], str(c["type"]), c["nullable"]) if full else c["name"]
+                        for c in inspect(b).get_columns(table)]), table
+            assert (sorted((i["name"], tuple(i["column_names"]), bool(i["unique"]))
+                           for i in inspect(a).get_indexes(table))
+                    == sorted((i["name"], tuple(i["column_names"]), bool(i["unique"]))
+                              for i in inspect(b).get_indexes(table))), table
+            assert (inspect(a).get_pk_constraint(table)["constrained_columns"]
+                    == inspect(b).get_pk_constraint(table)["constrained_columns"]), table
+        top = [r[-1] for r in b.exec_driver_sql(
+            "EXPLAIN QUERY PLAN SELECT config_json FROM cltune_vendor_tally WHERE vendor = 'a'"
+            " AND type = 'gpu' AND op = 'sum' AND dtype = 'float32' AND n_failed = 0"
+            " AND n_best > 0 ORDER BY n_best DESC, config_json LIMIT 4")]
+        assert top == ["SEARCH cltune_vendor_tally USING COVERING INDEX "
+                       "ix_cltune_vendor_tally_top (vendor=? AND type=? AND op=? AND dtype=? "
+                       "AND n_failed=? AND n_best>?)"], top  # no table scan, no sort
+
+
+def test_tally_follows_bests_failures_and_verify(db_url):
+    """set_best new and replacing, a best's result failing (as `cltune verify` records it) and
+    passing again, a failure of another config: the counts after each step."""
+    from cltune.tuning_db import tally
+
+    s = Store.open(db_url)
+    d0, d3 = put_device(s, 0), put_device(s, 3)  # both acme gpu
+
+    def rec(dev, cfg, status="ok", bucket=20, force=False):
+        return s.record(dev, "sum", "float32", bucket, cfg, f"k{cfg['items']}", status=status,
+                        median_s=1e-4 if status == "ok" else None, n_measured=1,
+                        cltune_version="t", source_hash="c" * 16, force=force)
+
+    def counts():
+        with s.engine.connect() as c:
+            got = tally.stored(c)
+        return {json_items(k[4]): v for k, v in got.items()}
+
+    def json_items(cj):
+        import json
+
+        return json.loads(cj)["items"]
+
+    a, b = CFGS[0], CFGS[1]
+    ra, rb = rec(d0, a), rec(d0, b)
+    assert counts() == {}
+    s.set_best(d0, "sum", "float32", 20, ra)
+    s.set_best(d3, "sum", "float32", 20, rec(d3, a))
+    assert counts() == {1: (2, 0)}
+    s.set_best(d0, "sum", "float32", 20, ra)  # the same best again: no change
+    assert counts() == {1: (2, 0)}
+    s.set_best(d0, "sum", "float32", 20, rb)  # replaced
+    assert counts() == {1: (1, 0), 2: (1, 0)}
+    rec(d0, b, "failed")  # a failure never replaces a validated result of the same source
+    assert counts() == {1: (1, 0), 2: (1, 0)}
+    rec(d0, b, "failed", force=True)  # cltune verify: the best's config no longer passes
+    assert counts() == {1: (1, 0), 2: (0, 1)}
+    rec(d0, b, force=True)  # re-measured and passes again: the best counts again
+    assert counts() == {1: (1, 0), 2: (1, 0)}
+    rec(d3, b, "failed", bucket=10)  # failed elsewhere: never a vendor default again
+    assert counts() == {1: (1, 0), 2: (1, 1)}
+    with pytest.raises(DatabaseError, match="validated"):
+        s.set_best(d3, "sum", "float32", 10, s.results(d3, "sum", "float32", 10, None)[0].id)
+    assert counts() == {1: (1, 0), 2: (1, 1)}
+    assert_tally_exact(s)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tally_equals_a_recomputation_after_random_writes(db_url, seed):
+    import random
+
+    s = Store.open(db_url)
+    rng = random.Random(seed)
+    for _ in range(8):
+        random_ops(s, rng, 25, range(6))
+        assert_tally_exact(s)
+    s.close()
+
+
+def _writer(url: str, seed: int, n: int, out) -> None:  # noqa: ANN001
+    import random
+
+    try:
+        s = Store.open(url)
+        random_ops(s, random.Random(seed), n, range(4))
+        s.close()
+        out.put("")
+    except BaseException as e:  # noqa: BLE001
+        out.put(f"{type(e).__name__}: {e}")
+
+
+def concurrent_writers(url: str, procs: int = 3, n: int = 80) -> None:
+    """`procs` processes run random_ops on the same devices and keys at once; then the tally
+    equals a recomputation (shared with test_postgres.py)."""
+    import multiprocessing as mp
+
+    s = Store.open(url)
+    for i in range(4):  # the devices exist first (their first insert races: not this test)
+        put_device(s, i)
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    ps = [ctx.Process(target=_writer, args=(url, seed, n, out)) for seed in range(procs)]
+    for p in ps:
+        p.start()
+    errors = [e for e in (out.get(timeout=300) for _ in ps) if e]
+    for p in ps:
+        p.join(60)
+    assert not errors, errors[:3]
+    assert_tally_exact(s)
+    s.close()
+
+
+def test_tally_stays_exact_under_concurrent_writers(db_url):
+    concurrent_writers(db_url)

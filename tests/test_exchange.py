@@ -111,3 +111,50 @@ def test_not_json_and_missing_file(tmp_path):
     for p in (str(f), str(tmp_path / "missing.json")):
         r = runner.invoke(app, ["import", p, "--db", str(tmp_path / "d.db")])
         assert r.exit_code == 1 and "Traceback" not in r.output
+
+
+def test_import_keeps_the_vendor_tally(tmp_path):
+    """Imported bests count in the vendor tally (in the import's transaction): a device the
+    database never saw gets the most frequent imported best of its vendor, and a faster import
+    that replaces a best moves the count; a rejected file changes nothing."""
+    from cltune.tuning_db import tally
+    from cltune.tuning_db.lookup import DeviceKey, lookup
+
+    from cltune.config import Config
+
+    url = f"sqlite:///{tmp_path / 'v.db'}"
+    other = {**CFG, "items": 8}
+    recs = []
+    for i, cfg in enumerate((CFG, CFG, other)):
+        dev = {**DEV, "fingerprint": f"{i:016x}", "hardware_key": f"{i:016x}",
+               "model": f"Rocket {i}"}
+        recs.append({**REC, "device": dev, "config": cfg})
+    s = Store.open(url)
+    f = tmp_path / "in.json"
+    f.write_text(json.dumps(doc(*recs)))
+    r = runner.invoke(app, ["import", str(f), "--db", url])
+    assert r.exit_code == 0, r.output
+
+    def tallied():
+        with s.engine.connect() as c:
+            got = tally.stored(c)
+            assert got == tally.recompute(c)
+        return {json.loads(k[4])["items"]: v for k, v in got.items()}
+
+    assert tallied() == {4: (2, 0), 8: (1, 0)}
+    unseen = DeviceKey("f" * 16, "e" * 16, "Rocket 99", "acme", "gpu", "1.0")
+    a = lookup(s, unseen, "sum", "float32")
+    assert a.level == "vendor-default" and a.rows[0].config == CFG
+    faster = [{**recs[0], "config": other, "median_s": 1e-5},
+              {**recs[1], "config": other, "median_s": 1e-5}]
+    rep = merge(s, parse_export(doc(*faster)))
+    assert rep.bests_changed == 2
+    assert tallied() == {8: (3, 0)}  # rows counted down to zero are not listed
+    assert lookup(s, unseen, "sum", "float32").rows[0].config == other
+    for i in (0, 1):  # CFG fails where it was measured (as `cltune verify` records it) ...
+        s.record(s.device_ids(fingerprint=f"{i:016x}")[0], "sum", "float32", 20, CFG,
+                 Config.from_mapping(CFG).key(), status="failed", reason="wrong sum",
+                 n_measured=1, cltune_version="t", source_hash="c" * 16, force=True)
+    assert tallied() == {4: (0, 2), 8: (3, 0)}
+    merge(s, parse_export(doc(*recs)))  # ... and a file never overrides our own failure
+    assert tallied() == {4: (0, 2), 8: (3, 0)}

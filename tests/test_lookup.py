@@ -8,6 +8,7 @@ import pyopencl.array as cla
 import pytest
 from cltune.tuning_db import Store
 from cltune.tuning_db.lookup import DeviceKey, load_shipped, lookup
+from test_db import assert_tally_exact
 from typer.testing import CliRunner
 
 from cltune import get_reducer
@@ -87,6 +88,43 @@ def test_vendor_default_skips_configs_that_failed(tmp_path, info):
     assert a2.level == "vendor-default" and a2.rows[0].config != bad
 
 
+def test_vendor_default_is_read_from_the_tally(tmp_path, info):
+    """The most frequent best that never failed, from one query on the vendor tally (no
+    GROUP BY over the bests); a failure recorded later (as `cltune verify` records it) moves
+    the answer to the next config, and a passing re-measurement moves it back."""
+    from sqlalchemy import event
+
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    other = Config("serial", 8, 0, 1, 1, 1, 2, "native")
+    for i, cfg in enumerate((CFG, CFG, CFG, other, other)):
+        store_for(url, info, fingerprint=f"{i:016x}", hardware_key=f"{i:016x}",
+                  model=f"Model {i}", cfg=cfg, bucket=20 + i % 2).close()
+    s = Store.open(url)
+    sql: list[str] = []
+    event.listen(s.engine, "before_cursor_execute",
+                 lambda c, cur, stmt, params, ctx, many: sql.append(stmt))
+    k = key(info, fingerprint="9" * 16, hardware_key="8" * 16, model="Unseen CPU")
+    a = lookup(s, k, "sum", "float32")
+    assert a.level == "vendor-default" and a.rows[0].config == CFG.to_dict()
+    assert a.why == f"most frequent best on {info.vendor} {info.type} devices"
+    assert a.rows[0].fingerprint == f"{2:016x}"  # the most recently added device using it
+    assert any("cltune_vendor_tally" in q for q in sql)
+    assert not any("GROUP BY" in q.upper() for q in sql)
+    dev = s.device_ids(fingerprint=f"{0:016x}")[0]
+
+    def rec(status):
+        s.record(dev, "sum", "float32", 20, CFG.to_dict(), CFG.key(), status=status,
+                 reason="cltune verify: wrong sum" if status == "failed" else "",
+                 median_s=1e-4 if status == "ok" else None, n_measured=1, cltune_version="t",
+                 source_hash="0" * 16, force=True)
+
+    rec("failed")
+    assert lookup(s, k, "sum", "float32").rows[0].config == other.to_dict()
+    rec("ok")
+    assert lookup(s, k, "sum", "float32").rows[0].config == CFG.to_dict()
+    assert_tally_exact(s)
+
+
 def test_builtin_when_nothing_is_known(tmp_path, info):
     s = Store.open(f"sqlite:///{tmp_path / 'a.db'}")
     unseen = key(info, model="Unseen Model 9000", vendor="unseen-vendor")
@@ -104,6 +142,7 @@ def test_reducer_explains_driver_changed_and_verify_fixes_it(tmp_path, info, que
     res = CliRunner().invoke(app, ["verify", "--device", str(info.index), "--db", url])
     assert res.exit_code == 0, res.output
     assert lookup(Store.open(url), key(info), "sum", "float32").level == "exact"
+    assert_tally_exact(Store.open(url))  # verify's writes kept the vendor tally
     res = CliRunner().invoke(app, ["show", "--device", str(info.index), "--db", url, "--json"])
     assert json.loads(res.stdout)["answers"][0]["level"] == "exact"
 

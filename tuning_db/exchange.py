@@ -207,14 +207,17 @@ class MergeReport:
 
 
 def merge(store, records: list[ExportRecord]) -> MergeReport:  # noqa: ANN001 - Store
-    """Merge validated records in ONE transaction; per key the faster validated result wins."""
+    """Merge validated records in ONE transaction; per key the faster validated result wins.
+    The vendor tally changes in the same transaction (tally.py)."""
     import json
 
     from sqlalchemy import select
 
     from .models import Best, Device, Result, utcnow
+    from .tally import TallyDeltas
 
     dev_added = res_added = best_changed = 0
+    tally = TallyDeltas()
     with store.session() as s:
         for rec in records:
             d = rec.device
@@ -224,10 +227,15 @@ def merge(store, records: list[ExportRecord]) -> MergeReport:  # noqa: ANN001 - 
                 s.add(dev)
                 s.flush()
                 dev_added += 1
+            # locked in the order set_best() locks them (best, then results), so that no
+            # result changes status between the checks below and the tally's update
+            best = s.scalar(select(Best).where(Best.device_id == dev.id, Best.op == rec.op,
+                                               Best.dtype == rec.dtype,
+                                               Best.bucket == rec.bucket).with_for_update())
             key = rec.config.key()
             row = s.scalar(select(Result).where(
                 Result.device_id == dev.id, Result.op == rec.op, Result.dtype == rec.dtype,
-                Result.bucket == rec.bucket, Result.config_key == key))
+                Result.bucket == rec.bucket, Result.config_key == key).with_for_update())
             if row is None:
                 row = Result(device_id=dev.id, op=rec.op, dtype=rec.dtype, bucket=rec.bucket,
                              config_key=key, config_json=json.dumps(rec.config.to_dict(),
@@ -243,18 +251,23 @@ def merge(store, records: list[ExportRecord]) -> MergeReport:  # noqa: ANN001 - 
                 if row.status != "ok":
                     continue  # it failed here: a file never overrides our own failure
                 row.median_s, row.gbps, row.updated_at = rec.median_s, rec.gbps, utcnow()
-            best = s.scalar(select(Best).where(Best.device_id == dev.id, Best.op == rec.op,
-                                               Best.dtype == rec.dtype,
-                                               Best.bucket == rec.bucket))
             if best is None:
                 s.add(Best(device_id=dev.id, op=rec.op, dtype=rec.dtype, bucket=rec.bucket,
                            result_id=row.id))
+                s.flush()  # a second record of this key in the file finds it
+                tally.best(dev.vendor, dev.type, row, +1)
                 best_changed += 1
             elif best.result_id != row.id:
-                cur = s.get(Result, best.result_id)
+                cur = s.scalar(select(Result).where(Result.id == best.result_id)
+                               .with_for_update())
                 if cur is None or cur.status != "ok" or (cur.median_s or 1e30) > row.median_s:
+                    if cur is not None:
+                        tally.best(dev.vendor, dev.type, cur, -1)
+                    tally.best(dev.vendor, dev.type, row, +1)
                     best.result_id = row.id
                     best_changed += 1
+        s.flush()
+        tally.apply(s)
     return MergeReport(len(records), dev_added, res_added, best_changed)
 
 

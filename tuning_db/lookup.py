@@ -17,7 +17,7 @@ from importlib import resources
 
 from sqlalchemy import select
 
-from .models import Best, Device, Result
+from .models import Best, Device, Result, VendorTally
 from .store import ResultRow, Store, _row
 
 LEVELS = ("exact", "driver-changed", "same-device", "shipped", "vendor-default", "builtin")
@@ -97,33 +97,27 @@ def load_shipped(op: str, dtype: str, key: DeviceKey) -> Answer | None:
 
 def vendor_default(store: Store, key: DeviceKey, op: str, dtype: str) -> Answer | None:
     """The config chosen most often as best on this vendor + type, if it never failed there.
-    Counted in SQL (GROUP BY), so a database of many devices is not loaded into Python."""
-    from sqlalchemy import func
-
+    Read from the vendor tally (kept by every write, see tally.py): one range scan of its
+    index, then the row of the most recently added device that uses the config."""
     with store.session() as s:
-        top = s.execute(
-            select(Result.config_json, func.count().label("n"))
-            .join(Best, Best.result_id == Result.id)
-            .join(Device, Device.id == Best.device_id)
-            .where(Device.vendor == key.vendor, Device.type == key.type, Result.op == op,
-                   Result.dtype == dtype, Result.status == "ok")
-            .group_by(Result.config_json).order_by(func.count().desc(), Result.config_json)
-            .limit(16)).all()
-        if not top:
-            return None
-        failed = set(s.scalars(
-            select(Result.config_json).join(Device, Device.id == Result.device_id)
-            .where(Device.vendor == key.vendor, Device.type == key.type,
-                   Result.status == "failed", Result.op == op, Result.dtype == dtype,
-                   Result.config_json.in_([c for c, _ in top]))))
-    for cfg_json, _ in top:
-        if cfg_json in failed:
-            continue
-        rows = _bests_where(store, op, dtype, Device.vendor == key.vendor,
-                            Device.type == key.type, Result.config_json == cfg_json)
-        if rows:
-            return Answer("vendor-default",
-                          f"most frequent best on {key.vendor} {key.type} devices", (rows[0],))
+        top = s.scalars(
+            select(VendorTally.config_json)
+            .where(VendorTally.vendor == key.vendor, VendorTally.type == key.type,
+                   VendorTally.op == op, VendorTally.dtype == dtype,
+                   VendorTally.n_failed == 0, VendorTally.n_best > 0)
+            .order_by(VendorTally.n_best.desc(), VendorTally.config_json).limit(4)).all()
+        for cfg_json in top:
+            hit = s.execute(
+                select(Result, Device).join(Best, Best.result_id == Result.id)
+                .join(Device, Device.id == Best.device_id)
+                .where(Device.vendor == key.vendor, Device.type == key.type, Result.op == op,
+                       Result.dtype == dtype, Result.status == "ok",
+                       Result.config_json == cfg_json)
+                .order_by(Device.id.desc(), Result.bucket).limit(1)).first()
+            if hit:
+                return Answer("vendor-default",
+                              f"most frequent best on {key.vendor} {key.type} devices",
+                              (_row(*hit),))
     return None
 
 

@@ -48,8 +48,30 @@ def _v2(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE cltune_results ADD COLUMN stale INTEGER DEFAULT 0 NOT NULL"))
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2}
-LATEST = 2
+#: v3 as released (frozen: the models may change later; this DDL may not).
+V3_DDL = (
+    """CREATE TABLE cltune_vendor_tally (vendor VARCHAR(64) NOT NULL, type VARCHAR(16) NOT NULL,
+        op VARCHAR(16) NOT NULL, dtype VARCHAR(16) NOT NULL, config_json TEXT NOT NULL,
+        n_best INTEGER NOT NULL, n_failed INTEGER NOT NULL,
+        PRIMARY KEY (vendor, type, op, dtype, config_json))""",
+    """CREATE INDEX ix_cltune_vendor_tally_top ON cltune_vendor_tally
+        (vendor, type, op, dtype, n_failed, n_best DESC, config_json)""",
+    """CREATE INDEX ix_cltune_best_result ON cltune_best (result_id)""",
+)
+
+
+def _v3(conn: Connection) -> None:
+    """v3: the vendor tally (tally.py), filled from the bests and results already stored, so
+    that `vendor-default` reads one summary row instead of counting every best of a vendor."""
+    from .tally import BACKFILL_SQL
+
+    for stmt in V3_DDL:
+        conn.execute(text(stmt))
+    conn.execute(text(BACKFILL_SQL))
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2, 3: _v3}
+LATEST = 3
 
 
 _PG_LOCK_KEY = 0x636C74756E65  # "cltune": one advisory lock for schema changes

@@ -103,4 +103,27 @@ class Best(Base):
 
     __table_args__ = (
         UniqueConstraint("device_id", "op", "dtype", "bucket", name="uq_cltune_best_key"),
+        # schema v3: the bests that use a result, when its status changes (see tally.py)
+        Index("ix_cltune_best_result", "result_id"),
     )
+
+
+class VendorTally(Base):
+    """Schema v3: per (vendor, device type, op, dtype, config), how many bests use the config
+    and how many results of it failed; kept by every write (tally.py) for `vendor-default`."""
+
+    __tablename__ = "cltune_vendor_tally"
+    vendor: Mapped[str] = mapped_column(String(64), primary_key=True)
+    type: Mapped[str] = mapped_column(String(16), primary_key=True)
+    op: Mapped[str] = mapped_column(String(16), primary_key=True)
+    dtype: Mapped[str] = mapped_column(String(16), primary_key=True)
+    config_json: Mapped[str] = mapped_column(Text, primary_key=True)
+    n_best: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    n_failed: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+
+
+# the vendor-default question, "the top config of (vendor, type, op, dtype) that never failed",
+# is a range scan of this index in its own order (ties: the smaller config_json, as before)
+Index("ix_cltune_vendor_tally_top", VendorTally.vendor, VendorTally.type, VendorTally.op,
+      VendorTally.dtype, VendorTally.n_failed, VendorTally.n_best.desc(),
+      VendorTally.config_json)

@@ -21,6 +21,7 @@ from .engine import default_url, make_engine, normalise_url, sqlite_path
 from .errors import DatabaseError
 from .migrations import check_readable, ensure_schema
 from .models import Best, Device, Result, utcnow
+from .tally import TallyDeltas
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,7 @@ class Store:
             row = s.scalar(select(Result).where(
                 Result.device_id == device_id, Result.op == op, Result.dtype == dtype,
                 Result.bucket == bucket, Result.config_key == config_key).with_for_update())
+            old_status = None if row is None else row.status
             if row is None:
                 row = Result(device_id=device_id, op=op, dtype=dtype, bucket=bucket,
                              config_key=config_key, config_json=json.dumps(config, sort_keys=True),
@@ -164,6 +166,9 @@ class Store:
                     row.cltune_version, row.source_hash = cltune_version, source_hash
                     row.stale, row.updated_at = 0, utcnow()
             s.flush()
+            tally = TallyDeltas()
+            tally.status_change(s, row, old_status, row.status)
+            tally.apply(s)
             return row.id
 
     def set_best(self, device_id: int, op: str, dtype: str, bucket: int, result_id: int) -> None:
@@ -172,17 +177,34 @@ class Store:
     def _set_best(self, device_id: int, op: str, dtype: str, bucket: int,
                   result_id: int) -> None:
         with self.session() as s:
-            res = s.get(Result, result_id)
-            if res is None or res.status != "ok":
-                raise DatabaseError("only a validated (ok) result can become a best")
             b = s.scalar(select(Best).where(Best.device_id == device_id, Best.op == op,
                                             Best.dtype == dtype, Best.bucket == bucket)
                          .with_for_update())
+            # the new and the old result are locked (in id order) as record() locks them, so
+            # neither changes status between the check below and the tally's update
+            ids = {result_id} | ({b.result_id} if b is not None else set())
+            locked = {r.id: r for r in s.scalars(select(Result).where(Result.id.in_(ids))
+                                                 .order_by(Result.id).with_for_update())}
+            res = locked.get(result_id)
+            if res is None or res.status != "ok":
+                raise DatabaseError("only a validated (ok) result can become a best")
+            if b is not None and b.result_id == result_id:
+                b.updated_at = utcnow()
+                return
+            dev = s.get(Device, device_id)
+            if dev is None:
+                raise DatabaseError(f"no device with id {device_id}")
+            tally = TallyDeltas()
             if b is None:
                 s.add(Best(device_id=device_id, op=op, dtype=dtype, bucket=bucket,
                            result_id=result_id))
             else:
+                if b.result_id in locked:
+                    tally.best(dev.vendor, dev.type, locked[b.result_id], -1)
                 b.result_id, b.updated_at = result_id, utcnow()
+            tally.best(dev.vendor, dev.type, res, +1)
+            s.flush()
+            tally.apply(s)
 
     def mark_verified(self, result_id: int) -> None:
         with self.session() as s:
