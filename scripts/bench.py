@@ -20,7 +20,8 @@ only (`.get()`, `event.wait()`, `queue.finish()`, `torch.cuda.synchronize()`); n
 
 Rows: `cltune` = r(x).get() wall time; `cltune-dev` = the same kernels' device time from
 profiling events; `numpy` = numpy.<op>(host) wall time; `pyopencl` = pyopencl.array.<op>(x).get()
-wall time. GPU mode adds `cltune-batch` (BATCH back-to-back r(x), then queue.finish()),
+wall time. GPU mode adds `cltune-batch` (BATCH back-to-back r(x), then queue.finish()) and
+`pyopencl-batch` (the same for pyopencl.array.<op>(x): like for like, no read-back in either),
 `cltune-stage1` (device time of stage 1 alone), `read-ceiling` (device time of a float4
 grid-stride streaming-read kernel at the fastest of a few launch shapes), `torch-dev` (CUDA
 events) and `torch` (BATCH back-to-back calls, then synchronize). Ratios are throughput
@@ -71,7 +72,8 @@ __kernel void read_ceiling(__global const float4 *x, const ulong n4, __global fl
 Sampler = Callable[[], float]  # one sample: seconds per call
 #: (cltune row, other row): ratio = time(other) / time(cltune row), printed when both exist
 RATIOS = (("cltune", "numpy"), ("cltune", "pyopencl"), ("cltune-stage1", "read-ceiling"),
-          ("cltune-dev", "torch-dev"), ("cltune-batch", "torch"))
+          ("cltune-dev", "torch-dev"), ("cltune-batch", "torch"),
+          ("cltune-batch", "pyopencl-batch"))
 
 
 def interleaved(samplers: dict[str, Sampler], repeats: int) -> dict[str, list[float]]:
@@ -129,20 +131,24 @@ def cltune_device(r: Reducer, x: cla.Array, pq: cl.CommandQueue) -> Sampler:
 
 
 def read_ceiling(ctx: cl.Context, pq: cl.CommandQueue, x: cla.Array) -> Sampler:
-    """Streaming read of x (float4 grid-stride kernel); the launch shape is the fastest of a
-    few tried once here, so the ceiling is not set low by a poor shape."""
+    """Streaming read of x (float4 grid-stride kernel) at the fastest of a grid of launch
+    shapes (work-group size x groups per compute unit, tried once here), so the ceiling is not
+    set low by a poor shape (scripts/read_variants.py found the best H200 shape this way)."""
     k = cl.Kernel(cl.Program(ctx, READ_SRC).build(), "read_ceiling")
     n4 = x.size // 4
-    cus = pq.device.max_compute_units
-    shapes = sorted({max(1, min(n4, g)) for g in (cus * 256, cus * 1024, cus * 2048, cus * 4096)})
-    outs = {g: cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, g * 4) for g in shapes}
+    cus, max_wg = pq.device.max_compute_units, pq.device.max_work_group_size
+    shapes = sorted({(wg, wg * max(1, min(-(-n4 // wg), cus * gpc)))
+                     for wg in (64, 256, 512, 1024) if wg <= max_wg
+                     for gpc in (1, 2, 4, 8, 16)})
+    outs = {g: cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, g * 4) for _, g in shapes}
 
-    def run(g: int) -> float:  # args set per call: `outs` keeps the buffers alive
-        ev = k(pq, (g,), None, x.base_data, np.uint64(n4), outs[g])
+    def run(shape: tuple[int, int]) -> float:  # args set per call: `outs` keeps buffers alive
+        wg, g = shape
+        ev = k(pq, (g,), (wg,), x.base_data, np.uint64(n4), outs[g])
         ev.wait()
         return (ev.profile.end - ev.profile.start) * 1e-9
 
-    best = min(shapes, key=lambda g: statistics.median(run(g) for _ in range(5)))
+    best = min(shapes, key=lambda sh: statistics.median(run(sh) for _ in range(5)))
     return lambda: run(best)
 
 
@@ -248,6 +254,7 @@ def bench_size(args: argparse.Namespace, ctx: cl.Context, q: cl.CommandQueue,
     }
     if args.torch:
         samplers["cltune-batch"] = batch(lambda: r(x), q.finish)
+        samplers["pyopencl-batch"] = batch(lambda: CLA_OP[op](x), q.finish)
         samplers["cltune-stage1"] = cltune_stage1(r, x, pq)
         samplers["read-ceiling"] = read_ceiling(ctx, pq, x)
     if use_torch:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The H200 campaign behind docs/benchmarks.md, run on the lent GPU machine from the repo root:
-#   source scripts/gpu_setup.sh && bash scripts/gpu_campaign.sh tests|tune|bench
+#   source scripts/gpu_setup.sh && bash scripts/gpu_campaign.sh tests|tune|tune-ops|bench
 # Results (databases, logs, plot) go to $OUT.
 set -u
 OUT=${OUT:-/tmp/cltune-out}
@@ -14,10 +14,14 @@ tests)
         tests/test_kernels.py tests/test_runtime.py tests/test_plan.py tests/test_lookup.py \
         tests/test_tuner.py -k "not kill" 2>&1 | tail -5
     ;;
-tune)
-    timeout 260 python3 -m cltune tune --device NVIDIA --trials 30 --timeout 230 \
-        --sizes 2^10,2^12,2^14,2^16,2^18,2^20,2^22,2^24,2^26,2^28 --db "$D" --storage "$S" \
-        2>&1 | quiet | tail -40
+tune)  # sum/float32: more trials where the bandwidth targets are (2^24..2^28)
+    timeout 170 python3 -m cltune tune --device NVIDIA --trials 25 --timeout 140 \
+        --sizes 2^10,2^12,2^14,2^16,2^18,2^20,2^22 --db "$D" --storage "$S" \
+        2>&1 | quiet | tail -30
+    timeout 230 python3 -m cltune tune --device NVIDIA --trials 60 --timeout 200 \
+        --sizes 2^24,2^26,2^28 --db "$D" --storage "$S" 2>&1 | quiet | tail -20
+    ;;
+tune-ops)
     for od in max/float32 min/float32 sum/int32 dot/float32 sum/float64 sum/float16; do
         timeout 60 python3 -m cltune tune --device NVIDIA --op "${od%/*}" --dtype "${od#*/}" \
             --sizes 2^16,2^20,2^24,2^28 --trials 14 --timeout 45 --db "$D" --storage "$S" \
@@ -32,5 +36,5 @@ bench)
     timeout 60 python3 scripts/startup.py --device NVIDIA --db "$D" 2>&1 | quiet
     timeout 90 python3 scripts/big_index.py --device NVIDIA --db "$D" 2>&1 | quiet
     ;;
-*) echo "usage: $0 tests|tune|bench"; exit 2 ;;
+*) echo "usage: $0 tests|tune|tune-ops|bench"; exit 2 ;;
 esac

@@ -180,5 +180,7 @@ def test_show_device_names_the_level(tmp_path, info, level):
         store_for(url, info).close()
     else:
         Store.open(url).close()
+        if load_shipped("sum", "float32", key(info)):  # e.g. run on the H200: shipped results
+            level = "shipped"
     res = CliRunner().invoke(app, ["show", "--device", str(info.index), "--db", url])
     assert res.exit_code == 0 and f"level {level}" in res.output, res.output
