@@ -20,7 +20,9 @@ only (`.get()`, `event.wait()`, `queue.finish()`, `torch.cuda.synchronize()`); n
 
 Rows: `cltune` = r(x).get() wall time; `cltune-dev` = the same kernels' device time from
 profiling events; `numpy` = numpy.<op>(host) wall time; `pyopencl` = pyopencl.array.<op>(x).get()
-wall time. GPU mode adds `cltune-batch` (BATCH back-to-back r(x), then queue.finish()) and
+wall time; `numpy-Nt` (CPU mode) = numpy.<op> over N slices in N threads, this host's own
+N-core SIMD reference. GPU mode adds `cltune-batch` (BATCH back-to-back r(x), then
+queue.finish()) and
 `pyopencl-batch` (the same for pyopencl.array.<op>(x): like for like, no read-back in either),
 `cltune-stage1` (device time of stage 1 alone), `read-ceiling` (device time of a float4
 grid-stride streaming-read kernel at the fastest of a few launch shapes), `torch-dev` (CUDA
@@ -33,10 +35,12 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import statistics
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -69,9 +73,11 @@ __kernel void read_ceiling(__global const float4 *x, const ulong n4, __global fl
 }
 """
 
+POOL = ThreadPoolExecutor(os.cpu_count() or 1)
 Sampler = Callable[[], float]  # one sample: seconds per call
 #: (cltune row, other row): ratio = time(other) / time(cltune row), printed when both exist
-RATIOS = (("cltune", "numpy"), ("cltune", "pyopencl"), ("cltune-stage1", "read-ceiling"),
+RATIOS = (("cltune", "numpy"), ("cltune", "pyopencl"), ("cltune", "numpy-2t"),
+          ("cltune-stage1", "read-ceiling"),
           ("cltune-dev", "torch-dev"), ("cltune-batch", "torch"),
           ("cltune-batch", "pyopencl-batch"))
 
@@ -114,6 +120,18 @@ def batch(call: Callable[[], object], finish: Callable[[], object]) -> Sampler:
         finish()
         return (time.perf_counter() - t) / BATCH
     return sample
+
+
+def numpy_threads(host: np.ndarray, op: str, pool: ThreadPoolExecutor, k: int) -> Sampler:
+    """numpy.<op> over k contiguous slices in k threads (numpy releases the GIL in reductions),
+    then combined: what this host's cores stream with numpy's own SIMD loops -- a CPU
+    reference for how far a k-core reduction can go on this machine."""
+    parts = np.array_split(host, k)
+    f = NP_OP[op]
+
+    def call() -> object:
+        return f(np.array(list(pool.map(f, parts))))
+    return wall(call)
 
 
 def cltune_device(r: Reducer, x: cla.Array, pq: cl.CommandQueue) -> Sampler:
@@ -252,6 +270,9 @@ def bench_size(args: argparse.Namespace, ctx: cl.Context, q: cl.CommandQueue,
         "numpy": wall(lambda: NP_OP[op](host)),
         "pyopencl": wall(lambda: CLA_OP[op](x).get()),
     }
+    cores = os.cpu_count() or 1
+    if not args.torch and cores > 1:
+        samplers[f"numpy-{cores}t"] = numpy_threads(host, op, POOL, cores)
     if args.torch:
         samplers["cltune-batch"] = batch(lambda: r(x), q.finish)
         samplers["pyopencl-batch"] = batch(lambda: CLA_OP[op](x), q.finish)
