@@ -55,6 +55,29 @@ def test_driver_changed_says_what_changed(tmp_path, info):
     assert "0.9-old" in a.why and "cltune verify" in a.why
 
 
+def test_driver_changed_serves_the_newest_setup_that_has_the_op(tmp_path, info):
+    """Several older drivers of the same hardware: the newest one holding sum/float32 bests
+    answers, with its own rows only (one device, every bucket of it)."""
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    other = Config("serial", 8, 0, 4, 4, 2, 2, "native")
+    store_for(url, info, fingerprint="a" * 16, driver="0.7", bucket=20).close()
+    store_for(url, info, fingerprint="b" * 16, driver="0.8", cfg=other, bucket=20).close()
+    store_for(url, info, fingerprint="b" * 16, driver="0.8", cfg=other, bucket=24).close()
+    s = Store.open(url)
+    newest = s.upsert_device({**info.fingerprint_parts(), "driver": "0.9"}, "c" * 16,
+                             info.hardware_key, info.name)  # no sum bests: skipped
+    rid = s.record(newest, "max", "float32", 20, CFG.to_dict(), CFG.key(), status="ok",
+                   median_s=1e-4, gbps=10.0, n_measured=1 << 20, cltune_version="t",
+                   source_hash="0" * 16)
+    s.set_best(newest, "max", "float32", 20, rid)
+    a = lookup(s, key(info), "sum", "float32")
+    assert a.level == "driver-changed" and "0.8" in a.why
+    assert sorted(r.bucket for r in a.rows) == [20, 24]
+    assert {r.fingerprint for r in a.rows} == {"b" * 16}
+    assert all(r.config == other.to_dict() for r in a.rows)
+    assert lookup(s, key(info), "max", "float32").rows[0].fingerprint == "c" * 16
+
+
 def test_same_device_other_limits(tmp_path, info):
     s = store_for(f"sqlite:///{tmp_path / 'a.db'}", info, fingerprint="f" * 16,
                   hardware_key="e" * 16)

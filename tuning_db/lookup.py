@@ -51,28 +51,34 @@ def _bests_where(store: Store, op: str, dtype: str, *conds: object) -> list[Resu
         return [_row(r, d) for r, d in s.execute(q)]
 
 
-def _one_device(rows: list[ResultRow]) -> tuple[ResultRow, ...]:
-    """Rows of the first device only (the most recently added one)."""
-    if not rows:
-        return ()
-    fp = rows[0].fingerprint
-    return tuple(r for r in rows if r.fingerprint == fp)
+def _latest_device(store: Store, op: str, dtype: str, *conds: object) -> int | None:
+    """The most recently added device matching conds that holds an ok best for op/dtype: one
+    indexed probe, so a model tuned on thousands of setups is never loaded whole."""
+    with store.session() as s:
+        return s.scalars(
+            select(Device.id).join(Best, Best.device_id == Device.id)
+            .join(Result, Result.id == Best.result_id)
+            .where(Best.op == op, Best.dtype == dtype, Result.status == "ok", *conds)
+            .order_by(Device.id.desc()).limit(1)).first()
 
 
 def lookup_db(store: Store, key: DeviceKey, op: str, dtype: str) -> Answer | None:
     rows = _bests_where(store, op, dtype, Device.fingerprint == key.fingerprint)
     if rows:
         return Answer("exact", "tuned on this device and driver", tuple(rows))
-    rows = _bests_where(store, op, dtype, Device.hardware_key == key.hardware_key)
+    dev = _latest_device(store, op, dtype, Device.hardware_key == key.hardware_key)
+    rows = _bests_where(store, op, dtype, Device.id == dev) if dev is not None else []
     if rows:
         old = rows[0].driver
         return Answer("driver-changed",
                       f"driver {old} -> {key.driver}: stored results served, marked stale; "
-                      "run `cltune verify`", _one_device(rows))
-    rows = _bests_where(store, op, dtype, Device.model == key.model, Device.vendor == key.vendor)
+                      "run `cltune verify`", tuple(rows))
+    dev = _latest_device(store, op, dtype, Device.model == key.model,
+                         Device.vendor == key.vendor)
+    rows = _bests_where(store, op, dtype, Device.id == dev) if dev is not None else []
     if rows:
         return Answer("same-device", f"tuned on another setup of {key.model} "
-                      "(other limits or runtime)", _one_device(rows))
+                      "(other limits or runtime)", tuple(rows))
     return None
 
 
