@@ -226,3 +226,23 @@ def test_prepared_launches_do_not_keep_inputs_alive(queue, empty_db):
     for p in la._prepared.values():
         assert p.args1[0] is None and p.args1[-1] is None
         assert p.args2 is None or p.args2[2] is None
+
+
+def test_result_arrays_from_the_template_are_real_independent_arrays(queue, empty_db):
+    """The warm path's 0-d results copy a template Array (cltune.runtime._Scalars): each has its
+    own buffer and events and behaves like one pyopencl built; the constructor path (used when a
+    pyopencl version sets other attributes) gives the same."""
+    from cltune.runtime import _ARRAY_ATTRS, _new_scalar
+
+    r = get_reducer(queue, db=empty_db)
+    assert r._scalar.fast, "this pyopencl's Array attributes changed: update _ARRAY_ATTRS"
+    x = cla.to_device(queue, np.arange(1, 5001, dtype=np.float32))
+    a, b = r(x), r(x[1:])
+    ref = _new_scalar(queue, np.dtype(np.float32), None)
+    assert set(vars(a)) == set(vars(ref)) == _ARRAY_ATTRS
+    assert a.base_data.int_ptr != b.base_data.int_ptr and a.events is not b.events
+    assert (a.shape, a.dtype, a.strides, a.size, a.offset) == ((), np.float32, (), 1, 0)
+    assert a.get() == 12502500.0 and b.get() == 12502499.0 and (a + b).get() == 25004999.0
+    r._scalar.fast = False  # the constructor path
+    c = r(x)
+    assert type(c) is cla.Array and c.get() == 12502500.0
