@@ -12,7 +12,7 @@ case "${1:-}" in
 tests)
     CLTUNE_TEST_DEVICE=NVIDIA timeout 240 python3 -m pytest -q -x -p no:cacheprovider \
         tests/test_kernels.py tests/test_runtime.py tests/test_plan.py tests/test_lookup.py \
-        tests/test_tuner.py -k "not kill" 2>&1 | tail -5
+        tests/test_tuner.py tests/test_seeds.py tests/test_space.py -k "not kill" 2>&1 | tail -5
     ;;
 tune)  # sum/float32: more trials where the bandwidth targets are (2^24..2^28)
     timeout 170 python3 -m cltune tune --device NVIDIA --trials 25 --timeout 140 \
