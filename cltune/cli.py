@@ -278,7 +278,10 @@ def verify(
 
 
 @app.command()
-def migrate(db: DbOpt = None) -> None:
+def migrate(db: DbOpt = None,
+            rebuild_tally: Annotated[bool, typer.Option(
+                help="Also recount the vendor tally from the stored results (a repair).")]
+            = False) -> None:
     """Create the database or migrate it to this cltune's schema version.
 
     Example: cltune migrate --db ~/.local/share/cltune/tuning.db
@@ -286,8 +289,11 @@ def migrate(db: DbOpt = None) -> None:
     from cltune.service import migrate as run_migrate
 
     with _errors():
-        v = run_migrate(db)
+        v, tally = run_migrate(db, rebuild_tally)
     out.print(f"database schema is at version {v}")
+    if tally is not None:
+        out.print(f"vendor tally rebuilt: {tally[0]} rows, {tally[1]} differed from the stored "
+                  "tally")
 
 
 def _cfg_text(cfg: dict) -> str:

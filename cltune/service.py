@@ -142,10 +142,14 @@ def verify(db: str | None, selector: str, op: str | None, dtype: str | None):  #
         store.close()
 
 
-def migrate(db: str | None) -> int:
-    """Create or migrate the schema; returns the version now in place."""
+def migrate(db: str | None, rebuild_tally: bool = False) -> tuple[int, tuple[int, int] | None]:
+    """Create or migrate the schema; with rebuild_tally also recount the vendor tally.
+    Returns the version now in place and (tally rows, keys that differed) when rebuilt."""
     from cltune.tuning_db import Store
     from cltune.tuning_db.migrations import LATEST
 
-    Store.open(db).close()
-    return LATEST
+    store = Store.open(db)
+    try:
+        return LATEST, store.rebuild_tally() if rebuild_tally else None
+    finally:
+        store.close()

@@ -86,12 +86,13 @@ class Space:
             wg = max(wg, 32)
         passes, vec = (1, 4) if odd else (2, 1)
         why = ""
-        for tf in (2, 1):
-            tile = wg * tf if strategy in TILE_STRATEGIES else 0
-            cfg = Config(strategy, wg, tile, 3, vec, 2, passes, "native")
-            why = self.check(cfg)
-            if not why:
-                return cfg
+        for p in dict.fromkeys((passes, 2)):  # passes=2 where single pass is not offered
+            for tf in (2, 1):
+                tile = wg * tf if strategy in TILE_STRATEGIES else 0
+                cfg = Config(strategy, wg, tile, 3, vec, 2, p, "native")
+                why = self.check(cfg)
+                if not why:
+                    return cfg
         raise ConfigError(f"no feasible {strategy} config: {why}")
 
     def configs(self) -> list[Config]:

@@ -75,7 +75,7 @@ def test_a_new_study_starts_from_the_stored_best_then_the_previous_winner(
                        cltune_version="test", source_hash="test")
     store.set_best(dev_id, "sum", "float32", 12, rid)
     tuner = Tuner(ctx, dev, info, store, storage_url,
-                  TuneOptions(buckets=(12, 14), trials=5, timeout_s=60, seed=3))
+                  TuneOptions(buckets=(12, 14), trials=5, timeout_s=300, seed=3))
     results = tuner.run()
     params12, _ = _first_params(storage_url, tuner, 12)
     assert params12[0] == params_of(stored, tuner.space)  # the stored best, re-validated
@@ -91,15 +91,15 @@ def test_a_new_study_starts_from_the_stored_best_then_the_previous_winner(
 def test_no_seeds_and_resume_enqueue_nothing(ctx, device, db_url, storage_url):
     info, dev = device
     store = Store.open(db_url)
-    opts = TuneOptions(buckets=(11,), trials=3, timeout_s=60, seed=5, seeds=False)
+    opts = TuneOptions(buckets=(11,), trials=3, timeout_s=300, seed=5, seeds=False)
     tuner = Tuner(ctx, dev, info, store, storage_url, opts)
     tuner.run()
     _, study = _first_params(storage_url, tuner, 11)
     assert not any("fixed_params" in t.system_attrs for t in study.trials)
     # resume of a seeded study: the seeds were enqueued once, at creation
-    opts = TuneOptions(buckets=(13,), trials=3, timeout_s=60, seed=5)
+    opts = TuneOptions(buckets=(13,), trials=3, timeout_s=300, seed=5)
     Tuner(ctx, dev, info, store, storage_url, opts).run()
-    resumed = TuneOptions(buckets=(13,), trials=5, timeout_s=60, seed=5, resume=True)
+    resumed = TuneOptions(buckets=(13,), trials=5, timeout_s=300, seed=5, resume=True)
     t2 = Tuner(ctx, dev, info, store, storage_url, resumed)
     t2.run()
     _, study = _first_params(storage_url, t2, 13)

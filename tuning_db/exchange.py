@@ -208,7 +208,17 @@ class MergeReport:
 
 def merge(store, records: list[ExportRecord]) -> MergeReport:  # noqa: ANN001 - Store
     """Merge validated records in ONE transaction; per key the faster validated result wins.
-    The vendor tally changes in the same transaction (tally.py)."""
+    The vendor tally changes in the same transaction (tally.py). Records are applied in key
+    order, so concurrent merges lock rows in one order; a transaction that loses a race for a
+    first insert (or is chosen as a deadlock victim) is rolled back and run again."""
+    from .store import _retry_on_conflict
+
+    ordered = sorted(records, key=lambda r: (r.device["fingerprint"], r.op, r.dtype, r.bucket,
+                                             r.config.key()))
+    return _retry_on_conflict(lambda: _merge(store, ordered))
+
+
+def _merge(store, records: list[ExportRecord]) -> MergeReport:  # noqa: ANN001 - Store
     import json
 
     from sqlalchemy import select

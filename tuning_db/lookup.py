@@ -58,7 +58,7 @@ def _latest_device(store: Store, op: str, dtype: str, *conds: object) -> int | N
         return s.scalars(
             select(Device.id).join(Best, Best.device_id == Device.id)
             .join(Result, Result.id == Best.result_id)
-            .where(Best.op == op, Best.dtype == dtype, Result.status == "ok", *conds)
+            .where(Result.op == op, Result.dtype == dtype, Result.status == "ok", *conds)
             .order_by(Device.id.desc()).limit(1)).first()
 
 

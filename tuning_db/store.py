@@ -103,6 +103,12 @@ class Store:
             except IntegrityError:
                 s.rollback()
                 raise  # a concurrent first insert of the same key: the caller retries
+            except OperationalError as e:
+                s.rollback()
+                if _transient(e):
+                    raise _Transient(_short(e)) from None  # deadlock victim: the caller retries
+                raise DatabaseError(f"database error on {safe_url(self.url)}: {_short(e)}"
+                                    ) from None
             except SQLAlchemyError as e:
                 s.rollback()
                 raise DatabaseError(f"database error on {safe_url(self.url)}: {_short(e)}"
@@ -206,6 +212,14 @@ class Store:
             s.flush()
             tally.apply(s)
 
+    def rebuild_tally(self) -> tuple[int, int]:
+        """Recount the vendor tally from the stored bests and results in one transaction;
+        returns (rows, keys that differed from the stored tally)."""
+        from .tally import rebuild
+
+        with self.session() as s:
+            return rebuild(s)
+
     def mark_verified(self, result_id: int) -> None:
         with self.session() as s:
             r = s.get(Result, result_id)
@@ -261,13 +275,23 @@ class Store:
             return set(s.scalars(q))
 
 
+class _Transient(Exception):
+    """A transaction PostgreSQL aborted to break a deadlock or a serialisation conflict."""
+
+
+def _transient(e: OperationalError) -> bool:
+    """PostgreSQL's deadlock_detected (40P01) / serialization_failure (40001)."""
+    return getattr(e.orig, "sqlstate", None) in ("40P01", "40001")
+
+
 def _retry_on_conflict(fn, attempts: int = 5):  # noqa: ANN001, ANN202
-    """Run a select-then-insert transaction again when a concurrent writer inserted the same
-    key first (the second attempt finds the row and updates it)."""
+    """Run a transaction again when a concurrent writer inserted the same key first (the
+    second attempt finds the row and updates it) or when PostgreSQL chose it as a deadlock
+    victim; every attempt is a whole transaction, rolled back before the next."""
     for i in range(attempts):
         try:
             return fn()
-        except IntegrityError as e:
+        except (IntegrityError, _Transient) as e:
             if i == attempts - 1:
                 raise DatabaseError(f"conflicting concurrent writes: {_short(e)}") from None
             time.sleep(0.01 * (i + 1))

@@ -122,3 +122,20 @@ def stored(conn: Connection) -> dict[TallyKey, tuple[int, int]]:
     q = select(VendorTally.vendor, VendorTally.type, VendorTally.op, VendorTally.dtype,
                VendorTally.config_json, VendorTally.n_best, VendorTally.n_failed)
     return {tuple(r[:5]): (r[5], r[6]) for r in conn.execute(q) if r[5] or r[6]}
+
+
+def rebuild(s: Session) -> tuple[int, int]:
+    """Recount the tally from scratch inside the caller's transaction (the repair for a tally
+    that drifted, e.g. written to by an older cltune during a migration). Returns (rows now,
+    keys that differed). PostgreSQL: the tables it counts are locked against writers first;
+    SQLite: the transaction already holds the write lock (BEGIN IMMEDIATE)."""
+    conn = s.connection()
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("LOCK TABLE cltune_best, cltune_results, cltune_vendor_tally "
+                          "IN SHARE ROW EXCLUSIVE MODE"))
+    before = stored(conn)
+    conn.execute(text("DELETE FROM cltune_vendor_tally"))
+    conn.execute(text(BACKFILL_SQL))
+    after = stored(conn)
+    differed = sum(before.get(k) != after.get(k) for k in set(before) | set(after))
+    return len(after), differed
