@@ -39,6 +39,7 @@ import pytest
 from cltune.tuning_db import Store
 from conftest import need
 from sqlalchemy import create_engine
+from support.writes import random_record_writes
 
 from cltune import get_reducer
 from cltune.config import Config
@@ -49,6 +50,8 @@ PARTS = {"vendor": "acme", "type": "gpu", "model": "Rocket 9", "compute_units": 
          "local_mem": 65536, "max_wg": 1024, "platform": "Acme CL",
          "platform_version": "OpenCL 3.0", "driver": "1.0", "opencl_c": "OpenCL C 1.2"}
 SRC = "c" * 16
+HAMMER_CFG = {"strategy": "serial", "wg": 8, "tile": 0, "vec": 1, "groups_per_cu": 1,
+              "passes": 2, "acc": "native"}
 NOW = "2026-01-01 00:00:00.000000"
 
 
@@ -242,20 +245,7 @@ def _hammer(url: str, barrier, seed: int, n: int, keys: int, out) -> None:  # no
         barrier.wait()
         s = Store.open(url)  # every process creates/migrates at the same moment
         dev = s.upsert_device(PARTS, "a" * 16, "b" * 16, "Rocket 9")
-        for _ in range(n):
-            bucket = rng.choice((10, 20))
-            k = rng.randrange(keys)
-            cfg = {"strategy": "serial", "wg": 8, "tile": 0, "items": k + 1, "vec": 1,
-                   "groups_per_cu": 1, "passes": 2, "acc": "native"}
-            ok = rng.random() > 0.15
-            med = rng.uniform(1e-5, 1e-3) if ok else None
-            rid = s.record(dev, "sum", "float32", bucket, cfg, f"k{k}",
-                           status="ok" if ok else "failed", median_s=med,
-                           gbps=1.0 if ok else None, reason="" if ok else "wrong sum",
-                           n_measured=1 << bucket, cltune_version="t", source_hash=SRC)
-            log.append((bucket, f"k{k}", med))
-            if ok and rng.random() < 0.3:
-                s.set_best(dev, "sum", "float32", bucket, rid)
+        log = random_record_writes(s, dev, rng, n, keys, HAMMER_CFG, SRC)
         s.close()
     except BaseException as e:  # noqa: BLE001
         errors.append(f"{type(e).__name__}: {e}")

@@ -34,6 +34,7 @@ from cltune.tuning_db.models import Base, Best, Device, Result
 from conftest import need
 from sqlalchemy import create_engine, func, inspect, select, text
 from sqlalchemy.engine import make_url
+from support.writes import random_record_writes
 
 from cltune.config import Config
 
@@ -352,18 +353,7 @@ def _hammer(url: str, barrier, seed: int, n: int, out) -> None:  # noqa: ANN001
         s = Store.open(url)
         dev = s.device_ids(fingerprint="a" * 16)[0]
         barrier.wait()
-        for _ in range(n):
-            bucket, k = rng.choice((10, 20)), rng.randrange(12)
-            cfg = {**CFG, "items": k + 1}
-            ok = rng.random() > 0.15
-            med = rng.uniform(1e-5, 1e-3) if ok else None
-            rid = s.record(dev, "sum", "float32", bucket, cfg, f"k{k}",
-                           status="ok" if ok else "failed", median_s=med,
-                           gbps=1.0 if ok else None, reason="" if ok else "wrong sum",
-                           n_measured=1 << bucket, cltune_version="t", source_hash=SRC)
-            log.append((bucket, f"k{k}", med))
-            if ok and rng.random() < 0.3:
-                s.set_best(dev, "sum", "float32", bucket, rid)
+        log = random_record_writes(s, dev, rng, n, 12, CFG, SRC)
         s.close()
     except BaseException as e:  # noqa: BLE001
         errors.append(f"{type(e).__name__}: {e}")
