@@ -129,13 +129,24 @@ def _warn_once(url: str, msg: str) -> None:
 
 def _load_choices(info: DeviceInfo, spec: OpSpec,
                   db: str | None) -> tuple[str, str, list[_Choice]]:
-    from cltune.tuning_db import DatabaseError, Store, default_url
-    from cltune.tuning_db.lookup import DeviceKey, lookup
+    from cltune.tuning_db import DatabaseError, default_url
+    from cltune.tuning_db.paths import sqlite_file
+    from cltune.tuning_db.shipped import DeviceKey, lookup_without_db
 
     key = DeviceKey(info.fingerprint, info.hardware_key, info.model, info.vendor, info.type,
                     info.driver)
-    store = None
     url = db or default_url()
+    path = sqlite_file(url)
+    if path is not None and not path.exists():
+        # no database file (never tuned here): answer from the shipped results or builtin
+        # without loading SQLAlchemy (~0.3 s of a process's first get_reducer)
+        _warn_once(url, f"cltune: tuning database unusable (database file {path} does not "
+                   "exist); using fallback configs")
+        return _choices(info, lookup_without_db(key, spec.op, spec.dtype))
+    from cltune.tuning_db import Store
+    from cltune.tuning_db.lookup import lookup
+
+    store = None
     try:
         store = Store.open(url, readonly=True)
     except DatabaseError as e:
@@ -152,6 +163,12 @@ def _load_choices(info: DeviceInfo, spec: OpSpec,
     finally:
         if store is not None:
             store.close()
+    return _choices(info, ans)
+
+
+def _choices(info: DeviceInfo, ans: Any) -> tuple[str, str, list[_Choice]]:
+    """The validated configs of a lookup answer (a stored config that does not validate never
+    reaches the compiler); the builtin config when none is left."""
     choices = []
     for r in ans.rows:
         try:

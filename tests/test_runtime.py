@@ -246,3 +246,33 @@ def test_result_arrays_from_the_template_are_real_independent_arrays(queue, empt
     r._scalar.fast = False  # the constructor path
     c = r(x)
     assert type(c) is cla.Array and c.get() == 12502500.0
+
+
+def test_no_database_file_answers_without_loading_sqlalchemy(device, tmp_path):
+    """Without a database file (never tuned here) get_reducer answers from the shipped results
+    or builtin, warns once, and never imports SQLAlchemy (a third of a second of startup)."""
+    import json
+    import subprocess
+    import sys
+
+    info, _ = device
+    code = f"""
+import json, sys, warnings
+import numpy as np, pyopencl as cl, pyopencl.array as cla
+from cltune import get_reducer
+from cltune.devices import select
+info, dev = select({str(info.index)!r})
+ctx = cl.Context([dev]); q = cl.CommandQueue(ctx)
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    r = get_reducer(q, db={str(tmp_path / "never.db")!r})
+    total = float(r(cla.to_device(q, np.ones(1001, np.float32))).get())
+print(json.dumps({{"sqlalchemy": "sqlalchemy" in sys.modules, "total": total,
+                  "level": r.explain(1001).level, "warnings": [str(x.message) for x in w]}}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, check=True).stdout
+    res = json.loads(out.strip().splitlines()[-1])
+    assert res["total"] == 1001.0 and res["level"] in ("shipped", "builtin"), res
+    assert not res["sqlalchemy"], "SQLAlchemy was imported without a database file"
+    assert len(res["warnings"]) == 1 and "does not exist" in res["warnings"][0], res

@@ -1,8 +1,31 @@
-"""cltune's tuning database: SQLAlchemy models, store, lookup with fallback chain, migrations."""
+"""cltune's tuning database: SQLAlchemy models, store, lookup with fallback chain, migrations.
 
-from .engine import default_storage_url, default_url
+`Store` and `ResultRow` are imported on first use (PEP 562), so that importing this package --
+and answering from shipped results when there is no database file -- does not load SQLAlchemy.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .errors import DatabaseError, SchemaError
-from .store import ResultRow, Store
+from .paths import default_storage_url, default_url
+
+if TYPE_CHECKING:
+    from .rows import ResultRow
+    from .store import Store
 
 __all__ = ["DatabaseError", "ResultRow", "SchemaError", "Store", "default_storage_url",
            "default_url"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Store":
+        from .store import Store
+
+        return Store
+    if name == "ResultRow":
+        from .rows import ResultRow
+
+        return ResultRow
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

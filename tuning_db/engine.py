@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
@@ -10,37 +9,14 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from .errors import DatabaseError
+from .paths import (  # noqa: F401 - re-exported: they lived here first
+    default_dir,
+    default_storage_url,
+    default_url,
+    normalise_url,
+)
 
 BUSY_TIMEOUT_MS = 30_000
-
-
-def default_dir() -> Path:
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir("cltune", appauthor=False))
-
-
-def default_url() -> str:
-    """`CLTUNE_DB` if set, else a SQLite file in the user data dir."""
-    env = os.environ.get("CLTUNE_DB", "").strip()
-    if env:
-        return env
-    return f"sqlite:///{default_dir() / 'tuning.db'}"
-
-
-def default_storage_url() -> str:
-    """Optuna's study storage: `CLTUNE_STORAGE` if set, else a SQLite file beside the results."""
-    env = os.environ.get("CLTUNE_STORAGE", "").strip()
-    if env:
-        return env
-    return f"sqlite:///{default_dir() / 'studies.db'}"
-
-
-def normalise_url(url: str) -> str:
-    """Accept a plain file path too; return a SQLAlchemy URL."""
-    if "://" not in url:
-        return f"sqlite:///{Path(url).expanduser().resolve()}"
-    return url
 
 
 def sqlite_path(url: str) -> Path | None:

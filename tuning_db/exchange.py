@@ -56,7 +56,7 @@ class ExportRecord:
         return self.device["vendor"]
 
     def as_row(self):  # noqa: ANN201 - a ResultRow
-        from .store import ResultRow
+        from .rows import ResultRow
 
         return ResultRow(0, self.device["fingerprint"], self.device["name"], self.op, self.dtype,
                          self.bucket, self.config.to_dict(), "ok", "", self.median_s, self.gbps,

@@ -11,35 +11,18 @@ Levels, in order:
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
-from importlib import resources
-
 from sqlalchemy import select
 
 from .models import Best, Device, Result, VendorTally
+from .shipped import (  # noqa: F401 - re-exported: the chain's public names live here
+    BUILTIN,
+    LEVELS,
+    Answer,
+    DeviceKey,
+    load_shipped,
+    lookup_without_db,
+)
 from .store import ResultRow, Store, _row
-
-LEVELS = ("exact", "driver-changed", "same-device", "shipped", "vendor-default", "builtin")
-
-
-@dataclass(frozen=True)
-class DeviceKey:
-    """The parts of a device a lookup matches on (see DeviceInfo)."""
-
-    fingerprint: str
-    hardware_key: str
-    model: str
-    vendor: str
-    type: str
-    driver: str
-
-
-@dataclass(frozen=True)
-class Answer:
-    level: str
-    why: str
-    rows: tuple[ResultRow, ...] = field(default=())
 
 
 def _bests_where(store: Store, op: str, dtype: str, *conds: object) -> list[ResultRow]:
@@ -82,25 +65,6 @@ def lookup_db(store: Store, key: DeviceKey, op: str, dtype: str) -> Answer | Non
     return None
 
 
-def load_shipped(op: str, dtype: str, key: DeviceKey) -> Answer | None:
-    """Shipped results (tuning_db/shipped/*.json, the export format) for this model."""
-    from .exchange import parse_export  # validates every field
-
-    base = resources.files("cltune.tuning_db").joinpath("shipped")
-    if not base.is_dir():
-        return None
-    for f in sorted(base.iterdir(), key=lambda p: p.name):
-        if not f.name.endswith(".json"):
-            continue
-        doc = parse_export(json.loads(f.read_text()))
-        rows = tuple(r for r in doc if r.op == op and r.dtype == dtype
-                     and r.model == key.model and r.vendor == key.vendor)
-        if rows:
-            return Answer("shipped", f"results shipped with cltune for {key.model} ({f.name})",
-                          tuple(r.as_row() for r in rows))
-    return None
-
-
 def vendor_default(store: Store, key: DeviceKey, op: str, dtype: str) -> Answer | None:
     """The config chosen most often as best on this vendor + type, if it never failed there.
     Read from the vendor tally (kept by every write, see tally.py): one range scan of its
@@ -140,4 +104,4 @@ def lookup(store: Store | None, key: DeviceKey, op: str, dtype: str) -> Answer:
         ans = vendor_default(store, key, op, dtype)
         if ans:
             return ans
-    return Answer("builtin", "no tuned results for this device: config derived from its limits")
+    return Answer("builtin", BUILTIN)

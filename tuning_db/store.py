@@ -10,7 +10,6 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.engine import make_url
@@ -21,29 +20,8 @@ from .engine import default_url, make_engine, normalise_url, sqlite_path
 from .errors import DatabaseError
 from .migrations import check_readable, ensure_schema
 from .models import Best, Device, Result, utcnow
+from .rows import ResultRow
 from .tally import TallyDeltas
-
-
-@dataclass(frozen=True)
-class ResultRow:
-    """A stored result, detached from the session."""
-
-    id: int
-    fingerprint: str
-    device_name: str
-    op: str
-    dtype: str
-    bucket: int
-    config: dict
-    status: str
-    reason: str
-    median_s: float | None
-    gbps: float | None
-    max_rel_error: float | None
-    driver: str
-    cltune_version: str
-    updated_at: str
-    stale: bool
 
 
 def _row(r: Result, d: Device) -> ResultRow:

@@ -1,0 +1,61 @@
+"""The fallback levels that need no database: results shipped with cltune, and `builtin`.
+
+No SQLAlchemy here: `get_reducer` on a machine without a tuning database (the usual case for a
+model cltune ships results for) answers from this module alone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+
+from .rows import ResultRow
+
+LEVELS = ("exact", "driver-changed", "same-device", "shipped", "vendor-default", "builtin")
+
+
+@dataclass(frozen=True)
+class DeviceKey:
+    """The parts of a device a lookup matches on (see DeviceInfo)."""
+
+    fingerprint: str
+    hardware_key: str
+    model: str
+    vendor: str
+    type: str
+    driver: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    level: str
+    why: str
+    rows: tuple[ResultRow, ...] = field(default=())
+
+
+BUILTIN = "no tuned results for this device: config derived from its limits"
+
+
+def load_shipped(op: str, dtype: str, key: DeviceKey) -> Answer | None:
+    """Shipped results (tuning_db/shipped/*.json, the export format) for this model."""
+    from .exchange import parse_export  # validates every field
+
+    base = resources.files("cltune.tuning_db").joinpath("shipped")
+    if not base.is_dir():
+        return None
+    for f in sorted(base.iterdir(), key=lambda p: p.name):
+        if not f.name.endswith(".json"):
+            continue
+        doc = parse_export(json.loads(f.read_text()))
+        rows = tuple(r for r in doc if r.op == op and r.dtype == dtype
+                     and r.model == key.model and r.vendor == key.vendor)
+        if rows:
+            return Answer("shipped", f"results shipped with cltune for {key.model} ({f.name})",
+                          tuple(r.as_row() for r in rows))
+    return None
+
+
+def lookup_without_db(key: DeviceKey, op: str, dtype: str) -> Answer:
+    """The chain when there is no database: `shipped`, else `builtin` (empty rows)."""
+    return load_shipped(op, dtype, key) or Answer("builtin", BUILTIN)
