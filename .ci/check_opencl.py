@@ -57,6 +57,15 @@ __kernel void sg_sum(__global const float *x, __global float *partial, const int
 """
 
 
+
+def partials_sum_ok(q, buf, count: int, ref: float) -> tuple[bool, float]:  # noqa: ANN001
+    """Read `count` float32 partials back; (their sum is within 1e-4 of ref, the sum)."""
+    part = np.empty(count, np.float32)
+    cl.enqueue_copy(q, part, buf)
+    q.finish()
+    total = float(part.sum())
+    return abs(total - ref) <= 1e-4 * ref, total
+
 def classify(platform: cl.Platform) -> str:
     v = platform.version
     if "Oclgrind" in platform.name:
@@ -115,14 +124,11 @@ def main() -> int:
             prg = cl.Program(ctx, TREE_SRC).build()
             pb = cl.Buffer(ctx, mf.READ_WRITE, size=4 * (gsz // lsz))
             prg.wg_sum(q, (gsz,), (lsz,), xb, pb, cl.LocalMemory(4 * lsz), np.int32(n))
-            part = np.empty(gsz // lsz, np.float32)
-            cl.enqueue_copy(q, part, pb)
-            q.finish()
-            good = abs(float(part.sum()) - ref) <= 1e-4 * ref
+            good, total = partials_sum_ok(q, pb, gsz // lsz, ref)
             ok &= good
             print(
                 f"    tree reduction: {'OK' if good else 'WRONG'} "
-                f"(sum {part.sum():.3f}, expected {ref:.3f}, {time.perf_counter() - t:.2f}s)"
+                f"(sum {total:.3f}, expected {ref:.3f}, {time.perf_counter() - t:.2f}s)"
             )
             sg, pragma = has_subgroups(d)
             if not sg:
@@ -143,10 +149,7 @@ def main() -> int:
                 )
                 pb2 = cl.Buffer(ctx, mf.READ_WRITE, size=4 * (gsz // lsz) * nsg)
                 knl(q, (gsz,), (lsz,), xb, pb2, np.int32(n))
-                part = np.empty((gsz // lsz) * nsg, np.float32)
-                cl.enqueue_copy(q, part, pb2)
-                q.finish()
-                good = abs(float(part.sum()) - ref) <= 1e-4 * ref
+                good, _ = partials_sum_ok(q, pb2, (gsz // lsz) * nsg, ref)
                 ok &= good
                 print(
                     f"    sub-group reduction: {'OK' if good else 'WRONG'} (sub-group size "

@@ -39,6 +39,7 @@ import pytest
 from cltune.tuning_db import Store
 from conftest import need
 from sqlalchemy import create_engine
+from support.tuned import store_bests
 from support.writes import random_record_writes
 
 from cltune import get_reducer
@@ -465,15 +466,7 @@ def test_kill_9_then_resume_loses_nothing(tmp_path, info, point):
 def _tuned_db(path: Path, info) -> str:  # noqa: ANN001
     """A database with a best for this device (sum/float32, bucket 2^20), closed cleanly."""
     url = f"sqlite:///{path}"
-    s = Store.open(url)
-    dev = s.upsert_device(info.fingerprint_parts(), info.fingerprint, info.hardware_key,
-                          info.name)
-    cfg = Config("serial", 8, 0, 2, 4, 2, 2, "native")
-    rid = s.record(dev, "sum", "float32", 20, cfg.to_dict(), cfg.key(), status="ok",
-                   median_s=1e-4, gbps=5.0, n_measured=1 << 20, cltune_version="t",
-                   source_hash="0" * 16)
-    s.set_best(dev, "sum", "float32", 20, rid)
-    s.close()
+    store_bests(url, info, {20: Config("serial", 8, 0, 2, 4, 2, 2, "native")})
     return url
 
 

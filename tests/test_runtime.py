@@ -147,23 +147,13 @@ def test_threads_share_one_reducer(ctx, device, empty_db):
 
 
 def test_tuned_db_is_used_and_explained(queue, device, tmp_path):
-    from cltune.tuning_db import Store
+    from support.tuned import store_bests
 
     from cltune.config import Config
 
-    info = device[0]
     url = f"sqlite:///{tmp_path / 't.db'}"
-    s = Store.open(url)
-    dev = s.upsert_device(info.fingerprint_parts(), info.fingerprint, info.hardware_key,
-                          info.name)
-    wg = 8
-    for b, strat in ((10, "local_tree"), (20, "serial")):
-        cfg = Config(strat, wg, wg if strat == "local_tree" else 0, 2, 4, 2, 2, "native")
-        rid = s.record(dev, "sum", "float32", b, cfg.to_dict(), cfg.key(), status="ok",
-                       median_s=1e-4, gbps=5.0, n_measured=1 << b, cltune_version="t",
-                       source_hash="0" * 16)
-        s.set_best(dev, "sum", "float32", b, rid)
-    s.close()
+    store_bests(url, device[0], {10: Config("local_tree", 8, 8, 2, 4, 2, 2, "native"),
+                                 20: Config("serial", 8, 0, 2, 4, 2, 2, "native")})
     r = get_reducer(queue, db=url)
     assert r.explain(1000).level == "exact" and r.explain(1000).config.strategy == "local_tree"
     assert r.explain(3 * 10**6).config.strategy == "serial"
@@ -174,21 +164,12 @@ def test_tuned_db_is_used_and_explained(queue, device, tmp_path):
 def test_runtime_never_writes_the_database(queue, device, tmp_path):
     import hashlib
 
-    from cltune.tuning_db import Store
+    from support.tuned import store_bests
 
     from cltune.config import Config
 
-    info = device[0]
     url = f"sqlite:///{tmp_path / 'ro.db'}"
-    s = Store.open(url)
-    dev = s.upsert_device(info.fingerprint_parts(), info.fingerprint, info.hardware_key,
-                          info.name)
-    cfg = Config("local_tree", 8, 8, 2, 4, 2, 2, "native")
-    rid = s.record(dev, "sum", "float32", 12, cfg.to_dict(), cfg.key(), status="ok",
-                   median_s=1e-4, gbps=1.0, n_measured=4096, cltune_version="t",
-                   source_hash="0" * 16)
-    s.set_best(dev, "sum", "float32", 12, rid)
-    s.close()
+    store_bests(url, device[0], {12: Config("local_tree", 8, 8, 2, 4, 2, 2, "native")})
     files = sorted(tmp_path.iterdir())
     before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
     r = get_reducer(queue, db=url, op="sum")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 
 from .rows import ResultRow
@@ -37,21 +38,27 @@ class Answer:
 BUILTIN = "no tuned results for this device: config derived from its limits"
 
 
-def load_shipped(op: str, dtype: str, key: DeviceKey) -> Answer | None:
-    """Shipped results (tuning_db/shipped/*.json, the export format) for this model."""
+@lru_cache(maxsize=1)
+def _shipped_files() -> tuple[tuple[str, tuple], ...]:
+    """(file name, validated records) of every tuning_db/shipped/*.json, read and validated
+    once per process: they are package data and do not change while it runs."""
     from .exchange import parse_export  # validates every field
 
     base = resources.files("cltune.tuning_db").joinpath("shipped")
     if not base.is_dir():
-        return None
-    for f in sorted(base.iterdir(), key=lambda p: p.name):
-        if not f.name.endswith(".json"):
-            continue
-        doc = parse_export(json.loads(f.read_text()))
+        return ()
+    return tuple((f.name, tuple(parse_export(json.loads(f.read_text()))))
+                 for f in sorted(base.iterdir(), key=lambda p: p.name)
+                 if f.name.endswith(".json"))
+
+
+def load_shipped(op: str, dtype: str, key: DeviceKey) -> Answer | None:
+    """Shipped results (tuning_db/shipped/*.json, the export format) for this model."""
+    for name, doc in _shipped_files():
         rows = tuple(r for r in doc if r.op == op and r.dtype == dtype
                      and r.model == key.model and r.vendor == key.vendor)
         if rows:
-            return Answer("shipped", f"results shipped with cltune for {key.model} ({f.name})",
+            return Answer("shipped", f"results shipped with cltune for {key.model} ({name})",
                           tuple(r.as_row() for r in rows))
     return None
 
