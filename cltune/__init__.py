@@ -18,7 +18,13 @@ if (_root / "tuning_db").is_dir() and (_root / "kernels" / "reduce.cl").is_file(
 
 __version__ = "0.1.0"
 
+from .icd import register as _register_icd  # noqa: E402
+
+_register_icd()  # before anything asks pyopencl for platforms: Intel's runtime from pip
+
 from .config import Config, ConfigError  # noqa: E402
+from .devices import DeviceError  # noqa: E402
 from .runtime import Explanation, Reducer, get_reducer  # noqa: E402
 
-__all__ = ["Config", "ConfigError", "Explanation", "Reducer", "__version__", "get_reducer"]
+__all__ = ["Config", "ConfigError", "DeviceError", "Explanation", "Reducer", "__version__",
+           "get_reducer"]

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated
 
+import pyopencl as cl
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+
+from cltune.clerrors import one_line
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Autotune OpenCL reductions and keep the results in a database.")
@@ -35,44 +40,70 @@ def _errors() -> Iterator[None]:
 
     try:
         yield
+    except (typer.Exit, typer.Abort):
+        raise
     except (DeviceError, DatabaseError, ConfigError, OpError, BuildError, ImportError_,
-            ValueError, OSError) as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
-        raise typer.Exit(code=1) from None
+            ValueError, OSError, cl.Error) as e:
+        _fail(one_line(e))
     except KeyboardInterrupt:
         err.print("interrupted")
         raise typer.Exit(code=130) from None
+    except Exception as e:  # noqa: BLE001 - a bug of ours: still one line, traceback on request
+        if os.environ.get("CLTUNE_DEBUG"):
+            raise
+        _fail(f"internal error ({type(e).__name__}: {one_line(e)}); please report it "
+              "(CLTUNE_DEBUG=1 shows the traceback)")
+
+
+def _fail(msg: str) -> None:
+    err.print(f"[bold red]error:[/] {escape(' '.join(msg.split()))}", highlight=False,
+              soft_wrap=True)
+    raise typer.Exit(code=1) from None
 
 
 @app.command()
 def devices(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+            recheck: Annotated[bool, typer.Option(
+                help="Probe every device again instead of trusting the cached verdicts.")]
+            = False,
             db: DbOpt = None) -> None:
-    """List OpenCL devices with their capabilities, fingerprints and whether they are tuned.
+    """List OpenCL devices: status (ok, or unusable with the compiler's message and the fix),
+    capabilities, fingerprints and whether they are tuned. Usable devices come first.
 
-    Example: cltune devices --json
+    Example: cltune devices --recheck
     """
     from cltune.service import devices_report
 
     with _errors():
-        rows, note = devices_report(db)
+        rows, note = devices_report(db, recheck)
     if as_json:
-        out.print_json(json.dumps([{**r.info.to_dict(), "subgroup_size": r.subgroup_size,
+        out.print_json(json.dumps([{**r.info.to_dict(), "status": r.health.status,
+                                    "usable": r.health.ok, "problem": r.health.message,
+                                    "fix": r.health.fix, "subgroup_size": r.subgroup_size,
                                     "tuned": r.tuned} for r in rows]))
         return
     t = Table(title="OpenCL devices")
-    for c in ("#", "P:D", "platform", "device", "type", "CUs", "local mem", "max WG",
+    for c in ("#", "P:D", "platform", "device", "type", "status", "CUs", "local mem", "max WG",
               "subgroups", "fingerprint", "tuned"):
         t.add_column(c)
     for r in rows:
         i = r.info
         sg = f"yes ({r.subgroup_size})" if i.subgroups else (
             f"no (warp {i.warp_size})" if i.warp_size else "no")
-        t.add_row(str(i.index), f"{i.platform_index}:{i.device_index}", i.platform, i.name,
-                  i.type, str(i.compute_units), f"{i.local_mem // 1024} KiB", str(i.max_wg), sg,
-                  i.fingerprint, "yes" if r.tuned else "no")
+        status = "ok" if r.health.ok else "[red]unusable[/] (below)"
+        t.add_row(str(i.index), f"{i.platform_index}:{i.device_index}",
+                  f"{i.platform} {i.release}", i.name, i.type, status, str(i.compute_units),
+                  f"{i.local_mem // 1024} KiB", str(i.max_wg), sg, i.fingerprint,
+                  "yes" if r.tuned else "no")
     out.print(t)
+    for r in rows:
+        if not r.health.ok:
+            err.print(f"device {r.info.index} is unusable: {escape(r.health.message)}; fix: "
+                      f"{escape(r.health.fix)}", highlight=False, soft_wrap=True)
+    if not any(r.health.ok for r in rows):
+        err.print("no usable OpenCL device", highlight=False)
     if note:
-        err.print(f"note: {note}", highlight=False)
+        err.print(f"note: {escape(note)}", highlight=False)
 
 
 class _RichProgress:

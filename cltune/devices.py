@@ -1,8 +1,11 @@
 """OpenCL device enumeration, selection and capabilities, and the device fingerprint.
 
-Devices are listed in a stable order (sorted by platform name/version, then the platform's own
-device order) so an index means the same device across runs. A selector is an index, `P:D` as in
-`PYOPENCL_CTX` (the platforms' and devices' own order), or a case-insensitive name substring.
+Devices are listed in a stable order: usable devices first (a probe kernel built and gave the
+right answer, see `health.py`), then by platform name and version, then the platforms' own
+device order. So index 0 is a usable device whenever there is one, and an index means the same
+device across runs as long as the set of usable devices does not change. A selector is an
+index, `P:D` as in `PYOPENCL_CTX` (the platforms' and devices' own order), or a
+case-insensitive name substring.
 """
 
 from __future__ import annotations
@@ -10,10 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass
+import threading
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 
 import pyopencl as cl
+
+from .health import Health, health
 
 #: Vendor-name normalisation is data: (pattern, canonical vendor).
 VENDOR_ALIASES: tuple[tuple[str, str], ...] = (
@@ -31,7 +37,8 @@ NAME_PREFIXES: tuple[str, ...] = ("pthread-", "cpu-", "basic-")
 
 
 class DeviceError(LookupError):
-    """No device matches a selector; the message lists the devices there are."""
+    """No device matches a selector, or the device is unusable (its probe kernel failed); the
+    message gives the reason, the fix and the devices there are, on one line."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,13 @@ class DeviceInfo:
             if name.lower().startswith(p):
                 name = name[len(p):]
         return re.sub(r"\s+", " ", name)
+
+    @property
+    def release(self) -> str:
+        """A version tag that tells implementations with one platform name apart (PoCL's
+        '3.0-rc2' vs '3.1+debian'); else the driver version."""
+        m = re.search(r"PoCL\s+(\S+)", self.platform_version)
+        return m.group(1) if m else self.driver
 
     @property
     def is_nvidia(self) -> bool:
@@ -167,7 +181,8 @@ def describe(dev: cl.Device, index: int = -1, pidx: int = -1, didx: int = -1) ->
 
 
 @lru_cache(maxsize=1)
-def _enumerate() -> tuple[tuple[DeviceInfo, cl.Device], ...]:
+def _platform_devices() -> tuple[tuple[int, int, cl.Device], ...]:
+    """(platform index, device index, device) of every device pyopencl's loader lists."""
     found = []
     try:
         platforms = cl.get_platforms()
@@ -180,46 +195,110 @@ def _enumerate() -> tuple[tuple[DeviceInfo, cl.Device], ...]:
             continue
         for didx, dev in enumerate(devs):
             found.append((pidx, didx, dev))
-    found.sort(key=lambda t: (t[2].platform.name, t[2].platform.version, t[0], t[1]))
-    return tuple((describe(d, i, p, di), d) for i, (p, di, d) in enumerate(found))
+    return tuple(found)
 
 
-def list_devices() -> list[DeviceInfo]:
-    """All OpenCL devices in the stable cltune order."""
-    return [info for info, _ in _enumerate()]
+_listing_lock = threading.Lock()
+_listed: tuple[tuple[DeviceInfo, cl.Device, Health], ...] | None = None
+
+
+def _enumerate(recheck: bool = False) -> tuple[tuple[DeviceInfo, cl.Device, Health], ...]:
+    """Every device with its health, in the stable cltune order: usable devices first, then by
+    platform name and version, then the platforms' and devices' own order."""
+    global _listed
+    with _listing_lock:
+        if _listed is not None and not recheck:
+            return _listed
+        rows = []
+        for p, d, dev in _platform_devices():
+            info = describe(dev, -1, p, d)
+            rows.append((info, dev, health(dev, info.fingerprint, recheck=recheck)))
+        rows.sort(key=lambda r: (not r[2].ok, r[0].platform, r[0].platform_version,
+                                 r[0].platform_index, r[0].device_index))
+        _listed = tuple((replace(info, index=i), dev, h) for i, (info, dev, h) in enumerate(rows))
+        return _listed
+
+
+def list_devices(*, recheck: bool = False) -> list[DeviceInfo]:
+    """All OpenCL devices in the stable cltune order (usable ones first; see `_enumerate`).
+    `recheck` probes every device again instead of trusting the cached verdicts."""
+    return [info for info, _, _ in _enumerate(recheck)]
+
+
+def device_health(info: DeviceInfo) -> Health:
+    """The probe's verdict on a listed device."""
+    for i, _, h in _enumerate():
+        if i.fingerprint == info.fingerprint:
+            return h
+    return health(info.cl_device(), info.fingerprint)
+
+
+def _name(i: DeviceInfo) -> str:
+    return f"{i.index} [{i.platform_index}:{i.device_index}] {i.name} ({i.platform} {i.release})"
 
 
 def _listing() -> str:
-    rows = [f"  {i.index}  [{i.platform_index}:{i.device_index}] {i.name} ({i.platform})"
-            for i in list_devices()]
-    return "\n".join(rows) if rows else "  (no OpenCL devices found: is an ICD installed?)"
+    """The devices on one line, for error messages."""
+    rows = [f"{_name(i)}: {h.status}" for i, _, h in _enumerate()]
+    return "; ".join(rows) if rows else "no OpenCL devices found (is an OpenCL runtime installed?)"
 
 
-def select(selector: str | int) -> tuple[DeviceInfo, cl.Device]:
-    """Resolve an index, `P:D` or a name substring to one device."""
+def _usable_line() -> str:
+    ok = [_name(i) for i, _, h in _enumerate() if h.ok]
+    return ("usable: " + "; ".join(ok)) if ok else "no usable device"
+
+
+def _unusable(info: DeviceInfo, h: Health, what: str) -> DeviceError:
+    return DeviceError(f"{what} {_name(info)} is unusable: {h.message}; fix: {h.fix}; "
+                       + _usable_line())
+
+
+def select(selector: str | int, *, usable: bool = True) -> tuple[DeviceInfo, cl.Device]:
+    """Resolve an index, `P:D` or a name substring to one device. With `usable` (the default)
+    a device whose probe failed is refused with the reason, the fix and the alternatives."""
     devs = _enumerate()
+    if usable and devs and not any(h.ok for _, _, h in devs):
+        detail = "; ".join(f"{_name(i)}: {h.message} (fix: {h.fix})" for i, _, h in devs)
+        raise DeviceError(f"no usable OpenCL device: {detail}")
     sel = str(selector).strip()
+    hits: list[tuple[DeviceInfo, cl.Device, Health]] = []
     if re.fullmatch(r"\d+", sel):
-        for info, dev in devs:
-            if info.index == int(sel):
-                return info, dev
+        hits = [r for r in devs if r[0].index == int(sel)]
     elif re.fullmatch(r"\d+:\d+", sel):
         p, d = (int(v) for v in sel.split(":"))
-        for info, dev in devs:
-            if (info.platform_index, info.device_index) == (p, d):
-                return info, dev
+        hits = [r for r in devs if (r[0].platform_index, r[0].device_index) == (p, d)]
     elif sel:
-        hits = [(i, d) for i, d in devs if sel.lower() in f"{i.name} {i.platform}".lower()]
-        if len(hits) == 1:
-            return hits[0]
+        hits = [r for r in devs if sel.lower() in f"{r[0].name} {r[0].platform}".lower()]
+        if len(hits) > 1 and usable:
+            ok = [r for r in hits if r[2].ok]
+            hits = ok if len(ok) == 1 else hits
         if len(hits) > 1:
-            raise DeviceError(f"device {sel!r} is ambiguous; devices:\n{_listing()}")
-    raise DeviceError(f"no device matches {sel!r}; devices:\n{_listing()}")
+            raise DeviceError(f"device {sel!r} is ambiguous; devices: {_listing()}")
+    if len(hits) != 1:
+        raise DeviceError(f"no device matches {sel!r}; devices: {_listing()}")
+    info, dev, h = hits[0]
+    if usable and not h.ok:
+        raise _unusable(info, h, "device")
+    return info, dev
 
 
 def info_for(dev: cl.Device) -> DeviceInfo:
-    """The DeviceInfo of a pyopencl device (index from the stable order when found)."""
-    for info, d in _enumerate():
+    """The DeviceInfo of a pyopencl device (platform and device index from the loader's order;
+    the cltune index only once the devices were listed, else -1). Probes nothing."""
+    if _listed is not None:
+        for info, d, _ in _listed:
+            if d == dev:
+                return info
+    for p, di, d in _platform_devices():
         if d == dev:
-            return info
+            return describe(dev, -1, p, di)
     return describe(dev)
+
+
+def require_usable(dev: cl.Device, info: DeviceInfo) -> None:
+    """Raise DeviceError unless the probe passes on `dev` (cached verdict, else one probe of
+    this device only)."""
+    h = health(dev, info.fingerprint)
+    if not h.ok:
+        raise DeviceError(f"device {info.name} ({info.platform} {info.release}) is unusable: "
+                          f"{h.message}; fix: {h.fix}")

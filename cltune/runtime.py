@@ -20,7 +20,7 @@ import pyopencl.tools as cltools
 from .buckets import nearest
 from .config import Config, ConfigError
 from .defaults import builtin_config, safest_config
-from .devices import DeviceInfo, info_for
+from .devices import DeviceInfo, info_for, require_usable
 from .launch import Launcher
 from .ops import OpSpec
 from .program import BuildError
@@ -207,6 +207,10 @@ def get_reducer(target: Any, op: str = "sum", dtype: Any = np.float32, *,
                 db: str | None = None) -> Reducer:
     """A tuned reducer for `op` over `dtype` on the target's device.
 
+    Raises `DeviceError` when the device cannot run kernels (its probe kernel failed to build
+    or gave a wrong answer: e.g. pyopencl's bundled PoCL on a CPU its LLVM does not know), with
+    the compiler's message and the fix; `OpError` for an unknown op or dtype.
+
     Example:
         >>> q = cl.CommandQueue(cl.create_some_context(interactive=False))
         >>> total = get_reducer(q)(cla.to_device(q, np.ones(1000, np.float32))).get()
@@ -216,8 +220,13 @@ def get_reducer(target: Any, op: str = "sum", dtype: Any = np.float32, *,
     key = (ctx.int_ptr, dev.int_ptr, spec, db)
     with _engines_lock:
         eng = _engines.get(key)
-        if eng is None:
-            eng = _engines[key] = _Engine(ctx, dev, info_for(dev), spec, db)
+    if eng is None:
+        info = info_for(dev)
+        require_usable(dev, info)  # cached verdict; probes this device once if unknown
+        with _engines_lock:
+            eng = _engines.get(key)
+            if eng is None:
+                eng = _engines[key] = _Engine(ctx, dev, info, spec, db)
     return Reducer(eng, queue or eng.queue)
 
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import pyopencl as cl
 
-from .devices import DeviceInfo, list_devices, select
+from .devices import DeviceInfo, device_health, list_devices, select
+from .health import Health
 from .tuner import BucketResult, Progress, TuneOptions, Tuner
 
 
@@ -16,11 +17,13 @@ class DeviceRow:
     info: DeviceInfo
     subgroup_size: int
     tuned: bool
+    health: Health
 
 
-def devices_report(db: str | None) -> tuple[list[DeviceRow], str]:
-    """Every device with its subgroup size and whether the database holds results for it.
-    The second item is a note when the database could not be read ('' otherwise)."""
+def devices_report(db: str | None, recheck: bool = False) -> tuple[list[DeviceRow], str]:
+    """Every device with its health, subgroup size and whether the database holds results for
+    it; `recheck` probes every device again. The second item is a note when the database could
+    not be read ('' otherwise)."""
     from cltune.program import kernel_subgroup_size
     from cltune.tuning_db import DatabaseError, Store
 
@@ -35,15 +38,16 @@ def devices_report(db: str | None) -> tuple[list[DeviceRow], str]:
     except DatabaseError as e:
         note = str(e)
     rows = []
-    for info in list_devices():
+    for info in list_devices(recheck=recheck):
         sg = 0
-        if info.subgroups:
+        h = device_health(info)
+        if info.subgroups and h.ok:
             dev = info.cl_device()
             try:
                 sg = kernel_subgroup_size(cl.Context([dev]), dev, info, min(64, info.max_wg))
             except cl.Error:
                 sg = 0
-        rows.append(DeviceRow(info, sg, info.fingerprint in tuned))
+        rows.append(DeviceRow(info, sg, info.fingerprint in tuned, h))
     return rows, note
 
 
