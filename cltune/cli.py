@@ -103,7 +103,7 @@ def devices(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")]
     if not any(r.health.ok for r in rows):
         err.print("no usable OpenCL device", highlight=False)
     if note:
-        err.print(f"note: {escape(note)}", highlight=False)
+        err.print(f"note: {escape(note)}", highlight=False, soft_wrap=True)
 
 
 class _RichProgress:

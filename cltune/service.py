@@ -69,13 +69,10 @@ def show(db: str | None, selector: str | None):  # noqa: ANN201 - list of Result
     """Best results, optionally of one device (selector as for `--device`)."""
     from cltune.tuning_db import Store
 
+    info = select(selector)[0] if selector is not None else None
     store = Store.open(db, readonly=True)
     try:
-        if selector is None:
-            ids = store.device_ids()
-        else:
-            info, _ = select(selector)
-            ids = store.device_ids(fingerprint=info.fingerprint)
+        ids = store.device_ids(**({"fingerprint": info.fingerprint} if info else {}))
         return store.bests(ids)
     finally:
         store.close()
@@ -106,9 +103,9 @@ def export(db: str | None, selector: str | None, path: str) -> int:
     from cltune.tuning_db import Store
     from cltune.tuning_db.exchange import export_doc
 
+    fps = None if selector is None else {select(selector)[0].fingerprint}
     store = Store.open(db, readonly=True)
     try:
-        fps = None if selector is None else {select(selector)[0].fingerprint}
         doc = export_doc(store, fps)
     finally:
         store.close()

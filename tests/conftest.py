@@ -1,18 +1,25 @@
 """Shared fixtures: a real OpenCL device (PoCL by default), temporary databases.
 
-`CLTUNE_TEST_DEVICE` picks the device (index, P:D or name substring). Tests that need a system
-component skip with a reason, unless `CLTUNE_REQUIRE_ALL=1` (set by .ci/run) turns the skip into
-a failure so CI always runs everything.
+`CLTUNE_TEST_DEVICE` picks the device (index, P:D or name substring); by default the first
+usable PoCL device, else the first usable device (devices are chosen by what they can do, never
+by name). Tests that need a system component skip with a reason, unless `CLTUNE_REQUIRE_ALL=1`
+(set by .ci/run) turns the skip into a failure so CI always runs everything.
+
+The device-health verdicts and ICD folders go to a private cache directory
+(`CLTUNE_CACHE_DIR`), so a test run neither reads nor writes the user's cache.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 
-import pyopencl as cl
-import pytest
+os.environ.setdefault("CLTUNE_CACHE_DIR", tempfile.mkdtemp(prefix="cltune-test-cache-"))
 
-from cltune.devices import list_devices, select
+import pyopencl as cl  # noqa: E402
+import pytest  # noqa: E402
+
+from cltune.devices import device_health, list_devices, select  # noqa: E402
 
 
 def need(ok: bool, reason: str) -> None:
@@ -28,10 +35,11 @@ def _default_selector() -> str:
     sel = os.environ.get("CLTUNE_TEST_DEVICE")
     if sel:
         return sel
-    for info in list_devices():  # prefer PoCL: every machine has it
-        if info.platform.startswith("Portable Computing Language"):
+    usable = [i for i in list_devices() if device_health(i).ok]
+    for info in usable:  # prefer PoCL: every machine has a working one (CI installs Debian's)
+        if info.vendor == "pocl":
             return str(info.index)
-    return "0"
+    return "0"  # usable devices come first
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,184 @@
+"""Device health: the probe, its cache, the order of the listing and the refusals.
+
+Unusable devices are made the way users meet them: a verdict in the health cache (what the probe
+wrote on a host whose compiler fails), read by a fresh process; the probe's own failure paths
+run a real broken build and a real wrong kernel on the test device.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from cltune import health as H
+from cltune.devices import device_health, list_devices
+
+
+def _key(info) -> str:
+    return f"{info.fingerprint}:{info.cl_device().driver_version.strip()}"
+
+
+def _write_cache(path, verdicts: dict[str, H.Health]) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    doc = {"probe_version": H.PROBE_VERSION,
+           "verdicts": {k: {"ok": h.ok, "message": h.message, "fix": h.fix,
+                            "checked_at": h.checked_at} for k, h in verdicts.items()}}
+    (path / "device-health.json").write_text(json.dumps(doc))
+
+
+def _run(code: str, cache, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "CLTUNE_CACHE_DIR": str(cache), "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args],
+                          capture_output=True, text=True, timeout=300, env=env)
+
+
+def _cli(cache, *args: str) -> subprocess.CompletedProcess:
+    return _run("from cltune.cli import main; main()", cache, *args)
+
+
+BROKEN = H.Health(False, "error: unknown target CPU 'generic'",
+                  H.advice("error: unknown target CPU 'generic'",
+                           "OpenCL 3.0 PoCL 3.0-rc2  Linux, Release, RELOC, LLVM 14.0.6"),
+                  "2026-01-01T00:00:00+00:00")
+
+
+def test_probe_passes_on_the_test_device(device):
+    h = H.probe(device[1])
+    assert h.ok and h.status == "ok" and h.message == "" and h.checked_at
+
+
+def test_broken_build_is_unusable_with_the_compilers_message(device, monkeypatch):
+    monkeypatch.setattr(H, "PROBE_SRC", "__kernel void cltune_probe(__global int *o) { o[0] = ; }")
+    h = H.probe(device[1])
+    assert not h.ok
+    assert "error" in h.message.lower() and "\n" not in h.message, h
+    assert h.fix and h.status.startswith("unusable: ")
+
+
+def test_wrong_answer_is_unusable(device, monkeypatch):
+    wrong = H.PROBE_SRC.replace("if (lid == 0) out[0] = tile[0];", "if (lid == 0) out[0] = 7;")
+    assert wrong != H.PROBE_SRC
+    monkeypatch.setattr(H, "PROBE_SRC", wrong)
+    h = H.probe(device[1])
+    assert not h.ok and "wrong answer (7 instead of" in h.message and "miscompiles" in h.fix
+
+
+def test_advice_for_an_llvm_that_does_not_know_the_cpu():
+    fix = BROKEN.fix
+    assert "PoCL 3.0-rc2" in fix and "LLVM 14.0.6" in fix
+    assert "apt install pocl-opencl-icd" in fix and "cltune[intel]" in fix
+    assert "update or reinstall" in H.advice("CL_OUT_OF_HOST_MEMORY", "OpenCL 3.0 CUDA")
+
+
+def test_verdict_is_cached_on_disk_and_rechecked(device, tmp_path, monkeypatch):
+    info, dev = device
+    monkeypatch.setenv("CLTUNE_CACHE_DIR", str(tmp_path))
+    calls = []
+    real = H.probe
+    monkeypatch.setattr(H, "probe", lambda d: calls.append(d) or real(d))
+    H.forget()
+    try:
+        assert H.health(dev, info.fingerprint).ok and len(calls) == 1
+        stored = json.loads((tmp_path / "device-health.json").read_text())
+        assert stored["verdicts"][_key(info)]["ok"] is True
+        H.forget()  # a new process: the file answers, no probe
+        assert H.health(dev, info.fingerprint).ok and len(calls) == 1
+        assert H.health(dev, info.fingerprint, recheck=True).ok and len(calls) == 2
+    finally:
+        H.forget()
+
+
+@pytest.mark.parametrize("garbage", ["not json", '{"probe_version": 1, "verdicts": [1]}',
+                                     '{"probe_version": 1, "verdicts": {"x": {"ok": "yes"}}}',
+                                     '{"probe_version": 999, "verdicts": {}}'])
+def test_corrupt_or_foreign_cache_is_probed_again(device, tmp_path, monkeypatch, garbage):
+    info, dev = device
+    monkeypatch.setenv("CLTUNE_CACHE_DIR", str(tmp_path))
+    (tmp_path / "device-health.json").write_text(garbage)
+    H.forget()
+    try:
+        assert H.health(dev, info.fingerprint).ok
+        doc = json.loads((tmp_path / "device-health.json").read_text())
+        assert doc["probe_version"] == H.PROBE_VERSION and _key(info) in doc["verdicts"]
+    finally:
+        H.forget()
+
+
+def test_unwritable_cache_costs_only_a_probe(device, tmp_path, monkeypatch):
+    info, dev = device
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("CLTUNE_CACHE_DIR", str(blocker / "sub"))  # a dir below a file
+    H.forget()
+    try:
+        assert H.health(dev, info.fingerprint).ok
+    finally:
+        H.forget()
+
+
+def test_usable_devices_come_first_and_index_0_is_usable(tmp_path):
+    infos = list_devices()
+    first = infos[0]
+    _write_cache(tmp_path, {_key(first): BROKEN})
+    r = _run("""
+        from cltune.devices import device_health, list_devices
+        for i in list_devices():
+            print(i.index, i.fingerprint, device_health(i).ok)
+        """, tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = [ln.split() for ln in r.stdout.splitlines()]
+    oks = [ok == "True" for _, _, ok in rows]
+    assert oks == sorted(oks, reverse=True), rows  # every usable one before every unusable one
+    assert first.fingerprint in {fp for _, fp, ok in rows if ok == "False"}
+    if any(oks):
+        assert oks[0], rows
+
+
+def test_get_reducer_on_an_unusable_device_raises_at_once(device, tmp_path):
+    info, _ = device
+    _write_cache(tmp_path, {_key(info): BROKEN})
+    r = _run("""
+        import sys
+        from cltune import DeviceError, get_reducer
+        from cltune.devices import list_devices
+        dev = next(i for i in list_devices() if i.fingerprint == sys.argv[1]).cl_device()
+        try:
+            get_reducer(dev)
+        except DeviceError as e:
+            print("DeviceError:", e)
+        """, tmp_path, info.fingerprint)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("DeviceError:") and "unknown target CPU" in r.stdout
+    assert "apt install pocl-opencl-icd" in r.stdout
+
+
+def test_no_usable_device_is_one_line_and_recheck_restores(tmp_path):
+    _write_cache(tmp_path, {_key(i): BROKEN for i in list_devices()})
+    for args in (["tune", "--device", "0"], ["verify"], ["show", "--device", "0"],
+                 ["export", "--device", "0", "-o", str(tmp_path / "x.json")]):
+        r = _cli(tmp_path, *args, "--db", str(tmp_path / "t.db"))
+        assert r.returncode == 1, (args, r.stdout, r.stderr)
+        assert r.stderr.startswith("error: no usable OpenCL device") and "fix:" in r.stderr
+        assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    r = _cli(tmp_path, "devices", "--json", "--db", str(tmp_path / "t.db"))
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert rows and all(d["status"].startswith("unusable: ") and d["fix"] for d in rows)
+    r = _cli(tmp_path, "devices", "--recheck", "--json", "--db", str(tmp_path / "t.db"))
+    assert r.returncode == 0, r.stderr
+    statuses = {d["fingerprint"]: d["status"] for d in json.loads(r.stdout)}
+    assert {i.fingerprint: device_health(i).status for i in list_devices()} == statuses
+
+
+def test_devices_table_names_the_problem_and_the_fix(device, tmp_path):
+    info, _ = device
+    _write_cache(tmp_path, {_key(info): BROKEN})
+    r = _cli(tmp_path, "devices", "--db", str(tmp_path / "t.db"))
+    assert r.returncode == 0, r.stderr
+    assert "status" in r.stdout and "unusable" in r.stdout
+    assert "unknown target CPU 'generic'; fix: PoCL 3.0-rc2" in " ".join(r.stderr.split())
