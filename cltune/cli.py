@@ -334,6 +334,10 @@ def _cfg_text(cfg: dict) -> str:
 
 
 def main() -> None:
+    import warnings
+
+    # compiler chatter ("Non-empty compiler output") is not for the command line's user
+    warnings.filterwarnings("ignore", category=cl.CompilerWarning)
     app()
 
 

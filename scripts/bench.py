@@ -5,7 +5,7 @@ starting contender rotates), and every figure is the median over the repeats. Wa
 only (`.get()`, `event.wait()`, `queue.finish()`, `torch.cuda.synchronize()`); nothing polls.
 
     # CPU (generic mode), as run for docs/benchmarks.md. Device 1 = Debian's PoCL 3.1 in
-    # `cltune devices` (without .ci/opencl-env.sh); tune first, then benchmark:
+    # `cltune devices` there (pick yours by index from `cltune devices`); tune, then benchmark:
     cltune tune --device 1 --db sqlite:////tmp/bench.db --storage sqlite:////tmp/bench-studies.db \
         --sizes 2^20,2^24 --trials 40 --timeout 170
     cltune tune --device 1 --op max --db sqlite:////tmp/bench.db \
