@@ -12,19 +12,15 @@ import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 
+from . import strategies
 from .ops import OpSpec
 
-STRATEGIES = ("local_tree", "subgroup", "subgroup_local", "warp_shuffle", "serial")
 ACCUMULATORS = ("native", "kahan", "wide")
 VECTOR_WIDTHS = (1, 2, 4, 8, 16)
 MAX_WG = 4096
 MAX_ITEMS = 32
 MAX_GROUPS_PER_CU = 1024
 
-#: Strategies whose in-group stage stages a tile in `__local` memory.
-TILE_STRATEGIES = ("local_tree",)
-_STRATEGY_ID = {s: i for i, s in enumerate(STRATEGIES)}
-_ACC_ID = {a: i for i, a in enumerate(ACCUMULATORS)}
 
 
 class ConfigError(ValueError):
@@ -40,11 +36,12 @@ class Config:
     """One point of the design space.
 
     Fields:
-        strategy: in-group combine (`local_tree`, `subgroup`, `subgroup_local`,
-            `warp_shuffle`, `serial`).
+        strategy: in-group combine, a name in `cltune.strategies` (built in: `local_tree`,
+            `subgroup`, `subgroup_local`, `warp_shuffle`, `serial`).
         wg: work-group size (power of two, a multiple of the device's subgroup size).
-        tile: elements staged in `__local` per work-group (a multiple of `wg`; `local_tree` only,
-            0 otherwise). Each work-item keeps `tile // wg` accumulators.
+        tile: elements staged in `__local` per work-group (a multiple of `wg`; strategies that
+            use a tile only, e.g. `local_tree`; 0 otherwise). Each work-item keeps
+            `tile // wg` accumulators.
         items: loads per work-item per loop step, each into its own register accumulator.
         vec: vector width of each load (`vloadN`; any alignment is fine).
         groups_per_cu: work-groups launched per compute unit (capped by n at run time).
@@ -75,13 +72,13 @@ class Config:
             want = str if f.type in ("str", str) else int
             if type(v) is not want:  # bool is not int here, nor str a number
                 raise ConfigError(f"{f.name}: expected {want.__name__}, got {v!r}")
-        if self.strategy not in STRATEGIES:
-            raise ConfigError(f"strategy: {self.strategy!r} is not one of {STRATEGIES}")
+        if self.strategy not in strategies.names():
+            raise ConfigError(f"strategy: {self.strategy!r} is not one of {strategies.names()}")
         if self.acc not in ACCUMULATORS:
             raise ConfigError(f"acc: {self.acc!r} is not one of {ACCUMULATORS}")
         if not (_is_pow2(self.wg) and self.wg <= MAX_WG):
             raise ConfigError(f"wg: {self.wg} is not a power of two in 1..{MAX_WG}")
-        if self.strategy in TILE_STRATEGIES:
+        if self.uses_tile:
             if not (_is_pow2(self.tile) and self.tile >= self.wg and self.tile <= 64 * self.wg):
                 raise ConfigError(
                     f"tile: {self.tile} must be a power-of-two multiple of wg={self.wg} "
@@ -125,9 +122,13 @@ class Config:
         return hashlib.sha256(blob).hexdigest()[:16]
 
     @property
+    def uses_tile(self) -> bool:
+        return strategies.get(self.strategy).uses_tile
+
+    @property
     def lanes(self) -> int:
         """Accumulators per work-item that land in the local tile."""
-        return self.tile // self.wg if self.strategy in TILE_STRATEGIES else 1
+        return self.tile // self.wg if self.uses_tile else 1
 
     def short(self) -> str:
         t = f" tile={self.tile}" if self.tile else ""
@@ -154,7 +155,8 @@ def build_defines(spec: OpSpec, cfg: Config, *, index64: bool, nv_ptx: bool = Fa
         "CLT_IS_FLOAT": int(spec.is_float),
         "CLT_IS_HALF": int(spec.dtype == "float16"),
         "CLT_NEEDS_FP64": int(spec.needs_fp64 or (wide and spec.is_float)),
-        "CLT_STRATEGY": _STRATEGY_ID[cfg.strategy],
+        "CLT_STRATEGY": strategies.get(cfg.strategy).kernel_id,
+        "CLT_HOOK": int(bool(strategies.get(cfg.strategy).source)),
         "CLT_WG": cfg.wg,
         "CLT_LANES": cfg.lanes,
         "CLT_ITEMS": cfg.items,

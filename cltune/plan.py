@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import strategies
 from .config import Config
 
 INDEX32_LIMIT = 2**32 - 1
@@ -18,9 +19,9 @@ class Plan:
     n: int
     groups: int
     wg: int
-    chunk: int  # elements per group (per work-item for `serial`)
+    chunk: int  # elements per unit
     block: int  # elements one unit consumes per step
-    units: int  # units (groups, or work-items for `serial`) launched
+    units: int  # units launched: groups, or work-items for per-work-item strategies
 
     @property
     def global_size(self) -> int:
@@ -31,7 +32,7 @@ def make_plan(cfg: Config, n: int, compute_units: int) -> Plan:
     """Groups = groups_per_cu x compute units, capped so that every group has work."""
     if n <= 0:
         raise ValueError("a plan needs n >= 1")
-    per_unit_wg = 1 if cfg.strategy == "serial" else cfg.wg
+    per_unit_wg = 1 if strategies.get(cfg.strategy).per_work_item else cfg.wg
     block = per_unit_wg * cfg.items * cfg.vec
     units_wanted = cfg.groups_per_cu * max(1, compute_units) * (cfg.wg // per_unit_wg)
     units = max(1, min(units_wanted, _ceil_div(n, block)))

@@ -18,6 +18,7 @@ from importlib import resources
 import numpy as np
 import pyopencl as cl
 
+from . import strategies
 from .config import Config, build_defines
 from .devices import DeviceInfo
 from .ops import OpSpec
@@ -30,6 +31,13 @@ class BuildError(RuntimeError):
 @lru_cache(maxsize=1)
 def kernel_source() -> str:
     return resources.files("cltune.kernels").joinpath("reduce.cl").read_text()
+
+
+def program_source(cfg: Config) -> str:
+    """kernels/reduce.cl, plus the strategy's own OpenCL for a strategy that lives outside it
+    (registry code the application trusts; never text from a database or a file it names)."""
+    extra = strategies.get(cfg.strategy).source
+    return kernel_source() + ("\n" + extra if extra else "")
 
 
 def source_hash() -> str:
@@ -46,8 +54,7 @@ class Built:
     stage1: cl.Kernel
     stage2: cl.Kernel
     partials_per_group: int  # partials one stage-1 group writes
-    sg_active: bool
-    warp_active: bool
+    probe: dict[str, bool]  # which paths the build compiled (strategies.PROBE_FLAGS)
     acc_itemsize: int
 
     @property
@@ -82,7 +89,7 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
             raise BuildError("needs cl_khr_fp64, which the device lacks")
     opts = [*build_defines(spec, cfg, index64=index64, nv_ptx=info.is_nvidia), *std_options(info)]
     try:
-        prg = cl.Program(ctx, kernel_source()).build(options=opts, devices=[dev])
+        prg = cl.Program(ctx, program_source(cfg)).build(options=opts, devices=[dev])
     except cl.Error as e:  # RuntimeError subclasses: build failure with the log
         msg = str(e).strip().splitlines()
         raise BuildError("build failed: " + " | ".join(msg[-6:])[:800]) from None
@@ -99,18 +106,16 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
                 f"exceeds CL_DEVICE_LOCAL_MEM_SIZE={info.local_mem}"
             )
     flags = probe_paths(ctx, dev, prg)
-    sg_active, warp_active = bool(flags[2]), bool(flags[3])
-    if cfg.strategy in ("subgroup", "subgroup_local") and not sg_active:
-        raise BuildError("subgroups are not available: the kernel fell back to local memory")
-    if cfg.strategy == "warp_shuffle" and not warp_active:
-        raise BuildError("warp shuffles (NVIDIA inline PTX) are not available here")
+    strat = strategies.get(cfg.strategy)
+    if strat.needs and not flags[strat.needs]:
+        raise BuildError(strat.missing or f"{cfg.strategy}: {strat.needs} path not compiled")
     per_group = 1
-    if cfg.strategy == "serial":
+    if strat.partials == "work-item":
         per_group = cfg.wg
-    elif cfg.strategy == "subgroup":
+    elif strat.partials == "subgroup":
         per_group = int(stage1.get_sub_group_info(
             dev, cl.kernel_sub_group_info.SUB_GROUP_COUNT_FOR_NDRANGE, (cfg.wg,)))
-    return Built(spec, cfg, index64, stage1, stage2, per_group, sg_active, warp_active, acc_size)
+    return Built(spec, cfg, index64, stage1, stage2, per_group, flags, acc_size)
 
 
 def std_options(info: DeviceInfo) -> list[str]:
@@ -122,15 +127,15 @@ def std_options(info: DeviceInfo) -> list[str]:
     return []
 
 
-def probe_paths(ctx: cl.Context, dev: cl.Device, prg: cl.Program) -> np.ndarray:
-    """Run the build's clt_probe kernel: which feature paths were really compiled."""
+def probe_paths(ctx: cl.Context, dev: cl.Device, prg: cl.Program) -> dict[str, bool]:
+    """Run the build's clt_probe kernel: which feature paths were really compiled, by name."""
     q = cl.CommandQueue(ctx, dev)
-    flags = np.zeros(4, np.int32)
+    flags = np.zeros(len(strategies.PROBE_FLAGS), np.int32)
     buf = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, flags.nbytes)
     prg.clt_probe(q, (1,), (1,), buf)
     cl.enqueue_copy(q, flags, buf)
     q.finish()
-    return flags
+    return {name: bool(v) for name, v in zip(strategies.PROBE_FLAGS, flags, strict=True)}
 
 
 def kernel_subgroup_size(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, wg: int) -> int:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from .config import TILE_STRATEGIES, Config, ConfigError
+from .config import Config, ConfigError
 from .space import Space
 
 #: at most this many seeds per study, so the sampler keeps most of the budget
@@ -34,7 +34,7 @@ def params_of(cfg: Config, space: Space) -> dict[str, object] | None:
     p: dict[str, object] = {"strategy": cfg.strategy, "wg": cfg.wg, "items": cfg.items,
                             "vec": cfg.vec, "groups_per_cu": cfg.groups_per_cu,
                             "passes": cfg.passes, "acc": cfg.acc}
-    if cfg.strategy in TILE_STRATEGIES:
+    if cfg.uses_tile:
         if cfg.tile % cfg.wg:
             return None
         p["tile_factor"] = cfg.tile // cfg.wg

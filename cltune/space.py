@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, replace
 
 import pyopencl as cl
 
-from .config import ACCUMULATORS, STRATEGIES, TILE_STRATEGIES, Config, ConfigError
+from . import strategies
+from .config import ACCUMULATORS, Config, ConfigError
 from .devices import DeviceInfo
 from .ops import OpSpec
 from .program import BuildError, build, kernel_subgroup_size, preferred_multiple
@@ -57,7 +58,7 @@ class Space:
         wg_limit = min(self.device.max_wg, self.kernel_max_wg)
         if cfg.wg > wg_limit:
             return f"wg={cfg.wg} > device/kernel limit {wg_limit}"
-        mult = 32 if cfg.strategy == "warp_shuffle" else self.base_multiple
+        mult = strategies.get(cfg.strategy).wg_multiple(self.base_multiple)
         if cfg.wg % mult:
             return f"wg={cfg.wg} is not a multiple of the subgroup size {mult}"
         acc = _ACC_BYTES[self.spec.acc_cl_type(cfg.acc == "wide")]
@@ -74,7 +75,7 @@ class Space:
 
     def representative(self, strategy: str, op: str, dtype: str) -> Config:
         """One feasible config of `strategy` for matrix runs (portability tests and table):
-        the second-smallest work-group size (at least 32 for warp_shuffle), tile 2 x wg where
+        the second-smallest work-group size (at least the strategy's multiple), tile 2 x wg where
         it fits, items 3, groups_per_cu 2; passes 1 with vec 4 or passes 2 with vec 1,
         alternating over the op x dtype matrix so both finishing and load paths run."""
         from .ops import DTYPES, OPS
@@ -82,13 +83,13 @@ class Space:
         odd = (OPS.index(op) + DTYPES.index(dtype)) % 2 == 1
         wgs = self.values["wg"]
         wg = wgs[min(1, len(wgs) - 1)]
-        if strategy == "warp_shuffle":
-            wg = max(wg, 32)
+        s = strategies.get(strategy)
+        wg = max(wg, s.wg_multiple(self.base_multiple))
         passes, vec = (1, 4) if odd else (2, 1)
         why = ""
         for p in dict.fromkeys((passes, 2)):  # passes=2 where single pass is not offered
             for tf in (2, 1):
-                tile = wg * tf if strategy in TILE_STRATEGIES else 0
+                tile = wg * tf if s.uses_tile else 0
                 cfg = Config(strategy, wg, tile, 3, vec, 2, p, "native")
                 why = self.check(cfg)
                 if not why:
@@ -102,9 +103,10 @@ class Space:
         for strat, wg, tf, items, vec, gpc, passes, acc in itertools.product(
                 v["strategy"], v["wg"], v["tile_factor"], v["items"], v["vec"],
                 v["groups_per_cu"], v["passes"], v["acc"]):
-            if strat not in TILE_STRATEGIES and tf != v["tile_factor"][0]:
+            tiled = strategies.get(strat).uses_tile
+            if not tiled and tf != v["tile_factor"][0]:
                 continue
-            tile = wg * tf if strat in TILE_STRATEGIES else 0
+            tile = wg * tf if tiled else 0
             try:
                 cfg = Config(strat, wg, tile, items, vec, gpc, passes, acc)
             except ConfigError:
@@ -120,9 +122,10 @@ class Space:
         n = 0
         for strat, wg, tf, acc in itertools.product(v["strategy"], v["wg"], v["tile_factor"],
                                                     v["acc"]):
-            if strat not in TILE_STRATEGIES and tf != v["tile_factor"][0]:
+            tiled = strategies.get(strat).uses_tile
+            if not tiled and tf != v["tile_factor"][0]:
                 continue
-            tile = wg * tf if strat in TILE_STRATEGIES else 0
+            tile = wg * tf if tiled else 0
             try:
                 cfg = Config(strat, wg, tile, 1, 1, 1, 2, acc)
             except ConfigError:
@@ -145,29 +148,23 @@ def accumulators_for(spec: OpSpec, device: DeviceInfo, *, extended: bool) -> tup
 
 def _offered(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec,
              base: int) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The registered strategies that may run here; for the others, why not. A strategy whose
+    path must be compiled to be known (`needs` / own `source`) is built once to find out."""
     offered, excluded = [], {}
-    for strat in STRATEGIES:
-        why = ""
-        if strat in ("subgroup", "subgroup_local"):
-            if not info.subgroups:
-                why = "no cl_khr_subgroups / OpenCL C 3.0 subgroups on this device"
-            elif spec.op == "prod":
-                why = "subgroup builtins have no multiply"
-            elif spec.is_float and spec.op in ("min", "max"):
-                why = "sub_group_reduce_min/max do not define NaN propagation"
-        if strat == "warp_shuffle" and not info.is_nvidia:
-            why = "inline PTX warp shuffles exist only on NVIDIA's platform"
-        if not why and strat in ("subgroup", "subgroup_local", "warp_shuffle"):
-            wg = max(base, 32 if strat == "warp_shuffle" else base)
-            cfg = Config(strategy=strat, wg=wg, tile=0, items=1, vec=1, groups_per_cu=1)
+    for s in strategies.all_strategies():
+        why = s.offered(spec, info)
+        if not why and s.needs_probe_build:
+            wg = s.wg_multiple(base)
+            cfg = Config(strategy=s.name, wg=wg, tile=wg if s.uses_tile else 0, items=1, vec=1,
+                         groups_per_cu=1)
             try:
                 build(ctx, dev, info, spec, cfg)
             except BuildError as e:
                 why = f"probe build failed: {e}"
         if why:
-            excluded[strat] = why
+            excluded[s.name] = why
         else:
-            offered.append(strat)
+            offered.append(s.name)
     return tuple(offered), excluded
 
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 import optuna
 import pyopencl as cl
 
-from . import __version__
+from . import __version__, strategies
 from .buckets import DEFAULT_BUCKETS
-from .config import TILE_STRATEGIES, Config, ConfigError
+from .config import Config, ConfigError
 from .devices import DeviceInfo
 from .launch import Launcher
 from .measure import Bench, profiling_queue
@@ -81,7 +81,7 @@ def suggest(trial: optuna.Trial, space: Space) -> Config:
     strategy = trial.suggest_categorical("strategy", v["strategy"])
     wg = trial.suggest_categorical("wg", v["wg"])
     tile = 0
-    if strategy in TILE_STRATEGIES:
+    if strategies.get(strategy).uses_tile:
         tile = wg * trial.suggest_categorical("tile_factor", v["tile_factor"])
     return Config(
         strategy=strategy,

@@ -107,7 +107,7 @@ def error_bound(launcher: Launcher, n: int, scale: float) -> float:
     acc = spec.acc_cl_type(cfg.acc == "wide")
     u = _U[acc]
     plan = launcher.plan(n)
-    m = plan.groups * (cfg.wg if cfg.strategy == "serial" else max(1, cfg.wg))
+    m = plan.groups * launcher.built().partials_per_group  # partials the finish combines
     serial = plan.chunk // plan.block + cfg.items * cfg.vec
     tree = (math.ceil(math.log2(cfg.items * cfg.vec))
             + math.ceil(math.log2(max(cfg.tile, cfg.wg)))

@@ -68,6 +68,9 @@
 #ifndef CLT_ACC_64
 #define CLT_ACC_64 0 /* the accumulator is 8 bytes wide */
 #endif
+#ifndef CLT_HOOK
+#define CLT_HOOK 0 /* 1: the in-group combine is clt_hook_combine, from a strategy's own source */
+#endif
 #ifndef CLT_REQD_WG
 #define CLT_REQD_WG 1 /* 0: no reqd_work_group_size (to query the kernel's own limit) */
 #endif
@@ -344,6 +347,16 @@ inline acc_t group_finish(__global volatile const acc_t *partials, const uint m,
     return tile[0];
 }
 
+/* ---- a strategy outside this file ----------------------------------------------------------
+ * A registered strategy with its own OpenCL (cltune.strategies, `source`) is built as this file
+ * followed by that source, which defines the in-group combine below. Every work-item of the
+ * group calls it (it may use barriers); it stores the group's partials with PUT_PARTIAL at
+ * `partials` from index `unit * (its count)` and returns how many partials the group wrote.
+ * `tile` holds max(tile, wg) accumulators. */
+#if CLT_HOOK
+uint clt_hook_combine(acc_t v, __local acc_t *tile, __global acc_t *partials, idx_t unit);
+#endif
+
 /* ---- stage 1 ------------------------------------------------------------------------------- */
 /* x: input (offset xoff elements), n elements. Non-serial strategies: work-group g owns
  * [g*chunk, (g+1)*chunk); serial: work-item g owns it. chunk is a multiple of the block a unit
@@ -420,7 +433,11 @@ clt_stage1(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n, c
 
     /* ---- in-group combine ---- */
     uint my_partial_count; /* partials this group wrote */
-#if CLT_SERIAL
+#if CLT_HOOK
+#pragma unroll
+    for (int l = 1; l < CLT_LANES; ++l) lane[0] = OP(lane[0], lane[l]);
+    my_partial_count = clt_hook_combine(lane[0], tile, partials, unit);
+#elif CLT_SERIAL
     PUT_PARTIAL(partials, unit, lane[0]);
     my_partial_count = CLT_WG;
 #elif CLT_SG_ACTIVE && CLT_STRATEGY == 1

@@ -33,7 +33,8 @@ from pathlib import Path
 import numpy as np
 import pyopencl as cl
 
-from cltune.config import STRATEGIES, Config, ConfigError
+from cltune import strategies
+from cltune.config import Config, ConfigError
 from cltune.devices import list_devices
 from cltune.launch import Launcher
 from cltune.ops import DTYPES, OPS, OpSpec
@@ -194,11 +195,11 @@ def render(recs: list[dict], command: str, started: datetime.datetime, total_s: 
          "output buffer is poisoned before every run. **Excluded** gives the reason the space "
          "(`make_space`, which probe-builds each feature path) gives for not offering it.", "",
          "## Implementations × strategies", "",
-         "| implementation | " + " | ".join(f"`{s}`" for s in STRATEGIES) + " |",
-         "|---|" + "---|" * len(STRATEGIES)]
+         "| implementation | " + " | ".join(f"`{s}`" for s in strategies.names()) + " |",
+         "|---|" + "---|" * len(strategies.names())]
     for rec in recs:
-        L.append(f"| {_impl(rec['info'])} | " + " | ".join(_cell(rec, s) for s in STRATEGIES)
-                 + " |")
+        cells = " | ".join(_cell(rec, s) for s in strategies.names())
+        L.append(f"| {_impl(rec['info'])} | {cells} |")
     L += ["", "## Devices", ""]
     for rec in recs:
         i = rec["info"]

@@ -53,7 +53,8 @@ SHAPES = [(8, 2, 3, 2), (16, 1, 1, 1), (8, 4, 1, 4)]
 SCRIPT = r'''
 import json, sys
 import pyopencl as cl
-from cltune.config import TILE_STRATEGIES, Config
+from cltune import strategies
+from cltune.config import Config
 from cltune.devices import list_devices, select
 from cltune.launch import Launcher
 from cltune.ops import OpSpec
@@ -83,7 +84,7 @@ def configs(space, strategy):
         wg = min([w for w in wgs if w >= wg] or [wgs[-1]])
         if strategy == "warp_shuffle":
             wg = max(wg, 32)
-        tile = wg * tf if strategy in TILE_STRATEGIES else 0
+        tile = wg * tf if strategies.get(strategy).uses_tile else 0
         for passes in P["passes"]:
             for vec in P["vecs"]:
                 yield Config(strategy, wg, tile, items, vec, gpc, passes, "native")

@@ -2,7 +2,8 @@
 
 import random
 
-from cltune.config import TILE_STRATEGIES, Config
+from cltune import strategies
+from cltune.config import Config
 from cltune.launch import Launcher
 from cltune.ops import OpSpec
 from cltune.space import STATIC_LOCAL_RESERVE, make_space
@@ -18,7 +19,7 @@ def test_offered_points_respect_device_limits(ctx, device):
     for _ in range(3000):
         strat = rng.choice(v["strategy"])
         wg = rng.choice(v["wg"])
-        tile = wg * rng.choice(v["tile_factor"]) if strat in TILE_STRATEGIES else 0
+        tile = wg * rng.choice(v["tile_factor"]) if strategies.get(strat).uses_tile else 0
         cfg = Config(strat, wg, tile, rng.choice(v["items"]), rng.choice(v["vec"]),
                      rng.choice(v["groups_per_cu"]), rng.choice(v["passes"]), "native")
         if space.check(cfg):
