@@ -49,7 +49,8 @@ import pyopencl.array as cla
 
 from cltune import get_reducer
 from cltune.buckets import parse_sizes
-from cltune.devices import select
+from cltune.devices import info_for, select
+from cltune.launch import Launcher
 from cltune.measure import device_seconds
 from cltune.runtime import Reducer
 
@@ -134,11 +135,17 @@ def numpy_threads(host: np.ndarray, op: str, pool: ThreadPoolExecutor, k: int) -
     return wall(call)
 
 
+def launcher(r: Reducer, n: int, q: cl.CommandQueue) -> Launcher:
+    """The kernels r runs for n elements: a Launcher of the config `r.explain(n)` names, on
+    r's context (cltune.program's build cache hands it the reducer's built program)."""
+    return Launcher(q.context, q.device, info_for(q.device), r.spec, r.explain(n).config)
+
+
 def cltune_device(r: Reducer, x: cla.Array, pq: cl.CommandQueue) -> Sampler:
     """Device time of cltune's kernels (stage 1 start -> last kernel end) on a profiling queue.
     The launcher is called directly: the Reducer's result carries only the LAST kernel's event
     in `.events`, so for a two-pass config it would time stage 2 alone."""
-    la, _ = r._eng.launcher_for(x.size)
+    la = launcher(r, x.size, pq)
     out = cla.empty(pq, (), r.spec.result_dtype)
 
     def sample() -> float:
@@ -151,7 +158,8 @@ def cltune_device(r: Reducer, x: cla.Array, pq: cl.CommandQueue) -> Sampler:
 def read_ceiling(ctx: cl.Context, pq: cl.CommandQueue, x: cla.Array) -> Sampler:
     """Streaming read of x (float4 grid-stride kernel) at the fastest of a grid of launch
     shapes (work-group size x groups per compute unit, tried once here), so the ceiling is not
-    set low by a poor shape (scripts/read_variants.py found the best H200 shape this way)."""
+    set low by a poor shape (scripts/experiments/read_variants.py found the best H200 shape
+    this way)."""
     k = cl.Kernel(cl.Program(ctx, READ_SRC).build(), "read_ceiling")
     n4 = x.size // 4
     cus, max_wg = pq.device.max_compute_units, pq.device.max_work_group_size
@@ -172,7 +180,7 @@ def read_ceiling(ctx: cl.Context, pq: cl.CommandQueue, x: cla.Array) -> Sampler:
 
 def cltune_stage1(r: Reducer, x: cla.Array, pq: cl.CommandQueue) -> Sampler:
     """Device time of cltune's stage-1 kernel alone (the whole reduction when single-pass)."""
-    la, _ = r._eng.launcher_for(x.size)
+    la = launcher(r, x.size, pq)
     out = cla.empty(pq, (), r.spec.result_dtype)
 
     def sample() -> float:
@@ -298,7 +306,7 @@ def run_overhead(args: argparse.Namespace, ctx: cl.Context, q: cl.CommandQueue,
     host = np.random.default_rng(1).random(n, dtype=np.float32)
     x = cla.to_device(q, host)
     x.finish()
-    la, _ = r._eng.launcher_for(n)
+    la = launcher(r, n, q)
     b, plan, cfg = la.built(False), la.plan(n), la.cfg
     # own kernel objects of the same built program: the reducer never touches their arguments
     k1, k2 = cl.Kernel(b.stage1.program, "clt_stage1"), cl.Kernel(b.stage2.program, "clt_stage2")

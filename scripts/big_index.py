@@ -20,7 +20,7 @@ from cltune.devices import select
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="0")
     ap.add_argument("--extra", type=int, default=1027)
     ap.add_argument("--db", default=None)

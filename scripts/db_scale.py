@@ -196,17 +196,6 @@ if a["cold"] and hasattr(os, "posix_fadvise"):
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
             os.close(fd)
             dropped = True
-if a["patch"]:  # --suggest: the same lookup with the best's own op/dtype in the WHERE clause
-    import cltune.tuning_db.lookup as L
-    from sqlalchemy import select
-    def _bests_where(store, op, dtype, *conds):
-        with store.session() as s:
-            q = (select(L.Result, L.Device).join(L.Best, L.Best.result_id == L.Result.id)
-                 .join(L.Device, L.Device.id == L.Best.device_id)
-                 .where(L.Best.op == op, L.Best.dtype == dtype, L.Result.status == "ok", *conds)
-                 .order_by(L.Device.id.desc(), L.Best.bucket))
-            return [L._row(r, d) for r, d in s.execute(q)]
-    L._bests_where = _bests_where
 key = DeviceKey(**a["key"])
 t0 = time.perf_counter()
 store = Store.open("sqlite:///" + a["path"], readonly=True)
@@ -247,8 +236,8 @@ def cases(path: Path) -> dict[str, dict]:
     }
 
 
-def time_case(path: Path, key: dict, op: str, cold: bool, patch: bool = False) -> dict:
-    arg = json.dumps({"path": str(path), "key": key, "op": op, "cold": cold, "patch": patch})
+def time_case(path: Path, key: dict, op: str, cold: bool) -> dict:
+    arg = json.dumps({"path": str(path), "key": key, "op": op, "cold": cold})
     r = subprocess.run([sys.executable, "-c", CHILD, arg], capture_output=True, text=True,
                        timeout=600)
     if r.returncode:
@@ -326,10 +315,6 @@ def main() -> int:
     ap.add_argument("--warm", action="store_true", help="do not drop the OS page cache")
     ap.add_argument("--try-index", action="append", default=[], metavar="SQL",
                     help="CREATE INDEX ... to add to the scratch database, then time again")
-    ap.add_argument("--suggest", action="store_true",
-                    help="also time the lookup with the query shape suggested for "
-                         "tuning_db/lookup.py (_bests_where filtering on cltune_best.op/dtype, "
-                         "which the unique index covers), patched in the child process only")
     ap.add_argument("--json", help="write the figures to this file")
     a = ap.parse_args()
     path = Path(a.db)
@@ -344,12 +329,7 @@ def main() -> int:
         print(f"  {meta['bests']:,} bests, {meta['results']:,} results, {meta['size_mb']} MB, "
               f"{meta['generate_s']} s", flush=True)
     report: dict = {"meta": meta, "target_ms": a.target_ms, "rounds": []}
-    rounds = [(None, False)] + ([(None, True)] if a.suggest else []) + [
-        (sql, a.suggest) for sql in a.try_index]
-    for index_sql, patch in rounds:
-        if patch and not index_sql:
-            print("\n+ suggested query shape: WHERE cltune_best.op = ? AND cltune_best.dtype = ?"
-                  " (tuning_db/lookup.py _bests_where), ORDER BY cltune_best.bucket")
+    for index_sql in [None, *a.try_index]:
         if index_sql:
             import sqlite3
 
@@ -363,9 +343,9 @@ def main() -> int:
         print(f"\n{'case':<16}{'level':<16}{'rows':>6}{'first ms':>10}{'(open':>8}"
               f"{'+ lookup)':>10}{'warm ms':>9}   cold cache")
         for name, key in cases(path).items():
-            runs = [time_case(path, key, a.op, not a.warm, patch)]
+            runs = [time_case(path, key, a.op, not a.warm)]
             if runs[0]["first_ms"] < 5000:  # a case that takes seconds is timed once
-                runs += [time_case(path, key, a.op, not a.warm, patch)
+                runs += [time_case(path, key, a.op, not a.warm)
                          for _ in range(a.repeat - 1)]
             best = min(runs, key=lambda r: r["first_ms"])
             worst = max(r["first_ms"] for r in runs)
@@ -389,8 +369,7 @@ def main() -> int:
                 print(f"\n{name}: first lookup {r['first_ms']:.1f} ms > {a.target_ms:.0f} ms; "
                       "the queries it ran:")
                 print("\n".join(r["plan"]))
-        report["rounds"].append({"index": index_sql, "suggested_query": patch,
-                                 "cases": results})
+        report["rounds"].append({"index": index_sql, "cases": results})
     if a.json:
         Path(a.json).write_text(json.dumps(report, indent=1))
     first = report["rounds"][0]["cases"]  # cltune's own code path decides the exit code

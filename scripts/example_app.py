@@ -1,12 +1,14 @@
 """A minimal application using cltune — copy this.
 
     python scripts/example_app.py            # any OpenCL device (PYOPENCL_CTX picks one)
+    python scripts/example_app.py --help
 
 The reducer is created once and reused: the tuning database is read once, kernels are built on
 the first call for each size bucket (and cached on disk by pyopencl), and every later call is
 one or two kernel enqueues. Keep inputs on the device; a numpy array is uploaded on every call.
 """
 
+import argparse
 import warnings
 
 import numpy as np
@@ -17,6 +19,9 @@ from cltune import get_reducer
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                            epilog="Pick the device with PYOPENCL_CTX (e.g. PYOPENCL_CTX=0)."
+                            ).parse_args()
     ctx = cl.create_some_context(interactive=False)
     queue = cl.CommandQueue(ctx)
     with warnings.catch_warnings():

@@ -3,6 +3,9 @@
 #   source scripts/gpu_setup.sh && bash scripts/gpu_campaign.sh tests|tune|tune-ops|bench
 # Results (databases, logs, plot) go to $OUT.
 set -u
+case "${1:-}" in
+-h|--help) sed -n '2,4p' "$0" | cut -c3-; echo "usage: $0 tests|tune|tune-ops|bench"; exit 0 ;;
+esac
 OUT=${OUT:-/tmp/cltune-out}
 mkdir -p "$OUT"
 D=sqlite:///$OUT/h200.db

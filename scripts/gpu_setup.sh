@@ -2,6 +2,10 @@
 # Source on the lent GPU machine (see docs/benchmarks.md): installs the carried wheels and the
 # project into /tmp/site and registers NVIDIA's OpenCL library with the ICD loader.
 #   source scripts/gpu_setup.sh
+if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
+    sed -n '2,4p' "${BASH_SOURCE[0]}" | cut -c3-
+    return 0 2>/dev/null || exit 0
+fi
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || return 1
 export PYTHONPATH=/tmp/site

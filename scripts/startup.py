@@ -37,7 +37,7 @@ print(json.dumps({"import_s": t_import, "get_reducer_s": t_get, "first_call_s": 
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="0")
     ap.add_argument("--db", default="")
     a = ap.parse_args()

@@ -7,7 +7,7 @@ atomic_xchg and read with atomic_add(p, 0)); and, on NVIDIA only, passes=1 readi
 with PTX `ld.relaxed.gpu` (a morally strong load in the PTX memory model: no read-modify-write).
 Every variant's result is checked against numpy first.
 
-    python scripts/finish_variants.py --device NVIDIA
+    python scripts/experiments/finish_variants.py --device NVIDIA
 """
 
 from __future__ import annotations

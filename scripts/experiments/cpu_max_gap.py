@@ -9,7 +9,8 @@ In ONE process, same data, interleaved, medians (end to end, result read back):
   * numpy.max (one thread) and numpy.max over N slices in N threads (numpy releases the GIL in
     reductions): what this host's cores stream with numpy's own SIMD loops.
 
-    python scripts/cpu_max_gap.py --device D --size 2^26     # D: an index from `cltune devices`
+    python scripts/experiments/cpu_max_gap.py --device D --size 2^26
+    # D: an index from `cltune devices`
 """
 
 from __future__ import annotations

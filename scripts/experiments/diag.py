@@ -1,6 +1,6 @@
 """Per-step timings of building, validating and running configs on one device (diagnostics).
 
-    python scripts/diag.py --device NVIDIA
+    python scripts/experiments/diag.py --device NVIDIA
 """
 
 from __future__ import annotations

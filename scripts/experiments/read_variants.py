@@ -16,7 +16,8 @@ Variants (PTX ones only on NVIDIA's platform; a variant that does not build is r
   noL1-L2-256  ld.global.nc.L1::no_allocate.L2::256B.v4.f32
   chunk        each work-group streams one contiguous chunk (not grid-stride), plain loads
 
-    python scripts/read_variants.py --device NVIDIA --sizes 2^26,2^28 --json /tmp/read.json
+    python scripts/experiments/read_variants.py --device NVIDIA --sizes 2^26,2^28 \\
+        --json /tmp/read.json
 """
 
 from __future__ import annotations
