@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 
 from . import strategies
-from .ops import OpSpec
 
 ACCUMULATORS = ("native", "kahan", "wide")
 VECTOR_WIDTHS = (1, 2, 4, 8, 16)
@@ -136,35 +135,3 @@ class Config:
             f"{self.strategy} wg={self.wg}{t} items={self.items} vec={self.vec} "
             f"g/cu={self.groups_per_cu} passes={self.passes} acc={self.acc}"
         )
-
-
-def build_defines(spec: OpSpec, cfg: Config, *, index64: bool, nv_ptx: bool = False) -> list[str]:
-    """The `-D` options for a kernel build: produced here only, from validated values only."""
-    if not isinstance(cfg, Config) or not isinstance(spec, OpSpec):
-        raise TypeError("build_defines takes a validated OpSpec and Config")
-    cfg._check()  # a Config is frozen, but re-check: this is the door to the compiler
-    from .ops import CL_TYPE
-
-    wide = cfg.acc == "wide"
-    defs = {
-        "CLT_OP": spec.op_id,
-        "CLT_IN_T": CL_TYPE[spec.dtype],
-        "CLT_ACC_T": spec.acc_cl_type(wide),
-        "CLT_OUT_T": spec.out_cl_type(),
-        "CLT_OUT_U": spec.out_unsigned_cl_type(),
-        "CLT_IS_FLOAT": int(spec.is_float),
-        "CLT_IS_HALF": int(spec.dtype == "float16"),
-        "CLT_NEEDS_FP64": int(spec.needs_fp64 or (wide and spec.is_float)),
-        "CLT_STRATEGY": strategies.get(cfg.strategy).kernel_id,
-        "CLT_HOOK": int(bool(strategies.get(cfg.strategy).source)),
-        "CLT_WG": cfg.wg,
-        "CLT_LANES": cfg.lanes,
-        "CLT_ITEMS": cfg.items,
-        "CLT_VEC": cfg.vec,
-        "CLT_PASSES": cfg.passes,
-        "CLT_KAHAN": int(cfg.acc == "kahan" and spec.is_float and spec.is_arith),
-        "CLT_INDEX64": int(index64),
-        "CLT_ACC_64": int(spec.acc_cl_type(wide) in ("double", "long", "ulong")),
-        "CLT_NV_PTX": int(nv_ptx),
-    }
-    return [f"-D{k}={v}" for k, v in defs.items()]

@@ -20,6 +20,7 @@ from .devices import DeviceInfo
 from .ops import OpSpec
 from .plan import Plan, make_plan, needs_index64
 from .program import Built, build
+from .reduce_kernel import STAGE2, STAGE2_DTYPES, stage1_args
 
 
 class _Scratch:
@@ -60,6 +61,7 @@ class _Prepared:
     """A launch ready to enqueue: kernels, sizes, scratch and the current argument values."""
 
     __slots__ = ("stage1", "stage2", "scratch", "gsize", "lsize", "args1", "args2", "idx")
+    # args1 / args2: the current argument values, in the order of reduce_kernel's slots
 
     def __init__(self, stage1: cl.Kernel, stage2: cl.Kernel | None, scratch: _Scratch,
                  gsize: tuple[int], lsize: tuple[int], args1: list, args2: list | None,
@@ -82,16 +84,15 @@ class Launcher:
         self._prepared: dict[tuple, _Prepared] = {}
         self._owner = _KERNEL_OWNER
         self._locals: dict[int, cl.LocalMemory] = {}
+        self._s1 = stage1_args(spec)
 
     def built(self, index64: bool = False) -> Built:
         b = self._built.get(index64)
         if b is None:
             b = build(self.ctx, self.dev, self.info, self.spec, self.cfg, index64=index64)
-            idx = np.uint64 if index64 else np.uint32
-            two = [None, idx] * (2 if self.spec.op == "dot" else 1)
-            for k, dts in ((b.stage1, [*two, idx, idx, None, None, None, None]),
-                           (b.stage2, [None, np.uint32, None, None])):
-                k.set_scalar_arg_dtypes(dts)
+            b.stage1.set_scalar_arg_dtypes(
+                self._s1.scalar_dtypes(np.uint64 if index64 else np.uint32))
+            b.stage2.set_scalar_arg_dtypes(STAGE2_DTYPES)
             self._built[index64] = b
         return b
 
@@ -132,42 +133,41 @@ class Launcher:
             s = p.scratch
             if not s.in_order and s.last is not None:
                 wait_for = [*(wait_for or ()), s.last]
-            k1 = p.stage1
-            a = p.args1
+            k1, a, s1 = p.stage1, p.args1, self._s1
             if self._owner.get(id(k1)) is not p:  # the kernel last ran another plan
-                a[0], a[1], a[-1] = x, xoff, out
+                a[s1.x], a[s1.xoff], a[s1.out] = x, xoff, out
                 if y is not None:
-                    a[2], a[3] = y, yoff
+                    a[s1.y], a[s1.yoff] = y, yoff
                 k1.set_args(*a)
                 self._owner[id(k1)] = p
             else:
-                k1.set_arg(0, x)  # always: the previous input is not kept alive (see below)
-                if a[1] != xoff:
-                    k1.set_arg(1, p.idx(xoff))
-                    a[1] = xoff
+                k1.set_arg(s1.x, x)  # always: the previous input is not kept alive (see below)
+                if a[s1.xoff] != xoff:
+                    k1.set_arg(s1.xoff, p.idx(xoff))
+                    a[s1.xoff] = xoff
                 if y is not None:
-                    k1.set_arg(2, y)
-                    if a[3] != yoff:
-                        k1.set_arg(3, p.idx(yoff))
-                        a[3] = yoff
-                k1.set_arg(len(a) - 1, out)
+                    k1.set_arg(s1.y, y)
+                    if a[s1.yoff] != yoff:
+                        k1.set_arg(s1.yoff, p.idx(yoff))
+                        a[s1.yoff] = yoff
+                k1.set_arg(s1.out, out)
             ev1 = cl.enqueue_nd_range_kernel(queue, k1, p.gsize, p.lsize, wait_for=wait_for)
             # the enqueued command holds its buffers; we must not: a prepared launch that kept
             # the caller's input alive pinned one input per (reducer, n) (GBs on a device)
-            a[0] = a[-1] = None
+            a[s1.x] = a[s1.out] = None
             if y is not None:
-                a[2] = None
+                a[s1.y] = None
             if p.stage2 is None:
                 s.last = ev1
                 return [ev1]
-            k2 = p.stage2
+            k2, a2 = p.stage2, p.args2
             if self._owner.get(id(k2)) is not p:
-                p.args2[2] = out
-                k2.set_args(*p.args2)
+                a2[STAGE2.out] = out
+                k2.set_args(*a2)
                 self._owner[id(k2)] = p
             else:
-                k2.set_arg(2, out)
-            p.args2[2] = None
+                k2.set_arg(STAGE2.out, out)
+            a2[STAGE2.out] = None
             ev2 = cl.enqueue_nd_range_kernel(queue, k2, p.lsize, p.lsize,
                                              wait_for=None if s.in_order else [ev1])
             s.last = ev2
@@ -180,18 +180,23 @@ class Launcher:
         m = plan.groups * b.partials_per_group
         s = self._scratch_for(queue, m * b.acc_itemsize)
         # the partials buffer may have grown: launches prepared for other n must re-set it
+        s1 = self._s1
         for other in self._prepared.values():
-            if other.scratch is s and other.args1[-4] is not s.partials:
-                other.args1[-4] = s.partials
+            if other.scratch is s and other.args1[s1.partials] is not s.partials:
+                other.args1[s1.partials] = s.partials
                 if other.args2 is not None:
-                    other.args2[0] = s.partials
+                    other.args2[STAGE2.partials] = s.partials
                 _forget(other)
-        args1: list[object] = [None, 0] + ([None, 0] if self.spec.op == "dot" else [])
-        args1 += [n, plan.chunk, s.partials, self._local(b.local_elems * b.acc_itemsize),
-                  s.ticket, None]
+        values = {"x": None, "xoff": 0, "y": None, "yoff": 0, "n": n, "chunk": plan.chunk,
+                  "partials": s.partials,
+                  "tile": self._local(b.local_elems * b.acc_itemsize), "ticket": s.ticket,
+                  "out": None}
+        args1: list[object] = [values[name] for name in s1.names]
         args2 = None
         if self.cfg.passes == 2:
-            args2 = [s.partials, m, None, self._local(self.cfg.wg * b.acc_itemsize)]
+            v2 = {"partials": s.partials, "m": m, "out": None,
+                  "tile": self._local(self.cfg.wg * b.acc_itemsize)}
+            args2 = [v2[name] for name in STAGE2.names]
         if len(self._prepared) > 256:
             for old in self._prepared.values():
                 _forget(old)

@@ -19,9 +19,10 @@ import numpy as np
 import pyopencl as cl
 
 from . import strategies
-from .config import Config, build_defines
+from .config import Config
 from .devices import DeviceInfo
 from .ops import OpSpec
+from .reduce_kernel import build_defines
 
 
 class BuildError(RuntimeError):

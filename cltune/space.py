@@ -197,8 +197,8 @@ def make_space(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, 
 
 def _kernel_max_wg(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec) -> int:
     """CL_KERNEL_WORK_GROUP_SIZE of our stage-1 kernel built without a required size."""
-    from .config import build_defines
     from .program import kernel_source
+    from .reduce_kernel import build_defines
 
     cfg = Config(strategy="local_tree", wg=1, tile=1, items=1, vec=1, groups_per_cu=1)
     opts = [*build_defines(spec, cfg, index64=False), "-DCLT_REQD_WG=0"]
