@@ -7,28 +7,34 @@ by name). Tests that need a system component skip with a reason, unless `CLTUNE_
 
 The device-health verdicts and ICD folders go to a private cache directory
 (`CLTUNE_CACHE_DIR`), so a test run neither reads nor writes the user's cache.
+
+The tests run against the *installed* cltune (`pip install .` or `pip install -e .`), never
+against the checkout's cltune/ directory by accident: `python -m pytest` from the repository
+root puts the root first on sys.path, and there cltune/ lacks cltune.kernels and
+cltune.tuning_db (they live in kernels/ and tuning_db/ and are mapped in by the install). The
+root is dropped from sys.path here, before anything imports cltune, and PYTHONSAFEPATH=1 keeps
+the Pythons that tests start (subprocess, multiprocessing) from putting their working directory
+first (Python >= 3.11). tests/test_install.py checks the result. Helpers shared by tests live
+in tests/support/ (`from support.require import need`); no test imports this file.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
+from pathlib import Path
 
+_ROOT = Path(__file__).resolve().parent.parent
+sys.path[:] = [p for p in sys.path if Path(p or os.curdir).resolve() != _ROOT]
+os.environ["PYTHONSAFEPATH"] = "1"
 os.environ.setdefault("CLTUNE_CACHE_DIR", tempfile.mkdtemp(prefix="cltune-test-cache-"))
 
 import pyopencl as cl  # noqa: E402
 import pytest  # noqa: E402
+from support.require import need  # noqa: E402
 
 from cltune.devices import device_health, list_devices, select  # noqa: E402
-
-
-def need(ok: bool, reason: str) -> None:
-    """Skip (or fail under CLTUNE_REQUIRE_ALL=1) when a system component is missing."""
-    if ok:
-        return
-    if os.environ.get("CLTUNE_REQUIRE_ALL") == "1":
-        pytest.fail(f"required component missing: {reason}")
-    pytest.skip(reason)
 
 
 def _default_selector() -> str:

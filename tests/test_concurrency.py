@@ -37,8 +37,8 @@ import optuna
 import pyopencl.array as cla
 import pytest
 from cltune.tuning_db import Store
-from conftest import need
 from sqlalchemy import create_engine
+from support.require import need
 from support.tuned import store_bests
 from support.writes import random_record_writes
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import need
+from support.require import need
 
 from cltune import icd
 

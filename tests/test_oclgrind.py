@@ -35,8 +35,8 @@ import re
 import textwrap
 
 import pytest
-from conftest import need
 from support.oclgrind import oclgrind_available, run_under_oclgrind
+from support.require import need
 
 MARK = "CLTUNE-OCLGRIND-RESULT "
 TIMEOUT = 300

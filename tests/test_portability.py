@@ -20,7 +20,7 @@ import re
 import numpy as np
 import pyopencl as cl
 import pytest
-from conftest import need
+from support.require import need
 
 from cltune import strategies
 from cltune.config import Config

@@ -31,9 +31,9 @@ import pytest
 from cltune.tuning_db import DatabaseError, Store, tally
 from cltune.tuning_db.migrations import LATEST
 from cltune.tuning_db.models import Base, Best, Device, Result
-from conftest import need
 from sqlalchemy import create_engine, func, inspect, select, text
 from sqlalchemy.engine import make_url
+from support.require import need
 from support.writes import random_record_writes
 
 from cltune.config import Config
