@@ -22,13 +22,14 @@ from . import __version__, strategies
 from .buckets import DEFAULT_BUCKETS
 from .config import Config, ConfigError
 from .devices import DeviceInfo
+from .evaluate import Outcome, evaluate
 from .launch import Launcher
 from .measure import Bench, profiling_queue
 from .ops import OpSpec
-from .program import BuildError, source_hash
+from .program import source_hash
 from .seeds import known_config, seed_params
 from .space import Space, make_space
-from .verify import error_bound, make_input, validate
+from .verify import make_input
 
 SAMPLERS = ("tpe", "random", "grid")
 FINALISTS = 3
@@ -164,41 +165,22 @@ class Tuner:
             la = self._launchers[cfg] = Launcher(self.ctx, self.dev, self.info, self.spec, cfg)
         return la
 
-    def _record(self, bucket: int, cfg: Config, **kw: object) -> int:
+    def _record(self, bucket: int, out: Outcome, force: bool = False) -> int:
         return self.store.record(self.device_id, self.spec.op, self.spec.dtype, bucket,
-                                 cfg.to_dict(), cfg.key(), cltune_version=__version__,
-                                 source_hash=self._src, **kw)
+                                 out.config.to_dict(), out.config.key(),
+                                 status="ok" if out.ok else "failed", reason=out.reason,
+                                 median_s=out.median_s, gbps=out.gbps,
+                                 max_rel_error=out.max_rel_error, n_measured=out.n,
+                                 cltune_version=__version__, source_hash=self._src, force=force)
 
     def evaluate(self, cfg: Config, bucket: int, bench: Bench) -> tuple[float, str]:
-        """(median seconds, '') for a config that validates, else (inf, reason). Recorded."""
-        why = self.space.check(cfg)
-        if why:
-            return float("inf"), why  # infeasible: pruned before compiling, not recorded
-        la = self._launcher(cfg)
-        try:
-            la.built(False)
-            chk = validate(la, self.queue, bench.n)
-        except BuildError as e:
-            chk = None
-            reason = str(e)
-        else:
-            reason = chk.reason
-            budget = self.opts.max_rel_error
-            if chk.ok and budget is not None and self.spec.is_float:
-                # the bound (relative to sum|x|) must meet the budget, not just this input
-                bound = error_bound(la, bench.n, 1.0)
-                if bound > budget:
-                    reason = f"error bound {bound:.3g} > --max-rel-error {budget:.3g}"
-                elif chk.max_rel_error > budget:
-                    reason = f"error {chk.max_rel_error:.3g} > --max-rel-error {budget:.3g}"
-        if reason:
-            self._record(bucket, cfg, status="failed", reason=reason, n_measured=bench.n)
-            return float("inf"), reason
-        t = bench.time(la)
-        self._record(bucket, cfg, status="ok", median_s=t.median_s,
-                     gbps=t.gbps(bench.nbytes), max_rel_error=chk.max_rel_error if chk else None,
-                     n_measured=bench.n)
-        return t.median_s, ""
+        """(median seconds, '') for a config that validates, else (inf, reason). Recorded,
+        unless infeasible here (pruned before compiling)."""
+        out = evaluate(self._launcher(cfg), self.queue, bench, space=self.space,
+                       max_rel_error=self.opts.max_rel_error)
+        if out.compiled:
+            self._record(bucket, out)
+        return (out.median_s, "") if out.ok else (float("inf"), out.reason)
 
     def tune_bucket(self, bucket: int, timeout_s: float,
                     seeds: list[dict] | None = None) -> BucketResult:
@@ -276,10 +258,9 @@ class Tuner:
                 rounds[c].append(bench.time(self._launcher(c), budget_s=0.1).median_s)
         med = {c: sorted(v)[len(v) // 2] for c, v in rounds.items()}
         best = min(finalists, key=med.__getitem__)
-        rid = self.store.record(self.device_id, self.spec.op, self.spec.dtype, bucket,
-                                best.to_dict(), best.key(), status="ok", median_s=med[best],
-                                gbps=bench.nbytes / med[best] / 1e9, n_measured=bench.n,
-                                cltune_version=__version__, source_hash=self._src, force=True)
+        rid = self._record(bucket, Outcome(best, "timed", median_s=med[best],
+                                           gbps=bench.nbytes / med[best] / 1e9, n=bench.n),
+                           force=True)
         self.store.set_best(self.device_id, self.spec.op, self.spec.dtype, bucket, rid)
         res = BucketResult(bucket, best, med[best], bench.nbytes / med[best] / 1e9, len(trials),
                            failed, pruned, name)

@@ -227,6 +227,34 @@ class Store:
             q = q.order_by(Device.fingerprint, Result.op, Result.dtype, Result.bucket)
             return [_row(r, d) for r, d in s.execute(q)]
 
+    def related_devices(self, fingerprint: str, hardware_key: str, model: str,
+                        vendor: str) -> list[tuple[str, list[int]]]:
+        """(fallback level, device ids), nearest first: this fingerprint (`exact`), the same
+        hardware under another driver (`driver-changed`), the same model with other limits
+        (`same-device`)."""
+        with self.session() as s:
+            exact = list(s.scalars(select(Device.id).where(Device.fingerprint == fingerprint)))
+            hw = list(s.scalars(select(Device.id).where(Device.hardware_key == hardware_key,
+                                                        Device.fingerprint != fingerprint)))
+            same = list(s.scalars(select(Device.id).where(Device.model == model,
+                                                          Device.vendor == vendor,
+                                                          Device.hardware_key != hardware_key)))
+        return [("exact", exact), ("driver-changed", hw), ("same-device", same)]
+
+    def ok_results(self, device_ids: list[int], op: str | None = None,
+                   dtype: str | None = None) -> list[ResultRow]:
+        """The validated results of these devices, fastest first."""
+        if not device_ids:
+            return []
+        with self.session() as s:
+            q = (select(Result, Device).join(Device, Device.id == Result.device_id)
+                 .where(Result.device_id.in_(device_ids), Result.status == "ok"))
+            if op:
+                q = q.where(Result.op == op)
+            if dtype:
+                q = q.where(Result.dtype == dtype)
+            return [_row(r, d) for r, d in s.execute(q.order_by(Result.median_s))]
+
     def results(self, device_id: int, op: str, dtype: str, bucket: int,
                 status: str | None = "ok") -> list[ResultRow]:
         with self.session() as s:
