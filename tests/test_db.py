@@ -220,13 +220,13 @@ def v2_database(url: str) -> str:
     """A schema v2 database as v2 cltune left it (v1 DDL + the v2 migration), with data:
     two vendors, a config that is best on devices of both and failed on one, a best whose
     result failed after it was chosen (it does not count), and a failure of another config."""
-    from cltune.tuning_db.migrations import _v2
+    from cltune.tuning_db.migrations import MIGRATIONS
 
     eng = create_engine(url)
     with eng.begin() as c:
         for stmt in V1_DDL:
             c.execute(text(stmt))
-        _v2(c)
+        MIGRATIONS[2](c)
         c.execute(text("INSERT INTO cltune_schema_version VALUES (1, 2)"))
         for i, (vendor, typ) in enumerate([("acme", "gpu"), ("acme", "gpu"), ("zeta", "gpu")]):
             c.execute(text(

@@ -56,11 +56,18 @@ def test_a_users_own_setting_is_left_alone(tmp_path):
     assert json.loads(r.stdout)["vendors"] is None
 
 
-def test_folder_is_written_once_per_content(tmp_path):
-    lib = tmp_path / "libintelocl.so"
-    lib.write_text("")
-    files = icd._folder_contents(lib)
-    a = icd._write_folder(tmp_path / "cache", files)
-    b = icd._write_folder(tmp_path / "cache", files)
-    assert a == b and (a / "cltune-intel-cpu.icd").read_text() == f"{lib}\n"
+def test_folder_is_written_once_per_content(tmp_path, monkeypatch):
+    lib = icd.intel_cpu_library()
+    need(lib is not None, "Intel's CPU runtime from pip (pip install 'cltune[intel]')")
+    monkeypatch.setenv("CLTUNE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("CLTUNE_NO_ICD_SETUP", raising=False)
+    folders = []
+    for _ in range(2):
+        monkeypatch.setenv("OCL_ICD_VENDORS", "")  # unset for register(), restored afterwards
+        monkeypatch.delenv("OCL_ICD_VENDORS")
+        folders.append(icd.register())
+        assert os.environ["OCL_ICD_VENDORS"] == str(folders[-1])
+    a, b = folders
+    assert a == b and a.parent == tmp_path / "cache"
+    assert (a / "cltune-intel-cpu.icd").read_text() == f"{lib}\n"
     assert not [p for p in (tmp_path / "cache").iterdir() if p.name.startswith(".icd-")]

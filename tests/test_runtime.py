@@ -200,13 +200,20 @@ def test_two_reducers_sharing_kernels_keep_their_own_arguments(queue, tmp_path):
 def test_prepared_launches_do_not_keep_inputs_alive(queue, empty_db):
     """Regression: a prepared launch held the caller's last input (one array per reducer and
     n: 24 GB over a 648-config sweep)."""
+    import gc
+
+    import pyopencl.tools as clt
+
     r = _r(queue, empty_db)
-    x = cla.to_device(queue, np.ones(3001, np.float32))
-    assert r(x).get() == 3001
-    la, _ = r._eng.launcher_for(x.size)
-    for p in la._prepared.values():
-        assert p.args1[0] is None and p.args1[-1] is None
-        assert p.args2 is None or p.args2[2] is None
+    pool = clt.MemoryPool(clt.ImmediateAllocator(queue))
+    x = cla.to_device(queue, np.ones(3001, np.float32), allocator=pool)
+    out = cla.empty(queue, (), np.float32, allocator=pool)
+    assert r(x).get() == 3001 and r(x, out=out).get() == 3001  # warm path, then the general one
+    assert r(x).get() == 3001 and r(x, out=out).get() == 3001  # prepared launches reused
+    assert pool.active_blocks == 2
+    del x, out
+    gc.collect()
+    assert pool.active_blocks == 0, "a prepared launch still holds the input or the result"
 
 
 def test_result_arrays_from_the_template_are_real_independent_arrays(queue, empty_db):
