@@ -7,15 +7,14 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from .icd import register as _register_icd  # noqa: E402
+from .version import __version__
 
 _register_icd()  # before anything asks pyopencl for platforms: Intel's runtime from pip
 
 from .config import Config, ConfigError  # noqa: E402
 from .devices import DeviceError  # noqa: E402
-from .runtime import Explanation, Reducer, get_reducer  # noqa: E402
+from .runtime import Explanation, Reducer, clear_caches, get_reducer  # noqa: E402
 
 __all__ = ["Config", "ConfigError", "DeviceError", "Explanation", "Reducer", "__version__",
-           "get_reducer"]
+           "clear_caches", "get_reducer"]

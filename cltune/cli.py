@@ -334,10 +334,22 @@ def _cfg_text(cfg: dict) -> str:
 
 
 def main() -> None:
+    """The console script: process-wide logging and warning setup happens here, never on
+    import of a library module."""
+    import logging
     import warnings
 
-    # compiler chatter ("Non-empty compiler output") is not for the command line's user
+    # compiler chatter ("Non-empty compiler output") and Optuna's per-trial log lines are not
+    # for the command line's user (the progress bar shows the trials)
     warnings.filterwarnings("ignore", category=cl.CompilerWarning)
+    logging.getLogger("optuna").setLevel(logging.WARNING)
+    logging.getLogger("optuna").propagate = False
+    try:
+        import optuna
+
+        warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    except ImportError:  # pragma: no cover - optuna is a dependency
+        pass
     app()
 
 

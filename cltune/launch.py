@@ -44,29 +44,30 @@ class _Scratch:
 _SMALL_OFFSET = 1 << 30  # offsets below this share one prepared launch per (queue, n)
 
 # Built kernels are shared by every Launcher of the same (context, op, config): which prepared
-# launch last set a kernel's arguments is therefore tracked per kernel, process-wide, and
+# launch last set a kernel's arguments is therefore tracked on the build (`Built.owners`), and
 # launches are serialised by one lock (argument state lives in the kernel object).
 _LAUNCH_LOCK = threading.RLock()
-_KERNEL_OWNER: dict[int, object] = {}
 
 
-def _forget(p: object) -> None:
+def _forget(p: _Prepared) -> None:
     """Make kernels whose arguments were set by `p` set all of them on their next launch."""
-    for k, owner in list(_KERNEL_OWNER.items()):
+    owners = p.built.owners
+    for k, owner in list(owners.items()):
         if owner is p:
-            del _KERNEL_OWNER[k]
+            del owners[k]
 
 
 class _Prepared:
     """A launch ready to enqueue: kernels, sizes, scratch and the current argument values."""
 
-    __slots__ = ("stage1", "stage2", "scratch", "gsize", "lsize", "args1", "args2", "idx")
+    __slots__ = ("built", "stage1", "stage2", "scratch", "gsize", "lsize", "args1", "args2",
+                 "idx")
     # args1 / args2: the current argument values, in the order of reduce_kernel's slots
 
-    def __init__(self, stage1: cl.Kernel, stage2: cl.Kernel | None, scratch: _Scratch,
-                 gsize: tuple[int], lsize: tuple[int], args1: list, args2: list | None,
-                 idx: type) -> None:
-        self.stage1, self.stage2, self.scratch = stage1, stage2, scratch
+    def __init__(self, built: Built, stage2: bool, scratch: _Scratch, gsize: tuple[int],
+                 lsize: tuple[int], args1: list, args2: list | None, idx: type) -> None:
+        self.built, self.scratch = built, scratch
+        self.stage1, self.stage2 = built.stage1, built.stage2 if stage2 else None
         self.gsize, self.lsize, self.args1, self.args2, self.idx = (gsize, lsize, args1, args2,
                                                                     idx)
 
@@ -82,7 +83,6 @@ class Launcher:
         self._plans: OrderedDict[int, Plan] = OrderedDict()
         self._lock = _LAUNCH_LOCK
         self._prepared: dict[tuple, _Prepared] = {}
-        self._owner = _KERNEL_OWNER
         self._locals: dict[int, cl.LocalMemory] = {}
         self._s1 = stage1_args(spec)
 
@@ -134,12 +134,13 @@ class Launcher:
             if not s.in_order and s.last is not None:
                 wait_for = [*(wait_for or ()), s.last]
             k1, a, s1 = p.stage1, p.args1, self._s1
-            if self._owner.get(id(k1)) is not p:  # the kernel last ran another plan
+            owners = p.built.owners
+            if owners.get("stage1") is not p:  # the kernel last ran another plan
                 a[s1.x], a[s1.xoff], a[s1.out] = x, xoff, out
                 if y is not None:
                     a[s1.y], a[s1.yoff] = y, yoff
                 k1.set_args(*a)
-                self._owner[id(k1)] = p
+                owners["stage1"] = p
             else:
                 k1.set_arg(s1.x, x)  # always: the previous input is not kept alive (see below)
                 if a[s1.xoff] != xoff:
@@ -161,10 +162,10 @@ class Launcher:
                 s.last = ev1
                 return [ev1]
             k2, a2 = p.stage2, p.args2
-            if self._owner.get(id(k2)) is not p:
+            if owners.get("stage2") is not p:
                 a2[STAGE2.out] = out
                 k2.set_args(*a2)
-                self._owner[id(k2)] = p
+                owners["stage2"] = p
             else:
                 k2.set_arg(STAGE2.out, out)
             a2[STAGE2.out] = None
@@ -201,8 +202,8 @@ class Launcher:
             for old in self._prepared.values():
                 _forget(old)
             self._prepared.clear()
-        return _Prepared(b.stage1, b.stage2 if args2 else None, s, (plan.global_size,),
-                         (plan.wg,), args1, args2, np.uint64 if idx64 else np.uint32)
+        return _Prepared(b, args2 is not None, s, (plan.global_size,), (plan.wg,), args1, args2,
+                         np.uint64 if idx64 else np.uint32)
 
     def _local(self, nbytes: int) -> cl.LocalMemory:
         lm = self._locals.get(nbytes)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
@@ -57,6 +58,9 @@ class Built:
     partials_per_group: int  # partials one stage-1 group writes
     probe: dict[str, bool]  # which paths the build compiled (strategies.PROBE_FLAGS)
     acc_itemsize: int
+    #: which prepared launch last set each kernel's arguments ("stage1"/"stage2"): kernel
+    #: arguments are state shared by every Launcher of this build (launch.py)
+    owners: dict[str, object] = field(default_factory=dict, compare=False)
 
     @property
     def local_elems(self) -> int:
@@ -64,7 +68,9 @@ class Built:
         return max(self.config.tile, self.config.wg)
 
 
-_cache: dict[tuple, Built] = {}
+#: builds per context: an entry lives as long as the Context object it was built for (the
+#: Launchers, reducers and tuners that hold it), then its programs and kernels are released
+_cache: weakref.WeakKeyDictionary[cl.Context, dict[tuple, Built]] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 _ACC_SIZE = {"float": 4, "double": 8, "int": 4, "uint": 4, "long": 8, "ulong": 8}
 
@@ -72,15 +78,14 @@ _ACC_SIZE = {"float": 4, "double": 8, "int": 4, "uint": 4, "long": 8, "ulong": 8
 def build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg: Config,
           *, index64: bool = False) -> Built:
     """Build (or fetch from the cache) the kernels of `cfg` for `spec` on `dev`."""
-    key = (ctx.int_ptr, dev.int_ptr, spec, cfg, index64)
+    key = (dev.int_ptr, spec, cfg, index64, program_source(cfg))
     with _lock:
-        hit = _cache.get(key)
+        hit = _cache.get(ctx, {}).get(key)
     if hit is not None:
         return hit
     built = _build(ctx, dev, info, spec, cfg, index64)
     with _lock:
-        _cache.setdefault(key, built)
-    return built
+        return _cache.setdefault(ctx, {}).setdefault(key, built)
 
 
 def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg: Config,

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import pyopencl as cl
 
-from . import __version__
 from .config import Config, ConfigError
 from .devices import DeviceInfo
 from .evaluate import evaluate
@@ -21,6 +20,7 @@ from .measure import Bench, profiling_queue
 from .ops import OpSpec
 from .program import source_hash
 from .verify import make_input
+from .version import __version__
 
 
 @dataclass(frozen=True)

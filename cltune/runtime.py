@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import threading
 import warnings
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,9 +185,31 @@ def _choices(info: DeviceInfo, ans: Any) -> tuple[str, str, list[_Choice]]:
     return ans.level, ans.why, choices
 
 
-_engines: dict[tuple, _Engine] = {}
+#: engines by (context, device, op/dtype, db): an engine lives while a Reducer uses it, and
+#: the last few stay alive after that (so a get_reducer per call does not rebuild each time);
+#: with the engine go its launchers, builds and scratch, and the context when nothing else
+#: holds it. `clear_caches()` lets all of them go at once.
+_engines: weakref.WeakValueDictionary[tuple, _Engine] = weakref.WeakValueDictionary()
+_recent: OrderedDict[tuple, _Engine] = OrderedDict()
+RECENT_ENGINES = 8
 _engines_lock = threading.Lock()
+#: one context per device for get_reducer(device) (bounded by the number of devices)
 _device_contexts: dict[int, cl.Context] = {}
+
+
+def clear_caches() -> None:
+    """Forget every cached engine and device context (kernels, scratch, database answers);
+    reducers in use keep working, new ones start afresh."""
+    with _engines_lock:
+        _recent.clear()
+        _device_contexts.clear()
+
+
+def _remember(key: tuple, eng: _Engine) -> None:
+    _recent[key] = eng
+    _recent.move_to_end(key)
+    while len(_recent) > RECENT_ENGINES:
+        _recent.popitem(last=False)
 
 
 def _resolve(target: Any) -> tuple[cl.Context, cl.Device, cl.CommandQueue | None]:
@@ -226,7 +250,12 @@ def get_reducer(target: Any, op: str = "sum", dtype: Any = np.float32, *,
         with _engines_lock:
             eng = _engines.get(key)
             if eng is None:
-                eng = _engines[key] = _Engine(ctx, dev, info, spec, db)
+                # its own Context object: the program cache is keyed by it, so the engine's
+                # builds live exactly as long as the engine
+                own = cl.Context.from_int_ptr(ctx.int_ptr)
+                eng = _engines[key] = _Engine(own, dev, info, spec, db)
+    with _engines_lock:
+        _remember(key, eng)
     return Reducer(eng, queue or eng.queue)
 
 
@@ -286,6 +315,9 @@ class Reducer:
         self._rdtype = engine.spec.result_dtype
         self._itemsize = engine.spec.itemsize
         self._scalar = _Scalars(queue, self._rdtype, engine.allocator)
+        # the queue's own Context object (pyopencl keeps one per queue): arrays made on this
+        # queue carry it, so the hot path can check the context by identity
+        self._ctx = queue.context
 
     @property
     def level(self) -> str:
@@ -323,7 +355,7 @@ class Reducer:
         # the hot path: one contiguous device array of our dtype, context and a known size
         if (y is None and out is None and wait_for is None and queue is None
                 and type(x) is cla.Array and x.dtype is self._dtype
-                and x.context is self._eng.ctx and x._flags is not None
+                and x.context is self._ctx and x._flags is not None
                 and x._flags.forc and x.size):
             hit = self._eng._by_n.get(x.size)
             if hit is not None:

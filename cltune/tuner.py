@@ -11,14 +11,13 @@ import logging
 import os
 import socket
 import time
-import warnings
 import zlib
 from dataclasses import dataclass, field
 
 import optuna
 import pyopencl as cl
 
-from . import __version__, strategies
+from . import strategies
 from .buckets import DEFAULT_BUCKETS
 from .config import Config, ConfigError
 from .devices import DeviceInfo
@@ -30,6 +29,7 @@ from .program import source_hash
 from .seeds import known_config, seed_params
 from .space import Space, make_space
 from .verify import make_input
+from .version import __version__
 
 SAMPLERS = ("tpe", "random", "grid")
 FINALISTS = 3
@@ -305,7 +305,3 @@ def _storage(url: str) -> optuna.storages.RDBStorage:
             time.sleep(0.2 * (attempt + 1))
     raise AssertionError("unreachable")
 
-
-optuna.logging.set_verbosity(optuna.logging.WARNING)
-warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-logging.getLogger("optuna").propagate = False

@@ -41,9 +41,25 @@ class Check:
     max_rel_error: float = 0.0  # |err| / sum|x| over the checked sizes (floats), else 0
 
 
-@lru_cache(maxsize=8)
+#: inputs up to this many bytes are cached (validation sizes); bigger ones (tuning buckets up
+#: to GiBs) are made afresh, so no process keeps GiB-sized inputs alive
+CACHE_INPUT_BYTES = 1 << 24
+
+
 def make_input(spec: OpSpec, n: int, seed: int = 0) -> list[np.ndarray]:
-    """Random inputs for `spec`: floats in [-1, 2) (mixed signs), integers across the range."""
+    """Random inputs for `spec`: floats in [-1, 2) (mixed signs), integers across the range.
+    The same (spec, n, seed) always gives the same values; treat them as read-only."""
+    if n * spec.itemsize * spec.n_inputs <= CACHE_INPUT_BYTES:
+        return _small_input(spec, n, seed)
+    return _make_input(spec, n, seed)
+
+
+@lru_cache(maxsize=32)
+def _small_input(spec: OpSpec, n: int, seed: int) -> list[np.ndarray]:
+    return _make_input(spec, n, seed)
+
+
+def _make_input(spec: OpSpec, n: int, seed: int) -> list[np.ndarray]:
     rng = np.random.default_rng(seed + n)
     out = []
     for k in range(spec.n_inputs):

@@ -1,0 +1,3 @@
+"""The package version, importable without loading the runtime."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,72 @@
+"""Caches belong to a context and go with it; nothing caches GiB-sized inputs; importing the
+library leaves logging and warnings alone (the CLI's `main` sets them)."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from cltune import clear_caches, get_reducer
+from cltune.config import Config
+from cltune.launch import Launcher
+from cltune.ops import OpSpec
+from cltune.verify import CACHE_INPUT_BYTES, make_input, run_once
+
+
+def _refs(watch: cl.Context) -> int:
+    gc.collect()
+    return watch.reference_count
+
+
+def test_builds_are_released_with_their_context(device):
+    info, dev = device
+    ctx = cl.Context([dev])
+    watch = cl.Context.from_int_ptr(ctx.int_ptr)  # a second handle that only counts
+    base = _refs(watch)
+    q = cl.CommandQueue(ctx, dev)
+    la = Launcher(ctx, dev, info, OpSpec("sum", "float32"), Config("serial", 8, 0, 2, 4, 2, 2))
+    assert run_once(la, q, make_input(OpSpec("sum", "float32"), 1000)) is not None
+    assert _refs(watch) > base  # programs, kernels, buffers and the queue hold the context
+    del la, q, ctx
+    assert _refs(watch) == base - 1, "cltune still holds the context after its users let go"
+
+
+def test_reducer_engines_are_released(device):
+    _, dev = device
+    ctx = cl.Context([dev])
+    watch = cl.Context.from_int_ptr(ctx.int_ptr)
+    base = _refs(watch)
+    q = cl.CommandQueue(ctx, dev)
+    r = get_reducer(q)
+    x = cla.to_device(q, np.ones(5000, np.float32))
+    assert r(x).get() == 5000
+    assert get_reducer(q)(x).get() == 5000
+    del r, x, q, ctx
+    clear_caches()
+    assert _refs(watch) == base - 1, "the runtime still holds the context"
+
+
+def test_big_inputs_are_not_cached():
+    spec = OpSpec("sum", "float32")
+    small = 1000
+    big = CACHE_INPUT_BYTES // spec.itemsize + 1
+    assert make_input(spec, small) is make_input(spec, small)
+    a, b = make_input(spec, big), make_input(spec, big)
+    assert a is not b and np.array_equal(a[0], b[0])  # same values, not kept alive
+
+
+def test_importing_the_library_leaves_logging_and_warnings_alone():
+    code = ("import logging, warnings, numpy, pyopencl, optuna, sqlalchemy; "
+            "log = logging.getLogger('optuna'); "
+            "before = (list(warnings.filters), log.level, log.propagate, list(log.handlers)); "
+            "import cltune, cltune.tuner, cltune.service; "
+            "after = (list(warnings.filters), log.level, log.propagate, list(log.handlers)); "
+            "assert after == before, (before, after); "
+            "print('ok')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
