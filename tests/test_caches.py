@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
+import pytest
 
 from cltune import clear_caches, get_reducer
 from cltune.config import Config
@@ -60,6 +61,7 @@ def test_big_inputs_are_not_cached():
     assert a is not b and np.array_equal(a[0], b[0])  # same values, not kept alive
 
 
+@pytest.mark.multiprocess
 def test_importing_the_library_leaves_logging_and_warnings_alone():
     code = ("import logging, warnings, numpy, pyopencl, optuna, sqlalchemy; "
             "log = logging.getLogger('optuna'); "

@@ -67,6 +67,7 @@ def test_tune_then_show(info, db_url, storage_url):
     assert r.exit_code == 0 and "2^10" in r.output
 
 
+@pytest.mark.multiprocess
 def test_installed_console_script(db_url):
     exe = shutil.which("cltune") or str(__import__("pathlib").Path(sys.executable).with_name(
         "cltune"))

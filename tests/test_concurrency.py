@@ -133,6 +133,8 @@ def assert_clean_output(outputs: list[str]) -> None:
 
 
 # ------------------------------------------------------------ 4 tune processes, one database
+@pytest.mark.slow
+@pytest.mark.multiprocess
 def test_four_tune_processes_share_one_results_db_and_storage(tmp_path, info):
     """Realistic: same --db and --storage; two workers tune their own op/dtype, two share one
     study. The storages are fresh: the workers race to create both (cltune retries Optuna's
@@ -223,6 +225,7 @@ print(json.dumps(keys))
 """
 
 
+@pytest.mark.multiprocess
 def test_workers_of_one_study_with_default_options_explore_different_configs(tmp_path, info):
     """Two worker processes of one study, default options, each asks for 4 configs."""
     args = [str(info.index), f"sqlite:///{tmp_path / 'r.db'}", f"sqlite:///{tmp_path / 's.db'}"]
@@ -291,6 +294,7 @@ def check_hammered(store: Store, log: list, procs: int, n: int) -> None:
     assert all(st == "ok" and b == rb for b, st, rb in best)
 
 
+@pytest.mark.multiprocess
 def test_store_hammered_by_processes_keeps_one_row_per_key(tmp_path):
     url = f"sqlite:///{tmp_path / 'h.db'}"
     procs, n = 4, 150
@@ -410,7 +414,9 @@ def _bests(db: Path) -> int:
         return 0
 
 
-@pytest.mark.parametrize("point", KILL_POINTS)
+@pytest.mark.multiprocess
+@pytest.mark.parametrize("point", [pytest.param(p, marks=pytest.mark.slow)  # ~20 s each
+                                   if p.startswith("t=") else p for p in KILL_POINTS])
 def test_kill_9_then_resume_loses_nothing(tmp_path, info, point):
     k = K_TIMED if point.startswith("t=") else K  # a warm compiler cache runs K in < 2 s
     db, stp = tmp_path / "r.db", tmp_path / "s.db"
@@ -510,6 +516,7 @@ def _digest(d: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.iterdir())}
 
 
+@pytest.mark.multiprocess
 @pytest.mark.parametrize("how", ["file-0444", "dir-0555"])
 def test_get_reducer_with_a_read_only_db(tmp_path, info, how):
     """The runtime opens with SQLite's `mode=ro`; here the OS enforces it too. As root the
@@ -613,6 +620,7 @@ def _cli_on_corrupt(tmp_path: Path, info, how: str, args: list[str]):  # noqa: A
     return r
 
 
+@pytest.mark.multiprocess
 @pytest.mark.parametrize("how,args", CLI_CASES)
 def test_cli_on_a_corrupt_db_fails_cleanly(tmp_path, info, how, args):
     r = _cli_on_corrupt(tmp_path, info, how, args)
@@ -621,6 +629,7 @@ def test_cli_on_a_corrupt_db_fails_cleanly(tmp_path, info, how, args):
     assert r.stderr.count("error:") == 1 and "bad.db" in r.stderr.replace("\n", "")
 
 
+@pytest.mark.multiprocess
 @pytest.mark.parametrize("how,args", CLI_CASES[:2])
 def test_cli_on_a_corrupt_db_says_so_in_one_line(tmp_path, info, how, args):
     r = _cli_on_corrupt(tmp_path, info, how, args)

@@ -443,5 +443,6 @@ def concurrent_writers(url: str, procs: int = 3, n: int = 80) -> None:
     s.close()
 
 
+@pytest.mark.multiprocess
 def test_tally_stays_exact_under_concurrent_writers(db_url):
     concurrent_writers(db_url)

@@ -121,6 +121,7 @@ def test_unwritable_cache_costs_only_a_probe(device, tmp_path, monkeypatch):
         H.forget()
 
 
+@pytest.mark.multiprocess
 def test_usable_devices_come_first_and_index_0_is_usable(tmp_path):
     infos = list_devices()
     first = infos[0]
@@ -139,6 +140,7 @@ def test_usable_devices_come_first_and_index_0_is_usable(tmp_path):
         assert oks[0], rows
 
 
+@pytest.mark.multiprocess
 def test_get_reducer_on_an_unusable_device_raises_at_once(device, tmp_path):
     info, _ = device
     _write_cache(tmp_path, {_key(info): BROKEN})
@@ -157,6 +159,7 @@ def test_get_reducer_on_an_unusable_device_raises_at_once(device, tmp_path):
     assert "apt install pocl-opencl-icd" in r.stdout
 
 
+@pytest.mark.multiprocess
 def test_no_usable_device_is_one_line_and_recheck_restores(tmp_path):
     _write_cache(tmp_path, {_key(i): BROKEN for i in list_devices()})
     for args in (["tune", "--device", "0"], ["verify"], ["show", "--device", "0"],
@@ -175,6 +178,7 @@ def test_no_usable_device_is_one_line_and_recheck_restores(tmp_path):
     assert {i.fingerprint: device_health(i).status for i in list_devices()} == statuses
 
 
+@pytest.mark.multiprocess
 def test_devices_table_names_the_problem_and_the_fix(device, tmp_path):
     info, _ = device
     _write_cache(tmp_path, {_key(info): BROKEN})

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from support.require import need
 
 from cltune import icd
@@ -28,6 +29,7 @@ def _clean_env(tmp_path, **extra: str) -> dict[str, str]:
     return {**env, "CLTUNE_CACHE_DIR": str(tmp_path), **extra}
 
 
+@pytest.mark.multiprocess
 def test_intel_runtime_from_pip_works_without_environment_variables(tmp_path):
     need(icd.intel_cpu_library() is not None,
          "Intel's CPU runtime from pip (pip install 'cltune[intel]')")
@@ -43,6 +45,7 @@ def test_intel_runtime_from_pip_works_without_environment_variables(tmp_path):
     assert "cltune-intel-cpu.icd" in folder and set(system) <= set(folder), (folder, system)
 
 
+@pytest.mark.multiprocess
 def test_a_users_own_setting_is_left_alone(tmp_path):
     mine = tmp_path / "mine"
     mine.mkdir()

@@ -15,6 +15,7 @@ from urllib.parse import unquote, urlparse
 
 import cltune.kernels
 import cltune.tuning_db
+import pytest
 
 import cltune
 
@@ -48,6 +49,7 @@ def test_nothing_else_is_importable_through_the_package():
     assert all(Path(p or ".").resolve() != ROOT for p in sys.path), sys.path
 
 
+@pytest.mark.multiprocess
 def test_child_pythons_started_from_the_checkout_import_the_same_package():
     """Subprocess tests start `python -m cltune` / `python -c` with the test run's working
     directory (in CI the repository root, whose cltune/ must not shadow the installed one)."""

@@ -38,6 +38,9 @@ import pytest
 from support.oclgrind import oclgrind_available, run_under_oclgrind
 from support.require import need
 
+# every test runs a child Python under the Oclgrind simulator
+pytestmark = [pytest.mark.oclgrind, pytest.mark.multiprocess]
+
 MARK = "CLTUNE-OCLGRIND-RESULT "
 TIMEOUT = 300
 

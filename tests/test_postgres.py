@@ -38,6 +38,8 @@ from support.writes import random_record_writes
 
 from cltune.config import Config
 
+pytestmark = pytest.mark.postgres
+
 PG_URL = os.environ.get("CLTUNE_TEST_PG_URL", "").strip()
 DONE = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
 PARTS = {"vendor": "acme", "type": "gpu", "model": "Rocket 9", "compute_units": 8,
@@ -170,6 +172,7 @@ def test_cltune_and_optuna_tables_coexist_in_one_schema(pg, first):
     assert len(trials) == 1 and trials[0].value == 1.0
 
 
+@pytest.mark.multiprocess
 def test_database_errors_do_not_print_the_password(pg):
     u = make_url(PG_URL)
     need(bool(u.password), "CLTUNE_TEST_PG_URL has no password")
@@ -360,6 +363,7 @@ def _hammer(url: str, barrier, seed: int, n: int, out) -> None:  # noqa: ANN001
     out.put((log, errors))
 
 
+@pytest.mark.multiprocess
 def test_processes_hammering_the_same_keys(pg):
     """4 processes x 150 record() on 24 shared keys and set_best() on 2 keys: no errors, one
     row per key. The device and the first bests exist beforehand (their first insert races:
@@ -445,6 +449,8 @@ def _side_by_side(ctx, device, configs: list[dict], bucket: int = 10) -> list[fl
     return [bench.nbytes / sorted(r)[len(r) // 2] / 1e9 for r in rounds]
 
 
+@pytest.mark.slow
+@pytest.mark.multiprocess
 def test_three_workers_share_one_study_and_one_results_db(pg, info, ctx, device):
     """`cltune tune --study shared --resume` x 3 at once, results and Optuna storage in two
     schemas of the server. A single worker with the same number of trials runs first under

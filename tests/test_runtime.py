@@ -236,6 +236,7 @@ def test_result_arrays_from_the_template_are_real_independent_arrays(queue, empt
     assert type(c) is cla.Array and c.get() == 12502500.0
 
 
+@pytest.mark.multiprocess
 def test_no_database_file_answers_without_loading_sqlalchemy(device, tmp_path):
     """Without a database file (never tuned here) get_reducer answers from the shipped results
     or builtin, warns once, and never imports SQLAlchemy (a third of a second of startup)."""

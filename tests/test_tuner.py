@@ -54,6 +54,7 @@ def _trials(storage, name):
     return optuna.load_study(study_name=name, storage=storage).get_trials(deepcopy=False)
 
 
+@pytest.mark.multiprocess
 @pytest.mark.parametrize("kill_after", [2, 6])
 def test_resume_after_kill_9_loses_no_finished_trial(tmp_path, kill_after):
     db = f"sqlite:///{tmp_path / 'r.db'}"
