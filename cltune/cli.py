@@ -206,7 +206,7 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     db: DbOpt = None,
 ) -> None:
-    """Show the best stored config per device, op, dtype and size bucket.
+    """Show the best stored config per device, kernel family, variant (op/dtype) and size.
 
     Example: cltune show --device 0
     """
@@ -217,28 +217,28 @@ def show(
         rows = run_show(db, device)
         answers = []
         if device is not None:
-            pairs = sorted({(r.op, r.dtype) for r in rows}) or [("sum", "float32")]
-            answers = [(op, dt, explain_device(db, device, op, dt)[1]) for op, dt in pairs]
+            variants = sorted({r.variant for r in rows if r.family == "reduce"})
+            answers = [(v, explain_device(db, device, v)[1]) for v in variants or ["sum/float32"]]
     if as_json:
         out.print_json(json.dumps({"results": [r.__dict__ for r in rows],
-                                   "answers": [{"op": o, "dtype": d, "level": a.level,
-                                                "why": a.why} for o, d, a in answers]}
+                                   "answers": [{"variant": v, "level": a.level, "why": a.why}
+                                               for v, a in answers]}
                                   if device is not None else [r.__dict__ for r in rows],
                                   default=str))
         return
-    for o, d, a in answers:
-        out.print(f"{o}/{d}: served at level [bold]{a.level}[/]: {a.why}", highlight=False)
+    for v, a in answers:
+        out.print(f"{v}: served at level [bold]{a.level}[/]: {escape(a.why)}", highlight=False)
     if not rows:
         out.print("no tuned results" + (f" for device {device}" if device else ""))
         return
     t = Table(title="best configs")
-    for c in ("device", "op", "dtype", "bucket", "GB/s", "median", "config", "tuned at"):
+    for c in ("device", "family", "variant", "size", "GB/s", "median", "config", "tuned at"):
         t.add_column(c)
     for r in rows:
-        t.add_row(f"{r.device_name} [{r.fingerprint}]", r.op, r.dtype, f"2^{r.bucket}",
-                  f"{r.gbps:.1f}" if r.gbps else "-",
+        t.add_row(f"{escape(r.device_name)} [{r.fingerprint}]", r.family, r.variant,
+                  r.size_class, f"{r.gbps:.1f}" if r.gbps else "-",
                   f"{r.median_s * 1e6:.1f} µs" if r.median_s else "-",
-                  _cfg_text(r.config), r.updated_at)
+                  _cfg_text(r.family, r.config), r.updated_at)
     out.print(t)
 
 
@@ -327,10 +327,13 @@ def migrate(db: DbOpt = None,
                   "tally")
 
 
-def _cfg_text(cfg: dict) -> str:
-    from cltune.config import Config
+def _cfg_text(family: str, cfg: dict) -> str:
+    from cltune.family import get
 
-    return Config.from_mapping(cfg).short()
+    try:
+        return get(family).parse_config(cfg).short()
+    except (KeyError, ValueError):
+        return escape(json.dumps(cfg, sort_keys=True))
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 import pyopencl.tools as cltools
 
+from . import reduce_family
 from .buckets import nearest
 from .config import Config, ConfigError
 from .defaults import builtin_config, safest_config
@@ -144,7 +145,8 @@ def _load_choices(info: DeviceInfo, spec: OpSpec,
         # without loading SQLAlchemy (~0.3 s of a process's first get_reducer)
         _warn_once(url, f"cltune: tuning database unusable (database file {path} does not "
                    "exist); using fallback configs")
-        return _choices(info, lookup_without_db(key, spec.op, spec.dtype))
+        return _choices(info, lookup_without_db(key, reduce_family.NAME,
+                                                reduce_family.variant(spec)))
     from cltune.tuning_db import Store
     from cltune.tuning_db.lookup import lookup
 
@@ -158,10 +160,10 @@ def _load_choices(info: DeviceInfo, spec: OpSpec,
                    "using fallback configs")
     try:
         try:
-            ans = lookup(store, key, spec.op, spec.dtype)
+            ans = lookup(store, key, reduce_family.NAME, reduce_family.variant(spec))
         except Exception as e:  # noqa: BLE001
             _warn_once(url, f"cltune: lookup failed ({type(e).__name__}: {e}); using builtin")
-            ans = lookup(None, key, spec.op, spec.dtype)
+            ans = lookup(None, key, reduce_family.NAME, reduce_family.variant(spec))
     finally:
         if store is not None:
             store.close()
@@ -175,9 +177,10 @@ def _choices(info: DeviceInfo, ans: Any) -> tuple[str, str, list[_Choice]]:
     for r in ans.rows:
         try:
             cfg = Config.from_mapping(r.config)
-        except ConfigError:
+            bucket = reduce_family.bucket_of(r.size_class)
+        except (ConfigError, ValueError):
             continue  # never let a bad stored config near the compiler
-        choices.append(_Choice(cfg, r.bucket, r.updated_at, r.driver, r.gbps))
+        choices.append(_Choice(cfg, bucket, r.updated_at, r.driver, r.gbps))
     if not choices:
         cfg = builtin_config(info)
         return "builtin", ans.why if ans.level == "builtin" else "stored configs invalid", [

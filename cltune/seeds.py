@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from .config import Config, ConfigError
+from .reduce_family import bucket_of
 from .space import Space
 
 #: at most this many seeds per study, so the sampler keeps most of the budget
@@ -66,8 +67,12 @@ def seed_params(space: Space, candidates: Iterable[Config | Mapping | None]) -> 
 
 def known_config(rows: Iterable[object], bucket: int) -> Mapping | None:
     """The config of the stored row for `bucket`, else of the nearest bucket (log scale)."""
-    rows = [r for r in rows if getattr(r, "bucket", None) is not None]
-    if not rows:
+    known = []
+    for r in rows:
+        try:
+            known.append((bucket_of(getattr(r, "size_class", "")), r))
+        except ValueError:
+            continue
+    if not known:
         return None
-    best = min(rows, key=lambda r: (abs(r.bucket - bucket), -r.bucket))
-    return best.config
+    return min(known, key=lambda kr: (abs(kr[0] - bucket), -kr[0]))[1].config

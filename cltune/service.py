@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pyopencl as cl
 
+from . import reduce_family
 from .devices import DeviceInfo, device_health, list_devices, select
 from .health import Health
 from .tuner import BucketResult, Progress, TuneOptions, Tuner
@@ -78,7 +79,7 @@ def show(db: str | None, selector: str | None):  # noqa: ANN201 - list of Result
         store.close()
 
 
-def explain_device(db: str | None, selector: str, op: str, dtype: str):  # noqa: ANN201
+def explain_device(db: str | None, selector: str, variant: str):  # noqa: ANN201
     """Which fallback level answers for this device, and why (as get_reducer would see it)."""
     from cltune.tuning_db import Store
     from cltune.tuning_db.lookup import DeviceKey, lookup
@@ -88,7 +89,7 @@ def explain_device(db: str | None, selector: str, op: str, dtype: str):  # noqa:
                     info.driver)
     store = Store.open(db, readonly=True)
     try:
-        return info, lookup(store, key, op, dtype)
+        return info, lookup(store, key, reduce_family.NAME, variant)
     finally:
         store.close()
 
@@ -106,7 +107,7 @@ def export(db: str | None, selector: str | None, path: str) -> int:
     fps = None if selector is None else {select(selector)[0].fingerprint}
     store = Store.open(db, readonly=True)
     try:
-        doc = export_doc(store, fps)
+        doc = export_doc(store.export_rows(fps))
     finally:
         store.close()
     target = Path(path)
@@ -121,12 +122,12 @@ def export(db: str | None, selector: str | None, path: str) -> int:
 def import_file(db: str | None, path: str):  # noqa: ANN201 - MergeReport
     """Validate the whole file, then merge it in one transaction."""
     from cltune.tuning_db import Store
-    from cltune.tuning_db.exchange import merge, read_import_file
+    from cltune.tuning_db.exchange import read_import_file
 
     records = read_import_file(path)  # raises before anything is written
     store = Store.open(db)
     try:
-        return merge(store, records)
+        return store.merge(records)
     finally:
         store.close()
 

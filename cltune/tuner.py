@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import optuna
 import pyopencl as cl
 
-from . import strategies
+from . import reduce_family, strategies
 from .buckets import DEFAULT_BUCKETS
 from .config import Config, ConfigError
 from .devices import DeviceInfo
@@ -28,6 +28,7 @@ from .ops import OpSpec
 from .program import source_hash
 from .seeds import known_config, seed_params
 from .space import Space, make_space
+from .tuning_db.rows import Measurement
 from .verify import make_input
 from .version import __version__
 
@@ -154,7 +155,8 @@ class Tuner:
         i = self.info
         key = DeviceKey(i.fingerprint, i.hardware_key, i.model, i.vendor, i.type, i.driver)
         try:
-            return lookup(self.store, key, self.spec.op, self.spec.dtype).rows
+            return lookup(self.store, key, reduce_family.NAME,
+                          reduce_family.variant(self.spec)).rows
         except Exception as e:  # noqa: BLE001 - seeds are an optimisation, never a failure
             logging.getLogger(__name__).warning("no seeds from the database: %s", e)
             return ()
@@ -166,12 +168,11 @@ class Tuner:
         return la
 
     def _record(self, bucket: int, out: Outcome, force: bool = False) -> int:
-        return self.store.record(self.device_id, self.spec.op, self.spec.dtype, bucket,
-                                 out.config.to_dict(), out.config.key(),
-                                 status="ok" if out.ok else "failed", reason=out.reason,
-                                 median_s=out.median_s, gbps=out.gbps,
-                                 max_rel_error=out.max_rel_error, n_measured=out.n,
-                                 cltune_version=__version__, source_hash=self._src, force=force)
+        m = Measurement(reduce_family.NAME, reduce_family.variant(self.spec),
+                        reduce_family.size_class(bucket), out.config.to_dict(),
+                        out.config.key(), "ok" if out.ok else "failed", out.n, __version__,
+                        self._src, out.reason, out.median_s, out.gbps, out.max_rel_error)
+        return self.store.record(self.device_id, m, force=force)
 
     def evaluate(self, cfg: Config, bucket: int, bench: Bench) -> tuple[float, str]:
         """(median seconds, '') for a config that validates, else (inf, reason). Recorded,
@@ -261,7 +262,7 @@ class Tuner:
         rid = self._record(bucket, Outcome(best, "timed", median_s=med[best],
                                            gbps=bench.nbytes / med[best] / 1e9, n=bench.n),
                            force=True)
-        self.store.set_best(self.device_id, self.spec.op, self.spec.dtype, bucket, rid)
+        self.store.set_best(self.device_id, rid)
         res = BucketResult(bucket, best, med[best], bench.nbytes / med[best] / 1e9, len(trials),
                            failed, pruned, name)
         self.progress.end_bucket(res)

@@ -5,7 +5,7 @@ Builds a SQLite tuning database with the real schema (`Store.open` creates it fr
 holding DEVICES x BUCKETS x OPS best results (10,000 x 50 x 5 = 2.5 M by default, plus one
 failed result per 50 keys, of configs other than the vendor's favourites; the rows go in by bulk
 SQL and the schema v3 vendor tally is then filled as the v3 migration fills it), then times
-`cltune.tuning_db.lookup.lookup(store, DeviceKey(...), op, dtype)` -- the code path
+`cltune.tuning_db.lookup.lookup(store, DeviceKey(...), "reduce", "op/float32")` -- the code path
 `get_reducer` takes -- in a FRESH process per case, with the database file's pages dropped from
 the OS page cache first (posix_fadvise DONTNEED), so the number is a cold first lookup: engine,
 connection, schema check and the queries.
@@ -22,7 +22,7 @@ index to the scratch database (never to the models) and times again, to check a 
     python scripts/db_scale.py --devices 500        # quick
     python scripts/db_scale.py --reuse              # time an existing /tmp database again
     python scripts/db_scale.py --reuse --try-index \\
-        "CREATE INDEX IF NOT EXISTS ix_try ON cltune_best (device_id, op, dtype)"
+        "CREATE INDEX IF NOT EXISTS ix_try ON cltune_best (device_id, family, variant)"
 
 Exit code 0 when every case is within --target-ms, 1 otherwise (the numbers are printed
 either way); `--json FILE` writes them.
@@ -109,12 +109,13 @@ def generate(path: Path, devices: int, buckets: int, chunk: int = 200_000) -> di
                     devs)
     con.execute("COMMIT")
     rng = random.Random(3)
-    res_sql = ("INSERT INTO cltune_results (id, device_id, op, dtype, bucket, config_key,"
+    res_sql = ("INSERT INTO cltune_results (id, device_id, family, variant, size_class,"
+               " config_key,"
                " config_json, status, reason, median_s, gbps, max_rel_error, n_measured,"
                " cltune_version, source_hash, created_at, updated_at, verified_at, stale)"
                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
-    best_sql = ("INSERT INTO cltune_best (id, device_id, op, dtype, bucket, result_id,"
-                " updated_at) VALUES (?,?,?,?,?,?,?)")
+    best_sql = ("INSERT INTO cltune_best (id, device_id, family, variant, size_class,"
+                " result_id, updated_at) VALUES (?,?,?,?,?,?,?)")
     rid = bid = 0
     res, best = [], []
 
@@ -142,18 +143,19 @@ def generate(path: Path, devices: int, buckets: int, chunk: int = 200_000) -> di
                 k = fav[rng.randrange(8)] if rng.random() < 0.7 else rng.randrange(len(cfgs))
                 key, cj = cfgs[k]
                 med = (1 << b) * 4e-11 + 5e-6 * (1 + rng.random())
-                res.append((rid, did, op, "float32", b, key, cj, "ok", "", med,
+                res.append((rid, did, "reduce", f"{op}/float32", f"2^{b}", key, cj, "ok", "", med,
                             (1 << b) * 4 / med / 1e9, None, 1 << b, "0.1.0", "ab9e6b9a6c53d074",
                             NOW, NOW, None, 0))
                 bid += 1
-                best.append((bid, did, op, "float32", b, rid, NOW))
+                best.append((bid, did, "reduce", f"{op}/float32", f"2^{b}", rid, NOW))
                 if rid % 50 == 0:  # some configs failed on some devices
                     rid += 1
                     f = k
                     while f == k:  # another config than the best of this key
                         f = frng.choice(others[vendor])
                     fk, fcj = cfgs[f]
-                    res.append((rid, did, op, "float32", b, fk, fcj, "failed",
+                    res.append((rid, did, "reduce", f"{op}/float32", f"2^{b}", fk, fcj,
+                                "failed",
                                 "n=1025: wrong result", None, None, None, 1 << b, "0.1.0",
                                 "ab9e6b9a6c53d074", NOW, NOW, None, 0))
         if len(res) >= chunk:
@@ -161,8 +163,8 @@ def generate(path: Path, devices: int, buckets: int, chunk: int = 200_000) -> di
     flush()
     tally_s = None
     if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'cltune_vendor_tally'").fetchone():
-        # schema v3: the rows went in by bulk SQL, past Store, so the vendor tally is filled
-        # here as the v3 migration fills it
+        # the rows went in by bulk SQL, past Store, so the vendor tally is filled here as the
+        # v4 migration fills it
         from cltune.tuning_db.tally import BACKFILL_SQL
 
         t1 = time.perf_counter()
@@ -203,9 +205,9 @@ t1 = time.perf_counter()
 stmts = []
 event.listen(store.engine, "before_cursor_execute",
              lambda c, cur, sql, params, ctx, many: stmts.append((sql, list(params or ()))))
-ans = lookup(store, key, a["op"], "float32")
+ans = lookup(store, key, "reduce", a["op"] + "/float32")
 t2 = time.perf_counter()
-ans2 = lookup(store, key, a["op"], "float32")
+ans2 = lookup(store, key, "reduce", a["op"] + "/float32")
 t3 = time.perf_counter()
 print(json.dumps({"open_ms": (t1 - t0) * 1e3, "lookup_ms": (t2 - t1) * 1e3,
                   "first_ms": (t2 - t0) * 1e3, "warm_ms": (t3 - t2) * 1e3,
@@ -249,7 +251,8 @@ ALT_VENDOR_DEFAULT = """
 SELECT r.config_key, count(*) AS n FROM cltune_best b
   JOIN cltune_devices d ON d.id = b.device_id
   JOIN cltune_results r ON r.id = b.result_id
- WHERE d.vendor = ? AND d.type = ? AND b.op = ? AND b.dtype = ? AND r.status = 'ok'
+ WHERE d.vendor = ? AND d.type = ? AND b.family = 'reduce' AND b.variant = ?
+   AND r.status = 'ok'
  GROUP BY r.config_key ORDER BY n DESC LIMIT 8"""
 
 ALT_CHILD = r"""
@@ -269,7 +272,7 @@ print(json.dumps({"ms": (time.perf_counter() - t0) * 1e3, "rows": len(rows)}))
 def time_alternative(path: Path, key: dict, op: str, cold: bool) -> dict:
     """The vendor-default choice as one aggregate query (a suggestion, not cltune's code)."""
     arg = json.dumps({"path": str(path), "cold": cold, "sql": ALT_VENDOR_DEFAULT,
-                      "params": [key["vendor"], key["type"], op, "float32"]})
+                      "params": [key["vendor"], key["type"], f"{op}/float32"]})
     r = subprocess.run([sys.executable, "-c", ALT_CHILD, arg], capture_output=True, text=True,
                        timeout=600)
     if r.returncode:

@@ -62,7 +62,7 @@ def test_tune_then_show(info, db_url, storage_url):
     assert "feasible configs" in r.output
     r = runner.invoke(app, ["show", "--json", "--db", db_url])
     rows = json.loads(r.stdout)
-    assert len(rows) == 1 and rows[0]["bucket"] == 10 and rows[0]["status"] == "ok"
+    assert len(rows) == 1 and rows[0]["size_class"] == "2^10" and rows[0]["status"] == "ok"
     r = runner.invoke(app, ["show", "--device", str(info.index), "--db", db_url])
     assert r.exit_code == 0 and "2^10" in r.output
 

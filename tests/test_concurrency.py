@@ -38,6 +38,7 @@ import pyopencl.array as cla
 import pytest
 from cltune.tuning_db import Store
 from sqlalchemy import create_engine
+from support.records import reduce_measurement
 from support.require import need
 from support.tuned import store_bests
 from support.writes import random_record_writes
@@ -79,9 +80,10 @@ def query(path: Path, sql: str, *args: object) -> list[tuple]:
 
 
 def result_rows(path: Path) -> dict[tuple, tuple]:
-    """(fingerprint, op, dtype, bucket, config_key) -> (status, median_s) of cltune_results."""
-    rows = query(path, "SELECT d.fingerprint, r.op, r.dtype, r.bucket, r.config_key, r.status,"
-                       " r.median_s FROM cltune_results r JOIN cltune_devices d"
+    """(fingerprint, family, variant, size class, config_key) -> (status, median_s) of
+    cltune_results."""
+    rows = query(path, "SELECT d.fingerprint, r.family, r.variant, r.size_class, r.config_key,"
+                       " r.status, r.median_s FROM cltune_results r JOIN cltune_devices d"
                        " ON d.id = r.device_id")
     out = {r[:5]: r[5:] for r in rows}
     assert len(out) == len(rows), "a results key is stored twice"
@@ -89,16 +91,16 @@ def result_rows(path: Path) -> dict[tuple, tuple]:
 
 
 def assert_no_duplicates(path: Path) -> None:
-    (n, distinct), = query(path, "SELECT count(*), count(DISTINCT device_id || '|' || op || '|' ||"
-                                 " dtype || '|' || bucket || '|' || config_key)"
+    key = "device_id || '|' || family || '|' || variant || '|' || size_class"
+    (n, distinct), = query(path, f"SELECT count(*), count(DISTINCT {key} || '|' || config_key)"
                                  " FROM cltune_results")
     assert n == distinct, f"{n - distinct} duplicate result rows"
-    (n, distinct), = query(path, "SELECT count(*), count(DISTINCT device_id || '|' || op || '|' ||"
-                                 " dtype || '|' || bucket) FROM cltune_best")
+    (n, distinct), = query(path, f"SELECT count(*), count(DISTINCT {key}) FROM cltune_best")
     assert n == distinct, f"{n - distinct} duplicate bests"
     bad = query(path, "SELECT b.id FROM cltune_best b JOIN cltune_results r ON r.id = b.result_id"
-                      " WHERE r.status != 'ok' OR r.device_id != b.device_id OR r.op != b.op"
-                      " OR r.dtype != b.dtype OR r.bucket != b.bucket")
+                      " WHERE r.status != 'ok' OR r.device_id != b.device_id"
+                      " OR r.family != b.family OR r.variant != b.variant"
+                      " OR r.size_class != b.size_class")
     assert not bad, f"bests pointing at the wrong or a failed result: {bad}"
 
 
@@ -116,13 +118,12 @@ def assert_trials_recorded(db: Path, storage: str) -> None:
     """Every COMPLETE trial's config is an ok row of the results database, under its key."""
     rows = result_rows(db)
     for s in optuna.get_all_study_summaries(storage):
-        _, fp, spec, b = s.study_name.split(":")
-        op, dtype = spec.split("/")
+        _, fp, spec, b = s.study_name.split(":")  # spec "op/dtype" and b "2^k": the keys
         study = optuna.load_study(study_name=s.study_name, storage=storage)
         for t in study.get_trials(deepcopy=False,
                                   states=(optuna.trial.TrialState.COMPLETE,)):
             k = Config.from_mapping(t.user_attrs["config"]).key()
-            row = rows.get((fp, op, dtype, int(b.removeprefix("2^")), k))
+            row = rows.get((fp, "reduce", spec, b, k))
             assert row is not None and row[0] == "ok", (s.study_name, t.number, row)
 
 
@@ -158,9 +159,9 @@ def test_four_tune_processes_share_one_results_db_and_storage(tmp_path, info):
     assert_clean_output(outs)
     assert integrity(db) == "ok" and integrity(stp) == "ok"
     assert_no_duplicates(db)
-    bests = query(db, "SELECT op, dtype, bucket FROM cltune_best")
-    assert Counter(bests) == Counter({(o, d, b): 1 for o, d in (("sum", "float32"),
-                                      ("max", "float32"), ("sum", "int32")) for b in (10, 12)})
+    bests = query(db, "SELECT variant, size_class FROM cltune_best")
+    assert Counter(bests) == Counter({(v, f"2^{b}"): 1 for v in ("sum/float32", "max/float32",
+                                                                 "sum/int32") for b in (10, 12)})
     assert_trials_recorded(db, st)
     done = {s.study_name: len(optuna.load_study(study_name=s.study_name, storage=st)
                               .get_trials(deepcopy=False, states=DONE))
@@ -278,9 +279,9 @@ def check_hammered(store: Store, log: list, procs: int, n: int) -> None:
     with store.session() as s:
         assert s.scalar(select(Device.id).where(Device.fingerprint == "a" * 16)) is not None
         assert len(s.scalars(select(Device.id)).all()) == 1, "device inserted twice"
-        rows = s.execute(select(Result.bucket, Result.config_key, Result.status,
-                                Result.median_s)).all()
-        best = s.execute(select(Best.bucket, Result.status, Result.bucket)
+        rows = [(int(sc.removeprefix("2^")), *rest) for sc, *rest in s.execute(
+            select(Result.size_class, Result.config_key, Result.status, Result.median_s))]
+        best = s.execute(select(Best.size_class, Result.status, Result.size_class)
                          .join(Result, Result.id == Best.result_id)).all()
     keys = {(b, k) for b, k, _ in log}
     assert len(rows) == len({(b, k) for b, k, _, _ in rows}) == len(keys)
@@ -290,7 +291,7 @@ def check_hammered(store: Store, log: list, procs: int, n: int) -> None:
             assert status == "ok" and med == pytest.approx(min(oks), rel=1e-12), (b, k)
         else:
             assert status == "failed", (b, k)
-    assert sorted(b for b, _, _ in best) == [10, 20]
+    assert sorted(b for b, _, _ in best) == ["2^10", "2^20"]
     assert all(st == "ok" and b == rb for b, st, rb in best)
 
 
@@ -331,27 +332,31 @@ def test_writer_waits_for_a_concurrent_insert_of_the_same_key(tmp_path, what):
     dev = s.upsert_device(PARTS, "a" * 16, "b" * 16, "Rocket 9")
     cfg = {"strategy": "serial", "wg": 8, "tile": 0, "items": 1, "vec": 1, "groups_per_cu": 1,
            "passes": 2, "acc": "native"}
-    rid = s.record(dev, "sum", "float32", 10, cfg, "k0", status="ok", median_s=2e-4, gbps=1.0,
-                   n_measured=1024, cltune_version="t", source_hash=SRC)
-    cols = ("device_id, op, dtype, bucket, config_key, config_json, status, reason, median_s,"
-            " n_measured, cltune_version, source_hash, stale, created_at, updated_at")
+    rid = s.record(dev, reduce_measurement("sum", "float32", 10, cfg, "k0", status="ok",
+                                           median_s=2e-4, gbps=1.0, n_measured=1024,
+                                           cltune_version="t", source_hash=SRC))
+    cols = ("device_id, family, variant, size_class, config_key, config_json, status, reason,"
+            " median_s, n_measured, cltune_version, source_hash, stale, created_at, updated_at")
     if what == "record":
         other = _holder(path, f"INSERT INTO cltune_results ({cols}) VALUES"
-                        " (?, 'sum', 'float32', 10, 'k1', '{}', 'ok', '', 5e-4, 1024, 't', ?, 0,"
-                        " ?, ?)",
+                        " (?, 'reduce', 'sum/float32', '2^10', 'k1', '{}', 'ok', '', 5e-4, 1024,"
+                        " 't', ?, 0, ?, ?)",
                         dev, SRC, NOW, NOW)
-        call = lambda: s.record(dev, "sum", "float32", 10, cfg, "k1", status="ok",  # noqa: E731
-                                median_s=1e-4, gbps=1.0, n_measured=1024,
-                                cltune_version="t", source_hash=SRC)
+        call = lambda: s.record(dev, reduce_measurement("sum", "float32", 10, cfg, "k1",  # noqa: E731
+                                                        status="ok", median_s=1e-4, gbps=1.0,
+                                                        n_measured=1024, cltune_version="t",
+                                                        source_hash=SRC))
     elif what == "record-update":  # the other writer stores a faster time for k0 first
         other = _holder(path, "UPDATE cltune_results SET median_s = 1e-5 WHERE id = ?", rid)
-        call = lambda: s.record(dev, "sum", "float32", 10, cfg, "k0", status="ok",  # noqa: E731
-                                median_s=5e-5, gbps=1.0, n_measured=1024,
-                                cltune_version="t", source_hash=SRC)
+        call = lambda: s.record(dev, reduce_measurement("sum", "float32", 10, cfg, "k0",  # noqa: E731
+                                                        status="ok", median_s=5e-5, gbps=1.0,
+                                                        n_measured=1024, cltune_version="t",
+                                                        source_hash=SRC))
     elif what == "set_best":
-        other = _holder(path, "INSERT INTO cltune_best (device_id, op, dtype, bucket, result_id,"
-                        " updated_at) VALUES (?, 'sum', 'float32', 10, ?, ?)", dev, rid, NOW)
-        call = lambda: s.set_best(dev, "sum", "float32", 10, rid)  # noqa: E731
+        other = _holder(path, "INSERT INTO cltune_best (device_id, family, variant, size_class,"
+                        " result_id, updated_at) VALUES (?, 'reduce', 'sum/float32', '2^10', ?,"
+                        " ?)", dev, rid, NOW)
+        call = lambda: s.set_best(dev, rid)  # noqa: E731
     else:
         other = _holder(path, "INSERT INTO cltune_devices (fingerprint, hardware_key, vendor,"
                         " type, model, name, compute_units, local_mem, max_wg, platform,"
@@ -463,7 +468,8 @@ def test_kill_9_then_resume_loses_nothing(tmp_path, info, point):
             if k not in after_rows or (v[0] == "ok" and after_rows[k][0] != "ok")}
     assert not gone, f"stored results lost: {gone}"
     assert_no_duplicates(db)
-    assert sorted(b for b, in query(db, "SELECT bucket FROM cltune_best")) == [10, 12]
+    assert sorted(b for b, in query(db, "SELECT size_class FROM cltune_best")) == [
+        "2^10", "2^12"]
     assert_trials_recorded(db, st)
     print(f"\nkill -9 at {point} ({killed_at:.2f} s): {len(before_trials)} finished trials and "
           f"{len(before_rows)} result rows before, all kept; after resume "

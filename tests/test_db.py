@@ -6,6 +6,7 @@ import pytest
 from cltune.tuning_db import DatabaseError, SchemaError, Store
 from cltune.tuning_db.migrations import LATEST, V1_DDL
 from sqlalchemy import create_engine, inspect, text
+from support.records import reduce_measurement
 
 PARTS = {"vendor": "acme", "type": "gpu", "model": "Rocket 9", "compute_units": 8,
          "local_mem": 65536, "max_wg": 1024, "platform": "Acme CL",
@@ -16,18 +17,19 @@ CFG = {"strategy": "serial", "wg": 8, "tile": 0, "items": 4, "vec": 8, "groups_p
 
 def add(store, fp="a" * 16, hw="b" * 16, bucket=20, median=1e-3, status="ok", cfg=CFG, key="k1"):
     dev = store.upsert_device(PARTS, fp, hw, "Rocket 9")
-    rid = store.record(dev, "sum", "float32", bucket, cfg, key, status=status, median_s=median,
-                       gbps=1.0, n_measured=1 << bucket, cltune_version="t",
-                       source_hash="c" * 16, reason="" if status == "ok" else "wrong sum")
+    rid = store.record(dev, reduce_measurement("sum", "float32", bucket, cfg, key, status=status,
+                                               median_s=median, gbps=1.0, n_measured=1 << bucket,
+                                               cltune_version="t", source_hash="c" * 16,
+                                               reason="" if status == "ok" else "wrong sum"))
     return dev, rid
 
 
 def test_round_trip(db_url):
     s = Store.open(db_url)
     dev, rid = add(s)
-    s.set_best(dev, "sum", "float32", 20, rid)
+    s.set_best(dev, rid)
     rows = s.bests([dev])
-    assert len(rows) == 1 and rows[0].config == CFG and rows[0].bucket == 20
+    assert len(rows) == 1 and rows[0].config == CFG and rows[0].size_class == "2^20"
     assert s.counts() == {"devices": 1, "results": 1, "failed": 0, "bests": 1}
     s.close()
     ro = Store.open(db_url, readonly=True)
@@ -41,7 +43,7 @@ def test_same_key_is_recorded_once_and_keeps_the_better(db_url):
     _, r2 = add(s, median=2e-3)  # slower: kept the old
     _, r3 = add(s, status="failed", median=None)  # failure of a validated config: kept
     assert r1 == r2 == r3
-    assert s.results(dev, "sum", "float32", 20)[0].median_s == 1e-3
+    assert s.results(dev, "reduce", "sum/float32", "2^20")[0].median_s == 1e-3
     assert s.counts()["results"] == 1
 
 
@@ -49,7 +51,7 @@ def test_failed_result_can_never_become_best(db_url):
     s = Store.open(db_url)
     dev, rid = add(s, status="failed", median=None, key="bad")
     with pytest.raises(DatabaseError, match="validated"):
-        s.set_best(dev, "sum", "float32", 20, rid)
+        s.set_best(dev, rid)
 
 
 def test_migrates_a_v1_database(tmp_path):
@@ -77,11 +79,13 @@ def test_migrates_a_v1_database(tmp_path):
         cols = {col["name"] for col in inspect(c).get_columns("cltune_results")}
         assert {"verified_at", "stale"} <= cols
         assert c.execute(text("SELECT median_s, stale FROM cltune_results")).one() == (0.5, 0)
+        assert c.execute(text("SELECT id, family, variant, size_class FROM cltune_results")
+                         ).one() == (1, "reduce", "sum/float32", "2^20")
     s.close()
     # the migrated schema equals a fresh one, column for column
     fresh = Store.open(f"sqlite:///{tmp_path / 'fresh.db'}")
     with fresh.engine.connect() as a, create_engine(url).connect() as b:
-        for table in ("cltune_devices", "cltune_results", "cltune_best"):
+        for table in ("cltune_devices", "cltune_results", "cltune_best", "cltune_vendor_tally"):
             assert ({c["name"] for c in inspect(a).get_columns(table)}
                     == {c["name"] for c in inspect(b).get_columns(table)})
 
@@ -150,10 +154,10 @@ def python_tally(store) -> dict:
                                  .join(Result, Result.id == Best.result_id)
                                  .join(Device, Device.id == Best.device_id)):
             if r.status == "ok":
-                nb[(d.vendor, d.type, r.op, r.dtype, r.config_json)] += 1
+                nb[(d.vendor, d.type, r.family, r.variant, r.config_json)] += 1
         for r, d in s.execute(select(Result, Device).join(Device, Device.id == Result.device_id)):
             if r.status == "failed":
-                nf[(d.vendor, d.type, r.op, r.dtype, r.config_json)] += 1
+                nf[(d.vendor, d.type, r.family, r.variant, r.config_json)] += 1
     return {k: (nb[k], nf[k]) for k in set(nb) | set(nf)}
 
 
@@ -174,7 +178,7 @@ def random_ops(store, rng, n: int, devices: range) -> list[str]:
     over an ok best, as `cltune verify` does), set_best (new and replacing), merge of export
     records, mark_verified. Returns the DatabaseErrors it expected (a result that another
     process marked failed between choosing it and set_best)."""
-    from cltune.tuning_db.exchange import merge, parse_export
+    from cltune.tuning_db.exchange import parse_export
 
     expected = []
     ids = {i: put_device(store, i) for i in devices}
@@ -185,19 +189,21 @@ def random_ops(store, rng, n: int, devices: range) -> list[str]:
         ck = f"k{cfg['items']}"
         x = rng.random()
         if x < 0.35:
-            store.record(dev, op, "float32", bucket, cfg, ck, status="ok",
-                         median_s=rng.uniform(1e-5, 1e-3), gbps=1.0, n_measured=1,
-                         cltune_version="t", source_hash=rng.choice(("c" * 16, "d" * 16)),
+            store.record(dev, reduce_measurement(op, "float32", bucket, cfg, ck, status="ok",
+                                                 median_s=rng.uniform(1e-5, 1e-3), gbps=1.0,
+                                                 n_measured=1, cltune_version="t",
+                                                 source_hash=rng.choice(("c" * 16, "d" * 16))),
                          force=rng.random() < 0.3)
         elif x < 0.55:
-            store.record(dev, op, "float32", bucket, cfg, ck, status="failed",
-                         reason="cltune verify: wrong sum", n_measured=1, cltune_version="t",
-                         source_hash="c" * 16, force=rng.random() < 0.7)
+            store.record(dev, reduce_measurement(op, "float32", bucket, cfg, ck, status="failed",
+                                                 reason="cltune verify: wrong sum", n_measured=1,
+                                                 cltune_version="t",
+                                                 source_hash="c" * 16), force=rng.random() < 0.7)
         elif x < 0.85:
-            oks = store.results(dev, op, "float32", bucket)
+            oks = store.results(dev, "reduce", f"{op}/float32", f"2^{bucket}")
             if oks:
                 try:
-                    store.set_best(dev, op, "float32", bucket, rng.choice(oks).id)
+                    store.set_best(dev, rng.choice(oks).id)
                 except DatabaseError as e:
                     assert "validated" in str(e)
                     expected.append(str(e))
@@ -207,10 +213,10 @@ def random_ops(store, rng, n: int, devices: range) -> list[str]:
                    "op": op, "dtype": "float32", "bucket": bucket, "config": cfg,
                    "median_s": rng.uniform(1e-5, 1e-3), "gbps": 1.0, "max_rel_error": None,
                    "n_measured": 1, "cltune_version": "t", "source_hash": "c" * 16}
-            merge(store, parse_export({"format": "cltune-results", "version": 1,
+            store.merge(parse_export({"format": "cltune-results", "version": 1,
                                        "results": [rec, {**rec, "median_s": 2e-3}]}))
         else:
-            oks = store.results(dev, op, "float32", bucket)
+            oks = store.results(dev, "reduce", f"{op}/float32", f"2^{bucket}")
             if oks:
                 store.mark_verified(rng.choice(oks).id)
     return expected
@@ -257,40 +263,45 @@ def v2_database(url: str) -> str:
 
 
 def test_migrates_a_v2_database_with_data_and_backfills_the_tally(tmp_path):
-    check_v2_to_v3(v2_database(f"sqlite:///{tmp_path / 'v2.db'}"))
+    check_v2_migration(v2_database(f"sqlite:///{tmp_path / 'v2.db'}"))
 
 
-def check_v2_to_v3(url: str, *, write_after: bool = True) -> None:
+def check_v2_migration(url: str, *, write_after: bool = True) -> None:
     """Migrate the database of v2_database and check rows, tally and lookup (shared with
     test_postgres.py, where V1_DDL's `id INTEGER PRIMARY KEY` does not number new rows, so
     nothing is written after the migration)."""
     with pytest.raises(SchemaError, match="v2 is older"):
         Store.open(url, readonly=True)
-    s = Store.open(url)  # migrates v2 -> v3
+    s = Store.open(url)  # migrates v2 -> v3 -> v4
     a, b, c = ('{"c": "A"}', '{"c": "B"}', '{"c": "C"}')
     with s.engine.connect() as conn:
-        assert conn.execute(text("SELECT version FROM cltune_schema_version")).scalar() == 3
+        assert conn.execute(text("SELECT version FROM cltune_schema_version")).scalar() == LATEST
         assert conn.execute(text("SELECT count(*) FROM cltune_results")).scalar() == 8
         assert conn.execute(text("SELECT count(*) FROM cltune_best")).scalar() == 6
         from cltune.tuning_db import tally
 
         assert tally.stored(conn) == {
-            ("acme", "gpu", "sum", "float32", a): (3, 0),
-            ("acme", "gpu", "sum", "float32", b): (0, 1),  # its best's result failed
-            ("acme", "gpu", "sum", "float32", c): (0, 1),
-            ("zeta", "gpu", "sum", "float32", a): (1, 0),
-            ("zeta", "gpu", "sum", "float32", b): (1, 0)}
+            ("acme", "gpu", "reduce", "sum/float32", a): (3, 0),
+            ("acme", "gpu", "reduce", "sum/float32", b): (0, 1),  # its best's result failed
+            ("acme", "gpu", "reduce", "sum/float32", c): (0, 1),
+            ("zeta", "gpu", "reduce", "sum/float32", a): (1, 0),
+            ("zeta", "gpu", "reduce", "sum/float32", b): (1, 0)}
+        # every row kept with its id, keyed as the tuner keys it now
+        assert conn.execute(text("SELECT id, family, variant, size_class FROM cltune_best"
+                                 " ORDER BY id")).all() == [
+            (i + 1, "reduce", "sum/float32", f"2^{b}") for i, b in enumerate((10, 20) * 3)]
     assert_tally_exact(s)
     assert s.counts() == {"devices": 3, "results": 8, "failed": 2, "bests": 6}
     if write_after:  # and it is kept from now on
-        s.set_best(1, "sum", "float32", 12, 8)  # B becomes a best on acme too
+        s.set_best(1, 8)  # B becomes a best on acme too
         assert_tally_exact(s)
     s.close()
     ro = Store.open(url, readonly=True)  # a migrated database is read normally
     from cltune.tuning_db.lookup import DeviceKey, vendor_default
 
     k = DeviceKey("f" * 16, "e" * 16, "unseen", "zeta", "gpu", "1")
-    assert vendor_default(ro, k, "sum", "float32").rows[0].config == {"c": "A"}  # tie: A < B
+    # tie: A < B
+    assert vendor_default(ro, k, "reduce", "sum/float32").rows[0].config == {"c": "A"}
     ro.close()
 
 
@@ -301,8 +312,8 @@ def test_migrated_schema_equals_a_fresh_one_indexes_included(tmp_path):
     with fresh.engine.connect() as a, create_engine(url).connect() as b:
         assert set(inspect(a).get_table_names()) == set(inspect(b).get_table_names())
         for table in inspect(a).get_table_names():
-            # v1's tables differ from the models in details SQLite ignores (nullable id,
-            # TIMESTAMP for DATETIME); the v3 table is compared in full
+            # the migrations' frozen DDL differs from the models in details SQLite ignores
+            # (nullable id, TIMESTAMP for DATETIME); the tally table is compared in full
             full = table == "cltune_vendor_tally"
             assert ([(c["name"], str(c["type"]), c["nullable"]) if full else c["name"]
                      for c in inspect(a).get_columns(table)]
@@ -316,11 +327,11 @@ def test_migrated_schema_equals_a_fresh_one_indexes_included(tmp_path):
                     == inspect(b).get_pk_constraint(table)["constrained_columns"]), table
         top = [r[-1] for r in b.exec_driver_sql(
             "EXPLAIN QUERY PLAN SELECT config_json FROM cltune_vendor_tally WHERE vendor = 'a'"
-            " AND type = 'gpu' AND op = 'sum' AND dtype = 'float32' AND n_failed = 0"
+            " AND type = 'gpu' AND family = 'reduce' AND variant = 'sum/float32' AND n_failed = 0"
             " AND n_best > 0 ORDER BY n_best DESC, config_json LIMIT 4")]
         assert top == ["SEARCH cltune_vendor_tally USING COVERING INDEX "
-                       "ix_cltune_vendor_tally_top (vendor=? AND type=? AND op=? AND dtype=? "
-                       "AND n_failed=? AND n_best>?)"], top  # no table scan, no sort
+                       "ix_cltune_vendor_tally_top (vendor=? AND type=? AND family=? AND "
+                       "variant=? AND n_failed=? AND n_best>?)"], top  # no table scan, no sort
 
 
 def test_tally_follows_bests_failures_and_verify(db_url):
@@ -332,9 +343,11 @@ def test_tally_follows_bests_failures_and_verify(db_url):
     d0, d3 = put_device(s, 0), put_device(s, 3)  # both acme gpu
 
     def rec(dev, cfg, status="ok", bucket=20, force=False):
-        return s.record(dev, "sum", "float32", bucket, cfg, f"k{cfg['items']}", status=status,
-                        median_s=1e-4 if status == "ok" else None, n_measured=1,
-                        cltune_version="t", source_hash="c" * 16, force=force)
+        return s.record(dev, reduce_measurement("sum", "float32", bucket, cfg, f"k{cfg['items']}",
+                                                status=status,
+                                                median_s=1e-4 if status == "ok" else None,
+                                                n_measured=1, cltune_version="t",
+                                                source_hash="c" * 16), force=force)
 
     def counts():
         with s.engine.connect() as c:
@@ -349,12 +362,12 @@ def test_tally_follows_bests_failures_and_verify(db_url):
     a, b = CFGS[0], CFGS[1]
     ra, rb = rec(d0, a), rec(d0, b)
     assert counts() == {}
-    s.set_best(d0, "sum", "float32", 20, ra)
-    s.set_best(d3, "sum", "float32", 20, rec(d3, a))
+    s.set_best(d0, ra)
+    s.set_best(d3, rec(d3, a))
     assert counts() == {1: (2, 0)}
-    s.set_best(d0, "sum", "float32", 20, ra)  # the same best again: no change
+    s.set_best(d0, ra)  # the same best again: no change
     assert counts() == {1: (2, 0)}
-    s.set_best(d0, "sum", "float32", 20, rb)  # replaced
+    s.set_best(d0, rb)  # replaced
     assert counts() == {1: (1, 0), 2: (1, 0)}
     rec(d0, b, "failed")  # a failure never replaces a validated result of the same source
     assert counts() == {1: (1, 0), 2: (1, 0)}
@@ -365,7 +378,7 @@ def test_tally_follows_bests_failures_and_verify(db_url):
     rec(d3, b, "failed", bucket=10)  # failed elsewhere: never a vendor default again
     assert counts() == {1: (1, 0), 2: (1, 1)}
     with pytest.raises(DatabaseError, match="validated"):
-        s.set_best(d3, "sum", "float32", 10, s.results(d3, "sum", "float32", 10, None)[0].id)
+        s.set_best(d3, s.results(d3, "reduce", "sum/float32", "2^10", None)[0].id)
     assert counts() == {1: (1, 0), 2: (1, 1)}
     assert_tally_exact(s)
 
@@ -396,8 +409,8 @@ def test_migrate_rebuild_tally_repairs_a_drifted_tally(db_url):
     with s.engine.begin() as c:  # drift: a lost update, a stray row, a deleted row
         c.execute(text("UPDATE cltune_vendor_tally SET n_best = n_best + 3 WHERE rowid IN "
                        "(SELECT rowid FROM cltune_vendor_tally LIMIT 1)"))
-        c.execute(text("INSERT INTO cltune_vendor_tally VALUES ('ghost', 'gpu', 'sum', "
-                       "'float32', '{}', 5, 0)"))
+        c.execute(text("INSERT INTO cltune_vendor_tally VALUES ('ghost', 'gpu', 'reduce', "
+                       "'sum/float32', '{}', 5, 0)"))
         c.execute(text("DELETE FROM cltune_vendor_tally WHERE rowid IN (SELECT max(rowid) "
                        "FROM cltune_vendor_tally WHERE vendor != 'ghost')"))
     with pytest.raises(AssertionError):

@@ -5,7 +5,8 @@ import json
 
 import pytest
 from cltune.tuning_db import Store
-from cltune.tuning_db.exchange import ImportError_, export_doc, merge, parse_export
+from cltune.tuning_db.exchange import ImportError_, export_doc, parse_export
+from support.records import reduce_measurement
 from typer.testing import CliRunner
 
 from cltune.cli import app
@@ -28,28 +29,28 @@ def doc(*recs):
 
 def test_round_trip_through_files(tmp_path):
     a, b = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
-    merge(Store.open(a), parse_export(doc()))
+    Store.open(a).merge(parse_export(doc()))
     f = tmp_path / "out.json"
     r = runner.invoke(app, ["export", "-o", str(f), "--db", a])
     assert r.exit_code == 0, r.output
     r = runner.invoke(app, ["import", str(f), "--db", b])
     assert r.exit_code == 0 and "1 new result" in r.output, r.output
     sb = Store.open(b)
-    assert export_doc(sb)["results"] == json.loads(f.read_text())["results"]
+    assert export_doc(sb.export_rows())["results"] == json.loads(f.read_text())["results"]
 
 
 def test_merge_keeps_the_faster_best(tmp_path):
     s = Store.open(f"sqlite:///{tmp_path / 'm.db'}")
-    merge(s, parse_export(doc()))
+    s.merge(parse_export(doc()))
     slower = copy.deepcopy(REC)
     slower["config"]["items"] = 8
     slower["median_s"] = 2e-4
-    rep = merge(s, parse_export(doc(slower)))
+    rep = s.merge(parse_export(doc(slower)))
     assert rep.bests_changed == 0 and rep.results_added == 1
     assert s.bests(s.device_ids())[0].config == CFG
     faster = copy.deepcopy(slower)
     faster["median_s"] = 5e-5
-    assert merge(s, parse_export(doc(faster))).bests_changed == 1
+    assert s.merge(parse_export(doc(faster))).bests_changed == 1
     assert s.bests(s.device_ids())[0].config["items"] == 8
     assert s.counts()["results"] == 2
 
@@ -91,8 +92,8 @@ HOSTILE = {
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_files_are_rejected_whole(tmp_path, name):
     url = f"sqlite:///{tmp_path / 'h.db'}"
-    merge(Store.open(url), parse_export(doc()))
-    before = export_doc(Store.open(url))["results"]
+    Store.open(url).merge(parse_export(doc()))
+    before = export_doc(Store.open(url).export_rows())["results"]
     bad = HOSTILE[name]
     if isinstance(bad, dict) and "results" in bad and isinstance(bad["results"], list):
         bad = {**bad, "results": [REC, *bad["results"]]}  # a good record first: still rejected
@@ -102,7 +103,7 @@ def test_hostile_files_are_rejected_whole(tmp_path, name):
         parse_export(json.loads(f.read_text()))
     r = runner.invoke(app, ["import", str(f), "--db", url])
     assert r.exit_code == 1 and "error" in r.output and "Traceback" not in r.output, r.output
-    assert export_doc(Store.open(url))["results"] == before, "the database changed"
+    assert export_doc(Store.open(url).export_rows())["results"] == before, "the database changed"
 
 
 def test_not_json_and_missing_file(tmp_path):
@@ -143,18 +144,19 @@ def test_import_keeps_the_vendor_tally(tmp_path):
 
     assert tallied() == {4: (2, 0), 8: (1, 0)}
     unseen = DeviceKey("f" * 16, "e" * 16, "Rocket 99", "acme", "gpu", "1.0")
-    a = lookup(s, unseen, "sum", "float32")
+    a = lookup(s, unseen, "reduce", "sum/float32")
     assert a.level == "vendor-default" and a.rows[0].config == CFG
     faster = [{**recs[0], "config": other, "median_s": 1e-5},
               {**recs[1], "config": other, "median_s": 1e-5}]
-    rep = merge(s, parse_export(doc(*faster)))
+    rep = s.merge(parse_export(doc(*faster)))
     assert rep.bests_changed == 2
     assert tallied() == {8: (3, 0)}  # rows counted down to zero are not listed
-    assert lookup(s, unseen, "sum", "float32").rows[0].config == other
+    assert lookup(s, unseen, "reduce", "sum/float32").rows[0].config == other
     for i in (0, 1):  # CFG fails where it was measured (as `cltune verify` records it) ...
-        s.record(s.device_ids(fingerprint=f"{i:016x}")[0], "sum", "float32", 20, CFG,
-                 Config.from_mapping(CFG).key(), status="failed", reason="wrong sum",
-                 n_measured=1, cltune_version="t", source_hash="c" * 16, force=True)
+        s.record(s.device_ids(fingerprint=f"{i:016x}")[0], reduce_measurement(
+            "sum", "float32", 20, CFG, Config.from_mapping(CFG).key(), status="failed",
+            reason="wrong sum", n_measured=1, cltune_version="t",
+            source_hash="c" * 16), force=True)
     assert tallied() == {4: (0, 2), 8: (3, 0)}
-    merge(s, parse_export(doc(*recs)))  # ... and a file never overrides our own failure
+    s.merge(parse_export(doc(*recs)))  # ... and a file never overrides our own failure
     assert tallied() == {4: (0, 2), 8: (3, 0)}

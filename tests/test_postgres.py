@@ -33,6 +33,7 @@ from cltune.tuning_db.migrations import LATEST
 from cltune.tuning_db.models import Base, Best, Device, Result
 from sqlalchemy import create_engine, func, inspect, select, text
 from sqlalchemy.engine import make_url
+from support.records import reduce_measurement
 from support.require import need
 from support.writes import random_record_writes
 
@@ -102,8 +103,9 @@ def tables(url: str) -> set[str]:
 
 def add(store: Store, bucket: int = 20, median: float = 1e-3, key: str = "k1") -> tuple[int, int]:
     dev = store.upsert_device(PARTS, "a" * 16, "b" * 16, "Rocket 9")
-    rid = store.record(dev, "sum", "float32", bucket, CFG, key, status="ok", median_s=median,
-                       gbps=1.0, n_measured=1 << bucket, cltune_version="t", source_hash=SRC)
+    rid = store.record(dev, reduce_measurement("sum", "float32", bucket, CFG, key, status="ok",
+                                               median_s=median, gbps=1.0, n_measured=1 << bucket,
+                                               cltune_version="t", source_hash=SRC))
     return dev, rid
 
 
@@ -114,7 +116,7 @@ def test_store_open_creates_the_schema_and_round_trips(pg):
     assert {"cltune_schema_version", "cltune_devices", "cltune_results",
             "cltune_best"} <= tables(url)
     dev, rid = add(s)
-    s.set_best(dev, "sum", "float32", 20, rid)
+    s.set_best(dev, rid)
     _, rid2 = add(s, median=2e-3)  # slower, same key: kept the faster, one row
     assert rid2 == rid
     rows = s.bests([dev])
@@ -140,7 +142,7 @@ def test_cltune_and_optuna_tables_coexist_in_one_schema(pg, first):
     def ours() -> None:
         s = Store.open(url)
         dev, rid = add(s)
-        s.set_best(dev, "sum", "float32", 20, rid)
+        s.set_best(dev, rid)
         s.close()
 
     def theirs() -> None:
@@ -241,21 +243,23 @@ def test_record_of_a_key_another_worker_is_inserting_is_retried(pg):
 
     def hold(conn) -> None:  # noqa: ANN001
         conn.execute(Result.__table__.insert().values(
-            device_id=dev, op="sum", dtype="float32", bucket=10, config_key="k2",
+            device_id=dev, family="reduce", variant="sum/float32", size_class="2^10",
+            config_key="k2",
             config_json="{}", status="ok", reason="", median_s=5e-4, n_measured=1024,
             cltune_version="t", source_hash=SRC, stale=0))
 
     def call(u: str) -> int:
         st = Store.open(u)
         try:
-            return st.record(dev, "sum", "float32", 10, CFG, "k2", status="ok", median_s=1e-4,
-                             gbps=1.0, n_measured=1024, cltune_version="t", source_hash=SRC)
+            return st.record(dev, reduce_measurement("sum", "float32", 10, CFG, "k2", status="ok",
+                                                     median_s=1e-4, gbps=1.0, n_measured=1024,
+                                                     cltune_version="t", source_hash=SRC))
         finally:
             st.close()
 
     got = _race(url, hold, call)
     assert isinstance(got, int), got
-    rows = s.results(dev, "sum", "float32", 10)
+    rows = s.results(dev, "reduce", "sum/float32", "2^10")
     assert sorted(r.median_s for r in rows) == [1e-4, 1e-3]  # k2 once, the faster one won
     assert [r.id for r in rows if r.median_s == 1e-4] == [got]
     s.close()
@@ -271,14 +275,15 @@ def test_record_keeps_the_faster_of_two_concurrent_updates(pg):
     def call(u: str) -> int:  # meanwhile this worker records 5e-5 s: better than 1e-3 only
         st = Store.open(u)
         try:
-            return st.record(dev, "sum", "float32", 10, CFG, "k1", status="ok", median_s=5e-5,
-                             gbps=1.0, n_measured=1024, cltune_version="t", source_hash=SRC)
+            return st.record(dev, reduce_measurement("sum", "float32", 10, CFG, "k1", status="ok",
+                                                     median_s=5e-5, gbps=1.0, n_measured=1024,
+                                                     cltune_version="t", source_hash=SRC))
         finally:
             st.close()
 
     got = _race(url, hold, call)
     assert got == rid, got
-    med = s.results(dev, "sum", "float32", 10)[0].median_s
+    med = s.results(dev, "reduce", "sum/float32", "2^10")[0].median_s
     s.close()
     assert med == 1e-5, f"the faster result was overwritten by a slower one: {med}"
 
@@ -288,13 +293,14 @@ def test_set_best_while_another_worker_inserts_the_same_best(pg):
     s, dev, rid = _ready(url)
 
     def hold(conn) -> None:  # noqa: ANN001
-        conn.execute(Best.__table__.insert().values(device_id=dev, op="sum", dtype="float32",
-                                                    bucket=10, result_id=rid))
+        conn.execute(Best.__table__.insert().values(device_id=dev, family="reduce",
+                                                    variant="sum/float32", size_class="2^10",
+                                                    result_id=rid))
 
     def call(u: str) -> None:
         st = Store.open(u)
         try:
-            st.set_best(dev, "sum", "float32", 10, rid)
+            st.set_best(dev, rid)
         finally:
             st.close()
 
@@ -372,8 +378,8 @@ def test_processes_hammering_the_same_keys(pg):
     s = Store.open(url)
     dev, r10 = add(s, bucket=10, median=1.0, key="seed10")
     _, r20 = add(s, bucket=20, median=1.0, key="seed20")
-    s.set_best(dev, "sum", "float32", 10, r10)
-    s.set_best(dev, "sum", "float32", 20, r20)
+    s.set_best(dev, r10)
+    s.set_best(dev, r20)
     procs, n = 4, 150
     ctx = mp.get_context("spawn")
     barrier, out = ctx.Barrier(procs), ctx.Queue()
@@ -389,11 +395,12 @@ def test_processes_hammering_the_same_keys(pg):
     assert not errors, errors[:3]
     log = [x for lg, _ in got for x in lg]
     with s.session() as ses:
-        rows = ses.execute(select(Result.bucket, Result.config_key, Result.status,
-                                  Result.median_s).where(Result.config_key.like("k%"))).all()
+        rows = [(int(sc.removeprefix("2^")), *rest) for sc, *rest in ses.execute(
+            select(Result.size_class, Result.config_key, Result.status, Result.median_s)
+            .where(Result.config_key.like("k%")))]
         nbest = ses.scalar(select(func.count(Best.id)))
         bad = ses.scalar(select(func.count(Best.id)).join(Result, Result.id == Best.result_id)
-                         .where((Result.status != "ok") | (Result.bucket != Best.bucket)))
+                         .where((Result.status != "ok") | (Result.size_class != Best.size_class)))
     assert len(rows) == len({(b, k) for b, k, _, _ in rows}) == len({(b, k) for b, k, _ in log})
     for b, k, status, med in rows:
         oks = [m for bb, kk, m in log if (bb, kk) == (b, k) and m is not None]
@@ -414,9 +421,9 @@ def test_processes_hammering_the_same_keys(pg):
 def test_migrates_a_v2_database_with_data(pg):
     """The v3 migration (frozen DDL and the tally's INSERT ... SELECT backfill) on
     PostgreSQL: rows intact, tally as expected and equal to a recomputation."""
-    from test_db import check_v2_to_v3, v2_database
+    from test_db import check_v2_migration, v2_database
 
-    check_v2_to_v3(v2_database(pg("v2")), write_after=False)
+    check_v2_migration(v2_database(pg("v2")), write_after=False)
 
 
 def test_vendor_tally_stays_exact_under_concurrent_writers(pg):
@@ -469,7 +476,7 @@ def test_three_workers_share_one_study_and_one_results_db(pg, info, ctx, device)
     assert ref.returncode == 0, ref.stderr[-3000:]
     s = Store.open(db, readonly=True)
     dev = s.device_ids(fingerprint=info.fingerprint)
-    ref_best = s.bests(dev, "sum", "float32")
+    ref_best = s.bests(dev, "reduce", "sum/float32")
     assert len(ref_best) == 1
     ref_gbps, ref_cfg = ref_best[0].gbps, ref_best[0].config
     s.close()
@@ -499,18 +506,19 @@ def test_three_workers_share_one_study_and_one_results_db(pg, info, ctx, device)
     with s.session() as ses:
         n, distinct = ses.execute(select(
             func.count(Result.id),
-            func.count(func.distinct(func.concat(Result.device_id, "|", Result.op, "|",
-                                                 Result.dtype, "|", Result.bucket, "|",
+            func.count(func.distinct(func.concat(Result.device_id, "|", Result.family, "|",
+                                                 Result.variant, "|", Result.size_class, "|",
                                                  Result.config_key))))).one()
         ok_keys = set(ses.scalars(select(Result.config_key).where(
-            Result.device_id == dev[0], Result.op == "sum", Result.dtype == "float32",
-            Result.bucket == 10, Result.status == "ok")))
+            Result.device_id == dev[0], Result.family == "reduce",
+            Result.variant == "sum/float32", Result.size_class == "2^10",
+            Result.status == "ok")))
         nbest = ses.scalar(select(func.count(Best.id)).where(Best.device_id == dev[0],
-                                                             Best.bucket == 10))
+                                                             Best.size_class == "2^10"))
     assert n == distinct, f"{n - distinct} duplicate result rows"
     assert keys <= ok_keys, f"trials without their result row: {keys - ok_keys}"
     assert nbest == 1
-    best = s.bests(dev, "sum", "float32")
+    best = s.bests(dev, "reduce", "sum/float32")
     s.close()
     assert len(best) == 1 and best[0].status == "ok"
     shared_now, ref_now = _side_by_side(ctx, device, [best[0].config, ref_cfg])

@@ -2,6 +2,7 @@
 
 import optuna
 from cltune.tuning_db import Store
+from support.records import reduce_measurement
 
 from cltune.config import Config
 from cltune.defaults import builtin_config
@@ -47,7 +48,7 @@ def test_seed_params_skip_invalid_stored_configs_and_duplicates(ctx, device):
 def test_known_config_takes_the_nearest_bucket():
     class R:
         def __init__(self, bucket, config):
-            self.bucket, self.config = bucket, config
+            self.size_class, self.config = f"2^{bucket}", config
     rows = [R(10, {"a": 10}), R(20, {"a": 20}), R(24, {"a": 24})]
     assert known_config(rows, 20) == {"a": 20}
     assert known_config(rows, 22) == {"a": 24}  # ties go to the larger bucket
@@ -70,10 +71,11 @@ def test_a_new_study_starts_from_the_stored_best_then_the_previous_winner(
     stored = Config("local_tree", wg, wg, 2, 2, 1, 2, "native")
     dev_id = store.upsert_device(info.fingerprint_parts(), info.fingerprint, info.hardware_key,
                                  info.name)
-    rid = store.record(dev_id, "sum", "float32", 12, stored.to_dict(), stored.key(),
-                       status="ok", median_s=1.0, gbps=0.001, n_measured=1 << 12,
-                       cltune_version="test", source_hash="test")
-    store.set_best(dev_id, "sum", "float32", 12, rid)
+    rid = store.record(dev_id, reduce_measurement("sum", "float32", 12, stored.to_dict(),
+                                                  stored.key(), status="ok", median_s=1.0,
+                                                  gbps=0.001, n_measured=1 << 12,
+                                                  cltune_version="test", source_hash="test"))
+    store.set_best(dev_id, rid)
     tuner = Tuner(ctx, dev, info, store, storage_url,
                   TuneOptions(buckets=(12, 14), trials=5, timeout_s=300, seed=3))
     results = tuner.run()

@@ -68,8 +68,8 @@ def test_toy_strategy_is_offered_tuned_stored_and_served(toy, ctx, device, queue
         (res,) = Tuner(ctx, dev, info, store, storage_url, opts).run()
         assert res.config is not None and res.config.strategy == "toy_sequential", res
         bests = store.bests(store.device_ids(fingerprint=info.fingerprint))
-        assert [(b.bucket, b.config["strategy"], b.status) for b in bests] == [
-            (12, "toy_sequential", "ok")]
+        assert [(b.size_class, b.config["strategy"], b.status) for b in bests] == [
+            ("2^12", "toy_sequential", "ok")]
     finally:
         store.close()
     r = get_reducer(queue, db=db_url)

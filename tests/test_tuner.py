@@ -28,11 +28,12 @@ def test_tune_stores_validated_best(ctx, device, db_url, storage_url):
         assert isinstance(r.config, Config) and r.gbps > 0
         assert r.trials >= 8
     bests = store.bests(store.device_ids(fingerprint=info.fingerprint))
-    assert {b.bucket for b in bests} == {10, 14}
+    assert {b.size_class for b in bests} == {"2^10", "2^14"}
     assert all(b.status == "ok" for b in bests)
     # every evaluated config is stored once, failures with a reason
     for b in (10, 14):
-        rows = store.results(store.device_ids()[0], "sum", "float32", b, status=None)
+        rows = store.results(store.device_ids()[0], "reduce", "sum/float32", f"2^{b}",
+                             status=None)
         assert len({r.config_key if hasattr(r, "config_key") else str(r.config)
                     for r in rows}) == len(rows)
         assert all(r.reason for r in rows if r.status == "failed")

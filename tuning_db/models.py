@@ -57,15 +57,16 @@ class Device(Base):
 
 
 class Result(Base):
-    """One evaluated config for (device, op, dtype, size bucket): validated and timed, or
-    failed."""
+    """One evaluated config of a kernel family for (device, variant, size class): validated and
+    timed, or failed. For the 1-D reduction family (`reduce`) the variant is `op/dtype`
+    (`sum/float32`) and the size class `2^k`."""
 
     __tablename__ = "cltune_results"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     device_id: Mapped[int] = mapped_column(ForeignKey("cltune_devices.id"), nullable=False)
-    op: Mapped[str] = mapped_column(String(16), nullable=False)
-    dtype: Mapped[str] = mapped_column(String(16), nullable=False)
-    bucket: Mapped[int] = mapped_column(Integer, nullable=False)  # log2 of the tuned size
+    family: Mapped[str] = mapped_column(String(32), nullable=False)
+    variant: Mapped[str] = mapped_column(String(64), nullable=False)
+    size_class: Mapped[str] = mapped_column(String(64), nullable=False)
     config_key: Mapped[str] = mapped_column(String(32), nullable=False)
     config_json: Mapped[str] = mapped_column(Text, nullable=False)
     status: Mapped[str] = mapped_column(String(16), nullable=False)  # ok | failed
@@ -78,52 +79,53 @@ class Result(Base):
     source_hash: Mapped[str] = mapped_column(String(32), nullable=False)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
-    # schema v2
     verified_at: Mapped[datetime | None] = mapped_column(default=None)
     stale: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     __table_args__ = (
-        UniqueConstraint("device_id", "op", "dtype", "bucket", "config_key",
+        UniqueConstraint("device_id", "family", "variant", "size_class", "config_key",
                          name="uq_cltune_results_key"),
-        Index("ix_cltune_results_lookup", "device_id", "op", "dtype", "status"),
+        Index("ix_cltune_results_lookup", "device_id", "family", "variant", "status"),
     )
 
 
 class Best(Base):
-    """The chosen config per (device, op, dtype, bucket), after finalists were re-measured."""
+    """The chosen config per (device, family, variant, size class), after finalists were
+    re-measured."""
 
     __tablename__ = "cltune_best"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     device_id: Mapped[int] = mapped_column(ForeignKey("cltune_devices.id"), nullable=False)
-    op: Mapped[str] = mapped_column(String(16), nullable=False)
-    dtype: Mapped[str] = mapped_column(String(16), nullable=False)
-    bucket: Mapped[int] = mapped_column(Integer, nullable=False)
+    family: Mapped[str] = mapped_column(String(32), nullable=False)
+    variant: Mapped[str] = mapped_column(String(64), nullable=False)
+    size_class: Mapped[str] = mapped_column(String(64), nullable=False)
     result_id: Mapped[int] = mapped_column(ForeignKey("cltune_results.id"), nullable=False)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
     __table_args__ = (
-        UniqueConstraint("device_id", "op", "dtype", "bucket", name="uq_cltune_best_key"),
-        # schema v3: the bests that use a result, when its status changes (see tally.py)
+        UniqueConstraint("device_id", "family", "variant", "size_class",
+                         name="uq_cltune_best_key"),
+        # the bests that use a result, when its status changes (see tally.py)
         Index("ix_cltune_best_result", "result_id"),
     )
 
 
 class VendorTally(Base):
-    """Schema v3: per (vendor, device type, op, dtype, config), how many bests use the config
-    and how many results of it failed; kept by every write (tally.py) for `vendor-default`."""
+    """Per (vendor, device type, family, variant, config), how many bests use the config and
+    how many results of it failed; kept by every write (tally.py) for `vendor-default`."""
 
     __tablename__ = "cltune_vendor_tally"
     vendor: Mapped[str] = mapped_column(String(64), primary_key=True)
     type: Mapped[str] = mapped_column(String(16), primary_key=True)
-    op: Mapped[str] = mapped_column(String(16), primary_key=True)
-    dtype: Mapped[str] = mapped_column(String(16), primary_key=True)
+    family: Mapped[str] = mapped_column(String(32), primary_key=True)
+    variant: Mapped[str] = mapped_column(String(64), primary_key=True)
     config_json: Mapped[str] = mapped_column(Text, primary_key=True)
     n_best: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     n_failed: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
 
 
-# the vendor-default question, "the top config of (vendor, type, op, dtype) that never failed",
-# is a range scan of this index in its own order (ties: the smaller config_json, as before)
-Index("ix_cltune_vendor_tally_top", VendorTally.vendor, VendorTally.type, VendorTally.op,
-      VendorTally.dtype, VendorTally.n_failed, VendorTally.n_best.desc(),
+# the vendor-default question, "the top config of (vendor, type, family, variant) that never
+# failed", is a range scan of this index in its own order (ties: the smaller config_json)
+Index("ix_cltune_vendor_tally_top", VendorTally.vendor, VendorTally.type, VendorTally.family,
+      VendorTally.variant, VendorTally.n_failed, VendorTally.n_best.desc(),
       VendorTally.config_json)

@@ -52,10 +52,10 @@ def _shipped_files() -> tuple[tuple[str, tuple], ...]:
                  if f.name.endswith(".json"))
 
 
-def load_shipped(op: str, dtype: str, key: DeviceKey) -> Answer | None:
+def load_shipped(family: str, variant: str, key: DeviceKey) -> Answer | None:
     """Shipped results (tuning_db/shipped/*.json, the export format) for this model."""
     for name, doc in _shipped_files():
-        rows = tuple(r for r in doc if r.op == op and r.dtype == dtype
+        rows = tuple(r for r in doc if r.family == family and r.variant == variant
                      and r.model == key.model and r.vendor == key.vendor)
         if rows:
             return Answer("shipped", f"results shipped with cltune for {key.model} ({name})",
@@ -63,6 +63,6 @@ def load_shipped(op: str, dtype: str, key: DeviceKey) -> Answer | None:
     return None
 
 
-def lookup_without_db(key: DeviceKey, op: str, dtype: str) -> Answer:
+def lookup_without_db(key: DeviceKey, family: str, variant: str) -> Answer:
     """The chain when there is no database: `shipped`, else `builtin` (empty rows)."""
-    return load_shipped(op, dtype, key) or Answer("builtin", BUILTIN)
+    return load_shipped(family, variant, key) or Answer("builtin", BUILTIN)

@@ -1,7 +1,9 @@
-"""The tuning database as a library: record evaluated configs, choose bests, summarise.
+"""The tuning database as a library: record evaluated configs, choose bests, merge imports,
+summarise. The only writer of the database and the only module with SQL (with its helpers
+tally.py and merge.py, which run inside its transactions).
 
-Every write is one short transaction. Results are keyed by (device, op, dtype, bucket, config):
-recording the same key twice keeps one row (the better validated one).
+Every write is one short transaction. Results are keyed by (device, family, variant, size
+class, config): recording the same key twice keeps one row (the better validated one).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.engine import make_url
@@ -18,18 +21,35 @@ from sqlalchemy.orm import Session
 
 from .engine import default_url, make_engine, normalise_url, sqlite_path
 from .errors import DatabaseError
+from .merge import MergeReport
 from .migrations import check_readable, ensure_schema
 from .models import Best, Device, Result, utcnow
-from .rows import ResultRow
+from .rows import Measurement, ResultRow
 from .tally import TallyDeltas
 
 
-def _row(r: Result, d: Device) -> ResultRow:
-    return ResultRow(r.id, d.fingerprint, d.name, r.op, r.dtype, r.bucket,
+def row_of(r: Result, d: Device) -> ResultRow:
+    """A result and its device as plain data."""
+    return ResultRow(r.id, d.fingerprint, d.name, r.family, r.variant, r.size_class,
                      json.loads(r.config_json), r.status, r.reason or "", r.median_s, r.gbps,
                      r.max_rel_error, d.driver, r.cltune_version,
                      r.updated_at.isoformat(timespec="seconds") if r.updated_at else "",
                      bool(r.stale))
+
+
+if TYPE_CHECKING:
+    from .exchange import ExportRecord
+
+#: the device columns an export carries (the fingerprint's parts plus keys and name)
+DEVICE_COLUMNS = ("fingerprint", "hardware_key", "vendor", "type", "model", "name",
+                  "compute_units", "local_mem", "max_wg", "platform", "platform_version",
+                  "driver", "opencl_c")
+
+
+def _measured(m: Measurement) -> dict[str, object]:
+    return {"status": m.status, "reason": m.reason, "median_s": m.median_s, "gbps": m.gbps,
+            "max_rel_error": m.max_rel_error, "n_measured": m.n_measured,
+            "cltune_version": m.cltune_version, "source_hash": m.source_hash}
 
 
 class Store:
@@ -95,7 +115,7 @@ class Store:
     # ---- writes -----------------------------------------------------------------------------
     def upsert_device(self, parts: dict[str, object], fingerprint: str, hardware_key: str,
                       name: str) -> int:
-        return _retry_on_conflict(lambda: self._upsert_device(parts, fingerprint, hardware_key,
+        return retry_on_conflict(lambda: self._upsert_device(parts, fingerprint, hardware_key,
                                                               name))
 
     def _upsert_device(self, parts: dict[str, object], fingerprint: str, hardware_key: str,
@@ -112,42 +132,34 @@ class Store:
                 s.flush()
             return dev.id
 
-    def record(self, device_id: int, op: str, dtype: str, bucket: int, config: dict,
-               config_key: str, **kw: object) -> int:
-        """Insert or update the row of this key (see `_record`); retried on a concurrent
-        first insert of the same key."""
-        return _retry_on_conflict(lambda: self._record(device_id, op, dtype, bucket, config,
-                                                       config_key, **kw))
+    def record(self, device_id: int, m: Measurement, *, force: bool = False) -> int:
+        """Insert or update the row of m's key; an ok result is never replaced by a slower or
+        failed one from the same kernel source, unless `force` (a re-measurement). Retried
+        on a concurrent first insert of the same key."""
+        return retry_on_conflict(lambda: self._record(device_id, m, force))
 
-    def _record(self, device_id: int, op: str, dtype: str, bucket: int, config: dict,
-               config_key: str, *, status: str, reason: str = "", median_s: float | None = None,
-               gbps: float | None = None, max_rel_error: float | None = None, n_measured: int,
-               cltune_version: str, source_hash: str, force: bool = False) -> int:
-        """Insert or update the row of this key; an ok result is never replaced by a slower or
-        failed one from the same kernel source, unless `force` (a re-measurement)."""
-        if status not in ("ok", "failed"):
-            raise ValueError(f"status must be ok or failed, not {status!r}")
+    def _record(self, device_id: int, m: Measurement, force: bool) -> int:
         with self.session() as s:
             # FOR UPDATE: a concurrent writer of this key waits (PostgreSQL; SQLite's writes
             # are already serialised by BEGIN IMMEDIATE), so no faster result is lost
             row = s.scalar(select(Result).where(
-                Result.device_id == device_id, Result.op == op, Result.dtype == dtype,
-                Result.bucket == bucket, Result.config_key == config_key).with_for_update())
+                Result.device_id == device_id, Result.family == m.family,
+                Result.variant == m.variant, Result.size_class == m.size_class,
+                Result.config_key == m.config_key).with_for_update())
             old_status = None if row is None else row.status
             if row is None:
-                row = Result(device_id=device_id, op=op, dtype=dtype, bucket=bucket,
-                             config_key=config_key, config_json=json.dumps(config, sort_keys=True),
-                             status=status, reason=reason, median_s=median_s, gbps=gbps,
-                             max_rel_error=max_rel_error, n_measured=n_measured,
-                             cltune_version=cltune_version, source_hash=source_hash, stale=0)
+                row = Result(device_id=device_id, family=m.family, variant=m.variant,
+                             size_class=m.size_class, config_key=m.config_key,
+                             config_json=json.dumps(m.config, sort_keys=True), stale=0,
+                             **_measured(m))
                 s.add(row)
             else:
-                keep_old = not force and (row.status == "ok" and row.source_hash == source_hash
-                            and (status != "ok" or (row.median_s or 0) <= (median_s or 0)))
+                keep_old = not force and (row.status == "ok" and row.source_hash == m.source_hash
+                                          and (m.status != "ok"
+                                               or (row.median_s or 0) <= (m.median_s or 0)))
                 if not keep_old:
-                    row.status, row.reason, row.median_s, row.gbps = status, reason, median_s, gbps
-                    row.max_rel_error, row.n_measured = max_rel_error, n_measured
-                    row.cltune_version, row.source_hash = cltune_version, source_hash
+                    for k, v in _measured(m).items():
+                        setattr(row, k, v)
                     row.stale, row.updated_at = 0, utcnow()
             s.flush()
             tally = TallyDeltas()
@@ -155,15 +167,21 @@ class Store:
             tally.apply(s)
             return row.id
 
-    def set_best(self, device_id: int, op: str, dtype: str, bucket: int, result_id: int) -> None:
-        _retry_on_conflict(lambda: self._set_best(device_id, op, dtype, bucket, result_id))
+    def set_best(self, device_id: int, result_id: int) -> None:
+        """Make a validated result the best of its (device, family, variant, size class)."""
+        retry_on_conflict(lambda: self._set_best(device_id, result_id))
 
-    def _set_best(self, device_id: int, op: str, dtype: str, bucket: int,
-                  result_id: int) -> None:
+    def _set_best(self, device_id: int, result_id: int) -> None:
         with self.session() as s:
-            b = s.scalar(select(Best).where(Best.device_id == device_id, Best.op == op,
-                                            Best.dtype == dtype, Best.bucket == bucket)
-                         .with_for_update())
+            new = s.get(Result, result_id)
+            if new is None or new.status != "ok":
+                raise DatabaseError("only a validated (ok) result can become a best")
+            if new.device_id != device_id:
+                raise DatabaseError(f"result {result_id} belongs to another device")
+            b = s.scalar(select(Best).where(
+                Best.device_id == device_id, Best.family == new.family,
+                Best.variant == new.variant, Best.size_class == new.size_class)
+                .with_for_update())
             # the new and the old result are locked (in id order) as record() locks them, so
             # neither changes status between the check below and the tally's update
             ids = {result_id} | ({b.result_id} if b is not None else set())
@@ -180,8 +198,8 @@ class Store:
                 raise DatabaseError(f"no device with id {device_id}")
             tally = TallyDeltas()
             if b is None:
-                s.add(Best(device_id=device_id, op=op, dtype=dtype, bucket=bucket,
-                           result_id=result_id))
+                s.add(Best(device_id=device_id, family=res.family, variant=res.variant,
+                           size_class=res.size_class, result_id=result_id))
             else:
                 if b.result_id in locked:
                     tally.best(dev.vendor, dev.type, locked[b.result_id], -1)
@@ -189,6 +207,21 @@ class Store:
             tally.best(dev.vendor, dev.type, res, +1)
             s.flush()
             tally.apply(s)
+
+    def merge(self, records: list[ExportRecord]) -> MergeReport:  # noqa: F821
+        """Merge validated import records in ONE transaction; per key the faster validated
+        result wins (merge.py). Applied in key order, so concurrent merges lock rows in one
+        order; retried as a whole on a lost first insert or a deadlock."""
+        from .merge import merge_records
+
+        ordered = sorted(records, key=lambda r: (r.device["fingerprint"], r.family, r.variant,
+                                                 r.size_class, r.config_key))
+
+        def run() -> MergeReport:
+            with self.session() as s:
+                return merge_records(s, ordered)
+
+        return retry_on_conflict(run)
 
     def rebuild_tally(self) -> tuple[int, int]:
         """Recount the vendor tally from the stored bests and results in one transaction;
@@ -212,20 +245,37 @@ class Store:
                 q = q.where(getattr(Device, k) == v)
             return list(s.scalars(q))
 
-    def bests(self, device_ids: list[int], op: str | None = None,
-              dtype: str | None = None) -> list[ResultRow]:
-        if not device_ids:
+    def bests(self, device_ids: list[int] | None, family: str | None = None,
+              variant: str | None = None) -> list[ResultRow]:
+        """The bests of these devices (None: of every device)."""
+        if device_ids is not None and not device_ids:
             return []
         with self.session() as s:
             q = (select(Result, Device).join(Best, Best.result_id == Result.id)
-                 .join(Device, Device.id == Result.device_id)
-                 .where(Best.device_id.in_(device_ids)))
-            if op:
-                q = q.where(Result.op == op)
-            if dtype:
-                q = q.where(Result.dtype == dtype)
-            q = q.order_by(Device.fingerprint, Result.op, Result.dtype, Result.bucket)
-            return [_row(r, d) for r, d in s.execute(q)]
+                 .join(Device, Device.id == Result.device_id))
+            if device_ids is not None:
+                q = q.where(Best.device_id.in_(device_ids))
+            if family:
+                q = q.where(Result.family == family)
+            if variant:
+                q = q.where(Result.variant == variant)
+            q = q.order_by(Device.fingerprint, Result.family, Result.variant,
+                           Result.size_class)
+            return [row_of(r, d) for r, d in s.execute(q)]
+
+    def export_rows(self, fingerprints: set[str] | None = None
+                    ) -> list[tuple[dict[str, object], ResultRow, int, str]]:
+        """(device columns, best row, n_measured, source_hash) of every best, or of these
+        devices', for an export file."""
+        with self.session() as s:
+            q = (select(Result, Device).join(Best, Best.result_id == Result.id)
+                 .join(Device, Device.id == Best.device_id)
+                 .order_by(Device.fingerprint, Result.family, Result.variant,
+                           Result.size_class))
+            if fingerprints is not None:
+                q = q.where(Device.fingerprint.in_(fingerprints))
+            return [({c: getattr(d, c) for c in DEVICE_COLUMNS}, row_of(r, d), r.n_measured,
+                     r.source_hash) for r, d in s.execute(q)]
 
     def related_devices(self, fingerprint: str, hardware_key: str, model: str,
                         vendor: str) -> list[tuple[str, list[int]]]:
@@ -241,29 +291,28 @@ class Store:
                                                           Device.hardware_key != hardware_key)))
         return [("exact", exact), ("driver-changed", hw), ("same-device", same)]
 
-    def ok_results(self, device_ids: list[int], op: str | None = None,
-                   dtype: str | None = None) -> list[ResultRow]:
-        """The validated results of these devices, fastest first."""
+    def ok_results(self, device_ids: list[int], family: str,
+                   variants: tuple[str, ...] | None = None) -> list[ResultRow]:
+        """The validated results of these devices in a family (and variants), fastest first."""
         if not device_ids:
             return []
         with self.session() as s:
             q = (select(Result, Device).join(Device, Device.id == Result.device_id)
-                 .where(Result.device_id.in_(device_ids), Result.status == "ok"))
-            if op:
-                q = q.where(Result.op == op)
-            if dtype:
-                q = q.where(Result.dtype == dtype)
-            return [_row(r, d) for r, d in s.execute(q.order_by(Result.median_s))]
+                 .where(Result.device_id.in_(device_ids), Result.status == "ok",
+                        Result.family == family))
+            if variants is not None:
+                q = q.where(Result.variant.in_(variants))
+            return [row_of(r, d) for r, d in s.execute(q.order_by(Result.median_s))]
 
-    def results(self, device_id: int, op: str, dtype: str, bucket: int,
+    def results(self, device_id: int, family: str, variant: str, size_class: str,
                 status: str | None = "ok") -> list[ResultRow]:
         with self.session() as s:
             q = (select(Result, Device).join(Device, Device.id == Result.device_id)
-                 .where(Result.device_id == device_id, Result.op == op, Result.dtype == dtype,
-                        Result.bucket == bucket))
+                 .where(Result.device_id == device_id, Result.family == family,
+                        Result.variant == variant, Result.size_class == size_class))
             if status:
                 q = q.where(Result.status == status)
-            return [_row(r, d) for r, d in s.execute(q.order_by(Result.median_s))]
+            return [row_of(r, d) for r, d in s.execute(q.order_by(Result.median_s))]
 
     def counts(self) -> dict[str, int]:
         with self.session() as s:
@@ -290,7 +339,7 @@ def _transient(e: OperationalError) -> bool:
     return getattr(e.orig, "sqlstate", None) in ("40P01", "40001")
 
 
-def _retry_on_conflict(fn, attempts: int = 5):  # noqa: ANN001, ANN202
+def retry_on_conflict(fn, attempts: int = 5):  # noqa: ANN001, ANN202
     """Run a transaction again when a concurrent writer inserted the same key first (the
     second attempt finds the row and updates it) or when PostgreSQL chose it as a deadlock
     victim; every attempt is a whole transaction, rolled back before the next."""

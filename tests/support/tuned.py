@@ -5,6 +5,7 @@ from __future__ import annotations
 from cltune.tuning_db import Store
 
 from cltune.config import Config
+from support.records import reduce_measurement
 
 
 def store_bests(url: str, info, bests: dict[int, Config], *, gbps: float = 5.0,  # noqa: ANN001
@@ -16,9 +17,10 @@ def store_bests(url: str, info, bests: dict[int, Config], *, gbps: float = 5.0, 
         dev = s.upsert_device(info.fingerprint_parts(), info.fingerprint, info.hardware_key,
                               info.name)
         for bucket, cfg in bests.items():
-            rid = s.record(dev, op, dtype, bucket, cfg.to_dict(), cfg.key(), status="ok",
-                           median_s=1e-4, gbps=gbps, n_measured=1 << bucket,
-                           cltune_version="t", source_hash="0" * 16)
-            s.set_best(dev, op, dtype, bucket, rid)
+            rid = s.record(dev, reduce_measurement(op, dtype, bucket, cfg.to_dict(), cfg.key(),
+                                                   status="ok", median_s=1e-4, gbps=gbps,
+                                                   n_measured=1 << bucket, cltune_version="t",
+                                                   source_hash="0" * 16))
+            s.set_best(dev, rid)
     finally:
         s.close()

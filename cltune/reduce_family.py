@@ -1,0 +1,68 @@
+"""The 1-D reduction as a kernel family: variant `op/dtype`, size class `2^k` (k = log2 n).
+
+    >>> from cltune.reduce_family import size_class, spec_of, variant
+    >>> variant(spec_of("max/int64")), size_class(20)
+    ('max/int64', '2^20')
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from .buckets import MAX_BUCKET, MIN_BUCKET
+from .config import Config
+from .family import Family
+from .ops import OpError, OpSpec
+
+NAME = "reduce"
+_CLASS = re.compile(r"^2\^(\d{1,2})$")
+
+
+def variant(spec: OpSpec) -> str:
+    return f"{spec.op}/{spec.dtype}"
+
+
+def spec_of(text: str) -> OpSpec:
+    """The OpSpec a variant names; OpError when it names none."""
+    op, sep, dtype = text.partition("/")
+    if not sep:
+        raise OpError(f"variant {text!r:.60} is not op/dtype")
+    return OpSpec(op, dtype)
+
+
+def size_class(bucket: int) -> str:
+    return f"2^{bucket}"
+
+
+def bucket_of(text: str) -> int:
+    """k of a size class `2^k`; ValueError when the text is not one."""
+    m = _CLASS.match(text)
+    if not m or not MIN_BUCKET <= int(m.group(1)) <= MAX_BUCKET:
+        raise ValueError(f"size class {text!r:.60} is not 2^k with k in "
+                         f"{MIN_BUCKET}..{MAX_BUCKET}")
+    return int(m.group(1))
+
+
+def _check_variant(text: str) -> str:
+    try:
+        spec_of(text)
+    except OpError as e:
+        return str(e)
+    return ""
+
+
+def _check_class(text: str) -> str:
+    try:
+        bucket_of(text)
+    except ValueError as e:
+        return str(e)
+    return ""
+
+
+def _parse_config(m: Mapping[str, object]) -> Config:
+    return Config.from_mapping(m)
+
+
+REDUCE = Family(NAME, _parse_config, _check_variant, _check_class, kernel="reduce.cl",
+                interface="cltune.reduce_kernel", reference="cltune.verify")
