@@ -23,8 +23,28 @@ REC = {"device": DEV, "op": "sum", "dtype": "float32", "bucket": 20, "config": C
        "cltune_version": "0.1.0", "source_hash": "c" * 16}
 
 
+#: the same record in format version 2 (schema v4 keys: family, variant, size class)
+REC2 = {**{k: v for k, v in REC.items() if k not in ("op", "dtype", "bucket")},
+        "family": "reduce", "variant": "sum/float32", "size_class": "2^20"}
+
+
 def doc(*recs):
     return {"format": "cltune-results", "version": 1, "results": list(recs) or [REC]}
+
+
+def doc2(*recs):
+    return {"format": "cltune-results", "version": 2, "results": list(recs) or [REC2]}
+
+
+def test_version_1_and_2_files_import_the_same(tmp_path):
+    rows = []
+    for name, d in (("v1", doc()), ("v2", doc2())):
+        s = Store.open(f"sqlite:///{tmp_path / name}.db")
+        assert s.merge(parse_export(d)).results_added == 1
+        rows.append([(r.family, r.variant, r.size_class, r.config, r.median_s)
+                     for r in s.bests(None)])
+        s.close()
+    assert rows[0] == rows[1] == [("reduce", "sum/float32", "2^20", CFG, 1e-4)]
 
 
 def test_round_trip_through_files(tmp_path):
@@ -81,7 +101,16 @@ HOSTILE = {
     "bad fingerprint": _with(["device", "fingerprint"], "../../etc/passwd"),
     "missing field": {"format": "cltune-results", "version": 1,
                       "results": [{k: v for k, v in REC.items() if k != "config"}]},
-    "wrong version": {**doc(), "version": 2},
+    "wrong version": {**doc(), "version": 3},
+    "bool version": {**doc(), "version": True},
+    "v1 record in a v2 file": doc2(REC),
+    "v2 unknown family": doc2({**REC2, "family": "scan"}),
+    "v2 family not text": doc2({**REC2, "family": ["reduce"]}),
+    "v2 unknown variant": doc2({**REC2, "variant": "mean/float32"}),
+    "v2 -D fragment in variant": doc2({**REC2, "variant": "sum/float32 -DCLT_WG=9"}),
+    "v2 size class too big": doc2({**REC2, "size_class": "2^99"}),
+    "v2 size class not 2^k": doc2({**REC2, "size_class": "1048576"}),
+    "v2 config of another family's shape": doc2({**REC2, "config": {"rows": 4}}),
     "wrong format": {**doc(), "format": "clblast"},
     "not an object": [REC],
     "config not a mapping": _with(["config"], [64, 64, 4]),
@@ -96,7 +125,8 @@ def test_hostile_files_are_rejected_whole(tmp_path, name):
     before = export_doc(Store.open(url).export_rows())["results"]
     bad = HOSTILE[name]
     if isinstance(bad, dict) and "results" in bad and isinstance(bad["results"], list):
-        bad = {**bad, "results": [REC, *bad["results"]]}  # a good record first: still rejected
+        good = REC2 if bad.get("version") == 2 else REC
+        bad = {**bad, "results": [good, *bad["results"]]}  # a good record first: still rejected
     f = tmp_path / "bad.json"
     f.write_text(json.dumps(bad))
     with pytest.raises(ImportError_):

@@ -418,6 +418,14 @@ def test_processes_hammering_the_same_keys(pg):
           "median than the fastest recorded (lost update)")
 
 
+def test_migrates_a_v3_database_and_answers_the_same_lookups(pg):
+    """v3 -> v4 on PostgreSQL: renamed tables, constraints and key indexes, serial ids that
+    continue after the copied rows (tests/test_migration_v4.py)."""
+    from test_migration_v4 import check_v3_migration
+
+    check_v3_migration(pg("v3"))
+
+
 def test_migrates_a_v2_database_with_data(pg):
     """The v3 migration (frozen DDL and the tally's INSERT ... SELECT backfill) on
     PostgreSQL: rows intact, tally as expected and equal to a recomputation."""
