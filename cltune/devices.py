@@ -86,24 +86,15 @@ class DeviceInfo:
     def is_nvidia(self) -> bool:
         return self.vendor == "nvidia" and "nvidia" in self.platform.lower()
 
+    #: what the hardware is (`hardware_key`), and what runs it besides (with it: `fingerprint`)
+    HARDWARE_FIELDS = ("vendor", "type", "model", "compute_units", "local_mem", "max_wg")
+    SETUP_FIELDS = ("platform", "platform_version", "driver", "opencl_c")
+
     def hardware_parts(self) -> dict[str, object]:
-        return {
-            "vendor": self.vendor,
-            "type": self.type,
-            "model": self.model,
-            "compute_units": self.compute_units,
-            "local_mem": self.local_mem,
-            "max_wg": self.max_wg,
-        }
+        return {f: getattr(self, f) for f in self.HARDWARE_FIELDS}
 
     def fingerprint_parts(self) -> dict[str, object]:
-        return {
-            **self.hardware_parts(),
-            "platform": self.platform,
-            "platform_version": self.platform_version,
-            "driver": self.driver,
-            "opencl_c": self.opencl_c,
-        }
+        return {f: getattr(self, f) for f in self.HARDWARE_FIELDS + self.SETUP_FIELDS}
 
     @property
     def fingerprint(self) -> str:

@@ -12,7 +12,7 @@ import pyopencl as cl
 
 from .config import Config
 from .launch import Launcher
-from .measure import Bench
+from .measure import Bench, Timing
 from .program import BuildError
 from .space import Space
 from .verify import error_bound, validate
@@ -25,15 +25,23 @@ class Outcome:
 
     config: Config
     step: str
+    n: int  # elements of the tuning input
+    nbytes: int  # bytes it reads
     reason: str = ""
-    median_s: float | None = None
-    gbps: float | None = None
-    max_rel_error: float | None = None
-    n: int = 0
+    timing: Timing | None = None
+    max_rel_error: float | None = None  # |err| / sum|x| seen in validation (floats)
 
     @property
     def ok(self) -> bool:
         return self.step == "timed"
+
+    @property
+    def median_s(self) -> float | None:
+        return self.timing.median_s if self.timing else None
+
+    @property
+    def gbps(self) -> float | None:
+        return self.timing.gbps(self.nbytes) if self.timing else None
 
     @property
     def compiled(self) -> bool:
@@ -48,28 +56,29 @@ def evaluate(launcher: Launcher, queue: cl.CommandQueue, bench: Bench, *,
     matches the host reference on the validation inputs (and, with `max_rel_error`, has an
     error bound and a measured error within that budget, relative to sum|x|), then timed."""
     cfg, spec, n = launcher.cfg, launcher.spec, bench.n
+
+    def stop(step: str, reason: str) -> Outcome:
+        return Outcome(cfg, step, n, bench.nbytes, reason)
+
     if space is not None:
         why = space.check(cfg)
         if why:
-            return Outcome(cfg, "check", why, n=n)
+            return stop("check", why)
     try:
         launcher.built(False)
+        chk = validate(launcher, queue, n)  # may build 64-bit indices for the n + 3 input
     except BuildError as e:
-        return Outcome(cfg, "build", str(e), n=n)
-    try:
-        chk = validate(launcher, queue, n)
-    except BuildError as e:  # a 64-bit-index build for the n + 3 input
-        return Outcome(cfg, "build", str(e), n=n)
+        return stop("build", str(e))
     if not chk.ok:
-        return Outcome(cfg, "validate", chk.reason, n=n)
+        return stop("validate", chk.reason)
     if max_rel_error is not None and spec.is_float:
         # the bound must meet the budget for every input, not just this one
         bound = error_bound(launcher, n, 1.0)
         if bound > max_rel_error:
-            return Outcome(cfg, "validate",
-                           f"error bound {bound:.3g} > --max-rel-error {max_rel_error:.3g}", n=n)
+            return stop("validate", f"error bound {bound:.3g} > --max-rel-error "
+                        f"{max_rel_error:.3g}")
         if chk.max_rel_error > max_rel_error:
-            return Outcome(cfg, "validate", f"error {chk.max_rel_error:.3g} > --max-rel-error "
-                           f"{max_rel_error:.3g}", n=n)
-    t = bench.time(launcher, budget_s=budget_s)
-    return Outcome(cfg, "timed", "", t.median_s, t.gbps(bench.nbytes), chk.max_rel_error, n)
+            return stop("validate", f"error {chk.max_rel_error:.3g} > --max-rel-error "
+                        f"{max_rel_error:.3g}")
+    return Outcome(cfg, "timed", n, bench.nbytes, "", bench.time(launcher, budget_s=budget_s),
+                   chk.max_rel_error)

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from .buckets import MAX_BUCKET, MIN_BUCKET
 from .config import Config
@@ -44,25 +44,21 @@ def bucket_of(text: str) -> int:
     return int(m.group(1))
 
 
-def _check_variant(text: str) -> str:
-    try:
-        spec_of(text)
-    except OpError as e:
-        return str(e)
-    return ""
+def _reason(parse: Callable[[str], object]) -> Callable[[str], str]:
+    """A family check ('' or why not) from a parser that raises ValueError."""
+    def check(text: str) -> str:
+        try:
+            parse(text)
+        except ValueError as e:  # OpError is a ValueError
+            return str(e)
+        return ""
 
-
-def _check_class(text: str) -> str:
-    try:
-        bucket_of(text)
-    except ValueError as e:
-        return str(e)
-    return ""
+    return check
 
 
 def _parse_config(m: Mapping[str, object]) -> Config:
     return Config.from_mapping(m)
 
 
-REDUCE = Family(NAME, _parse_config, _check_variant, _check_class, kernel="reduce.cl",
+REDUCE = Family(NAME, _parse_config, _reason(spec_of), _reason(bucket_of), kernel="reduce.cl",
                 interface="cltune.reduce_kernel", reference="cltune.verify")

@@ -23,7 +23,7 @@ from .config import Config, ConfigError
 from .devices import DeviceInfo
 from .evaluate import Outcome, evaluate
 from .launch import Launcher
-from .measure import Bench, profiling_queue
+from .measure import Bench, Timing, profiling_queue
 from .ops import OpSpec
 from .program import source_hash
 from .seeds import known_config, seed_params
@@ -259,8 +259,8 @@ class Tuner:
                 rounds[c].append(bench.time(self._launcher(c), budget_s=0.1).median_s)
         med = {c: sorted(v)[len(v) // 2] for c, v in rounds.items()}
         best = min(finalists, key=med.__getitem__)
-        rid = self._record(bucket, Outcome(best, "timed", median_s=med[best],
-                                           gbps=bench.nbytes / med[best] / 1e9, n=bench.n),
+        rid = self._record(bucket, Outcome(best, "timed", bench.n, bench.nbytes,
+                                           timing=Timing(med[best], 5, tuple(rounds[best]))),
                            force=True)
         self.store.set_best(self.device_id, rid)
         res = BucketResult(bucket, best, med[best], bench.nbytes / med[best] / 1e9, len(trials),

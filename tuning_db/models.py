@@ -56,17 +56,24 @@ class Device(Base):
                       Index("ix_cltune_devices_vendor_type", "vendor", "type"))
 
 
-class Result(Base):
+class FamilyKeyed:
+    """The key columns results and bests share: device, kernel family, variant, size class
+    (placed right after the id, as the v4 migration creates them)."""
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, sort_order=-2)
+    device_id: Mapped[int] = mapped_column(ForeignKey("cltune_devices.id"), nullable=False,
+                                           sort_order=-1)
+    family: Mapped[str] = mapped_column(String(32), nullable=False, sort_order=-1)
+    variant: Mapped[str] = mapped_column(String(64), nullable=False, sort_order=-1)
+    size_class: Mapped[str] = mapped_column(String(64), nullable=False, sort_order=-1)
+
+
+class Result(FamilyKeyed, Base):
     """One evaluated config of a kernel family for (device, variant, size class): validated and
     timed, or failed. For the 1-D reduction family (`reduce`) the variant is `op/dtype`
     (`sum/float32`) and the size class `2^k`."""
 
     __tablename__ = "cltune_results"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    device_id: Mapped[int] = mapped_column(ForeignKey("cltune_devices.id"), nullable=False)
-    family: Mapped[str] = mapped_column(String(32), nullable=False)
-    variant: Mapped[str] = mapped_column(String(64), nullable=False)
-    size_class: Mapped[str] = mapped_column(String(64), nullable=False)
     config_key: Mapped[str] = mapped_column(String(32), nullable=False)
     config_json: Mapped[str] = mapped_column(Text, nullable=False)
     status: Mapped[str] = mapped_column(String(16), nullable=False)  # ok | failed
@@ -89,16 +96,11 @@ class Result(Base):
     )
 
 
-class Best(Base):
+class Best(FamilyKeyed, Base):
     """The chosen config per (device, family, variant, size class), after finalists were
     re-measured."""
 
     __tablename__ = "cltune_best"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    device_id: Mapped[int] = mapped_column(ForeignKey("cltune_devices.id"), nullable=False)
-    family: Mapped[str] = mapped_column(String(32), nullable=False)
-    variant: Mapped[str] = mapped_column(String(64), nullable=False)
-    size_class: Mapped[str] = mapped_column(String(64), nullable=False)
     result_id: Mapped[int] = mapped_column(ForeignKey("cltune_results.id"), nullable=False)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
