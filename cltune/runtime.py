@@ -265,7 +265,7 @@ def get_reducer(target: Any, op: str = "sum", dtype: Any = np.float32, *,
 _IDENTITY = {"sum": 0, "dot": 0, "prod": 1}
 
 
-def _new_scalar(q: cl.CommandQueue, dtype: np.dtype, allocator: Any) -> cla.Array:
+def new_scalar(q: cl.CommandQueue, dtype: np.dtype, allocator: Any) -> cla.Array:
     """A 0-d result array from the pool through pyopencl's fast constructor (the general one
     spends ~20 us on shape checks), falling back to `cla.empty` if that path changes."""
     try:
@@ -276,12 +276,12 @@ def _new_scalar(q: cl.CommandQueue, dtype: np.dtype, allocator: Any) -> cla.Arra
 
 
 #: the attributes pyopencl's Array.__init__ sets (pyopencl 2024-2026); a version that sets others
-#: makes _Scalars fall back to the constructor
-_ARRAY_ATTRS = frozenset({"queue", "context", "shape", "dtype", "strides", "events", "nbytes",
+#: makes ScalarFactory fall back to the constructor
+ARRAY_ATTRS = frozenset({"queue", "context", "shape", "dtype", "strides", "events", "nbytes",
                           "size", "allocator", "base_data", "offset", "_flags"})
 
 
-class _Scalars:
+class ScalarFactory:
     """0-d result arrays for one queue and dtype, ~2 us cheaper than the constructor: a
     template built by pyopencl itself is copied, with a fresh pool buffer and event list. Used
     only when the template has exactly the attributes above; else the constructor path."""
@@ -290,15 +290,15 @@ class _Scalars:
 
     def __init__(self, q: cl.CommandQueue, dtype: np.dtype, allocator: Any) -> None:
         self._q, self._dtype, self._alloc = q, dtype, allocator
-        t = _new_scalar(q, dtype, allocator)
+        t = new_scalar(q, dtype, allocator)
         self._attrs = {k: v for k, v in vars(t).items() if k not in ("base_data", "events")}
         self._nbytes = t.nbytes
-        self.fast = (set(vars(t)) == _ARRAY_ATTRS and type(t) is cla.Array and t.shape == ()
+        self.fast = (set(vars(t)) == ARRAY_ATTRS and type(t) is cla.Array and t.shape == ()
                      and t.nbytes == dtype.itemsize and t.offset == 0)
 
     def __call__(self) -> cla.Array:
         if not self.fast:
-            return _new_scalar(self._q, self._dtype, self._alloc)
+            return new_scalar(self._q, self._dtype, self._alloc)
         a = object.__new__(cla.Array)
         d = vars(a)
         d.update(self._attrs)
@@ -317,10 +317,16 @@ class Reducer:
         self._dtype = engine.spec.np_dtype
         self._rdtype = engine.spec.result_dtype
         self._itemsize = engine.spec.itemsize
-        self._scalar = _Scalars(queue, self._rdtype, engine.allocator)
+        self.scalars = ScalarFactory(queue, self._rdtype, engine.allocator)
         # the queue's own Context object (pyopencl keeps one per queue): arrays made on this
         # queue carry it, so the hot path can check the context by identity
         self._ctx = queue.context
+
+    @property
+    def engine_id(self) -> int:
+        """Equal for reducers that share one engine: kernels, scratch and database answer (one
+        per context, device, op/dtype and database)."""
+        return id(self._eng)
 
     @property
     def level(self) -> str:
@@ -363,7 +369,7 @@ class Reducer:
             hit = self._eng._by_n.get(x.size)
             if hit is not None:
                 q = self.queue
-                res = self._scalar()
+                res = self.scalars()
                 evs = hit[0].enqueue(q, x.base_data, x.offset // self._itemsize, x.size,
                                      res.base_data, wait_for=x.events or None)
                 res.events.append(evs[-1])
@@ -384,7 +390,7 @@ class Reducer:
             raise ValueError(f"x and y differ in size ({xd.size} vs {yd.size})")
         rdt = spec.result_dtype
         if out is None:
-            out = self._scalar() if q is self.queue else _new_scalar(q, rdt, self._eng.allocator)
+            out = self.scalars() if q is self.queue else new_scalar(q, rdt, self._eng.allocator)
         elif not (isinstance(out, cla.Array) and out.dtype == rdt and out.size == 1
                   and out.offset == 0):
             raise TypeError(f"out must be a 0-d pyopencl Array of dtype {rdt} at offset 0")

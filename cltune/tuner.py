@@ -123,7 +123,7 @@ class Tuner:
                                 extended_acc=opts.max_rel_error is not None)
         if opts.restrict:
             self.space = self.space.restrict(**opts.restrict)
-        self.storage = _storage(storage_url)
+        self.storage = open_storage(storage_url)
         self.device_id = store.upsert_device(info.fingerprint_parts(), info.fingerprint,
                                              info.hardware_key, info.name)
         self._src = source_hash()
@@ -189,7 +189,7 @@ class Tuner:
         xs = make_input(self.spec, n)
         bench = Bench(self.ctx, self.queue, xs, self.spec.result_dtype)
         name = self.study_name(bucket)
-        study = self._study(name)
+        study = self.study(name)
         if seeds and not study.get_trials(deepcopy=False):  # a new study only, never on resume
             for p in seeds:
                 study.enqueue_trial(p, skip_if_exists=True)
@@ -268,7 +268,8 @@ class Tuner:
         self.progress.end_bucket(res)
         return res
 
-    def _study(self, name: str) -> optuna.Study:
+    def study(self, name: str) -> optuna.Study:
+        """The Optuna study of this name: created, or loaded with `--resume` / by a worker."""
         seed = self.opts.seed
         if self.opts.study_prefix != TuneOptions.study_prefix:
             # workers of a shared study must not draw the same points: mix in host and pid
@@ -285,7 +286,7 @@ class Tuner:
                                    direction="minimize", load_if_exists=True)
 
 
-def _storage(url: str) -> optuna.storages.RDBStorage:
+def open_storage(url: str) -> optuna.storages.RDBStorage:
     from cltune.tuning_db.engine import normalise_url, sqlite_path
 
     url = normalise_url(url)

@@ -19,12 +19,12 @@ import time
 from pathlib import Path
 
 import pyopencl as cl
-from cltune.tuning_db import Store
 
 from cltune.devices import select
 from cltune.launch import Launcher
 from cltune.measure import Bench
 from cltune.tuner import TuneOptions, Tuner
+from cltune.tuning_db import Store
 from cltune.verify import make_input
 
 RESTRICT = {"strategy": ("local_tree", "serial"), "wg": (8, 32, 128), "tile_factor": (1, 4),

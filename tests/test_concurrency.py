@@ -36,7 +36,6 @@ import numpy as np
 import optuna
 import pyopencl.array as cla
 import pytest
-from cltune.tuning_db import Store
 from sqlalchemy import create_engine
 from support.records import reduce_measurement
 from support.require import need
@@ -46,6 +45,7 @@ from support.writes import random_record_writes
 from cltune import get_reducer
 from cltune.config import Config
 from cltune.runtime import CltuneWarning
+from cltune.tuning_db import Store
 
 DONE = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
 PARTS = {"vendor": "acme", "type": "gpu", "model": "Rocket 9", "compute_units": 8,
@@ -181,7 +181,7 @@ def test_fresh_optuna_storage_created_by_two_workers_at_once(tmp_path):
     holds the write lock); a second worker opens the same fresh storage meanwhile."""
     from optuna.storages._rdb import models
 
-    from cltune.tuner import _storage
+    from cltune.tuner import open_storage
 
     url = f"sqlite:///{tmp_path / 's.db'}"
     eng = create_engine(url, connect_args={"isolation_level": None})
@@ -192,7 +192,7 @@ def test_fresh_optuna_storage_created_by_two_workers_at_once(tmp_path):
 
     def second() -> None:
         try:
-            _storage(url).engine.dispose()
+            open_storage(url).engine.dispose()
         except BaseException as e:  # noqa: BLE001
             err.append(e)
 
@@ -216,7 +216,7 @@ info, dev = select(sys.argv[1])
 store = Store.open(sys.argv[2])
 w = Tuner(cl.Context([dev]), dev, info, store, sys.argv[3],
           TuneOptions(buckets=(10,), trials=8, resume=True, study_prefix="shared"))
-study = w._study(w.study_name(10))
+study = w.study(w.study_name(10))
 keys = []
 for _ in range(4):
     t = study.ask()
@@ -272,8 +272,9 @@ def hammer(url: str, procs: int = 4, n: int = 150, keys: int = 12) -> tuple[list
 
 def check_hammered(store: Store, log: list, procs: int, n: int) -> None:
     """One row per key; per key the fastest validated median survives; bests valid."""
-    from cltune.tuning_db.models import Best, Device, Result
     from sqlalchemy import select
+
+    from cltune.tuning_db.models import Best, Device, Result
 
     assert len(log) == procs * n
     with store.session() as s:

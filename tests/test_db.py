@@ -3,10 +3,11 @@
 import sqlite3
 
 import pytest
-from cltune.tuning_db import DatabaseError, SchemaError, Store
-from cltune.tuning_db.migrations import LATEST, V1_DDL
 from sqlalchemy import create_engine, inspect, text
 from support.records import reduce_measurement
+
+from cltune.tuning_db import DatabaseError, SchemaError, Store
+from cltune.tuning_db.migrations import LATEST, V1_DDL
 
 PARTS = {"vendor": "acme", "type": "gpu", "model": "Rocket 9", "compute_units": 8,
          "local_mem": 65536, "max_wg": 1024, "platform": "Acme CL",
@@ -145,8 +146,9 @@ def python_tally(store) -> dict:
     SQL that the migration and tally.recompute use)."""
     from collections import Counter
 
-    from cltune.tuning_db.models import Best, Device, Result
     from sqlalchemy import select
+
+    from cltune.tuning_db.models import Best, Device, Result
 
     nb, nf = Counter(), Counter()
     with store.session() as s:

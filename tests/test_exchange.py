@@ -4,12 +4,12 @@ import copy
 import json
 
 import pytest
-from cltune.tuning_db import Store
-from cltune.tuning_db.exchange import ImportError_, export_doc, parse_export
 from support.records import reduce_measurement
 from typer.testing import CliRunner
 
 from cltune.cli import app
+from cltune.tuning_db import Store
+from cltune.tuning_db.exchange import ImportError_, export_doc, parse_export
 
 runner = CliRunner()
 DEV = {"fingerprint": "a" * 16, "hardware_key": "b" * 16, "vendor": "acme", "type": "gpu",
@@ -148,10 +148,9 @@ def test_import_keeps_the_vendor_tally(tmp_path):
     """Imported bests count in the vendor tally (in the import's transaction): a device the
     database never saw gets the most frequent imported best of its vendor, and a faster import
     that replaces a best moves the count; a rejected file changes nothing."""
+    from cltune.config import Config
     from cltune.tuning_db import tally
     from cltune.tuning_db.lookup import DeviceKey, lookup
-
-    from cltune.config import Config
 
     url = f"sqlite:///{tmp_path / 'v.db'}"
     other = {**CFG, "items": 8}

@@ -13,11 +13,11 @@ import sys
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-import cltune.kernels
-import cltune.tuning_db
 import pytest
 
 import cltune
+import cltune.kernels
+import cltune.tuning_db
 
 ROOT = Path(__file__).resolve().parent.parent
 WHERE = ("import cltune, cltune.kernels, cltune.tuning_db; "

@@ -6,8 +6,6 @@ import warnings
 import numpy as np
 import pyopencl.array as cla
 import pytest
-from cltune.tuning_db import Store
-from cltune.tuning_db.lookup import DeviceKey, load_shipped, lookup
 from support.records import reduce_measurement
 from test_db import assert_tally_exact
 from typer.testing import CliRunner
@@ -15,6 +13,8 @@ from typer.testing import CliRunner
 from cltune import get_reducer
 from cltune.cli import app
 from cltune.config import Config
+from cltune.tuning_db import Store
+from cltune.tuning_db.lookup import DeviceKey, load_shipped, lookup
 
 CFG = Config("local_tree", 8, 16, 2, 4, 2, 2, "native")
 

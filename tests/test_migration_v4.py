@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from cltune.tuning_db import SchemaError, Store
-from cltune.tuning_db.lookup import DeviceKey, lookup
-from cltune.tuning_db.migrations import LATEST, MIGRATIONS, V1_DDL
 from sqlalchemy import create_engine, text
 
 from cltune.config import Config
+from cltune.tuning_db import SchemaError, Store
+from cltune.tuning_db.lookup import DeviceKey, lookup
+from cltune.tuning_db.migrations import LATEST, MIGRATIONS, V1_DDL
 
 CFGS = {name: Config("serial", 8, 0, items, 4, 2, 2, "native")
         for name, items in (("A", 1), ("B", 2), ("C", 4), ("D", 8))}

@@ -28,9 +28,6 @@ from collections.abc import Callable, Iterator
 
 import optuna
 import pytest
-from cltune.tuning_db import DatabaseError, Store, tally
-from cltune.tuning_db.migrations import LATEST
-from cltune.tuning_db.models import Base, Best, Device, Result
 from sqlalchemy import create_engine, func, inspect, select, text
 from sqlalchemy.engine import make_url
 from support.records import reduce_measurement
@@ -38,6 +35,9 @@ from support.require import need
 from support.writes import random_record_writes
 
 from cltune.config import Config
+from cltune.tuning_db import DatabaseError, Store, tally
+from cltune.tuning_db.migrations import LATEST
+from cltune.tuning_db.models import Base, Best, Device, Result
 
 pytestmark = pytest.mark.postgres
 
@@ -135,7 +135,7 @@ def test_store_open_creates_the_schema_and_round_trips(pg):
 
 @pytest.mark.parametrize("first", ["cltune", "optuna"])
 def test_cltune_and_optuna_tables_coexist_in_one_schema(pg, first):
-    from cltune.tuner import _storage
+    from cltune.tuner import open_storage
 
     url = pg(f"co{first[0]}")
 
@@ -146,7 +146,7 @@ def test_cltune_and_optuna_tables_coexist_in_one_schema(pg, first):
         s.close()
 
     def theirs() -> None:
-        storage = _storage(url)
+        storage = open_storage(url)
         study = optuna.create_study(study_name="cltune:x:sum/float32:2^20", storage=storage,
                                     load_if_exists=True)
         study.add_trial(optuna.trial.create_trial(
@@ -332,9 +332,9 @@ def test_two_workers_create_a_fresh_schema_at_once(pg):
     url = pg("fs")
 
     def hold(conn) -> None:  # noqa: ANN001 - exactly what ensure_schema does, uncommitted
-        from cltune.tuning_db.migrations import _serialise
+        from cltune.tuning_db.migrations import schema_lock
 
-        _serialise(conn)
+        schema_lock(conn)
         Base.metadata.create_all(conn)
         conn.execute(text("INSERT INTO cltune_schema_version (id, version) VALUES (1, :v)"),
                      {"v": LATEST})
@@ -346,11 +346,11 @@ def test_two_workers_create_a_fresh_schema_at_once(pg):
 def test_two_workers_create_a_fresh_optuna_storage_at_once(pg):
     from optuna.storages._rdb import models
 
-    from cltune.tuner import _storage
+    from cltune.tuner import open_storage
 
     url = pg("fo")
     got = _race(url, lambda conn: models.BaseModel.metadata.create_all(conn),
-                lambda u: _storage(u).engine.dispose())
+                lambda u: open_storage(u).engine.dispose())
     assert not isinstance(got, BaseException), f"{type(got).__name__}: {str(got)[:300]}"
 
 

@@ -55,7 +55,7 @@ def test_accepts_device_context_and_queue(queue, ctx, device, empty_db):
         assert r(x, queue=queue).get() == 4097
     r = _r(device[1], empty_db)  # a Device: the reducer makes (and caches) its own context
     assert r(cla.to_device(r.queue, np.ones(4097, np.float32))).get() == 4097
-    assert _r(device[1], empty_db)._eng is r._eng
+    assert _r(device[1], empty_db).engine_id == r.engine_id
     with pytest.raises(ValueError, match="another OpenCL context"):
         r(x)
     with pytest.raises(TypeError, match="Device, Context or CommandQueue"):
@@ -143,7 +143,7 @@ def test_threads_share_one_reducer(ctx, device, empty_db):
     for t in ts:
         t.join()
     assert not errors
-    assert _r(ctx, empty_db)._eng is r._eng, "one engine per context"
+    assert _r(ctx, empty_db).engine_id == r.engine_id, "one engine per context"
 
 
 def test_tuned_db_is_used_and_explained(queue, device, tmp_path):
@@ -190,7 +190,7 @@ def test_two_reducers_sharing_kernels_keep_their_own_arguments(queue, tmp_path):
         warnings.simplefilter("ignore", CltuneWarning)
         r1 = get_reducer(queue, db=f"sqlite:///{tmp_path / 'a.db'}")
         r2 = get_reducer(queue, db=f"sqlite:///{tmp_path / 'b.db'}")
-    assert r1._eng is not r2._eng and r1.explain(4099).config == r2.explain(4099).config
+    assert r1.engine_id != r2.engine_id and r1.explain(4099).config == r2.explain(4099).config
     a = cla.to_device(queue, np.ones(4099, np.float32))
     b = cla.to_device(queue, np.full(4099, 3, np.float32))
     got = [r1(a).get(), r2(b).get(), r1(a).get(), r2(b).get(), r1(a[1:]).get()]
@@ -217,21 +217,21 @@ def test_prepared_launches_do_not_keep_inputs_alive(queue, empty_db):
 
 
 def test_result_arrays_from_the_template_are_real_independent_arrays(queue, empty_db):
-    """The warm path's 0-d results copy a template Array (cltune.runtime._Scalars): each has its
+    """The warm path's 0-d results copy a template Array (cltune.runtime.ScalarFactory): each has its
     own buffer and events and behaves like one pyopencl built; the constructor path (used when a
     pyopencl version sets other attributes) gives the same."""
-    from cltune.runtime import _ARRAY_ATTRS, _new_scalar
+    from cltune.runtime import ARRAY_ATTRS, new_scalar
 
     r = get_reducer(queue, db=empty_db)
-    assert r._scalar.fast, "this pyopencl's Array attributes changed: update _ARRAY_ATTRS"
+    assert r.scalars.fast, "this pyopencl's Array attributes changed: update ARRAY_ATTRS"
     x = cla.to_device(queue, np.arange(1, 5001, dtype=np.float32))
     a, b = r(x), r(x[1:])
-    ref = _new_scalar(queue, np.dtype(np.float32), None)
-    assert set(vars(a)) == set(vars(ref)) == _ARRAY_ATTRS
+    ref = new_scalar(queue, np.dtype(np.float32), None)
+    assert set(vars(a)) == set(vars(ref)) == ARRAY_ATTRS
     assert a.base_data.int_ptr != b.base_data.int_ptr and a.events is not b.events
     assert (a.shape, a.dtype, a.strides, a.size, a.offset) == ((), np.float32, (), 1, 0)
     assert a.get() == 12502500.0 and b.get() == 12502499.0 and (a + b).get() == 25004999.0
-    r._scalar.fast = False  # the constructor path
+    r.scalars.fast = False  # the constructor path
     c = r(x)
     assert type(c) is cla.Array and c.get() == 12502500.0
 

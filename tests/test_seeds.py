@@ -1,7 +1,6 @@
 """Seeds: a new study starts from what is known; resume and --no-seeds add nothing."""
 
 import optuna
-from cltune.tuning_db import Store
 from support.records import reduce_measurement
 
 from cltune.config import Config
@@ -10,6 +9,7 @@ from cltune.ops import OpSpec
 from cltune.seeds import MAX_SEEDS, known_config, params_of, seed_params
 from cltune.space import make_space
 from cltune.tuner import TuneOptions, Tuner
+from cltune.tuning_db import Store
 
 
 def _space(ctx, device):

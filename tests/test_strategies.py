@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pyopencl.array as cla
 import pytest
-from cltune.tuning_db import Store
 
 from cltune import get_reducer, strategies
 from cltune.config import Config, ConfigError
 from cltune.ops import OpSpec
 from cltune.space import make_space
 from cltune.tuner import TuneOptions, Tuner
+from cltune.tuning_db import Store
 
 TOY_SOURCE = (Path(__file__).parent / "strategies" / "toy_sequential.cl").read_text()
 

@@ -10,10 +10,10 @@ import time
 
 import optuna
 import pytest
-from cltune.tuning_db import Store
 
 from cltune.config import Config
 from cltune.tuner import TuneOptions, Tuner
+from cltune.tuning_db import Store
 
 DONE = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
 

@@ -164,7 +164,7 @@ LATEST = 4
 _PG_LOCK_KEY = 0x636C74756E65  # "cltune": one advisory lock for schema changes
 
 
-def _serialise(conn: Connection) -> None:
+def schema_lock(conn: Connection) -> None:
     """Schema creation and migrations run one process at a time (SQLite: BEGIN IMMEDIATE
     already holds the write lock; PostgreSQL: a transaction-scoped advisory lock)."""
     if conn.dialect.name == "postgresql":
@@ -204,7 +204,7 @@ def check_readable(conn: Connection) -> int:
 def ensure_schema(engine: Engine) -> int:
     """Create or migrate the schema to LATEST; returns the version now in place."""
     with engine.begin() as conn:
-        _serialise(conn)
+        schema_lock(conn)
         v = current_version(conn)
         if v is None:
             Base.metadata.create_all(conn)
@@ -217,7 +217,7 @@ def ensure_schema(engine: Engine) -> int:
     while v < LATEST:
         step = v + 1
         with engine.begin() as conn:  # the migration and its version bump commit together
-            _serialise(conn)
+            schema_lock(conn)
             if current_version(conn) != v:  # another process migrated meanwhile
                 v = current_version(conn) or LATEST
                 continue

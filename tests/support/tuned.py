@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from cltune.tuning_db import Store
-
 from cltune.config import Config
+from cltune.tuning_db import Store
 from support.records import reduce_measurement
 
 
