@@ -7,8 +7,6 @@ becomes, and the kernels' argument lists by name (never by position).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from . import strategies
@@ -16,17 +14,17 @@ from .config import Config
 from .ops import CL_TYPE, OpSpec
 
 
-@dataclass(frozen=True)
 class KernelArgs:
-    """A kernel's argument list: the index of each argument by name (`args.out`)."""
+    """A kernel's argument list: the index of each argument by name (`args.out`), as plain
+    attributes (read on every launch)."""
 
-    names: tuple[str, ...]
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        for i, name in enumerate(names):
+            setattr(self, name, i)
 
-    def __getattr__(self, name: str) -> int:
-        try:
-            return self.names.index(name)
-        except ValueError:
-            raise AttributeError(f"no kernel argument {name!r} in {self.names}") from None
+    def __getattr__(self, name: str) -> int:  # only for names the kernel does not have
+        raise AttributeError(f"no kernel argument {name!r} in {self.__dict__.get('names')}")
 
     def scalar_dtypes(self, index_dtype: type) -> list[type | None]:
         """For `Kernel.set_scalar_arg_dtypes`: indices and sizes are index_dtype, rest None."""
