@@ -7,6 +7,17 @@
 
 from __future__ import annotations
 
+from importlib.util import find_spec as _find_spec
+from pathlib import Path as _Path
+
+if _find_spec("cltune.tuning_db") is None:  # kernels/ and tuning_db/ install into cltune.*
+    _root = _Path(__file__).resolve().parent.parent
+    raise ImportError(
+        f"cltune was imported from the source checkout {_root} without being installed: run "
+        f"`pip install -e {_root}` (or run from another directory than the checkout)"
+        if (_root / "tuning_db").is_dir() else
+        f"cltune at {_root} is installed without cltune.tuning_db: reinstall it")
+
 from .icd import register as _register_icd  # noqa: E402
 from .version import __version__
 

@@ -208,6 +208,12 @@ def clear_caches() -> None:
         _device_contexts.clear()
 
 
+def engine_contexts() -> set[int]:
+    """The contexts (`int_ptr`) that cached engines still hold, for inspection and tests."""
+    with _engines_lock:
+        return {key[0] for key in _engines.keys()}
+
+
 def _remember(key: tuple, eng: _Engine) -> None:
     _recent[key] = eng
     _recent.move_to_end(key)

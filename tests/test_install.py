@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -58,3 +59,21 @@ def test_child_pythons_started_from_the_checkout_import_the_same_package():
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == [cltune.__file__, cltune.kernels.__file__,
                                 cltune.tuning_db.__file__]
+
+
+@pytest.mark.multiprocess
+def test_an_uninstalled_checkout_says_how_to_install_it(tmp_path):
+    """A checkout's cltune/ imported without `pip install -e .` (e.g. `python -m cltune` from
+    the repository root with a non-editable install) names the fix instead of failing later
+    on a missing cltune.tuning_db."""
+    import shutil
+
+    shutil.copytree(ROOT / "cltune", tmp_path / "cltune")
+    (tmp_path / "tuning_db").mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"}
+    # -S: no site-packages, so no editable-install finder maps cltune.tuning_db either
+    r = subprocess.run([sys.executable, "-S", "-c", "import cltune"], capture_output=True,
+                       text=True, timeout=120, cwd=tmp_path, env=env)
+    assert r.returncode == 1
+    assert f"source checkout {tmp_path} without being installed" in r.stderr, r.stderr
+    assert f"pip install -e {tmp_path}" in r.stderr
