@@ -297,10 +297,10 @@ def verify(
         out.print(f"nothing stored for {info.name} (nor its hardware or model)")
         return
     t = Table(title=f"verified on {info.name} (driver {info.driver})")
-    for c in ("op", "dtype", "bucket", "from", "now serving", "GB/s", "failed"):
+    for c in ("variant", "size", "from", "now serving", "GB/s", "failed"):
         t.add_column(c)
     for r in rows:
-        t.add_row(r.op, r.dtype, f"2^{r.bucket}", r.source_level,
+        t.add_row(r.variant, r.size_class, r.source_level,
                   r.config.short() if r.config else "[red]none passes[/]",
                   f"{r.gbps:.1f}" if r.gbps else "-", "; ".join(r.failed) or "-")
     out.print(t)

@@ -32,6 +32,8 @@ class Family:
         size classes, else why not (text from files is checked before it is used).
     kernel: its OpenCL C file in kernels/; interface: the module with its build defines and
         argument slots; reference: the module with its host reference and error bound.
+    target: `module:factory` of what the tuner and `cltune verify` drive for one variant on
+        one device (`factory(ctx, dev, info, variant, **options)`; see reduce_target.py).
     """
 
     name: str
@@ -41,6 +43,7 @@ class Family:
     kernel: str = ""
     interface: str = ""
     reference: str = ""
+    target: str = ""
 
 
 _registry: dict[str, Family] = {}

@@ -61,4 +61,5 @@ def _parse_config(m: Mapping[str, object]) -> Config:
 
 
 REDUCE = Family(NAME, _parse_config, _reason(spec_of), _reason(bucket_of), kernel="reduce.cl",
-                interface="cltune.reduce_kernel", reference="cltune.verify")
+                interface="cltune.reduce_kernel", reference="cltune.verify",
+                target="cltune.reduce_target:ReduceTarget")

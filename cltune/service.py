@@ -10,6 +10,7 @@ import pyopencl as cl
 from . import reduce_family
 from .devices import DeviceInfo, device_health, list_devices, select
 from .health import Health
+from .ops import DTYPES, OPS, OpSpec
 from .tuner import BucketResult, Progress, TuneOptions, Tuner
 
 
@@ -139,7 +140,12 @@ def verify(db: str | None, selector: str, op: str | None, dtype: str | None):  #
     info, dev = select(selector)
     store = Store.open(db)
     try:
-        return info, verify_device(cl.Context([dev]), dev, info, store, op, dtype)
+        variants = None
+        if op or dtype:  # the 1-D reduction's variants of this op and/or dtype
+            variants = tuple(reduce_family.variant(OpSpec(o, d)) for o in OPS for d in DTYPES
+                             if o == (op or o) and d == (dtype or d))
+        return info, verify_device(cl.Context([dev]), dev, info, store, reduce_family.NAME,
+                                   variants)
     finally:
         store.close()
 

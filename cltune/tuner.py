@@ -1,8 +1,12 @@
-"""Optuna studies per (device, op, dtype, size bucket).
+"""Optuna studies per (device, kernel family, variant, size class).
 
 A trial samples a config, rejects infeasible points before compiling, builds, validates against
 the host reference (a failure is recorded with its reason and never counts) and only then times.
-At the end of a bucket the best few are re-measured side by side and the winner is stored.
+At the end of a size class the best few are re-measured side by side and the winner is stored.
+
+The tuner knows no family's internals: it drives a *target* (for the 1-D reduction
+`reduce_target.ReduceTarget`, made from the family descriptor by `targets.make_target`) through
+its space, `suggest`, `config_of`, `seeds`, `bench`, `launcher` and `evaluate`.
 """
 
 from __future__ import annotations
@@ -13,23 +17,17 @@ import socket
 import time
 import zlib
 from dataclasses import dataclass, field
+from typing import Any
 
 import optuna
 import pyopencl as cl
 
-from . import reduce_family, strategies
 from .buckets import DEFAULT_BUCKETS
-from .config import Config, ConfigError
 from .devices import DeviceInfo
-from .evaluate import Outcome, evaluate
-from .launch import Launcher
-from .measure import Bench, Timing, profiling_queue
-from .ops import OpSpec
-from .program import source_hash
-from .seeds import known_config, seed_params
-from .space import Space, make_space
+from .evaluate import Outcome
+from .measure import Bench, Timing
+from .targets import make_target
 from .tuning_db.rows import Measurement
-from .verify import make_input
 from .version import __version__
 
 SAMPLERS = ("tpe", "random", "grid")
@@ -38,8 +36,13 @@ FINALISTS = 3
 
 @dataclass
 class TuneOptions:
+    """What to tune. The variant is `variant`, else (the 1-D reduction's shorthand)
+    `op/dtype`; sizes are `buckets` (log2 n), stored as the family's size classes."""
+
     op: str = "sum"
     dtype: str = "float32"
+    family: str = "reduce"
+    variant: str | None = None
     buckets: tuple[int, ...] = DEFAULT_BUCKETS
     trials: int = 40
     timeout_s: float = 150.0
@@ -51,11 +54,15 @@ class TuneOptions:
     restrict: dict[str, tuple] = field(default_factory=dict)
     seeds: bool = True  # start new studies from known configs (cltune.seeds)
 
+    @property
+    def key_variant(self) -> str:
+        return self.variant or f"{self.op}/{self.dtype}"
+
 
 @dataclass(frozen=True)
 class BucketResult:
     bucket: int
-    config: Config | None
+    config: Any | None  # the family's config
     median_s: float | None
     gbps: float | None
     trials: int
@@ -67,37 +74,13 @@ class BucketResult:
 class Progress:
     """Callbacks the tuner reports to (the CLI draws them); all are no-ops here."""
 
-    def start(self, space: Space, buckets: tuple[int, ...]) -> None: ...
+    def start(self, space: Any, buckets: tuple[int, ...]) -> None: ...
     def start_bucket(self, bucket: int, trials: int) -> None: ...
     def trial(self, bucket: int, done: int, best_gbps: float | None, left_s: float) -> None: ...
     def end_bucket(self, result: BucketResult) -> None: ...
 
 
-class _Rejected(Exception):
-    pass
-
-
-def suggest(trial: optuna.Trial, space: Space) -> Config:
-    """Sample one point; the parameter names are the Config's own (tile as a factor of wg)."""
-    v = space.values
-    strategy = trial.suggest_categorical("strategy", v["strategy"])
-    wg = trial.suggest_categorical("wg", v["wg"])
-    tile = 0
-    if strategies.get(strategy).uses_tile:
-        tile = wg * trial.suggest_categorical("tile_factor", v["tile_factor"])
-    return Config(
-        strategy=strategy,
-        wg=wg,
-        tile=tile,
-        items=trial.suggest_categorical("items", v["items"]),
-        vec=trial.suggest_categorical("vec", v["vec"]),
-        groups_per_cu=trial.suggest_categorical("groups_per_cu", v["groups_per_cu"]),
-        passes=trial.suggest_categorical("passes", v["passes"]),
-        acc=trial.suggest_categorical("acc", v["acc"]),
-    )
-
-
-def make_sampler(name: str, seed: int, space: Space) -> optuna.samplers.BaseSampler:
+def make_sampler(name: str, seed: int, space: Any) -> optuna.samplers.BaseSampler:
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
                                           n_startup_trials=10)
@@ -110,27 +93,28 @@ def make_sampler(name: str, seed: int, space: Space) -> optuna.samplers.BaseSamp
 
 
 class Tuner:
-    """Tunes one device for one op/dtype; writes results through `store`."""
+    """Tunes one variant of a kernel family on one device; writes results through `store`."""
 
     def __init__(self, ctx: cl.Context, dev: cl.Device, info: DeviceInfo, store,  # noqa: ANN001
                  storage_url: str, opts: TuneOptions,
                  progress: Progress | None = None) -> None:
         self.ctx, self.dev, self.info, self.store = ctx, dev, info, store
         self.opts, self.progress = opts, progress or Progress()
-        self.spec = OpSpec.of(opts.op, opts.dtype)
-        self.queue = profiling_queue(ctx, dev)
-        self.space = make_space(ctx, dev, info, self.spec,
-                                extended_acc=opts.max_rel_error is not None)
-        if opts.restrict:
-            self.space = self.space.restrict(**opts.restrict)
+        self.target = make_target(opts.family, ctx, dev, info, opts.key_variant,
+                                  extended_acc=opts.max_rel_error is not None,
+                                  restrict=opts.restrict)
         self.storage = open_storage(storage_url)
         self.device_id = store.upsert_device(info.fingerprint_parts(), info.fingerprint,
                                              info.hardware_key, info.name)
-        self._src = source_hash()
-        self._launchers: dict[Config, Launcher] = {}
+
+    @property
+    def space(self) -> Any:
+        return self.target.space
 
     def study_name(self, bucket: int) -> str:
-        return f"{self.opts.study_prefix}:{self.info.fingerprint}:{self.spec}:2^{bucket}"
+        t = self.target
+        return f"{self.opts.study_prefix}:{self.info.fingerprint}:{t.variant}:" \
+               f"{t.size_class(bucket)}"
 
     def run(self) -> list[BucketResult]:
         self.progress.start(self.space, self.opts.buckets)
@@ -141,10 +125,7 @@ class Tuner:
             left = max(1.0, (t_end - time.monotonic()) / (len(self.opts.buckets) - i))
             seeds = []
             if self.opts.seeds:
-                from .defaults import builtin_config
-                prev = results[-1].config if results else None
-                seeds = seed_params(self.space, [known_config(known, b), prev,
-                                                 builtin_config(self.info)])
+                seeds = self.target.seeds(known, b, results[-1].config if results else None)
             results.append(self.tune_bucket(b, left, seeds))
         return results
 
@@ -155,39 +136,29 @@ class Tuner:
         i = self.info
         key = DeviceKey(i.fingerprint, i.hardware_key, i.model, i.vendor, i.type, i.driver)
         try:
-            return lookup(self.store, key, reduce_family.NAME,
-                          reduce_family.variant(self.spec)).rows
+            return lookup(self.store, key, self.target.family, self.target.variant).rows
         except Exception as e:  # noqa: BLE001 - seeds are an optimisation, never a failure
             logging.getLogger(__name__).warning("no seeds from the database: %s", e)
             return ()
 
-    def _launcher(self, cfg: Config) -> Launcher:
-        la = self._launchers.get(cfg)
-        if la is None:
-            la = self._launchers[cfg] = Launcher(self.ctx, self.dev, self.info, self.spec, cfg)
-        return la
-
     def _record(self, bucket: int, out: Outcome, force: bool = False) -> int:
-        m = Measurement(reduce_family.NAME, reduce_family.variant(self.spec),
-                        reduce_family.size_class(bucket), out.config.to_dict(),
+        t = self.target
+        m = Measurement(t.family, t.variant, t.size_class(bucket), out.config.to_dict(),
                         out.config.key(), "ok" if out.ok else "failed", out.n, __version__,
-                        self._src, out.reason, out.median_s, out.gbps, out.max_rel_error)
+                        t.source_hash, out.reason, out.median_s, out.gbps, out.max_rel_error)
         return self.store.record(self.device_id, m, force=force)
 
-    def evaluate(self, cfg: Config, bucket: int, bench: Bench) -> tuple[float, str]:
+    def evaluate(self, cfg: Any, bucket: int, bench: Bench) -> tuple[float, str]:
         """(median seconds, '') for a config that validates, else (inf, reason). Recorded,
         unless infeasible here (pruned before compiling)."""
-        out = evaluate(self._launcher(cfg), self.queue, bench, space=self.space,
-                       max_rel_error=self.opts.max_rel_error)
+        out = self.target.evaluate(cfg, bench, max_rel_error=self.opts.max_rel_error)
         if out.compiled:
             self._record(bucket, out)
         return (out.median_s, "") if out.ok else (float("inf"), out.reason)
 
     def tune_bucket(self, bucket: int, timeout_s: float,
                     seeds: list[dict] | None = None) -> BucketResult:
-        n = 1 << bucket
-        xs = make_input(self.spec, n)
-        bench = Bench(self.ctx, self.queue, xs, self.spec.result_dtype)
+        bench = self.target.bench(bucket)
         name = self.study_name(bucket)
         study = self.study(name)
         if seeds and not study.get_trials(deepcopy=False):  # a new study only, never on resume
@@ -197,13 +168,13 @@ class Tuner:
         already = len(study.get_trials(deepcopy=False, states=done_states))
         todo = max(0, self.opts.trials - already)
         self.progress.start_bucket(bucket, self.opts.trials)
-        seen: dict[Config, float] = {}
+        seen: dict[Any, float] = {}
         t0 = time.monotonic()
 
         def objective(trial: optuna.Trial) -> float:
             try:
-                cfg = suggest(trial, self.space)
-            except ConfigError as e:
+                cfg = self.target.suggest(trial)
+            except ValueError as e:  # ConfigError: a point the config type rejects
                 trial.set_user_attr("reason", str(e))
                 raise optuna.TrialPruned(str(e)) from None
             trial.set_user_attr("config", cfg.to_dict())
@@ -238,9 +209,9 @@ class Tuner:
         trials = study.get_trials(deepcopy=False)
         ok = sorted((t for t in trials if t.state == optuna.trial.TrialState.COMPLETE),
                     key=lambda t: t.value)
-        finalists: list[Config] = []
+        finalists: list[Any] = []
         for t in ok:
-            cfg = Config.from_mapping(t.user_attrs["config"])
+            cfg = self.target.config_of(t.user_attrs["config"])
             if cfg not in finalists:
                 finalists.append(cfg)
             if len(finalists) == FINALISTS:
@@ -253,10 +224,10 @@ class Tuner:
             self.progress.end_bucket(res)
             return res
         # re-measure the finalists side by side, interleaved, median of rounds
-        rounds: dict[Config, list[float]] = {c: [] for c in finalists}
+        rounds: dict[Any, list[float]] = {c: [] for c in finalists}
         for _ in range(5):
             for c in finalists:
-                rounds[c].append(bench.time(self._launcher(c), budget_s=0.1).median_s)
+                rounds[c].append(bench.time(self.target.launcher(c), budget_s=0.1).median_s)
         med = {c: sorted(v)[len(v) // 2] for c, v in rounds.items()}
         best = min(finalists, key=med.__getitem__)
         rid = self._record(bucket, Outcome(best, "timed", bench.n, bench.nbytes,

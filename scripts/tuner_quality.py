@@ -21,11 +21,8 @@ from pathlib import Path
 import pyopencl as cl
 
 from cltune.devices import select
-from cltune.launch import Launcher
-from cltune.measure import Bench
 from cltune.tuner import TuneOptions, Tuner
 from cltune.tuning_db import Store
-from cltune.verify import make_input
 
 RESTRICT = {"strategy": ("local_tree", "serial"), "wg": (8, 32, 128), "tile_factor": (1, 4),
             "items": (1, 2, 4, 8), "vec": (1, 4, 16), "groups_per_cu": (1, 16),
@@ -50,8 +47,7 @@ def main() -> None:
 
     sweep = tuner("sweep")
     configs = [c for c in sweep.space.configs() if c.wg <= sweep.space.values["wg"][-1]]
-    spec = sweep.spec
-    bench = Bench(ctx, sweep.queue, make_input(spec, 1 << a.bucket), spec.result_dtype)
+    bench = sweep.target.bench(a.bucket)
     print(f"device: {info.name} ({info.platform_version[:40]}); bucket 2^{a.bucket}; "
           f"restricted space: {len(configs)} feasible configs", flush=True)
     t0 = time.monotonic()
@@ -73,7 +69,7 @@ def main() -> None:
 
     contenders = [*top, pick] if pick not in top else top
     rounds: dict = {c: [] for c in contenders}
-    las = {c: Launcher(ctx, dev, info, spec, c) for c in contenders}  # builds: a shared cache
+    las = {c: sweep.target.launcher(c) for c in contenders}
     for _ in range(9):
         for c in contenders:
             rounds[c].append(bench.time(las[c], budget_s=0.15).median_s)

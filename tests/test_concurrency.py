@@ -210,7 +210,8 @@ _ASKER = r"""
 import json, sys
 import pyopencl as cl
 from cltune.devices import select
-from cltune.tuner import Tuner, TuneOptions, suggest
+from cltune.reduce_target import suggest
+from cltune.tuner import Tuner, TuneOptions
 from cltune.tuning_db import Store
 info, dev = select(sys.argv[1])
 store = Store.open(sys.argv[2])

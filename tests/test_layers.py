@@ -153,3 +153,18 @@ def test_d_no_private_name_is_imported_from_another_project_module():
     assert not bad, "\n".join(bad)
     gone = KNOWN_PRIVATE_IMPORTS - seen
     assert not gone, f"fixed, drop from KNOWN_PRIVATE_IMPORTS in tests/test_layers.py: {gone}"
+
+
+#: Rule (e): the family-agnostic drivers reach a family only through its descriptor and target
+FAMILY_AGNOSTIC = ("cltune.tuner", "cltune.reverify", "cltune.targets")
+FAMILY_MODULES = ("cltune.ops", "cltune.config", "cltune.strategies", "cltune.space",
+                  "cltune.launch", "cltune.program", "cltune.plan", "cltune.verify",
+                  "cltune.seeds", "cltune.defaults", "cltune.reduce_kernel",
+                  "cltune.reduce_family", "cltune.reduce_target")
+
+
+def test_e_tuner_and_verify_import_no_family_module():
+    bad = [f"{i.where()}: rule (e) {m} imports {i.module}"
+           for m in FAMILY_AGNOSTIC for i in IMPORTS[m]
+           if any(_hits(i.module, f) for f in FAMILY_MODULES)]
+    assert not bad, "\n".join(bad)

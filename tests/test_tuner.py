@@ -105,15 +105,30 @@ def test_max_rel_error_rejects_accumulators_that_cannot_meet_it(ctx, device, db_
                        restrict={"items": (1, 4), "vec": (1, 4)})
     tuner = Tuner(ctx, dev, info, store, storage_url, opts)
     wg = tuner.space.values["wg"][0]  # 8 on the CPUs, 32 on NVIDIA
-    tuner.space = tuner.space.restrict(wg=(wg,))
+    tuner.target.space = tuner.space.restrict(wg=(wg,))
     assert set(tuner.space.values["acc"]) >= {"native", "kahan"}
     native = Config("serial", wg, 0, 4, 4, 1, 2, "native")
-    bench_n = 1 << 16
-    from cltune.measure import Bench
-    from cltune.verify import make_input
-
-    bench = Bench(ctx, tuner.queue, make_input(tuner.spec, bench_n), tuner.spec.result_dtype)
-    t, why = tuner.evaluate(native, 16, bench)
+    t, why = tuner.evaluate(native, 16, tuner.target.bench(16))
     assert t == float("inf") and "max-rel-error" in why
     res = tuner.run()[0]
     assert res.config is not None and res.config.acc in ("kahan", "wide")
+
+
+def test_tunes_a_variant_named_through_the_family(ctx, device, db_url, storage_url):
+    """TuneOptions(family, variant): the tuner drives the family's target and records under
+    its keys; an unknown variant is the family's clear error."""
+    from cltune.ops import OpError
+
+    info, dev = device
+    store = Store.open(db_url)
+    opts = TuneOptions(family="reduce", variant="max/int32", buckets=(10,), trials=4,
+                       timeout_s=60)
+    tuner = Tuner(ctx, dev, info, store, storage_url, opts)
+    assert tuner.study_name(10).endswith(":max/int32:2^10")
+    (res,) = tuner.run()
+    assert res.config is not None
+    bests = store.bests(store.device_ids(fingerprint=info.fingerprint))
+    assert [(b.family, b.variant, b.size_class) for b in bests] == [("reduce", "max/int32",
+                                                                     "2^10")]
+    with pytest.raises(OpError, match="unknown op"):
+        Tuner(ctx, dev, info, store, storage_url, TuneOptions(variant="mean/float32"))
