@@ -228,21 +228,13 @@ def v2_database(url: str) -> str:
     """A schema v2 database as v2 cltune left it (v1 DDL + the v2 migration), with data:
     two vendors, a config that is best on devices of both and failed on one, a best whose
     result failed after it was chosen (it does not count), and a failure of another config."""
-    from cltune.tuning_db.migrations import MIGRATIONS
+    from support.old_schema import add_device, v2_schema
 
     eng = create_engine(url)
     with eng.begin() as c:
-        for stmt in V1_DDL:
-            c.execute(text(stmt))
-        MIGRATIONS[2](c)
-        c.execute(text("INSERT INTO cltune_schema_version VALUES (1, 2)"))
+        v2_schema(c)
         for i, (vendor, typ) in enumerate([("acme", "gpu"), ("acme", "gpu"), ("zeta", "gpu")]):
-            c.execute(text(
-                "INSERT INTO cltune_devices (id, fingerprint, hardware_key, vendor, type, model,"
-                " name, compute_units, local_mem, max_wg, platform, platform_version, driver,"
-                " opencl_c) VALUES (:i, :fp, :hw, :v, :t, 'M', 'M', 8, 65536, 1024, 'P', '3.0',"
-                " '1.0', '1.2')"), {"i": i + 1, "fp": f"{i:016x}", "hw": f"{i:016x}",
-                                    "v": vendor, "t": typ})
+            add_device(c, i + 1, f"{i:016x}", f"{i:016x}", vendor, typ)
         rows = [  # id, device, bucket, config json, status
             (1, 1, 10, "A", "ok"), (2, 1, 20, "A", "ok"), (3, 2, 10, "A", "ok"),
             (4, 2, 20, "B", "failed"), (5, 3, 10, "A", "ok"), (6, 3, 20, "B", "ok"),

@@ -7,11 +7,12 @@ import json
 
 import pytest
 from sqlalchemy import create_engine, text
+from support.old_schema import add_device, v2_schema
 
 from cltune.config import Config
 from cltune.tuning_db import SchemaError, Store
 from cltune.tuning_db.lookup import DeviceKey, lookup
-from cltune.tuning_db.migrations import LATEST, MIGRATIONS, V1_DDL
+from cltune.tuning_db.migrations import LATEST, MIGRATIONS
 
 CFGS = {name: Config("serial", 8, 0, items, 4, 2, 2, "native")
         for name, items in (("A", 1), ("B", 2), ("C", 4), ("D", 8))}
@@ -40,17 +41,9 @@ def v3_database(url: str) -> str:
     """v1 DDL + the v2 and v3 migrations (frozen, as released), filled as v3 cltune wrote."""
     eng = create_engine(url)
     with eng.begin() as c:
-        for stmt in V1_DDL:
-            c.execute(text(stmt))
-        MIGRATIONS[2](c)
-        c.execute(text("INSERT INTO cltune_schema_version VALUES (1, 2)"))
+        v2_schema(c)
         for did, fp, hw, model, vendor, driver in DEVICES:
-            c.execute(text(
-                "INSERT INTO cltune_devices (id, fingerprint, hardware_key, vendor, type, model,"
-                " name, compute_units, local_mem, max_wg, platform, platform_version, driver,"
-                " opencl_c) VALUES (:i, :fp, :hw, :v, 'gpu', :m, :m, 8, 65536, 1024, 'P',"
-                " '3.0', :d, '1.2')"), {"i": did, "fp": fp, "hw": hw, "v": vendor, "m": model,
-                                       "d": driver})
+            add_device(c, did, fp, hw, vendor, model=model, driver=driver)
         for rid, dev, op, dtype, bucket, cfg, status in RESULTS:
             c.execute(text(
                 "INSERT INTO cltune_results (id, device_id, op, dtype, bucket, config_key,"
