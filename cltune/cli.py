@@ -187,14 +187,21 @@ def tune(
         finally:
             prog.stop()
     t = Table(title=f"best on {info.name} ({op}/{dtype})")
-    for c in ("bucket", "GB/s", "median", "config", "trials", "rejected"):
+    for c in ("bucket", "GB/s", "device time", "per call", "vs builtin", "config", "trials",
+              "rejected"):
         t.add_column(c)
     for r in results:
         t.add_row(f"2^{r.bucket}", f"{r.gbps:.1f}" if r.gbps else "-",
                   f"{r.median_s * 1e6:.1f} µs" if r.median_s else "-",
+                  f"{r.per_call_s * 1e6:.1f} µs" if r.per_call_s else "-",
+                  f"{r.vs_builtin:.2f}x" if r.vs_builtin else "-",
                   r.config.short() if r.config else "no config validated",
                   str(r.trials), str(r.failed + r.pruned))
     out.print(t)
+    for r in results:
+        if r.config is None:
+            err.print(f"2^{r.bucket}: no config validated ({r.failed + r.pruned} rejected; "
+                      "`cltune show --json` lists the reasons)", highlight=False)
     if any(r.config is None for r in results):
         raise typer.Exit(code=1)
 

@@ -42,7 +42,8 @@ class Bench:
     def __init__(self, ctx: cl.Context, queue: cl.CommandQueue, xs: list[np.ndarray],
                  out_dtype: np.dtype) -> None:
         mf = cl.mem_flags
-        self.queue = queue
+        self.ctx, self.queue = ctx, queue
+        self._app_queue: cl.CommandQueue | None = None
         self.n = xs[0].size
         self.bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a) for a in xs]
         self.out = cl.Buffer(ctx, mf.READ_WRITE, max(8, out_dtype.itemsize))
@@ -51,6 +52,29 @@ class Bench:
     def run(self, launcher: Launcher) -> list[cl.Event]:
         y = self.bufs[1] if len(self.bufs) > 1 else None
         return launcher.enqueue(self.queue, self.bufs[0], 0, self.n, self.out, y=y)
+
+    def per_call(self, launcher: Launcher, *, budget_s: float = 0.05) -> float:
+        """Wall seconds per call as an application sees them: back-to-back enqueues on an
+        ordinary (non-profiling) in-order queue, launch and host cost included, one blocking
+        wait at the end. As many calls as fit in `budget_s` (at least 3, at most 2000)."""
+        if self._app_queue is None:
+            self._app_queue = cl.CommandQueue(self.ctx, self.queue.device)
+        q, y = self._app_queue, self.bufs[1] if len(self.bufs) > 1 else None
+
+        def call() -> list[cl.Event]:
+            return launcher.enqueue(q, self.bufs[0], 0, self.n, self.out, y=y)
+
+        call()
+        q.finish()
+        t0 = time.perf_counter()
+        call()
+        q.finish()
+        calls = max(3, min(2000, int(budget_s / max(time.perf_counter() - t0, 1e-7))))
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            evs = call()
+        evs[-1].wait()
+        return (time.perf_counter() - t0) / calls
 
     def time(self, launcher: Launcher, *, warmup: int = 2, min_repeats: int = 5,
              max_repeats: int = 200, budget_s: float = 0.3) -> Timing:

@@ -23,7 +23,7 @@ from .launch import Launcher
 from .measure import Bench, profiling_queue
 from .ops import OpSpec
 from .program import source_hash
-from .seeds import known_config, seed_params
+from .seeds import known_config, params_of, seed_params
 from .space import Space, make_space
 from .verify import make_input
 
@@ -87,6 +87,13 @@ class ReduceTarget:
     def config_of(mapping: Mapping[str, object]) -> Config:
         """A stored mapping as a validated config (ConfigError, a ValueError, otherwise)."""
         return Config.from_mapping(mapping)
+
+    def builtin(self) -> Config | None:
+        """The config `get_reducer` runs on a device never tuned (defaults.builtin_config), if
+        it is a point of this (possibly restricted) space: what tuning must never end slower
+        than."""
+        cfg = builtin_config(self.info)
+        return cfg if params_of(cfg, self.space) is not None else None
 
     def seeds(self, known_rows: Iterable[object], bucket: int,
               previous: Config | None) -> list[dict]:

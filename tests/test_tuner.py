@@ -132,3 +132,44 @@ def test_tunes_a_variant_named_through_the_family(ctx, device, db_url, storage_u
                                                                      "2^10")]
     with pytest.raises(OpError, match="unknown op"):
         Tuner(ctx, dev, info, store, storage_url, TuneOptions(variant="mean/float32"))
+
+
+def test_the_builtin_config_competes_end_to_end(ctx, device, db_url, storage_url):
+    """The finalists are ranked by the time per call an application waits for, and the builtin
+    config (what get_reducer runs untuned) is always among them: a stored best is never slower
+    end to end than it, and the result says by how much tuning beats it."""
+    from cltune.defaults import builtin_config
+
+    info, dev = device
+    b = builtin_config(info)
+    store = Store.open(db_url)
+    opts = TuneOptions(buckets=(14,), trials=2, timeout_s=60, seed=4, seeds=False,
+                       restrict={"strategy": (b.strategy,), "wg": (b.wg,), "items": (1, b.items),
+                                 "vec": (1, b.vec), "groups_per_cu": (1, b.groups_per_cu),
+                                 "passes": (b.passes,), "tile_factor": (1,)})
+    tuner = Tuner(ctx, dev, info, store, storage_url, opts)
+    assert tuner.target.builtin() == b
+    (res,) = tuner.run()
+    assert res.per_call_s and res.builtin_per_call_s, res
+    assert res.vs_builtin >= 1.0 and res.per_call_s <= res.builtin_per_call_s
+    rows = store.results(store.device_ids()[0], "reduce", "sum/float32", "2^14")
+    assert b.to_dict() in [r.config for r in rows]  # measured and recorded like any trial
+
+
+def test_the_builtin_competes_under_the_same_error_budget(ctx, device, db_url, storage_url):
+    """With --max-rel-error the builtin config is held to the same budget as every trial: a
+    native accumulator that cannot meet it never becomes the best through the back door."""
+    from cltune.defaults import builtin_config
+
+    info, dev = device
+    b = builtin_config(info)
+    opts = TuneOptions(buckets=(16,), trials=6, timeout_s=60, seed=2, seeds=False,
+                       max_rel_error=1e-6,
+                       restrict={"strategy": (b.strategy,), "wg": (b.wg,), "items": (b.items,),
+                                 "vec": (b.vec,), "groups_per_cu": (b.groups_per_cu,),
+                                 "passes": (b.passes,), "tile_factor": (1,)})
+    tuner = Tuner(ctx, dev, info, Store.open(db_url), storage_url, opts)
+    assert tuner.target.builtin() == b and b.acc == "native"
+    (res,) = tuner.run()
+    assert res.config is not None and res.config.acc in ("kahan", "wide"), res
+    assert res.builtin_per_call_s is None  # it failed the budget, so it was not re-measured
