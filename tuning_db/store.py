@@ -173,20 +173,24 @@ class Store:
 
     def _set_best(self, device_id: int, result_id: int) -> None:
         with self.session() as s:
-            new = s.get(Result, result_id)
-            if new is None or new.status != "ok":
+            # the key only (plain columns: no Result object enters the session before it is
+            # locked below, so the locked read is not served stale from the identity map)
+            key = s.execute(select(Result.device_id, Result.family, Result.variant,
+                                   Result.size_class).where(Result.id == result_id)).first()
+            if key is None:
                 raise DatabaseError("only a validated (ok) result can become a best")
-            if new.device_id != device_id:
+            if key.device_id != device_id:
                 raise DatabaseError(f"result {result_id} belongs to another device")
             b = s.scalar(select(Best).where(
-                Best.device_id == device_id, Best.family == new.family,
-                Best.variant == new.variant, Best.size_class == new.size_class)
+                Best.device_id == device_id, Best.family == key.family,
+                Best.variant == key.variant, Best.size_class == key.size_class)
                 .with_for_update())
             # the new and the old result are locked (in id order) as record() locks them, so
             # neither changes status between the check below and the tally's update
             ids = {result_id} | ({b.result_id} if b is not None else set())
-            locked = {r.id: r for r in s.scalars(select(Result).where(Result.id.in_(ids))
-                                                 .order_by(Result.id).with_for_update())}
+            locked = {r.id: r for r in s.scalars(
+                select(Result).where(Result.id.in_(ids)).order_by(Result.id)
+                .with_for_update().execution_options(populate_existing=True))}
             res = locked.get(result_id)
             if res is None or res.status != "ok":
                 raise DatabaseError("only a validated (ok) result can become a best")
