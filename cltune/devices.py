@@ -244,11 +244,12 @@ def _unusable(info: DeviceInfo, h: Health, what: str) -> DeviceError:
                        + _usable_line())
 
 
-def select(selector: str | int, *, usable: bool = True) -> tuple[DeviceInfo, cl.Device]:
-    """Resolve an index, `P:D` or a name substring to one device. With `usable` (the default)
-    a device whose probe failed is refused with the reason, the fix and the alternatives."""
+def select(selector: str | int) -> tuple[DeviceInfo, cl.Device]:
+    """Resolve an index, `P:D` or a name substring to one usable device. A device whose probe
+    failed (or no usable device at all) is refused with the reason, the fix and the
+    alternatives."""
     devs = _enumerate()
-    if usable and devs and not any(h.ok for _, _, h in devs):
+    if devs and not any(h.ok for _, _, h in devs):
         detail = "; ".join(f"{_name(i)}: {h.message} (fix: {h.fix})" for i, _, h in devs)
         raise DeviceError(f"no usable OpenCL device: {detail}")
     sel = str(selector).strip()
@@ -260,7 +261,7 @@ def select(selector: str | int, *, usable: bool = True) -> tuple[DeviceInfo, cl.
         hits = [r for r in devs if (r[0].platform_index, r[0].device_index) == (p, d)]
     elif sel:
         hits = [r for r in devs if sel.lower() in f"{r[0].name} {r[0].platform}".lower()]
-        if len(hits) > 1 and usable:
+        if len(hits) > 1:
             ok = [r for r in hits if r[2].ok]
             hits = ok if len(ok) == 1 else hits
         if len(hits) > 1:
@@ -268,7 +269,7 @@ def select(selector: str | int, *, usable: bool = True) -> tuple[DeviceInfo, cl.
     if len(hits) != 1:
         raise DeviceError(f"no device matches {sel!r}; devices: {_listing()}")
     info, dev, h = hits[0]
-    if usable and not h.ok:
+    if not h.ok:
         raise _unusable(info, h, "device")
     return info, dev
 
