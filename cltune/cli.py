@@ -43,7 +43,7 @@ def _errors() -> Iterator[None]:
     except (typer.Exit, typer.Abort):
         raise
     except (DeviceError, DatabaseError, ConfigError, OpError, BuildError, ImportError_,
-            ValueError, OSError, cl.Error) as e:
+            ValueError, OSError, ImportError, cl.Error) as e:
         _fail(one_line(e))
     except KeyboardInterrupt:
         err.print("interrupted")
@@ -316,6 +316,68 @@ def verify(
 
 
 @app.command()
+def bench(
+    device: Annotated[str, typer.Option("--device", "-d", help="Index, P:D or name.")] = "0",
+    op: Annotated[str, typer.Option(help="sum, prod, min or max.")] = "sum",
+    dtype: Annotated[str, typer.Option(help="float32, float64, float16, int32, int64, uint32, "
+                                       "uint64.")] = "float32",
+    sizes: Annotated[str, typer.Option(help="Sizes, e.g. 2^12,2^20 (powers of two).")]
+    = "2^12,2^16,2^20,2^24",
+    repeats: Annotated[int, typer.Option(min=1, help="Interleaved samples per contender.")]
+    = 9,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (with every sample).")]
+    = False,
+    plot: Annotated[str | None, typer.Option(  # noqa: UP007
+        help="Write a PNG of GB/s against n here (needs matplotlib).")] = None,
+    db: DbOpt = None,
+) -> None:
+    """Benchmark the tuned reduction against numpy, pyopencl, the builtin config, a streaming
+    read ceiling (and torch on CUDA devices), interleaved in one process, results validated.
+
+    Example: cltune bench --device 0 --sizes 2^20,2^24 --plot bench.png
+    """
+    import dataclasses
+
+    from cltune.benchmark import plot as write_plot
+    from cltune.benchmark import require_matplotlib
+    from cltune.buckets import parse_sizes
+    from cltune.service import bench as run_bench
+
+    with _errors():
+        if plot:
+            require_matplotlib()
+        report = run_bench(device, op, dtype, [1 << b for b in parse_sizes(sizes)], repeats, db)
+        if plot:
+            write_plot(report, plot)
+    if as_json:
+        out.print_json(json.dumps(dataclasses.asdict(report)))
+    else:
+        out.print(f"{report.op}/{report.dtype} on {report.device} ({report.platform}); "
+                  f"tuned answer: {report.level}; {report.repeats} interleaved samples per "
+                  "contender, medians", highlight=False)
+        for s in report.sizes:
+            t = Table(title=f"n = 2^{s.n.bit_length() - 1}: {s.config}", title_justify="left")
+            for c in ("contender", "median µs", "GB/s", "IQR"):
+                t.add_column(c, justify="left" if c == "contender" else "right")
+            for name, row in s.rows.items():
+                t.add_row(name, f"{row.median_s * 1e6:,.1f}", f"{row.gbps:.2f}",
+                          f"{row.iqr_pct:.0f}%")
+            out.print(t)
+            if s.ratios:
+                out.print("ratios (time of the other / time of cltune's; > 1: cltune faster): "
+                          + ", ".join(f"{k} {v:.2f}x" for k, v in s.ratios.items()),
+                          highlight=False)
+            for name, what in s.wrong.items():
+                err.print(f"[red]wrong result[/]: {name} = {escape(what)} (not timed)")
+    for note in report.notes:
+        err.print(f"note: {note}", highlight=False)
+    if plot:
+        err.print(f"plot written to {plot}", highlight=False)
+    if any(s.wrong for s in report.sizes):
+        raise typer.Exit(code=1)
+
+
+@app.command()
 def migrate(db: DbOpt = None,
             rebuild_tally: Annotated[bool, typer.Option(
                 help="Also recount the vendor tally from the stored results (a repair).")]
@@ -365,7 +427,7 @@ def main() -> None:
 
 COMMANDS: dict[str, Callable] = {"devices": devices, "tune": tune, "show": show,
                                  "verify": verify, "export": export_cmd, "import": import_cmd,
-                                 "migrate": migrate}
+                                 "bench": bench, "migrate": migrate}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -150,6 +150,18 @@ def verify(db: str | None, selector: str, op: str | None, dtype: str | None):  #
         store.close()
 
 
+def bench(selector: str, op: str, dtype: str, sizes: list[int], repeats: int,
+          db: str | None):  # noqa: ANN201 - benchmark.Report
+    """`cltune bench`: the tuned reduction against its baselines on one device."""
+    from cltune.benchmark import run_benchmark
+
+    if repeats < 1:
+        raise ValueError("--repeats must be at least 1")
+    info, dev = select(selector)
+    ctx = cl.Context([dev])
+    return run_benchmark(cl.CommandQueue(ctx, dev), info, op, dtype, sizes, repeats, db)
+
+
 def migrate(db: str | None, rebuild_tally: bool = False) -> tuple[int, tuple[int, int] | None]:
     """Create or migrate the schema; with rebuild_tally also recount the vendor tally.
     Returns the version now in place and (tally rows, keys that differed) when rebuilt."""

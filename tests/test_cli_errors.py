@@ -29,6 +29,7 @@ CALLS = {
     "export": ("export", ["-o", "{tmp}/out.json"]),
     "import": ("import_file", ["{tmp}/in.json"]),
     "migrate": ("migrate", []),
+    "bench": ("bench", ["--sizes", "2^10", "--repeats", "1"]),
 }
 
 
