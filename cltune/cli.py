@@ -13,10 +13,10 @@ import pyopencl as cl
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from cltune.clerrors import one_line
+from cltune.cli_render import RichProgress, render_bench
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Autotune OpenCL reductions and keep the results in a database.")
@@ -106,40 +106,6 @@ def devices(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")]
         err.print(f"note: {escape(note)}", highlight=False, soft_wrap=True)
 
 
-class _RichProgress:
-    def __init__(self) -> None:
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(),
-                            TextColumn("{task.completed}/{task.total} trials"),
-                            TextColumn("best {task.fields[best]}"), TimeRemainingColumn(),
-                            console=err, transient=False)
-        self.task = None
-        self.started = False
-
-    def start(self, space, buckets) -> None:  # noqa: ANN001
-        strategies = ", ".join(space.values["strategy"])
-        err.print(f"space: {space.size():,} feasible configs over {strategies}"
-                  f" (subgroup multiple {space.base_multiple}); buckets "
-                  + ", ".join(f"2^{b}" for b in buckets), highlight=False)
-        for s, why in space.excluded.items():
-            err.print(f"  not offered: {s}: {why}", highlight=False)
-        self.bar.start()
-        self.started = True
-
-    def start_bucket(self, bucket: int, trials: int) -> None:
-        self.task = self.bar.add_task(f"2^{bucket}", total=trials, best="-")
-
-    def trial(self, bucket: int, done: int, best: float | None, left_s: float) -> None:
-        self.bar.update(self.task, completed=done,
-                        best=f"{best:.1f} GB/s" if best else "-")
-
-    def end_bucket(self, r) -> None:  # noqa: ANN001
-        self.bar.update(self.task, completed=self.bar.tasks[-1].total)
-
-    def stop(self) -> None:
-        if self.started:
-            self.bar.stop()
-
-
 @app.command()
 def tune(
     device: Annotated[str, typer.Option(
@@ -181,7 +147,7 @@ def tune(
                            trials=trials, timeout_s=timeout, sampler=sampler, seed=seed,
                            resume=resume, study_prefix=study, max_rel_error=max_rel_error,
                            seeds=seeds)
-        prog = _RichProgress()
+        prog = RichProgress(err)
         try:
             info, results = run_tune(device, opts, db, storage, prog)
         finally:
@@ -352,23 +318,7 @@ def bench(
     if as_json:
         out.print_json(json.dumps(dataclasses.asdict(report)))
     else:
-        out.print(f"{report.op}/{report.dtype} on {report.device} ({report.platform}); "
-                  f"tuned answer: {report.level}; {report.repeats} interleaved samples per "
-                  "contender, medians", highlight=False)
-        for s in report.sizes:
-            t = Table(title=f"n = 2^{s.n.bit_length() - 1}: {s.config}", title_justify="left")
-            for c in ("contender", "median µs", "GB/s", "IQR"):
-                t.add_column(c, justify="left" if c == "contender" else "right")
-            for name, row in s.rows.items():
-                t.add_row(name, f"{row.median_s * 1e6:,.1f}", f"{row.gbps:.2f}",
-                          f"{row.iqr_pct:.0f}%")
-            out.print(t)
-            if s.ratios:
-                out.print("ratios (time of the other / time of cltune's; > 1: cltune faster): "
-                          + ", ".join(f"{k} {v:.2f}x" for k, v in s.ratios.items()),
-                          highlight=False)
-            for name, what in s.wrong.items():
-                err.print(f"[red]wrong result[/]: {name} = {escape(what)} (not timed)")
+        render_bench(report, out, err)
     for note in report.notes:
         err.print(f"note: {note}", highlight=False)
     if plot:

@@ -27,6 +27,7 @@ from .devices import DeviceInfo, info_for, require_usable
 from .launch import Launcher
 from .ops import OpSpec
 from .program import BuildError
+from .scalars import ScalarFactory, new_scalar
 
 __all__ = ["Explanation", "Reducer", "get_reducer"]
 
@@ -269,48 +270,6 @@ def get_reducer(target: Any, op: str = "sum", dtype: Any = np.float32, *,
 
 
 _IDENTITY = {"sum": 0, "dot": 0, "prod": 1}
-
-
-def new_scalar(q: cl.CommandQueue, dtype: np.dtype, allocator: Any) -> cla.Array:
-    """A 0-d result array from the pool through pyopencl's fast constructor (the general one
-    spends ~20 us on shape checks), falling back to `cla.empty` if that path changes."""
-    try:
-        return cla.Array(None, (), dtype, allocator=allocator, strides=(), _fast=True, _size=1,
-                         _context=q.context, _queue=q)
-    except TypeError:  # pragma: no cover - other pyopencl versions
-        return cla.empty(q, (), dtype, allocator=allocator)
-
-
-#: the attributes pyopencl's Array.__init__ sets (pyopencl 2024-2026); a version that sets others
-#: makes ScalarFactory fall back to the constructor
-ARRAY_ATTRS = frozenset({"queue", "context", "shape", "dtype", "strides", "events", "nbytes",
-                          "size", "allocator", "base_data", "offset", "_flags"})
-
-
-class ScalarFactory:
-    """0-d result arrays for one queue and dtype, ~2 us cheaper than the constructor: a
-    template built by pyopencl itself is copied, with a fresh pool buffer and event list. Used
-    only when the template has exactly the attributes above; else the constructor path."""
-
-    __slots__ = ("_q", "_dtype", "_alloc", "_attrs", "_nbytes", "fast")
-
-    def __init__(self, q: cl.CommandQueue, dtype: np.dtype, allocator: Any) -> None:
-        self._q, self._dtype, self._alloc = q, dtype, allocator
-        t = new_scalar(q, dtype, allocator)
-        self._attrs = {k: v for k, v in vars(t).items() if k not in ("base_data", "events")}
-        self._nbytes = t.nbytes
-        self.fast = (set(vars(t)) == ARRAY_ATTRS and type(t) is cla.Array and t.shape == ()
-                     and t.nbytes == dtype.itemsize and t.offset == 0)
-
-    def __call__(self) -> cla.Array:
-        if not self.fast:
-            return new_scalar(self._q, self._dtype, self._alloc)
-        a = object.__new__(cla.Array)
-        d = vars(a)
-        d.update(self._attrs)
-        d["base_data"] = self._alloc(self._nbytes)
-        d["events"] = []
-        return a
 
 
 class Reducer:

@@ -217,10 +217,10 @@ def test_prepared_launches_do_not_keep_inputs_alive(queue, empty_db):
 
 
 def test_result_arrays_from_the_template_are_real_independent_arrays(queue, empty_db):
-    """The warm path's 0-d results copy a template Array (cltune.runtime.ScalarFactory): each
+    """The warm path's 0-d results copy a template Array (cltune.scalars.ScalarFactory): each
     has its own buffer and events and behaves like one pyopencl built; the constructor path
     (used when a pyopencl version sets other attributes) gives the same."""
-    from cltune.runtime import ARRAY_ATTRS, new_scalar
+    from cltune.scalars import ARRAY_ATTRS, new_scalar
 
     r = get_reducer(queue, db=empty_db)
     assert r.scalars.fast, "this pyopencl's Array attributes changed: update ARRAY_ATTRS"
