@@ -1,4 +1,5 @@
-"""Benchmark cltune against numpy, pyopencl.array and (on a GPU) torch, side by side.
+"""The GPU campaign's benchmark: `cltune bench` (cltune.benchmark, whose samplers it uses) plus
+the rows only the H200 write-ups need (batches of pyopencl, stage 1 alone, host overhead).
 
 All contenders run in ONE process on the same data, interleaved round-robin per repeat (the
 starting contender rotates), and every figure is the median over the repeats. Waits are blocking
@@ -38,7 +39,6 @@ import json
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -48,31 +48,24 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from cltune import get_reducer
+from cltune.benchmark import (
+    BATCH,
+    batch,
+    device_time,
+    interleaved,
+    read_ceiling,
+    torch_rows,
+    wall,
+)
 from cltune.buckets import parse_sizes
 from cltune.devices import info_for, select
 from cltune.launch import Launcher
-from cltune.measure import device_seconds
 from cltune.runtime import Reducer
 
 NP_OP = {"sum": np.sum, "max": np.max, "min": np.min}
 CLA_OP = {"sum": cla.sum, "max": cla.max, "min": cla.min}
-TORCH_OP = {"sum": "sum", "max": "amax", "min": "amin"}
 GPU_SIZES = "2^12,2^16,2^20,2^24,2^26,2^28"
-BATCH = 200  # back-to-back calls per sample of the overhead and torch wall-clock rows
-READ_SRC = """
-__kernel void read_ceiling(__global const float4 *x, const ulong n4, __global float *out) {
-    /* grid-stride float4 reads, four independent accumulators: a streaming-read ceiling */
-    const size_t gid = get_global_id(0), gsz = get_global_size(0);
-    float4 a = 0.0f, b = 0.0f, c = 0.0f, d = 0.0f;
-    size_t i = gid;
-    for (; i + 3 * gsz < n4; i += 4 * gsz) {
-        a += x[i]; b += x[i + gsz]; c += x[i + 2 * gsz]; d += x[i + 3 * gsz];
-    }
-    for (; i < n4; i += gsz) a += x[i];
-    const float4 s = (a + b) + (c + d);
-    out[gid] = (s.x + s.y) + (s.z + s.w);
-}
-"""
+
 
 POOL = ThreadPoolExecutor(os.cpu_count() or 1)
 Sampler = Callable[[], float]  # one sample: seconds per call
@@ -81,46 +74,6 @@ RATIOS = (("cltune", "numpy"), ("cltune", "pyopencl"), ("cltune", "numpy-2t"),
           ("cltune-stage1", "read-ceiling"),
           ("cltune-dev", "torch-dev"), ("cltune-batch", "torch"),
           ("cltune-batch", "pyopencl-batch"))
-
-
-def interleaved(samplers: dict[str, Sampler], repeats: int) -> dict[str, list[float]]:
-    """Round-robin: each repeat takes one sample of every contender; the start rotates."""
-    names = list(samplers)
-    out: dict[str, list[float]] = {k: [] for k in names}
-    for rep in range(repeats):
-        for i in range(len(names)):
-            name = names[(rep + i) % len(names)]
-            out[name].append(samplers[name]())
-    return out
-
-
-def wall(call: Callable[[], object], min_sample_s: float = 0.01) -> Sampler:
-    """Wall time per call of a blocking `call`, averaged over enough calls for ~min_sample_s."""
-    call()  # warm: builds, pools, caches
-    t0 = time.perf_counter()
-    call()
-    inner = max(1, min(BATCH, int(min_sample_s / max(time.perf_counter() - t0, 1e-7))))
-
-    def sample() -> float:
-        t = time.perf_counter()
-        for _ in range(inner):
-            call()
-        return (time.perf_counter() - t) / inner
-    return sample
-
-
-def batch(call: Callable[[], object], finish: Callable[[], object]) -> Sampler:
-    """Host time per call of BATCH back-to-back non-blocking calls, then one blocking finish."""
-    call()
-    finish()
-
-    def sample() -> float:
-        t = time.perf_counter()
-        for _ in range(BATCH):
-            call()
-        finish()
-        return (time.perf_counter() - t) / BATCH
-    return sample
 
 
 def numpy_threads(host: np.ndarray, op: str, pool: ThreadPoolExecutor, k: int) -> Sampler:
@@ -141,43 +94,6 @@ def launcher(r: Reducer, n: int, q: cl.CommandQueue) -> Launcher:
     return Launcher(q.context, q.device, info_for(q.device), r.spec, r.explain(n).config)
 
 
-def cltune_device(r: Reducer, x: cla.Array, pq: cl.CommandQueue) -> Sampler:
-    """Device time of cltune's kernels (stage 1 start -> last kernel end) on a profiling queue.
-    The launcher is called directly: the Reducer's result carries only the LAST kernel's event
-    in `.events`, so for a two-pass config it would time stage 2 alone."""
-    la = launcher(r, x.size, pq)
-    out = cla.empty(pq, (), r.spec.result_dtype)
-
-    def sample() -> float:
-        evs = la.enqueue(pq, x.base_data, x.offset // x.dtype.itemsize, x.size, out.base_data)
-        return device_seconds(evs)
-    sample()
-    return sample
-
-
-def read_ceiling(ctx: cl.Context, pq: cl.CommandQueue, x: cla.Array) -> Sampler:
-    """Streaming read of x (float4 grid-stride kernel) at the fastest of a grid of launch
-    shapes (work-group size x groups per compute unit, tried once here), so the ceiling is not
-    set low by a poor shape (scripts/experiments/read_variants.py found the best H200 shape
-    this way)."""
-    k = cl.Kernel(cl.Program(ctx, READ_SRC).build(), "read_ceiling")
-    n4 = x.size // 4
-    cus, max_wg = pq.device.max_compute_units, pq.device.max_work_group_size
-    shapes = sorted({(wg, wg * max(1, min(-(-n4 // wg), cus * gpc)))
-                     for wg in (64, 256, 512, 1024) if wg <= max_wg
-                     for gpc in (1, 2, 4, 8, 16)})
-    outs = {g: cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, g * 4) for _, g in shapes}
-
-    def run(shape: tuple[int, int]) -> float:  # args set per call: `outs` keeps buffers alive
-        wg, g = shape
-        ev = k(pq, (g,), (wg,), x.base_data, np.uint64(n4), outs[g])
-        ev.wait()
-        return (ev.profile.end - ev.profile.start) * 1e-9
-
-    best = min(shapes, key=lambda sh: statistics.median(run(sh) for _ in range(5)))
-    return lambda: run(best)
-
-
 def cltune_stage1(r: Reducer, x: cla.Array, pq: cl.CommandQueue) -> Sampler:
     """Device time of cltune's stage-1 kernel alone (the whole reduction when single-pass)."""
     la = launcher(r, x.size, pq)
@@ -189,27 +105,6 @@ def cltune_stage1(r: Reducer, x: cla.Array, pq: cl.CommandQueue) -> Sampler:
         return (evs[0].profile.end - evs[0].profile.start) * 1e-9
     sample()
     return sample
-
-
-def torch_rows(host: np.ndarray, op: str) -> dict[str, Sampler]:
-    """torch.<op> on a CUDA tensor: device time (CUDA events) and wall time (BATCH calls)."""
-    import torch  # only reached when importable with CUDA
-
-    t = torch.from_numpy(host).cuda()
-    fn = getattr(torch, TORCH_OP[op])
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-
-    def dev() -> float:
-        start.record()
-        fn(t)
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) * 1e-3
-
-    got, want = float(fn(t)), float(NP_OP[op](host.astype(np.float64)))
-    if not np.isclose(got, want, rtol=1e-4):
-        print(f"  WARNING: torch.{TORCH_OP[op]} = {got!r}, expected {want!r}")
-    return {"torch-dev": dev, "torch": batch(lambda: fn(t), torch.cuda.synchronize)}
 
 
 def torch_available(want: bool) -> bool:
@@ -274,7 +169,7 @@ def bench_size(args: argparse.Namespace, ctx: cl.Context, q: cl.CommandQueue,
     check("pyopencl", float(CLA_OP[op](x).get()), host, op)
     samplers: dict[str, Sampler] = {
         "cltune": wall(lambda: r(x).get()),
-        "cltune-dev": cltune_device(r, x, pq),
+        "cltune-dev": device_time(launcher(r, x.size, pq), pq, x),
         "numpy": wall(lambda: NP_OP[op](host)),
         "pyopencl": wall(lambda: CLA_OP[op](x).get()),
     }
