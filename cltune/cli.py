@@ -157,7 +157,7 @@ def tune(
               "rejected"):
         t.add_column(c)
     for r in results:
-        t.add_row(f"2^{r.bucket}", f"{r.gbps:.1f}" if r.gbps else "-",
+        t.add_row(r.size_class, f"{r.gbps:.1f}" if r.gbps else "-",
                   f"{r.median_s * 1e6:.1f} µs" if r.median_s else "-",
                   f"{r.per_call_s * 1e6:.1f} µs" if r.per_call_s else "-",
                   f"{r.vs_builtin:.2f}x" if r.vs_builtin else "-",
@@ -166,7 +166,7 @@ def tune(
     out.print(t)
     for r in results:
         if r.config is None:
-            err.print(f"2^{r.bucket}: no config validated ({r.failed + r.pruned} rejected; "
+            err.print(f"{r.size_class}: no config validated ({r.failed + r.pruned} rejected; "
                       "`cltune show --json` lists the reasons)", highlight=False)
     if any(r.config is None for r in results):
         raise typer.Exit(code=1)

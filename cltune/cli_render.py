@@ -21,20 +21,20 @@ class RichProgress:
         self.task = None
         self.started = False
 
-    def start(self, space, buckets) -> None:  # noqa: ANN001
+    def start(self, space, classes) -> None:  # noqa: ANN001
         strategies = ", ".join(space.values["strategy"])
         self.console.print(f"space: {space.size():,} feasible configs over {strategies}"
                            f" (subgroup multiple {space.base_multiple}); buckets "
-                           + ", ".join(f"2^{b}" for b in buckets), highlight=False)
+                           + ", ".join(classes), highlight=False)
         for s, why in space.excluded.items():
             self.console.print(f"  not offered: {s}: {why}", highlight=False)
         self.bar.start()
         self.started = True
 
-    def start_bucket(self, bucket: int, trials: int) -> None:
-        self.task = self.bar.add_task(f"2^{bucket}", total=trials, best="-")
+    def start_bucket(self, size_class: str, trials: int) -> None:
+        self.task = self.bar.add_task(size_class, total=trials, best="-")
 
-    def trial(self, bucket: int, done: int, best: float | None, left_s: float) -> None:
+    def trial(self, size_class: str, done: int, best: float | None, left_s: float) -> None:
         self.bar.update(self.task, completed=done,
                         best=f"{best:.1f} GB/s" if best else "-")
 

@@ -39,13 +39,15 @@ FINALIST_ROUNDS = 5
 @dataclass
 class TuneOptions:
     """What to tune. The variant is `variant`, else (the 1-D reduction's shorthand)
-    `op/dtype`; sizes are `buckets` (log2 n), stored as the family's size classes."""
+    `op/dtype`; sizes are `buckets`, the target's size keys (the 1-D reduction: log2 n; the
+    axis family: shapes), stored as the family's size classes. `target_options` go to the
+    target's factory (e.g. a custom expression's kernel object)."""
 
     op: str = "sum"
     dtype: str = "float32"
     family: str = "reduce"
     variant: str | None = None
-    buckets: tuple[int, ...] = DEFAULT_BUCKETS
+    buckets: tuple[Any, ...] = DEFAULT_BUCKETS
     trials: int = 40
     timeout_s: float = 150.0
     sampler: str = "tpe"
@@ -55,6 +57,7 @@ class TuneOptions:
     max_rel_error: float | None = None
     restrict: dict[str, tuple] = field(default_factory=dict)
     seeds: bool = True  # start new studies from known configs (cltune.seeds)
+    target_options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def key_variant(self) -> str:
@@ -63,7 +66,7 @@ class TuneOptions:
 
 @dataclass(frozen=True)
 class BucketResult:
-    bucket: int
+    bucket: Any  # the target's size key
     config: Any | None  # the family's config
     median_s: float | None  # device time of the stored best
     gbps: float | None
@@ -73,6 +76,7 @@ class BucketResult:
     study: str
     per_call_s: float | None = None  # the stored best, end to end (what an application waits)
     builtin_per_call_s: float | None = None  # the builtin config, measured beside it
+    size_class: str = ""  # the size key as stored (`2^20`, `65536x256`, ...)
 
     @property
     def vs_builtin(self) -> float | None:
@@ -83,11 +87,13 @@ class BucketResult:
 
 
 class Progress:
-    """Callbacks the tuner reports to (the CLI draws them); all are no-ops here."""
+    """Callbacks the tuner reports to (the CLI draws them); all are no-ops here. Size
+    classes arrive as their stored names (`2^20`, `65536x256`)."""
 
-    def start(self, space: Any, buckets: tuple[int, ...]) -> None: ...
-    def start_bucket(self, bucket: int, trials: int) -> None: ...
-    def trial(self, bucket: int, done: int, best_gbps: float | None, left_s: float) -> None: ...
+    def start(self, space: Any, classes: tuple[str, ...]) -> None: ...
+    def start_bucket(self, size_class: str, trials: int) -> None: ...
+    def trial(self, size_class: str, done: int, best_gbps: float | None,
+              left_s: float) -> None: ...
     def end_bucket(self, result: BucketResult) -> None: ...
 
 
@@ -113,7 +119,7 @@ class Tuner:
         self.opts, self.progress = opts, progress or Progress()
         self.target = make_target(opts.family, ctx, dev, info, opts.key_variant,
                                   extended_acc=opts.max_rel_error is not None,
-                                  restrict=opts.restrict)
+                                  restrict=opts.restrict, **opts.target_options)
         self.storage = open_storage(storage_url)
         self.device_id = store.upsert_device(info.fingerprint_parts(), info.fingerprint,
                                              info.hardware_key, info.name)
@@ -128,7 +134,8 @@ class Tuner:
                f"{t.size_class(bucket)}"
 
     def run(self) -> list[BucketResult]:
-        self.progress.start(self.space, self.opts.buckets)
+        self.progress.start(self.space,
+                            tuple(self.target.size_class(b) for b in self.opts.buckets))
         t_end = time.monotonic() + self.opts.timeout_s
         results: list[BucketResult] = []
         known = self._known_rows() if self.opts.seeds else ()
@@ -178,7 +185,8 @@ class Tuner:
         done_states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
         already = len(study.get_trials(deepcopy=False, states=done_states))
         todo = max(0, self.opts.trials - already)
-        self.progress.start_bucket(bucket, self.opts.trials)
+        label = self.target.size_class(bucket)
+        self.progress.start_bucket(label, self.opts.trials)
         seen: dict[Any, float] = {}
         t0 = time.monotonic()
 
@@ -207,7 +215,7 @@ class Tuner:
                 best = bench.nbytes / st.best_value / 1e9
             except ValueError:
                 best = None
-            self.progress.trial(bucket, done, best, max(0.0, timeout_s - (time.monotonic() - t0)))
+            self.progress.trial(label, done, best, max(0.0, timeout_s - (time.monotonic() - t0)))
 
         if todo:
             # workers sharing a study stop together once it holds `trials` finished trials
@@ -239,7 +247,8 @@ class Tuner:
             if out.ok:
                 finalists.append(builtin)
         if not finalists:
-            res = BucketResult(bucket, None, None, None, len(trials), failed, pruned, name)
+            res = BucketResult(bucket, None, None, None, len(trials), failed, pruned, name,
+                               size_class=self.target.size_class(bucket))
             self.progress.end_bucket(res)
             return res
         # re-measure side by side, interleaved, medians of rounds: device time (stored) and the
@@ -262,7 +271,8 @@ class Tuner:
         self.store.set_best(self.device_id, rid)
         res = BucketResult(bucket, best, med[best], bench.nbytes / med[best] / 1e9, len(trials),
                            failed, pruned, name, call[best],
-                           call.get(builtin) if builtin is not None else None)
+                           call.get(builtin) if builtin is not None else None,
+                           self.target.size_class(bucket))
         self.progress.end_bucket(res)
         return res
 
