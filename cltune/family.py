@@ -76,3 +76,7 @@ def _builtin() -> None:
         from .reduce_family import REDUCE
 
         _registry.setdefault("reduce", REDUCE)
+    if "expr" not in _registry:
+        from .expr_family import EXPR
+
+        _registry.setdefault("expr", EXPR)

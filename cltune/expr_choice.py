@@ -1,0 +1,136 @@
+"""Which config serves an expression reduction on a device, and where that answer came from.
+
+The chain (every answer names its level):
+  exact / driver-changed / same-device / shipped / vendor-default
+           this expression's fingerprint tuned (tuning_db/lookup.py's chain, family `expr`)
+  derived  not tuned: derived from the device's tuned plain reduction (`reduce`,
+           `sum/float32`, any level of the same chain)
+  builtin  nothing known: a config from the device's limits
+
+Stored configs go through `ExprConfig.from_mapping` (a value that is not allowed is skipped,
+never compiled); the runtime never writes to the database.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, replace
+from typing import Any
+
+from . import expr_family
+from .config import Config, ConfigError
+from .devices import DeviceInfo
+from .expr_config import GROUPS_PER_CU, ITEMS, ExprConfig, ExprConfigError
+
+#: bytes of __local memory reserved besides the tile (the single-pass flag)
+LOCAL_RESERVE = 64
+
+
+@dataclass(frozen=True)
+class ExprChoice:
+    config: ExprConfig
+    bucket: int | None  # the size class 2^bucket it was tuned for; None: any n
+    tuned_at: str = ""
+    driver: str = ""
+    gbps: float | None = None
+
+
+@dataclass(frozen=True)
+class Choices:
+    level: str  # a lookup level, `derived` or `builtin`
+    why: str
+    choices: tuple[ExprChoice, ...]
+
+
+def fit(cfg: ExprConfig, info: DeviceInfo, itemsize: int) -> ExprConfig:
+    """cfg with its work-group shrunk to what the device allows (max size, local memory)."""
+    wg = cfg.wg
+    while wg > 1 and (wg > info.max_wg or wg * itemsize + LOCAL_RESERVE > info.local_mem):
+        wg //= 2
+    return replace(cfg, wg=wg)
+
+
+def builtin(info: DeviceInfo, itemsize: int) -> ExprConfig:
+    """CPUs: a few small strided groups per core (the compilers vectorise across work-items);
+    GPUs and others: 256-wide groups, 4 loads in flight, 8 groups per compute unit."""
+    if info.type == "cpu":
+        cfg = ExprConfig("strided", 16, 4, 4, 2)
+    else:
+        cfg = ExprConfig("strided", 256, 4, 8, 2)
+    return fit(cfg, info, itemsize)
+
+
+def derive(sum_cfg: Config, info: DeviceInfo, itemsize: int) -> ExprConfig:
+    """An expression config shaped like the device's tuned plain sum: the same work-group
+    size, groups per compute unit and passes; its loads per work-item step (items x vec) as
+    independent accumulators; per-work-item streaming (`serial`) as the contiguous layout."""
+    def nearest(v: int, allowed: tuple[int, ...]) -> int:
+        return min(allowed, key=lambda a: (abs(a - v), a))
+
+    cfg = ExprConfig("contiguous" if sum_cfg.strategy == "serial" else "strided",
+                     min(sum_cfg.wg, 1024), nearest(min(16, sum_cfg.items * sum_cfg.vec), ITEMS),
+                     nearest(sum_cfg.groups_per_cu, GROUPS_PER_CU[1:]), sum_cfg.passes)
+    return fit(cfg, info, itemsize)
+
+
+def _rows_to_choices(rows: Any, make: Any) -> list[ExprChoice]:
+    out = []
+    for r in rows:
+        try:
+            cfg = make(r.config)
+            bucket = expr_family.bucket_of(r.size_class)
+        except (ExprConfigError, ConfigError, ValueError, TypeError):
+            continue  # a stored config that does not validate never reaches the compiler
+        out.append(ExprChoice(cfg, bucket, r.updated_at, r.driver, r.gbps))
+    return out
+
+
+def resolve(info: DeviceInfo, fingerprint: str, itemsize: int, db: str | None) -> Choices:
+    """The chain for one expression on one device (never raises for a bad database: it is
+    reported as a warning and the next level answers)."""
+    from cltune.tuning_db import DatabaseError, default_url
+    from cltune.tuning_db.paths import sqlite_file
+    from cltune.tuning_db.shipped import DeviceKey, lookup_without_db
+
+    key = DeviceKey(info.fingerprint, info.hardware_key, info.model, info.vendor, info.type,
+                    info.driver)
+    url = db or default_url()
+    path = sqlite_file(url)
+    store = None
+    if path is None or path.exists():
+        from cltune.tuning_db import Store
+
+        try:
+            store = Store.open(url, readonly=True)
+        except (DatabaseError, Exception) as e:  # noqa: BLE001 - never crash the application
+            warnings.warn(f"cltune: tuning database unusable ({e}); using fallback configs",
+                          UserWarning, stacklevel=4)
+    try:
+        def ask(family: str, variant: str) -> Any:
+            if store is None:
+                return lookup_without_db(key, family, variant)
+            from cltune.tuning_db.lookup import lookup
+
+            try:
+                return lookup(store, key, family, variant)
+            except Exception as e:  # noqa: BLE001
+                warnings.warn(f"cltune: lookup failed ({type(e).__name__}: {e})", UserWarning,
+                              stacklevel=5)
+                return lookup_without_db(key, family, variant)
+
+        own = ask(expr_family.NAME, fingerprint)
+        got = _rows_to_choices(own.rows, lambda m: fit(ExprConfig.from_mapping(m), info,
+                                                       itemsize))
+        if got:
+            return Choices(own.level, own.why, tuple(got))
+        plain = ask("reduce", "sum/float32")
+        got = _rows_to_choices(plain.rows, lambda m: derive(Config.from_mapping(m), info,
+                                                            itemsize))
+        if got:
+            return Choices("derived", f"not tuned: shaped like the tuned sum/float32 "
+                           f"({plain.level}: {plain.why})", tuple(got))
+    finally:
+        if store is not None:
+            store.close()
+    return Choices("builtin", "not tuned, and no tuned sum/float32 for this device: config "
+                   "from its limits", (ExprChoice(builtin(info, itemsize), None),))

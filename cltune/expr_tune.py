@@ -1,0 +1,164 @@
+"""Tuning custom expressions: `knl.tune(...)`, opt-in tuning at first use (a background thread
+on a private queue), and the library side of `cltune tune --kernel module:attribute`.
+
+All three drive the family-agnostic tuner (`tuner.Tuner`) with family `expr`, the
+expression's fingerprint as the variant and the kernel object as a target option; results go
+to the same database and fallback chain as every other family.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+from pyopencl.tools import VectorArg
+
+from . import expr_family
+from .buckets import MAX_BUCKET, MIN_BUCKET, bucket_of
+from .devices import info_for
+from .expr_source import ExprSpec
+
+log = logging.getLogger(__name__)
+
+
+def synthetic_args(spec: ExprSpec, queue: cl.CommandQueue, n: int,
+                   seed: int = 0) -> tuple[Any, ...]:
+    """Random vectors of n elements (floats in [0, 1), integers 0..99, booleans, structs
+    zeroed) and zero scalars, in the order of the kernel's arguments."""
+    rng = np.random.default_rng(seed)
+    out: list[Any] = []
+    for a in spec.arguments:
+        dt = np.dtype(a.dtype)
+        if not isinstance(a, VectorArg):
+            out.append(dt.type(0))
+            continue
+        if dt.kind == "f":
+            host = rng.random(n).astype(dt)
+        elif dt.kind in "iu":
+            host = rng.integers(0, 100, n).astype(dt)
+        elif dt.kind == "b":
+            host = rng.random(n) < 0.5
+        else:
+            host = np.zeros(n, dt)
+        out.append(cla.to_device(queue, host))
+    return tuple(out)
+
+
+def _storage_for(db: str | None, storage: str | None) -> str:
+    from cltune.tuning_db import default_storage_url
+    from cltune.tuning_db.paths import sqlite_file
+
+    if storage:
+        return storage
+    path = sqlite_file(db) if db else None
+    if path is not None:
+        return f"sqlite:///{path.parent / 'studies.db'}"
+    return default_storage_url()
+
+
+def tune_kernel(knl: Any, sample_args: tuple[Any, ...], *, trials: int = 30,
+                timeout: float = 120.0, queue: cl.CommandQueue | None = None,
+                db: str | None = None, storage: str | None = None, seed: int = 0,
+                progress: Any = None) -> list[Any]:
+    """Tune `knl` on `sample_args` (its size class is the nearest 2^k to their length) on the
+    queue's device (default: the first vector's queue); store the best in `db`."""
+    from cltune.tuner import TuneOptions, Tuner
+    from cltune.tuning_db import Store
+
+    vecs = [a for a, t in zip(sample_args, knl.spec.arguments, strict=False)
+            if isinstance(t, VectorArg)]
+    if len(sample_args) != len(knl.spec.arguments) or not vecs:
+        raise TypeError(f"tune takes the kernel's {len(knl.spec.arguments)} arguments, "
+                        f"got {len(sample_args)}")
+    if vecs[0].size < 1:
+        raise ValueError("tune needs sample arguments with at least one element")
+    q = queue if queue is not None else vecs[0].queue
+    if q is None:
+        raise TypeError("no queue: pass queue= or arrays that have one")
+    bucket = min(MAX_BUCKET, max(MIN_BUCKET, bucket_of(vecs[0].size)))
+    dev = q.device
+    opts = TuneOptions(family=expr_family.NAME, variant=knl.fingerprint, buckets=(bucket,),
+                       trials=trials, timeout_s=timeout, seed=seed,
+                       target_options={"kernel": knl, "sample_args": tuple(sample_args),
+                                       "db": db})
+    store = Store.open(db)
+    try:
+        return Tuner(q.context, dev, info_for(dev), store, _storage_for(db, storage), opts,
+                     progress).run()
+    finally:
+        store.close()
+
+
+def start_background(knl: Any, dev: cl.Device, n: int, budget_s: float) -> threading.Thread:
+    """Tune `knl` for inputs like n elements in a daemon thread, on a private queue, within
+    about `budget_s` seconds; the kernel re-reads the database when it is done. Failures are
+    logged and warned about, never raised into the application."""
+    def run() -> None:
+        try:
+            q = cl.CommandQueue(knl.context, dev)
+            args = knl.sample_args(q, max(1, n))
+            with tempfile.TemporaryDirectory(prefix="cltune-first-use-") as tmp:
+                tune_kernel(knl, args, trials=100_000, timeout=budget_s, queue=q, db=knl.db,
+                            storage=f"sqlite:///{Path(tmp) / 'studies.db'}")
+            knl.reload()
+            knl.background_error = None
+        except Exception as e:  # noqa: BLE001 - a background failure must not crash the app
+            knl.background_error = e
+            log.warning("cltune: first-use tuning of %s failed: %s", knl.name, e)
+            warnings.warn(f"cltune: first-use tuning of {knl.name} failed: {e}", UserWarning,
+                          stacklevel=1)
+
+    t = threading.Thread(target=run, name=f"cltune-first-use-{knl.fingerprint[:8]}",
+                         daemon=True)
+    t.start()
+    return t
+
+
+def load_kernel(spec: str) -> Any:
+    """The `cltune.ReductionKernel` that `module:attribute` names: the attribute itself, or
+    what it returns when called without arguments. The module is the application's code
+    (imported, so it runs)."""
+    from .reduction_kernel import ReductionKernel
+
+    module, sep, attr = spec.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"--kernel {spec!r:.80}: expected module:attribute")
+    try:
+        obj: Any = importlib.import_module(module)
+    except ImportError as e:
+        raise ValueError(f"--kernel {spec!r:.80}: cannot import {module!r}: {e}") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"--kernel {spec!r:.80}: {module} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not isinstance(obj, ReductionKernel) and callable(obj):
+        obj = obj()
+    if not isinstance(obj, ReductionKernel):
+        raise ValueError(f"--kernel {spec!r:.80} is a {type(obj).__name__}, not a "
+                         "cltune.ReductionKernel (or a function returning one)")
+    return obj
+
+
+def tune_kernel_spec(selector: str, kernel: str, buckets: tuple[int, ...] = (20,), *,
+                     trials: int = 30, timeout: float = 180.0, db: str | None = None,
+                     storage: str | None = None, seed: int = 0, progress: Any = None,
+                     ) -> tuple[Any, list[Any]]:
+    """`cltune tune --kernel module:attribute`: tune that kernel's expression on the selected
+    device at the given size classes (its `sample_args` make the inputs). Returns (device
+    info, per-size-class results), like `service.tune`."""
+    from .service import tune
+    from .tuner import TuneOptions
+
+    knl = load_kernel(kernel)
+    opts = TuneOptions(family=expr_family.NAME, variant=knl.fingerprint,
+                       buckets=tuple(buckets), trials=trials, timeout_s=timeout, seed=seed,
+                       target_options={"kernel": knl, "db": db})
+    return tune(selector, opts, db, storage, progress)

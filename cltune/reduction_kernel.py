@@ -1,0 +1,262 @@
+"""`cltune.ReductionKernel`: pyopencl's ReductionKernel, tuned.
+
+Same constructor and call convention as `pyopencl.reduction.ReductionKernel`, so code switches
+by changing the import. Which config serves a call comes from the tuning database (this
+expression's fingerprint), else is derived from the device's tuned plain sum, else from its
+limits (`expr_choice.py`); `knl.explain(n)` says which and why. `knl.tune(...)` tunes it.
+
+Trust: the expressions, preamble and options are the application's code and are compiled as
+given (as pyopencl does). The database holds only their fingerprint and configs.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+from pyopencl.tools import VectorArg
+
+from .buckets import nearest
+from .devices import info_for
+from .expr_choice import Choices, ExprChoice, builtin, resolve
+from .expr_config import ExprConfig
+from .expr_launch import ExprLauncher
+from .expr_source import ExprBuildError, ExprSpec
+from .runtime import Explanation
+
+TUNE_MODES = (None, "first-use")
+
+
+class _DeviceState:
+    """The choices and launchers of one kernel on one device."""
+
+    def __init__(self, ctx: cl.Context, dev: cl.Device, spec: ExprSpec, db: str | None) -> None:
+        self.ctx, self.dev, self.spec, self.db = ctx, dev, spec, db
+        self.info = info_for(dev)
+        self.lock = threading.Lock()
+        self.launchers: dict[ExprConfig, ExprLauncher] = {}
+        self.load()
+
+    def load(self) -> None:
+        ch = resolve(self.info, self.spec.fingerprint, self.spec.dtype_out.itemsize, self.db)
+        with self.lock:
+            self.choices: Choices = ch
+            self.buckets = sorted(c.bucket for c in ch.choices if c.bucket is not None)
+            self.by_n: dict[int, tuple[ExprLauncher, ExprChoice]] = {}
+
+    def choice(self, n: int) -> ExprChoice:
+        b = nearest(n, self.buckets)
+        for c in self.choices.choices:
+            if c.bucket == b:
+                return c
+        return self.choices.choices[0]
+
+    def launcher_for(self, n: int) -> tuple[ExprLauncher, ExprChoice]:
+        hit = self.by_n.get(n)
+        if hit is not None:
+            return hit
+        ch = self.choice(n)
+        with self.lock:
+            la = self.launchers.get(ch.config)
+            if la is None:
+                la = ExprLauncher(self.ctx, self.dev, self.info, self.spec, ch.config)
+                try:
+                    la.built()
+                except ExprBuildError:
+                    if ch.config == builtin(self.info, self.spec.dtype_out.itemsize):
+                        raise  # the application's expression itself does not build
+                    ch = ExprChoice(builtin(self.info, self.spec.dtype_out.itemsize), None)
+                    la = ExprLauncher(self.ctx, self.dev, self.info, self.spec, ch.config)
+                    la.built()
+                self.launchers[ch.config] = la
+            if len(self.by_n) > 256:
+                self.by_n.clear()
+            self.by_n[n] = (la, ch)
+        return la, ch
+
+
+class ReductionKernel:
+    """A tuned reduction of an expression over arrays (pyopencl's ReductionKernel API).
+
+    `map_expr` is evaluated at index `i` of the arguments (default `in[i]`), `reduce_expr`
+    combines `a` and `b` (it must be associative and commutative: the kernel reorders it, as
+    pyopencl's does), starting from `neutral`. cltune's extensions, keyword-only:
+
+    - `tune="first-use"`: the first call starts tuning in a background thread on a private
+      queue, within `budget_s` seconds; calls switch to the result when it is stored. Off by
+      default: nothing is tuned unless asked.
+    - `db`: the tuning database (default: `CLTUNE_DB` or the user's data dir).
+    - `finish_expr` / `dtype_result`: the result as an expression of `a` (the reduced value),
+      `n` (the element count) and the scalar arguments, of another dtype (used by
+      `cltune.stats`).
+    - `sample`: `sample(queue, n) -> args` for tuning at size n (default: random vectors,
+      zero scalars).
+
+    Example:
+        >>> from cltune import ReductionKernel
+        >>> dot = ReductionKernel(ctx, np.float32, neutral="0", reduce_expr="a+b",
+        ...                       map_expr="x[i]*y[i]",
+        ...                       arguments="__global const float *x, __global const float *y")
+        >>> dot(x, y).get()
+    """
+
+    def __init__(self, ctx: cl.Context, dtype_out: Any, neutral: str, reduce_expr: str,
+                 map_expr: str | None = None, arguments: Any = None,
+                 name: str = "reduce_kernel", options: Any = None, preamble: str = "", *,
+                 tune: str | None = None, budget_s: float = 60.0, db: str | None = None,
+                 finish_expr: str | None = None, dtype_result: Any = None,
+                 sample: Any = None) -> None:
+        if not isinstance(ctx, cl.Context):
+            raise TypeError(f"ReductionKernel needs a pyopencl Context, not {type(ctx).__name__}")
+        if tune not in TUNE_MODES:
+            raise ValueError(f"tune={tune!r} is not one of {TUNE_MODES}")
+        if not budget_s > 0:
+            raise ValueError(f"budget_s must be > 0, got {budget_s!r}")
+        self.context, self.name = ctx, name
+        self.spec = ExprSpec.make(dtype_out, neutral, reduce_expr, map_expr, arguments,
+                                  preamble, options, finish_expr, dtype_result)
+        self.dtype_out = self.spec.dtype_out
+        self.tune_mode, self.budget_s, self.db, self.sample = tune, budget_s, db, sample
+        self._states: dict[int, _DeviceState] = {}
+        self._lock = threading.Lock()
+        self.background: Any = None  # the first-use tuning thread, once started
+        # build now, like pyopencl: an expression that does not compile fails here
+        for dev in ctx.devices:
+            self._state(dev).launcher_for(1)
+
+    @property
+    def fingerprint(self) -> str:
+        """The database key of this expression (normalised code, types; never the text)."""
+        return self.spec.fingerprint
+
+    def _state(self, dev: cl.Device) -> _DeviceState:
+        st = self._states.get(dev.int_ptr)
+        if st is None:
+            with self._lock:
+                st = self._states.get(dev.int_ptr)
+                if st is None:
+                    st = self._states[dev.int_ptr] = _DeviceState(self.context, dev, self.spec,
+                                                                  self.db)
+        return st
+
+    def reload(self) -> None:
+        """Read the database again (after tuning elsewhere)."""
+        for st in list(self._states.values()):
+            st.load()
+
+    # ---- calling --------------------------------------------------------------------------
+    def __call__(self, *args: Any, return_event: bool = False,
+                 queue: cl.CommandQueue | None = None, allocator: Any = None,
+                 wait_for: Any = None, out: cla.Array | None = None,
+                 range: builtins.slice | None = None,  # noqa: A002 - pyopencl's names
+                 slice: builtins.slice | None = None) -> Any:  # noqa: A002
+        spec = self.spec
+        if len(args) != len(spec.arguments):
+            raise TypeError(f"{self.name} takes {len(spec.arguments)} arguments "
+                            f"({', '.join(a.name for a in spec.arguments)}), got {len(args)}")
+        wait = list(wait_for or ())
+        inv: list[Any] = []
+        repr_vec = None
+        for arg, tp in zip(args, spec.arguments, strict=True):
+            if isinstance(tp, VectorArg):
+                if not isinstance(arg, cla.Array):
+                    raise TypeError(f"argument {tp.name}: expected a pyopencl Array, "
+                                    f"got {type(arg).__name__}")
+                if arg.dtype != tp.dtype:
+                    raise TypeError(f"argument {tp.name}: dtype {arg.dtype} does not match the "
+                                    f"declared {np.dtype(tp.dtype)}")
+                if not arg.flags.forc:
+                    raise ValueError(f"argument {tp.name}: non-contiguous arrays are not "
+                                     "supported")
+                repr_vec = repr_vec if repr_vec is not None else arg
+                inv += (arg.base_data, arg.offset)
+                wait.extend(arg.events)
+            else:
+                inv.append(arg)
+        start, step, n = _index_range(range, slice, repr_vec)
+        q = queue if queue is not None else repr_vec.queue
+        if q is None:
+            raise TypeError("no queue: pass queue= or arrays that have one")
+        if q.context.int_ptr != self.context.int_ptr:
+            raise ValueError("the queue belongs to another context than this kernel")
+        if out is None:
+            res = cla.empty(q, (), spec.dtype_result,
+                            allocator=allocator if allocator is not None else repr_vec.allocator)
+        else:
+            if out.dtype != spec.dtype_result or out.size != 1:
+                raise TypeError(f"out must be a 1-element array of {spec.dtype_result}, got "
+                                f"{out.size} of {out.dtype}")
+            res = out
+            wait.extend(out.events)
+        st = self._state(q.device)
+        if self.tune_mode == "first-use" and self.background is None:
+            self._start_background(q.device, n)
+        la, _ = st.launcher_for(n)
+        evs = la.enqueue(q, inv, start, step, n, res.base_data, res.offset, wait)
+        res.add_event(evs[-1])
+        return (res, evs[-1]) if return_event else res
+
+    # ---- provenance and tuning -------------------------------------------------------------
+    def explain(self, n: int, device: cl.Device | None = None) -> Explanation:
+        """Which config serves inputs of n elements on `device` (default: the context's
+        first), and where it came from (a lookup level, `derived` or `builtin`)."""
+        st = self._state(device if device is not None else self.context.devices[0])
+        _, ch = st.launcher_for(n)
+        c = st.choices
+        return Explanation(n, ch.config, c.level, c.why, ch.bucket, ch.tuned_at, ch.driver,
+                           ch.gbps)
+
+    def tune(self, *sample_args: Any, trials: int = 30, timeout: float = 120.0,
+             queue: cl.CommandQueue | None = None, db: str | None = None,
+             storage: str | None = None, seed: int = 0) -> list[Any]:
+        """Tune this expression for the size class of `sample_args` (as a call takes them)
+        on the queue's device; results go to the database, and this kernel switches to them.
+        Returns the tuner's per-size-class results."""
+        from .expr_tune import tune_kernel
+
+        res = tune_kernel(self, sample_args, trials=trials, timeout=timeout, queue=queue,
+                          db=db if db is not None else self.db, storage=storage, seed=seed)
+        self.reload()
+        return res
+
+    def sample_args(self, queue: cl.CommandQueue, n: int, seed: int = 0) -> tuple[Any, ...]:
+        """Arguments for tuning at size n: `sample(queue, n)` when given, else random vectors
+        (floats in [0, 1), integers in 0..99, structs zeroed) and zero scalars."""
+        if self.sample is not None:
+            return tuple(self.sample(queue, n))
+        from .expr_tune import synthetic_args
+
+        return synthetic_args(self.spec, queue, n, seed)
+
+    def _start_background(self, dev: cl.Device, n: int) -> None:
+        from .expr_tune import start_background
+
+        with self._lock:
+            if self.background is None:
+                self.background = start_background(self, dev, n, self.budget_s)
+
+
+def _index_range(rng: builtins.slice | None, slc: builtins.slice | None,
+                 repr_vec: cla.Array | None) -> tuple[int, int, int]:
+    """(start, step, count) of pyopencl's range=/slice= arguments (step must be positive)."""
+    if rng is not None:
+        if slc is not None:
+            raise TypeError("may not specify both range and slice keyword arguments")
+        start = 0 if rng.start is None else int(rng.start)
+        step = 1 if rng.step is None else int(rng.step)
+        if rng.stop is None:
+            raise ValueError("range needs a stop")
+        stop = int(rng.stop)
+    else:
+        if repr_vec is None:
+            raise TypeError("must have vector argument when range is not specified")
+        start, stop, step = (slc or builtins.slice(None)).indices(repr_vec.size)
+    if step < 1:
+        raise ValueError(f"range/slice step must be positive, got {step}")
+    if start < 0:
+        raise ValueError(f"range start must be >= 0, got {start}")
+    return start, step, len(builtins.range(start, stop, step))

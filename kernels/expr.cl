@@ -1,0 +1,180 @@
+/* cltune expression reductions: the skeleton of cltune.ReductionKernel.
+ *
+ * The application's reduction arrives as a prelude that cltune.expr_source generates from its
+ * expressions (code the application trusts, like pyopencl's ReductionKernel): the types
+ * clt_out_t (accumulator) and clt_res_t (result), CLT_NEUTRAL, CLT_MAP(i), CLT_REDUCE(a, b),
+ * CLT_FINISH(a) (of `a`, `n` and the scalar arguments), the argument declarators CLT_USER_ARGS and their set-up CLT_USER_PREP. Without
+ * it this file is a float sum and compiles on its own.
+ *
+ * Tunables have defaults below; their values reach the file only as -D options produced by
+ * cltune.expr_config.ExprConfig.defines() from a validated config (house rule 2).
+ *
+ * Stage 1 (clt_expr_stage1): every work-item folds CLT_ITEMS accumulators over its elements
+ * (CLT_LAYOUT 0: strided over its group's chunk, coalesced; 1: its own contiguous chunk), the
+ * group combines them in a __local tree. One group writes the result itself; otherwise each
+ * group writes a partial, finished by clt_expr_stage2 (CLT_PASSES 2) or by the last group to
+ * finish (CLT_PASSES 1, atomic ticket). The reduction must be associative and commutative
+ * (pyopencl's ReductionKernel reorders it too).
+ */
+
+#ifndef CLT_LAYOUT
+#define CLT_LAYOUT 0
+#endif
+#ifndef CLT_WG
+#define CLT_WG 64
+#endif
+#ifndef CLT_ITEMS
+#define CLT_ITEMS 4
+#endif
+#ifndef CLT_PASSES
+#define CLT_PASSES 2
+#endif
+#ifndef CLT_UNIT_STEP
+#define CLT_UNIT_STEP 1 /* the call's index step is 1 (decided per call, not tuned) */
+#endif
+#ifndef CLT_NV_PTX
+#define CLT_NV_PTX 0 /* NVIDIA's platform: a PTX membar orders the single-pass partials */
+#endif
+
+#ifndef CLT_HAVE_USER
+typedef float clt_out_t;
+typedef float clt_res_t;
+#define CLT_NEUTRAL 0.0f
+#define CLT_MAP(i) (in[(i)])
+#define CLT_REDUCE(a, b) ((a) + (b))
+#define CLT_FINISH(a) (a)
+#define CLT_USER_ARGS __global const float *in,
+#define CLT_USER_PREP
+#endif
+
+#define CLT_WG_ATTR __attribute__((reqd_work_group_size(CLT_WG, 1, 1)))
+
+#if CLT_UNIT_STEP
+#define CLT_INDEX(k) (clt_start + (k))
+#else
+#define CLT_INDEX(k) (clt_start + (k) * clt_step)
+#endif
+
+/* acc = REDUCE(acc, MAP(i)) for the k-th element of the range; `i` is the name the
+ * application's map expression uses, as in pyopencl */
+#define CLT_FOLD(acc, k)                                                                         \
+    do {                                                                                         \
+        const long i = CLT_INDEX(k);                                                             \
+        (acc) = CLT_REDUCE((acc), CLT_MAP(i));                                                   \
+    } while (0)
+
+/* Every work-item of the group calls this (barriers); the result is valid in local id 0. */
+inline clt_out_t clt_group_tree(clt_out_t v, __local clt_out_t *clt_tile) {
+#if CLT_WG > 1
+    const uint lid = get_local_id(0);
+    clt_tile[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint s = CLT_WG / 2; s > 0; s >>= 1) {
+        if (lid < s) {
+            clt_out_t a_ = clt_tile[lid];
+            clt_out_t b_ = clt_tile[lid + s];
+            clt_tile[lid] = CLT_REDUCE(a_, b_);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    return clt_tile[0];
+#else
+    return v;
+#endif
+}
+
+/* the m partials (every work-item of the group calls this) */
+inline clt_out_t clt_group_finish(__global volatile const clt_out_t *clt_parts, const uint m,
+                                  __local clt_out_t *clt_tile) {
+    clt_out_t s = CLT_NEUTRAL;
+    for (uint j = get_local_id(0); j < m; j += CLT_WG) {
+        clt_out_t p_ = clt_parts[j];
+        s = CLT_REDUCE(s, p_);
+    }
+    return clt_group_tree(s, clt_tile);
+}
+
+__kernel CLT_WG_ATTR void
+clt_expr_stage1(CLT_USER_ARGS const long clt_start, const long clt_step, const long n,
+                const long clt_chunk, __global clt_out_t *clt_partials,
+                __global uint *clt_ticket, __global char *clt_res_base, const long clt_res_off) {
+    CLT_USER_PREP
+    __local clt_out_t clt_tile[CLT_WG];
+    __global clt_res_t *clt_res = (__global clt_res_t *)(clt_res_base + clt_res_off);
+    const uint clt_lid = get_local_id(0);
+
+    clt_out_t clt_acc[CLT_ITEMS];
+#pragma unroll
+    for (int j = 0; j < CLT_ITEMS; ++j) clt_acc[j] = CLT_NEUTRAL;
+
+#if CLT_LAYOUT == 0
+    const long clt_begin = (long)get_group_id(0) * clt_chunk;
+    const long clt_end = min(clt_begin + clt_chunk, n);
+    long clt_k = clt_begin + clt_lid;
+    for (; clt_k + (CLT_ITEMS - 1) * CLT_WG < clt_end; clt_k += CLT_ITEMS * CLT_WG) {
+#pragma unroll
+        for (int j = 0; j < CLT_ITEMS; ++j) CLT_FOLD(clt_acc[j], clt_k + j * CLT_WG);
+    }
+#pragma unroll
+    for (int j = 0; j < CLT_ITEMS - 1; ++j)
+        if (clt_k + j * CLT_WG < clt_end) CLT_FOLD(clt_acc[j], clt_k + j * CLT_WG);
+#else
+    const long clt_begin = (long)get_global_id(0) * clt_chunk;
+    const long clt_end = min(clt_begin + clt_chunk, n);
+    long clt_k = clt_begin;
+    for (; clt_k + CLT_ITEMS <= clt_end; clt_k += CLT_ITEMS) {
+#pragma unroll
+        for (int j = 0; j < CLT_ITEMS; ++j) CLT_FOLD(clt_acc[j], clt_k + j);
+    }
+    for (; clt_k < clt_end; ++clt_k) CLT_FOLD(clt_acc[0], clt_k);
+#endif
+
+    clt_out_t clt_v = clt_acc[0];
+#pragma unroll
+    for (int j = 1; j < CLT_ITEMS; ++j) {
+        clt_out_t b_ = clt_acc[j];
+        clt_v = CLT_REDUCE(clt_v, b_);
+    }
+    clt_v = clt_group_tree(clt_v, clt_tile);
+
+    if (get_num_groups(0) == 1) { /* uniform: the whole input was this group's */
+        if (clt_lid == 0) {
+            clt_out_t a = clt_v;
+            *clt_res = CLT_FINISH(a);
+        }
+        return;
+    }
+    if (clt_lid == 0) clt_partials[get_group_id(0)] = clt_v;
+
+#if CLT_PASSES == 1
+    /* the last group to finish combines the partials (threadfence reduction) */
+    __local uint clt_is_last;
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+#if CLT_NV_PTX
+    asm volatile("membar.gl;");
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    if (clt_lid == 0) clt_is_last = (atomic_inc(clt_ticket) == get_num_groups(0) - 1);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (clt_is_last) { /* uniform per group */
+#if CLT_NV_PTX
+        asm volatile("membar.gl;");
+#endif
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
+        clt_out_t a = clt_group_finish(clt_partials, get_num_groups(0), clt_tile);
+        if (clt_lid == 0) {
+            *clt_res = CLT_FINISH(a);
+            atomic_xchg(clt_ticket, 0u); /* ready for the next launch */
+        }
+    }
+#endif
+}
+
+__kernel CLT_WG_ATTR void
+clt_expr_stage2(CLT_USER_ARGS const long n, __global const clt_out_t *clt_partials,
+                const uint clt_m, __global char *clt_res_base, const long clt_res_off) {
+    CLT_USER_PREP
+    __local clt_out_t clt_tile[CLT_WG];
+    clt_out_t a = clt_group_finish(clt_partials, clt_m, clt_tile);
+    if (get_local_id(0) == 0) *(__global clt_res_t *)(clt_res_base + clt_res_off) = CLT_FINISH(a);
+}
