@@ -56,14 +56,7 @@ def build_defines(spec: OpSpec, cfg: Config, *, index64: bool, nv_ptx: bool = Fa
 
     wide = cfg.acc == "wide"
     defs = {
-        "CLT_OP": spec.op_id,
-        "CLT_IN_T": CL_TYPE[spec.dtype],
-        "CLT_ACC_T": spec.acc_cl_type(wide),
-        "CLT_OUT_T": spec.out_cl_type(),
-        "CLT_OUT_U": spec.out_unsigned_cl_type(),
-        "CLT_IS_FLOAT": int(spec.is_float),
-        "CLT_IS_HALF": int(spec.dtype == "float16"),
-        "CLT_NEEDS_FP64": int(spec.needs_fp64 or (wide and spec.is_float)),
+        **op_defines(spec, wide),
         "CLT_STRATEGY": strategies.get(cfg.strategy).kernel_id,
         "CLT_HOOK": int(bool(strategies.get(cfg.strategy).source)),
         "CLT_WG": cfg.wg,
@@ -73,7 +66,21 @@ def build_defines(spec: OpSpec, cfg: Config, *, index64: bool, nv_ptx: bool = Fa
         "CLT_PASSES": cfg.passes,
         "CLT_KAHAN": int(cfg.acc == "kahan" and spec.is_float and spec.is_arith),
         "CLT_INDEX64": int(index64),
-        "CLT_ACC_64": int(spec.acc_cl_type(wide) in ("double", "long", "ulong")),
         "CLT_NV_PTX": int(nv_ptx),
     }
     return [f"-D{k}={v}" for k, v in defs.items()]
+
+
+def op_defines(spec: OpSpec, wide: bool = False) -> dict[str, object]:
+    """The op and type part of the build options (shared with kernels/axis.cl's builds)."""
+    return {
+        "CLT_OP": spec.op_id,
+        "CLT_IN_T": CL_TYPE[spec.dtype],
+        "CLT_ACC_T": spec.acc_cl_type(wide),
+        "CLT_OUT_T": spec.out_cl_type(),
+        "CLT_OUT_U": spec.out_unsigned_cl_type(),
+        "CLT_IS_FLOAT": int(spec.is_float),
+        "CLT_IS_HALF": int(spec.dtype == "float16"),
+        "CLT_NEEDS_FP64": int(spec.needs_fp64 or (wide and spec.is_float)),
+        "CLT_ACC_64": int(spec.acc_cl_type(wide) in ("double", "long", "ulong")),
+    }

@@ -357,6 +357,12 @@ inline acc_t group_finish(__global volatile const acc_t *partials, const uint m,
 uint clt_hook_combine(acc_t v, __local acc_t *tile, __global acc_t *partials, idx_t unit);
 #endif
 
+/* ---- the 1-D kernels (left out with -DCLT_NO_1D=1: kernels/axis.cl builds on this header) -- */
+#ifndef CLT_NO_1D
+#define CLT_NO_1D 0
+#endif
+#if !CLT_NO_1D
+
 /* ---- stage 1 ------------------------------------------------------------------------------- */
 /* x: input (offset xoff elements), n elements. Non-serial strategies: work-group g owns
  * [g*chunk, (g+1)*chunk); serial: work-item g owns it. chunk is a multiple of the block a unit
@@ -531,3 +537,4 @@ __kernel void clt_probe(__global int *flags) {
     flags[2] = CLT_SG_ACTIVE;
     flags[3] = CLT_WARP_ACTIVE;
 }
+#endif /* !CLT_NO_1D */

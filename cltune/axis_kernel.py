@@ -1,0 +1,185 @@
+"""The interface of kernels/axis.cl: build options from a validated AxisConfig, argument lists
+by name, and builds cached per context (like program.py for the 1-D family).
+
+The program is kernels/reduce.cl's header (its 1-D kernels left out with -DCLT_NO_1D=1)
+followed by kernels/axis.cl.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import weakref
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import numpy as np
+import pyopencl as cl
+
+from .axis_config import AxisConfig
+from .devices import DeviceInfo
+from .ops import OpSpec
+from .program import BuildError, kernel_source, std_options
+from .reduce_kernel import KernelArgs, op_defines
+
+_ACC_SIZE = {"float": 4, "double": 8, "int": 4, "uint": 4, "long": 8, "ulong": 8}
+_INDEX_NAMES = ("xoff", "yoff", "rows", "len", "chunk", "outer", "R", "inner", "ctiles", "n",
+                "m")
+
+
+def _args(names: tuple[str, ...]) -> KernelArgs:
+    return KernelArgs(names)
+
+
+def _y(spec: OpSpec) -> tuple[str, ...]:
+    return ("y", "yoff") if spec.n_inputs == 2 else ()
+
+
+def rows_args(spec: OpSpec) -> KernelArgs:
+    return _args(("x", "xoff", *_y(spec), "rows", "len", "split", "chunk", "partials", "out",
+                  "tile"))
+
+
+def cols_args(spec: OpSpec) -> KernelArgs:
+    return _args(("x", "xoff", *_y(spec), "outer", "R", "inner", "split", "chunk", "ctiles",
+                  "partials", "out", "tile"))
+
+
+def segs_args(spec: OpSpec) -> KernelArgs:
+    return _args(("x", "xoff", *_y(spec), "n", "offs", "off64", "m", "init", "err", "out",
+                  "tile"))
+
+
+ROWS_FIN = _args(("partials", "rows", "split", "out", "tile"))
+COLS_FIN = _args(("partials", "outer", "inner", "split", "out"))
+
+
+def scalar_dtypes(args: KernelArgs, index_dtype: type, acc_dtype: np.dtype) -> list:
+    """For `Kernel.set_scalar_arg_dtypes`: indices as index_dtype, counts as uint32."""
+    out: list = []
+    for n in args.names:
+        if n in _INDEX_NAMES:
+            out.append(index_dtype)
+        elif n in ("split", "off64"):
+            out.append(np.uint32)
+        elif n == "init":
+            out.append(acc_dtype)
+        else:
+            out.append(None)
+    return out
+
+
+@lru_cache(maxsize=1)
+def axis_source() -> str:
+    return kernel_source() + "\n" + resources.files("cltune.kernels").joinpath(
+        "axis.cl").read_text()
+
+
+def source_hash() -> str:
+    return hashlib.sha256(axis_source().encode()).hexdigest()[:16]
+
+
+def build_defines(spec: OpSpec, cfg: AxisConfig, *, index64: bool,
+                  nv_ptx: bool = False) -> list[str]:
+    """The `-D` options of a build: produced here only, from validated values only."""
+    if not isinstance(cfg, AxisConfig) or not isinstance(spec, OpSpec):
+        raise TypeError("build_defines takes a validated OpSpec and AxisConfig")
+    cfg.check()  # frozen, but re-checked: this is the door to the compiler
+    defs = {
+        **op_defines(spec),
+        "CLT_NO_1D": 1,
+        "CLT_WG": cfg.wg,
+        "CLT_ITEMS": cfg.items,
+        "CLT_VEC": cfg.vec,
+        "CLT_AX_LANES": max(1, cfg.lanes),
+        "CLT_AX_COLS": max(1, cfg.cols),
+        "CLT_AX_WARP": cfg.warp,
+        "CLT_INDEX64": int(index64),
+        "CLT_NV_PTX": int(nv_ptx),
+    }
+    return [f"-D{k}={v}" for k, v in defs.items()]
+
+
+@dataclass(frozen=True, eq=False)
+class AxisBuilt:
+    """The kernels of one build and what launching them needs."""
+
+    spec: OpSpec
+    config: AxisConfig
+    index64: bool
+    rows: cl.Kernel
+    rows_fin: cl.Kernel
+    cols: cl.Kernel
+    cols_fin: cl.Kernel
+    segs: cl.Kernel
+    acc_dtype: np.dtype
+    warp_active: bool
+
+    @property
+    def tile_bytes(self) -> int:
+        return self.config.wg * max(1, self.config.vec if self.config.cols else 1) * \
+            self.acc_dtype.itemsize
+
+
+_cache: weakref.WeakKeyDictionary[cl.Context, dict[tuple, AxisBuilt]] = \
+    weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg: AxisConfig,
+          *, index64: bool = False) -> AxisBuilt:
+    key = (dev.int_ptr, spec, cfg, index64, axis_source())
+    with _lock:
+        hit = _cache.get(ctx, {}).get(key)
+    if hit is not None:
+        return hit
+    built = _build(ctx, dev, info, spec, cfg, index64)
+    with _lock:
+        return _cache.setdefault(ctx, {}).setdefault(key, built)
+
+
+def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg: AxisConfig,
+           index64: bool) -> AxisBuilt:
+    if spec.needs_fp64 and not info.fp64:
+        raise BuildError("needs cl_khr_fp64, which the device lacks")
+    if cfg.warp and not info.is_nvidia:
+        raise BuildError("warp shuffles need NVIDIA's OpenCL (inline PTX)")
+    opts = [*build_defines(spec, cfg, index64=index64, nv_ptx=info.is_nvidia),
+            *std_options(info)]
+    try:
+        prg = cl.Program(ctx, axis_source()).build(options=opts, devices=[dev])
+    except cl.Error as e:
+        msg = str(e).strip().splitlines()
+        raise BuildError("build failed: " + " | ".join(msg[-6:])[:800]) from None
+    acc = np.dtype({"float": np.float32, "double": np.float64, "int": np.int32,
+                    "uint": np.uint32, "long": np.int64, "ulong": np.uint64}[spec.acc_cl_type()])
+    kernels = {k: getattr(prg, k) for k in ("clt_ax_rows", "clt_ax_rows_fin", "clt_ax_cols",
+                                             "clt_ax_cols_fin", "clt_ax_segs")}
+    tile = cfg.wg * (cfg.vec if cfg.cols else 1) * acc.itemsize
+    for name, k in kernels.items():
+        if name == "clt_ax_cols_fin":
+            continue
+        kwg = k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, dev)
+        if cfg.wg > kwg:
+            raise BuildError(f"wg={cfg.wg} exceeds the kernel's CL_KERNEL_WORK_GROUP_SIZE={kwg}")
+        static = k.get_work_group_info(cl.kernel_work_group_info.LOCAL_MEM_SIZE, dev)
+        if static + tile > info.local_mem:
+            raise BuildError(f"local memory {static} static + {tile} tile bytes exceeds "
+                             f"CL_DEVICE_LOCAL_MEM_SIZE={info.local_mem}")
+    warp = _probe(ctx, dev, prg)
+    if cfg.warp and not warp:
+        raise BuildError("warp shuffle path not compiled (no inline PTX here)")
+    return AxisBuilt(spec, cfg, index64, kernels["clt_ax_rows"], kernels["clt_ax_rows_fin"],
+                     kernels["clt_ax_cols"], kernels["clt_ax_cols_fin"], kernels["clt_ax_segs"],
+                     acc, warp)
+
+
+def _probe(ctx: cl.Context, dev: cl.Device, prg: cl.Program) -> bool:
+    q = cl.CommandQueue(ctx, dev)
+    flags = np.zeros(3, np.int32)
+    buf = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, flags.nbytes)
+    prg.clt_ax_probe(q, (1,), (1,), buf)
+    cl.enqueue_copy(q, flags, buf)
+    q.finish()
+    return bool(flags[2])

@@ -1,0 +1,177 @@
+"""Enqueue a built AxisConfig on a shape: plans (groups, split of long rows/columns), scratch
+per queue, and the launches of kernels/axis.cl.
+
+An `AxisLauncher` belongs to one (context, device, op, config) and is thread-safe: kernel
+arguments are state shared by everyone using a build, so launches hold one lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyopencl as cl
+
+from .axis_config import AxisConfig
+from .axis_kernel import (COLS_FIN, ROWS_FIN, AxisBuilt, build, cols_args, rows_args,
+                          scalar_dtypes, segs_args)
+from .devices import DeviceInfo
+from .ops import OpSpec
+
+MAX_SPLIT = 4096
+_IDX32_LIMIT = (1 << 32) - (1 << 20)
+_LOCK = threading.RLock()
+
+
+@dataclass(frozen=True)
+class AxisPlan:
+    """Work-groups of the first kernel, pieces per row/column (`split`, 1: no finish kernel)
+    and elements (rows) per piece."""
+
+    groups: int
+    split: int
+    chunk: int
+    ctiles: int = 1  # column tiles per outer block (strided layout)
+
+    def partials(self, rows_or_outputs: int) -> int:
+        return rows_or_outputs * self.split if self.split > 1 else 0
+
+
+def _split(cfg: AxisConfig, cus: int, base: int, length: int, step: int) -> tuple[int, int]:
+    target = cfg.groups_per_cu * max(1, cus)
+    most = max(1, -(-length // (2 * step)))  # each piece at least two steps long
+    split = max(1, min(-(-target // max(1, base)), most, MAX_SPLIT))
+    chunk = -(-length // split)
+    chunk = -(-chunk // cfg.vec) * cfg.vec if cfg.lanes else chunk
+    return max(1, -(-length // max(1, chunk))), max(1, chunk)
+
+
+def plan_rows(cfg: AxisConfig, cus: int, rows: int, length: int) -> AxisPlan:
+    base = -(-rows // (cfg.wg // cfg.lanes))
+    split, chunk = _split(cfg, cus, base, length, cfg.lanes * cfg.vec * cfg.items)
+    return AxisPlan(base * split, split, chunk)
+
+
+def plan_cols(cfg: AxisConfig, cus: int, outer: int, r: int, inner: int) -> AxisPlan:
+    ctiles = -(-inner // (cfg.cols * cfg.vec))
+    base = outer * ctiles
+    split, chunk = _split(cfg, cus, base, r, (cfg.wg // cfg.cols) * cfg.items)
+    return AxisPlan(base * split, split, chunk, ctiles)
+
+
+class _Scratch:
+    __slots__ = ("partials", "capacity", "last", "in_order")
+
+    def __init__(self, queue: cl.CommandQueue) -> None:
+        self.partials: cl.Buffer | None = None
+        self.capacity = 0
+        self.last: cl.Event | None = None
+        ooo = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+        self.in_order = not (queue.properties & ooo)
+
+
+class AxisLauncher:
+    """Launches one AxisConfig (rows, cols or segments); thread-safe."""
+
+    def __init__(self, ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec,
+                 cfg: AxisConfig) -> None:
+        self.ctx, self.dev, self.info, self.spec, self.cfg = ctx, dev, info, spec, cfg
+        self._built: dict[bool, AxisBuilt] = {}
+        self._scratch: dict[int, _Scratch] = {}
+        self._local = None
+
+    def built(self, index64: bool = False) -> AxisBuilt:
+        b = self._built.get(index64)
+        if b is None:
+            b = build(self.ctx, self.dev, self.info, self.spec, self.cfg, index64=index64)
+            idx = np.uint64 if index64 else np.uint32
+            b.rows.set_scalar_arg_dtypes(scalar_dtypes(rows_args(self.spec), idx, b.acc_dtype))
+            b.cols.set_scalar_arg_dtypes(scalar_dtypes(cols_args(self.spec), idx, b.acc_dtype))
+            b.segs.set_scalar_arg_dtypes(scalar_dtypes(segs_args(self.spec), idx, b.acc_dtype))
+            b.rows_fin.set_scalar_arg_dtypes(scalar_dtypes(ROWS_FIN, idx, b.acc_dtype))
+            b.cols_fin.set_scalar_arg_dtypes(scalar_dtypes(COLS_FIN, idx, b.acc_dtype))
+            self._built[index64] = b
+            self._local = cl.LocalMemory(max(1, b.tile_bytes))
+        return b
+
+    def _scratch_for(self, queue: cl.CommandQueue, count: int, itemsize: int) -> _Scratch:
+        s = self._scratch.get(queue.int_ptr)
+        if s is None:
+            s = self._scratch[queue.int_ptr] = _Scratch(queue)
+        nbytes = max(1, count) * itemsize
+        if s.capacity < nbytes:
+            s.partials = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, nbytes)
+            s.capacity = nbytes
+        return s
+
+    def _waits(self, s: _Scratch, wait_for: Sequence[cl.Event] | None) -> list | None:
+        w = list(wait_for or ())
+        if not s.in_order and s.last is not None:
+            w.append(s.last)
+        return w or None
+
+    def _x(self, x: cl.Buffer, xoff: int, y: cl.Buffer | None, yoff: int) -> list:
+        return [x, xoff, y, yoff] if self.spec.n_inputs == 2 else [x, xoff]
+
+    def rows(self, queue: cl.CommandQueue, x: cl.Buffer, xoff: int, rows: int, length: int,
+             out: cl.Buffer, *, y: cl.Buffer | None = None, yoff: int = 0,
+             wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
+        """out[r] = reduce(x[xoff + r*length : ... + length]) for r < rows (length >= 1)."""
+        p = plan_rows(self.cfg, self.info.compute_units, rows, length)
+        b = self.built(max(xoff, yoff) + rows * length > _IDX32_LIMIT)
+        with _LOCK:
+            s = self._scratch_for(queue, p.partials(rows), b.acc_dtype.itemsize)
+            waits = self._waits(s, wait_for)
+            wg = self.cfg.wg
+            ev = b.rows(queue, (p.groups * wg,), (wg,), *self._x(x, xoff, y, yoff), rows, length,
+                        p.split, p.chunk, s.partials, out, self._local, wait_for=waits)
+            evs = [ev]
+            if p.split > 1:
+                groups = -(-rows // (wg // self.cfg.lanes))
+                evs.append(b.rows_fin(queue, (groups * wg,), (wg,), s.partials, rows, p.split,
+                                      out, self._local, wait_for=None if s.in_order else [ev]))
+            s.last = evs[-1]
+        return evs
+
+    def cols(self, queue: cl.CommandQueue, x: cl.Buffer, xoff: int, outer: int, r: int,
+             inner: int, out: cl.Buffer, *, y: cl.Buffer | None = None, yoff: int = 0,
+             wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
+        """out[o*inner + i] = reduce over k of x[xoff + (o*r + k)*inner + i] (r >= 1)."""
+        p = plan_cols(self.cfg, self.info.compute_units, outer, r, inner)
+        b = self.built(max(xoff, yoff) + outer * r * inner
+                       + p.partials(outer * inner) > _IDX32_LIMIT)
+        with _LOCK:
+            s = self._scratch_for(queue, p.partials(outer * inner), b.acc_dtype.itemsize)
+            waits = self._waits(s, wait_for)
+            wg = self.cfg.wg
+            ev = b.cols(queue, (p.groups * wg,), (wg,), *self._x(x, xoff, y, yoff), outer, r,
+                        inner, p.split, p.chunk, p.ctiles, s.partials, out, self._local,
+                        wait_for=waits)
+            evs = [ev]
+            if p.split > 1:
+                k = outer * inner
+                evs.append(b.cols_fin(queue, (-(-k // 64) * 64,),
+                                      (64,) if self.info.max_wg >= 64 else None, s.partials,
+                                      outer, inner, p.split, out,
+                                      wait_for=None if s.in_order else [ev]))
+            s.last = evs[-1]
+        return evs
+
+    def segs(self, queue: cl.CommandQueue, x: cl.Buffer, xoff: int, n: int, offs: cl.Buffer,
+             off64: bool, m: int, init: object, err: cl.Buffer, out: cl.Buffer, *,
+             y: cl.Buffer | None = None, yoff: int = 0,
+             wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
+        """out[i] = reduce(x[offs[i]:offs[i+1]], initial=init) for i < m; offs: a buffer of
+        m + 1 int32 (or int64 with off64) bounds, starting at its first byte."""
+        b = self.built(max(xoff, yoff) + n > _IDX32_LIMIT or m > _IDX32_LIMIT)
+        wg = self.cfg.wg
+        groups = max(1, -(-m // (wg // self.cfg.lanes)))
+        with _LOCK:
+            return [b.segs(queue, (groups * wg,), (wg,), *self._x(x, xoff, y, yoff), n, offs,
+                           int(off64), m, init, err, out, self._local, wait_for=wait_for)]
+
+    def count_split(self, rows: int, length: int) -> int:
+        """How many pieces `rows` splits a row into (for tests and the docs)."""
+        return plan_rows(self.cfg, self.info.compute_units, rows, length).split

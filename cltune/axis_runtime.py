@@ -1,0 +1,398 @@
+"""Reductions along axes and over segments at run time: `r(x, axis=k)` and `r.segments(...)`.
+
+An n-D C- or F-contiguous array is viewed as (outer, reduced, inner) in memory order; a
+contiguous reduced axis (inner == 1) runs the `rows` layout, any other the `cols` layout.
+Configs come from the database per variant (`op/dtype/rows|cols|segs`) and size class (see
+axis_family), the nearest tuned class serving a shape; shapes never tuned get the builtin
+config for their shape. Like the 1-D runtime this never writes the database and never loads
+the tuner.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import warnings
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from . import axis_family
+from .axis_config import AxisConfig, AxisConfigError
+from .axis_defaults import builtin_axis_config, safest_axis_config
+from .axis_family import NO_ERROR, identity
+from .axis_launch import AxisLauncher
+from .program import BuildError
+
+try:
+    from numpy.exceptions import AxisError
+except ImportError:  # numpy < 1.25
+    AxisError = np.AxisError  # type: ignore[attr-defined,misc]
+
+
+@dataclass(frozen=True)
+class AxisExplanation:
+    """Which config serves a shape, and where that answer came from."""
+
+    variant: str
+    shape: tuple[int, int]  # the (a, b) this call is, in its layout's terms
+    config: AxisConfig
+    level: str  # exact | driver-changed | same-device | shipped | vendor-default | builtin
+    why: str
+    size_class: str | None  # the tuned class that serves it (None: builtin)
+    gbps: float | None
+
+    def __str__(self) -> str:
+        cls = f"class {self.size_class}" if self.size_class else "no tuned class"
+        perf = f", {self.gbps:.1f} GB/s when tuned" if self.gbps else ""
+        return (f"{self.variant} {self.shape[0]}x{self.shape[1]}: {self.config.short()} "
+                f"[{self.level}: {self.why}; {cls}{perf}]")
+
+
+@dataclass(frozen=True)
+class _Tuned:
+    key: tuple[int, int]
+    config: AxisConfig
+    gbps: float | None
+
+
+class _Kind:
+    """What the database knows for one variant (op/dtype/kind) on this device."""
+
+    def __init__(self, level: str, why: str, tuned: list[_Tuned]) -> None:
+        self.level, self.why, self.tuned = level, why, tuned
+        self.keys = [t.key for t in tuned]
+
+
+class AxisEngine:
+    """Per 1-D engine (context, device, op/dtype, database): configs per kind, launchers,
+    error flags of the segments kernel per queue, offsets arrays already validated."""
+
+    def __init__(self, eng: Any) -> None:
+        self.ctx, self.dev, self.info, self.spec = eng.ctx, eng.dev, eng.info, eng.spec
+        self.db = getattr(eng, "db", None)
+        self.allocator = eng.allocator
+        self._kinds: dict[str, _Kind] = {}
+        self._launchers: dict[AxisConfig, AxisLauncher] = {}
+        self._errs: dict[int, cl.Buffer] = {}
+        self.checked: OrderedDict[tuple, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def kind(self, kind: str) -> _Kind:
+        k = self._kinds.get(kind)
+        if k is None:
+            k = self._kinds[kind] = _load(self.info, f"{self.spec.op}/{self.spec.dtype}/{kind}",
+                                          self.db)
+        return k
+
+    def choose(self, kind: str, a: int, b: int) -> tuple[AxisConfig, _Tuned | None]:
+        k = self.kind(kind)
+        best = axis_family.nearest(axis_family.log2_key(a, b), k.keys)
+        for t in k.tuned:
+            if t.key == best:
+                return t.config, t
+        return builtin_axis_config(self.info, kind, a, b), None
+
+    def launcher(self, cfg: AxisConfig, layout: str) -> AxisLauncher:
+        with self._lock:
+            la = self._launchers.get(cfg)
+            if la is None:
+                la = AxisLauncher(self.ctx, self.dev, self.info, self.spec, cfg)
+                try:
+                    la.built(False)
+                except BuildError as e:
+                    from .runtime import CltuneWarning
+
+                    warnings.warn(f"cltune: axis config {cfg.short()} does not build here "
+                                  f"({e}); using the safest config", CltuneWarning,
+                                  stacklevel=4)
+                    la = AxisLauncher(self.ctx, self.dev, self.info, self.spec,
+                                      safest_axis_config(self.info, layout))
+                self._launchers[cfg] = la
+                if len(self._launchers) > 64:
+                    self._launchers.pop(next(iter(self._launchers)))
+            return la
+
+    def err(self, queue: cl.CommandQueue) -> cl.Buffer:
+        with self._lock:
+            b = self._errs.get(queue.int_ptr)
+            if b is None:
+                b = self._errs[queue.int_ptr] = cl.Buffer(
+                    self.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                    hostbuf=np.full(1, NO_ERROR, np.uint32))
+            return b
+
+
+_engines: weakref.WeakKeyDictionary[Any, AxisEngine] = weakref.WeakKeyDictionary()
+_engines_lock = threading.Lock()
+
+
+def axis_engine(reducer: Any) -> AxisEngine:
+    eng = reducer._eng
+    with _engines_lock:
+        a = _engines.get(eng)
+        if a is None:
+            a = _engines[eng] = AxisEngine(eng)
+        return a
+
+
+def _load(info: Any, variant: str, db: str | None) -> _Kind:
+    """The validated tuned configs of a variant along the fallback chain (a stored config or
+    class that does not validate never reaches the compiler)."""
+    from cltune.tuning_db import DatabaseError, default_url
+    from cltune.tuning_db.paths import sqlite_file
+    from cltune.tuning_db.shipped import DeviceKey, lookup_without_db
+
+    key = DeviceKey(info.fingerprint, info.hardware_key, info.model, info.vendor, info.type,
+                    info.driver)
+    url = db or default_url()
+    path = sqlite_file(url)
+    if path is not None and not path.exists():
+        ans = lookup_without_db(key, axis_family.NAME, variant)
+    else:
+        from cltune.tuning_db import Store
+        from cltune.tuning_db.lookup import lookup
+
+        store = None
+        try:
+            store = Store.open(url, readonly=True)
+            ans = lookup(store, key, axis_family.NAME, variant)
+        except (DatabaseError, Exception):  # noqa: BLE001 - never crash an application
+            ans = lookup(None, key, axis_family.NAME, variant)
+        finally:
+            if store is not None:
+                store.close()
+    tuned = []
+    for r in ans.rows:
+        try:
+            tuned.append(_Tuned(axis_family.shape_key_of(r.size_class),
+                                AxisConfig.from_mapping(r.config), r.gbps))
+        except (AxisConfigError, ValueError):
+            continue
+    if not tuned:
+        return _Kind("builtin", ans.why if ans.level == "builtin" else "stored configs invalid",
+                     [])
+    return _Kind(ans.level, ans.why, tuned)
+
+
+# ---- arrays -------------------------------------------------------------------------------
+def _device(reducer: Any, a: Any, queue: cl.CommandQueue, name: str) -> cla.Array:
+    want = reducer.spec.np_dtype
+    if isinstance(a, np.ndarray):
+        if a.dtype != want:
+            raise TypeError(f"{name} has dtype {a.dtype}, this reducer is for {want}")
+        if not (a.flags.c_contiguous or a.flags.f_contiguous):
+            a = np.ascontiguousarray(a)
+        return cla.to_device(queue, a)
+    if not isinstance(a, cla.Array):
+        raise TypeError(f"{name} must be a pyopencl.array.Array or numpy array, "
+                        f"not {type(a).__name__}")
+    if a.dtype != want:
+        raise TypeError(f"{name} has dtype {a.dtype}, this reducer is for {want} "
+                        f"(cast with .astype or use get_reducer(..., dtype={a.dtype}))")
+    if a.context.int_ptr != reducer._eng.ctx.int_ptr:
+        raise ValueError(f"{name} lives in another OpenCL context than this reducer")
+    if a.size and not (a.flags.c_contiguous or a.flags.f_contiguous):
+        raise ValueError(f"{name} is not contiguous; reduce a contiguous copy (x.copy())")
+    return a
+
+
+def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    """numpy's rules: an int or a tuple of ints, negative from the end, no duplicates."""
+    items = axis if isinstance(axis, tuple) else (axis,)
+    out = []
+    for a in items:
+        if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+            raise TypeError(f"axis must be an int or a tuple of ints, not {type(a).__name__}")
+        if not -ndim <= a < ndim:
+            raise AxisError(int(a), ndim)
+        out.append(int(a) % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError("duplicate value in 'axis'")
+    return tuple(sorted(out))
+
+
+def _out_array(reducer: Any, q: cl.CommandQueue, shape: tuple[int, ...], order: str,
+               out: Any) -> cla.Array:
+    rdt = reducer.spec.result_dtype
+    if out is None:
+        return cla.empty(q, shape, rdt, order=order, allocator=axis_engine(reducer).allocator)
+    if not isinstance(out, cla.Array) or out.dtype != rdt or tuple(out.shape) != shape:
+        raise TypeError(f"out must be a pyopencl Array of shape {shape} and dtype {rdt}")
+    ok = out.flags.c_contiguous if order == "C" else out.flags.f_contiguous
+    if not ok or out.offset:
+        raise ValueError(f"out must be {order}-contiguous (like the input) and start at "
+                         "offset 0 of its buffer")
+    return out
+
+
+def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
+                q: cl.CommandQueue, out: Any, wait_for: Any) -> cla.Array:
+    """`r(x, axis=..., keepdims=...)`: numpy's shape and result dtype, on the device."""
+    spec = reducer.spec
+    if (y is None) != (spec.op != "dot"):
+        raise TypeError("dot takes two arrays (x, y)" if spec.op == "dot"
+                        else f"{spec.op} takes one array")
+    if wait_for is not None and not all(isinstance(e, cl.Event) for e in wait_for):
+        raise TypeError("wait_for must be a list of pyopencl Events")
+    xd = _device(reducer, x, q, "x")
+    yd = _device(reducer, y, q, "y") if y is not None else None
+    if yd is not None and (yd.shape != xd.shape or yd.strides != xd.strides):
+        raise ValueError(f"x and y differ in shape or layout ({xd.shape} vs {yd.shape})")
+    shape = tuple(xd.shape)
+    nd = len(shape)
+    axes = tuple(range(nd)) if axis is None else normalize_axes(axis, nd)
+    kept = tuple(1 if i in axes else s for i, s in enumerate(shape)) if keepdims else \
+        tuple(s for i, s in enumerate(shape) if i not in axes)
+    fortran = nd > 1 and not xd.flags.c_contiguous
+    order = "F" if fortran else "C"
+    mem = [nd - 1 - a for a in axes] if fortran else list(axes)
+    mem_shape = shape[::-1] if fortran else shape
+    if mem and max(mem) - min(mem) + 1 != len(mem):
+        raise ValueError(f"cltune reduces adjacent axes only, got axis={axis} for a "
+                         f"{order}-ordered array of shape {shape}; reduce in two calls")
+    lo, hi = (min(mem), max(mem) + 1) if mem else (nd, nd)
+    outer = math.prod(mem_shape[:lo])
+    r = math.prod(mem_shape[lo:hi])
+    inner = math.prod(mem_shape[hi:])
+    res = _out_array(reducer, q, kept, order, out)
+    waits = list(wait_for or []) + list(xd.events) + list(res.events)
+    if yd is not None:
+        waits += yd.events
+    if outer * inner == 0:
+        return res
+    if r == 0:
+        if spec.op in ("min", "max"):
+            raise ValueError("zero-size array to reduction operation "
+                             f"{'minimum' if spec.op == 'min' else 'maximum'} which has no "
+                             "identity")
+        res.fill(spec.result_dtype.type(1 if spec.op == "prod" else 0), queue=q,
+                 wait_for=waits or None)
+        return res
+    if not mem:  # axis=(): nothing reduced, numpy returns the elements in the result dtype
+        v = (xd if yd is None else xd * yd).get(queue=q)  # a copy: rare, not worth a kernel
+        res.set(np.asarray(v.astype(res.dtype).reshape(kept), order=order), queue=q)
+        return res
+    isz = spec.itemsize
+    eng = axis_engine(reducer)
+    if inner == 1:
+        cfg, _ = eng.choose("rows", outer, r)
+        la = eng.launcher(cfg, "rows")
+        evs = la.rows(q, xd.base_data, xd.offset // isz, outer, r, res.base_data,
+                      y=yd.base_data if yd is not None else None,
+                      yoff=yd.offset // isz if yd is not None else 0, wait_for=waits or None)
+    else:
+        cfg, _ = eng.choose("cols", r, inner)
+        la = eng.launcher(cfg, "cols")
+        evs = la.cols(q, xd.base_data, xd.offset // isz, outer, r, inner, res.base_data,
+                      y=yd.base_data if yd is not None else None,
+                      yoff=yd.offset // isz if yd is not None else 0, wait_for=waits or None)
+    res.add_event(evs[-1])
+    return res
+
+
+def reduce_segments(reducer: Any, x: Any, offsets: Any, initial: Any, q: cl.CommandQueue,
+                    out: Any, wait_for: Any, check: bool | None = None) -> cla.Array:
+    """`r.segments(x, offsets, initial=None)`: one value per CSR segment.
+
+    Bounds are checked on the device (a bad segment is reduced as empty and flagged; no load
+    leaves x). The flag is read (one round trip) the first time an offsets array is used
+    (`check=None`), on every call with `check=True`, never with `check=False`."""
+    spec = reducer.spec
+    if spec.op == "dot":
+        raise TypeError("segments of a dot: multiply first (x * y), then use a sum reducer")
+    if wait_for is not None and not all(isinstance(e, cl.Event) for e in wait_for):
+        raise TypeError("wait_for must be a list of pyopencl Events")
+    xd = _device(reducer, x, q, "x")
+    if isinstance(offsets, np.ndarray):
+        offsets = cla.to_device(q, np.ascontiguousarray(offsets))
+    if not isinstance(offsets, cla.Array) or offsets.dtype not in (np.int32, np.int64) \
+            or offsets.ndim != 1 or not offsets.flags.c_contiguous:
+        raise TypeError("offsets must be a 1-D contiguous int32 or int64 array of m + 1 "
+                        "segment bounds (CSR row pointers)")
+    if offsets.size < 1:
+        raise ValueError("offsets needs at least one entry (m + 1 bounds for m segments)")
+    if offsets.context.int_ptr != reducer._eng.ctx.int_ptr:
+        raise ValueError("offsets lives in another OpenCL context than this reducer")
+    m = offsets.size - 1
+    eng = axis_engine(reducer)
+    rdt = spec.result_dtype
+    if out is None:
+        res = cla.empty(q, (m,), rdt, allocator=eng.allocator)
+    elif not (isinstance(out, cla.Array) and out.dtype == rdt and out.shape == (m,)
+              and out.offset == 0):
+        raise TypeError(f"out must be a pyopencl Array of shape ({m},), dtype {rdt}, offset 0")
+    else:
+        res = out
+    if m == 0:
+        return res
+    try:
+        init = rdt.type(initial) if initial is not None else identity(spec)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ValueError(f"initial={initial!r:.40} is not a {rdt} value: {e}") from None
+    waits = list(wait_for or []) + list(xd.events) + list(offsets.events) + list(res.events)
+    cfg, _ = eng.choose("segs", m, max(1, xd.size // m))
+    la = eng.launcher(cfg, "rows")
+    b = la.built(False)
+    init_acc = b.acc_dtype.type(init)
+    key = (offsets.base_data.int_ptr, offsets.offset, offsets.size, offsets.dtype.num)
+    if check is None:
+        check = key not in eng.checked
+    err = eng.err(q)
+    if check:
+        waits.append(cl.enqueue_copy(q, err, np.full(1, NO_ERROR, np.uint32),
+                                     is_blocking=False))
+    if offsets.offset:  # the kernel reads bounds from the start of a buffer
+        offsets = offsets.copy(queue=q)
+    evs = la.segs(q, xd.base_data, xd.offset // spec.itemsize, xd.size, offsets.base_data,
+                  offsets.dtype == np.int64, m, init_acc, err, res.base_data,
+                  wait_for=waits or None)
+    res.add_event(evs[-1])
+    if check:
+        flag = np.empty(1, np.uint32)
+        cl.enqueue_copy(q, flag, err, wait_for=evs)
+        if int(flag[0]) != NO_ERROR:
+            i = int(flag[0])
+            raise ValueError(f"offsets are not valid CSR bounds for x of {xd.size} elements: "
+                             f"segment {i} has bounds that are negative, decreasing or past "
+                             "the end (checked on the device)")
+        with eng._lock:
+            eng.checked[key] = None
+            while len(eng.checked) > 256:
+                eng.checked.popitem(last=False)
+    return res
+
+
+def explain_axis(reducer: Any, shape: tuple[int, ...], axis: Any,
+                 order: str = "C") -> AxisExplanation:
+    """Which config `r(x, axis=axis)` runs for an array of this shape and order."""
+    nd = len(shape)
+    axes = normalize_axes(axis, nd)
+    mem = [nd - 1 - a for a in axes] if order == "F" else list(axes)
+    mem_shape = tuple(shape)[::-1] if order == "F" else tuple(shape)
+    lo, hi = min(mem), max(mem) + 1
+    r, inner = math.prod(mem_shape[lo:hi]), math.prod(mem_shape[hi:])
+    outer = math.prod(mem_shape[:lo])
+    kind, a, b = ("rows", outer, r) if inner == 1 else ("cols", r, inner)
+    return _explain(reducer, kind, a, b)
+
+
+def explain_segments(reducer: Any, m: int, n: int) -> AxisExplanation:
+    """Which config `r.segments` runs for m segments over n elements."""
+    return _explain(reducer, "segs", m, max(1, n // max(1, m)))
+
+
+def _explain(reducer: Any, kind: str, a: int, b: int) -> AxisExplanation:
+    eng = axis_engine(reducer)
+    cfg, t = eng.choose(kind, a, b)
+    k = eng.kind(kind)
+    spec = reducer.spec
+    return AxisExplanation(f"{spec.op}/{spec.dtype}/{kind}", (a, b), cfg,
+                           k.level if t else "builtin", k.why if t else
+                           "no tuned class for this variant" if not k.tuned else k.why,
+                           axis_family.size_class(t.key) if t else None, t.gbps if t else None)

@@ -1,0 +1,317 @@
+/* cltune reductions along an axis and over segments.
+ *
+ * Built as kernels/reduce.cl (its header: the op, element/accumulator/output types, loads,
+ * OP/ACCUM/hreduce/STORE_OUT; -DCLT_NO_1D=1 leaves out its 1-D kernels) followed by this file.
+ * Every tunable has a default so the pair compiles on its own; values reach it only as -D
+ * options from cltune.axis_kernel.build_defines (a validated AxisConfig).
+ *
+ * An n-D array is viewed as (outer, R, inner), C order, and reduced over R:
+ *   clt_ax_rows   inner == 1 (the reduced axis is contiguous): CLT_AX_LANES work-items share a
+ *                 row (1: a work-item per row ... CLT_WG: a work-group per row), each lane
+ *                 loads CLT_ITEMS vectors of CLT_VEC elements per step; the lanes of a row
+ *                 combine in __local memory (a tree with uniform barriers) or, with
+ *                 CLT_AX_WARP on NVIDIA, with shfl.sync.bfly. A long row is split over `split`
+ *                 groups whose partials clt_ax_rows_fin combines.
+ *   clt_ax_cols   inner > 1 (strided): CLT_AX_COLS work-items lie along the kept axis, each
+ *                 owning CLT_VEC adjacent outputs (coalesced loads), CLT_WG / CLT_AX_COLS of
+ *                 them stream rows; a tree in __local memory combines those; with split > 1
+ *                 the rows are split over groups and clt_ax_cols_fin combines the partials.
+ *   clt_ax_segs   segment i is x[offs[i] : offs[i+1]] (CSR row pointers, int or long): as
+ *                 clt_ax_rows with the row bounds read from offs. Bounds that are negative,
+ *                 decreasing or past n make that segment empty and record the lowest such
+ *                 segment index in err[0] (atomic_min; the host reads it only when asked): no
+ *                 load ever leaves x.
+ * Barriers are never in divergent code: every work-item of a group reaches every barrier
+ * (work-items past the last row do the same steps over an empty range).
+ */
+
+#ifndef CLT_AX_LANES
+#define CLT_AX_LANES 1
+#endif
+#ifndef CLT_AX_COLS
+#define CLT_AX_COLS 64
+#endif
+#ifndef CLT_AX_WARP
+#define CLT_AX_WARP 0
+#endif
+
+#define AX_RPG (CLT_WG / CLT_AX_LANES) /* rows per group */
+#define AX_RT (CLT_WG / CLT_AX_COLS)   /* work-items along the reduced axis (cols) */
+
+#if CLT_AX_WARP && CLT_HAVE_NV_PTX && CLT_AX_LANES > 1 && CLT_AX_LANES <= 32
+#define AX_WARP_ACTIVE 1
+#else
+#define AX_WARP_ACTIVE 0
+#endif
+
+#if CLT_OP == 4
+#define AXV(e) (LOADV_X(0, xp + (e)) * LOADV_X(0, yp + (e)))
+#define AX1(j) (LOAD1_X((j), xp) * LOAD1_X((j), yp))
+#else
+#define AXV(e) LOADV_X(0, xp + (e))
+#define AX1(j) LOAD1_X((j), xp)
+#endif
+
+#if AX_WARP_ACTIVE
+inline uint ax_shfl_xor_u32(uint v, uint mask) {
+    uint r;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(mask));
+    return r;
+}
+inline acc_t ax_shfl_xor(acc_t v, uint mask) {
+#if CLT_ACC_64
+    uint2 u = as_uint2(v);
+    u.x = ax_shfl_xor_u32(u.x, mask);
+    u.y = ax_shfl_xor_u32(u.y, mask);
+    return CAT(as_, CLT_ACC_T)(u);
+#else
+    return CAT(as_, CLT_ACC_T)(ax_shfl_xor_u32(as_uint(v), mask));
+#endif
+}
+#endif
+
+/* The CLT_AX_LANES lanes of each row combine their values; valid in every lane. Every
+ * work-item of the group calls it. */
+inline acc_t ax_lane_combine(acc_t v, __local acc_t *tile) {
+#if CLT_AX_LANES == 1
+    return v;
+#elif AX_WARP_ACTIVE
+    for (uint m = CLT_AX_LANES / 2; m > 0; m >>= 1) {
+        const acc_t o = ax_shfl_xor(v, m); /* every lane shuffles: never inside OP's ?: */
+        v = OP(v, o);
+    }
+    return v;
+#else
+    const uint lid = get_local_id(0);
+    const uint lane = lid % CLT_AX_LANES;
+    tile[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint st = CLT_AX_LANES / 2; st > 0; st >>= 1) {
+        if (lane < st) tile[lid] = OP(tile[lid], tile[lid + st]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    return tile[lid - lane];
+#endif
+}
+
+/* Lane `lane` of CLT_AX_LANES accumulates elements [start, end) of the row at `base`. */
+inline acc_t ax_row_sum(__global const CLT_IN_T *xp
+#if CLT_OP == 4
+                        , __global const CLT_IN_T *yp
+#endif
+                        , const idx_t base, const idx_t start, const idx_t end, const uint lane) {
+    accv_t acc[CLT_ITEMS];
+    accv_t comp[CLT_ITEMS];
+#pragma unroll
+    for (int k = 0; k < CLT_ITEMS; ++k) {
+        acc[k] = (accv_t)IDENT;
+        comp[k] = (accv_t)0;
+    }
+    const idx_t step = (idx_t)CLT_AX_LANES * CLT_VEC;
+    idx_t i = start + (idx_t)lane * CLT_VEC;
+    for (; i + (idx_t)(CLT_ITEMS - 1) * step + CLT_VEC <= end; i += (idx_t)CLT_ITEMS * step) {
+#pragma unroll
+        for (int k = 0; k < CLT_ITEMS; ++k) ACCUM(acc[k], comp[k], AXV(base + i + k * step));
+    }
+    for (; i + CLT_VEC <= end; i += step) ACCUM(acc[0], comp[0], AXV(base + i));
+    /* the last (end - start) % CLT_VEC elements, one per lane */
+    acc_t s = IDENT;
+    acc_t c = (acc_t)0;
+    const idx_t vend = end - (end - start) % CLT_VEC;
+    for (idx_t j = vend + lane; j < end; j += CLT_AX_LANES) ACCUM1(s, c, AX1(base + j));
+#pragma unroll
+    for (int k = 0; k < CLT_ITEMS; ++k) s = OP(s, hreduce(acc[k]));
+    return s;
+}
+
+#if CLT_OP == 4
+#define AX_XY xp, yp
+#else
+#define AX_XY xp
+#endif
+
+/* ---- contiguous axis --------------------------------------------------------------------- */
+/* Group g: row block g / split, piece g % split of each row ([piece*chunk, +chunk)). */
+__kernel CLT_WG_ATTR void
+clt_ax_rows(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t rows,
+            const idx_t len, const uint split, const idx_t chunk, __global acc_t *partials,
+            __global out_t *out, __local acc_t *tile) {
+    __global const CLT_IN_T *xp = x + xoff;
+    Y_SETUP
+    const uint lid = get_local_id(0);
+    const uint lane = lid % CLT_AX_LANES;
+    const idx_t g = get_group_id(0);
+    const uint piece = (uint)(g % split);
+    const idx_t row = (g / split) * AX_RPG + lid / CLT_AX_LANES;
+    const int live = row < rows;
+    const idx_t start = (idx_t)piece * chunk;
+    const idx_t end = live ? min(start + chunk, len) : start;
+    acc_t r = ax_row_sum(AX_XY, live ? row * len : 0, start, end, lane);
+    r = ax_lane_combine(r, tile);
+    if (live && lane == 0) {
+        if (split == 1)
+            STORE_OUT(out + row, r);
+        else
+            partials[row * split + piece] = r;
+    }
+}
+
+/* The `split` partials of each row (partials[row * split + piece]) -> out[row]. */
+__kernel CLT_WG_ATTR void
+clt_ax_rows_fin(__global const acc_t *partials, const idx_t rows, const uint split,
+                __global out_t *out, __local acc_t *tile) {
+    const uint lid = get_local_id(0);
+    const uint lane = lid % CLT_AX_LANES;
+    const idx_t row = (idx_t)get_group_id(0) * AX_RPG + lid / CLT_AX_LANES;
+    const int live = row < rows;
+    acc_t s = IDENT;
+    if (live)
+        for (uint j = lane; j < split; j += CLT_AX_LANES) s = OP(s, partials[row * split + j]);
+    s = ax_lane_combine(s, tile);
+    if (live && lane == 0) STORE_OUT(out + row, s);
+}
+
+/* ---- strided axis ------------------------------------------------------------------------ */
+/* Group g: piece g % split of the rows, column tile (g / split) % ctiles of outer block
+ * g / (split * ctiles). Work-item (tx, ty) owns columns col .. col + CLT_VEC - 1 and rows
+ * r0 + ty, r0 + ty + AX_RT, ... */
+__kernel CLT_WG_ATTR void
+clt_ax_cols(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t outer,
+            const idx_t R, const idx_t inner, const uint split, const idx_t chunk,
+            const idx_t ctiles, __global acc_t *partials, __global out_t *out,
+            __local acc_t *tile) {
+    __global const CLT_IN_T *xp = x + xoff;
+    Y_SETUP
+    const uint lid = get_local_id(0);
+    const uint tx = lid % CLT_AX_COLS;
+    const uint ty = lid / CLT_AX_COLS;
+    const idx_t g = get_group_id(0);
+    const uint piece = (uint)(g % split);
+    const idx_t t = (g / split) % ctiles;
+    const idx_t o = g / split / ctiles;
+    const idx_t col = (t * CLT_AX_COLS + tx) * CLT_VEC;
+    const idx_t r0 = (idx_t)piece * chunk;
+    const idx_t r1 = min(r0 + chunk, R);
+    const idx_t base = o * R * inner + col;
+
+    accv_t acc[CLT_ITEMS];
+    accv_t comp[CLT_ITEMS];
+#pragma unroll
+    for (int k = 0; k < CLT_ITEMS; ++k) {
+        acc[k] = (accv_t)IDENT;
+        comp[k] = (accv_t)0;
+    }
+    acc_t edge[CLT_VEC]; /* the last, partial vector of columns: scalar loads */
+#pragma unroll
+    for (int v = 0; v < CLT_VEC; ++v) edge[v] = IDENT;
+    if (o < outer && col + CLT_VEC <= inner) {
+        idx_t r = r0 + ty;
+        for (; r + (idx_t)(CLT_ITEMS - 1) * AX_RT < r1; r += (idx_t)CLT_ITEMS * AX_RT) {
+#pragma unroll
+            for (int k = 0; k < CLT_ITEMS; ++k)
+                ACCUM(acc[k], comp[k], AXV(base + (r + k * AX_RT) * inner));
+        }
+        for (; r < r1; r += AX_RT) ACCUM(acc[0], comp[0], AXV(base + r * inner));
+    } else if (o < outer && col < inner) {
+        for (idx_t r = r0 + ty; r < r1; r += AX_RT) {
+#pragma unroll
+            for (int v = 0; v < CLT_VEC; ++v) {
+                acc_t c = (acc_t)0;
+                if (col + v < inner) ACCUM1(edge[v], c, AX1(base + r * inner + v));
+            }
+        }
+    }
+#pragma unroll
+    for (int k = 1; k < CLT_ITEMS; ++k) acc[0] = OP(acc[0], acc[k]);
+    acc_t mine[CLT_VEC];
+#if CLT_VEC == 1
+    mine[0] = OP(acc[0], edge[0]);
+#else
+    CAT(vstore, CLT_VEC)(acc[0], 0, mine);
+#pragma unroll
+    for (int v = 0; v < CLT_VEC; ++v) mine[v] = OP(mine[v], edge[v]);
+#endif
+
+#if AX_RT > 1
+#pragma unroll
+    for (int v = 0; v < CLT_VEC; ++v) tile[lid * CLT_VEC + v] = mine[v];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint st = AX_RT / 2; st > 0; st >>= 1) {
+        if (ty < st) {
+#pragma unroll
+            for (int v = 0; v < CLT_VEC; ++v)
+                tile[lid * CLT_VEC + v] =
+                    OP(tile[lid * CLT_VEC + v], tile[(lid + st * CLT_AX_COLS) * CLT_VEC + v]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+#pragma unroll
+    for (int v = 0; v < CLT_VEC; ++v) mine[v] = tile[lid * CLT_VEC + v];
+#endif
+    if (ty == 0 && o < outer) {
+#pragma unroll
+        for (int v = 0; v < CLT_VEC; ++v) {
+            if (col + v < inner) {
+                if (split == 1)
+                    STORE_OUT(out + o * inner + col + v, mine[v]);
+                else
+                    partials[(o * split + piece) * inner + col + v] = mine[v];
+            }
+        }
+    }
+}
+
+/* partials[(o * split + piece) * inner + i] over piece -> out[o * inner + i]; one work-item
+ * per output (coalesced). */
+__kernel void clt_ax_cols_fin(__global const acc_t *partials, const idx_t outer,
+                              const idx_t inner, const uint split, __global out_t *out) {
+    const idx_t k = get_global_id(0);
+    if (k >= outer * inner) return; /* no barriers in this kernel */
+    const idx_t o = k / inner;
+    const idx_t i = k - o * inner;
+    acc_t s = IDENT;
+    for (uint j = 0; j < split; ++j) s = OP(s, partials[(o * split + j) * inner + i]);
+    STORE_OUT(out + k, s);
+}
+
+/* ---- segments ---------------------------------------------------------------------------- */
+/* offs: m + 1 bounds, long when off64 else int. init is combined into every segment (the
+ * identity unless the caller gave `initial`). */
+__kernel CLT_WG_ATTR void
+clt_ax_segs(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n,
+            __global const int *offs, const uint off64, const idx_t m, const acc_t init,
+            __global uint *err, __global out_t *out, __local acc_t *tile) {
+    __global const CLT_IN_T *xp = x + xoff;
+    Y_SETUP
+    const uint lid = get_local_id(0);
+    const uint lane = lid % CLT_AX_LANES;
+    const idx_t seg = (idx_t)get_group_id(0) * AX_RPG + lid / CLT_AX_LANES;
+    const int live = seg < m;
+    long b = 0, e = 0;
+    if (live) {
+        if (off64) {
+            b = ((__global const long *)offs)[seg];
+            e = ((__global const long *)offs)[seg + 1];
+        } else {
+            b = offs[seg];
+            e = offs[seg + 1];
+        }
+    }
+    if (b < 0 || e < b || e > (long)n) {
+        if (lane == 0) atomic_min(err, (uint)min(seg, (idx_t)0xfffffffeu));
+        b = e = 0;
+    }
+    acc_t r = ax_row_sum(AX_XY, 0, (idx_t)b, (idx_t)e, lane);
+    r = ax_lane_combine(r, tile);
+    r = OP(r, init);
+#if CLT_IS_FLOAT && (CLT_OP == 0 || CLT_OP == 4)
+    if (e == b) r = init + (acc_t)0; /* numpy: an empty sum is +0.0 (a sum of -0.0s is -0.0) */
+#endif
+    if (live && lane == 0) STORE_OUT(out + seg, r);
+}
+
+__kernel void clt_ax_probe(__global int *flags) {
+    flags[0] = CLT_HAVE_SUBGROUPS;
+    flags[1] = CLT_HAVE_NV_PTX;
+    flags[2] = AX_WARP_ACTIVE;
+}
