@@ -1,0 +1,313 @@
+"""Arg-reductions and one-pass statistics with numpy semantics, built on
+`cltune.ReductionKernel` (so each is tuned like any custom expression).
+
+Every function takes a contiguous pyopencl Array (any shape: the whole array is reduced, as
+numpy does without `axis`) and returns a 0-d device array, like `get_reducer`'s reducers:
+
+    >>> import cltune
+    >>> int(cltune.argmax(x).get()), float(cltune.var(x, ddof=1).get())
+
+Semantics: `argmin`/`argmax` give the int64 index of the first occurrence; a NaN wins (the
+first NaN), as in numpy; an empty input is a ValueError. `norm` (ord None/2, 1, inf) returns
+the input's float type (float64 for integers); L2 never overflows or underflows for finite
+inputs: float32 sums squares in double, float64 (and devices without fp64) use LAPACK's
+scaled sum of squares. `mean`/`var`/`std` accumulate in double where the device has fp64
+(float32 results for float32 inputs, float64 otherwise); `var` is one pass, Welford updates
+per element merged with Chan et al.'s pairwise formula, so its relative error is about
+(L + log2 P) * u * (1 + mean^2 / var) (L elements per accumulator, P accumulators, u the unit
+roundoff of the accumulator: 1.1e-16 with double). `count_nonzero` is int64 (NaN counts as
+nonzero); `any`/`all` are bool.
+
+`kernel(op, ctx, dtype)` is the ReductionKernel behind a function, e.g. to tune it:
+`cltune.stats.kernel("argmax", ctx, np.float32).tune(x)`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+import warnings
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+from pyopencl.tools import dtype_to_ctype, get_or_register_dtype
+
+from .reduction_kernel import ReductionKernel
+
+OPS = ("argmin", "argmax", "norm1", "norm2", "norm_inf", "mean", "var", "std",
+       "count_nonzero", "any", "all")
+DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.uint8, np.int16,
+                                     np.uint16, np.int32, np.uint32, np.int64, np.uint64))
+
+_cache: weakref.WeakKeyDictionary[cl.Context, dict[tuple, ReductionKernel]] = (
+    weakref.WeakKeyDictionary())
+_lock = threading.Lock()
+
+
+def _fp64(ctx: cl.Context) -> bool:
+    return builtins.all(bool(d.double_fp_config) for d in ctx.devices)
+
+
+def _limit(dt: np.dtype, top: bool) -> str:
+    if dt.kind == "f":
+        return "INFINITY" if top else "-INFINITY"
+    v = int(np.iinfo(dt).max if top else np.iinfo(dt).min)
+    c = dtype_to_ctype(dt)
+    return f"(({c})({v + 1}L - 1L))" if v < 0 else f"(({c}){v}UL)"
+
+
+def _quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapped(*a: Any) -> Any:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            return fn(*a)
+    return wrapped
+
+
+def _arg_kernel(ctx: cl.Context, dt: np.dtype, largest: bool) -> ReductionKernel:
+    c = dtype_to_ctype(dt)
+    ty = f"clt_arg_{c.replace(' ', '_')}_t"  # one C name per numpy dtype (pyopencl's registry)
+    get_or_register_dtype(ty, np.dtype([("idx", np.int64), ("val", dt)], align=True))
+    st = f"{ty}_{'max' if largest else 'min'}"
+    cmp = ">" if largest else "<"
+    nan = "const int an = a.val != a.val, bn = b.val != b.val;\n" \
+          "  if (an || bn) return (an && bn) ? (a.idx <= b.idx ? a : b) : (an ? a : b);" \
+        if dt.kind == "f" else ""
+    pre = f"""
+typedef struct {{ long idx; {c} val; }} {ty};
+inline {ty} {st}_make({c} v, long i) {{ {ty} r; r.idx = i; r.val = v; return r; }}
+inline {ty} {st}_pick({ty} a, {ty} b) {{
+  {nan}
+  if (a.val {cmp} b.val) return a;
+  if (b.val {cmp} a.val) return b;
+  return a.idx <= b.idx ? a : b;
+}}
+"""
+    def ref(h: list, lo: int, hi: int) -> Any:
+        x = h[0][lo:hi]
+        return np.int64((np.argmax(x) if largest else np.argmin(x)) + lo)
+
+    return ReductionKernel(ctx, np.dtype([("idx", np.int64), ("val", dt)], align=True),
+                           neutral=f"{st}_make({_limit(dt, not largest)}, LONG_MAX)",
+                           reduce_expr=f"{st}_pick(a, b)", map_expr=f"{st}_make(x[i], i)",
+                           arguments=f"__global const {c} *x", preamble=pre,
+                           finish_expr="a.idx", dtype_result=np.int64, name=f"arg_{st}")
+
+
+def _result_dtype(dt: np.dtype) -> np.dtype:
+    return dt if dt.kind == "f" else np.dtype(np.float64)
+
+
+def _make(ctx: cl.Context, op: str, dt: np.dtype) -> ReductionKernel:
+    c = dtype_to_ctype(dt)
+    args = f"__global const {c} *x"
+    res = _result_dtype(dt)
+    fp64 = _fp64(ctx)
+    if res == np.float64 and not fp64:
+        raise ValueError(f"{op} of {dt} needs a float64 result: the device has no fp64")
+    acc = "double" if fp64 else dtype_to_ctype(res)
+    acc_dt = np.dtype(np.float64) if fp64 else res
+
+    def r64(f: Callable[[np.ndarray], Any]) -> Callable[..., Any]:
+        return lambda h, lo, hi: res.type(f(h[0][lo:hi].astype(np.float64)))
+
+    if op in ("argmax", "argmin"):
+        return _arg_kernel(ctx, dt, op == "argmax")
+    if op == "mean":
+        knl = ReductionKernel(ctx, acc_dt, "0", "a+b", f"({acc})x[i]", args,
+                              finish_expr=f"a / ({acc})n", dtype_result=res, name="mean")
+        knl.reference = _quiet(r64(np.mean))
+        return knl
+    if op == "norm1":
+        knl = ReductionKernel(ctx, acc_dt, "0", "a+b", f"fabs(({acc})x[i])", args,
+                              dtype_result=res, name="norm1")
+        knl.reference = r64(lambda x: np.abs(x).sum())
+        return knl
+    if op == "norm_inf":
+        r = dtype_to_ctype(res)
+        knl = ReductionKernel(ctx, res, "0", "(a != a || a > b) ? a : b", f"fabs(({r})x[i])",
+                              args, dtype_result=res, name="norm_inf")
+        knl.reference = r64(lambda x: np.abs(x).max())
+        return knl
+    if op == "norm2":
+        return _norm2(ctx, dt, res, fp64)
+    if op in ("var", "std"):
+        return _var(ctx, dt, res, acc, acc_dt, op == "std")
+    if op == "count_nonzero":
+        knl = ReductionKernel(ctx, np.int64, "0", "a+b", "(x[i] != 0) ? 1 : 0", args,
+                              name="count_nonzero")
+        knl.reference = lambda h, lo, hi: np.int64(np.count_nonzero(h[0][lo:hi]))
+        return knl
+    if op in ("any", "all"):
+        red, neutral = ("a | b", "0") if op == "any" else ("a & b", "1")
+        knl = ReductionKernel(ctx, np.uint8, neutral, red, "(x[i] != 0) ? 1 : 0", args,
+                              dtype_result=np.bool_, name=op)
+        f = np.any if op == "any" else np.all
+        knl.reference = lambda h, lo, hi: np.bool_(f(h[0][lo:hi]))
+        return knl
+    raise ValueError(f"unknown op {op!r}; known: {', '.join(OPS)}")
+
+
+def _norm2(ctx: cl.Context, dt: np.dtype, res: np.dtype, fp64: bool) -> ReductionKernel:
+    args = f"__global const {dtype_to_ctype(dt)} *x"
+    ref = _quiet(lambda h, lo, hi: res.type(np.linalg.norm(h[0][lo:hi].astype(np.float64))))
+    if fp64 and dt != np.float64:  # squares of float32 / integers cannot overflow a double
+        knl = ReductionKernel(ctx, np.float64, "0", "a+b", "(double)x[i] * (double)x[i]", args,
+                              finish_expr="sqrt(a)", dtype_result=res, name="norm2")
+        knl.reference = ref
+        return knl
+    t = dtype_to_ctype(res)
+    st = f"clt_nrm2_{t}_t"
+    get_or_register_dtype(st, np.dtype([("scale", res), ("ssq", res)], align=True))
+    pre = f"""
+typedef struct {{ {t} scale; {t} ssq; }} {st};
+inline {st} {st}_make({t} v) {{ {st} r; r.scale = fabs(v); r.ssq = v != 0 ? 1 : 0; return r; }}
+inline {st} {st}_comb({st} a, {st} b) {{
+  if (a.scale != a.scale || b.scale != b.scale) {{ a.scale = NAN; return a; }}
+  if (a.scale < b.scale) {{ {st} t_ = a; a = b; b = t_; }}
+  if (a.scale == 0 || isinf(a.scale)) {{ a.ssq = a.scale == 0 ? 0 : 1; return a; }}
+  const {t} q = b.scale / a.scale;
+  a.ssq += b.ssq * q * q;
+  return a;
+}}
+"""
+    knl = ReductionKernel(ctx, np.dtype([("scale", res), ("ssq", res)], align=True),
+                          f"{st}_make(0)", f"{st}_comb(a, b)", f"{st}_make(({t})x[i])", args,
+                          preamble=pre, finish_expr="a.scale * sqrt(a.ssq)", dtype_result=res,
+                          name="norm2")
+    knl.reference = ref
+    return knl
+
+
+def _var(ctx: cl.Context, dt: np.dtype, res: np.dtype, acc: str, acc_dt: np.dtype,
+         root: bool) -> ReductionKernel:
+    st = f"clt_welford_{acc}_t"
+    get_or_register_dtype(st, np.dtype([("n", acc_dt), ("mean", acc_dt), ("m2", acc_dt)],
+                                       align=True))
+    pre = f"""
+typedef struct {{ {acc} n; {acc} mean; {acc} m2; }} {st};
+inline {st} {st}_make({acc} v) {{ {st} r; r.n = 1; r.mean = v; r.m2 = 0; return r; }}
+inline {st} {st}_zero(void) {{ {st} r; r.n = 0; r.mean = 0; r.m2 = 0; return r; }}
+/* Chan, Golub and LeVeque's pairwise update (Welford's when b holds one element) */
+inline {st} {st}_comb({st} a, {st} b) {{
+  if (b.n == 0) return a;
+  if (a.n == 0) return b;
+  {st} r;
+  r.n = a.n + b.n;
+  const {acc} d = b.mean - a.mean, f = b.n / r.n;
+  r.mean = a.mean + d * f;
+  r.m2 = a.m2 + b.m2 + d * d * a.n * f;
+  return r;
+}}
+"""
+    var = f"(isinf(a.mean) ? ({acc})NAN : a.m2 / fmax(a.n - ({acc})ddof, ({acc})0))"
+    knl = ReductionKernel(ctx, np.dtype([("n", acc_dt), ("mean", acc_dt), ("m2", acc_dt)],
+                                        align=True),
+                          f"{st}_zero()", f"{st}_comb(a, b)", f"{st}_make(({acc})x[i])",
+                          f"__global const {dtype_to_ctype(dt)} *x, {acc} ddof",
+                          preamble=pre, finish_expr=f"sqrt({var})" if root else var,
+                          dtype_result=res, name="std" if root else "var")
+    f = np.std if root else np.var
+    knl.reference = _quiet(lambda h, lo, hi: res.type(f(h[0][lo:hi].astype(np.float64),
+                                                         ddof=h[1])))
+    return knl
+
+
+def kernel(op: str, ctx: cl.Context, dtype: Any) -> ReductionKernel:
+    """The (cached, per context) ReductionKernel of `op` over `dtype`."""
+    if op not in OPS:
+        raise ValueError(f"unknown op {op!r}; known: {', '.join(OPS)}")
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        dt = np.dtype(np.uint8)
+    if dt not in DTYPES:
+        raise TypeError(f"{op}: dtype {dt} is not supported (one of "
+                        f"{', '.join(d.name for d in DTYPES)}, or bool)")
+    key = (op, dt.str)
+    with _lock:
+        hit = _cache.get(ctx, {}).get(key)
+    if hit is not None:
+        return hit
+    knl = _make(ctx, op, dt)
+    with _lock:
+        return _cache.setdefault(ctx, {}).setdefault(key, knl)
+
+
+def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
+         empty_error: bool = False) -> cla.Array:
+    if not isinstance(x, cla.Array):
+        raise TypeError(f"{op} takes a pyopencl Array, not {type(x).__name__}")
+    if not x.flags.forc:
+        raise ValueError(f"{op}: non-contiguous arrays are not supported")
+    q = queue if queue is not None else x.queue
+    if q is None:
+        raise TypeError(f"{op}: the array has no queue; pass queue=")
+    if empty_error and x.size == 0:
+        raise ValueError(f"attempt to get {op} of an empty sequence")
+    flat = x.reshape(x.size) if x.ndim != 1 else x
+    if flat.dtype == np.bool_:
+        flat = flat.view(np.uint8)
+    return kernel(op, q.context, flat.dtype)(flat, *extra, queue=q)
+
+
+def argmax(x: cla.Array, queue: cl.CommandQueue | None = None) -> cla.Array:
+    """Index (int64, 0-d) of the first maximum; a NaN wins. `cltune.argmax(x).get()`"""
+    return _run("argmax", x, queue, empty_error=True)
+
+
+def argmin(x: cla.Array, queue: cl.CommandQueue | None = None) -> cla.Array:
+    """Index (int64, 0-d) of the first minimum; a NaN wins. `cltune.argmin(x).get()`"""
+    return _run("argmin", x, queue, empty_error=True)
+
+
+def norm(x: cla.Array, ord: Any = None, queue: cl.CommandQueue | None = None) -> cla.Array:  # noqa: A002
+    """Vector norm: ord None or 2 (Euclidean, overflow-free), 1, or inf (max |x|), as
+    `numpy.linalg.norm` of the flattened array. `cltune.norm(x, 1).get()`"""
+    if ord is None or (isinstance(ord, (int, float)) and ord == 2):
+        return _run("norm2", x, queue)
+    if isinstance(ord, (int, float)) and ord == 1:
+        return _run("norm1", x, queue)
+    if isinstance(ord, (int, float)) and ord == np.inf:
+        return _run("norm_inf", x, queue, empty_error=True)
+    raise ValueError(f"norm: ord={ord!r} is not supported (None, 1, 2 or inf)")
+
+
+def mean(x: cla.Array, queue: cl.CommandQueue | None = None) -> cla.Array:
+    """Arithmetic mean (NaN for an empty input). `cltune.mean(x).get()`"""
+    return _run("mean", x, queue)
+
+
+def _ddof(ddof: Any) -> float:
+    if isinstance(ddof, bool) or not isinstance(ddof, (int, np.integer)) or ddof < 0:
+        raise ValueError(f"ddof must be a non-negative integer, got {ddof!r}")
+    return float(ddof)
+
+
+def var(x: cla.Array, ddof: int = 0, queue: cl.CommandQueue | None = None) -> cla.Array:
+    """Variance, one pass (Welford/Chan); divides by max(n - ddof, 0) as numpy does.
+    `cltune.var(x, ddof=1).get()`"""
+    return _run("var", x, queue, _ddof(ddof))
+
+
+def std(x: cla.Array, ddof: int = 0, queue: cl.CommandQueue | None = None) -> cla.Array:
+    """Standard deviation: sqrt of `var`. `cltune.std(x).get()`"""
+    return _run("std", x, queue, _ddof(ddof))
+
+
+def count_nonzero(x: cla.Array, queue: cl.CommandQueue | None = None) -> cla.Array:
+    """Number of elements != 0 (int64, 0-d). `cltune.count_nonzero(x).get()`"""
+    return _run("count_nonzero", x, queue)
+
+
+def any(x: cla.Array, queue: cl.CommandQueue | None = None) -> cla.Array:  # noqa: A001
+    """Whether any element is nonzero (bool, 0-d; False when empty). `cltune.any(x).get()`"""
+    return _run("any", x, queue)
+
+
+def all(x: cla.Array, queue: cl.CommandQueue | None = None) -> cla.Array:  # noqa: A001
+    """Whether every element is nonzero (bool, 0-d; True when empty). `cltune.all(x).get()`"""
+    return _run("all", x, queue)
