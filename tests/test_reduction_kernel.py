@@ -1,0 +1,300 @@
+"""cltune.ReductionKernel against pyopencl's own ReductionKernel: its documented examples
+(sum, dot, max, norms, the struct min/max collector and a struct argmax written the same way),
+sizes that are multiples of nothing, NaN/inf, empty input, range/slice/out/return_event,
+errors, the fingerprint, tuning and its provenance (explain), tuning at first use and
+`cltune tune --kernel`'s library function. Real OpenCL, no mocks."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+import pytest
+from pyopencl.reduction import ReductionKernel as PyRK
+from pyopencl.tools import get_or_register_dtype, match_dtype_to_c_struct
+
+import cltune
+from cltune import ReductionKernel
+from cltune.expr_config import ExprConfig
+from cltune.expr_tune import load_kernel, tune_kernel_spec
+from cltune.tuning_db import Store
+from cltune.tuning_db.rows import Measurement
+
+SIZES = (0, 1, 3, 1000, 1000003)
+
+DOT = dict(neutral="0", reduce_expr="a+b", map_expr="x[i]*y[i]",
+           arguments="__global const float *x, __global const float *y")
+
+
+def both(ctx, *a, **kw):
+    return ReductionKernel(ctx, *a, db="sqlite:////nonexistent/cltune.db", **kw), PyRK(ctx, *a,
+                                                                                       **kw)
+
+
+def same(got, want, rtol=1e-5):
+    got, want = got.get(), want.get()
+    if got.dtype.names:
+        for k in got.dtype.names:
+            np.testing.assert_allclose(got[k], want[k], rtol=rtol)
+    else:
+        np.testing.assert_allclose(got, want, rtol=rtol)
+
+
+@pytest.fixture(scope="module")
+def data(queue):
+    rng = np.random.default_rng(7)
+    big = max(SIZES)
+    return {"x": cla.to_device(queue, rng.random(big).astype(np.float32)),
+            "y": cla.to_device(queue, (rng.random(big) - 0.5).astype(np.float32)),
+            "i": cla.to_device(queue, rng.integers(-1000, 1000, big).astype(np.int32))}
+
+
+def test_sum_dot_and_norms_match_pyopencl_at_every_size(ctx, queue, data):
+    kernels = [
+        (both(ctx, np.float32, neutral="0", reduce_expr="a+b", map_expr="x[i]",
+              arguments="__global float *x"), ("x",)),
+        (both(ctx, np.float32, **DOT), ("x", "y")),
+        (both(ctx, np.float32, neutral="0", reduce_expr="a+b", map_expr="x[i]*x[i]",
+              arguments="__global const float *x"), ("y",)),
+        (both(ctx, np.float32, neutral="0", reduce_expr="a+b", map_expr="fabs(x[i])",
+              arguments="__global const float *x"), ("y",)),
+        (both(ctx, np.int32, neutral="-2147483647-1", reduce_expr="max(a, b)",
+              map_expr="x[i]", arguments="__global const int *x"), ("i",)),
+    ]
+    for (ours, theirs), names in kernels:
+        for n in SIZES:
+            args = [data[k][:n] for k in names]
+            same(ours(*args), theirs(*args), rtol=1e-4)
+
+
+def test_scalar_argument_count_and_abs_diff(ctx, queue, data):
+    count, count_ref = both(ctx, np.int64, neutral="0", reduce_expr="a+b",
+                            map_expr="(x[i] > t) ? 1 : 0",
+                            arguments="__global const float *x, float t")
+    assert count(data["x"], np.float32(0.25)).get() == count_ref(data["x"], np.float32(0.25)).get()
+    assert int(count(data["x"], 0.25).get()) == int((data["x"].get() > 0.25).sum())
+    diff, diff_ref = both(ctx, np.float32, neutral="0", reduce_expr="a+b",
+                          map_expr="fabs(x[i] - y[i])",
+                          arguments="__global const float *x, __global const float *y")
+    same(diff(data["x"], data["y"]), diff_ref(data["x"], data["y"]), rtol=1e-4)
+
+
+MMC_PREAMBLE = r"""//CL//
+minmax_collector mmc_neutral()
+{
+    minmax_collector result;
+    result.cur_min = 1<<30;
+    result.cur_max = -(1<<30);
+    return result;
+}
+minmax_collector mmc_from_scalar(float x)
+{
+    minmax_collector result;
+    result.cur_min = x;
+    result.cur_max = x;
+    return result;
+}
+minmax_collector agg_mmc(minmax_collector a, minmax_collector b)
+{
+    minmax_collector result = a;
+    if (b.cur_min < result.cur_min)
+        result.cur_min = b.cur_min;
+    if (b.cur_max > result.cur_max)
+        result.cur_max = b.cur_max;
+    return result;
+}
+"""
+
+ARGMAX_PREAMBLE = r"""//CL//
+argmax_t am_neutral() { argmax_t r; r.value = -INFINITY; r.index = LONG_MAX; return r; }
+argmax_t am_make(float v, long i) { argmax_t r; r.value = v; r.index = i; return r; }
+argmax_t am_agg(argmax_t a, argmax_t b)
+{
+    if (a.value > b.value) return a;
+    if (b.value > a.value) return b;
+    return a.index < b.index ? a : b;
+}
+"""
+
+
+def test_struct_accumulators_as_in_pyopencls_documentation(ctx, queue, data):
+    dev = ctx.devices[0]
+    mmc = np.dtype([("cur_min", np.int32), ("cur_max", np.int32), ("pad", np.int32)])
+    mmc, mmc_decl = match_dtype_to_c_struct(dev, "minmax_collector", mmc)
+    mmc = get_or_register_dtype("minmax_collector", mmc)
+    ours, theirs = both(ctx, mmc, neutral="mmc_neutral()", reduce_expr="agg_mmc(a, b)",
+                        map_expr="mmc_from_scalar(x[i])", arguments="__global int *x",
+                        preamble=mmc_decl + MMC_PREAMBLE)
+    for n in (1, 1000003):
+        got, want = ours(data["i"][:n]).get(), theirs(data["i"][:n]).get()
+        assert (got["cur_min"], got["cur_max"]) == (want["cur_min"], want["cur_max"])
+
+    am = np.dtype([("value", np.float32), ("index", np.int64)])
+    am, am_decl = match_dtype_to_c_struct(dev, "argmax_t", am)
+    am = get_or_register_dtype("argmax_t", am)
+    ours, theirs = both(ctx, am, neutral="am_neutral()", reduce_expr="am_agg(a, b)",
+                        map_expr="am_make(x[i], i)", arguments="__global const float *x",
+                        preamble=am_decl + ARGMAX_PREAMBLE)
+    host = data["x"].get()
+    got, want = ours(data["x"]).get(), theirs(data["x"]).get()
+    assert got["index"] == want["index"] == np.argmax(host)
+    assert got["value"] == host.max()
+
+
+def test_nan_inf_and_empty_input(ctx, queue):
+    ours, theirs = both(ctx, np.float32, neutral="0", reduce_expr="a+b", map_expr="x[i]",
+                        arguments="__global const float *x")
+    x = cla.to_device(queue, np.array([1, np.inf, 2, 3], np.float32))
+    assert ours(x).get() == np.inf
+    x = cla.to_device(queue, np.array([1, np.nan, 2], np.float32))
+    assert np.isnan(ours(x).get())
+    empty = cla.empty(queue, 0, np.float32)
+    assert ours(empty).get() == theirs(empty).get() == 0
+    mx, _ = both(ctx, np.float32, neutral="-INFINITY", reduce_expr="fmax(a, b)",
+                 map_expr="x[i]", arguments="__global const float *x")
+    assert mx(cla.empty(queue, 0, np.float32)).get() == -np.inf
+
+
+def test_call_convention_range_slice_out_event_offsets(ctx, queue, data):
+    ours, theirs = both(ctx, np.float32, **DOT)
+    x, y = data["x"], data["y"]
+    same(ours(x, y, slice=slice(3, 1001)), theirs(x, y, slice=slice(3, 1001)))
+    same(ours(x, y, range=slice(5, 9999, 3)), theirs(x, y, range=slice(5, 9999, 3)))
+    same(ours(x[7:5000], y[7:5000]), theirs(x[7:5000], y[7:5000]))  # buffer offsets
+    out = cla.zeros(queue, 4, np.float32)
+    res, ev = ours(x[:100], y[:100], out=out[2], return_event=True, wait_for=[])
+    assert isinstance(ev, cl.Event) and res.base_data == out.base_data
+    ev.wait()
+    want = float(np.dot(x.get()[:100].astype(np.float64), y.get()[:100]))
+    np.testing.assert_allclose(out.get()[2], want, rtol=1e-5)
+    assert out.get()[0] == 0 and out.get()[3] == 0
+    q2 = cl.CommandQueue(ctx)
+    assert ours(x, y, queue=q2).queue is q2
+
+
+def test_bad_input_is_a_clear_error(ctx, queue, data):
+    knl = ReductionKernel(ctx, np.float32, **DOT, db="sqlite:////nonexistent/x.db")
+    x = data["x"]
+    with pytest.raises(TypeError, match="takes 2 arguments"):
+        knl(x)
+    with pytest.raises(TypeError, match="dtype float64 does not match"):
+        knl(x, x.astype(np.float64))
+    with pytest.raises(TypeError, match="pyopencl Array"):
+        knl(x, np.ones(3, np.float32))
+    with pytest.raises(TypeError, match="both range and slice"):
+        knl(x, x, range=slice(0, 2), slice=slice(0, 2))
+    with pytest.raises(ValueError, match="step must be positive"):
+        knl(x, x, slice=slice(None, None, -1))
+    with pytest.raises(TypeError, match="1-element array of float32"):
+        knl(x, x, out=cla.empty(queue, 2, np.float32))
+    with pytest.raises(ValueError, match="arguments must not be None"):
+        ReductionKernel(ctx, np.float32, "0", "a+b")
+    with pytest.raises(ValueError, match="// comments"):
+        ReductionKernel(ctx, np.float32, "0", "a+b // sum", "x[i]", "__global float *x")
+    with pytest.raises(ValueError, match="tune="):
+        ReductionKernel(ctx, np.float32, **DOT, tune="always")
+    with pytest.raises(ValueError, match="reserved"):
+        ReductionKernel(ctx, np.float32, "0", "a+b", "n[i]", "__global float *n")
+    with pytest.raises(RuntimeError, match="build failed"):
+        ReductionKernel(ctx, np.float32, "0", "a+b", "x[i] +", "__global float *x")
+
+
+def test_fingerprint_ignores_layout_not_meaning(ctx):
+    a = ReductionKernel(ctx, np.float32, **DOT)
+    b = ReductionKernel(ctx, np.float32, neutral=" 0 ", reduce_expr="a+b",
+                        map_expr="x[i]*y[i]\n",
+                        arguments="__global const float *x,  __global const float *y")
+    c = ReductionKernel(ctx, np.float64, neutral="0", reduce_expr="a+b", map_expr="x[i]*y[i]",
+                        arguments="__global const float *x, __global const float *y")
+    d = ReductionKernel(ctx, np.float32, neutral="0", reduce_expr="a+b", map_expr="x[i]+y[i]",
+                        arguments="__global const float *x, __global const float *y")
+    assert a.fingerprint == b.fingerprint
+    assert len({a.fingerprint, c.fingerprint, d.fingerprint}) == 3
+
+
+def _record_sum_best(db_url, info, cfg):
+    store = Store.open(db_url)
+    try:
+        dev_id = store.upsert_device(info.fingerprint_parts(), info.fingerprint,
+                                     info.hardware_key, info.name)
+        rid = store.record(dev_id, Measurement("reduce", "sum/float32", "2^20", cfg.to_dict(),
+                                               cfg.key(), "ok", 1 << 20, "test", "test", "",
+                                               1e-4, 40.0))
+        store.set_best(dev_id, rid)
+    finally:
+        store.close()
+
+
+def test_tune_explain_and_derived_from_the_tuned_sum(ctx, device, queue, data, db_url,
+                                                     storage_url):
+    info, _ = device
+    knl = ReductionKernel(ctx, np.float32, **DOT, db=db_url)
+    assert knl.explain(4096).level == "builtin"
+    _record_sum_best(db_url, info, cltune.Config(strategy="serial", wg=8, tile=0, items=2,
+                                                 vec=4, groups_per_cu=4, passes=1))
+    knl.reload()
+    e = knl.explain(1 << 20)
+    assert e.level == "derived" and "sum/float32" in e.why
+    assert e.config == ExprConfig("contiguous", 8, 8, 4, 1)
+    x, y = data["x"][:4096], data["y"][:4096]
+    results = knl.tune(x, y, trials=4, timeout=30, storage=storage_url)
+    assert results[0].size_class == "2^12" and results[0].config is not None
+    e = knl.explain(4096)
+    assert e.level == "exact" and e.bucket == 12 and e.config == results[0].config
+    same(knl(x, y), PyRK(ctx, np.float32, **DOT)(x, y))
+    # a second kernel object of the same expression finds the result in the database
+    again = ReductionKernel(ctx, np.float32, **DOT, db=db_url)
+    assert again.explain(5000).level == "exact"
+
+
+def test_first_use_tunes_in_the_background_and_switches(ctx, queue, data, db_url):
+    knl = ReductionKernel(ctx, np.float32, neutral="0", reduce_expr="a+b",
+                          map_expr="x[i]*2.5f", arguments="__global const float *x",
+                          tune="first-use", budget_s=1.5, db=db_url)
+    assert knl.background is None  # nothing before the first call
+    x = data["x"][:2048]
+    first = knl(x).get()  # served at once by the untuned config
+    np.testing.assert_allclose(first, 2.5 * x.get().astype(np.float64).sum(), rtol=1e-5)
+    assert knl.background is not None
+    knl.background.join(timeout=60)
+    assert knl.background_error is None
+    assert knl.explain(2048).level == "exact"
+    np.testing.assert_allclose(knl(x).get(), first, rtol=1e-5)
+
+
+def test_no_tuning_unless_asked(ctx, data, db_url):
+    knl = ReductionKernel(ctx, np.float32, **DOT, db=db_url)
+    knl(data["x"][:100], data["y"][:100]).get()
+    assert knl.background is None
+
+
+def test_tune_kernel_spec_imports_module_attribute(tmp_path, monkeypatch, device, db_url,
+                                                   storage_url):
+    info, _ = device
+    (tmp_path / "clt_app_kernels.py").write_text(textwrap.dedent(f"""
+        import numpy as np
+        import pyopencl as cl
+        from cltune import ReductionKernel
+        from cltune.devices import select
+
+        def l1():
+            ctx = cl.Context([select("{info.index}")[1]])
+            return ReductionKernel(ctx, np.float32, "0", "a+b", "fabs(x[i])",
+                                   "__global const float *x")
+        NOT_A_KERNEL = 3
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match="module:attribute"):
+        load_kernel("no_colon")
+    with pytest.raises(ValueError, match="cannot import"):
+        load_kernel("clt_no_such_module:x")
+    with pytest.raises(ValueError, match="not a cltune.ReductionKernel"):
+        load_kernel("clt_app_kernels:NOT_A_KERNEL")
+    got_info, results = tune_kernel_spec(str(info.index), "clt_app_kernels:l1", (10,),
+                                         trials=3, timeout=30, db=db_url, storage=storage_url)
+    assert got_info.fingerprint == info.fingerprint
+    assert results[0].config is not None and results[0].size_class == "2^10"
+    sys.modules.pop("clt_app_kernels", None)
