@@ -1,0 +1,145 @@
+"""cltune.stats against numpy: argmin/argmax (ties, NaN), norm (1, 2 without overflow, inf),
+mean, var/std (ddof, one pass), count_nonzero, any/all; odd sizes, empty inputs, errors."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pyopencl.array as cla
+import pytest
+
+import cltune
+from cltune import stats
+
+SIZES = (1, 3, 1000003)
+
+
+@pytest.fixture(scope="module")
+def rng():
+    return np.random.default_rng(3)
+
+
+def dev(queue, a):
+    return cla.to_device(queue, np.ascontiguousarray(a))
+
+
+def test_argmin_argmax_first_occurrence_and_nan(queue, rng):
+    for dt in (np.float32, np.float64, np.int32):
+        for n in SIZES:
+            h = (rng.standard_normal(n) * 50).astype(dt)
+            x = dev(queue, h)
+            got = cltune.argmax(x)
+            assert got.shape == () and got.dtype == np.int64
+            assert int(got.get()) == np.argmax(h)
+            assert int(cltune.argmin(x).get()) == np.argmin(h)
+    ties = np.array([1, 5, 2, 5, 5, -3, -3], np.float32)
+    assert int(cltune.argmax(dev(queue, ties)).get()) == 1
+    assert int(cltune.argmin(dev(queue, ties)).get()) == 5
+    big = np.zeros(1000003, np.float32)
+    big[[77, 500000, 999999]] = 9
+    big[[12, 600000]] = np.nan
+    assert int(cltune.argmax(dev(queue, big)).get()) == np.argmax(big) == 12
+    assert int(cltune.argmin(dev(queue, big)).get()) == np.argmin(big) == 12
+    inf = np.array([-np.inf, -np.inf, -np.inf], np.float32)
+    assert int(cltune.argmax(dev(queue, inf)).get()) == 0
+    with pytest.raises(ValueError, match="empty sequence"):
+        cltune.argmax(cla.empty(queue, 0, np.float32))
+    two_d = rng.random((301, 7)).astype(np.float32)
+    assert int(cltune.argmax(dev(queue, two_d)).get()) == np.argmax(two_d)
+
+
+def test_norms(queue, rng):
+    for dt in (np.float32, np.float64):
+        for n in SIZES:
+            h = (rng.standard_normal(n)).astype(dt)
+            x = dev(queue, h)
+            h64 = h.astype(np.float64)
+            for ord_ in (None, 2, 1, np.inf):
+                got = cltune.norm(x, ord_)
+                assert got.dtype == dt
+                np.testing.assert_allclose(got.get(), np.linalg.norm(h64, ord_), rtol=1e-5)
+    # L2 of values whose squares overflow (float32: 1e30^2, float64: 1e200^2) or underflow
+    for dt, v in ((np.float32, 1e30), (np.float32, 1e-30), (np.float64, 1e200),
+                  (np.float64, 1e-200)):
+        h = np.full(1001, v, dt)
+        want = v * np.sqrt(1001.0)
+        np.testing.assert_allclose(cltune.norm(dev(queue, h)).get(), want, rtol=1e-5)
+    h = np.array([1, np.inf, 2], np.float64)
+    assert cltune.norm(dev(queue, h)).get() == np.inf
+    h = np.array([1, np.nan, np.inf], np.float64)
+    assert np.isnan(cltune.norm(dev(queue, h)).get())
+    assert np.isnan(cltune.norm(dev(queue, h), np.inf).get())
+    assert cltune.norm(cla.empty(queue, 0, np.float32)).get() == 0
+    with pytest.raises(ValueError, match="ord="):
+        cltune.norm(dev(queue, h), 3)
+
+
+def test_mean_var_std(queue, rng):
+    for dt in (np.float32, np.float64, np.int32):
+        for n in SIZES:
+            h = (rng.standard_normal(n) * 10 + 1000).astype(dt)
+            x = dev(queue, h)
+            h64 = h.astype(np.float64)
+            res_dt = np.float64 if dt == np.int32 else dt
+            m = cltune.mean(x)
+            assert m.dtype == res_dt
+            np.testing.assert_allclose(m.get(), h64.mean(), rtol=1e-6)
+            for ddof in (0, 1):
+                with warnings.catch_warnings(), np.errstate(all="ignore"):
+                    warnings.simplefilter("ignore")
+                    want_v, want_s = h64.var(ddof=ddof), h64.std(ddof=ddof)
+                got_v = cltune.var(x, ddof=ddof).get()
+                assert got_v.dtype == res_dt
+                if np.isfinite(want_v):
+                    np.testing.assert_allclose(got_v, want_v, rtol=1e-5, atol=1e-9)
+                    np.testing.assert_allclose(cltune.std(x, ddof=ddof).get(), want_s,
+                                               rtol=1e-5, atol=1e-9)
+                else:  # n - ddof == 0: numpy's inf or nan
+                    assert np.isnan(got_v) or np.isinf(got_v)
+    # one pass stays accurate with a large mean (the naive sum-of-squares formula does not)
+    h = (np.arange(100003) % 7 + 1e8).astype(np.float64)
+    np.testing.assert_allclose(cltune.var(dev(queue, h)).get(), h.var(), rtol=1e-9)
+    assert np.isnan(cltune.var(dev(queue, np.array([1, np.inf], np.float32))).get())
+    assert np.isnan(cltune.mean(dev(queue, np.array([1, np.nan], np.float32))).get())
+    assert np.isnan(cltune.mean(cla.empty(queue, 0, np.float32)).get())
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="ddof"):
+            cltune.var(dev(queue, h), ddof=bad)
+
+
+def test_count_nonzero_any_all(queue, rng):
+    for n in SIZES:
+        h = (rng.random(n) < 0.3) * rng.standard_normal(n)
+        h = h.astype(np.float32)
+        x = dev(queue, h)
+        c = cltune.count_nonzero(x)
+        assert c.dtype == np.int64 and int(c.get()) == np.count_nonzero(h)
+        assert bool(cltune.any(x).get()) == h.any()
+        assert bool(cltune.all(x).get()) == h.all()
+        b = dev(queue, h != 0)
+        assert int(cltune.count_nonzero(b).get()) == np.count_nonzero(h)
+        assert cltune.any(b).get().dtype == np.bool_
+    assert int(cltune.count_nonzero(dev(queue, np.array([np.nan, 0], np.float32))).get()) == 1
+    empty = cla.empty(queue, 0, np.float32)
+    assert not cltune.any(empty).get() and cltune.all(empty).get()
+    assert cltune.all(dev(queue, np.ones(1000003, np.float32))).get()
+    z = np.ones(1000003, np.float32)
+    z[999999] = 0
+    assert not cltune.all(dev(queue, z)).get()
+
+
+def test_errors_and_kernel_cache(ctx, queue):
+    with pytest.raises(TypeError, match="pyopencl Array"):
+        cltune.mean(np.ones(3))
+    with pytest.raises(TypeError, match="not supported"):
+        cltune.mean(cla.zeros(queue, 3, np.complex64))
+    with pytest.raises(ValueError, match="unknown op"):
+        stats.kernel("median", ctx, np.float32)
+    x = cla.zeros(queue, (4, 4), np.float32)
+    with pytest.raises(ValueError, match="non-contiguous"):
+        cltune.mean(x[:, 1])
+    assert stats.kernel("mean", ctx, np.float32) is stats.kernel("mean", ctx, np.float32)
+    knl = stats.kernel("argmax", ctx, np.float32)
+    assert knl.explain(1 << 20).level in ("builtin", "derived", "exact", "driver-changed",
+                                          "same-device", "shipped", "vendor-default")
