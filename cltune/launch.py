@@ -42,12 +42,15 @@ class _Scratch:
 
 
 _S2_OUT = STAGE2.out
-_SMALL_OFFSET = 1 << 30  # offsets below this share one prepared launch per (queue, n)
+SMALL_OFFSET = 1 << 30  # offsets below this share one prepared launch per (queue, n)
+_ANY_OFFSET = 1 << 62  # larger offsets share another, with 64-bit indices
 
 # Built kernels are shared by every Launcher of the same (context, op, config): which prepared
 # launch last set a kernel's arguments is therefore tracked on the build (`Built.owners`), and
 # launches are serialised by one lock (argument state lives in the kernel object).
 _LAUNCH_LOCK = threading.RLock()
+#: pyopencl's enqueue (a compiled function) called positionally: keywords cost ~0.15 us a launch
+_enqueue = cl.enqueue_nd_range_kernel
 
 
 def _forget(p: _Prepared) -> None:
@@ -62,15 +65,84 @@ class _Prepared:
     """A launch ready to enqueue: kernels, sizes, scratch and the current argument values."""
 
     __slots__ = ("built", "stage1", "stage2", "scratch", "gsize", "lsize", "args1", "args2",
-                 "idx")
+                 "idx", "slots", "owners", "ix", "iout", "xoff")
     # args1 / args2: the current argument values, in the order of reduce_kernel's slots
 
     def __init__(self, built: Built, stage2: bool, scratch: _Scratch, gsize: tuple[int],
-                 lsize: tuple[int], args1: list, args2: list | None, idx: type) -> None:
-        self.built, self.scratch = built, scratch
+                 lsize: tuple[int], args1: list, args2: list | None, idx: type,
+                 slots: tuple) -> None:
+        self.built, self.scratch, self.owners = built, scratch, built.owners
         self.stage1, self.stage2 = built.stage1, built.stage2 if stage2 else None
         self.gsize, self.lsize, self.args1, self.args2, self.idx = (gsize, lsize, args1, args2,
                                                                     idx)
+        self.slots = slots  # the stage-1 slots every launch sets: x, xoff, out, y, yoff
+        self.ix, self.iout, self.xoff = slots[0], slots[2], args1[slots[1]]
+
+    def launch(self, queue: cl.CommandQueue, x: cl.Buffer, xoff: int, out: cl.Buffer,
+               y: cl.Buffer | None, yoff: int, wait_for: Sequence[cl.Event] | None,
+               ) -> list[cl.Event]:
+        """Enqueue on `queue` (the one this launch was prepared for); returns the events. The
+        warm case (one input at the same offset, kernels last set by this launch) sets only
+        the input and result: the statements here are most of the host cost of a call."""
+        with _LAUNCH_LOCK:
+            s = self.scratch
+            if s.last is not None:  # out-of-order queue: after the last user of this scratch
+                wait_for = [*(wait_for or ()), s.last]
+            k1, owners = self.stage1, self.owners
+            if y is None and xoff == self.xoff and owners.get("stage1") is self:
+                k1.set_arg(self.ix, x)
+                k1.set_arg(self.iout, out)
+            else:
+                self._set_stage1(x, xoff, out, y, yoff)
+            ev1 = _enqueue(queue, k1, self.gsize, self.lsize, None, wait_for)
+            k2 = self.stage2
+            if k2 is None:
+                if not s.in_order:
+                    s.last = ev1
+                return [ev1]
+            if owners.get("stage2") is self:
+                k2.set_arg(_S2_OUT, out)
+            else:
+                a2 = self.args2
+                a2[_S2_OUT] = out
+                k2.set_args(*a2)
+                a2[_S2_OUT] = None
+                owners["stage2"] = self
+            ev2 = _enqueue(queue, k2, self.lsize, self.lsize, None,
+                           None if s.in_order else [ev1])
+            if not s.in_order:
+                s.last = ev2
+            return [ev1, ev2]
+
+    def _set_stage1(self, x: cl.Buffer, xoff: int, out: cl.Buffer, y: cl.Buffer | None,
+                    yoff: int) -> None:
+        """All of stage 1's arguments when another launch set them last, else the buffers and
+        the offsets that changed."""
+        k1, a = self.stage1, self.args1
+        ix, ixoff, iout, iy, iyoff = self.slots
+        if self.owners.get("stage1") is not self:  # the kernel last ran another plan
+            a[ix], a[ixoff], a[iout] = x, xoff, out
+            if y is not None:
+                a[iy], a[iyoff] = y, yoff
+            k1.set_args(*a)
+            self.owners["stage1"] = self
+        else:
+            k1.set_arg(ix, x)
+            k1.set_arg(iout, out)
+            if a[ixoff] != xoff:
+                k1.set_arg(ixoff, self.idx(xoff))
+                a[ixoff] = xoff
+            if y is not None:
+                k1.set_arg(iy, y)
+                if a[iyoff] != yoff:
+                    k1.set_arg(iyoff, self.idx(yoff))
+                    a[iyoff] = yoff
+        # the enqueued command holds its buffers; we must not: a prepared launch that kept the
+        # caller's input alive pinned one input per (reducer, n) (GBs on a device)
+        a[ix] = a[iout] = None
+        if y is not None:
+            a[iy] = None
+        self.xoff = xoff
 
 
 class Launcher:
@@ -128,56 +200,20 @@ class Launcher:
 
         Warm calls take a prepared launch (plan, kernels, scratch, fixed arguments) for this
         queue and n; only the input, result and changed offsets are set on each call."""
-        big = xoff >= _SMALL_OFFSET or yoff >= _SMALL_OFFSET
-        p = self._prepared.get((queue.int_ptr, n, big))
+        big = xoff >= SMALL_OFFSET or yoff >= SMALL_OFFSET
+        p = self._prepared.get((queue.int_ptr, n, big)) or self.prepared(queue, n, big)
+        return p.launch(queue, x, xoff, out, y, yoff, wait_for)
+
+    def prepared(self, queue: cl.CommandQueue, n: int, big: bool = False) -> _Prepared:
+        """The prepared launch for (queue, n) and offsets below SMALL_OFFSET (big: any offset,
+        64-bit indices); a caller may keep it and call its `launch` while offsets stay so."""
         with self._lock:
+            key = (queue.int_ptr, n, big)
+            p = self._prepared.get(key)
             if p is None:
-                p = self._prepare(queue, n, max(xoff, yoff) if big else _SMALL_OFFSET)
-                self._prepared[(queue.int_ptr, n, big)] = p
-            s = p.scratch
-            if not s.in_order and s.last is not None:
-                wait_for = [*(wait_for or ()), s.last]
-            k1, a = p.stage1, p.args1
-            ix, ixoff, iout, iy, iyoff = self._slots
-            owners = p.built.owners
-            if owners.get("stage1") is not p:  # the kernel last ran another plan
-                a[ix], a[ixoff], a[iout] = x, xoff, out
-                if y is not None:
-                    a[iy], a[iyoff] = y, yoff
-                k1.set_args(*a)
-                owners["stage1"] = p
-            else:
-                k1.set_arg(ix, x)  # always: the previous input is not kept alive (see below)
-                if a[ixoff] != xoff:
-                    k1.set_arg(ixoff, p.idx(xoff))
-                    a[ixoff] = xoff
-                if y is not None:
-                    k1.set_arg(iy, y)
-                    if a[iyoff] != yoff:
-                        k1.set_arg(iyoff, p.idx(yoff))
-                        a[iyoff] = yoff
-                k1.set_arg(iout, out)
-            ev1 = cl.enqueue_nd_range_kernel(queue, k1, p.gsize, p.lsize, wait_for=wait_for)
-            # the enqueued command holds its buffers; we must not: a prepared launch that kept
-            # the caller's input alive pinned one input per (reducer, n) (GBs on a device)
-            a[ix] = a[iout] = None
-            if y is not None:
-                a[iy] = None
-            if p.stage2 is None:
-                s.last = ev1
-                return [ev1]
-            k2, a2 = p.stage2, p.args2
-            if owners.get("stage2") is not p:
-                a2[_S2_OUT] = out
-                k2.set_args(*a2)
-                owners["stage2"] = p
-            else:
-                k2.set_arg(_S2_OUT, out)
-            a2[_S2_OUT] = None
-            ev2 = cl.enqueue_nd_range_kernel(queue, k2, p.lsize, p.lsize,
-                                             wait_for=None if s.in_order else [ev1])
-            s.last = ev2
-            return [ev1, ev2]
+                p = self._prepared[key] = self._prepare(queue, n, _ANY_OFFSET if big
+                                                        else SMALL_OFFSET)
+            return p
 
     def _prepare(self, queue: cl.CommandQueue, n: int, offset_bound: int) -> _Prepared:
         plan = self.plan(n)
@@ -208,7 +244,7 @@ class Launcher:
                 _forget(old)
             self._prepared.clear()
         return _Prepared(b, args2 is not None, s, (plan.global_size,), (plan.wg,), args1, args2,
-                         np.uint64 if idx64 else np.uint32)
+                         np.uint64 if idx64 else np.uint32, self._slots)
 
     def _local(self, nbytes: int) -> cl.LocalMemory:
         lm = self._locals.get(nbytes)

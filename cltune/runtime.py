@@ -24,7 +24,7 @@ from .buckets import nearest
 from .config import Config, ConfigError
 from .defaults import builtin_config, safest_config
 from .devices import DeviceInfo, info_for, require_usable
-from .launch import Launcher
+from .launch import SMALL_OFFSET, Launcher, _Prepared
 from .ops import OpSpec
 from .program import BuildError
 from .scalars import ScalarFactory, new_scalar
@@ -71,6 +71,7 @@ class _Engine:
     def __init__(self, ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec,
                  db: str | None) -> None:
         self.ctx, self.dev, self.info, self.spec = ctx, dev, info, spec
+        self.db = db  # the axis family's engine (axis_runtime) reads the same database
         self.level, self.why, self.choices = _load_choices(info, spec, db)
         self.buckets = sorted(c.bucket for c in self.choices if c.bucket is not None)
         self._launchers: dict[Config, Launcher] = {}
@@ -286,6 +287,10 @@ class Reducer:
         # the queue's own Context object (pyopencl keeps one per queue): arrays made on this
         # queue carry it, so the hot path can check the context by identity
         self._ctx = queue.context
+        ooo = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+        self._in_order = not queue.properties & ooo
+        self._last: cl.Event | None = None  # the event the hot path enqueued last on `queue`
+        self._hot: dict[int, _Prepared] = {}  # n -> prepared launch on `queue` (sizes seen)
 
     @property
     def engine_id(self) -> int:
@@ -323,23 +328,56 @@ class Reducer:
                              "(e.g. x.copy() or cla.to_device(q, x.get().copy()))")
         return a
 
-    def __call__(self, x: Any, y: Any = None, *, queue: cl.CommandQueue | None = None,
-                 out: cla.Array | None = None, wait_for: list[cl.Event] | None = None,
-                 ) -> cla.Array:
-        # the hot path: one contiguous device array of our dtype, context and a known size
-        if (y is None and out is None and wait_for is None and queue is None
-                and type(x) is cla.Array and x.dtype is self._dtype
-                and x.context is self._ctx and x._flags is not None
-                and x._flags.forc and x.size):
-            hit = self._eng._by_n.get(x.size)
-            if hit is not None:
-                q = self.queue
-                res = self.scalars()
-                evs = hit[0].enqueue(q, x.base_data, x.offset // self._itemsize, x.size,
-                                     res.base_data, wait_for=x.events or None)
-                res.events.append(evs[-1])
-                return res
+    def __call__(self, x: Any, y: Any = None, *, axis: Any = None, keepdims: bool = False,
+                 queue: cl.CommandQueue | None = None, out: cla.Array | None = None,
+                 wait_for: list[cl.Event] | None = None) -> cla.Array:
+        """Reduce x (dot: x and y) wholly to a 0-d Array, or along `axis` (an int or a tuple of
+        adjacent axes; cltune.axis_runtime) to an Array of numpy's shape."""
+        # the hot path: one contiguous device array of our dtype and context, of a size served
+        # before, into a fresh 0-d result or an `out` of ours (all checked by identity)
+        if (y is None and wait_for is None and queue is None and axis is None and not keepdims
+                and type(x) is cla.Array and x.dtype is self._dtype and x.context is self._ctx
+                and x._flags is not None and x._flags.forc and x.offset < SMALL_OFFSET):
+            p = self._hot.get(x.size)
+            if p is not None:
+                if out is None:
+                    res = self.scalars()
+                    ev = p.launch(self.queue, x.base_data, x.offset // self._itemsize,
+                                  res.base_data, None, 0, x.events or None)[-1]
+                    res.events.append(ev)
+                    self._last = ev
+                    return res
+                if (type(out) is cla.Array and out.dtype is self._rdtype and out.offset == 0
+                        and out.size == 1 and out.context is self._ctx):
+                    # out's pending events are waited for, except the one we enqueued last on
+                    # this in-order queue (ordered anyway); then ours is the only one left
+                    oe, waits = out.events, x.events or None
+                    if oe and not (len(oe) == 1 and oe[0] is self._last and self._in_order):
+                        waits = [*x.events, *oe]
+                    ev = p.launch(self.queue, x.base_data, x.offset // self._itemsize,
+                                  out.base_data, None, 0, waits)[-1]
+                    out.events = [ev]
+                    self._last = ev
+                    return out
+        if axis is not None or keepdims:
+            from .axis_runtime import reduce_axis
+
+            return reduce_axis(self, x, y, axis, keepdims, queue or self.queue, out, wait_for)
         return self._call(x, y, queue=queue, out=out, wait_for=wait_for)
+
+    def segments(self, x: Any, offsets: Any, initial: Any = None, *,
+                 queue: cl.CommandQueue | None = None, out: cla.Array | None = None,
+                 wait_for: list[cl.Event] | None = None, check: bool | None = None,
+                 ) -> cla.Array:
+        """Reduce each segment x[offsets[i]:offsets[i+1]] (CSR row pointers, m+1 int32/int64
+        entries) to one value: m results; `initial` is combined into every segment (empty
+        ones give it, else the identity). Bounds are checked on the device; the check is read
+        back the first time an offsets array is used, always with check=True, never with
+        check=False (see cltune.axis_runtime.reduce_segments)."""
+        from .axis_runtime import reduce_segments
+
+        return reduce_segments(self, x, offsets, initial, queue or self.queue, out, wait_for,
+                               check)
 
     def _call(self, x: Any, y: Any = None, *, queue: cl.CommandQueue | None = None,
               out: cla.Array | None = None, wait_for: list[cl.Event] | None = None,
@@ -374,10 +412,14 @@ class Reducer:
             waits += yd.events
         waits += list(out.events)
         la, _ = self._eng.launcher_for(n)
+        if q is self.queue and yd is None and n not in self._hot:  # the hot path's next time
+            if len(self._hot) >= 256:
+                self._hot.clear()
+            self._hot[n] = la.prepared(q, n)
         isz = spec.itemsize
         evs = la.enqueue(q, xd.base_data, xd.offset // isz, n, out.base_data,
                          y=yd.base_data if yd is not None else None,
                          yoff=yd.offset // isz if yd is not None else 0,
                          wait_for=waits or None)
-        out.add_event(evs[-1])
+        out.events = [evs[-1]]  # it waited for all of out's (add_event would block at times)
         return out

@@ -45,9 +45,12 @@ class ScalarFactory:
     def __call__(self) -> cla.Array:
         if not self.fast:
             return new_scalar(self._q, self._dtype, self._alloc)
-        a = object.__new__(cla.Array)
-        d = vars(a)
-        d.update(self._attrs)
+        a = _new(cla.Array)
+        d = self._attrs.copy()  # a copied dict assigned whole: ~0.2 us less than update()
         d["base_data"] = self._alloc(self._nbytes)
         d["events"] = []
+        a.__dict__ = d
         return a
+
+
+_new = object.__new__
