@@ -102,10 +102,10 @@ def bench_expressions(ctx, q, sizes, repeats, trials, db, rows, log):  # noqa: A
                 if not _ok(got, want, n):
                     sys.exit(f"{name} 2^{b}: {who} gives {got}, numpy {want}")
             s = interleaved({
-                "cltune": wall(lambda: ours(*a).get()),
-                "pyopencl": wall(lambda: theirs(*a).get()),
-                "cltune-batch": batch(lambda: ours(*a), q.finish),
-                "pyopencl-batch": batch(lambda: theirs(*a), q.finish),
+                "cltune": wall(lambda k=ours, a=a: k(*a).get()),
+                "pyopencl": wall(lambda k=theirs, a=a: k(*a).get()),
+                "cltune-batch": batch(lambda k=ours, a=a: k(*a), q.finish),
+                "pyopencl-batch": batch(lambda k=theirs, a=a: k(*a), q.finish),
             }, repeats)
             r = ratio_rows(s, [("cltune", "pyopencl"), ("cltune-batch", "pyopencl-batch")])
             r.update(kind="expression", name=name, size=f"2^{b}",
@@ -145,9 +145,9 @@ def bench_stats(ctx, q, info, sizes, repeats, trials, rows, log):  # noqa: ANN00
             got, want = float(ours(x).get()), float(ref(host.astype(np.float64)))
             if not _ok(got, want, n):
                 sys.exit(f"{name} 2^{b}: cltune gives {got}, numpy {want}")
-            samplers = {"cltune": wall(lambda f=ours: f(x).get()),
-                        "cltune-batch": batch(lambda f=ours: f(x), q.finish),
-                        "numpy": wall(lambda f=ref: f(host))}
+            samplers = {"cltune": wall(lambda f=ours, x=x: f(x).get()),
+                        "cltune-batch": batch(lambda f=ours, x=x: f(x), q.finish),
+                        "numpy": wall(lambda f=ref, h=host: f(h))}
             pairs = [("cltune", "numpy")]
             if name in torch_fns:
                 samplers["torch-batch"] = torch_fns[name]
