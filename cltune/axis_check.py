@@ -22,6 +22,8 @@ from .ops import OpSpec
 from .verify import Check, make_input
 
 _U = {"float": 2.0**-24, "double": 2.0**-53}
+#: the largest validation input (elements): a tuning class's shape is scaled down to it
+VALIDATION_ELEMENTS = 1 << 21
 _OUT_U = {"float16": 2.0**-11, "float32": 2.0**-24, "float64": 2.0**-53}
 
 
@@ -210,12 +212,14 @@ def validation_problems(layout: str, target: Problem) -> list[Problem]:
         big = np.concatenate([target.offsets, target.offsets[-1:] + rng.integers(0, 9, 3)
                               .cumsum()]).astype(target.offsets.dtype)
         return [Problem(1, int(small[-1]), 1, small), Problem(1, int(big[-1]), 1, big)]
+    a, b = (target.outer, target.r) if layout == "rows" else (target.r, target.inner)
+    while a * b > VALIDATION_ELEMENTS:  # the class's shape, scaled down, plus a bit
+        a, b = (a // 2, b) if a >= b else (a, b // 2)
     if layout == "rows":
         return [Problem(1, 1, 1), Problem(3, 1025, 1), Problem(1, 100003, 1),
-                Problem(1031, 7, 1), Problem(2, 3, 1), Problem(target.outer + 3, target.r + 1, 1)]
+                Problem(1031, 7, 1), Problem(2, 3, 1), Problem(a + 3, b + 1, 1)]
     return [Problem(1, 5, 3), Problem(2, 33, 17), Problem(1, 1025, 7), Problem(3, 7, 1031),
-            Problem(1, 2, 5), Problem(1, 100003, 2), Problem(target.outer, target.r + 3,
-                                                             target.inner + 1)]
+            Problem(1, 2, 5), Problem(1, 100003, 2), Problem(2, a + 3, b + 1)]
 
 
 def validate(launcher: AxisLauncher, queue: cl.CommandQueue, target: Problem) -> Check:

@@ -27,20 +27,20 @@ def builtin_axis_config(info: Any, layout: str, a: int, b: int) -> AxisConfig:
     """rows/segs: a rows (segments) of mean length b; cols: a reduced rows of b columns.
 
     GPUs: rows get a lane per vector up to a work-group per row, so that neighbouring lanes
-    load neighbouring vectors (warp shuffles combine up to 32 lanes on NVIDIA); columns get one work-item per vector of
-    columns. CPUs: a work-item per row (vectorised along the row) or per vector of columns;
+    load neighbouring vectors (warp shuffles combine up to 32 lanes on NVIDIA); columns get
+    one work-item per vector of columns. CPUs: a work-item per row (vectorised along the row) or per vector of columns;
     long rows and columns are split over groups by groups_per_cu."""
     cpu = info.type == "cpu"
     wg = min(_pow2_at_most(info.max_wg), 8 if cpu else 256)
     if layout in ("rows", "segs"):
-        vec = 8 if cpu and b >= 8 else 4 if b >= 4 else 1
+        vec = min(8 if cpu else 4, _pow2_at_most(b))
         if cpu:
             return AxisConfig(wg=wg, lanes=1, vec=vec, items=2, groups_per_cu=8)
         lanes = min(wg, _pow2_at_least(-(-b // vec)))
         warp = int(bool(getattr(info, "is_nvidia", False)) and 2 <= lanes <= 32)
         return AxisConfig(wg=wg, lanes=lanes, vec=vec, items=2 if b >= 2 * lanes * vec else 1,
                           groups_per_cu=8, warp=warp)
-    vec = 8 if cpu and b >= 8 else 4 if b >= 4 else 1
+    vec = min(8 if cpu else 4, _pow2_at_most(b))
     while wg * vec * 8 > info.local_mem and vec > 1:
         vec //= 2
     cols = min(wg, _pow2_at_least(-(-b // vec)))

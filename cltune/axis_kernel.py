@@ -37,13 +37,13 @@ def _y(spec: OpSpec) -> tuple[str, ...]:
 
 
 def rows_args(spec: OpSpec) -> KernelArgs:
-    return _args(("x", "xoff", *_y(spec), "rows", "len", "split", "chunk", "partials", "out",
-                  "tile"))
+    return _args(("x", "xoff", *_y(spec), "rows", "len", "split", "chunk", "aligned",
+                  "partials", "out", "tile"))
 
 
 def cols_args(spec: OpSpec) -> KernelArgs:
     return _args(("x", "xoff", *_y(spec), "outer", "R", "inner", "split", "chunk", "ctiles",
-                  "partials", "out", "tile"))
+                  "aligned", "partials", "out", "tile"))
 
 
 def segs_args(spec: OpSpec) -> KernelArgs:
@@ -61,7 +61,7 @@ def scalar_dtypes(args: KernelArgs, index_dtype: type, acc_dtype: np.dtype) -> l
     for n in args.names:
         if n in _INDEX_NAMES:
             out.append(index_dtype)
-        elif n in ("split", "off64"):
+        elif n in ("split", "off64", "aligned"):
             out.append(np.uint32)
         elif n == "init":
             out.append(acc_dtype)
@@ -157,8 +157,9 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
     kernels = {k: getattr(prg, k) for k in ("clt_ax_rows", "clt_ax_rows_fin", "clt_ax_cols",
                                              "clt_ax_cols_fin", "clt_ax_segs")}
     tile = cfg.wg * (cfg.vec if cfg.cols else 1) * acc.itemsize
+    mine = ("clt_ax_cols",) if cfg.cols else ("clt_ax_rows", "clt_ax_rows_fin", "clt_ax_segs")
     for name, k in kernels.items():
-        if name == "clt_ax_cols_fin":
+        if name not in mine:  # the other layout's kernels are never launched with this config
             continue
         kwg = k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, dev)
         if cfg.wg > kwg:

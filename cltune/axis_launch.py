@@ -48,17 +48,22 @@ def _split(cfg: AxisConfig, cus: int, base: int, length: int, step: int) -> tupl
     return max(1, -(-length // max(1, chunk))), max(1, chunk)
 
 
+def _groups(cfg: AxisConfig, cus: int, units: int) -> int:
+    """Groups launched: each takes units g, g + groups, ... (at most groups_per_cu per CU)."""
+    return max(1, min(units, cfg.groups_per_cu * max(1, cus)))
+
+
 def plan_rows(cfg: AxisConfig, cus: int, rows: int, length: int) -> AxisPlan:
     base = -(-rows // (cfg.wg // cfg.lanes))
     split, chunk = _split(cfg, cus, base, length, cfg.lanes * cfg.vec * cfg.items)
-    return AxisPlan(base * split, split, chunk)
+    return AxisPlan(_groups(cfg, cus, base * split), split, chunk)
 
 
 def plan_cols(cfg: AxisConfig, cus: int, outer: int, r: int, inner: int) -> AxisPlan:
     ctiles = -(-inner // (cfg.cols * cfg.vec))
     base = outer * ctiles
     split, chunk = _split(cfg, cus, base, r, (cfg.wg // cfg.cols) * cfg.items)
-    return AxisPlan(base * split, split, chunk, ctiles)
+    return AxisPlan(_groups(cfg, cus, base * split), split, chunk, ctiles)
 
 
 class _Scratch:
@@ -125,8 +130,11 @@ class AxisLauncher:
             s = self._scratch_for(queue, p.partials(rows), b.acc_dtype.itemsize)
             waits = self._waits(s, wait_for)
             wg = self.cfg.wg
+            v = self.cfg.vec
+            aligned = v > 1 and xoff % v == 0 and yoff % v == 0 and length % v == 0
             ev = b.rows(queue, (p.groups * wg,), (wg,), *self._x(x, xoff, y, yoff), rows, length,
-                        p.split, p.chunk, s.partials, out, self._local, wait_for=waits)
+                        p.split, p.chunk, int(aligned), s.partials, out, self._local,
+                        wait_for=waits)
             evs = [ev]
             if p.split > 1:
                 groups = -(-rows // (wg // self.cfg.lanes))
@@ -146,9 +154,11 @@ class AxisLauncher:
             s = self._scratch_for(queue, p.partials(outer * inner), b.acc_dtype.itemsize)
             waits = self._waits(s, wait_for)
             wg = self.cfg.wg
+            v = self.cfg.vec
+            aligned = v > 1 and xoff % v == 0 and yoff % v == 0 and inner % v == 0
             ev = b.cols(queue, (p.groups * wg,), (wg,), *self._x(x, xoff, y, yoff), outer, r,
-                        inner, p.split, p.chunk, p.ctiles, s.partials, out, self._local,
-                        wait_for=waits)
+                        inner, p.split, p.chunk, p.ctiles, int(aligned), s.partials, out,
+                        self._local, wait_for=waits)
             evs = [ev]
             if p.split > 1:
                 k = outer * inner
@@ -167,7 +177,7 @@ class AxisLauncher:
         m + 1 int32 (or int64 with off64) bounds, starting at its first byte."""
         b = self.built(max(xoff, yoff) + n > _IDX32_LIMIT or m > _IDX32_LIMIT)
         wg = self.cfg.wg
-        groups = max(1, -(-m // (wg // self.cfg.lanes)))
+        groups = _groups(self.cfg, self.info.compute_units, -(-m // (wg // self.cfg.lanes)))
         with _LOCK:
             return [b.segs(queue, (groups * wg,), (wg,), *self._x(x, xoff, y, yoff), n, offs,
                            int(off64), m, init, err, out, self._local, wait_for=wait_for)]

@@ -115,8 +115,20 @@ def tune(
                                        "uint64.")] = "float32",
     sizes: Annotated[str | None, typer.Option(  # noqa: UP007
         help="Size buckets, e.g. 2^12,2^16,2^20,2^24 (the default).")] = None,
-    trials: Annotated[int, typer.Option(min=1, help="Trials per bucket.")] = 40,
-    timeout: Annotated[float, typer.Option(min=1, help="Seconds for the whole run.")] = 150.0,
+    trials: Annotated[int | None, typer.Option(  # noqa: UP007
+        min=1, help="Trials per bucket or shape (default 40; 12 with --axis/--segments).")]
+    = None,
+    timeout: Annotated[float | None, typer.Option(  # noqa: UP007
+        min=1, help="Seconds for the whole run (default 150; 300 with --axis/--segments).")]
+    = None,
+    axis: Annotated[str | None, typer.Option(  # noqa: UP007
+        help="Tune reductions along an axis of 2-D arrays: 1 (rows, contiguous), 0 (columns, "
+        "strided) or both (`--axis` alone).")] = None,
+    segments: Annotated[bool, typer.Option(
+        "--segments", help="Tune segmented (CSR) reductions.")] = False,
+    shapes: Annotated[str | None, typer.Option(  # noqa: UP007
+        help="Shapes for --axis (ROWSxCOLS, powers of two: 65536x256,16x1048576) or, with "
+        "--segments, COUNTxMEANLENGTH; default: a set of 2^24-element shapes.")] = None,
     sampler: Annotated[str, typer.Option(help="tpe, random or grid.")] = "tpe",
     seed: Annotated[int, typer.Option(help="Sampler seed.")] = 0,
     resume: Annotated[bool, typer.Option(help="Continue the stored studies.")] = False,
@@ -131,10 +143,20 @@ def tune(
         help="Optuna storage URL (default: $CLTUNE_STORAGE or studies.db beside the results).")]
     = None,
 ) -> None:
-    """Tune reductions on one device and store the best config per size bucket.
+    """Tune reductions on one device and store the best config per size bucket (or shape).
 
-    Example: cltune tune --device 0 --sizes 2^20,2^24 --trials 30
+    Example: cltune tune --device 0 --sizes 2^20,2^24 --trials 30;
+    cltune tune --device 0 --axis (both axes of the default shapes);
+    cltune tune --device 0 --axis 1 --shapes 65536x256,16x1048576
     """
+    if axis is not None or segments:
+        _tune_axis(device, op, dtype, axis, segments, shapes, trials or 12, timeout or 300.0,
+                   sampler, seed, resume, study, seeds, db, storage)
+        return
+    if shapes is not None:
+        _fail("--shapes goes with --axis or --segments (sizes of 1-D reductions: --sizes)")
+    trials = trials or 40
+    timeout = timeout or 150.0
     from cltune.buckets import DEFAULT_BUCKETS, parse_sizes
     from cltune.service import tune as run_tune
     from cltune.tuner import SAMPLERS, TuneOptions
@@ -169,6 +191,48 @@ def tune(
             err.print(f"{r.size_class}: no config validated ({r.failed + r.pruned} rejected; "
                       "`cltune show --json` lists the reasons)", highlight=False)
     if any(r.config is None for r in results):
+        raise typer.Exit(code=1)
+
+
+def _tune_axis(device: str, op: str, dtype: str, axis: str | None, segments: bool,
+               shapes: str | None, trials: int, timeout: float, sampler: str, seed: int,
+               resume: bool, study: str, seeds: bool, db: str | None,
+               storage: str | None) -> None:
+    from cltune.axis_family import parse_shapes
+    from cltune.service import axis_variants, tune_axis
+    from cltune.tuner import SAMPLERS, TuneOptions
+
+    with _errors():
+        if sampler not in SAMPLERS:
+            raise ValueError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
+        variants = axis_variants(op, dtype, axis, segments)
+        keys = parse_shapes(shapes) if shapes else None
+        opts = TuneOptions(op=op, dtype=dtype, trials=trials, timeout_s=timeout,
+                           sampler=sampler, seed=seed, resume=resume, study_prefix=study,
+                           seeds=seeds)
+        prog = RichProgress(err)
+        try:
+            info, runs = tune_axis(device, variants, keys, opts, db, storage, prog)
+        finally:
+            prog.stop()
+    failed = False
+    for variant, results in runs:
+        t = Table(title=f"best on {info.name} ({variant})")
+        for c in ("shape class", "GB/s", "device time", "per call", "vs builtin", "config",
+                  "trials", "rejected"):
+            t.add_column(c)
+        for r in results:
+            t.add_row(r.size_class, f"{r.gbps:.1f}" if r.gbps else "-",
+                      f"{r.median_s * 1e6:.1f} µs" if r.median_s else "-",
+                      f"{r.per_call_s * 1e6:.1f} µs" if r.per_call_s else "-",
+                      f"{r.vs_builtin:.2f}x" if r.vs_builtin else "-",
+                      r.config.short() if r.config else "no config validated",
+                      str(r.trials), str(r.failed + r.pruned))
+            failed |= r.config is None
+        out.print(t)
+    if failed:
+        err.print("some classes have no validated config (`cltune show --json` lists the "
+                  "reasons)", highlight=False)
         raise typer.Exit(code=1)
 
 
@@ -355,6 +419,14 @@ def _cfg_text(family: str, cfg: dict) -> str:
         return escape(json.dumps(cfg, sort_keys=True))
 
 
+def _axis_alone(argv: list[str]) -> None:
+    """`--axis` with no value means both axes (click options cannot take an optional value)."""
+    for i, a in enumerate(argv):
+        if a == "--axis" and (i + 1 == len(argv) or argv[i + 1].startswith("-")):
+            argv.insert(i + 1, "both")
+            return
+
+
 def main() -> None:
     """The console script: process-wide logging and warning setup happens here, never on
     import of a library module."""
@@ -364,11 +436,13 @@ def main() -> None:
     # compiler chatter ("Non-empty compiler output") and Optuna's per-trial log lines are not
     # for the command line's user (the progress bar shows the trials)
     warnings.filterwarnings("ignore", category=cl.CompilerWarning)
+    _axis_alone(sys.argv)
     logging.getLogger("optuna").setLevel(logging.WARNING)
     logging.getLogger("optuna").propagate = False
     try:
         import optuna
 
+        optuna.logging.set_verbosity(optuna.logging.WARNING)  # its import sets INFO
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     except ImportError:  # pragma: no cover - optuna is a dependency
         pass

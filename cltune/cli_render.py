@@ -22,10 +22,14 @@ class RichProgress:
         self.started = False
 
     def start(self, space, classes) -> None:  # noqa: ANN001
-        strategies = ", ".join(space.values["strategy"])
-        self.console.print(f"space: {space.size():,} feasible configs over {strategies}"
-                           f" (subgroup multiple {space.base_multiple}); buckets "
-                           + ", ".join(classes), highlight=False)
+        if hasattr(space, "describe"):  # families other than the 1-D reduction
+            self.console.print(f"space: {space.size():,} points: {space.describe()}; classes "
+                               + ", ".join(classes), highlight=False)
+        else:
+            strategies = ", ".join(space.values["strategy"])
+            self.console.print(f"space: {space.size():,} feasible configs over {strategies}"
+                               f" (subgroup multiple {space.base_multiple}); buckets "
+                               + ", ".join(classes), highlight=False)
         for s, why in space.excluded.items():
             self.console.print(f"  not offered: {s}: {why}", highlight=False)
         self.bar.start()

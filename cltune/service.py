@@ -67,6 +67,47 @@ def tune(selector: str, opts: TuneOptions, db: str | None, storage: str | None,
         store.close()
 
 
+def axis_variants(op: str, dtype: str, axis: str | None, segments: bool) -> list[str]:
+    """The axis family's variants a `cltune tune --axis/--segments` run tunes: axis 1 is the
+    contiguous (rows) layout of a 2-D C array, axis 0 the strided (cols) one."""
+    if axis not in (None, "0", "1", "both"):
+        raise ValueError(f"--axis takes 0, 1 or both, not {axis!r:.20}")
+    kinds = {"1": ["rows"], "0": ["cols"], "both": ["rows", "cols"], None: []}[axis]
+    kinds += ["segs"] if segments else []
+    OpSpec(op, dtype)  # a clear error for an unknown op or dtype
+    if segments and op == "dot":
+        raise ValueError("segments have no dot (multiply first, then sum)")
+    return [f"{op}/{dtype}/{k}" for k in kinds]
+
+
+def tune_axis(selector: str, variants: list[str], shapes: tuple | None, opts: TuneOptions,
+              db: str | None, storage: str | None, progress: Progress | None = None,
+              ) -> tuple[DeviceInfo, list[tuple[str, list[BucketResult]]]]:
+    """Tune the axis family's variants over shapes (log2 pairs; default: the family's shape
+    set, for segments its segment classes); the time budget is shared by all classes."""
+    from dataclasses import replace
+
+    from cltune import axis_family
+    from cltune.tuning_db import Store, default_storage_url
+
+    info, dev = select(selector)
+    plan = [(v, shapes or (axis_family.DEFAULT_SEGMENTS if v.endswith("/segs")
+                           else axis_family.DEFAULT_SHAPES)) for v in variants]
+    total = sum(len(s) for _, s in plan)
+    store = Store.open(db)
+    out = []
+    try:
+        ctx = cl.Context([dev])
+        for v, keys in plan:
+            o = replace(opts, family="axis", variant=v, buckets=tuple(keys),
+                        timeout_s=opts.timeout_s * len(keys) / total)
+            tuner = Tuner(ctx, dev, info, store, storage or default_storage_url(), o, progress)
+            out.append((v, tuner.run()))
+    finally:
+        store.close()
+    return info, out
+
+
 def show(db: str | None, selector: str | None):  # noqa: ANN201 - list of ResultRow
     """Best results, optionally of one device (selector as for `--device`)."""
     from cltune.tuning_db import Store

@@ -240,7 +240,8 @@ class Tuner:
                      for t in trials)
         # the builtin config (what an untuned device runs) always competes, so that a stored
         # best is never slower end to end than what tuning replaces
-        builtin = self.target.builtin()
+        per_class = getattr(self.target, "builtin_for", None)  # shape-dependent families
+        builtin = per_class(bucket) if per_class is not None else self.target.builtin()
         if builtin is not None and builtin not in finalists:
             out = self.target.evaluate(builtin, bench, max_rel_error=self.opts.max_rel_error)
             self._record(bucket, out)

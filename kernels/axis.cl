@@ -44,13 +44,25 @@
 #define AX_WARP_ACTIVE 0
 #endif
 
+/* AXVA: a vector load the host promised is aligned to its size (`aligned` argument: the
+ * offset and the row/column stride are multiples of CLT_VEC), so it can be one wide load;
+ * vloadN (AXV) only assumes the element's alignment. */
+#if CLT_VEC > 1 && !CLT_IS_HALF
+#define LOADA_X(p, e)                                                                            \
+    CAT(convert_, CAT(CLT_ACC_T, CLT_VEC))(*(__global const CAT(CLT_IN_T, CLT_VEC) *)((p) + (e)))
+#else
+#define LOADA_X(p, e) LOADV_X(0, (p) + (e))
+#endif
 #if CLT_OP == 4
 #define AXV(e) (LOADV_X(0, xp + (e)) * LOADV_X(0, yp + (e)))
+#define AXVA(e) (LOADA_X(xp, e) * LOADA_X(yp, e))
 #define AX1(j) (LOAD1_X((j), xp) * LOAD1_X((j), yp))
 #else
 #define AXV(e) LOADV_X(0, xp + (e))
+#define AXVA(e) LOADA_X(xp, e)
 #define AX1(j) LOAD1_X((j), xp)
 #endif
+#define AXLOAD(e) (aligned ? AXVA(e) : AXV(e))
 
 #if AX_WARP_ACTIVE
 inline uint ax_shfl_xor_u32(uint v, uint mask) {
@@ -70,8 +82,9 @@ inline acc_t ax_shfl_xor(acc_t v, uint mask) {
 }
 #endif
 
-/* The CLT_AX_LANES lanes of each row combine their values; valid in every lane. Every
- * work-item of the group calls it. */
+/* The CLT_AX_LANES lanes of each row combine their values; the result is valid in lane 0.
+ * Every work-item of the group calls it. After the last barrier a work-item reads only its
+ * own slot, so a loop may call it again without another barrier. */
 inline acc_t ax_lane_combine(acc_t v, __local acc_t *tile) {
 #if CLT_AX_LANES == 1
     return v;
@@ -90,7 +103,7 @@ inline acc_t ax_lane_combine(acc_t v, __local acc_t *tile) {
         if (lane < st) tile[lid] = OP(tile[lid], tile[lid + st]);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    return tile[lid - lane];
+    return tile[lid];
 #endif
 }
 
@@ -99,7 +112,8 @@ inline acc_t ax_row_sum(__global const CLT_IN_T *xp
 #if CLT_OP == 4
                         , __global const CLT_IN_T *yp
 #endif
-                        , const idx_t base, const idx_t start, const idx_t end, const uint lane) {
+                        , const idx_t base, const idx_t start, const idx_t end, const uint lane,
+                        const uint aligned) {
     accv_t acc[CLT_ITEMS];
     accv_t comp[CLT_ITEMS];
 #pragma unroll
@@ -111,9 +125,9 @@ inline acc_t ax_row_sum(__global const CLT_IN_T *xp
     idx_t i = start + (idx_t)lane * CLT_VEC;
     for (; i + (idx_t)(CLT_ITEMS - 1) * step + CLT_VEC <= end; i += (idx_t)CLT_ITEMS * step) {
 #pragma unroll
-        for (int k = 0; k < CLT_ITEMS; ++k) ACCUM(acc[k], comp[k], AXV(base + i + k * step));
+        for (int k = 0; k < CLT_ITEMS; ++k) ACCUM(acc[k], comp[k], AXLOAD(base + i + k * step));
     }
-    for (; i + CLT_VEC <= end; i += step) ACCUM(acc[0], comp[0], AXV(base + i));
+    for (; i + CLT_VEC <= end; i += step) ACCUM(acc[0], comp[0], AXLOAD(base + i));
     /* the last (end - start) % CLT_VEC elements, one per lane */
     acc_t s = IDENT;
     acc_t c = (acc_t)0;
@@ -131,28 +145,31 @@ inline acc_t ax_row_sum(__global const CLT_IN_T *xp
 #endif
 
 /* ---- contiguous axis --------------------------------------------------------------------- */
-/* Group g: row block g / split, piece g % split of each row ([piece*chunk, +chunk)). */
+/* Work unit u: row block u / split, piece u % split of each row ([piece*chunk, +chunk)).
+ * Each group takes units g, g + groups, ... (the loop is uniform per group). */
 __kernel CLT_WG_ATTR void
 clt_ax_rows(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t rows,
-            const idx_t len, const uint split, const idx_t chunk, __global acc_t *partials,
-            __global out_t *out, __local acc_t *tile) {
+            const idx_t len, const uint split, const idx_t chunk, const uint aligned,
+            __global acc_t *partials, __global out_t *out, __local acc_t *tile) {
     __global const CLT_IN_T *xp = x + xoff;
     Y_SETUP
     const uint lid = get_local_id(0);
     const uint lane = lid % CLT_AX_LANES;
-    const idx_t g = get_group_id(0);
-    const uint piece = (uint)(g % split);
-    const idx_t row = (g / split) * AX_RPG + lid / CLT_AX_LANES;
-    const int live = row < rows;
-    const idx_t start = (idx_t)piece * chunk;
-    const idx_t end = live ? min(start + chunk, len) : start;
-    acc_t r = ax_row_sum(AX_XY, live ? row * len : 0, start, end, lane);
-    r = ax_lane_combine(r, tile);
-    if (live && lane == 0) {
-        if (split == 1)
-            STORE_OUT(out + row, r);
-        else
-            partials[row * split + piece] = r;
+    const idx_t units = ((rows + AX_RPG - 1) / AX_RPG) * split;
+    for (idx_t u = get_group_id(0); u < units; u += get_num_groups(0)) {
+        const uint piece = (uint)(u % split);
+        const idx_t row = (u / split) * AX_RPG + lid / CLT_AX_LANES;
+        const int live = row < rows;
+        const idx_t start = (idx_t)piece * chunk;
+        const idx_t end = live ? min(start + chunk, len) : start;
+        acc_t r = ax_row_sum(AX_XY, live ? row * len : 0, start, end, lane, aligned);
+        r = ax_lane_combine(r, tile);
+        if (live && lane == 0) {
+            if (split == 1)
+                STORE_OUT(out + row, r);
+            else
+                partials[row * split + piece] = r;
+        }
     }
 }
 
@@ -175,17 +192,14 @@ clt_ax_rows_fin(__global const acc_t *partials, const idx_t rows, const uint spl
 /* Group g: piece g % split of the rows, column tile (g / split) % ctiles of outer block
  * g / (split * ctiles). Work-item (tx, ty) owns columns col .. col + CLT_VEC - 1 and rows
  * r0 + ty, r0 + ty + AX_RT, ... */
-__kernel CLT_WG_ATTR void
-clt_ax_cols(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t outer,
-            const idx_t R, const idx_t inner, const uint split, const idx_t chunk,
-            const idx_t ctiles, __global acc_t *partials, __global out_t *out,
-            __local acc_t *tile) {
-    __global const CLT_IN_T *xp = x + xoff;
-    Y_SETUP
-    const uint lid = get_local_id(0);
-    const uint tx = lid % CLT_AX_COLS;
-    const uint ty = lid / CLT_AX_COLS;
-    const idx_t g = get_group_id(0);
+inline void ax_cols_unit(__global const CLT_IN_T *xp
+#if CLT_OP == 4
+                         , __global const CLT_IN_T *yp
+#endif
+                         , const idx_t g, const idx_t outer, const idx_t R, const idx_t inner,
+                         const uint split, const idx_t chunk, const idx_t ctiles,
+                         const uint aligned, __global acc_t *partials, __global out_t *out,
+                         __local acc_t *tile, const uint lid, const uint tx, const uint ty) {
     const uint piece = (uint)(g % split);
     const idx_t t = (g / split) % ctiles;
     const idx_t o = g / split / ctiles;
@@ -209,9 +223,9 @@ clt_ax_cols(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t out
         for (; r + (idx_t)(CLT_ITEMS - 1) * AX_RT < r1; r += (idx_t)CLT_ITEMS * AX_RT) {
 #pragma unroll
             for (int k = 0; k < CLT_ITEMS; ++k)
-                ACCUM(acc[k], comp[k], AXV(base + (r + k * AX_RT) * inner));
+                ACCUM(acc[k], comp[k], AXLOAD(base + (r + k * AX_RT) * inner));
         }
-        for (; r < r1; r += AX_RT) ACCUM(acc[0], comp[0], AXV(base + r * inner));
+        for (; r < r1; r += AX_RT) ACCUM(acc[0], comp[0], AXLOAD(base + r * inner));
     } else if (o < outer && col < inner) {
         for (idx_t r = r0 + ty; r < r1; r += AX_RT) {
 #pragma unroll
@@ -261,6 +275,22 @@ clt_ax_cols(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t out
     }
 }
 
+__kernel CLT_WG_ATTR void
+clt_ax_cols(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t outer,
+            const idx_t R, const idx_t inner, const uint split, const idx_t chunk,
+            const idx_t ctiles, const uint aligned, __global acc_t *partials,
+            __global out_t *out, __local acc_t *tile) {
+    __global const CLT_IN_T *xp = x + xoff;
+    Y_SETUP
+    const uint lid = get_local_id(0);
+    const uint tx = lid % CLT_AX_COLS;
+    const uint ty = lid / CLT_AX_COLS;
+    const idx_t units = outer * ctiles * split;
+    for (idx_t g = get_group_id(0); g < units; g += get_num_groups(0))
+        ax_cols_unit(AX_XY, g, outer, R, inner, split, chunk, ctiles, aligned, partials, out,
+                     tile, lid, tx, ty);
+}
+
 /* partials[(o * split + piece) * inner + i] over piece -> out[o * inner + i]; one work-item
  * per output (coalesced). */
 __kernel void clt_ax_cols_fin(__global const acc_t *partials, const idx_t outer,
@@ -285,7 +315,9 @@ clt_ax_segs(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n,
     Y_SETUP
     const uint lid = get_local_id(0);
     const uint lane = lid % CLT_AX_LANES;
-    const idx_t seg = (idx_t)get_group_id(0) * AX_RPG + lid / CLT_AX_LANES;
+    const idx_t units = (m + AX_RPG - 1) / AX_RPG;
+    for (idx_t u = get_group_id(0); u < units; u += get_num_groups(0)) {
+    const idx_t seg = u * AX_RPG + lid / CLT_AX_LANES;
     const int live = seg < m;
     long b = 0, e = 0;
     if (live) {
@@ -301,13 +333,14 @@ clt_ax_segs(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n,
         if (lane == 0) atomic_min(err, (uint)min(seg, (idx_t)0xfffffffeu));
         b = e = 0;
     }
-    acc_t r = ax_row_sum(AX_XY, 0, (idx_t)b, (idx_t)e, lane);
+    acc_t r = ax_row_sum(AX_XY, 0, (idx_t)b, (idx_t)e, lane, 0u);
     r = ax_lane_combine(r, tile);
     r = OP(r, init);
 #if CLT_IS_FLOAT && (CLT_OP == 0 || CLT_OP == 4)
     if (e == b) r = init + (acc_t)0; /* numpy: an empty sum is +0.0 (a sum of -0.0s is -0.0) */
 #endif
     if (live && lane == 0) STORE_OUT(out + seg, r);
+    }
 }
 
 __kernel void clt_ax_probe(__global int *flags) {

@@ -1,0 +1,299 @@
+"""The axis family's tuning target: one variant (`op/dtype/rows|cols|segs`) on one device, with
+the methods the tuner and `cltune verify` use (see reduce_target.py for the 1-D family).
+
+Size keys are (a, b) pairs (axis_family): the tuning input of a class is a random array of
+2^a x 2^b elements (rows: 2^a rows of 2^b; cols: 2^a rows reduced, 2^b kept; segments: 2^a
+segments of ragged lengths, uniform in 0..2^(b+1), mean 2^b).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import optuna
+import pyopencl as cl
+
+from . import axis_family
+from .axis_check import Problem, validate
+from .axis_config import AxisConfig
+from .axis_defaults import builtin_axis_config
+from .axis_family import NO_ERROR, identity
+from .axis_kernel import source_hash
+from .axis_launch import AxisLauncher
+from .devices import DeviceInfo
+from .evaluate import Outcome
+from .measure import Timing, device_seconds, profiling_queue
+from .program import BuildError
+from .verify import make_input
+
+POW2 = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+@dataclass(frozen=True)
+class AxisSpace:
+    """Allowed values per AxisConfig field for one layout on one device."""
+
+    layout: str  # rows (rows and segments) | cols
+    info: DeviceInfo
+    acc_bytes: int
+    values: dict[str, tuple] = field(default_factory=dict)
+    excluded: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def base_multiple(self) -> int:
+        return self.values["wg"][0]
+
+    def describe(self) -> str:
+        return f"{self.layout} layout over " + ", ".join(
+            f"{k} {'/'.join(map(str, v))}" for k, v in self.values.items())
+
+    def restrict(self, **fields: tuple) -> AxisSpace:
+        vals = dict(self.values)
+        for k, v in fields.items():
+            if k not in vals:
+                raise ValueError(f"unknown space field {k!r}")
+            vals[k] = tuple(x for x in v if x in vals[k])
+        return replace(self, values=vals)
+
+    def size(self) -> int:
+        return math.prod(len(v) for v in self.values.values())
+
+    def check(self, cfg: AxisConfig) -> str:
+        """'' when cfg is feasible here, else why (nothing compiled)."""
+        if cfg.layout != self.layout:
+            return f"a {cfg.layout} config for the {self.layout} layout"
+        for k, allowed in self.values.items():
+            if getattr(cfg, k) not in allowed:
+                return f"{k}={getattr(cfg, k)} not offered here ({'/'.join(map(str, allowed))})"
+        if cfg.wg > self.info.max_wg:
+            return f"wg={cfg.wg} > device limit {self.info.max_wg}"
+        tile = cfg.wg * (cfg.vec if cfg.cols else 1) * self.acc_bytes
+        if tile + 256 > self.info.local_mem:
+            return f"tile of {tile} bytes > local memory {self.info.local_mem}"
+        return ""
+
+
+def make_space(info: DeviceInfo, layout: str, acc_bytes: int) -> AxisSpace:
+    gpu = info.type != "cpu"
+    # GPUs: above 256 the kernels' own limit (registers) refused every build on the H200
+    top = min(info.max_wg, 256)
+    wgs = tuple(v for v in POW2 if (32 if gpu else 4) <= v <= top) or (1,)
+    vals: dict[str, tuple] = {"wg": wgs}
+    if layout == "rows":
+        vals["lanes"] = tuple(v for v in POW2 if v <= max(wgs))
+    else:
+        vals["cols"] = tuple(v for v in POW2 if v <= max(wgs))
+    vals["vec"] = (1, 2, 4, 8) if gpu else (1, 4, 8, 16)
+    vals["items"] = (1, 2, 4)
+    vals["groups_per_cu"] = (1, 2, 4, 8, 16, 32, 64)
+    excluded = {}
+    if layout == "rows":
+        if info.is_nvidia:
+            vals["warp"] = (0, 1)
+        else:
+            vals["warp"] = (0,)
+            excluded["warp"] = "warp shuffles need NVIDIA's OpenCL (inline PTX)"
+    return AxisSpace(layout, info, acc_bytes, vals, excluded)
+
+
+class AxisBench:
+    """The tuning input of one class on the device, timed by profiling events (device time)
+    and back to back on an ordinary queue (what an application waits for)."""
+
+    def __init__(self, ctx: cl.Context, queue: cl.CommandQueue, spec: object, p: Problem,
+                 xs: list[np.ndarray]) -> None:
+        mf = cl.mem_flags
+        self.ctx, self.queue, self.problem, self.spec = ctx, queue, p, spec
+        self.n = p.n
+        self.nbytes = sum(a.nbytes for a in xs)
+        self.bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a) for a in xs]
+        rdt = spec.result_dtype  # type: ignore[attr-defined]
+        self.out = cl.Buffer(ctx, mf.READ_WRITE, max(8, p.outputs * rdt.itemsize))
+        self.offs = self.err = None
+        if p.offsets is not None:
+            self.offs = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=p.offsets)
+            self.err = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR,
+                                 hostbuf=np.full(1, NO_ERROR, np.uint32))
+        self._app_queue: cl.CommandQueue | None = None
+
+    def run(self, la: AxisLauncher, queue: cl.CommandQueue | None = None) -> list[cl.Event]:
+        q, p = queue or self.queue, self.problem
+        y = self.bufs[1] if len(self.bufs) > 1 else None
+        if p.offsets is not None:
+            init = la.built().acc_dtype.type(identity(la.spec))
+            return la.segs(q, self.bufs[0], 0, p.n, self.offs, p.offsets.dtype == np.int64,
+                           p.outputs, init, self.err, self.out)
+        if la.cfg.lanes:
+            return la.rows(q, self.bufs[0], 0, p.outer, p.r, self.out, y=y)
+        return la.cols(q, self.bufs[0], 0, p.outer, p.r, p.inner, self.out, y=y)
+
+    def time(self, la: AxisLauncher, *, warmup: int = 2, min_repeats: int = 5,
+             max_repeats: int = 200, budget_s: float = 0.3) -> Timing:
+        for _ in range(warmup):
+            self.run(la)
+        self.queue.finish()
+        samples: list[float] = []
+        t0 = time.perf_counter()
+        while len(samples) < max_repeats:
+            samples.append(device_seconds(self.run(la)))
+            if len(samples) >= min_repeats and time.perf_counter() - t0 > budget_s:
+                break
+        return Timing(statistics.median(samples), len(samples), tuple(samples))
+
+    def per_call(self, la: AxisLauncher, *, budget_s: float = 0.05) -> float:
+        if self._app_queue is None:
+            self._app_queue = cl.CommandQueue(self.ctx, self.queue.device)
+        q = self._app_queue
+        self.run(la, q)
+        q.finish()
+        t0 = time.perf_counter()
+        self.run(la, q)
+        q.finish()
+        calls = max(3, min(500, int(budget_s / max(time.perf_counter() - t0, 1e-7))))
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            evs = self.run(la, q)
+        evs[-1].wait()
+        return (time.perf_counter() - t0) / calls
+
+
+def problem_of(kind: str, key: tuple[int, int], seed: int = 0) -> Problem:
+    a, b = 1 << key[0], 1 << key[1]
+    if kind == "rows":
+        return Problem(a, b, 1)
+    if kind == "cols":
+        return Problem(1, a, b)
+    lens = np.random.default_rng(seed + a + b).integers(0, 2 * b, a, endpoint=True)
+    offs = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64 if lens.sum() >= 2**31
+                                                          else np.int32)
+    return Problem(1, int(offs[-1]), 1, offs)
+
+
+@dataclass
+class AxisTarget:
+    """One variant of the axis family on one device. `restrict` limits the space."""
+
+    ctx: cl.Context
+    dev: cl.Device
+    info: DeviceInfo
+    variant: str
+    extended_acc: bool = False
+    restrict: dict[str, tuple] = field(default_factory=dict)
+    family: str = axis_family.NAME
+
+    def __post_init__(self) -> None:
+        av = axis_family.variant_of(self.variant)
+        self.spec, self.kind = av.spec, av.kind
+        self.layout = "cols" if self.kind == "cols" else "rows"
+        self.queue = profiling_queue(self.ctx, self.dev)
+        acc = 8 if self.spec.acc_cl_type() in ("double", "long", "ulong") else 4
+        space = make_space(self.info, self.layout, acc)
+        self.space = space.restrict(**self.restrict) if self.restrict else space
+        self.source_hash = source_hash()
+        self._launchers: dict[AxisConfig, AxisLauncher] = {}
+        self._key: tuple[int, int] | None = None  # the class being tuned (set by bench)
+
+    @staticmethod
+    def size_class(key: tuple[int, int]) -> str:
+        return axis_family.size_class(key)
+
+    @staticmethod
+    def bucket_of(size_class: str) -> tuple[int, int]:
+        return axis_family.shape_key_of(size_class)
+
+    def suggest(self, trial: optuna.Trial) -> AxisConfig:
+        v = self.space.values
+        wg = trial.suggest_categorical("wg", v["wg"])
+        kw = {"wg": wg}
+        if self.layout == "rows":
+            kw["lanes"] = min(wg, trial.suggest_categorical("lanes", v["lanes"]))
+            kw["cols"] = 0
+        else:
+            kw["cols"] = min(wg, trial.suggest_categorical("cols", v["cols"]))
+            kw["lanes"] = 0
+        for name in ("vec", "items", "groups_per_cu"):
+            kw[name] = trial.suggest_categorical(name, v[name])
+        if self._key is not None:  # vectors wider than a row (the kept columns) only waste
+            kw["vec"] = max(1, min(kw["vec"], 1 << self._key[1]))
+        kw["warp"] = trial.suggest_categorical("warp", v["warp"]) if "warp" in v else 0
+        if kw["warp"] and not 2 <= kw["lanes"] <= 32:
+            kw["warp"] = 0
+        return AxisConfig(**kw)
+
+    @staticmethod
+    def config_of(mapping: Mapping[str, object]) -> AxisConfig:
+        return AxisConfig.from_mapping(mapping)
+
+    def builtin_for(self, key: tuple[int, int]) -> AxisConfig | None:
+        """What an untuned device runs for this class (axis_defaults), if in this space."""
+        cfg = builtin_axis_config(self.info, self.kind, 1 << key[0], 1 << key[1])
+        return cfg if self._params(cfg) is not None else None
+
+    def builtin(self) -> AxisConfig | None:
+        return self.builtin_for((12, 12))
+
+    def _params(self, cfg: AxisConfig | None) -> dict | None:
+        """The trial parameters that make cfg, if it is a point of this space."""
+        if cfg is None or self.space.check(cfg):
+            return None
+        return {k: getattr(cfg, k) for k in self.space.values}
+
+    def seeds(self, known_rows: Iterable[object], key: tuple[int, int],
+              previous: AxisConfig | None) -> list[dict]:
+        """The known best of this class, the previous class's winner, the builtin config."""
+        known = None
+        for r in known_rows:
+            if getattr(r, "size_class", None) == self.size_class(key):
+                try:
+                    known = AxisConfig.from_mapping(r.config)  # type: ignore[attr-defined]
+                except ValueError:
+                    known = None
+        out: list[dict] = []
+        for cfg in (known, previous, builtin_axis_config(self.info, self.kind, 1 << key[0],
+                                                         1 << key[1])):
+            p = self._params(cfg)
+            if p is not None and p not in out:
+                out.append(p)
+        return out
+
+    def launcher(self, cfg: AxisConfig) -> AxisLauncher:
+        la = self._launchers.get(cfg)
+        if la is None:
+            la = self._launchers[cfg] = AxisLauncher(self.ctx, self.dev, self.info, self.spec,
+                                                     cfg)
+        return la
+
+    def bench(self, key: tuple[int, int]) -> AxisBench:
+        self._key = key
+        p = problem_of(self.kind, key)
+        return AxisBench(self.ctx, self.queue, self.spec, p, make_input(self.spec, p.n))
+
+    def evaluate(self, cfg: AxisConfig, bench: AxisBench, *, check: bool = True,
+                 max_rel_error: float | None = None) -> Outcome:
+        """check -> build -> validate (awkward shapes and the class's shape plus a bit) ->
+        time; the tuner's trials and `cltune verify` both come through here."""
+        def stop(step: str, why: str) -> Outcome:
+            return Outcome(cfg, step, bench.n, bench.nbytes, why)
+
+        if check:
+            why = self.space.check(cfg)
+            if why:
+                return stop("check", why)
+        la = self.launcher(cfg)
+        try:
+            la.built(False)
+            chk = validate(la, self.queue, bench.problem)
+        except BuildError as e:
+            return stop("build", str(e))
+        if not chk.ok:
+            return stop("validate", chk.reason)
+        if max_rel_error is not None and chk.max_rel_error > max_rel_error:
+            return stop("validate", f"error {chk.max_rel_error:.3g} > --max-rel-error "
+                        f"{max_rel_error:.3g}")
+        return Outcome(cfg, "timed", bench.n, bench.nbytes, "", bench.time(la),
+                       chk.max_rel_error)
