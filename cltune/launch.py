@@ -48,9 +48,10 @@ _ANY_OFFSET = 1 << 62  # larger offsets share another, with 64-bit indices
 # Built kernels are shared by every Launcher of the same (context, op, config): which prepared
 # launch last set a kernel's arguments is therefore tracked on the build (`Built.owners`), and
 # launches are serialised by one lock (argument state lives in the kernel object).
-_LAUNCH_LOCK = threading.RLock()
+_LAUNCH_LOCK = threading.Lock()  # never taken twice: launch() and prepared() call no locked code
 #: pyopencl's enqueue (a compiled function) called positionally: keywords cost ~0.15 us a launch
 _enqueue = cl.enqueue_nd_range_kernel
+_COMPLETE = cl.command_execution_status.COMPLETE
 
 
 def _forget(p: _Prepared) -> None:
@@ -59,6 +60,26 @@ def _forget(p: _Prepared) -> None:
     for k, owner in list(owners.items()):
         if owner is p:
             del owners[k]
+
+
+def pending(*lists: list, ours: cl.Event | None = None) -> list[cl.Event] | None:
+    """The events of these lists (an input's, a result's `events`) that a launch must wait for:
+    completed ones are removed from the lists, as pyopencl's `Array.finish()` does (each event
+    in a wait list costs an enqueue ~0.1 us, and arrays keep their upload's event), and `ours`
+    (enqueued before on the same in-order queue) is skipped."""
+    waits = []
+    for evs in lists:
+        for e in list(evs):
+            if e is ours:
+                continue
+            if e.command_execution_status == _COMPLETE:
+                try:
+                    evs.remove(e)
+                except ValueError:  # another thread removed it
+                    pass
+            else:
+                waits.append(e)
+    return waits or None
 
 
 class _Prepared:

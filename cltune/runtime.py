@@ -24,7 +24,7 @@ from .buckets import nearest
 from .config import Config, ConfigError
 from .defaults import builtin_config, safest_config
 from .devices import DeviceInfo, info_for, require_usable
-from .launch import SMALL_OFFSET, Launcher, _Prepared
+from .launch import SMALL_OFFSET, Launcher, _Prepared, pending
 from .ops import OpSpec
 from .program import BuildError
 from .scalars import ScalarFactory, new_scalar
@@ -343,17 +343,19 @@ class Reducer:
                 if out is None:
                     res = self.scalars()
                     ev = p.launch(self.queue, x.base_data, x.offset // self._itemsize,
-                                  res.base_data, None, 0, x.events or None)[-1]
+                                  res.base_data, None, 0,
+                                  pending(x.events) if x.events else None)[-1]
                     res.events.append(ev)
                     self._last = ev
                     return res
                 if (type(out) is cla.Array and out.dtype is self._rdtype and out.offset == 0
                         and out.size == 1 and out.context is self._ctx):
-                    # out's pending events are waited for, except the one we enqueued last on
-                    # this in-order queue (ordered anyway); then ours is the only one left
-                    oe, waits = out.events, x.events or None
-                    if oe and not (len(oe) == 1 and oe[0] is self._last and self._in_order):
-                        waits = [*x.events, *oe]
+                    # x's and out's pending events are waited for, except the one we enqueued
+                    # last on this in-order queue (ordered anyway); then ours is out's only one
+                    oe, waits = out.events, None
+                    if x.events or oe and (len(oe) > 1 or oe[0] is not self._last
+                                           or not self._in_order):
+                        waits = pending(x.events, oe, ours=self._last if self._in_order else None)
                     ev = p.launch(self.queue, x.base_data, x.offset // self._itemsize,
                                   out.base_data, None, 0, waits)[-1]
                     out.events = [ev]
