@@ -33,6 +33,9 @@ from .expr_source import ExprBuildError, ExprSpec, template_hash
 from .measure import Timing, device_seconds, profiling_queue
 from .seeds import MAX_SEEDS, known_config
 
+#: size classes up to 2^SMALL_BUCKET also start from a one-work-group config (launch-bound)
+SMALL_BUCKET = 16
+
 
 @dataclass(frozen=True)
 class ExprSpace:
@@ -249,13 +252,18 @@ class ExprTarget:
 
     def seeds(self, known_rows: Iterable[object], bucket: int,
               previous: ExprConfig | None) -> list[dict]:
-        """The stored best nearest this size class, the previous class's winner, the config
-        derived from the device's tuned sum, the builtin one: those feasible here."""
+        """The stored best nearest this size class, the previous class's winner, for small
+        inputs the builtin config as one work-group (one launch), the config derived from the
+        device's tuned sum, the builtin one: those feasible here (the builtin config competes
+        in the final re-measurement anyway)."""
+        base = builtin(self.info, self.spec.dtype_out.itemsize)
         cands: list[Any] = [known_config(known_rows, bucket), previous]
+        if bucket <= SMALL_BUCKET:
+            cands.append(replace(base, groups_per_cu=0))
         derived = resolve(self.info, "0" * expr_family.FINGERPRINT_HEX,
                           self.spec.dtype_out.itemsize, self.db)
         cands += [c.config for c in derived.choices]
-        cands.append(builtin(self.info, self.spec.dtype_out.itemsize))
+        cands.append(base)
         out: list[dict] = []
         for c in cands:
             try:

@@ -124,6 +124,7 @@ class ReductionKernel:
         self._states: dict[int, _DeviceState] = {}
         self._lock = threading.Lock()
         self.background: Any = None  # the first-use tuning thread, once started
+        self.background_error: Exception | None = None  # why it failed, if it did
         # build now, like pyopencl: an expression that does not compile fails here
         for dev in ctx.devices:
             self._state(dev).launcher_for(1)

@@ -91,11 +91,13 @@ inline {ty} {st}_pick({ty} a, {ty} b) {{
         x = h[0][lo:hi]
         return np.int64((np.argmax(x) if largest else np.argmin(x)) + lo)
 
-    return ReductionKernel(ctx, np.dtype([("idx", np.int64), ("val", dt)], align=True),
-                           neutral=f"{st}_make({_limit(dt, not largest)}, LONG_MAX)",
-                           reduce_expr=f"{st}_pick(a, b)", map_expr=f"{st}_make(x[i], i)",
-                           arguments=f"__global const {c} *x", preamble=pre,
-                           finish_expr="a.idx", dtype_result=np.int64, name=f"arg_{st}")
+    knl = ReductionKernel(ctx, np.dtype([("idx", np.int64), ("val", dt)], align=True),
+                          neutral=f"{st}_make({_limit(dt, not largest)}, LONG_MAX)",
+                          reduce_expr=f"{st}_pick(a, b)", map_expr=f"{st}_make(x[i], i)",
+                          arguments=f"__global const {c} *x", preamble=pre,
+                          finish_expr="a.idx", dtype_result=np.int64, name=f"arg_{st}")
+    knl.reference = ref
+    return knl
 
 
 def _result_dtype(dt: np.dtype) -> np.dtype:

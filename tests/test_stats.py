@@ -143,3 +143,12 @@ def test_errors_and_kernel_cache(ctx, queue):
     knl = stats.kernel("argmax", ctx, np.float32)
     assert knl.explain(1 << 20).level in ("builtin", "derived", "exact", "driver-changed",
                                           "same-device", "shipped", "vendor-default")
+
+
+def test_every_statistic_has_a_reference_and_tunes(ctx, queue, db_url, storage_url):
+    for op in stats.OPS:
+        assert callable(getattr(stats.kernel(op, ctx, np.float32), "reference", None)), op
+    knl = stats.kernel("var", ctx, np.float32)
+    x = dev(queue, np.random.default_rng(5).standard_normal(1000).astype(np.float32) + 50)
+    res = knl.tune(x, 1.0, trials=3, timeout=30, db=db_url, storage=storage_url)
+    assert res[0].config is not None and res[0].size_class == "2^10"
