@@ -49,12 +49,10 @@ _ANY_OFFSET = 1 << 62  # larger offsets share another, with 64-bit indices
 # launch last set a kernel's arguments is therefore tracked on the build (`Built.owners`), and
 # launches are serialised by one lock (argument state lives in the kernel object).
 _LAUNCH_LOCK = threading.Lock()  # never taken twice: launch() and prepared() call no locked code
-#: pyopencl's enqueue (a compiled function) called positionally: keywords cost ~0.15 us a launch
-_enqueue = cl.enqueue_nd_range_kernel
 _COMPLETE = cl.command_execution_status.COMPLETE
 
 
-def _forget(p: _Prepared) -> None:
+def _forget(p: Prepared) -> None:
     """Make kernels whose arguments were set by `p` set all of them on their next launch."""
     owners = p.built.owners
     for k, owner in list(owners.items()):
@@ -82,7 +80,7 @@ def pending(*lists: list, ours: cl.Event | None = None) -> list[cl.Event] | None
     return waits or None
 
 
-class _Prepared:
+class Prepared:
     """A launch ready to enqueue: kernels, sizes, scratch and the current argument values."""
 
     __slots__ = ("built", "stage1", "stage2", "scratch", "gsize", "lsize", "args1", "args2",
@@ -115,7 +113,8 @@ class _Prepared:
                 k1.set_arg(self.iout, out)
             else:
                 self._set_stage1(x, xoff, out, y, yoff)
-            ev1 = _enqueue(queue, k1, self.gsize, self.lsize, None, wait_for)
+            # positional (keywords cost the compiled binding ~0.15 us a launch)
+            ev1 = cl.enqueue_nd_range_kernel(queue, k1, self.gsize, self.lsize, None, wait_for)
             k2 = self.stage2
             if k2 is None:
                 if not s.in_order:
@@ -129,8 +128,8 @@ class _Prepared:
                 k2.set_args(*a2)
                 a2[_S2_OUT] = None
                 owners["stage2"] = self
-            ev2 = _enqueue(queue, k2, self.lsize, self.lsize, None,
-                           None if s.in_order else [ev1])
+            ev2 = cl.enqueue_nd_range_kernel(queue, k2, self.lsize, self.lsize, None,
+                                             None if s.in_order else [ev1])
             if not s.in_order:
                 s.last = ev2
             return [ev1, ev2]
@@ -176,7 +175,7 @@ class Launcher:
         self._scratch: dict[int, _Scratch] = {}
         self._plans: OrderedDict[int, Plan] = OrderedDict()
         self._lock = _LAUNCH_LOCK
-        self._prepared: dict[tuple, _Prepared] = {}
+        self._prepared: dict[tuple, Prepared] = {}
         self._locals: dict[int, cl.LocalMemory] = {}
         self._s1 = stage1_args(spec)
         s1 = self._s1  # the slots every launch sets, resolved once (the warm path is ~8 us)
@@ -225,7 +224,7 @@ class Launcher:
         p = self._prepared.get((queue.int_ptr, n, big)) or self.prepared(queue, n, big)
         return p.launch(queue, x, xoff, out, y, yoff, wait_for)
 
-    def prepared(self, queue: cl.CommandQueue, n: int, big: bool = False) -> _Prepared:
+    def prepared(self, queue: cl.CommandQueue, n: int, big: bool = False) -> Prepared:
         """The prepared launch for (queue, n) and offsets below SMALL_OFFSET (big: any offset,
         64-bit indices); a caller may keep it and call its `launch` while offsets stay so."""
         with self._lock:
@@ -236,7 +235,7 @@ class Launcher:
                                                         else SMALL_OFFSET)
             return p
 
-    def _prepare(self, queue: cl.CommandQueue, n: int, offset_bound: int) -> _Prepared:
+    def _prepare(self, queue: cl.CommandQueue, n: int, offset_bound: int) -> Prepared:
         plan = self.plan(n)
         idx64 = needs_index64(plan, offset_bound)
         b = self.built(idx64)
@@ -264,7 +263,7 @@ class Launcher:
             for old in self._prepared.values():
                 _forget(old)
             self._prepared.clear()
-        return _Prepared(b, args2 is not None, s, (plan.global_size,), (plan.wg,), args1, args2,
+        return Prepared(b, args2 is not None, s, (plan.global_size,), (plan.wg,), args1, args2,
                          np.uint64 if idx64 else np.uint32, self._slots)
 
     def _local(self, nbytes: int) -> cl.LocalMemory:

@@ -24,7 +24,7 @@ from .buckets import nearest
 from .config import Config, ConfigError
 from .defaults import builtin_config, safest_config
 from .devices import DeviceInfo, info_for, require_usable
-from .launch import SMALL_OFFSET, Launcher, _Prepared, pending
+from .launch import SMALL_OFFSET, Launcher, Prepared, pending
 from .ops import OpSpec
 from .program import BuildError
 from .scalars import ScalarFactory, new_scalar
@@ -290,7 +290,7 @@ class Reducer:
         ooo = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
         self._in_order = not queue.properties & ooo
         self._last: cl.Event | None = None  # the event the hot path enqueued last on `queue`
-        self._hot: dict[int, _Prepared] = {}  # n -> prepared launch on `queue` (sizes seen)
+        self._hot: dict[int, Prepared] = {}  # n -> prepared launch on `queue` (sizes seen)
 
     @property
     def engine_id(self) -> int:

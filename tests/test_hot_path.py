@@ -1,4 +1,4 @@
-"""The warm call (`Reducer.__call__`'s hot path, `_Prepared.launch`): correct results under
+"""The warm call (`Reducer.__call__`'s hot path, `Prepared.launch`): correct results under
 threads, `wait_for` and pending events, inputs that change between calls, a reused `out=`,
 out-of-order queues, and results of earlier calls that later calls must not overwrite."""
 
