@@ -27,6 +27,7 @@ from .expr_config import ExprConfig
 from .expr_launch import ExprLauncher
 from .expr_source import ExprBuildError, ExprSpec
 from .runtime import Explanation
+from .scalars import new_scalar
 
 TUNE_MODES = (None, "first-use")
 
@@ -185,8 +186,8 @@ class ReductionKernel:
         if q.context.int_ptr != self.context.int_ptr:
             raise ValueError("the queue belongs to another context than this kernel")
         if out is None:
-            res = cla.empty(q, (), spec.dtype_result,
-                            allocator=allocator if allocator is not None else repr_vec.allocator)
+            res = new_scalar(q, spec.dtype_result,
+                             allocator if allocator is not None else repr_vec.allocator)
         else:
             if out.dtype != spec.dtype_result or out.size != 1:
                 raise TypeError(f"out must be a 1-element array of {spec.dtype_result}, got "
