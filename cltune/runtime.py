@@ -337,7 +337,7 @@ class Reducer:
         # before, into a fresh 0-d result or an `out` of ours (all checked by identity)
         if (y is None and wait_for is None and queue is None and axis is None and not keepdims
                 and type(x) is cla.Array and x.dtype is self._dtype and x.context is self._ctx
-                and x._flags is not None and x._flags.forc and x.offset < SMALL_OFFSET):
+                and (x._flags or x.flags).forc and x.offset < SMALL_OFFSET):
             p = self._hot.get(x.size)
             if p is not None:
                 if out is None:

@@ -49,6 +49,26 @@ def _rand(n, seed):
     return np.random.default_rng(seed).integers(-50, 50, n).astype(np.float32)
 
 
+def test_views_and_computed_arrays_take_the_hot_path(queue, db):
+    """Slices, reshapes, `cla.empty`/`zeros` and results of array arithmetic (whose contiguity
+    flags pyopencl computes lazily) are served by the hot path too, and right."""
+    r = _reducer(queue, db)
+    host = _rand(3 * 4096, 7)
+    base = cla.to_device(queue, host)
+    _warm(r, base[:4096])
+    o = cla.empty(queue, (), np.float32)
+    cases = {"slice": (base[5:4101], host[5:4101]),
+             "reshape": (base[:4096].reshape(64, 64), host[:4096]),
+             "row": (base.reshape(3, 4096)[2], host[2 * 4096:]),
+             "arith": (base[:4096] + 1, host[:4096] + 1),
+             "zeros": (cla.zeros(queue, 4096, np.float32), np.zeros(4096, np.float32))}
+    for name, (x, h) in cases.items():
+        for kw in ({}, {"out": o}):
+            r._last = None
+            assert r(x, **kw).get() == h.sum(), name
+            assert r._last is not None, f"{name}: not served by the hot path"
+
+
 def test_held_results_are_not_overwritten(queue, db):
     """Many results held at once, each from another input of the same n; some dropped in
     between (their pool buffers come back and are reused)."""
