@@ -10,6 +10,8 @@ median over BLOCKS blocks of the block's time / CALLS (µs per call):
   arguments set once, enqueued as bare calls: host floor plus this reduction's device work;
 - `launcher.enqueue`: `Launcher.enqueue` (argument setting, scratch, events);
 - `r(x)`, `r(x, out=o)`: the public call (a fresh 0-d result per call / one reused result);
+  `r(view)`: r(x[:]), an array whose flags pyopencl has not computed (slices, `cla.empty`,
+  results of array arithmetic);
 - `recorded launch` (with `--command-buffer`, where the device offers cl_khr_command_buffer):
   the same kernels recorded once in a command buffer, `clEnqueueCommandBufferKHR` per call
   through ctypes, beside `same kernels, ctypes` (the bare launch through the same ctypes path);
@@ -33,6 +35,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -90,12 +93,23 @@ def bare_kernels(r: Reducer, x: cla.Array) -> tuple[list[tuple[cl.Kernel, tuple,
     return launches, (partials, ticket, out)
 
 
+def _libopencl() -> ctypes.CDLL:
+    """The OpenCL ICD loader: the system's, else the one a pyopencl wheel bundles."""
+    try:
+        return ctypes.CDLL("libOpenCL.so.1")
+    except OSError:
+        libs = Path(cl.__file__).parent.parent / "pyopencl.libs"
+        for path in sorted(libs.glob("libOpenCL*")):
+            return ctypes.CDLL(str(path))
+        raise
+
+
 class CommandBuffer:
     """cl_khr_command_buffer through ctypes (pyopencl does not wrap it): kernels recorded once,
     one `clEnqueueCommandBufferKHR` per call."""
 
     def __init__(self, q: cl.CommandQueue, launches: list[tuple[cl.Kernel, tuple, tuple]]) -> None:
-        lib = ctypes.CDLL("libOpenCL.so.1")
+        lib = _libopencl()
         get = lib.clGetExtensionFunctionAddressForPlatform
         get.restype, get.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]
         vp, u32, pp = ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_size_t)
@@ -172,6 +186,8 @@ def measure(r: Reducer, n: int, args: argparse.Namespace, trivial: cl.Kernel,
     launches, keep = bare_kernels(r, x)
     check("r(x)", float(r(x).get()), want)
     check("r(x, out=o)", float(r(x, out=o).get()), want)
+    view = x[:]  # a view: pyopencl computes its flags lazily (before 2026-12 a slow path)
+    check("r(view)", float(r(view).get()), want)
     for k, g, lo in launches:
         cl.enqueue_nd_range_kernel(q, k, g, lo)
     got = np.zeros(1, np.float32)
@@ -190,6 +206,7 @@ def measure(r: Reducer, n: int, args: argparse.Namespace, trivial: cl.Kernel,
                                   q.finish),
         "r(x)": block(lambda: r(x), q.finish),
         "r(x, out=o)": block(lambda: r(x, out=o), q.finish),
+        "r(view)": block(lambda: r(view), q.finish),
     }
     if args.command_buffer:
         try:
