@@ -35,7 +35,9 @@ class AxisConfig:
     cols: work-items along the kept axis (strided, power of two <= wg); vec: elements per load;
     items: loads in flight per work-item; groups_per_cu: work-groups to aim for per compute
     unit (long rows/columns are split over groups until there are that many); warp: lanes of
-    a row combine with NVIDIA warp shuffles (lanes 2..32) instead of __local memory."""
+    a row combine with NVIDIA warp shuffles (lanes 2..32) instead of __local memory; onepass:
+    rows/columns split over groups are finished by the last group of each (atomic ticket)
+    instead of a second kernel."""
 
     wg: int = 64
     lanes: int = 1
@@ -44,6 +46,7 @@ class AxisConfig:
     items: int = 2
     groups_per_cu: int = 8
     warp: int = 0
+    onepass: int = 0
 
     def __post_init__(self) -> None:
         self.check()
@@ -70,8 +73,9 @@ class AxisConfig:
         if not (_pow2(self.groups_per_cu) and self.groups_per_cu <= MAX_GROUPS_PER_CU):
             raise AxisConfigError(f"groups_per_cu: {self.groups_per_cu} is not a power of two "
                                   f"<= {MAX_GROUPS_PER_CU}")
-        if self.warp not in (0, 1):
-            raise AxisConfigError(f"warp: {self.warp} is not 0 or 1")
+        for name in ("warp", "onepass"):
+            if getattr(self, name) not in (0, 1):
+                raise AxisConfigError(f"{name}: {getattr(self, name)} is not 0 or 1")
         if self.warp and not 2 <= self.lanes <= 32:
             raise AxisConfigError("warp: shuffles combine 2..32 lanes of a row")
 
@@ -103,4 +107,5 @@ class AxisConfig:
     def short(self) -> str:
         shape = f"L{self.lanes}" if self.lanes else f"C{self.cols}"
         return (f"{self.layout} wg{self.wg} {shape} v{self.vec} i{self.items} "
-                f"g{self.groups_per_cu}{' warp' if self.warp else ''}")
+                f"g{self.groups_per_cu}{' warp' if self.warp else ''}"
+                f"{' 1p' if self.onepass else ''}")

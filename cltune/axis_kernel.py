@@ -38,21 +38,26 @@ def _y(spec: OpSpec) -> tuple[str, ...]:
 
 def rows_args(spec: OpSpec) -> KernelArgs:
     return _args(("x", "xoff", *_y(spec), "rows", "len", "split", "chunk", "aligned",
-                  "partials", "out", "tile"))
+                  "partials", "tickets", "out", "tile"))
 
 
 def cols_args(spec: OpSpec) -> KernelArgs:
     return _args(("x", "xoff", *_y(spec), "outer", "R", "inner", "split", "chunk", "ctiles",
-                  "aligned", "partials", "out", "tile"))
+                  "aligned", "partials", "tickets", "out", "tile"))
 
 
 def segs_args(spec: OpSpec) -> KernelArgs:
-    return _args(("x", "xoff", *_y(spec), "n", "offs", "off64", "m", "init", "err", "out",
-                  "tile"))
+    return _args(("x", "xoff", *_y(spec), "n", "offs", "off64", "m", "init", "err",
+                  "long_list", "long_count", "out", "tile"))
+
+
+def segs_long_args(spec: OpSpec) -> KernelArgs:
+    return _args(("x", "xoff", *_y(spec), "offs", "off64", "init", "long_list", "long_count",
+                  "ticket", "out", "tile"))
 
 
 ROWS_FIN = _args(("partials", "rows", "split", "out", "tile"))
-COLS_FIN = _args(("partials", "outer", "inner", "split", "out"))
+COLS_FIN = _args(("partials", "outer", "inner", "split", "fcols", "out", "tile"))
 
 
 def scalar_dtypes(args: KernelArgs, index_dtype: type, acc_dtype: np.dtype) -> list:
@@ -61,7 +66,7 @@ def scalar_dtypes(args: KernelArgs, index_dtype: type, acc_dtype: np.dtype) -> l
     for n in args.names:
         if n in _INDEX_NAMES:
             out.append(index_dtype)
-        elif n in ("split", "off64", "aligned"):
+        elif n in ("split", "off64", "aligned", "fcols"):
             out.append(np.uint32)
         elif n == "init":
             out.append(acc_dtype)
@@ -80,6 +85,10 @@ def source_hash() -> str:
     return hashlib.sha256(axis_source().encode()).hexdigest()[:16]
 
 
+def acc_bytes(spec: OpSpec) -> int:
+    return _ACC_SIZE[spec.acc_cl_type()]
+
+
 def build_defines(spec: OpSpec, cfg: AxisConfig, *, index64: bool,
                   nv_ptx: bool = False) -> list[str]:
     """The `-D` options of a build: produced here only, from validated values only."""
@@ -95,6 +104,8 @@ def build_defines(spec: OpSpec, cfg: AxisConfig, *, index64: bool,
         "CLT_AX_LANES": max(1, cfg.lanes),
         "CLT_AX_COLS": max(1, cfg.cols),
         "CLT_AX_WARP": cfg.warp,
+        "CLT_AX_ONEPASS": cfg.onepass,
+        "CLT_PASSES": 1 if cfg.onepass else 2,  # partials through atomics in one pass
         "CLT_INDEX64": int(index64),
         "CLT_NV_PTX": int(nv_ptx),
     }
@@ -113,6 +124,7 @@ class AxisBuilt:
     cols: cl.Kernel
     cols_fin: cl.Kernel
     segs: cl.Kernel
+    segs_long: cl.Kernel
     acc_dtype: np.dtype
     warp_active: bool
 
@@ -143,6 +155,8 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
            index64: bool) -> AxisBuilt:
     if spec.needs_fp64 and not info.fp64:
         raise BuildError("needs cl_khr_fp64, which the device lacks")
+    if cfg.onepass and acc_bytes(spec) == 8 and not info.int64_atomics:
+        raise BuildError("onepass with a 64-bit accumulator needs cl_khr_int64_base_atomics")
     if cfg.warp and not info.is_nvidia:
         raise BuildError("warp shuffles need NVIDIA's OpenCL (inline PTX)")
     opts = [*build_defines(spec, cfg, index64=index64, nv_ptx=info.is_nvidia),
@@ -155,9 +169,11 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
     acc = np.dtype({"float": np.float32, "double": np.float64, "int": np.int32,
                     "uint": np.uint32, "long": np.int64, "ulong": np.uint64}[spec.acc_cl_type()])
     kernels = {k: getattr(prg, k) for k in ("clt_ax_rows", "clt_ax_rows_fin", "clt_ax_cols",
-                                             "clt_ax_cols_fin", "clt_ax_segs")}
+                                             "clt_ax_cols_fin", "clt_ax_segs",
+                                             "clt_ax_segs_long")}
     tile = cfg.wg * (cfg.vec if cfg.cols else 1) * acc.itemsize
-    mine = ("clt_ax_cols",) if cfg.cols else ("clt_ax_rows", "clt_ax_rows_fin", "clt_ax_segs")
+    mine = ("clt_ax_cols", "clt_ax_cols_fin") if cfg.cols else (
+        "clt_ax_rows", "clt_ax_rows_fin", "clt_ax_segs", "clt_ax_segs_long")
     for name, k in kernels.items():
         if name not in mine:  # the other layout's kernels are never launched with this config
             continue
@@ -173,7 +189,7 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
         raise BuildError("warp shuffle path not compiled (no inline PTX here)")
     return AxisBuilt(spec, cfg, index64, kernels["clt_ax_rows"], kernels["clt_ax_rows_fin"],
                      kernels["clt_ax_cols"], kernels["clt_ax_cols_fin"], kernels["clt_ax_segs"],
-                     acc, warp)
+                     kernels["clt_ax_segs_long"], acc, warp)
 
 
 def _probe(ctx: cl.Context, dev: cl.Device, prg: cl.Program) -> bool:

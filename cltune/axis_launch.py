@@ -16,7 +16,7 @@ import pyopencl as cl
 
 from .axis_config import AxisConfig
 from .axis_kernel import (COLS_FIN, ROWS_FIN, AxisBuilt, build, cols_args, rows_args,
-                          scalar_dtypes, segs_args)
+                          scalar_dtypes, segs_args, segs_long_args)
 from .devices import DeviceInfo
 from .ops import OpSpec
 
@@ -66,12 +66,29 @@ def plan_cols(cfg: AxisConfig, cus: int, outer: int, r: int, inner: int) -> Axis
     return AxisPlan(_groups(cfg, cus, base * split), split, chunk, ctiles)
 
 
-class _Scratch:
-    __slots__ = ("partials", "capacity", "last", "in_order")
+def _zeros(ctx: cl.Context, nbytes: int) -> cl.Buffer:
+    """A buffer zeroed at creation (no fill command)."""
+    return cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                     hostbuf=np.zeros(max(4, nbytes), np.uint8))
 
-    def __init__(self, queue: cl.CommandQueue) -> None:
+
+class _Scratch:
+    """Per-queue scratch: partials, one-pass tickets (kept zero by the kernels), the list of
+    long segments with its count and ticket. On an out-of-order queue a launch waits for the
+    previous one that used it (`last`)."""
+
+    __slots__ = ("partials", "capacity", "tickets", "n_tickets", "long_list", "n_long",
+                 "long_count", "long_ticket", "last", "in_order")
+
+    def __init__(self, ctx: cl.Context, queue: cl.CommandQueue) -> None:
         self.partials: cl.Buffer | None = None
         self.capacity = 0
+        self.tickets = _zeros(ctx, 4)
+        self.n_tickets = 1
+        self.long_list = _zeros(ctx, 4)
+        self.n_long = 1
+        self.long_count = _zeros(ctx, 4)
+        self.long_ticket = _zeros(ctx, 4)
         self.last: cl.Event | None = None
         ooo = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
         self.in_order = not (queue.properties & ooo)
@@ -95,20 +112,28 @@ class AxisLauncher:
             b.rows.set_scalar_arg_dtypes(scalar_dtypes(rows_args(self.spec), idx, b.acc_dtype))
             b.cols.set_scalar_arg_dtypes(scalar_dtypes(cols_args(self.spec), idx, b.acc_dtype))
             b.segs.set_scalar_arg_dtypes(scalar_dtypes(segs_args(self.spec), idx, b.acc_dtype))
+            b.segs_long.set_scalar_arg_dtypes(scalar_dtypes(segs_long_args(self.spec), idx,
+                                                            b.acc_dtype))
             b.rows_fin.set_scalar_arg_dtypes(scalar_dtypes(ROWS_FIN, idx, b.acc_dtype))
             b.cols_fin.set_scalar_arg_dtypes(scalar_dtypes(COLS_FIN, idx, b.acc_dtype))
             self._built[index64] = b
             self._local = cl.LocalMemory(max(1, b.tile_bytes))
         return b
 
-    def _scratch_for(self, queue: cl.CommandQueue, count: int, itemsize: int) -> _Scratch:
+    def _scratch_for(self, queue: cl.CommandQueue, count: int, itemsize: int,
+                     tickets: int = 0, segments: int = 0) -> _Scratch:
         s = self._scratch.get(queue.int_ptr)
         if s is None:
-            s = self._scratch[queue.int_ptr] = _Scratch(queue)
+            s = self._scratch[queue.int_ptr] = _Scratch(self.ctx, queue)
         nbytes = max(1, count) * itemsize
         if s.capacity < nbytes:
-            s.partials = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, nbytes)
+            # zeroed: one-pass builds exchange partials with atomics, which read the old bits
+            s.partials = _zeros(self.ctx, nbytes)
             s.capacity = nbytes
+        if s.n_tickets < tickets:
+            s.tickets, s.n_tickets = _zeros(self.ctx, 4 * tickets), tickets
+        if s.n_long < segments:
+            s.long_list, s.n_long = _zeros(self.ctx, 4 * segments), segments
         return s
 
     def _waits(self, s: _Scratch, wait_for: Sequence[cl.Event] | None) -> list | None:
@@ -126,19 +151,19 @@ class AxisLauncher:
         """out[r] = reduce(x[xoff + r*length : ... + length]) for r < rows (length >= 1)."""
         p = plan_rows(self.cfg, self.info.compute_units, rows, length)
         b = self.built(max(xoff, yoff) + rows * length > _IDX32_LIMIT)
+        blocks = -(-rows // (self.cfg.wg // self.cfg.lanes))
         with _LOCK:
-            s = self._scratch_for(queue, p.partials(rows), b.acc_dtype.itemsize)
+            s = self._scratch_for(queue, p.partials(rows), b.acc_dtype.itemsize, blocks)
             waits = self._waits(s, wait_for)
             wg = self.cfg.wg
             v = self.cfg.vec
             aligned = v > 1 and xoff % v == 0 and yoff % v == 0 and length % v == 0
             ev = b.rows(queue, (p.groups * wg,), (wg,), *self._x(x, xoff, y, yoff), rows, length,
-                        p.split, p.chunk, int(aligned), s.partials, out, self._local,
+                        p.split, p.chunk, int(aligned), s.partials, s.tickets, out, self._local,
                         wait_for=waits)
             evs = [ev]
-            if p.split > 1:
-                groups = -(-rows // (wg // self.cfg.lanes))
-                evs.append(b.rows_fin(queue, (groups * wg,), (wg,), s.partials, rows, p.split,
+            if p.split > 1 and not self.cfg.onepass:
+                evs.append(b.rows_fin(queue, (blocks * wg,), (wg,), s.partials, rows, p.split,
                                       out, self._local, wait_for=None if s.in_order else [ev]))
             s.last = evs[-1]
         return evs
@@ -151,20 +176,21 @@ class AxisLauncher:
         b = self.built(max(xoff, yoff) + outer * r * inner
                        + p.partials(outer * inner) > _IDX32_LIMIT)
         with _LOCK:
-            s = self._scratch_for(queue, p.partials(outer * inner), b.acc_dtype.itemsize)
+            s = self._scratch_for(queue, p.partials(outer * inner), b.acc_dtype.itemsize,
+                                  outer * p.ctiles)
             waits = self._waits(s, wait_for)
             wg = self.cfg.wg
             v = self.cfg.vec
             aligned = v > 1 and xoff % v == 0 and yoff % v == 0 and inner % v == 0
             ev = b.cols(queue, (p.groups * wg,), (wg,), *self._x(x, xoff, y, yoff), outer, r,
-                        inner, p.split, p.chunk, p.ctiles, int(aligned), s.partials, out,
-                        self._local, wait_for=waits)
+                        inner, p.split, p.chunk, p.ctiles, int(aligned), s.partials, s.tickets,
+                        out, self._local, wait_for=waits)
             evs = [ev]
-            if p.split > 1:
+            if p.split > 1 and not self.cfg.onepass:
                 k = outer * inner
-                evs.append(b.cols_fin(queue, (-(-k // 64) * 64,),
-                                      (64,) if self.info.max_wg >= 64 else None, s.partials,
-                                      outer, inner, p.split, out,
+                fcols = min(wg, 32, 1 << max(0, (k - 1).bit_length()))
+                evs.append(b.cols_fin(queue, (-(-k // fcols) * wg,), (wg,), s.partials, outer,
+                                      inner, p.split, fcols, out, self._local,
                                       wait_for=None if s.in_order else [ev]))
             s.last = evs[-1]
         return evs
@@ -179,8 +205,17 @@ class AxisLauncher:
         wg = self.cfg.wg
         groups = _groups(self.cfg, self.info.compute_units, -(-m // (wg // self.cfg.lanes)))
         with _LOCK:
-            return [b.segs(queue, (groups * wg,), (wg,), *self._x(x, xoff, y, yoff), n, offs,
-                           int(off64), m, init, err, out, self._local, wait_for=wait_for)]
+            s = self._scratch_for(queue, 0, 1, segments=m)
+            waits = self._waits(s, wait_for)
+            xs = self._x(x, xoff, y, yoff)
+            ev = b.segs(queue, (groups * wg,), (wg,), *xs, n, offs, int(off64), m, init, err,
+                        s.long_list, s.long_count, out, self._local, wait_for=waits)
+            # long segments: a work-group each (as many groups as the device holds at once)
+            ev2 = b.segs_long(queue, (self.info.compute_units * 4 * wg,), (wg,), *xs, offs,
+                              int(off64), init, s.long_list, s.long_count, s.long_ticket, out,
+                              self._local, wait_for=None if s.in_order else [ev])
+            s.last = ev2
+            return [ev, ev2]
 
     def count_split(self, rows: int, length: int) -> int:
         """How many pieces `rows` splits a row into (for tests and the docs)."""

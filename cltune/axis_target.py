@@ -73,6 +73,8 @@ class AxisSpace:
         if cfg.wg > self.info.max_wg:
             return f"wg={cfg.wg} > device limit {self.info.max_wg}"
         tile = cfg.wg * (cfg.vec if cfg.cols else 1) * self.acc_bytes
+        if cfg.onepass and self.acc_bytes == 8 and not self.info.int64_atomics:
+            return "onepass with a 64-bit accumulator needs cl_khr_int64_base_atomics"
         if tile + 256 > self.info.local_mem:
             return f"tile of {tile} bytes > local memory {self.info.local_mem}"
         return ""
@@ -91,6 +93,7 @@ def make_space(info: DeviceInfo, layout: str, acc_bytes: int) -> AxisSpace:
     vals["vec"] = (1, 2, 4, 8) if gpu else (1, 4, 8, 16)
     vals["items"] = (1, 2, 4)
     vals["groups_per_cu"] = (1, 2, 4, 8, 16, 32, 64)
+    vals["onepass"] = (0, 1)
     excluded = {}
     if layout == "rows":
         if info.is_nvidia:
@@ -221,6 +224,7 @@ class AxisTarget:
         if self._key is not None:  # vectors wider than a row (the kept columns) only waste
             kw["vec"] = max(1, min(kw["vec"], 1 << self._key[1]))
         kw["warp"] = trial.suggest_categorical("warp", v["warp"]) if "warp" in v else 0
+        kw["onepass"] = trial.suggest_categorical("onepass", v["onepass"])
         if kw["warp"] and not 2 <= kw["lanes"] <= 32:
             kw["warp"] = 0
         return AxisConfig(**kw)

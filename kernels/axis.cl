@@ -34,6 +34,12 @@
 #ifndef CLT_AX_WARP
 #define CLT_AX_WARP 0
 #endif
+#ifndef CLT_AX_ONEPASS
+#define CLT_AX_ONEPASS 0 /* 1: the last group of a row block / column tile finishes its partials */
+#endif
+#ifndef CLT_AX_LONG
+#define CLT_AX_LONG 16 /* segments longer than CLT_AX_LONG * lanes * vec * items go to groups */
+#endif
 
 #define AX_RPG (CLT_WG / CLT_AX_LANES) /* rows per group */
 #define AX_RT (CLT_WG / CLT_AX_COLS)   /* work-items along the reduced axis (cols) */
@@ -107,13 +113,14 @@ inline acc_t ax_lane_combine(acc_t v, __local acc_t *tile) {
 #endif
 }
 
-/* Lane `lane` of CLT_AX_LANES accumulates elements [start, end) of the row at `base`. */
+/* Lane `lane` of `nl` accumulates elements [start, end) of the row at `base` (nl is
+ * CLT_AX_LANES, or CLT_WG for the long-segment kernel; a constant after inlining). */
 inline acc_t ax_row_sum(__global const CLT_IN_T *xp
 #if CLT_OP == 4
                         , __global const CLT_IN_T *yp
 #endif
                         , const idx_t base, const idx_t start, const idx_t end, const uint lane,
-                        const uint aligned) {
+                        const uint nl, const uint aligned) {
     accv_t acc[CLT_ITEMS];
     accv_t comp[CLT_ITEMS];
 #pragma unroll
@@ -121,7 +128,7 @@ inline acc_t ax_row_sum(__global const CLT_IN_T *xp
         acc[k] = (accv_t)IDENT;
         comp[k] = (accv_t)0;
     }
-    const idx_t step = (idx_t)CLT_AX_LANES * CLT_VEC;
+    const idx_t step = (idx_t)nl * CLT_VEC;
     idx_t i = start + (idx_t)lane * CLT_VEC;
     for (; i + (idx_t)(CLT_ITEMS - 1) * step + CLT_VEC <= end; i += (idx_t)CLT_ITEMS * step) {
 #pragma unroll
@@ -132,7 +139,7 @@ inline acc_t ax_row_sum(__global const CLT_IN_T *xp
     acc_t s = IDENT;
     acc_t c = (acc_t)0;
     const idx_t vend = end - (end - start) % CLT_VEC;
-    for (idx_t j = vend + lane; j < end; j += CLT_AX_LANES) ACCUM1(s, c, AX1(base + j));
+    for (idx_t j = vend + lane; j < end; j += nl) ACCUM1(s, c, AX1(base + j));
 #pragma unroll
     for (int k = 0; k < CLT_ITEMS; ++k) s = OP(s, hreduce(acc[k]));
     return s;
@@ -144,15 +151,56 @@ inline acc_t ax_row_sum(__global const CLT_IN_T *xp
 #define AX_XY xp
 #endif
 
+/* The whole group combines v (a tree in __local memory); valid in lid 0, which then reads
+ * only its own slot (a loop may call it again without another barrier). */
+inline acc_t ax_group_combine(acc_t v, __local acc_t *tile) {
+    const uint lid = get_local_id(0);
+    tile[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint st = CLT_WG / 2; st > 0; st >>= 1) {
+        if (lid < st) tile[lid] = OP(tile[lid], tile[lid + st]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    return tile[lid];
+}
+
+/* One pass: after a group stored its partials of unit `block`, is it the last of the
+ * `split` groups of that block? (The threadfence reduction of kernels/reduce.cl: partials go
+ * through PUT_PARTIAL/GET_PARTIAL, atomics when CLT_PASSES == 1.) Uniform per group. */
+#if CLT_AX_ONEPASS
+inline int ax_last_of(__global uint *tickets, const idx_t block, const uint split,
+                      __local uint *flag) {
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+#if CLT_HAVE_NV_PTX
+    asm volatile("membar.gl;");
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    if (get_local_id(0) == 0) *flag = (atomic_inc(tickets + block) == split - 1);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int last = *flag;
+    if (last) {
+#if CLT_HAVE_NV_PTX
+        asm volatile("membar.gl;");
+#endif
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
+    }
+    return last;
+}
+#endif
+
 /* ---- contiguous axis --------------------------------------------------------------------- */
 /* Work unit u: row block u / split, piece u % split of each row ([piece*chunk, +chunk)).
  * Each group takes units g, g + groups, ... (the loop is uniform per group). */
 __kernel CLT_WG_ATTR void
 clt_ax_rows(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t rows,
             const idx_t len, const uint split, const idx_t chunk, const uint aligned,
-            __global acc_t *partials, __global out_t *out, __local acc_t *tile) {
+            __global acc_t *partials, __global uint *tickets, __global out_t *out,
+            __local acc_t *tile) {
     __global const CLT_IN_T *xp = x + xoff;
     Y_SETUP
+#if CLT_AX_ONEPASS
+    __local uint is_last;
+#endif
     const uint lid = get_local_id(0);
     const uint lane = lid % CLT_AX_LANES;
     const idx_t units = ((rows + AX_RPG - 1) / AX_RPG) * split;
@@ -162,14 +210,26 @@ clt_ax_rows(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t row
         const int live = row < rows;
         const idx_t start = (idx_t)piece * chunk;
         const idx_t end = live ? min(start + chunk, len) : start;
-        acc_t r = ax_row_sum(AX_XY, live ? row * len : 0, start, end, lane, aligned);
+        acc_t r = ax_row_sum(AX_XY, live ? row * len : 0, start, end, lane, CLT_AX_LANES,
+                             aligned);
         r = ax_lane_combine(r, tile);
         if (live && lane == 0) {
             if (split == 1)
                 STORE_OUT(out + row, r);
             else
-                partials[row * split + piece] = r;
+                PUT_PARTIAL(partials, row * split + piece, r);
         }
+#if CLT_AX_ONEPASS
+        if (split > 1 && ax_last_of(tickets, u / split, split, &is_last)) {
+            acc_t t = IDENT;
+            if (live)
+                for (uint j = lane; j < split; j += CLT_AX_LANES)
+                    t = OP(t, GET_PARTIAL(partials, row * split + j));
+            t = ax_lane_combine(t, tile);
+            if (live && lane == 0) STORE_OUT(out + row, t);
+            if (lid == 0) atomic_xchg(tickets + u / split, 0u); /* ready for the next launch */
+        }
+#endif
     }
 }
 
@@ -183,7 +243,8 @@ clt_ax_rows_fin(__global const acc_t *partials, const idx_t rows, const uint spl
     const int live = row < rows;
     acc_t s = IDENT;
     if (live)
-        for (uint j = lane; j < split; j += CLT_AX_LANES) s = OP(s, partials[row * split + j]);
+        for (uint j = lane; j < split; j += CLT_AX_LANES)
+            s = OP(s, GET_PARTIAL(partials, row * split + j));
     s = ax_lane_combine(s, tile);
     if (live && lane == 0) STORE_OUT(out + row, s);
 }
@@ -198,8 +259,9 @@ inline void ax_cols_unit(__global const CLT_IN_T *xp
 #endif
                          , const idx_t g, const idx_t outer, const idx_t R, const idx_t inner,
                          const uint split, const idx_t chunk, const idx_t ctiles,
-                         const uint aligned, __global acc_t *partials, __global out_t *out,
-                         __local acc_t *tile, const uint lid, const uint tx, const uint ty) {
+                         const uint aligned, __global acc_t *partials, __global uint *tickets,
+                         __global out_t *out, __local acc_t *tile, __local uint *is_last,
+                         const uint lid, const uint tx, const uint ty) {
     const uint piece = (uint)(g % split);
     const idx_t t = (g / split) % ctiles;
     const idx_t o = g / split / ctiles;
@@ -269,39 +331,91 @@ inline void ax_cols_unit(__global const CLT_IN_T *xp
                 if (split == 1)
                     STORE_OUT(out + o * inner + col + v, mine[v]);
                 else
-                    partials[(o * split + piece) * inner + col + v] = mine[v];
+                    PUT_PARTIAL(partials, (o * split + piece) * inner + col + v, mine[v]);
             }
         }
     }
+#if CLT_AX_ONEPASS
+    /* the last group of this column tile adds up its `split` pieces: work-item (tx, ty) takes
+     * pieces ty, ty + AX_RT, ... of its columns, then the tree over ty */
+    if (split > 1 && ax_last_of(tickets, g / split, split, is_last)) {
+        acc_t fin[CLT_VEC];
+#pragma unroll
+        for (int v = 0; v < CLT_VEC; ++v) {
+            fin[v] = IDENT;
+            if (col + v < inner)
+                for (uint j = ty; j < split; j += AX_RT)
+                    fin[v] = OP(fin[v], GET_PARTIAL(partials, (o * split + j) * inner + col + v));
+        }
+#if AX_RT > 1
+#pragma unroll
+        for (int v = 0; v < CLT_VEC; ++v) tile[lid * CLT_VEC + v] = fin[v];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint st = AX_RT / 2; st > 0; st >>= 1) {
+            if (ty < st) {
+#pragma unroll
+                for (int v = 0; v < CLT_VEC; ++v)
+                    tile[lid * CLT_VEC + v] =
+                        OP(tile[lid * CLT_VEC + v], tile[(lid + st * CLT_AX_COLS) * CLT_VEC + v]);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+#pragma unroll
+        for (int v = 0; v < CLT_VEC; ++v) fin[v] = tile[lid * CLT_VEC + v];
+#endif
+        if (ty == 0) {
+#pragma unroll
+            for (int v = 0; v < CLT_VEC; ++v)
+                if (col + v < inner) STORE_OUT(out + o * inner + col + v, fin[v]);
+        }
+        if (lid == 0) atomic_xchg(tickets + g / split, 0u);
+    }
+#endif
 }
 
 __kernel CLT_WG_ATTR void
 clt_ax_cols(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t outer,
             const idx_t R, const idx_t inner, const uint split, const idx_t chunk,
             const idx_t ctiles, const uint aligned, __global acc_t *partials,
-            __global out_t *out, __local acc_t *tile) {
+            __global uint *tickets, __global out_t *out, __local acc_t *tile) {
     __global const CLT_IN_T *xp = x + xoff;
     Y_SETUP
+    __local uint is_last;
     const uint lid = get_local_id(0);
     const uint tx = lid % CLT_AX_COLS;
     const uint ty = lid / CLT_AX_COLS;
     const idx_t units = outer * ctiles * split;
     for (idx_t g = get_group_id(0); g < units; g += get_num_groups(0))
-        ax_cols_unit(AX_XY, g, outer, R, inner, split, chunk, ctiles, aligned, partials, out,
-                     tile, lid, tx, ty);
+        ax_cols_unit(AX_XY, g, outer, R, inner, split, chunk, ctiles, aligned, partials,
+                     tickets, out, tile, &is_last, lid, tx, ty);
 }
 
-/* partials[(o * split + piece) * inner + i] over piece -> out[o * inner + i]; one work-item
- * per output (coalesced). */
-__kernel void clt_ax_cols_fin(__global const acc_t *partials, const idx_t outer,
-                              const idx_t inner, const uint split, __global out_t *out) {
-    const idx_t k = get_global_id(0);
-    if (k >= outer * inner) return; /* no barriers in this kernel */
-    const idx_t o = k / inner;
-    const idx_t i = k - o * inner;
+/* partials[(o * split + piece) * inner + i] over piece -> out[o * inner + i]. A group of
+ * CLT_WG work-items takes `fcols` consecutive outputs (a power of two <= CLT_WG, from the
+ * host: few outputs get many work-items each); CLT_WG / fcols of them stride the pieces, then
+ * a tree in __local memory. Loads of neighbouring outputs are neighbours (coalesced). */
+__kernel CLT_WG_ATTR void
+clt_ax_cols_fin(__global const acc_t *partials, const idx_t outer, const idx_t inner,
+                const uint split, const uint fcols, __global out_t *out,
+                __local acc_t *tile) {
+    const uint lid = get_local_id(0);
+    const uint tx = lid % fcols;
+    const uint ty = lid / fcols;
+    const uint nty = CLT_WG / fcols;
+    const idx_t k = (idx_t)get_group_id(0) * fcols + tx;
+    const int live = k < outer * inner;
+    const idx_t o = live ? k / inner : 0;
+    const idx_t i = live ? k - o * inner : 0;
     acc_t s = IDENT;
-    for (uint j = 0; j < split; ++j) s = OP(s, partials[(o * split + j) * inner + i]);
-    STORE_OUT(out + k, s);
+    if (live)
+        for (uint j = ty; j < split; j += nty) s = OP(s, partials[(o * split + j) * inner + i]);
+    tile[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint st = nty / 2; st > 0; st >>= 1) {
+        if (ty < st) tile[lid] = OP(tile[lid], tile[lid + st * fcols]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (live && ty == 0) STORE_OUT(out + k, tile[lid]);
 }
 
 /* ---- segments ---------------------------------------------------------------------------- */
@@ -310,7 +424,8 @@ __kernel void clt_ax_cols_fin(__global const acc_t *partials, const idx_t outer,
 __kernel CLT_WG_ATTR void
 clt_ax_segs(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n,
             __global const int *offs, const uint off64, const idx_t m, const acc_t init,
-            __global uint *err, __global out_t *out, __local acc_t *tile) {
+            __global uint *err, __global uint *long_list, __global uint *long_count,
+            __global out_t *out, __local acc_t *tile) {
     __global const CLT_IN_T *xp = x + xoff;
     Y_SETUP
     const uint lid = get_local_id(0);
@@ -333,13 +448,56 @@ clt_ax_segs(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n,
         if (lane == 0) atomic_min(err, (uint)min(seg, (idx_t)0xfffffffeu));
         b = e = 0;
     }
-    acc_t r = ax_row_sum(AX_XY, 0, (idx_t)b, (idx_t)e, lane, 0u);
+    /* a long segment goes to clt_ax_segs_long (a work-group each), so that one long segment
+     * never holds up a few lanes while the rest of the device idles */
+    const int is_long = (e - b) > (long)CLT_AX_LONG * CLT_AX_LANES * CLT_VEC * CLT_ITEMS;
+    if (is_long) {
+        if (lane == 0) long_list[atomic_inc(long_count)] = (uint)seg;
+        e = b;
+    }
+    acc_t r = ax_row_sum(AX_XY, 0, (idx_t)b, (idx_t)e, lane, CLT_AX_LANES, 0u);
     r = ax_lane_combine(r, tile);
     r = OP(r, init);
 #if CLT_IS_FLOAT && (CLT_OP == 0 || CLT_OP == 4)
     if (e == b) r = init + (acc_t)0; /* numpy: an empty sum is +0.0 (a sum of -0.0s is -0.0) */
 #endif
-    if (live && lane == 0) STORE_OUT(out + seg, r);
+    if (live && lane == 0 && !is_long) STORE_OUT(out + seg, r);
+    }
+}
+
+/* The long segments clt_ax_segs listed: group i takes entries i, i + groups, ... of the list
+ * (its length read from the device: no host round trip). The last group to finish empties
+ * the list for the next launch. */
+__kernel CLT_WG_ATTR void
+clt_ax_segs_long(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS,
+                 __global const int *offs, const uint off64, const acc_t init,
+                 __global const uint *long_list, __global uint *long_count,
+                 __global uint *ticket, __global out_t *out, __local acc_t *tile) {
+    __global const CLT_IN_T *xp = x + xoff;
+    Y_SETUP
+    __local uint is_last;
+    const uint lid = get_local_id(0);
+    const uint count = atomic_add(long_count, 0u);
+    for (uint i = get_group_id(0); i < count; i += get_num_groups(0)) {
+        const uint seg = long_list[i];
+        long b, e;
+        if (off64) {
+            b = ((__global const long *)offs)[seg];
+            e = ((__global const long *)offs)[seg + 1];
+        } else {
+            b = offs[seg];
+            e = offs[seg + 1];
+        }
+        acc_t r = ax_row_sum(AX_XY, 0, (idx_t)b, (idx_t)e, lid, CLT_WG, 0u);
+        r = ax_group_combine(r, tile);
+        if (lid == 0) STORE_OUT(out + seg, OP(r, init));
+    }
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    if (lid == 0) is_last = (atomic_inc(ticket) == get_num_groups(0) - 1);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (is_last && lid == 0) {
+        atomic_xchg(long_count, 0u);
+        atomic_xchg(ticket, 0u);
     }
 }
 

@@ -1,0 +1,150 @@
+"""kernels/axis.cl through AxisLauncher: every layout and finish path against the host
+reference, output by output, on awkward shapes (1 x 1, 3 x 1025, primes, 2-row and
+2-column arrays, unaligned offsets, splits over groups, long segments)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+from cltune.axis_check import Problem, bounds, compare, reference, run_once, validate
+from cltune.axis_config import AxisConfig
+from cltune.axis_family import identity
+from cltune.axis_launch import AxisLauncher, plan_cols, plan_rows
+from cltune.ops import OpSpec
+from cltune.program import BuildError
+from cltune.verify import make_input
+
+ROWS = [AxisConfig(wg=8, lanes=1, vec=1, items=1, groups_per_cu=1),
+        AxisConfig(wg=16, lanes=4, vec=4, items=2, groups_per_cu=64),
+        AxisConfig(wg=16, lanes=4, vec=2, items=3, groups_per_cu=64, onepass=1),
+        AxisConfig(wg=32, lanes=32, vec=8, items=1, groups_per_cu=8, onepass=1)]
+COLS = [AxisConfig(wg=8, lanes=0, cols=1, vec=4, items=2, groups_per_cu=64),
+        AxisConfig(wg=16, lanes=0, cols=4, vec=1, items=1, groups_per_cu=64, onepass=1),
+        AxisConfig(wg=32, lanes=0, cols=8, vec=2, items=4, groups_per_cu=16),
+        AxisConfig(wg=16, lanes=0, cols=16, vec=4, items=1, groups_per_cu=2, onepass=1)]
+
+
+def _launcher(ctx, device, op, dtype, cfg):
+    info, dev = device
+    spec = OpSpec(op, dtype)
+    if spec.needs_fp64 and not info.fp64:
+        pytest.skip("device lacks fp64")
+    return AxisLauncher(ctx, dev, info, spec, cfg)
+
+
+@pytest.mark.parametrize("cfg", ROWS + COLS, ids=lambda c: c.short())
+def test_every_layout_and_finish_validates(ctx, queue, device, cfg):
+    la = _launcher(ctx, device, "sum", "float32", cfg)
+    target = Problem(1, 3000, 1) if cfg.lanes else Problem(1, 3000, 7)
+    chk = validate(la, queue, target)
+    assert chk.ok, chk.reason
+
+
+def test_splits_really_happen(device):
+    """The validation shapes exercise both finishes: long rows/columns are split."""
+    info = device[0]
+    assert plan_rows(ROWS[1], info.compute_units, 1, 100003).split > 1
+    assert plan_cols(COLS[1], info.compute_units, 1, 100003, 2).split > 1
+
+
+@pytest.mark.parametrize("op,dtype", [("max", "float32"), ("min", "uint64"), ("sum", "int32"),
+                                      ("prod", "float64"), ("dot", "float32"),
+                                      ("sum", "float16"), ("max", "int64"), ("dot", "int32")])
+@pytest.mark.parametrize("layout", ["rows", "cols"])
+def test_ops_and_dtypes(ctx, queue, device, op, dtype, layout):
+    cfg = ROWS[2] if layout == "rows" else COLS[1]
+    la = _launcher(ctx, device, op, dtype, cfg)
+    if cfg.onepass and la.built().acc_dtype.itemsize == 8 and not device[0].int64_atomics:
+        cfg = ROWS[1] if layout == "rows" else COLS[0]
+        la = _launcher(ctx, device, op, dtype, cfg)
+    chk = validate(la, queue, Problem(1, 1000, 1) if layout == "rows" else Problem(1, 100, 33))
+    assert chk.ok, chk.reason
+
+
+def _run(la, queue, p, xs):
+    got = run_once(la, queue, p, xs)
+    want, scale = reference(la.spec, p, xs)
+    bound = bounds(la, p, scale) if la.spec.is_float else np.zeros(p.outputs)
+    return compare(la.spec, got, want, bound), got
+
+
+@pytest.mark.parametrize("cfg", [ROWS[1], COLS[2]], ids=lambda c: c.layout)
+def test_nan_and_inf_per_output(ctx, queue, device, cfg):
+    for op in ("sum", "max", "min"):
+        la = _launcher(ctx, device, op, "float32", cfg)
+        x = make_input(la.spec, 7 * 129, seed=3)[0].copy().reshape(7, 129)
+        if cfg.lanes:
+            x[1, 5], x[3, 0], x[3, 7], x[4, 128] = np.nan, np.inf, -np.inf, np.inf
+            p = Problem(7, 129, 1)
+        else:
+            x[5, 1], x[0, 3], x[6, 3], x[2, 128] = np.nan, np.inf, -np.inf, np.inf
+            p = Problem(1, 7, 129)
+        why, got = _run(la, queue, p, [x.ravel()])
+        assert not why, (op, why)
+
+
+def test_sum_of_negative_zeros_is_negative_zero(ctx, queue, device):
+    la = _launcher(ctx, device, "sum", "float32", ROWS[1])
+    got = run_once(la, queue, Problem(3, 5, 1), [np.full(15, -0.0, np.float32)])
+    assert np.all(np.signbit(got)), got
+
+
+def _segments(la, queue, offs, x, init=None, long_ok=True):
+    n = x.size
+    mf = cl.mem_flags
+    xb = cl.Buffer(la.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
+    ob = cl.Buffer(la.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=offs)
+    err = cl.Buffer(la.ctx, mf.READ_WRITE | mf.COPY_HOST_PTR,
+                    hostbuf=np.full(1, 0xFFFFFFFF, np.uint32))
+    m = offs.size - 1
+    out = cl.Buffer(la.ctx, mf.READ_WRITE, max(8, m * la.spec.result_dtype.itemsize))
+    init = la.built().acc_dtype.type(identity(la.spec) if init is None else init)
+    evs = la.segs(queue, xb, 0, n, ob, offs.dtype == np.int64, m, init, err, out)
+    got = np.empty(m, la.spec.result_dtype)
+    flag = np.empty(1, np.uint32)
+    cl.enqueue_copy(queue, got, out, wait_for=evs)
+    cl.enqueue_copy(queue, flag, err)
+    queue.finish()
+    return got, int(flag[0])
+
+
+def test_long_segments_go_to_groups_and_stay_right(ctx, queue, device):
+    """Segments far longer than the threshold (16 * lanes * vec * items) next to tiny and
+    empty ones, twice in a row (the list of long segments is emptied after each launch)."""
+    la = _launcher(ctx, device, "sum", "float32", ROWS[0])
+    lens = np.array([0, 5000, 1, 0, 17, 9000, 3, 16, 17, 0, 2])
+    offs = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    x = make_input(la.spec, int(offs[-1]), seed=1)[0]
+    want, scale = reference(la.spec, Problem(1, x.size, 1, offs), [x])
+    for _ in range(2):
+        got, flag = _segments(la, queue, offs, x)
+        assert flag == 0xFFFFFFFF
+        assert not compare(la.spec, got, want, bounds(la, Problem(1, x.size, 1, offs), scale))
+    assert got[0] == 0 and not np.signbit(got[0])  # an empty sum is +0.0 as in numpy
+
+
+def test_bad_offsets_are_flagged_and_never_read_out_of_range(ctx, queue, device):
+    la = _launcher(ctx, device, "max", "int32", ROWS[1])
+    x = np.arange(10, dtype=np.int32)
+    offs = np.array([0, 4, 2, 50, 10], np.int32)  # segment 1 decreases, 2 runs past the end
+    got, flag = _segments(la, queue, offs, x)
+    assert flag == 1
+    assert got[0] == 3 and got[3] == np.iinfo(np.int32).min  # empty: the identity
+
+
+def test_initial_is_combined_into_every_segment(ctx, queue, device):
+    la = _launcher(ctx, device, "min", "float32", ROWS[1])
+    x = np.array([5, 1, 7, 9], np.float32)
+    got, _ = _segments(la, queue, np.array([0, 2, 2, 4], np.int32), x, init=3.0)
+    assert got.tolist() == [1.0, 3.0, 3.0]
+
+
+def test_onepass_needs_64bit_atomics_for_64bit_partials(ctx, device):
+    info, dev = device
+    if info.int64_atomics:
+        pytest.skip("this device has cl_khr_int64_base_atomics")
+    la = AxisLauncher(ctx, dev, info, OpSpec("sum", "float64"), ROWS[2])
+    with pytest.raises(BuildError, match="int64"):
+        la.built()
