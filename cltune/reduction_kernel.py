@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import builtins
 import threading
+import warnings
 from typing import Any
 
 import numpy as np
@@ -67,9 +68,12 @@ class _DeviceState:
                 la = ExprLauncher(self.ctx, self.dev, self.info, self.spec, ch.config)
                 try:
                     la.built()
-                except ExprBuildError:
+                except ExprBuildError as e:
                     if ch.config == builtin(self.info, self.spec.dtype_out.itemsize):
                         raise  # the application's expression itself does not build
+                    warnings.warn(f"cltune: config {ch.config.short()} does not build here "
+                                  f"({str(e)[:200]}); using the builtin config", UserWarning,
+                                  stacklevel=4)
                     ch = ExprChoice(builtin(self.info, self.spec.dtype_out.itemsize), None)
                     la = ExprLauncher(self.ctx, self.dev, self.info, self.spec, ch.config)
                     la.built()
