@@ -155,6 +155,10 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
            index64: bool) -> AxisBuilt:
     if spec.needs_fp64 and not info.fp64:
         raise BuildError("needs cl_khr_fp64, which the device lacks")
+    if cfg.onepass and info.type == "cpu":
+        # the pthread CPU device of PoCL 3.1 hangs in one-pass builds of small work-groups
+        # (wg 4 and 8; seen on Debian's PoCL), and on a CPU a second kernel costs little
+        raise BuildError("onepass is offered on GPUs only (a second kernel is cheap on a CPU)")
     if cfg.onepass and acc_bytes(spec) == 8 and not info.int64_atomics:
         raise BuildError("onepass with a 64-bit accumulator needs cl_khr_int64_base_atomics")
     if cfg.warp and not info.is_nvidia:

@@ -1,0 +1,203 @@
+"""`r(x, axis=...)` and `r.segments(...)` as applications call them: numpy's shapes, result
+dtypes and errors, C and F order, middle and tuple axes, views, `out=`, events."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+import pytest
+
+import cltune
+from cltune.axis_runtime import AxisError, explain_axis, explain_segments
+
+
+@pytest.fixture
+def db(tmp_path):
+    return f"sqlite:///{tmp_path / 'none.db'}"  # never tuned: builtin configs
+
+
+#: the tests' databases are never tuned: the runtime says so once per database
+pytestmark = pytest.mark.filterwarnings("ignore::cltune.runtime.CltuneWarning")
+
+
+def _r(queue, op="sum", dtype=np.float32, db=None):
+    return cltune.get_reducer(queue, op, dtype, db=db)
+
+
+def _close(got, want, dtype):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape,
+                                                                 got.dtype, want.dtype)
+    if np.dtype(dtype).kind == "f":
+        tol = 5e-3 if np.dtype(dtype).itemsize == 2 else 1e-5
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            ok = (np.abs(g - w) <= tol * np.maximum(1.0, np.abs(w))) | (g == w) | (
+                np.isnan(g) & np.isnan(w))
+        assert np.all(ok), (got, want)
+    else:
+        assert np.array_equal(got, want)
+
+
+SHAPES = [(7,), (3, 1025), (1, 1), (1031, 1), (2, 3, 5), (4, 33, 17), (2, 3, 4, 5)]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_every_axis_matches_numpy(queue, db, shape, order):
+    rng = np.random.default_rng(1)
+    x = np.asarray(rng.uniform(-1, 2, shape).astype(np.float32), order=order)
+    r = _r(queue, db=db)
+    xd = cla.to_device(queue, x)
+    for axis in [*range(x.ndim), -1]:
+        _close(r(xd, axis=axis).get(), x.sum(axis=axis), np.float32)
+        _close(r(xd, axis=axis, keepdims=True).get(), x.sum(axis=axis, keepdims=True),
+               np.float32)
+
+
+@pytest.mark.parametrize("op,dtype", [("sum", np.int32), ("max", np.float32), ("min", np.int64),
+                                      ("prod", np.float64), ("sum", np.uint64),
+                                      ("sum", np.float16), ("max", np.uint32)])
+def test_ops_and_result_dtypes(queue, db, device, op, dtype):
+    if np.dtype(dtype) == np.float64 and not device[0].fp64:
+        pytest.skip("no fp64")
+    rng = np.random.default_rng(2)
+    if np.dtype(dtype).kind == "f":
+        x = rng.uniform(0.9, 1.1, (37, 29)).astype(dtype)
+    else:
+        x = rng.integers(0, 1000, (37, 29)).astype(dtype)
+    r = _r(queue, op, dtype, db)
+    for axis in (0, 1):
+        want = getattr(np, op)(x, axis=axis)
+        _close(r(cla.to_device(queue, x), axis=axis).get(), want, dtype)
+
+
+def test_tuple_axes_middle_axes_and_views(queue, db):
+    x = np.random.default_rng(3).random((4, 5, 6, 7), dtype=np.float32)
+    r = _r(queue, db=db)
+    xd = cla.to_device(queue, x)
+    for axis in [(1, 2), (2, 3), (0, 1, 2), (-2, -3), (0, 1, 2, 3)]:
+        _close(r(xd, axis=axis).get(), x.sum(axis=axis), np.float32)
+    _close(r(xd, axis=None, keepdims=True).get(), x.sum(keepdims=True), np.float32)
+    flat = cla.to_device(queue, x.ravel())
+    view = flat[3:3 + 6 * 7].reshape(6, 7)  # an offset view, unaligned
+    _close(r(view, axis=1).get(), x.ravel()[3:45].reshape(6, 7).sum(axis=1), np.float32)
+    _close(r(x, axis=2).get(), x.sum(axis=2), np.float32)  # a numpy array is uploaded
+
+
+def test_dot_along_an_axis(queue, db):
+    rng = np.random.default_rng(4)
+    x, y = rng.random((33, 65), dtype=np.float32), rng.random((33, 65), dtype=np.float32)
+    r = _r(queue, "dot", db=db)
+    xd, yd = cla.to_device(queue, x), cla.to_device(queue, y)
+    for axis in (0, 1):
+        _close(r(xd, yd, axis=axis).get(), (x * y).sum(axis=axis), np.float32)
+    with pytest.raises(ValueError, match="differ"):
+        r(xd, cla.to_device(queue, y[:, :64].copy()), axis=0)
+
+
+def test_nan_inf_and_empty_axes(queue, db):
+    x = np.ones((3, 4), np.float32)
+    x[1, 2] = np.nan
+    x[2, 0] = np.inf
+    xd = cla.to_device(queue, x)
+    for op in ("sum", "max", "min"):
+        _close(_r(queue, op, db=db)(xd, axis=1).get(), getattr(np, op)(x, axis=1), np.float32)
+    e = cla.to_device(queue, np.zeros((3, 0), np.float32))
+    got = _r(queue, db=db)(e, axis=1).get()
+    assert got.tolist() == [0, 0, 0] and not np.signbit(got).any()
+    assert _r(queue, db=db)(e, axis=0).shape == (0,)
+    with pytest.raises(ValueError, match="no identity"):
+        _r(queue, "max", db=db)(e, axis=1)
+    assert _r(queue, "prod", db=db)(e, axis=1).get().tolist() == [1, 1, 1]
+
+
+def test_bad_axes_and_arrays_are_clear_errors(queue, db):
+    r = _r(queue, db=db)
+    xd = cla.to_device(queue, np.zeros((2, 3, 4), np.float32))
+    with pytest.raises(AxisError):
+        r(xd, axis=3)
+    with pytest.raises(ValueError, match="duplicate"):
+        r(xd, axis=(1, -2))
+    with pytest.raises(ValueError, match="adjacent"):
+        r(xd, axis=(0, 2))
+    with pytest.raises(TypeError, match="int"):
+        r(xd, axis=1.0)
+    with pytest.raises(TypeError, match="dtype"):
+        r(cla.to_device(queue, np.zeros((2, 3), np.float64)), axis=0)
+    strided = cla.to_device(queue, np.zeros((4, 6), np.float32))[:, ::2]
+    with pytest.raises(ValueError, match="contiguous"):
+        r(strided, axis=0)
+
+
+def test_out_and_events(queue, db, ctx):
+    x = np.random.default_rng(5).random((64, 33), dtype=np.float32)
+    r = _r(queue, db=db)
+    xd = cla.to_device(queue, x)
+    out = cla.empty(queue, (33,), np.float32)
+    assert r(xd, axis=0, out=out) is out
+    _close(out.get(), x.sum(axis=0), np.float32)
+    with pytest.raises(TypeError, match="shape"):
+        r(xd, axis=0, out=cla.empty(queue, (64,), np.float32))
+    # wait_for: the input is written by a command that waits on a user event
+    gate = cl.UserEvent(ctx)
+    y = cla.empty(queue, (64, 33), np.float32)
+    q2 = cl.CommandQueue(ctx)
+    ev = cl.enqueue_copy(q2, y.base_data, x, wait_for=[gate], is_blocking=False)
+    res = r(y, axis=1, wait_for=[ev])
+    gate.set_status(cl.command_execution_status.COMPLETE)
+    _close(res.get(), x.sum(axis=1), np.float32)
+    with pytest.raises(TypeError, match="Events"):
+        r(xd, axis=0, wait_for=[1])
+
+
+def test_explain_names_the_layout_and_the_level(queue, db):
+    r = _r(queue, db=db)
+    e = explain_axis(r, (1 << 10, 64), 1)
+    assert e.variant == "sum/float32/rows" and e.level == "builtin" and e.shape == (1024, 64)
+    e = explain_axis(r, (1 << 10, 64), 0)
+    assert e.variant == "sum/float32/cols" and e.shape == (1024, 64)
+    assert explain_axis(r, (3, 5, 7), 1, order="F").shape == (5, 3)
+    assert explain_segments(r, 100, 2000).variant == "sum/float32/segs"
+    assert "no tuned class" in str(e)
+
+
+def test_segments_match_numpy(queue, db):
+    rng = np.random.default_rng(6)
+    lens = rng.integers(0, 40, 300)
+    lens[[0, 7, 8]] = 0
+    lens[50] = 20000  # a long one
+    offs = np.concatenate([[0], np.cumsum(lens)])
+    x = rng.random(int(offs[-1]), dtype=np.float32)
+    for odt in (np.int32, np.int64):
+        od = cla.to_device(queue, offs.astype(odt))
+        xd = cla.to_device(queue, x)
+        for op in ("sum", "max"):
+            got = _r(queue, op, db=db).segments(xd, od).get()
+            full = lens > 0
+            want = np.full(lens.size, 0.0 if op == "sum" else -np.inf, np.float32)
+            want[full] = getattr(np, "add" if op == "sum" else "maximum").reduceat(
+                x, offs[:-1][full])
+            _close(got, want, np.float32)
+    got = _r(queue, "min", np.int32, db).segments(
+        np.array([5, 1, 7], np.int32), np.array([0, 2, 2, 3], np.int32), initial=6).get()
+    assert got.tolist() == [1, 6, 6]
+    assert _r(queue, db=db).segments(x[:3], np.array([0], np.int32)).shape == (0,)
+
+
+def test_bad_offsets_raise_once_then_only_when_asked(queue, db):
+    r = _r(queue, db=db)
+    x = cla.to_device(queue, np.arange(10, dtype=np.float32))
+    good = cla.to_device(queue, np.array([0, 3, 10], np.int32))
+    assert r.segments(x, good).get().tolist() == [3, 42]
+    bad = cla.to_device(queue, np.array([0, 5, 3, 12], np.int32))
+    with pytest.raises(ValueError, match="segment 1"):
+        r.segments(x, bad)
+    r.segments(x, bad, check=False)  # never read back: no error, no out-of-range load
+    with pytest.raises(ValueError, match="segment 1"):
+        r.segments(x, bad, check=True)
+    with pytest.raises(TypeError, match="int32 or int64"):
+        r.segments(x, cla.to_device(queue, np.array([0, 1], np.float32)))
+    with pytest.raises(TypeError, match="sum"):
+        _r(queue, "dot", db=db).segments(x, good)
