@@ -37,7 +37,8 @@ class AxisConfig:
     unit (long rows/columns are split over groups until there are that many); warp: lanes of
     a row combine with NVIDIA warp shuffles (lanes 2..32) instead of __local memory; onepass:
     rows/columns split over groups are finished by the last group of each (atomic ticket)
-    instead of a second kernel."""
+    instead of a second kernel; lockstep (cols): the group steps through the rows together,
+    a barrier a step (CPUs then stream whole rows)."""
 
     wg: int = 64
     lanes: int = 1
@@ -47,6 +48,7 @@ class AxisConfig:
     groups_per_cu: int = 8
     warp: int = 0
     onepass: int = 0
+    lockstep: int = 0
 
     def __post_init__(self) -> None:
         self.check()
@@ -73,11 +75,13 @@ class AxisConfig:
         if not (_pow2(self.groups_per_cu) and self.groups_per_cu <= MAX_GROUPS_PER_CU):
             raise AxisConfigError(f"groups_per_cu: {self.groups_per_cu} is not a power of two "
                                   f"<= {MAX_GROUPS_PER_CU}")
-        for name in ("warp", "onepass"):
+        for name in ("warp", "onepass", "lockstep"):
             if getattr(self, name) not in (0, 1):
                 raise AxisConfigError(f"{name}: {getattr(self, name)} is not 0 or 1")
         if self.warp and not 2 <= self.lanes <= 32:
             raise AxisConfigError("warp: shuffles combine 2..32 lanes of a row")
+        if self.lockstep and not self.cols:
+            raise AxisConfigError("lockstep: for the strided (cols) layout only")
 
     @property
     def layout(self) -> str:
@@ -108,4 +112,4 @@ class AxisConfig:
         shape = f"L{self.lanes}" if self.lanes else f"C{self.cols}"
         return (f"{self.layout} wg{self.wg} {shape} v{self.vec} i{self.items} "
                 f"g{self.groups_per_cu}{' warp' if self.warp else ''}"
-                f"{' 1p' if self.onepass else ''}")
+                f"{' 1p' if self.onepass else ''}{' lock' if self.lockstep else ''}")

@@ -105,6 +105,7 @@ def build_defines(spec: OpSpec, cfg: AxisConfig, *, index64: bool,
         "CLT_AX_COLS": max(1, cfg.cols),
         "CLT_AX_WARP": cfg.warp,
         "CLT_AX_ONEPASS": cfg.onepass,
+        "CLT_AX_LOCKSTEP": cfg.lockstep,
         "CLT_PASSES": 1 if cfg.onepass else 2,  # partials through atomics in one pass
         "CLT_INDEX64": int(index64),
         "CLT_NV_PTX": int(nv_ptx),

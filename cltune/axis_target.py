@@ -95,6 +95,8 @@ def make_space(info: DeviceInfo, layout: str, acc_bytes: int) -> AxisSpace:
     vals["groups_per_cu"] = (1, 2, 4, 8, 16, 32, 64)
     excluded = {}
     vals["onepass"] = (0, 1) if gpu else (0,)
+    if layout == "cols":  # lock step pays where a compiler runs work-items one after another
+        vals["lockstep"] = (0,) if gpu else (0, 1)
     if not gpu:
         excluded["onepass"] = "GPUs only (a second kernel is cheap on a CPU)"
     if layout == "rows":
@@ -230,6 +232,8 @@ class AxisTarget:
             kw["vec"] = max(1, min(kw["vec"], 1 << self._key[1]))
         kw["warp"] = trial.suggest_categorical("warp", v["warp"]) if "warp" in v else 0
         kw["onepass"] = trial.suggest_categorical("onepass", v["onepass"])
+        if "lockstep" in v:
+            kw["lockstep"] = trial.suggest_categorical("lockstep", v["lockstep"])
         if kw["warp"] and not 2 <= kw["lanes"] <= 32:
             kw["warp"] = 0
         return AxisConfig(**kw)

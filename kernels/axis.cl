@@ -37,6 +37,9 @@
 #ifndef CLT_AX_ONEPASS
 #define CLT_AX_ONEPASS 0 /* 1: the last group of a row block / column tile finishes its partials */
 #endif
+#ifndef CLT_AX_LOCKSTEP
+#define CLT_AX_LOCKSTEP 0 /* cols: the group steps through rows together (a barrier a step) */
+#endif
 #ifndef CLT_AX_LONG
 #define CLT_AX_LONG 16 /* segments longer than CLT_AX_LONG * lanes * vec * items go to groups */
 #endif
@@ -280,6 +283,29 @@ inline void ax_cols_unit(__global const CLT_IN_T *xp
     acc_t edge[CLT_VEC]; /* the last, partial vector of columns: scalar loads */
 #pragma unroll
     for (int v = 0; v < CLT_VEC; ++v) edge[v] = IDENT;
+#if CLT_AX_LOCKSTEP
+    /* CPUs: the group steps through rows together, a barrier per step, so a CPU compiler runs
+     * the work-items of one step back to back: the group streams whole contiguous rows instead
+     * of each work-item walking down its own column strip (the same trip count for all) */
+    const int full = o < outer && col + CLT_VEC <= inner;
+    const int part = !full && o < outer && col < inner;
+    for (idx_t rb = r0; rb < r1; rb += (idx_t)CLT_ITEMS * AX_RT) {
+#pragma unroll
+        for (int k = 0; k < CLT_ITEMS; ++k) {
+            const idx_t r = rb + (idx_t)k * AX_RT + ty;
+            if (full && r < r1) {
+                ACCUM(acc[k], comp[k], AXLOAD(base + r * inner));
+            } else if (part && r < r1) {
+#pragma unroll
+                for (int v = 0; v < CLT_VEC; ++v) {
+                    acc_t c = (acc_t)0;
+                    if (col + v < inner) ACCUM1(edge[v], c, AX1(base + r * inner + v));
+                }
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+#else
     if (o < outer && col + CLT_VEC <= inner) {
         idx_t r = r0 + ty;
         for (; r + (idx_t)(CLT_ITEMS - 1) * AX_RT < r1; r += (idx_t)CLT_ITEMS * AX_RT) {
@@ -297,6 +323,7 @@ inline void ax_cols_unit(__global const CLT_IN_T *xp
             }
         }
     }
+#endif
 #pragma unroll
     for (int k = 1; k < CLT_ITEMS; ++k) acc[0] = OP(acc[0], acc[k]);
     acc_t mine[CLT_VEC];
