@@ -28,8 +28,9 @@ def builtin_axis_config(info: Any, layout: str, a: int, b: int) -> AxisConfig:
 
     GPUs: rows get a lane per vector up to a work-group per row, so that neighbouring lanes
     load neighbouring vectors (warp shuffles combine up to 32 lanes on NVIDIA); columns get
-    one work-item per vector of columns. CPUs: a work-item per row (vectorised along the row) or per vector of columns;
-    long rows and columns are split over groups by groups_per_cu."""
+    one work-item per vector of columns. CPUs: a work-item per row (vectorised along the
+    row) or per vector of columns; long rows and columns are split over groups by
+    groups_per_cu."""
     cpu = info.type == "cpu"
     wg = min(_pow2_at_most(info.max_wg), 8 if cpu else 256)
     if layout in ("rows", "segs"):

@@ -12,6 +12,7 @@ time per call of back-to-back calls with one wait at the end.
     python scripts/bench_axis.py --device 0 --shapes 1048576x16,4096x4096 --no-segments
 """
 
+# ruff: noqa: B023, E731 - the timing lambdas run within their loop iteration, never later
 from __future__ import annotations
 
 import argparse
@@ -127,7 +128,7 @@ def main() -> int:
         nbytes = x.nbytes
         la1 = rp._eng.launcher_for(flat.size)[0]  # the 1-D config r(flat) runs
         out1 = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 8)
-        one_d = _blocks(_ocl_device(pq, lambda: la1.enqueue(pq, flat.base_data, 0, flat.size,  # noqa: B023
+        one_d = _blocks(_ocl_device(pq, lambda: la1.enqueue(pq, flat.base_data, 0, flat.size,
                                                             out1)), a.calls, a.repeats)
         for axis in (1, 0):
             want = x.sum(axis=axis, dtype=np.float64)
@@ -137,26 +138,26 @@ def main() -> int:
             kind, (ka, kb) = ex.variant.rsplit("/", 1)[1], ex.shape
             la = eng.launcher(ex.config, "cols" if kind == "cols" else "rows")
             if kind == "rows":
-                dcall = lambda: la.rows(pq, xd.base_data, 0, ka, kb, out.base_data)  # noqa: E731
+                dcall = lambda: la.rows(pq, xd.base_data, 0, ka, kb, out.base_data)
             else:
-                dcall = lambda: la.cols(pq, xd.base_data, 0, 1, ka, kb, out.base_data)  # noqa: E731,B023
+                dcall = lambda: la.cols(pq, xd.base_data, 0, 1, ka, kb, out.base_data)
             out = cla.empty(q, want.shape, np.float32)
             row = {"shape": text, "axis": axis, "config": ex.config.short(), "level": ex.level,
                    "class": ex.size_class, "max_rel_err": err}
             row["cltune_dev_us"] = _blocks(_ocl_device(pq, dcall), a.calls, a.repeats) * 1e6
-            row["cltune_e2e_us"] = _blocks(_ocl_wall(q, lambda: r(xd, axis=axis)), a.calls,  # noqa: B023
+            row["cltune_e2e_us"] = _blocks(_ocl_wall(q, lambda: r(xd, axis=axis)), a.calls,
                                            a.repeats) * 1e6
             row["sum1d_dev_us"] = one_d * 1e6
-            row["numpy_us"] = _blocks(_host(lambda: x.sum(axis=axis)), max(1, a.calls // 4),  # noqa: B023
+            row["numpy_us"] = _blocks(_host(lambda: x.sum(axis=axis)), max(1, a.calls // 4),
                                       a.repeats) * 1e6
             if torch is not None:
                 xt = torch.from_numpy(x).cuda()
-                row["torch_dev_us"] = _blocks(_torch_device(torch, lambda: xt.sum(dim=axis)),  # noqa: B023
+                row["torch_dev_us"] = _blocks(_torch_device(torch, lambda: xt.sum(dim=axis)),
                                               a.calls, a.repeats) * 1e6
                 del xt
             if axis == 1 and m_ <= a.loop_rows and info.type == "cpu" or (axis == 1 and m_ <= 64):
                 rows_views = [xd[i] for i in range(m_)]
-                row["pyopencl_loop_us"] = _blocks(_ocl_wall(q, lambda: [cla.sum(v) for v in  # noqa: B023
+                row["pyopencl_loop_us"] = _blocks(_ocl_wall(q, lambda: [cla.sum(v) for v in
                                                                         rows_views][-1]),
                                                   1, max(3, a.repeats // 2)) * 1e6
             row["gbps"] = nbytes / row["cltune_dev_us"] / 1e3
@@ -187,7 +188,6 @@ def _print(row: dict) -> None:
 
 def _segments(a, q, pq, r, rp, eng, torch, explain_segments) -> list[dict]:  # noqa: ANN001
     rng = np.random.default_rng(1)
-    n = 1 << 24
     cases = {"2^16 x 256": np.full(1 << 16, 256), "2^20 x 16": np.full(1 << 20, 16)}
     pl = np.minimum((rng.pareto(1.2, 1 << 18) * 16).astype(np.int64) + 1, 1 << 16)
     cases["power-law"] = pl
@@ -204,17 +204,17 @@ def _segments(a, q, pq, r, rp, eng, torch, explain_segments) -> list[dict]:  # n
         res = cla.empty(q, (lens.size,), np.float32)
         init = la.built().acc_dtype.type(-0.0)
         errb = eng.err(pq)
-        dcall = lambda: la.segs(pq, xd.base_data, 0, x.size, od.base_data, False,  # noqa: E731,B023
+        dcall = lambda: la.segs(pq, xd.base_data, 0, x.size, od.base_data, False,
                                 lens.size, init, errb, res.base_data)
         row = {"case": name, "segments": int(lens.size), "n": int(x.size),
                "config": ex.config.short(), "level": ex.level, "max_rel_err": err}
         row["cltune_dev_us"] = _blocks(_ocl_device(pq, dcall), a.calls, a.repeats) * 1e6
-        row["cltune_e2e_us"] = _blocks(_ocl_wall(q, lambda: r.segments(xd, od)), a.calls,  # noqa: B023
+        row["cltune_e2e_us"] = _blocks(_ocl_wall(q, lambda: r.segments(xd, od)), a.calls,
                                        a.repeats) * 1e6
         if torch is not None:
             xt = torch.from_numpy(x).cuda()
             lt = torch.from_numpy(lens.astype(np.int64)).cuda()
-            row["torch_dev_us"] = _blocks(_torch_device(torch, lambda: torch.segment_reduce(  # noqa: B023
+            row["torch_dev_us"] = _blocks(_torch_device(torch, lambda: torch.segment_reduce(
                 xt, "sum", lengths=lt, axis=0)), a.calls, a.repeats) * 1e6
         row["gbps"] = x.nbytes / row["cltune_dev_us"] / 1e3
         out.append(row)
@@ -222,7 +222,8 @@ def _segments(a, q, pq, r, rp, eng, torch, explain_segments) -> list[dict]:  # n
         print(f"segments {name:>11} ({lens.size} of mean {x.size / lens.size:.0f}): cltune "
               f"{row['cltune_dev_us']:8.1f} us dev ({row['gbps']:.0f} GB/s) "
               f"{row['cltune_e2e_us']:8.1f} us e2e"
-              + (f" | torch {t:8.1f} us, torch/cltune {t / row['cltune_dev_us']:.2f}x" if t else "")
+              + (f" | torch {t:8.1f} us, torch/cltune {t / row['cltune_dev_us']:.2f}x"
+                 if t else "")
               + f" [{row['config']}; {row['level']}; err {err:.1e}]", flush=True)
     return out
 
