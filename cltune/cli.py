@@ -126,6 +126,9 @@ def tune(
         "strided) or both (`--axis` alone).")] = None,
     segments: Annotated[bool, typer.Option(
         "--segments", help="Tune segmented (CSR) reductions.")] = False,
+    kernel: Annotated[str | None, typer.Option(  # noqa: UP007
+        help="Tune a cltune.ReductionKernel given as module:attribute (its sample_args make "
+        "the inputs; sizes from --sizes, default 2^20).")] = None,
     shapes: Annotated[str | None, typer.Option(  # noqa: UP007
         help="Shapes for --axis (ROWSxCOLS, powers of two: 65536x256,16x1048576) or, with "
         "--segments, COUNTxMEANLENGTH; default: a set of 2^24-element shapes.")] = None,
@@ -147,11 +150,25 @@ def tune(
 
     Example: cltune tune --device 0 --sizes 2^20,2^24 --trials 30;
     cltune tune --device 0 --axis (both axes of the default shapes);
-    cltune tune --device 0 --axis 1 --shapes 65536x256,16x1048576
+    cltune tune --device 0 --axis 1 --shapes 65536x256,16x1048576;
+    cltune tune --device 0 --segments; cltune tune --device 0 --kernel mymodule:knl
     """
+    from cltune import cli_tune
+
+    if kernel is not None:
+        with _errors():
+            info, res = cli_tune.run_kernel(device, kernel, sizes, trials or 30,
+                                            timeout or 180.0, seed, db, storage, err)
+        if cli_tune.render_kernel(info, kernel, res, out):
+            raise typer.Exit(code=1)
+        return
     if axis is not None or segments:
-        _tune_axis(device, op, dtype, axis, segments, shapes, trials or 12, timeout or 300.0,
-                   sampler, seed, resume, study, seeds, db, storage)
+        with _errors():
+            info, runs = cli_tune.run_axis(device, op, dtype, axis, segments, shapes,
+                                           trials or 12, timeout or 300.0, sampler, seed,
+                                           resume, study, seeds, db, storage, err)
+        if cli_tune.render_axis(info, runs, out, err):
+            raise typer.Exit(code=1)
         return
     if shapes is not None:
         _fail("--shapes goes with --axis or --segments (sizes of 1-D reductions: --sizes)")
@@ -191,48 +208,6 @@ def tune(
             err.print(f"{r.size_class}: no config validated ({r.failed + r.pruned} rejected; "
                       "`cltune show --json` lists the reasons)", highlight=False)
     if any(r.config is None for r in results):
-        raise typer.Exit(code=1)
-
-
-def _tune_axis(device: str, op: str, dtype: str, axis: str | None, segments: bool,
-               shapes: str | None, trials: int, timeout: float, sampler: str, seed: int,
-               resume: bool, study: str, seeds: bool, db: str | None,
-               storage: str | None) -> None:
-    from cltune.axis_family import parse_shapes
-    from cltune.service import axis_variants, tune_axis
-    from cltune.tuner import SAMPLERS, TuneOptions
-
-    with _errors():
-        if sampler not in SAMPLERS:
-            raise ValueError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
-        variants = axis_variants(op, dtype, axis, segments)
-        keys = parse_shapes(shapes) if shapes else None
-        opts = TuneOptions(op=op, dtype=dtype, trials=trials, timeout_s=timeout,
-                           sampler=sampler, seed=seed, resume=resume, study_prefix=study,
-                           seeds=seeds)
-        prog = RichProgress(err)
-        try:
-            info, runs = tune_axis(device, variants, keys, opts, db, storage, prog)
-        finally:
-            prog.stop()
-    failed = False
-    for variant, results in runs:
-        t = Table(title=f"best on {info.name} ({variant})")
-        for c in ("shape class", "GB/s", "device time", "per call", "vs builtin", "config",
-                  "trials", "rejected"):
-            t.add_column(c)
-        for r in results:
-            t.add_row(r.size_class, f"{r.gbps:.1f}" if r.gbps else "-",
-                      f"{r.median_s * 1e6:.1f} µs" if r.median_s else "-",
-                      f"{r.per_call_s * 1e6:.1f} µs" if r.per_call_s else "-",
-                      f"{r.vs_builtin:.2f}x" if r.vs_builtin else "-",
-                      r.config.short() if r.config else "no config validated",
-                      str(r.trials), str(r.failed + r.pruned))
-            failed |= r.config is None
-        out.print(t)
-    if failed:
-        err.print("some classes have no validated config (`cltune show --json` lists the "
-                  "reasons)", highlight=False)
         raise typer.Exit(code=1)
 
 

@@ -22,8 +22,10 @@ class RichProgress:
         self.started = False
 
     def start(self, space, classes) -> None:  # noqa: ANN001
-        if hasattr(space, "describe"):  # families other than the 1-D reduction
-            self.console.print(f"space: {space.size():,} points: {space.describe()}; classes "
+        if hasattr(space, "describe") or "strategy" not in space.values:  # other families
+            desc = space.describe() if hasattr(space, "describe") else ", ".join(
+                f"{k} {'/'.join(map(str, v))}" for k, v in space.values.items())
+            self.console.print(f"space: {space.size():,} points: {desc}; classes "
                                + ", ".join(classes), highlight=False)
         else:
             strategies = ", ".join(space.values["strategy"])

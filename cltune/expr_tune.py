@@ -140,7 +140,11 @@ def load_kernel(spec: str) -> Any:
             raise ValueError(f"--kernel {spec!r:.80}: {module} has no attribute {attr!r}")
         obj = getattr(obj, part)
     if not isinstance(obj, ReductionKernel) and callable(obj):
-        obj = obj()
+        try:
+            obj = obj()
+        except Exception as e:  # noqa: BLE001 - the application's function failed: say so
+            raise ValueError(f"--kernel {spec!r:.80}: calling it failed: "
+                             f"{type(e).__name__}: {e}"[:300]) from None
     if not isinstance(obj, ReductionKernel):
         raise ValueError(f"--kernel {spec!r:.80} is a {type(obj).__name__}, not a "
                          "cltune.ReductionKernel (or a function returning one)")

@@ -160,7 +160,10 @@ FAMILY_AGNOSTIC = ("cltune.tuner", "cltune.reverify", "cltune.targets")
 FAMILY_MODULES = ("cltune.ops", "cltune.config", "cltune.strategies", "cltune.space",
                   "cltune.launch", "cltune.program", "cltune.plan", "cltune.verify",
                   "cltune.seeds", "cltune.defaults", "cltune.reduce_kernel",
-                  "cltune.reduce_family", "cltune.reduce_target")
+                  "cltune.reduce_family", "cltune.reduce_target", "cltune.axis_family",
+                  "cltune.axis_target", "cltune.axis_launch", "cltune.axis_kernel",
+                  "cltune.axis_check", "cltune.expr_family", "cltune.expr_target",
+                  "cltune.expr_source", "cltune.expr_launch")
 
 
 def test_e_tuner_and_verify_import_no_family_module():
