@@ -15,8 +15,17 @@ import numpy as np
 import pyopencl as cl
 
 from .axis_config import AxisConfig
-from .axis_kernel import (COLS_FIN, ROWS_FIN, AxisBuilt, build, cols_args, rows_args,
-                          scalar_dtypes, segs_args, segs_long_args)
+from .axis_kernel import (
+    COLS_FIN,
+    ROWS_FIN,
+    AxisBuilt,
+    build,
+    cols_args,
+    rows_args,
+    scalar_dtypes,
+    segs_args,
+    segs_long_args,
+)
 from .devices import DeviceInfo
 from .ops import OpSpec
 

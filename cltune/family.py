@@ -76,6 +76,10 @@ def _builtin() -> None:
         from .reduce_family import REDUCE
 
         _registry.setdefault("reduce", REDUCE)
+    if "axis" not in _registry:
+        from .axis_family import AXIS
+
+        _registry.setdefault("axis", AXIS)
     if "expr" not in _registry:
         from .expr_family import EXPR
 
