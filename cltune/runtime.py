@@ -19,21 +19,16 @@ import pyopencl as cl
 import pyopencl.array as cla
 import pyopencl.tools as cltools
 
-from . import reduce_family
 from .buckets import nearest
-from .config import Config, ConfigError
-from .defaults import builtin_config, safest_config
+from .config import Config
 from .devices import DeviceInfo, info_for, require_usable
 from .launch import SMALL_OFFSET, Launcher, Prepared, pending
 from .ops import OpSpec
 from .program import BuildError
+from .runtime_choices import Choice, CltuneWarning, builtin_choice, load_choices
 from .scalars import ScalarFactory, new_scalar
 
 __all__ = ["Explanation", "Reducer", "get_reducer"]
-
-
-class CltuneWarning(UserWarning):
-    """The runtime fell back (no or unusable database); results stay correct."""
 
 
 @dataclass(frozen=True)
@@ -56,15 +51,6 @@ class Explanation:
         return f"n={self.n}: {self.config.short()} [{self.level}: {self.why}; {b}{perf}{when}]"
 
 
-@dataclass(frozen=True)
-class _Choice:
-    config: Config
-    bucket: int | None
-    tuned_at: str
-    driver: str
-    gbps: float | None
-
-
 class _Engine:
     """Shared state of all Reducers on one (context, device, op, dtype, db)."""
 
@@ -72,22 +58,22 @@ class _Engine:
                  db: str | None) -> None:
         self.ctx, self.dev, self.info, self.spec = ctx, dev, info, spec
         self.db = db  # the axis family's engine (axis_runtime) reads the same database
-        self.level, self.why, self.choices = _load_choices(info, spec, db)
+        self.level, self.why, self.choices = load_choices(info, spec, db)
         self.buckets = sorted(c.bucket for c in self.choices if c.bucket is not None)
         self._launchers: dict[Config, Launcher] = {}
-        self._by_n: dict[int, tuple[Launcher, _Choice]] = {}
+        self._by_n: dict[int, tuple[Launcher, Choice]] = {}
         self._lock = threading.Lock()
         self.queue = cl.CommandQueue(ctx, dev)
         self.allocator = cltools.MemoryPool(cltools.ImmediateAllocator(self.queue))
 
-    def choice(self, n: int) -> _Choice:
+    def choice(self, n: int) -> Choice:
         b = nearest(n, self.buckets)
         for c in self.choices:
             if c.bucket == b:
                 return c
         return self.choices[0]
 
-    def launcher_for(self, n: int) -> tuple[Launcher, _Choice]:
+    def launcher_for(self, n: int) -> tuple[Launcher, Choice]:
         hit = self._by_n.get(n)
         if hit is not None:
             return hit
@@ -103,91 +89,13 @@ class _Engine:
                     warnings.warn(f"cltune: stored config {ch.config.short()} does not build "
                                   f"here ({e}); using the builtin config", CltuneWarning,
                                   stacklevel=3)
-                    ch = _builtin_choice(self.info, self.ctx, self.dev, self.spec)
+                    ch = builtin_choice(self.info, self.ctx, self.dev, self.spec)
                     la = Launcher(self.ctx, self.dev, self.info, self.spec, ch.config)
                 self._launchers[ch.config] = la
             if len(self._by_n) > 256:
                 self._by_n.clear()
             self._by_n[n] = (la, ch)
         return la, ch
-
-
-def _builtin_choice(info: DeviceInfo, ctx: cl.Context, dev: cl.Device, spec: OpSpec) -> _Choice:
-    for cfg in (builtin_config(info), safest_config(info)):
-        try:
-            Launcher(ctx, dev, info, spec, cfg).built(False)
-            return _Choice(cfg, None, "", "", None)
-        except BuildError:
-            continue
-    raise BuildError(f"no config builds for {spec} on {info.name}")
-
-
-_warned: set[str] = set()
-
-
-def _warn_once(url: str, msg: str) -> None:
-    """One warning per database per process, however many reducers are made."""
-    if url not in _warned:
-        _warned.add(url)
-        warnings.warn(msg, CltuneWarning, stacklevel=5)
-
-
-def _load_choices(info: DeviceInfo, spec: OpSpec,
-                  db: str | None) -> tuple[str, str, list[_Choice]]:
-    from cltune.tuning_db import DatabaseError, default_url
-    from cltune.tuning_db.paths import sqlite_file
-    from cltune.tuning_db.shipped import DeviceKey, lookup_without_db
-
-    key = DeviceKey(info.fingerprint, info.hardware_key, info.model, info.vendor, info.type,
-                    info.driver)
-    url = db or default_url()
-    path = sqlite_file(url)
-    if path is not None and not path.exists():
-        # no database file (never tuned here): answer from the shipped results or builtin
-        # without loading SQLAlchemy (~0.3 s of a process's first get_reducer)
-        _warn_once(url, f"cltune: tuning database unusable (database file {path} does not "
-                   "exist); using fallback configs")
-        return _choices(info, lookup_without_db(key, reduce_family.NAME,
-                                                reduce_family.variant(spec)))
-    from cltune.tuning_db import Store
-    from cltune.tuning_db.lookup import lookup
-
-    store = None
-    try:
-        store = Store.open(url, readonly=True)
-    except DatabaseError as e:
-        _warn_once(url, f"cltune: tuning database unusable ({e}); using fallback configs")
-    except Exception as e:  # noqa: BLE001 - a corrupt file must never crash an application
-        _warn_once(url, f"cltune: tuning database unreadable ({type(e).__name__}: {e}); "
-                   "using fallback configs")
-    try:
-        try:
-            ans = lookup(store, key, reduce_family.NAME, reduce_family.variant(spec))
-        except Exception as e:  # noqa: BLE001
-            _warn_once(url, f"cltune: lookup failed ({type(e).__name__}: {e}); using builtin")
-            ans = lookup(None, key, reduce_family.NAME, reduce_family.variant(spec))
-    finally:
-        if store is not None:
-            store.close()
-    return _choices(info, ans)
-
-
-def _choices(info: DeviceInfo, ans: Any) -> tuple[str, str, list[_Choice]]:
-    """The validated configs of a lookup answer (a stored config that does not validate never
-    reaches the compiler); the builtin config when none is left."""
-    choices = []
-    for r in ans.rows:
-        try:
-            cfg = Config.from_mapping(r.config)
-            bucket = reduce_family.bucket_of(r.size_class)
-        except (ConfigError, ValueError):
-            continue  # never let a bad stored config near the compiler
-        choices.append(_Choice(cfg, bucket, r.updated_at, r.driver, r.gbps))
-    if not choices:
-        cfg = builtin_config(info)
-        return "builtin", ans.why if ans.level == "builtin" else "stored configs invalid", [
-            _Choice(cfg, None, "", "", None)]
-    return ans.level, ans.why, choices
 
 
 #: engines by (context, device, op/dtype, db): an engine lives while a Reducer uses it, and

@@ -1,0 +1,109 @@
+"""Which configs the 1-D runtime serves: the database's (or the shipped or builtin) answer
+for one (device, op/dtype), validated before any of it can reach the compiler."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import pyopencl as cl
+
+from . import reduce_family
+from .config import Config, ConfigError
+from .defaults import builtin_config, safest_config
+from .devices import DeviceInfo
+from .launch import Launcher
+from .ops import OpSpec
+from .program import BuildError
+
+
+class CltuneWarning(UserWarning):
+    """The runtime fell back (no or unusable database); results stay correct."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    config: Config
+    bucket: int | None
+    tuned_at: str
+    driver: str
+    gbps: float | None
+
+
+def builtin_choice(info: DeviceInfo, ctx: cl.Context, dev: cl.Device, spec: OpSpec) -> Choice:
+    for cfg in (builtin_config(info), safest_config(info)):
+        try:
+            Launcher(ctx, dev, info, spec, cfg).built(False)
+            return Choice(cfg, None, "", "", None)
+        except BuildError:
+            continue
+    raise BuildError(f"no config builds for {spec} on {info.name}")
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(url: str, msg: str) -> None:
+    """One warning per database per process, however many reducers are made."""
+    if url not in _warned:
+        _warned.add(url)
+        warnings.warn(msg, CltuneWarning, stacklevel=5)
+
+
+def load_choices(info: DeviceInfo, spec: OpSpec,
+                  db: str | None) -> tuple[str, str, list[Choice]]:
+    from cltune.tuning_db import DatabaseError, default_url
+    from cltune.tuning_db.paths import sqlite_file
+    from cltune.tuning_db.shipped import DeviceKey, lookup_without_db
+
+    key = DeviceKey(info.fingerprint, info.hardware_key, info.model, info.vendor, info.type,
+                    info.driver)
+    url = db or default_url()
+    path = sqlite_file(url)
+    if path is not None and not path.exists():
+        # no database file (never tuned here): answer from the shipped results or builtin
+        # without loading SQLAlchemy (~0.3 s of a process's first get_reducer)
+        _warn_once(url, f"cltune: tuning database unusable (database file {path} does not "
+                   "exist); using fallback configs")
+        return _choices(info, lookup_without_db(key, reduce_family.NAME,
+                                                reduce_family.variant(spec)))
+    from cltune.tuning_db import Store
+    from cltune.tuning_db.lookup import lookup
+
+    store = None
+    try:
+        store = Store.open(url, readonly=True)
+    except DatabaseError as e:
+        _warn_once(url, f"cltune: tuning database unusable ({e}); using fallback configs")
+    except Exception as e:  # noqa: BLE001 - a corrupt file must never crash an application
+        _warn_once(url, f"cltune: tuning database unreadable ({type(e).__name__}: {e}); "
+                   "using fallback configs")
+    try:
+        try:
+            ans = lookup(store, key, reduce_family.NAME, reduce_family.variant(spec))
+        except Exception as e:  # noqa: BLE001
+            _warn_once(url, f"cltune: lookup failed ({type(e).__name__}: {e}); using builtin")
+            ans = lookup(None, key, reduce_family.NAME, reduce_family.variant(spec))
+    finally:
+        if store is not None:
+            store.close()
+    return _choices(info, ans)
+
+
+def _choices(info: DeviceInfo, ans: Any) -> tuple[str, str, list[Choice]]:
+    """The validated configs of a lookup answer (a stored config that does not validate never
+    reaches the compiler); the builtin config when none is left."""
+    choices = []
+    for r in ans.rows:
+        try:
+            cfg = Config.from_mapping(r.config)
+            bucket = reduce_family.bucket_of(r.size_class)
+        except (ConfigError, ValueError):
+            continue  # never let a bad stored config near the compiler
+        choices.append(Choice(cfg, bucket, r.updated_at, r.driver, r.gbps))
+    if not choices:
+        cfg = builtin_config(info)
+        return "builtin", ans.why if ans.level == "builtin" else "stored configs invalid", [
+            Choice(cfg, None, "", "", None)]
+    return ans.level, ans.why, choices
