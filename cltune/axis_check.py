@@ -131,6 +131,9 @@ def depth(launcher: AxisLauncher, p: Problem) -> int:
         plan = plan_rows(cfg, cus, p.outer * p.inner, p.r)
         serial = -(-plan.chunk // (cfg.lanes * cfg.vec * cfg.items)) + cfg.items + cfg.vec
         tree = lg(cfg.vec) + lg(cfg.items) + lg(cfg.lanes)
+    elif cfg.stream:  # each output: its piece's rows one after the other
+        plan = plan_cols(cfg, cus, p.outer, p.r, p.inner)
+        serial, tree = plan.chunk + 1, 0
     else:
         plan = plan_cols(cfg, cus, p.outer, p.r, p.inner)
         rt = cfg.wg // cfg.cols

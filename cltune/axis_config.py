@@ -38,7 +38,8 @@ class AxisConfig:
     a row combine with NVIDIA warp shuffles (lanes 2..32) instead of __local memory; onepass:
     rows/columns split over groups are finished by the last group of each (atomic ticket)
     instead of a second kernel; lockstep (cols): the group steps through the rows together,
-    a barrier a step (CPUs then stream whole rows)."""
+    a barrier a step (CPUs then stream whole rows); stream (cols): a work-item adds whole
+    rows of a strip of cols * vec columns into private accumulators, as numpy does (CPUs)."""
 
     wg: int = 64
     lanes: int = 1
@@ -49,6 +50,7 @@ class AxisConfig:
     warp: int = 0
     onepass: int = 0
     lockstep: int = 0
+    stream: int = 0
 
     def __post_init__(self) -> None:
         self.check()
@@ -75,13 +77,15 @@ class AxisConfig:
         if not (_pow2(self.groups_per_cu) and self.groups_per_cu <= MAX_GROUPS_PER_CU):
             raise AxisConfigError(f"groups_per_cu: {self.groups_per_cu} is not a power of two "
                                   f"<= {MAX_GROUPS_PER_CU}")
-        for name in ("warp", "onepass", "lockstep"):
+        for name in ("warp", "onepass", "lockstep", "stream"):
             if getattr(self, name) not in (0, 1):
                 raise AxisConfigError(f"{name}: {getattr(self, name)} is not 0 or 1")
         if self.warp and not 2 <= self.lanes <= 32:
             raise AxisConfigError("warp: shuffles combine 2..32 lanes of a row")
-        if self.lockstep and not self.cols:
-            raise AxisConfigError("lockstep: for the strided (cols) layout only")
+        if (self.lockstep or self.stream) and not self.cols:
+            raise AxisConfigError("lockstep and stream: for the strided (cols) layout only")
+        if self.stream and (self.lockstep or self.onepass):
+            raise AxisConfigError("stream: a kernel of its own (no lockstep, no onepass)")
 
     @property
     def layout(self) -> str:
@@ -112,4 +116,5 @@ class AxisConfig:
         shape = f"L{self.lanes}" if self.lanes else f"C{self.cols}"
         return (f"{self.layout} wg{self.wg} {shape} v{self.vec} i{self.items} "
                 f"g{self.groups_per_cu}{' warp' if self.warp else ''}"
-                f"{' 1p' if self.onepass else ''}{' lock' if self.lockstep else ''}")
+                f"{' 1p' if self.onepass else ''}{' lock' if self.lockstep else ''}"
+                f"{' stream' if self.stream else ''}")

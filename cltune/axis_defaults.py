@@ -29,8 +29,8 @@ def builtin_axis_config(info: Any, layout: str, a: int, b: int) -> AxisConfig:
     GPUs: rows get a lane per vector up to a work-group per row, so that neighbouring lanes
     load neighbouring vectors (warp shuffles combine up to 32 lanes on NVIDIA); columns get
     one work-item per vector of columns. CPUs: a work-item per row (vectorised along the
-    row) or per vector of columns; long rows and columns are split over groups by
-    groups_per_cu."""
+    row); columns are streamed row after row in strips of up to 4096 columns (`stream`, as
+    numpy does). Long rows and columns are split over groups by groups_per_cu."""
     cpu = info.type == "cpu"
     wg = min(_pow2_at_most(info.max_wg), 8 if cpu else 256)
     if layout in ("rows", "segs"):
@@ -41,7 +41,12 @@ def builtin_axis_config(info: Any, layout: str, a: int, b: int) -> AxisConfig:
         warp = int(bool(getattr(info, "is_nvidia", False)) and 2 <= lanes <= 32)
         return AxisConfig(wg=wg, lanes=lanes, vec=vec, items=2 if b >= 2 * lanes * vec else 1,
                           groups_per_cu=8, warp=warp)
-    vec = min(8 if cpu else 4, _pow2_at_most(b))
+    if cpu:  # stream strips of up to 4096 columns, as numpy adds rows (measured best)
+        vec = min(16, _pow2_at_most(b))
+        cols = min(256, _pow2_at_least(-(-b // vec)))
+        return AxisConfig(wg=max(cols, min(_pow2_at_most(info.max_wg), 16)), lanes=0,
+                          cols=cols, vec=vec, items=2, groups_per_cu=8, stream=1)
+    vec = min(4, _pow2_at_most(b))
     while wg * vec * 8 > info.local_mem and vec > 1:
         vec //= 2
     cols = min(wg, _pow2_at_least(-(-b // vec)))

@@ -57,6 +57,11 @@ def segs_long_args(spec: OpSpec) -> KernelArgs:
 
 
 ROWS_FIN = _args(("partials", "rows", "split", "out", "tile"))
+def cols_stream_args(spec: OpSpec) -> KernelArgs:
+    return _args(("x", "xoff", *_y(spec), "outer", "R", "inner", "split", "chunk", "ctiles",
+                  "aligned", "partials", "out"))
+
+
 COLS_FIN = _args(("partials", "outer", "inner", "split", "fcols", "out", "tile"))
 
 
@@ -106,6 +111,7 @@ def build_defines(spec: OpSpec, cfg: AxisConfig, *, index64: bool,
         "CLT_AX_WARP": cfg.warp,
         "CLT_AX_ONEPASS": cfg.onepass,
         "CLT_AX_LOCKSTEP": cfg.lockstep,
+        "CLT_AX_STREAM": cfg.stream,
         "CLT_PASSES": 1 if cfg.onepass else 2,  # partials through atomics in one pass
         "CLT_INDEX64": int(index64),
         "CLT_NV_PTX": int(nv_ptx),
@@ -124,6 +130,7 @@ class AxisBuilt:
     rows_fin: cl.Kernel
     cols: cl.Kernel
     cols_fin: cl.Kernel
+    cols_stream: cl.Kernel
     segs: cl.Kernel
     segs_long: cl.Kernel
     acc_dtype: np.dtype
@@ -174,8 +181,8 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
     acc = np.dtype({"float": np.float32, "double": np.float64, "int": np.int32,
                     "uint": np.uint32, "long": np.int64, "ulong": np.uint64}[spec.acc_cl_type()])
     kernels = {k: getattr(prg, k) for k in ("clt_ax_rows", "clt_ax_rows_fin", "clt_ax_cols",
-                                             "clt_ax_cols_fin", "clt_ax_segs",
-                                             "clt_ax_segs_long")}
+                                             "clt_ax_cols_fin", "clt_ax_cols_stream",
+                                             "clt_ax_segs", "clt_ax_segs_long")}
     tile = cfg.wg * (cfg.vec if cfg.cols else 1) * acc.itemsize
     mine = ("clt_ax_cols", "clt_ax_cols_fin") if cfg.cols else (
         "clt_ax_rows", "clt_ax_rows_fin", "clt_ax_segs", "clt_ax_segs_long")
@@ -193,7 +200,8 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
     if cfg.warp and not warp:
         raise BuildError("warp shuffle path not compiled (no inline PTX here)")
     return AxisBuilt(spec, cfg, index64, kernels["clt_ax_rows"], kernels["clt_ax_rows_fin"],
-                     kernels["clt_ax_cols"], kernels["clt_ax_cols_fin"], kernels["clt_ax_segs"],
+                     kernels["clt_ax_cols"], kernels["clt_ax_cols_fin"],
+                     kernels["clt_ax_cols_stream"], kernels["clt_ax_segs"],
                      kernels["clt_ax_segs_long"], acc, warp)
 
 

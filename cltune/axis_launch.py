@@ -21,6 +21,7 @@ from .axis_kernel import (
     AxisBuilt,
     build,
     cols_args,
+    cols_stream_args,
     rows_args,
     scalar_dtypes,
     segs_args,
@@ -68,7 +69,21 @@ def plan_rows(cfg: AxisConfig, cus: int, rows: int, length: int) -> AxisPlan:
     return AxisPlan(_groups(cfg, cus, base * split), split, chunk)
 
 
+def plan_stream(cfg: AxisConfig, cus: int, outer: int, r: int, inner: int) -> AxisPlan:
+    """Strips of cols * vec columns, each streamed by one work-item over a piece of rows;
+    rows are split only as far as the device needs units (and never below 4 rows)."""
+    ctiles = -(-inner // (cfg.cols * cfg.vec))
+    base = outer * ctiles
+    target = cfg.groups_per_cu * max(1, cus)
+    split = max(1, min(-(-target // base), -(-r // 4), MAX_SPLIT))
+    chunk = -(-r // split)
+    split = -(-r // chunk)
+    return AxisPlan(base * split, split, chunk, ctiles)
+
+
 def plan_cols(cfg: AxisConfig, cus: int, outer: int, r: int, inner: int) -> AxisPlan:
+    if cfg.stream:
+        return plan_stream(cfg, cus, outer, r, inner)
     ctiles = -(-inner // (cfg.cols * cfg.vec))
     base = outer * ctiles
     split, chunk = _split(cfg, cus, base, r, (cfg.wg // cfg.cols) * cfg.items)
@@ -120,6 +135,8 @@ class AxisLauncher:
             idx = np.uint64 if index64 else np.uint32
             b.rows.set_scalar_arg_dtypes(scalar_dtypes(rows_args(self.spec), idx, b.acc_dtype))
             b.cols.set_scalar_arg_dtypes(scalar_dtypes(cols_args(self.spec), idx, b.acc_dtype))
+            b.cols_stream.set_scalar_arg_dtypes(scalar_dtypes(cols_stream_args(self.spec), idx,
+                                                              b.acc_dtype))
             b.segs.set_scalar_arg_dtypes(scalar_dtypes(segs_args(self.spec), idx, b.acc_dtype))
             b.segs_long.set_scalar_arg_dtypes(scalar_dtypes(segs_long_args(self.spec), idx,
                                                             b.acc_dtype))
@@ -191,11 +208,16 @@ class AxisLauncher:
             wg = self.cfg.wg
             v = self.cfg.vec
             aligned = v > 1 and xoff % v == 0 and yoff % v == 0 and inner % v == 0
-            ev = b.cols(queue, (p.groups * wg,), (wg,), *self._x(x, xoff, y, yoff), outer, r,
-                        inner, p.split, p.chunk, p.ctiles, int(aligned), s.partials, s.tickets,
-                        out, self._local, wait_for=waits)
+            if self.cfg.stream:
+                ev = b.cols_stream(queue, (p.groups,), (1,), *self._x(x, xoff, y, yoff), outer,
+                                   r, inner, p.split, p.chunk, p.ctiles, int(aligned),
+                                   s.partials, out, wait_for=waits)
+            else:
+                ev = b.cols(queue, (p.groups * wg,), (wg,), *self._x(x, xoff, y, yoff), outer, r,
+                            inner, p.split, p.chunk, p.ctiles, int(aligned), s.partials,
+                            s.tickets, out, self._local, wait_for=waits)
             evs = [ev]
-            if p.split > 1 and not self.cfg.onepass:
+            if p.split > 1 and (self.cfg.stream or not self.cfg.onepass):
                 k = outer * inner
                 fcols = min(wg, 32, 1 << max(0, (k - 1).bit_length()))
                 evs.append(b.cols_fin(queue, (-(-k // fcols) * wg,), (wg,), s.partials, outer,

@@ -95,8 +95,9 @@ def make_space(info: DeviceInfo, layout: str, acc_bytes: int) -> AxisSpace:
     vals["groups_per_cu"] = (1, 2, 4, 8, 16, 32, 64)
     excluded = {}
     vals["onepass"] = (0, 1) if gpu else (0,)
-    if layout == "cols":  # lock step pays where a compiler runs work-items one after another
+    if layout == "cols":  # lock step and streaming pay where work-items run one by one
         vals["lockstep"] = (0,) if gpu else (0, 1)
+        vals["stream"] = (0,) if gpu else (0, 1)
     if not gpu:
         excluded["onepass"] = "GPUs only (a second kernel is cheap on a CPU)"
     if layout == "rows":
@@ -234,6 +235,10 @@ class AxisTarget:
         kw["onepass"] = trial.suggest_categorical("onepass", v["onepass"])
         if "lockstep" in v:
             kw["lockstep"] = trial.suggest_categorical("lockstep", v["lockstep"])
+        if "stream" in v:
+            kw["stream"] = trial.suggest_categorical("stream", v["stream"])
+            if kw["stream"]:  # its own kernel: no lock step, a finish kernel
+                kw["lockstep"] = kw["onepass"] = 0
         if kw["warp"] and not 2 <= kw["lanes"] <= 32:
             kw["warp"] = 0
         return AxisConfig(**kw)

@@ -40,6 +40,9 @@
 #ifndef CLT_AX_LOCKSTEP
 #define CLT_AX_LOCKSTEP 0 /* cols: the group steps through rows together (a barrier a step) */
 #endif
+#ifndef CLT_AX_STREAM
+#define CLT_AX_STREAM 0 /* cols: clt_ax_cols_stream (a work-item streams whole row strips) */
+#endif
 #ifndef CLT_AX_LONG
 #define CLT_AX_LONG 16 /* segments longer than CLT_AX_LONG * lanes * vec * items go to groups */
 #endif
@@ -415,6 +418,85 @@ clt_ax_cols(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t out
     for (idx_t g = get_group_id(0); g < units; g += get_num_groups(0))
         ax_cols_unit(AX_XY, g, outer, R, inner, split, chunk, ctiles, aligned, partials,
                      tickets, out, tile, &is_last, lid, tx, ty);
+}
+
+/* CPUs: as numpy adds rows. Work-item u owns strip t of CLT_AX_COLS vectors (CLT_AX_COLS *
+ * CLT_VEC columns) of outer block o and piece `piece` of the rows, keeps the strip's
+ * accumulators in private memory (a CPU's stack, in L1) and streams its rows one after the
+ * other: contiguous loads, each row's strip read once. No barriers, no __local memory. */
+__kernel void
+clt_ax_cols_stream(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t outer,
+                   const idx_t R, const idx_t inner, const uint split, const idx_t chunk,
+                   const idx_t ctiles, const uint aligned, __global acc_t *partials,
+                   __global out_t *out) {
+    __global const CLT_IN_T *xp = x + xoff;
+    Y_SETUP
+    const idx_t u = get_global_id(0);
+    if (u >= outer * ctiles * split) return;
+    const uint piece = (uint)(u % split);
+    const idx_t t = (u / split) % ctiles;
+    const idx_t o = u / split / ctiles;
+    const idx_t c0 = t * (CLT_AX_COLS * CLT_VEC);
+    const idx_t width = min((idx_t)(CLT_AX_COLS * CLT_VEC), inner - c0);
+    const uint nv = (uint)(width / CLT_VEC); /* full vectors in this strip */
+    const uint tail = (uint)(width - (idx_t)nv * CLT_VEC);
+    const idx_t r0 = (idx_t)piece * chunk;
+    const idx_t r1 = min(r0 + chunk, R);
+    accv_t acc[CLT_AX_COLS];
+    acc_t edge[CLT_VEC];
+    for (uint j = 0; j < CLT_AX_COLS; ++j) acc[j] = (accv_t)IDENT;
+    for (uint v = 0; v < CLT_VEC; ++v) edge[v] = IDENT;
+    idx_t r = r0;
+    for (; r + CLT_ITEMS <= r1; r += CLT_ITEMS) { /* CLT_ITEMS rows a pass: fewer acc updates */
+        const idx_t row = (o * R + r) * inner + c0;
+        for (uint j = 0; j < nv; ++j) {
+            accv_t v_ = AXLOAD(row + (idx_t)j * CLT_VEC);
+#pragma unroll
+            for (int k = 1; k < CLT_ITEMS; ++k) {
+                const accv_t w_ = AXLOAD(row + (idx_t)k * inner + (idx_t)j * CLT_VEC);
+                v_ = OP(v_, w_);
+            }
+            acc[j] = OP(acc[j], v_);
+        }
+        for (uint v = 0; v < tail; ++v) {
+            for (int k = 0; k < CLT_ITEMS; ++k) {
+                const acc_t w_ = AX1(row + (idx_t)k * inner + (idx_t)nv * CLT_VEC + v);
+                edge[v] = OP(edge[v], w_);
+            }
+        }
+    }
+    for (; r < r1; ++r) {
+        const idx_t row = (o * R + r) * inner + c0;
+        for (uint j = 0; j < nv; ++j) {
+            const accv_t v_ = AXLOAD(row + (idx_t)j * CLT_VEC);
+            acc[j] = OP(acc[j], v_);
+        }
+        for (uint v = 0; v < tail; ++v) {
+            const acc_t w_ = AX1(row + (idx_t)nv * CLT_VEC + v);
+            edge[v] = OP(edge[v], w_);
+        }
+    }
+    const idx_t dst = split == 1 ? o * inner + c0 : (o * split + piece) * inner + c0;
+    for (uint j = 0; j < nv; ++j) {
+        acc_t m[CLT_VEC];
+#if CLT_VEC == 1
+        m[0] = acc[j];
+#else
+        CAT(vstore, CLT_VEC)(acc[j], 0, m);
+#endif
+        for (uint v = 0; v < CLT_VEC; ++v) {
+            if (split == 1)
+                STORE_OUT(out + dst + (idx_t)j * CLT_VEC + v, m[v]);
+            else
+                partials[dst + (idx_t)j * CLT_VEC + v] = m[v];
+        }
+    }
+    for (uint v = 0; v < tail; ++v) {
+        if (split == 1)
+            STORE_OUT(out + dst + (idx_t)nv * CLT_VEC + v, edge[v]);
+        else
+            partials[dst + (idx_t)nv * CLT_VEC + v] = edge[v];
+    }
 }
 
 /* partials[(o * split + piece) * inner + i] over piece -> out[o * inner + i]. A group of

@@ -27,7 +27,9 @@ COLS = [AxisConfig(wg=8, lanes=0, cols=1, vec=4, items=2, groups_per_cu=64),
         AxisConfig(wg=16, lanes=0, cols=4, vec=1, items=1, groups_per_cu=64, onepass=1),
         AxisConfig(wg=32, lanes=0, cols=8, vec=2, items=4, groups_per_cu=16),
         AxisConfig(wg=16, lanes=0, cols=16, vec=4, items=1, groups_per_cu=2, onepass=1),
-        AxisConfig(wg=16, lanes=0, cols=4, vec=2, items=3, groups_per_cu=64, lockstep=1)]
+        AxisConfig(wg=16, lanes=0, cols=4, vec=2, items=3, groups_per_cu=64, lockstep=1),
+        AxisConfig(wg=16, lanes=0, cols=8, vec=4, items=3, groups_per_cu=64, stream=1),
+        AxisConfig(wg=16, lanes=0, cols=1, vec=2, items=1, groups_per_cu=2, stream=1)]
 
 
 def _launcher(ctx, device, op, dtype, cfg):

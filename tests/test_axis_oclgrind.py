@@ -51,7 +51,8 @@ ROWS = [C(wg=8, lanes=1, vec=1, items=1, groups_per_cu=2),
 COLS = [C(wg=8, lanes=0, cols=4, vec=1, items=2, groups_per_cu=4),
         C(wg=8, lanes=0, cols=2, vec=1, items=1, groups_per_cu=4, onepass=1),
         C(wg=8, lanes=0, cols=8, vec=1, items=1, groups_per_cu=2),
-        C(wg=8, lanes=0, cols=2, vec=1, items=2, groups_per_cu=4, lockstep=1)]
+        C(wg=8, lanes=0, cols=2, vec=1, items=2, groups_per_cu=4, lockstep=1),
+        C(wg=8, lanes=0, cols=4, vec=1, items=3, groups_per_cu=4, stream=1)]
 if NEGATIVE:
     ROWS, COLS = [ROWS[2]], []
 lens = np.array([0, 3, 700, 1, 0, 40, 5])
