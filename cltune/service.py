@@ -181,12 +181,18 @@ def verify(db: str | None, selector: str, op: str | None, dtype: str | None):  #
     info, dev = select(selector)
     store = Store.open(db)
     try:
-        variants = None
-        if op or dtype:  # the 1-D reduction's variants of this op and/or dtype
+        from cltune import axis_family
+
+        variants = axis = None
+        if op or dtype:  # the variants of this op and/or dtype
             variants = tuple(reduce_family.variant(OpSpec(o, d)) for o in OPS for d in DTYPES
                              if o == (op or o) and d == (dtype or d))
-        return info, verify_device(cl.Context([dev]), dev, info, store, reduce_family.NAME,
-                                   variants)
+            axis = tuple(f"{v}/{k}" for v in variants for k in axis_family.KINDS)
+        ctx = cl.Context([dev])
+        # the families whose stored results can be re-run from the database alone (a custom
+        # expression's text is not stored: `knl.tune` re-validates those)
+        return info, (verify_device(ctx, dev, info, store, reduce_family.NAME, variants)
+                      + verify_device(ctx, dev, info, store, axis_family.NAME, axis))
     finally:
         store.close()
 

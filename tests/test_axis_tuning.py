@@ -64,6 +64,10 @@ def test_cli_tunes_both_axes_and_segments_then_show_and_export(info, db_url, sto
     assert {(x["family"], x["variant"], x["size_class"]) for x in rows} >= {
         ("axis", "sum/float32/rows", "2^6x2^5"), ("axis", "sum/float32/cols", "2^6x2^5"),
         ("axis", "sum/float32/segs", "2^8x2^3")}
+    r = runner.invoke(app, ["verify", "--device", str(info.index), "--db", db_url])
+    assert r.exit_code == 0, r.output
+    for v in ("sum/float32/rows", "sum/float32/cols", "sum/float32/segs"):
+        assert v in r.output  # re-validated and re-timed like the 1-D results
     out = tmp_path / "export.json"
     assert runner.invoke(app, ["export", "-o", str(out), "--db", db_url]).exit_code == 0
     other = f"sqlite:///{tmp_path / 'other.db'}"
