@@ -126,6 +126,7 @@ class AxisLauncher:
         self.ctx, self.dev, self.info, self.spec, self.cfg = ctx, dev, info, spec, cfg
         self._built: dict[bool, AxisBuilt] = {}
         self._scratch: dict[int, _Scratch] = {}
+        self._plans: dict[tuple, AxisPlan] = {}
         self._local = None
 
     def built(self, index64: bool = False) -> AxisBuilt:
@@ -175,7 +176,7 @@ class AxisLauncher:
              out: cl.Buffer, *, y: cl.Buffer | None = None, yoff: int = 0,
              wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
         """out[r] = reduce(x[xoff + r*length : ... + length]) for r < rows (length >= 1)."""
-        p = plan_rows(self.cfg, self.info.compute_units, rows, length)
+        p = self._plan("rows", rows, length, 1)
         b = self.built(max(xoff, yoff) + rows * length > _IDX32_LIMIT)
         blocks = -(-rows // (self.cfg.wg // self.cfg.lanes))
         with _LOCK:
@@ -198,7 +199,7 @@ class AxisLauncher:
              inner: int, out: cl.Buffer, *, y: cl.Buffer | None = None, yoff: int = 0,
              wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
         """out[o*inner + i] = reduce over k of x[xoff + (o*r + k)*inner + i] (r >= 1)."""
-        p = plan_cols(self.cfg, self.info.compute_units, outer, r, inner)
+        p = self._plan("cols", outer, r, inner)
         b = self.built(max(xoff, yoff) + outer * r * inner
                        + p.partials(outer * inner) > _IDX32_LIMIT)
         with _LOCK:
@@ -247,6 +248,17 @@ class AxisLauncher:
                               self._local, wait_for=None if s.in_order else [ev])
             s.last = ev2
             return [ev, ev2]
+
+    def _plan(self, layout: str, a: int, b: int, c: int) -> AxisPlan:
+        p = self._plans.get((layout, a, b, c))
+        if p is None:
+            cus = self.info.compute_units
+            p = plan_rows(self.cfg, cus, a, b) if layout == "rows" else plan_cols(
+                self.cfg, cus, a, b, c)
+            if len(self._plans) > 256:
+                self._plans.clear()
+            self._plans[(layout, a, b, c)] = p
+        return p
 
     def count_split(self, rows: int, length: int) -> int:
         """How many pieces `rows` splits a row into (for tests and the docs)."""

@@ -81,6 +81,7 @@ class AxisEngine:
         self._launchers: dict[AxisConfig, AxisLauncher] = {}
         self._errs: dict[int, cl.Buffer] = {}
         self.checked: OrderedDict[tuple, None] = OrderedDict()
+        self._chosen: dict[tuple, tuple[AxisConfig, _Tuned | None]] = {}
         self._lock = threading.Lock()
 
     def kind(self, kind: str) -> _Kind:
@@ -91,6 +92,15 @@ class AxisEngine:
         return k
 
     def choose(self, kind: str, a: int, b: int) -> tuple[AxisConfig, _Tuned | None]:
+        hit = self._chosen.get((kind, a, b))
+        if hit is None:
+            hit = self._choose(kind, a, b)
+            if len(self._chosen) > 1024:
+                self._chosen.clear()
+            self._chosen[(kind, a, b)] = hit
+        return hit
+
+    def _choose(self, kind: str, a: int, b: int) -> tuple[AxisConfig, _Tuned | None]:
         k = self.kind(kind)
         best = axis_family.nearest(axis_family.log2_key(a, b), k.keys)
         for t in k.tuned:

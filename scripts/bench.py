@@ -41,6 +41,7 @@ import statistics
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -261,7 +262,17 @@ def plot(path: str, results: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["axis"], ["segments"]):  # the axis family's modes: scripts/bench_axis.py
+        import runpy
+
+        sys.argv = ["bench_axis.py", *argv[1:], *(["--no-axis"] if argv[0] == "segments"
+                                                   else [])]
+        runpy.run_path(str(Path(__file__).with_name("bench_axis.py")), run_name="__main__")
+        return 0
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                epilog="`bench.py axis ...` / `bench.py segments ...`: the "
+                                "axis and segment modes (scripts/bench_axis.py, same options)")
     p.add_argument("--device", required=True, help="index, P:D or name (as `cltune devices`)")
     p.add_argument("--db", required=True, help="tuning database URL")
     p.add_argument("--sizes", default=None,

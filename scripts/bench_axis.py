@@ -10,6 +10,7 @@ time per call of back-to-back calls with one wait at the end.
 
     python scripts/bench_axis.py --device 0 --json out.json --plot axis.png
     python scripts/bench_axis.py --device 0 --shapes 1048576x16,4096x4096 --no-segments
+    python scripts/bench.py axis --device 0 ...   (the same, from scripts/bench.py)
 """
 
 # ruff: noqa: B023, E731 - the timing lambdas run within their loop iteration, never later
@@ -91,6 +92,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--calls", type=int, default=20, help="calls per block")
     ap.add_argument("--no-segments", action="store_true")
+    ap.add_argument("--no-axis", action="store_true", help="segments only")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--loop-rows", type=int, default=4096,
                     help="time the pyopencl loop over rows up to this many rows")
@@ -120,7 +122,7 @@ def main() -> int:
           f"{torch.__version__ if torch else 'no'}; medians of {a.repeats} blocks")
     rows_out = []
     rng = np.random.default_rng(0)
-    for text in a.shapes.split(","):
+    for text in [] if a.no_axis else a.shapes.split(","):
         m_, n_ = (int(v) for v in text.lower().split("x"))
         x = rng.random((m_, n_), dtype=np.float32)
         xd = cla.to_device(q, x)
