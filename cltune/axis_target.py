@@ -90,7 +90,7 @@ def make_space(info: DeviceInfo, layout: str, acc_bytes: int) -> AxisSpace:
         vals["lanes"] = tuple(v for v in POW2 if v <= max(wgs))
     else:
         vals["cols"] = tuple(v for v in POW2 if v <= max(wgs))
-    vals["vec"] = (1, 2, 4, 8) if gpu else (1, 4, 8, 16)
+    vals["vec"] = (1, 2, 4, 8) if gpu else (1, 2, 4, 8, 16)
     vals["items"] = (1, 2, 4)
     vals["groups_per_cu"] = (1, 2, 4, 8, 16, 32, 64)
     excluded = {}
@@ -230,7 +230,8 @@ class AxisTarget:
         for name in ("vec", "items", "groups_per_cu"):
             kw[name] = trial.suggest_categorical(name, v[name])
         if self._key is not None:  # vectors wider than a row (the kept columns) only waste
-            kw["vec"] = max(1, min(kw["vec"], 1 << self._key[1]))
+            kw["vec"] = max([x for x in v["vec"] if x <= kw["vec"] and x <= 1 << self._key[1]]
+                            or [min(v["vec"])])
         kw["warp"] = trial.suggest_categorical("warp", v["warp"]) if "warp" in v else 0
         kw["onepass"] = trial.suggest_categorical("onepass", v["onepass"])
         if "lockstep" in v:

@@ -81,6 +81,15 @@ def test_cli_tunes_both_axes_and_segments_then_show_and_export(info, db_url, sto
         s.close()
 
 
+def test_rows_of_two_tune(info, db_url, storage_url):
+    """Classes narrower than the widest vectors: vectors are narrowed to what the space
+    offers (a bug once left 2^24x2 with no config validated on CPUs)."""
+    r = runner.invoke(app, ["tune", "--device", str(info.index), "--axis", "both", "--shapes",
+                            "4096x2", "--trials", "4", "--timeout", "60", "--db", db_url,
+                            "--storage", storage_url])
+    assert r.exit_code == 0 and "no config validated" not in r.output, r.output
+
+
 @pytest.mark.parametrize("args,msg", [
     (["--axis", "2"], "--axis takes 0, 1 or both"),
     (["--axis", "1", "--shapes", "100x3"], "power of two"),
