@@ -1,4 +1,4 @@
-"""Reductions along axes and over segments at run time: `r(x, axis=k)` and `r.segments(...)`.
+"""Reductions along axes at run time: `r(x, axis=k)` (segments: cltune.axis_segments).
 
 An n-D C- or F-contiguous array is viewed as (outer, reduced, inner) in memory order; a
 contiguous reduced axis (inner == 1) runs the `rows` layout, any other the `cols` layout.
@@ -25,7 +25,7 @@ import pyopencl.array as cla
 from . import axis_family
 from .axis_config import AxisConfig, AxisConfigError
 from .axis_defaults import builtin_axis_config, safest_axis_config
-from .axis_family import NO_ERROR, identity
+from .axis_family import NO_ERROR
 from .axis_launch import AxisLauncher
 from .program import BuildError
 
@@ -82,6 +82,7 @@ class AxisEngine:
         self._errs: dict[int, cl.Buffer] = {}
         self.checked: OrderedDict[tuple, None] = OrderedDict()
         self._chosen: dict[tuple, tuple[AxisConfig, _Tuned | None]] = {}
+        self.geometries: dict[tuple, Geometry] = {}  # (shape, strides, axis, keepdims)
         self._lock = threading.Lock()
 
     def kind(self, kind: str) -> _Kind:
@@ -191,7 +192,7 @@ def _load(info: Any, variant: str, db: str | None) -> _Kind:
 
 
 # ---- arrays -------------------------------------------------------------------------------
-def _device(reducer: Any, a: Any, queue: cl.CommandQueue, name: str) -> cla.Array:
+def device_array(reducer: Any, a: Any, queue: cl.CommandQueue, name: str) -> cla.Array:
     want = reducer.spec.np_dtype
     if isinstance(a, np.ndarray):
         if a.dtype != want:
@@ -227,11 +228,61 @@ def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def _out_array(reducer: Any, q: cl.CommandQueue, shape: tuple[int, ...], order: str,
-               out: Any) -> cla.Array:
+@dataclass(frozen=True)
+class Geometry:
+    """What a call's array layout and axes mean: numpy's result shape and the memory order
+    of the result, and the (outer, r, inner) view reduced over r (`mem`: the reduced axes in
+    memory order, empty for axis=())."""
+
+    kept: tuple[int, ...]
+    order: str
+    outer: int
+    r: int
+    inner: int
+    mem: tuple[int, ...]
+
+
+def geometry(shape: tuple[int, ...], c_contiguous: bool, axis: Any,
+             keepdims: bool) -> Geometry:
+    nd = len(shape)
+    axes = tuple(range(nd)) if axis is None else normalize_axes(axis, nd)
+    kept = tuple(1 if i in axes else s for i, s in enumerate(shape)) if keepdims else \
+        tuple(s for i, s in enumerate(shape) if i not in axes)
+    fortran = nd > 1 and not c_contiguous
+    order = "F" if fortran else "C"
+    mem = tuple(nd - 1 - a for a in axes) if fortran else tuple(axes)
+    mem_shape = shape[::-1] if fortran else shape
+    if mem and max(mem) - min(mem) + 1 != len(mem):
+        raise ValueError(f"cltune reduces adjacent axes only, got axis={axis} for a "
+                         f"{order}-ordered array of shape {shape}; reduce in two calls")
+    lo, hi = (min(mem), max(mem) + 1) if mem else (nd, nd)
+    return Geometry(kept, order, math.prod(mem_shape[:lo]), math.prod(mem_shape[lo:hi]),
+                    math.prod(mem_shape[hi:]), mem)
+
+
+def _empty(q: cl.CommandQueue, shape: tuple[int, ...], dtype: np.dtype, order: str,
+           allocator: Any) -> cla.Array:
+    """A result array through pyopencl's fast constructor (its general one spends ~15 us on
+    checks here), `cla.empty` where that path is not there."""
+    size = math.prod(shape)
+    strides = []
+    acc = dtype.itemsize
+    for n in (shape if order == "F" else shape[::-1]):
+        strides.append(acc)
+        acc *= n
+    strides = tuple(strides) if order == "F" else tuple(strides[::-1])
+    try:
+        return cla.Array(None, shape, dtype, allocator=allocator, strides=strides, _fast=True,
+                         _size=size, _context=q.context, _queue=q)
+    except TypeError:  # pragma: no cover - other pyopencl versions
+        return cla.empty(q, shape, dtype, order=order, allocator=allocator)
+
+
+def _out_array(reducer: Any, q: cl.CommandQueue, g: Geometry, out: Any) -> cla.Array:
     rdt = reducer.spec.result_dtype
+    shape, order = g.kept, g.order
     if out is None:
-        return cla.empty(q, shape, rdt, order=order, allocator=axis_engine(reducer).allocator)
+        return _empty(q, shape, rdt, order, axis_engine(reducer).allocator)
     if not isinstance(out, cla.Array) or out.dtype != rdt or tuple(out.shape) != shape:
         raise TypeError(f"out must be a pyopencl Array of shape {shape} and dtype {rdt}")
     ok = out.flags.c_contiguous if order == "C" else out.flags.f_contiguous
@@ -250,30 +301,26 @@ def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
                         else f"{spec.op} takes one array")
     if wait_for is not None and not all(isinstance(e, cl.Event) for e in wait_for):
         raise TypeError("wait_for must be a list of pyopencl Events")
-    xd = _device(reducer, x, q, "x")
-    yd = _device(reducer, y, q, "y") if y is not None else None
+    xd = device_array(reducer, x, q, "x")
+    yd = device_array(reducer, y, q, "y") if y is not None else None
     if yd is not None and (yd.shape != xd.shape or yd.strides != xd.strides):
         raise ValueError(f"x and y differ in shape or layout ({xd.shape} vs {yd.shape})")
-    shape = tuple(xd.shape)
-    nd = len(shape)
-    axes = tuple(range(nd)) if axis is None else normalize_axes(axis, nd)
-    kept = tuple(1 if i in axes else s for i, s in enumerate(shape)) if keepdims else \
-        tuple(s for i, s in enumerate(shape) if i not in axes)
-    fortran = nd > 1 and not xd.flags.c_contiguous
-    order = "F" if fortran else "C"
-    mem = [nd - 1 - a for a in axes] if fortran else list(axes)
-    mem_shape = shape[::-1] if fortran else shape
-    if mem and max(mem) - min(mem) + 1 != len(mem):
-        raise ValueError(f"cltune reduces adjacent axes only, got axis={axis} for a "
-                         f"{order}-ordered array of shape {shape}; reduce in two calls")
-    lo, hi = (min(mem), max(mem) + 1) if mem else (nd, nd)
-    outer = math.prod(mem_shape[:lo])
-    r = math.prod(mem_shape[lo:hi])
-    inner = math.prod(mem_shape[hi:])
-    res = _out_array(reducer, q, kept, order, out)
-    waits = list(wait_for or []) + list(xd.events) + list(res.events)
+    eng = axis_engine(reducer)
+    key = (xd.shape, xd.strides, axis if not isinstance(axis, list) else tuple(axis), keepdims)
+    try:
+        g = eng.geometries.get(key)
+    except TypeError:  # an unhashable axis: geometry() says what is wrong with it
+        g = None
+    if g is None:
+        g = geometry(tuple(xd.shape), bool(xd.flags.c_contiguous), axis, keepdims)
+        if len(eng.geometries) > 256:
+            eng.geometries.clear()
+        eng.geometries[key] = g
+    res = _out_array(reducer, q, g, out)
+    waits = [*(wait_for or ()), *xd.events, *res.events]
     if yd is not None:
         waits += yd.events
+    outer, r, inner = g.outer, g.r, g.inner
     if outer * inner == 0:
         return res
     if r == 0:
@@ -284,120 +331,34 @@ def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
         res.fill(spec.result_dtype.type(1 if spec.op == "prod" else 0), queue=q,
                  wait_for=waits or None)
         return res
-    if not mem:  # axis=(): nothing reduced, numpy returns the elements in the result dtype
+    if not g.mem:  # axis=(): nothing reduced, numpy returns the elements in the result dtype
         v = (xd if yd is None else xd * yd).get(queue=q)  # a copy: rare, not worth a kernel
-        res.set(np.asarray(v.astype(res.dtype).reshape(kept), order=order), queue=q)
+        res.set(np.asarray(v.astype(res.dtype).reshape(g.kept), order=g.order), queue=q)
         return res
     isz = spec.itemsize
-    eng = axis_engine(reducer)
+    yb, yoff = (yd.base_data, yd.offset // isz) if yd is not None else (None, 0)
     if inner == 1:
-        cfg, _ = eng.choose("rows", outer, r)
-        la = eng.launcher(cfg, "rows")
-        evs = la.rows(q, xd.base_data, xd.offset // isz, outer, r, res.base_data,
-                      y=yd.base_data if yd is not None else None,
-                      yoff=yd.offset // isz if yd is not None else 0, wait_for=waits or None)
+        la = eng.launcher(eng.choose("rows", outer, r)[0], "rows")
+        evs = la.rows(q, xd.base_data, xd.offset // isz, outer, r, res.base_data, y=yb,
+                      yoff=yoff, wait_for=waits or None)
     else:
-        cfg, _ = eng.choose("cols", r, inner)
-        la = eng.launcher(cfg, "cols")
+        la = eng.launcher(eng.choose("cols", r, inner)[0], "cols")
         evs = la.cols(q, xd.base_data, xd.offset // isz, outer, r, inner, res.base_data,
-                      y=yd.base_data if yd is not None else None,
-                      yoff=yd.offset // isz if yd is not None else 0, wait_for=waits or None)
+                      y=yb, yoff=yoff, wait_for=waits or None)
     res.add_event(evs[-1])
-    return res
-
-
-def reduce_segments(reducer: Any, x: Any, offsets: Any, initial: Any, q: cl.CommandQueue,
-                    out: Any, wait_for: Any, check: bool | None = None) -> cla.Array:
-    """`r.segments(x, offsets, initial=None)`: one value per CSR segment.
-
-    Bounds are checked on the device (a bad segment is reduced as empty and flagged; no load
-    leaves x). The flag is read (one round trip) the first time an offsets array is used
-    (`check=None`), on every call with `check=True`, never with `check=False`."""
-    spec = reducer.spec
-    if spec.op == "dot":
-        raise TypeError("segments of a dot: multiply first (x * y), then use a sum reducer")
-    if wait_for is not None and not all(isinstance(e, cl.Event) for e in wait_for):
-        raise TypeError("wait_for must be a list of pyopencl Events")
-    xd = _device(reducer, x, q, "x")
-    if isinstance(offsets, np.ndarray):
-        offsets = cla.to_device(q, np.ascontiguousarray(offsets))
-    if not isinstance(offsets, cla.Array) or offsets.dtype not in (np.int32, np.int64) \
-            or offsets.ndim != 1 or not offsets.flags.c_contiguous:
-        raise TypeError("offsets must be a 1-D contiguous int32 or int64 array of m + 1 "
-                        "segment bounds (CSR row pointers)")
-    if offsets.size < 1:
-        raise ValueError("offsets needs at least one entry (m + 1 bounds for m segments)")
-    if offsets.context.int_ptr != reducer._eng.ctx.int_ptr:
-        raise ValueError("offsets lives in another OpenCL context than this reducer")
-    m = offsets.size - 1
-    eng = axis_engine(reducer)
-    rdt = spec.result_dtype
-    if out is None:
-        res = cla.empty(q, (m,), rdt, allocator=eng.allocator)
-    elif not (isinstance(out, cla.Array) and out.dtype == rdt and out.shape == (m,)
-              and out.offset == 0):
-        raise TypeError(f"out must be a pyopencl Array of shape ({m},), dtype {rdt}, offset 0")
-    else:
-        res = out
-    if m == 0:
-        return res
-    try:
-        init = rdt.type(initial) if initial is not None else identity(spec)
-    except (TypeError, ValueError, OverflowError) as e:
-        raise ValueError(f"initial={initial!r:.40} is not a {rdt} value: {e}") from None
-    waits = list(wait_for or []) + list(xd.events) + list(offsets.events) + list(res.events)
-    cfg, _ = eng.choose("segs", m, max(1, xd.size // m))
-    la = eng.launcher(cfg, "rows")
-    b = la.built(False)
-    init_acc = b.acc_dtype.type(init)
-    key = (offsets.base_data.int_ptr, offsets.offset, offsets.size, offsets.dtype.num)
-    if check is None:
-        check = key not in eng.checked
-    err = eng.err(q)
-    if check:
-        waits.append(cl.enqueue_copy(q, err, np.full(1, NO_ERROR, np.uint32),
-                                     is_blocking=False))
-    if offsets.offset:  # the kernel reads bounds from the start of a buffer
-        offsets = offsets.copy(queue=q)
-    evs = la.segs(q, xd.base_data, xd.offset // spec.itemsize, xd.size, offsets.base_data,
-                  offsets.dtype == np.int64, m, init_acc, err, res.base_data,
-                  wait_for=waits or None)
-    res.add_event(evs[-1])
-    if check:
-        flag = np.empty(1, np.uint32)
-        cl.enqueue_copy(q, flag, err, wait_for=evs)
-        if int(flag[0]) != NO_ERROR:
-            i = int(flag[0])
-            raise ValueError(f"offsets are not valid CSR bounds for x of {xd.size} elements: "
-                             f"segment {i} has bounds that are negative, decreasing or past "
-                             "the end (checked on the device)")
-        with eng._lock:
-            eng.checked[key] = None
-            while len(eng.checked) > 256:
-                eng.checked.popitem(last=False)
     return res
 
 
 def explain_axis(reducer: Any, shape: tuple[int, ...], axis: Any,
                  order: str = "C") -> AxisExplanation:
     """Which config `r(x, axis=axis)` runs for an array of this shape and order."""
-    nd = len(shape)
-    axes = normalize_axes(axis, nd)
-    mem = [nd - 1 - a for a in axes] if order == "F" else list(axes)
-    mem_shape = tuple(shape)[::-1] if order == "F" else tuple(shape)
-    lo, hi = min(mem), max(mem) + 1
-    r, inner = math.prod(mem_shape[lo:hi]), math.prod(mem_shape[hi:])
-    outer = math.prod(mem_shape[:lo])
-    kind, a, b = ("rows", outer, r) if inner == 1 else ("cols", r, inner)
-    return _explain(reducer, kind, a, b)
+    g = geometry(tuple(shape), order == "C" or len(shape) < 2, axis, False)
+    if g.inner == 1:
+        return explain(reducer, "rows", g.outer, g.r)
+    return explain(reducer, "cols", g.r, g.inner)
 
 
-def explain_segments(reducer: Any, m: int, n: int) -> AxisExplanation:
-    """Which config `r.segments` runs for m segments over n elements."""
-    return _explain(reducer, "segs", m, max(1, n // max(1, m)))
-
-
-def _explain(reducer: Any, kind: str, a: int, b: int) -> AxisExplanation:
+def explain(reducer: Any, kind: str, a: int, b: int) -> AxisExplanation:
     eng = axis_engine(reducer)
     cfg, t = eng.choose(kind, a, b)
     k = eng.kind(kind)

@@ -284,7 +284,7 @@ class Reducer:
         ones give it, else the identity). Bounds are checked on the device; the check is read
         back the first time an offsets array is used, always with check=True, never with
         check=False (see cltune.axis_runtime.reduce_segments)."""
-        from .axis_runtime import reduce_segments
+        from .axis_segments import reduce_segments
 
         return reduce_segments(self, x, offsets, initial, queue or self.queue, out, wait_for,
                                check)

@@ -101,7 +101,8 @@ def main() -> int:
     a = ap.parse_args()
     warnings.simplefilter("ignore")
     import cltune
-    from cltune.axis_runtime import axis_engine, explain_axis, explain_segments
+    from cltune.axis_runtime import axis_engine, explain_axis
+    from cltune.axis_segments import explain_segments
     from cltune.devices import select
 
     info, dev = select(a.device)

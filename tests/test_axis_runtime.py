@@ -9,7 +9,8 @@ import pyopencl.array as cla
 import pytest
 
 import cltune
-from cltune.axis_runtime import AxisError, explain_axis, explain_segments
+from cltune.axis_runtime import AxisError, explain_axis
+from cltune.axis_segments import explain_segments
 
 
 @pytest.fixture

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 import cltune
 from cltune.axis_config import AxisConfig
-from cltune.axis_runtime import explain_axis, explain_segments
+from cltune.axis_runtime import explain_axis
+from cltune.axis_segments import explain_segments
 from cltune.cli import _axis_alone, app
 from cltune.tuner import TuneOptions, Tuner
 from cltune.tuning_db import Store
