@@ -9,8 +9,6 @@ segments of log-normal ragged lengths (sigma 1.5), mean about 2^b).
 from __future__ import annotations
 
 import math
-import statistics
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -27,7 +25,7 @@ from .axis_kernel import source_hash
 from .axis_launch import AxisLauncher
 from .devices import DeviceInfo
 from .evaluate import Outcome
-from .measure import Timing, device_seconds, profiling_queue
+from .measure import Bench, profiling_queue
 from .program import BuildError
 from .verify import make_input
 
@@ -109,25 +107,22 @@ def make_space(info: DeviceInfo, layout: str, acc_bytes: int) -> AxisSpace:
     return AxisSpace(layout, info, acc_bytes, vals, excluded)
 
 
-class AxisBench:
-    """The tuning input of one class on the device, timed by profiling events (device time)
-    and back to back on an ordinary queue (what an application waits for)."""
+class AxisBench(Bench):
+    """The tuning input of one class on the device; timed like the 1-D family's (device time
+    by profiling events, and back to back on an ordinary queue: measure.Bench)."""
 
     def __init__(self, ctx: cl.Context, queue: cl.CommandQueue, spec: object, p: Problem,
                  xs: list[np.ndarray]) -> None:
-        mf = cl.mem_flags
-        self.ctx, self.queue, self.problem, self.spec = ctx, queue, p, spec
-        self.n = p.n
-        self.nbytes = sum(a.nbytes for a in xs)
-        self.bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a) for a in xs]
         rdt = spec.result_dtype  # type: ignore[attr-defined]
+        super().__init__(ctx, queue, xs, rdt)
+        mf = cl.mem_flags
+        self.problem, self.spec = p, spec
         self.out = cl.Buffer(ctx, mf.READ_WRITE, max(8, p.outputs * rdt.itemsize))
         self.offs = self.err = None
         if p.offsets is not None:
             self.offs = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=p.offsets)
             self.err = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR,
                                  hostbuf=np.full(1, NO_ERROR, np.uint32))
-        self._app_queue: cl.CommandQueue | None = None
 
     def run(self, la: AxisLauncher, queue: cl.CommandQueue | None = None) -> list[cl.Event]:
         q, p = queue or self.queue, self.problem
@@ -139,35 +134,6 @@ class AxisBench:
         if la.cfg.lanes:
             return la.rows(q, self.bufs[0], 0, p.outer, p.r, self.out, y=y)
         return la.cols(q, self.bufs[0], 0, p.outer, p.r, p.inner, self.out, y=y)
-
-    def time(self, la: AxisLauncher, *, warmup: int = 2, min_repeats: int = 5,
-             max_repeats: int = 200, budget_s: float = 0.3) -> Timing:
-        for _ in range(warmup):
-            self.run(la)
-        self.queue.finish()
-        samples: list[float] = []
-        t0 = time.perf_counter()
-        while len(samples) < max_repeats:
-            samples.append(device_seconds(self.run(la)))
-            if len(samples) >= min_repeats and time.perf_counter() - t0 > budget_s:
-                break
-        return Timing(statistics.median(samples), len(samples), tuple(samples))
-
-    def per_call(self, la: AxisLauncher, *, budget_s: float = 0.05) -> float:
-        if self._app_queue is None:
-            self._app_queue = cl.CommandQueue(self.ctx, self.queue.device)
-        q = self._app_queue
-        self.run(la, q)
-        q.finish()
-        t0 = time.perf_counter()
-        self.run(la, q)
-        q.finish()
-        calls = max(3, min(500, int(budget_s / max(time.perf_counter() - t0, 1e-7))))
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            evs = self.run(la, q)
-        evs[-1].wait()
-        return (time.perf_counter() - t0) / calls
 
 
 def problem_of(kind: str, key: tuple[int, int], seed: int = 0) -> Problem:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import statistics
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -30,7 +28,7 @@ from .expr_choice import LOCAL_RESERVE, builtin, resolve
 from .expr_config import GROUPS_PER_CU, ITEMS, LAYOUTS, ExprConfig, ExprConfigError
 from .expr_launch import ExprLauncher
 from .expr_source import ExprBuildError, ExprSpec, template_hash
-from .measure import Timing, device_seconds, profiling_queue
+from .measure import Timed, profiling_queue
 from .seeds import MAX_SEEDS, known_config
 
 #: size classes up to 2^SMALL_BUCKET also start from a one-work-group config (launch-bound)
@@ -118,7 +116,7 @@ def _close(got: Any, ref: Any, dt: np.dtype, rtol: float) -> str:
     return "" if (g == r).all() else f"{g} != {r}"
 
 
-class ExprBench:
+class ExprBench(Timed):
     """One size class's input on the device, its reference results, and timing."""
 
     def __init__(self, target: ExprTarget, args: tuple[Any, ...]) -> None:
@@ -163,36 +161,6 @@ class ExprBench:
         if max_rel_error is not None and worst > max_rel_error:
             return f"error {worst:.3g} > --max-rel-error {max_rel_error:.3g}", worst
         return "", worst
-
-    def time(self, la: ExprLauncher, *, warmup: int = 2, min_repeats: int = 5,
-             max_repeats: int = 200, budget_s: float = 0.3) -> Timing:
-        for _ in range(warmup):
-            self.run(la)
-        self.queue.finish()
-        samples: list[float] = []
-        t0 = time.perf_counter()
-        while len(samples) < max_repeats:
-            samples.append(device_seconds(self.run(la)))
-            if len(samples) >= min_repeats and time.perf_counter() - t0 > budget_s:
-                break
-        return Timing(statistics.median(samples), len(samples), tuple(samples))
-
-    def per_call(self, la: ExprLauncher, *, budget_s: float = 0.05) -> float:
-        """Wall seconds per call, back to back on an ordinary queue, one wait at the end."""
-        if self._app_queue is None:
-            self._app_queue = cl.CommandQueue(self.queue.context, self.queue.device)
-        q = self._app_queue
-        self.run(la, q)
-        q.finish()
-        t0 = time.perf_counter()
-        self.run(la, q)
-        q.finish()
-        calls = max(3, min(2000, int(budget_s / max(time.perf_counter() - t0, 1e-7))))
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            evs = self.run(la, q)
-        evs[-1].wait()
-        return (time.perf_counter() - t0) / calls
 
 
 @dataclass

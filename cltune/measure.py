@@ -9,6 +9,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyopencl as cl
@@ -36,33 +37,25 @@ def device_seconds(events: list[cl.Event]) -> float:
     return (events[-1].profile.end - events[0].profile.start) * 1e-9
 
 
-class Bench:
-    """Input on the device for timing one launcher after another on the same data."""
+class Timed:
+    """Timing of any family's bench: `run(launcher, queue=None)` enqueues one reduction and
+    returns its kernel events; `queue` is a profiling queue."""
 
-    def __init__(self, ctx: cl.Context, queue: cl.CommandQueue, xs: list[np.ndarray],
-                 out_dtype: np.dtype) -> None:
-        mf = cl.mem_flags
-        self.ctx, self.queue = ctx, queue
-        self._app_queue: cl.CommandQueue | None = None
-        self.n = xs[0].size
-        self.bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a) for a in xs]
-        self.out = cl.Buffer(ctx, mf.READ_WRITE, max(8, out_dtype.itemsize))
-        self.nbytes = sum(a.nbytes for a in xs)
+    queue: cl.CommandQueue
 
-    def run(self, launcher: Launcher) -> list[cl.Event]:
-        y = self.bufs[1] if len(self.bufs) > 1 else None
-        return launcher.enqueue(self.queue, self.bufs[0], 0, self.n, self.out, y=y)
+    def run(self, launcher: Any, queue: cl.CommandQueue | None = None) -> list[cl.Event]:
+        raise NotImplementedError
 
-    def per_call(self, launcher: Launcher, *, budget_s: float = 0.05) -> float:
+    def per_call(self, launcher: Any, *, budget_s: float = 0.05) -> float:
         """Wall seconds per call as an application sees them: back-to-back enqueues on an
         ordinary (non-profiling) in-order queue, launch and host cost included, one blocking
         wait at the end. As many calls as fit in `budget_s` (at least 3, at most 2000)."""
-        if self._app_queue is None:
-            self._app_queue = cl.CommandQueue(self.ctx, self.queue.device)
-        q, y = self._app_queue, self.bufs[1] if len(self.bufs) > 1 else None
+        if getattr(self, "_app_queue", None) is None:
+            self._app_queue = cl.CommandQueue(self.queue.context, self.queue.device)
+        q = self._app_queue
 
         def call() -> list[cl.Event]:
-            return launcher.enqueue(q, self.bufs[0], 0, self.n, self.out, y=y)
+            return self.run(launcher, q)
 
         call()
         q.finish()
@@ -76,7 +69,7 @@ class Bench:
         evs[-1].wait()
         return (time.perf_counter() - t0) / calls
 
-    def time(self, launcher: Launcher, *, warmup: int = 2, min_repeats: int = 5,
+    def time(self, launcher: Any, *, warmup: int = 2, min_repeats: int = 5,
              max_repeats: int = 200, budget_s: float = 0.3) -> Timing:
         for _ in range(warmup):
             self.run(launcher)
@@ -88,3 +81,23 @@ class Bench:
             if len(samples) >= min_repeats and time.perf_counter() - t0 > budget_s:
                 break
         return Timing(statistics.median(samples), len(samples), tuple(samples))
+
+
+class Bench(Timed):
+    """Input on the device for timing one launcher after another on the same data."""
+
+    def __init__(self, ctx: cl.Context, queue: cl.CommandQueue, xs: list[np.ndarray],
+                 out_dtype: np.dtype) -> None:
+        mf = cl.mem_flags
+        self.ctx, self.queue = ctx, queue
+        self._app_queue: cl.CommandQueue | None = None
+        self.n = xs[0].size
+        self.bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a) for a in xs]
+        self.out = cl.Buffer(ctx, mf.READ_WRITE, max(8, out_dtype.itemsize))
+        self.nbytes = sum(a.nbytes for a in xs)
+
+    def run(self, launcher: Launcher, queue: cl.CommandQueue | None = None) -> list[cl.Event]:
+        """One reduction of the input on `queue` (default: the profiling queue); a family's
+        bench with another launch signature overrides this (axis_target.AxisBench)."""
+        y = self.bufs[1] if len(self.bufs) > 1 else None
+        return launcher.enqueue(queue or self.queue, self.bufs[0], 0, self.n, self.out, y=y)

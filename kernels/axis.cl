@@ -256,6 +256,28 @@ clt_ax_rows_fin(__global const acc_t *partials, const idx_t rows, const uint spl
 }
 
 /* ---- strided axis ------------------------------------------------------------------------ */
+/* The AX_RT work-items of each column combine their CLT_VEC values `m` in a tree over ty in
+ * __local memory; the group's result ends in ty == 0's `m`. Every work-item of the group
+ * calls it; after the last barrier each reads only its own slots (callable in a loop). */
+inline void ax_cols_tree(acc_t *m, __local acc_t *tile, const uint lid, const uint ty) {
+#if AX_RT > 1
+#pragma unroll
+    for (int v = 0; v < CLT_VEC; ++v) tile[lid * CLT_VEC + v] = m[v];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint st = AX_RT / 2; st > 0; st >>= 1) {
+        if (ty < st) {
+#pragma unroll
+            for (int v = 0; v < CLT_VEC; ++v)
+                tile[lid * CLT_VEC + v] =
+                    OP(tile[lid * CLT_VEC + v], tile[(lid + st * CLT_AX_COLS) * CLT_VEC + v]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+#pragma unroll
+    for (int v = 0; v < CLT_VEC; ++v) m[v] = tile[lid * CLT_VEC + v];
+#endif
+}
+
 /* Group g: piece g % split of the rows, column tile (g / split) % ctiles of outer block
  * g / (split * ctiles). Work-item (tx, ty) owns columns col .. col + CLT_VEC - 1 and rows
  * r0 + ty, r0 + ty + AX_RT, ... */
@@ -338,22 +360,7 @@ inline void ax_cols_unit(__global const CLT_IN_T *xp
     for (int v = 0; v < CLT_VEC; ++v) mine[v] = OP(mine[v], edge[v]);
 #endif
 
-#if AX_RT > 1
-#pragma unroll
-    for (int v = 0; v < CLT_VEC; ++v) tile[lid * CLT_VEC + v] = mine[v];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint st = AX_RT / 2; st > 0; st >>= 1) {
-        if (ty < st) {
-#pragma unroll
-            for (int v = 0; v < CLT_VEC; ++v)
-                tile[lid * CLT_VEC + v] =
-                    OP(tile[lid * CLT_VEC + v], tile[(lid + st * CLT_AX_COLS) * CLT_VEC + v]);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-#pragma unroll
-    for (int v = 0; v < CLT_VEC; ++v) mine[v] = tile[lid * CLT_VEC + v];
-#endif
+    ax_cols_tree(mine, tile, lid, ty);
     if (ty == 0 && o < outer) {
 #pragma unroll
         for (int v = 0; v < CLT_VEC; ++v) {
@@ -377,22 +384,7 @@ inline void ax_cols_unit(__global const CLT_IN_T *xp
                 for (uint j = ty; j < split; j += AX_RT)
                     fin[v] = OP(fin[v], GET_PARTIAL(partials, (o * split + j) * inner + col + v));
         }
-#if AX_RT > 1
-#pragma unroll
-        for (int v = 0; v < CLT_VEC; ++v) tile[lid * CLT_VEC + v] = fin[v];
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint st = AX_RT / 2; st > 0; st >>= 1) {
-            if (ty < st) {
-#pragma unroll
-                for (int v = 0; v < CLT_VEC; ++v)
-                    tile[lid * CLT_VEC + v] =
-                        OP(tile[lid * CLT_VEC + v], tile[(lid + st * CLT_AX_COLS) * CLT_VEC + v]);
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
-#pragma unroll
-        for (int v = 0; v < CLT_VEC; ++v) fin[v] = tile[lid * CLT_VEC + v];
-#endif
+        ax_cols_tree(fin, tile, lid, ty);
         if (ty == 0) {
 #pragma unroll
             for (int v = 0; v < CLT_VEC; ++v)
