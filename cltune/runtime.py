@@ -210,7 +210,15 @@ class Reducer:
     def level(self) -> str:
         return self._eng.level
 
-    def explain(self, n: int) -> Explanation:
+    def explain(self, n: Any, axis: Any = None, order: str = "C") -> Any:
+        """What serves a reduction of n elements (an `Explanation`), or with a shape tuple and
+        `axis`, what serves `r(x, axis=axis)` for an array of that shape and memory order
+        (an `axis_runtime.AxisExplanation`): config, tuned class and fallback level."""
+        if isinstance(n, tuple):
+            from .axis_runtime import explain_axis
+
+            return explain_axis(self, n, tuple(range(len(n))) if axis is None else axis,
+                                order)
         la, ch = self._eng.launcher_for(max(1, int(n)))
         return Explanation(int(n), la.cfg, self._eng.level if ch.bucket is not None or
                            self._eng.level == "builtin" else "builtin", self._eng.why,

@@ -162,6 +162,8 @@ def test_explain_names_the_layout_and_the_level(queue, db):
     assert explain_axis(r, (3, 5, 7), 1, order="F").shape == (5, 3)
     assert explain_segments(r, 100, 2000).variant == "sum/float32/segs"
     assert "no tuned class" in str(e)
+    assert r.explain((1 << 10, 64), axis=1) == explain_axis(r, (1 << 10, 64), 1)
+    assert r.explain(1000).n == 1000  # the 1-D form is unchanged
 
 
 def test_segments_match_numpy(queue, db):
