@@ -25,8 +25,9 @@ _register_icd()  # before anything asks pyopencl for platforms: Intel's runtime 
 
 from .config import Config, ConfigError  # noqa: E402
 from .devices import DeviceError  # noqa: E402
+from .reducers import get_reducer  # noqa: E402
 from .reduction_kernel import ReductionKernel  # noqa: E402
-from .runtime import Explanation, Reducer, clear_caches, get_reducer  # noqa: E402
+from .runtime import Explanation, Reducer, clear_caches  # noqa: E402
 from .stats import all, any, argmax, argmin, count_nonzero, mean, norm, std, var  # noqa: E402
 
 __all__ = ["Config", "ConfigError", "DeviceError", "Explanation", "Reducer", "ReductionKernel",

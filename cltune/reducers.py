@@ -1,0 +1,70 @@
+"""`cltune.get_reducer` for every op: the tuned reductions of cltune.runtime (`sum`, `prod`,
+`min`, `max`, `dot`) and the arg-reductions and statistics of cltune.stats (`argmin`,
+`argmax`, `mean`, `var`, `std`, `norm`, `count_nonzero`, `any`, `all`), behind one call.
+
+    >>> r = get_reducer(queue, "argmax", np.float32)
+    >>> int(r(x).get())                       # like numpy.argmax(x)
+
+cltune.runtime stays free of the expression family (it never loads the tuner); this module is
+what the package exports as `get_reducer`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from .runtime import Reducer
+from .runtime import get_reducer as _reduce
+
+#: ops served by cltune.stats (each a tuned cltune.ReductionKernel)
+STATS_OPS = ("argmin", "argmax", "mean", "var", "std", "norm", "count_nonzero", "any", "all")
+
+
+class StatsReducer:
+    """A statistic or arg-reduction over the whole array (numpy semantics, see cltune.stats),
+    with the reducer's call convention: `r(x, *, queue=None, **options)` where options are the
+    statistic's own (`ddof` for var/std, `ord` for norm); numpy arrays are uploaded."""
+
+    def __init__(self, queue: cl.CommandQueue, op: str, dtype: np.dtype) -> None:
+        self.queue, self.op, self.dtype = queue, op, dtype
+
+    def __call__(self, x: Any, *, queue: cl.CommandQueue | None = None,
+                 **options: Any) -> cla.Array:
+        from . import stats
+
+        q = queue or self.queue
+        if isinstance(x, np.ndarray):
+            if x.dtype != self.dtype:
+                raise TypeError(f"x has dtype {x.dtype}, this reducer is for {self.dtype}")
+            x = cla.to_device(q, np.ascontiguousarray(x))
+        elif isinstance(x, cla.Array) and x.dtype != self.dtype:
+            raise TypeError(f"x has dtype {x.dtype}, this reducer is for {self.dtype} "
+                            f"(use get_reducer(..., dtype={x.dtype}))")
+        return getattr(stats, self.op)(x, queue=q, **options)
+
+    def explain(self, n: int) -> Any:
+        """Which config of the statistic's ReductionKernel serves n elements, and why."""
+        from . import stats
+
+        return stats.kernel(self.op, self.queue.context, self.dtype).explain(n)
+
+
+def get_reducer(target: Any, op: str = "sum", dtype: Any = np.float32, *,
+                db: str | None = None) -> Reducer | StatsReducer:
+    """A tuned reducer for `op` over `dtype` on the target's device (a pyopencl Device,
+    Context or CommandQueue). `sum`/`prod`/`min`/`max`/`dot` are cltune.runtime's reducers
+    (also along axes and over segments); the arg-reductions and statistics in `STATS_OPS`
+    are cltune.stats' functions as reducers. See cltune.runtime.get_reducer."""
+    if op in STATS_OPS:
+        if db is not None:
+            raise ValueError(f"get_reducer(op={op!r}) reads cltune's default database; db= "
+                             "is for sum/prod/min/max/dot (tune a statistic with "
+                             f"cltune.stats.kernel({op!r}, ctx, dtype).tune(x, db=...))")
+        # the plain reducer resolves the target (its cached context for a Device, the usable
+        # check) and lends its queue
+        return StatsReducer(_reduce(target, "sum", np.float32).queue, op, np.dtype(dtype))
+    return _reduce(target, op, dtype, db=db)
