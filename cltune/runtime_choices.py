@@ -48,7 +48,8 @@ def _warn_once(url: str, msg: str) -> None:
     """One warning per database per process, however many reducers are made."""
     if url not in _warned:
         _warned.add(url)
-        warnings.warn(msg, CltuneWarning, stacklevel=5)
+        # user -> cltune.get_reducer (reducers) -> runtime.get_reducer -> _Engine -> load_choices
+        warnings.warn(msg, CltuneWarning, stacklevel=6)
 
 
 def load_choices(info: DeviceInfo, spec: OpSpec,
