@@ -312,7 +312,7 @@ def measure_size(r: Any, info: DeviceInfo, ctx: cl.Context, q: cl.CommandQueue,
 def run_benchmark(q: cl.CommandQueue, info: DeviceInfo, op: str, dtype: str, sizes: list[int],
                   repeats: int, db: str | None) -> Report:
     """The benchmark of `get_reducer(q, op, dtype, db=db)` on each size."""
-    from . import get_reducer
+    from .runtime import get_reducer  # the plain reductions (statistics: scripts/bench_expr.py)
 
     ctx = q.context
     pq = cl.CommandQueue(ctx, q.device, properties=cl.command_queue_properties.PROFILING_ENABLE)
