@@ -217,11 +217,24 @@ class Tuner:
                 best = None
             self.progress.trial(label, done, best, max(0.0, timeout_s - (time.monotonic() - t0)))
 
-        if todo:
-            # workers sharing a study stop together once it holds `trials` finished trials
-            cap = optuna.study.MaxTrialsCallback(self.opts.trials, states=done_states)
-            study.optimize(objective, n_trials=todo, timeout=timeout_s,
-                           callbacks=[callback, cap], gc_after_trial=False)
+        # workers sharing a study stop together once it holds `trials` finished trials
+        cap = optuna.study.MaxTrialsCallback(self.opts.trials, states=done_states)
+        for _ in range(8):
+            left = timeout_s - (time.monotonic() - t0)
+            if todo <= 0 or left <= 0:
+                break
+            try:
+                study.optimize(objective, n_trials=todo, timeout=left,
+                               callbacks=[callback, cap], gc_after_trial=False)
+                break
+            except ValueError as e:
+                # two workers of one study on SQLite can pop the same enqueued trial (SQLite
+                # has no row locks): the second to finish it cannot tell it; the trial counts
+                # once, and this worker goes on with the rest
+                if "Cannot tell a" not in str(e):
+                    raise
+                todo = self.opts.trials - len(study.get_trials(deepcopy=False,
+                                                               states=done_states))
         return self._finish(study, bucket, bench, name)
 
     def _finish(self, study: optuna.Study, bucket: int, bench: Bench, name: str) -> BucketResult:
