@@ -109,6 +109,13 @@ def make_sampler(name: str, seed: int, space: Any) -> optuna.samplers.BaseSample
     raise ValueError(f"unknown sampler {name!r}; choose one of {', '.join(SAMPLERS)}")
 
 
+def _lost_trial_race(e: Exception) -> bool:
+    """Whether `e` is Optuna telling this worker that another one finished its trial first."""
+    if isinstance(e, optuna.exceptions.UpdateFinishedTrialError):
+        return True
+    return "Cannot tell a" in str(e)
+
+
 class Tuner:
     """Tunes one variant of a kernel family on one device; writes results through `store`."""
 
@@ -227,11 +234,12 @@ class Tuner:
                 study.optimize(objective, n_trials=todo, timeout=left,
                                callbacks=[callback, cap], gc_after_trial=False)
                 break
-            except ValueError as e:
+            except (ValueError, optuna.exceptions.UpdateFinishedTrialError) as e:
                 # two workers of one study on SQLite can pop the same enqueued trial (SQLite
-                # has no row locks): the second to finish it cannot tell it; the trial counts
-                # once, and this worker goes on with the rest
-                if "Cannot tell a" not in str(e):
+                # has no row locks): the second to finish it can neither annotate nor tell it
+                # (Optuna raises either error, depending on where the race is lost); the
+                # trial counts once, and this worker goes on with the rest
+                if not _lost_trial_race(e):
                     raise
                 todo = self.opts.trials - len(study.get_trials(deepcopy=False,
                                                                states=done_states))
