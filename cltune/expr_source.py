@@ -76,6 +76,13 @@ class ExprSpec:
     `finish_expr` (of `a`, the reduced value, of `n`, the element count, and of the scalar
     arguments) turns the reduced value into the result, of `dtype_result`; pyopencl's
     ReductionKernel has neither: by default the result is the reduced value.
+
+    `fold_expr` (of `a`, an accumulator, `i`, an index, and the arguments) is the accumulator
+    after element `i` is added to it; by default `reduce_expr(a, map_expr(i))`. Each
+    accumulator receives its elements in increasing index order, starting from `neutral`;
+    accumulators are then combined with `reduce_expr`. It lets an accumulator be cheaper per
+    element than per combine (a shifted sum of squares instead of a Welford division, a
+    compare instead of a struct pick).
     """
 
     dtype_out: np.dtype
@@ -87,6 +94,7 @@ class ExprSpec:
     options: tuple[str, ...] = ()
     finish_expr: str = "a"
     dtype_result: np.dtype = field(default=None)  # type: ignore[assignment]
+    fold_expr: str = ""
 
     def __post_init__(self) -> None:
         if self.dtype_result is None:
@@ -95,12 +103,13 @@ class ExprSpec:
     @classmethod
     def make(cls, dtype_out: Any, neutral: str, reduce_expr: str, map_expr: str | None,
              arguments: Any, preamble: str = "", options: Any = None,
-             finish_expr: str | None = None, dtype_result: Any = None) -> ExprSpec:
+             finish_expr: str | None = None, dtype_result: Any = None,
+             fold_expr: str | None = None) -> ExprSpec:
         """Check and normalise pyopencl-style constructor arguments."""
         if arguments is None:
             raise ValueError("arguments must not be None")
         for what, v in (("neutral", neutral), ("reduce_expr", reduce_expr),
-                        ("preamble", preamble)):
+                        ("preamble", preamble), ("fold_expr", fold_expr or "")):
             if not isinstance(v, str):
                 raise TypeError(f"{what} must be a string of OpenCL C, got {type(v).__name__}")
         if map_expr is None:
@@ -129,7 +138,7 @@ class ExprSpec:
         dt = np.dtype(dtype_out)
         return cls(dt, neutral, reduce_expr, map_expr, args, preamble, opts,
                    finish_expr or "a", np.dtype(dtype_result) if dtype_result is not None
-                   else dt)
+                   else dt, fold_expr or "")
 
     # ---- identity -----------------------------------------------------------------------
     @property
@@ -165,6 +174,8 @@ class ExprSpec:
             f"#define CLT_MAP(i) ({_macro_body(self.map_expr, 'map_expr')})",
             f"#define CLT_REDUCE(a, b) ({_macro_body(self.reduce_expr, 'reduce_expr')})",
             f"#define CLT_FINISH(a) (({res_c})({_macro_body(self.finish_expr, 'finish')}))",
+            *([f"#define CLT_FOLD1(a, i) ({_macro_body(self.fold_expr, 'fold_expr')})"]
+              if self.fold_expr else []),
             f"#define CLT_USER_ARGS {decl}",
             f"#define CLT_USER_PREP {prep}",
             "",
@@ -189,6 +200,7 @@ def _fingerprint(spec: ExprSpec) -> str:
         "reduce": _normalise(spec.reduce_expr),
         "map": _normalise(spec.map_expr),
         "finish": _normalise(spec.finish_expr),
+        **({"fold": _normalise(spec.fold_expr)} if spec.fold_expr else {}),
         "preamble": _normalise(spec.preamble),
         "options": list(spec.options),
         "args": [["vector" if isinstance(a, VectorArg) else "scalar", a.name,

@@ -98,6 +98,9 @@ class ReductionKernel:
     - `finish_expr` / `dtype_result`: the result as an expression of `a` (the reduced value),
       `n` (the element count) and the scalar arguments, of another dtype (used by
       `cltune.stats`).
+    - `fold_expr`: the accumulator `a` after element `i` is added (of `a`, `i` and the
+      arguments), where that is cheaper than `reduce_expr(a, map_expr)`; each accumulator
+      starts at `neutral` and receives its elements in increasing index order.
     - `sample`: `sample(queue, n) -> args` for tuning at size n (default: random vectors,
       zero scalars).
 
@@ -114,7 +117,7 @@ class ReductionKernel:
                  name: str = "reduce_kernel", options: Any = None, preamble: str = "", *,
                  tune: str | None = None, budget_s: float = 60.0, db: str | None = None,
                  finish_expr: str | None = None, dtype_result: Any = None,
-                 sample: Any = None) -> None:
+                 fold_expr: str | None = None, sample: Any = None) -> None:
         if not isinstance(ctx, cl.Context):
             raise TypeError(f"ReductionKernel needs a pyopencl Context, not {type(ctx).__name__}")
         if tune not in TUNE_MODES:
@@ -123,7 +126,7 @@ class ReductionKernel:
             raise ValueError(f"budget_s must be > 0, got {budget_s!r}")
         self.context, self.name = ctx, name
         self.spec = ExprSpec.make(dtype_out, neutral, reduce_expr, map_expr, arguments,
-                                  preamble, options, finish_expr, dtype_result)
+                                  preamble, options, finish_expr, dtype_result, fold_expr)
         self.dtype_out = self.spec.dtype_out
         self.tune_mode, self.budget_s, self.db, self.sample = tune, budget_s, db, sample
         self._states: dict[int, _DeviceState] = {}

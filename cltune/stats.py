@@ -12,10 +12,12 @@ first NaN), as in numpy; an empty input is a ValueError. `norm` (ord None/2, 1, 
 the input's float type (float64 for integers); L2 never overflows or underflows for finite
 inputs: float32 sums squares in double, float64 (and devices without fp64) use LAPACK's
 scaled sum of squares. `mean`/`var`/`std` accumulate in double where the device has fp64
-(float32 results for float32 inputs, float64 otherwise); `var` is one pass, Welford updates
-per element merged with Chan et al.'s pairwise formula, so its relative error is about
-(L + log2 P) * u * (1 + mean^2 / var) (L elements per accumulator, P accumulators, u the unit
-roundoff of the accumulator: 1.1e-16 with double). `count_nonzero` is int64 (NaN counts as
+(float32 results for float32 inputs, float64 otherwise); `var` is one pass: each accumulator
+sums d and d^2 for d = x - c, c its own first element (no division per element), and
+accumulators are merged with Chan et al.'s pairwise formula, so its relative error is about
+(L * (1 + (c - m)^2 / v) + log2 P) * u (L elements per accumulator with mean m and variance
+v, P accumulators, u the unit roundoff of the accumulator: 1.1e-16 with double); since c is
+one of the L elements, (c - m)^2 / v <= L. `count_nonzero` is int64 (NaN counts as
 nonzero); `any`/`all` are bool.
 
 `kernel(op, ctx, dtype)` is the ReductionKernel behind a function, e.g. to tune it:
@@ -87,6 +89,16 @@ inline {ty} {st}_pick({ty} a, {ty} b) {{
   return a.idx <= b.idx ? a : b;
 }}
 """
+    # per element, a compare (elements reach an accumulator in increasing index order, so a
+    # strict compare keeps the first occurrence); the struct pick only combines accumulators
+    take = "v != v && a.val == a.val" if dt.kind == "f" else "0"
+    pre += f"""
+inline {ty} {st}_fold({ty} a, {c} v, long i) {{
+  if (a.idx == LONG_MAX || v {cmp} a.val || ({take})) {{ a.val = v; a.idx = i; }}
+  return a;
+}}
+"""
+
     def ref(h: list, lo: int, hi: int) -> Any:
         x = h[0][lo:hi]
         return np.int64((np.argmax(x) if largest else np.argmin(x)) + lo)
@@ -95,7 +107,8 @@ inline {ty} {st}_pick({ty} a, {ty} b) {{
                           neutral=f"{st}_make({_limit(dt, not largest)}, LONG_MAX)",
                           reduce_expr=f"{st}_pick(a, b)", map_expr=f"{st}_make(x[i], i)",
                           arguments=f"__global const {c} *x", preamble=pre,
-                          finish_expr="a.idx", dtype_result=np.int64, name=f"arg_{st}")
+                          finish_expr="a.idx", dtype_result=np.int64, name=f"arg_{st}",
+                          fold_expr=f"{st}_fold(a, x[i], i)")
     knl.reference = ref
     return knl
 
@@ -187,32 +200,53 @@ inline {st} {st}_comb({st} a, {st} b) {{
 
 def _var(ctx: cl.Context, dt: np.dtype, res: np.dtype, acc: str, acc_dt: np.dtype,
          root: bool) -> ReductionKernel:
-    st = f"clt_welford_{acc}_t"
-    get_or_register_dtype(st, np.dtype([("n", acc_dt), ("mean", acc_dt), ("m2", acc_dt)],
-                                       align=True))
+    """One pass. An accumulator holds (n, c, s1, s2): s1 and s2 are the sums of d and d^2
+    over its elements, d = x - c, c its first element (the shift); its mean is c + s1/n and
+    its sum of squared deviations M2 = s2 - s1^2/n. Folding an element is two additions and a
+    multiply-add, no division; accumulators are combined with Chan, Golub and LeVeque's
+    pairwise formula (the result has c = mean, s1 = 0, s2 = M2)."""
+    st = f"clt_varacc_{acc}_t"
+    get_or_register_dtype(st, np.dtype([("n", acc_dt), ("c", acc_dt), ("s1", acc_dt),
+                                        ("s2", acc_dt)], align=True))
     pre = f"""
-typedef struct {{ {acc} n; {acc} mean; {acc} m2; }} {st};
-inline {st} {st}_make({acc} v) {{ {st} r; r.n = 1; r.mean = v; r.m2 = 0; return r; }}
-inline {st} {st}_zero(void) {{ {st} r; r.n = 0; r.mean = 0; r.m2 = 0; return r; }}
-/* Chan, Golub and LeVeque's pairwise update (Welford's when b holds one element) */
+typedef struct {{ {acc} n; {acc} c; {acc} s1; {acc} s2; }} {st};
+inline {st} {st}_zero(void) {{ {st} r; r.n = 0; r.c = 0; r.s1 = 0; r.s2 = 0; return r; }}
+inline {st} {st}_fold({st} a, {acc} v) {{
+  if (a.n == 0) a.c = v;
+  const {acc} d = v - a.c;
+  a.s1 += d;
+  a.s2 = fma(d, d, a.s2);
+  a.n += 1;
+  return a;
+}}
+inline {acc} {st}_mean({st} a) {{ return a.c + a.s1 / a.n; }}
+inline {acc} {st}_m2({st} a) {{ return fmax(a.s2 - a.s1 * (a.s1 / a.n), ({acc})0); }}
+/* Chan, Golub and LeVeque's pairwise combination of (n, mean, M2) */
 inline {st} {st}_comb({st} a, {st} b) {{
   if (b.n == 0) return a;
   if (a.n == 0) return b;
+  const {acc} ma = {st}_mean(a), mb = {st}_mean(b);
   {st} r;
   r.n = a.n + b.n;
-  const {acc} d = b.mean - a.mean, f = b.n / r.n;
-  r.mean = a.mean + d * f;
-  r.m2 = a.m2 + b.m2 + d * d * a.n * f;
+  const {acc} d = mb - ma, f = b.n / r.n;
+  r.c = ma + d * f;
+  r.s1 = 0;
+  r.s2 = {st}_m2(a) + {st}_m2(b) + d * d * a.n * f;
   return r;
 }}
 """
-    var = f"(isinf(a.mean) ? ({acc})NAN : a.m2 / fmax(a.n - ({acc})ddof, ({acc})0))"
-    knl = ReductionKernel(ctx, np.dtype([("n", acc_dt), ("mean", acc_dt), ("m2", acc_dt)],
-                                        align=True),
-                          f"{st}_zero()", f"{st}_comb(a, b)", f"{st}_make(({acc})x[i])",
+    mean = f"{st}_mean(a)"
+    # an infinite element makes the mean inf or NaN, and numpy's var NaN
+    var = (f"(isfinite({mean}) ? {st}_m2(a) / fmax(a.n - ({acc})ddof, ({acc})0) "
+           f": ({acc})NAN)")
+    knl = ReductionKernel(ctx, np.dtype([("n", acc_dt), ("c", acc_dt), ("s1", acc_dt),
+                                         ("s2", acc_dt)], align=True),
+                          f"{st}_zero()", f"{st}_comb(a, b)",
+                          f"{st}_fold({st}_zero(), ({acc})x[i])",
                           f"__global const {dtype_to_ctype(dt)} *x, {acc} ddof",
                           preamble=pre, finish_expr=f"sqrt({var})" if root else var,
-                          dtype_result=res, name="std" if root else "var")
+                          dtype_result=res, name="std" if root else "var",
+                          fold_expr=f"{st}_fold(a, ({acc})x[i])")
     f = np.std if root else np.var
     knl.reference = _quiet(lambda h, lo, hi: res.type(f(h[0][lo:hi].astype(np.float64),
                                                          ddof=h[1])))

@@ -3,7 +3,9 @@
  * The application's reduction arrives as a prelude that cltune.expr_source generates from its
  * expressions (code the application trusts, like pyopencl's ReductionKernel): the types
  * clt_out_t (accumulator) and clt_res_t (result), CLT_NEUTRAL, CLT_MAP(i), CLT_REDUCE(a, b),
- * CLT_FINISH(a) (of `a`, `n` and the scalar arguments), the argument declarators CLT_USER_ARGS and their set-up CLT_USER_PREP. Without
+ * CLT_FINISH(a) (of `a`, `n` and the scalar arguments), optionally CLT_FOLD1(a, i) (element i
+ * folded into accumulator a), the argument declarators CLT_USER_ARGS and their set-up
+ * CLT_USER_PREP. Without
  * it this file is a float sum and compiles on its own.
  *
  * Tunables have defaults below; their values reach the file only as -D options produced by
@@ -57,10 +59,13 @@ typedef float clt_res_t;
 
 /* acc = REDUCE(acc, MAP(i)) for the k-th element of the range; `i` is the name the
  * application's map expression uses, as in pyopencl */
+#ifndef CLT_FOLD1 /* the application's fold_expr, else reduce(a, map(i)) */
+#define CLT_FOLD1(a, i) CLT_REDUCE((a), CLT_MAP(i))
+#endif
 #define CLT_FOLD(acc, k)                                                                         \
     do {                                                                                         \
         const long i = CLT_INDEX(k);                                                             \
-        (acc) = CLT_REDUCE((acc), CLT_MAP(i));                                                   \
+        (acc) = CLT_FOLD1((acc), i);                                                             \
     } while (0)
 
 /* Every work-item of the group calls this (barriers); the result is valid in local id 0. */

@@ -43,6 +43,17 @@ def test_argmin_argmax_first_occurrence_and_nan(queue, rng):
     assert int(cltune.argmin(dev(queue, big)).get()) == np.argmin(big) == 12
     inf = np.array([-np.inf, -np.inf, -np.inf], np.float32)
     assert int(cltune.argmax(dev(queue, inf)).get()) == 0
+    assert int(cltune.argmin(dev(queue, -inf)).get()) == 0
+    for dt in (np.int32, np.int64, np.uint8):  # the neutral value itself, everywhere
+        lo, hi = np.iinfo(dt).min, np.iinfo(dt).max
+        assert int(cltune.argmax(dev(queue, np.full(5003, lo, dt))).get()) == 0
+        assert int(cltune.argmin(dev(queue, np.full(5003, hi, dt))).get()) == 0
+        h = np.full(5003, lo, dt)
+        h[[4000, 4001]] = hi
+        assert int(cltune.argmax(dev(queue, h)).get()) == 4000
+    nan0 = np.array([np.nan, 1, np.nan, 2], np.float32)
+    assert int(cltune.argmax(dev(queue, nan0)).get()) == 0
+    assert int(cltune.argmin(dev(queue, nan0)).get()) == 0
     with pytest.raises(ValueError, match="empty sequence"):
         cltune.argmax(cla.empty(queue, 0, np.float32))
     two_d = rng.random((301, 7)).astype(np.float32)
@@ -100,7 +111,18 @@ def test_mean_var_std(queue, rng):
     # one pass stays accurate with a large mean (the naive sum-of-squares formula does not)
     h = (np.arange(100003) % 7 + 1e8).astype(np.float64)
     np.testing.assert_allclose(cltune.var(dev(queue, h)).get(), h.var(), rtol=1e-9)
+    # the shifted accumulators: a first element far from the rest, each accumulator's first
+    # element an outlier, a constant input (M2 exactly 0, never negative)
+    h = np.concatenate([[1e12], rng.standard_normal(100002) + 5e7])
+    np.testing.assert_allclose(cltune.var(dev(queue, h)).get(), h.var(), rtol=1e-9)
+    h = rng.standard_normal(65537) + 3e5
+    h[::97] = -4e9
+    np.testing.assert_allclose(cltune.var(dev(queue, h)).get(), h.var(), rtol=1e-9)
+    h = np.full(10007, 0.1, np.float32)
+    assert cltune.var(dev(queue, h)).get() == 0 and cltune.std(dev(queue, h)).get() == 0
     assert np.isnan(cltune.var(dev(queue, np.array([1, np.inf], np.float32))).get())
+    assert np.isnan(cltune.var(dev(queue, np.array([np.inf, 1], np.float32))).get())
+    assert np.isnan(cltune.var(dev(queue, np.array([np.inf, np.inf], np.float32))).get())
     assert np.isnan(cltune.mean(dev(queue, np.array([1, np.nan], np.float32))).get())
     assert np.isnan(cltune.mean(cla.empty(queue, 0, np.float32)).get())
     for bad in (-1, 1.5, True):
