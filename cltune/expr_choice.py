@@ -42,12 +42,23 @@ class Choices:
     choices: tuple[ExprChoice, ...]
 
 
+def single_pass_passes(info: DeviceInfo) -> tuple[int, ...]:
+    """The `passes` values offered on a device. The single-pass finish (the last group reads
+    the other groups' partials) exchanges partials of any type, structs too, with plain
+    stores; only NVIDIA's platform orders them across work-groups (the kernel's PTX
+    `membar.gl`). OpenCL 1.2 gives no such order for non-atomic stores elsewhere (Oclgrind
+    reports it as a race), so other devices finish in a second kernel."""
+    return (1, 2) if info.is_nvidia else (2,)
+
+
 def fit(cfg: ExprConfig, info: DeviceInfo, itemsize: int) -> ExprConfig:
-    """cfg with its work-group shrunk to what the device allows (max size, local memory)."""
+    """cfg made runnable on the device: its work-group shrunk to what the device allows (max
+    size, local memory), a single pass turned into two where the device cannot order it."""
     wg = cfg.wg
     while wg > 1 and (wg > info.max_wg or wg * itemsize + LOCAL_RESERVE > info.local_mem):
         wg //= 2
-    return replace(cfg, wg=wg)
+    passes = cfg.passes if cfg.passes in single_pass_passes(info) else 2
+    return replace(cfg, wg=wg, passes=passes)
 
 
 def builtin(info: DeviceInfo, itemsize: int) -> ExprConfig:

@@ -24,7 +24,7 @@ from pyopencl.tools import VectorArg
 from . import expr_family
 from .devices import DeviceInfo
 from .evaluate import Outcome
-from .expr_choice import LOCAL_RESERVE, builtin, resolve
+from .expr_choice import LOCAL_RESERVE, builtin, resolve, single_pass_passes
 from .expr_config import GROUPS_PER_CU, ITEMS, LAYOUTS, ExprConfig, ExprConfigError
 from .expr_launch import ExprLauncher
 from .expr_source import ExprBuildError, ExprSpec, template_hash
@@ -82,8 +82,11 @@ def make_space(info: DeviceInfo, itemsize: int) -> ExprSpace:
     wgs = tuple(w for w in (2**k for k in range(11))
                 if base <= w <= limit and w * itemsize + LOCAL_RESERVE <= info.local_mem)
     values = {"layout": LAYOUTS, "wg": wgs, "items": ITEMS, "groups_per_cu": GROUPS_PER_CU,
-              "passes": (1, 2)}
-    return ExprSpace(info, base, limit, itemsize, values)
+              "passes": single_pass_passes(info)}
+    excluded = {} if 1 in values["passes"] else {
+        "passes=1": "the single-pass finish exchanges struct partials with plain stores, "
+                    "ordered across work-groups only by NVIDIA's membar.gl"}
+    return ExprSpace(info, base, limit, itemsize, values, excluded)
 
 
 def params_of(cfg: ExprConfig, space: ExprSpace) -> dict[str, object] | None:

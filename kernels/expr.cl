@@ -15,7 +15,9 @@
  * (CLT_LAYOUT 0: strided over its group's chunk, coalesced; 1: its own contiguous chunk), the
  * group combines them in a __local tree. One group writes the result itself; otherwise each
  * group writes a partial, finished by clt_expr_stage2 (CLT_PASSES 2) or by the last group to
- * finish (CLT_PASSES 1, atomic ticket). The reduction must be associative and commutative
+ * finish (CLT_PASSES 1, atomic ticket; offered on NVIDIA only, where membar.gl orders the plain
+ * stores of the partials across work-groups: cltune.expr_choice.single_pass_passes). The
+ * reduction must be associative and commutative
  * (pyopencl's ReductionKernel reorders it too).
  */
 
@@ -30,6 +32,9 @@
 #endif
 #ifndef CLT_PASSES
 #define CLT_PASSES 2
+#endif
+#ifndef CLT_BLOCK
+#define CLT_BLOCK 256 /* steps folded into an accumulator before it restarts (see stage 1) */
 #endif
 #ifndef CLT_UNIT_STEP
 #define CLT_UNIT_STEP 1 /* the call's index step is 1 (decided per call, not tuned) */
@@ -59,6 +64,9 @@ typedef float clt_res_t;
 
 /* acc = REDUCE(acc, MAP(i)) for the k-th element of the range; `i` is the name the
  * application's map expression uses, as in pyopencl */
+#ifndef CLT_POS /* an index's position along the reduced axis (the axis skeleton's differs) */
+#define CLT_POS(i) (i)
+#endif
 #ifndef CLT_FOLD1 /* the application's fold_expr, else reduce(a, map(i)) */
 #define CLT_FOLD1(a, i) CLT_REDUCE((a), CLT_MAP(i))
 #endif
@@ -108,37 +116,57 @@ clt_expr_stage1(CLT_USER_ARGS const long clt_start, const long clt_step, const l
     __global clt_res_t *clt_res = (__global clt_res_t *)(clt_res_base + clt_res_off);
     const uint clt_lid = get_local_id(0);
 
-    clt_out_t clt_acc[CLT_ITEMS];
+    /* clt_acc: the running accumulators, restarted from the neutral value every CLT_BLOCK
+     * steps after being combined into clt_tot; so no accumulator folds a chain longer than
+     * CLT_BLOCK elements, which keeps a float sum's rounding error near that of
+     * CLT_BLOCK + chunk / CLT_BLOCK additions instead of the whole chunk's */
+    clt_out_t clt_acc[CLT_ITEMS], clt_tot[CLT_ITEMS];
 #pragma unroll
-    for (int j = 0; j < CLT_ITEMS; ++j) clt_acc[j] = CLT_NEUTRAL;
+    for (int j = 0; j < CLT_ITEMS; ++j) clt_acc[j] = clt_tot[j] = CLT_NEUTRAL;
 
 #if CLT_LAYOUT == 0
+#define CLT_STRIDE ((long)CLT_ITEMS * CLT_WG)
     const long clt_begin = (long)get_group_id(0) * clt_chunk;
     const long clt_end = min(clt_begin + clt_chunk, n);
+    const long clt_lim = clt_end - (CLT_ITEMS - 1) * CLT_WG; /* whole steps while k < lim */
     long clt_k = clt_begin + clt_lid;
-    for (; clt_k + (CLT_ITEMS - 1) * CLT_WG < clt_end; clt_k += CLT_ITEMS * CLT_WG) {
+#else
+#define CLT_STRIDE ((long)CLT_ITEMS)
+    const long clt_begin = (long)get_global_id(0) * clt_chunk;
+    const long clt_end = min(clt_begin + clt_chunk, n);
+    const long clt_lim = clt_end - (CLT_ITEMS - 1);
+    long clt_k = clt_begin;
+#endif
+    while (clt_k < clt_lim) {
+        const long clt_stop = min(clt_lim, clt_k + CLT_BLOCK * CLT_STRIDE);
+        for (; clt_k < clt_stop; clt_k += CLT_STRIDE) {
 #pragma unroll
-        for (int j = 0; j < CLT_ITEMS; ++j) CLT_FOLD(clt_acc[j], clt_k + j * CLT_WG);
+            for (int j = 0; j < CLT_ITEMS; ++j)
+                CLT_FOLD(clt_acc[j], clt_k + j * (CLT_STRIDE / CLT_ITEMS));
+        }
+#pragma unroll
+        for (int j = 0; j < CLT_ITEMS; ++j) {
+            clt_out_t a_ = clt_tot[j];
+            clt_out_t b_ = clt_acc[j];
+            clt_tot[j] = CLT_REDUCE(a_, b_);
+            clt_acc[j] = CLT_NEUTRAL;
+        }
     }
+#if CLT_LAYOUT == 0
 #pragma unroll
     for (int j = 0; j < CLT_ITEMS - 1; ++j)
         if (clt_k + j * CLT_WG < clt_end) CLT_FOLD(clt_acc[j], clt_k + j * CLT_WG);
 #else
-    const long clt_begin = (long)get_global_id(0) * clt_chunk;
-    const long clt_end = min(clt_begin + clt_chunk, n);
-    long clt_k = clt_begin;
-    for (; clt_k + CLT_ITEMS <= clt_end; clt_k += CLT_ITEMS) {
-#pragma unroll
-        for (int j = 0; j < CLT_ITEMS; ++j) CLT_FOLD(clt_acc[j], clt_k + j);
-    }
     for (; clt_k < clt_end; ++clt_k) CLT_FOLD(clt_acc[0], clt_k);
 #endif
 
-    clt_out_t clt_v = clt_acc[0];
+    clt_out_t clt_v = CLT_NEUTRAL;
 #pragma unroll
-    for (int j = 1; j < CLT_ITEMS; ++j) {
+    for (int j = 0; j < CLT_ITEMS; ++j) {
+        clt_out_t a_ = clt_tot[j];
         clt_out_t b_ = clt_acc[j];
-        clt_v = CLT_REDUCE(clt_v, b_);
+        clt_out_t c_ = CLT_REDUCE(a_, b_);
+        clt_v = CLT_REDUCE(clt_v, c_);
     }
     clt_v = clt_group_tree(clt_v, clt_tile);
 

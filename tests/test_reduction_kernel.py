@@ -237,7 +237,9 @@ def test_tune_explain_and_derived_from_the_tuned_sum(ctx, device, queue, data, d
     knl.reload()
     e = knl.explain(1 << 20)
     assert e.level == "derived" and "sum/float32" in e.why
-    assert (e.config.layout, e.config.items, e.config.passes) == ("contiguous", 8, 1)
+    # the sum's single pass stays one only where the device orders struct partials (NVIDIA)
+    assert (e.config.layout, e.config.items) == ("contiguous", 8)
+    assert e.config.passes == (1 if info.is_nvidia else 2)
     assert e.config.wg * e.config.groups_per_cu == 32  # work-items per compute unit kept
     x, y = data["x"][:4096], data["y"][:4096]
     results = knl.tune(x, y, trials=4, timeout=30, storage=storage_url)
