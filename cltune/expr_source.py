@@ -69,6 +69,16 @@ def _dtype_desc(dt: np.dtype) -> object:
     return [dt.str, dt.itemsize]
 
 
+def _has_float(dt: np.dtype) -> bool:
+    """Whether an accumulator of this dtype holds a floating-point value (a field of a struct
+    too): only then does restarting accumulators (CLT_BLOCK) bound a rounding error."""
+    if dt.names:
+        return any(_has_float(dt.fields[n][0]) for n in dt.names)
+    if dt.subdtype is not None:
+        return _has_float(dt.subdtype[0])
+    return dt.kind in "fc"
+
+
 @dataclass(frozen=True)
 class ExprSpec:
     """What an expression reduction computes; context-free (one spec, many devices).
@@ -174,6 +184,7 @@ class ExprSpec:
             f"#define CLT_MAP(i) ({_macro_body(self.map_expr, 'map_expr')})",
             f"#define CLT_REDUCE(a, b) ({_macro_body(self.reduce_expr, 'reduce_expr')})",
             f"#define CLT_FINISH(a) (({res_c})({_macro_body(self.finish_expr, 'finish')}))",
+            *([] if _has_float(self.dtype_out) else ["#define CLT_BLOCK 0"]),
             *([f"#define CLT_FOLD1(a, i) ({_macro_body(self.fold_expr, 'fold_expr')})"]
               if self.fold_expr else []),
             f"#define CLT_USER_ARGS {decl}",

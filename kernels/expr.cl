@@ -34,7 +34,10 @@
 #define CLT_PASSES 2
 #endif
 #ifndef CLT_BLOCK
-#define CLT_BLOCK 256 /* steps folded into an accumulator before it restarts (see stage 1) */
+/* steps folded into an accumulator before it restarts (see stage 1); 0: never (set by the
+ * prelude when the accumulator holds no floating-point field, or by a kernel whose reduction
+ * is exact anyway, such as an argmax, where restarts cost time on CPUs) */
+#define CLT_BLOCK 256
 #endif
 #ifndef CLT_UNIT_STEP
 #define CLT_UNIT_STEP 1 /* the call's index step is 1 (decided per call, not tuned) */
@@ -138,7 +141,11 @@ clt_expr_stage1(CLT_USER_ARGS const long clt_start, const long clt_step, const l
     long clt_k = clt_begin;
 #endif
     while (clt_k < clt_lim) {
+#if CLT_BLOCK > 0
         const long clt_stop = min(clt_lim, clt_k + CLT_BLOCK * CLT_STRIDE);
+#else
+        const long clt_stop = clt_lim; /* an exact reduction: no restart */
+#endif
         for (; clt_k < clt_stop; clt_k += CLT_STRIDE) {
 #pragma unroll
             for (int j = 0; j < CLT_ITEMS; ++j)
