@@ -1,4 +1,4 @@
-# ruff: noqa: E501, E401, E702, E731
+# ruff: noqa  (one-off experiment, kept terse)
 """A/B in one process: cltune.stats argmax/var as of commit 5cf1709 (struct pick / Welford per
 element) against the fold_expr versions (compare / shifted sums). Usage:
     git show 5cf1709:cltune/stats.py > /tmp/old_stats.py
