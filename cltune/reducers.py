@@ -4,6 +4,7 @@
 
     >>> r = get_reducer(queue, "argmax", np.float32)
     >>> int(r(x).get())                       # like numpy.argmax(x)
+    >>> get_reducer(queue, "var")(x, axis=1, ddof=1).get()   # like numpy.var(x, 1, ddof=1)
 
 cltune.runtime stays free of the expression family (it never loads the tuner); this module is
 what the package exports as `get_reducer`.
@@ -25,9 +26,10 @@ STATS_OPS = ("argmin", "argmax", "mean", "var", "std", "norm", "count_nonzero", 
 
 
 class StatsReducer:
-    """A statistic or arg-reduction over the whole array (numpy semantics, see cltune.stats),
-    with the reducer's call convention: `r(x, *, queue=None, **options)` where options are the
-    statistic's own (`ddof` for var/std, `ord` for norm); numpy arrays are uploaded."""
+    """A statistic or arg-reduction over the whole array or along axes (numpy semantics, see
+    cltune.stats), with the reducer's call convention: `r(x, *, queue=None, **options)` where
+    options are the statistic's own (`axis`, `keepdims`; `ddof` for var/std, `ord` for norm);
+    numpy arrays are uploaded (C- or F-ordered as they are)."""
 
     def __init__(self, queue: cl.CommandQueue, op: str, dtype: np.dtype) -> None:
         self.queue, self.op, self.dtype = queue, op, dtype
@@ -40,7 +42,9 @@ class StatsReducer:
         if isinstance(x, np.ndarray):
             if x.dtype != self.dtype:
                 raise TypeError(f"x has dtype {x.dtype}, this reducer is for {self.dtype}")
-            x = cla.to_device(q, np.ascontiguousarray(x))
+            if not (x.flags.c_contiguous or x.flags.f_contiguous):
+                x = np.ascontiguousarray(x)
+            x = cla.to_device(q, x)
         elif isinstance(x, cla.Array) and x.dtype != self.dtype:
             raise TypeError(f"x has dtype {x.dtype}, this reducer is for {self.dtype} "
                             f"(use get_reducer(..., dtype={x.dtype}))")
@@ -51,6 +55,16 @@ class StatsReducer:
         from . import stats
 
         return stats.kernel(self.op, self.queue.context, self.dtype).explain(n)
+
+    def explain_axis(self, shape: tuple[int, ...], axis: Any, order: str = "C",
+                     **options: Any) -> Any:
+        """The config `r(x, axis=axis)` runs for an array of this shape and order (`C` or
+        `F`); chosen per shape from the device's kind (nothing is tuned along axes yet).
+        `options` pick the statistic's kernel (`ord` for norm)."""
+        from . import stats_axis
+
+        return stats_axis.explain(self.op, self.queue, self.dtype, shape, axis, order,
+                                  **options)
 
 
 def get_reducer(target: Any, op: str = "sum", dtype: Any = np.float32, *,

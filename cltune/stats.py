@@ -1,23 +1,26 @@
 """Arg-reductions and one-pass statistics with numpy semantics, built on
 `cltune.ReductionKernel` (so each is tuned like any custom expression).
 
-Every function takes a contiguous pyopencl Array (any shape: the whole array is reduced, as
-numpy does without `axis`) and returns a 0-d device array, like `get_reducer`'s reducers:
+Every function takes a C- or F-contiguous pyopencl Array of any shape and reduces the whole
+array into a 0-d device array, like `get_reducer`'s reducers, or, with `axis=` (an int,
+negative from the end, or a tuple of axes adjacent in memory; argmin/argmax take an int) and
+`keepdims=`, reduces along those axes into numpy's result shape (cltune.stats_axis):
 
     >>> import cltune
     >>> int(cltune.argmax(x).get()), float(cltune.var(x, ddof=1).get())
+    >>> cltune.argmax(x, axis=1).get()            # positions along axis 1, as numpy
 
 Semantics: `argmin`/`argmax` give the int64 index of the first occurrence; a NaN wins (the
-first NaN), as in numpy; an empty input is a ValueError. `norm` (ord None/2, 1, inf) returns
-the input's float type (float64 for integers); L2 never overflows or underflows for finite
-inputs: float32 sums squares in double, float64 (and devices without fp64) use LAPACK's
-scaled sum of squares. `mean`/`var`/`std` accumulate in double where the device has fp64
-(float32 results for float32 inputs, float64 otherwise); `var` is one pass: each accumulator
-sums d and d^2 for d = x - c, c its own first element (no division per element), and
-accumulators are merged with Chan et al.'s pairwise formula, so its relative error is about
-(L * (1 + (c - m)^2 / v) + log2 P) * u (L elements per accumulator with mean m and variance
-v, P accumulators, u the unit roundoff of the accumulator: 1.1e-16 with double); since c is
-one of the L elements, (c - m)^2 / v <= L. `count_nonzero` is int64 (NaN counts as
+first NaN), as in numpy; an empty input (or reduced axis) is a ValueError. `norm` (ord None/2,
+1, inf) returns the input's float type (float64 for integers); L2 never overflows or
+underflows for finite inputs: float32 sums squares in double, float64 (and devices without
+fp64) use LAPACK's scaled sum of squares. `mean`/`var`/`std` accumulate in double where the
+device has fp64 (float32 results for float32 inputs, float64 otherwise); `var` is one pass:
+each accumulator sums d and d^2 for d = x - c, c its own first element (no division per
+element), and accumulators are merged with Chan et al.'s pairwise formula, so its relative
+error is about (L * (1 + (c - m)^2 / v) + log2 P) * u (L elements per accumulator with mean m
+and variance v, P accumulators, u the unit roundoff of the accumulator: 1.1e-16 with double);
+since c is one of the L elements, (c - m)^2 / v <= L. `count_nonzero` is int64 (NaN counts as
 nonzero); `any`/`all` are bool.
 
 `kernel(op, ctx, dtype)` is the ReductionKernel behind a function, e.g. to tune it:
@@ -38,6 +41,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.tools import dtype_to_ctype, get_or_register_dtype
 
+from . import stats_axis
 from .reduction_kernel import ReductionKernel
 
 OPS = ("argmin", "argmax", "norm1", "norm2", "norm_inf", "mean", "var", "std",
@@ -107,7 +111,7 @@ inline {ty} {st}_fold({ty} a, {c} v, long i) {{
                           neutral=f"{st}_make({_limit(dt, not largest)}, LONG_MAX)",
                           reduce_expr=f"{st}_pick(a, b)", map_expr=f"{st}_make(x[i], i)",
                           arguments=f"__global const {c} *x", preamble=pre,
-                          finish_expr="a.idx", dtype_result=np.int64, name=f"arg_{st}",
+                          finish_expr="CLT_POS(a.idx)", dtype_result=np.int64, name=f"arg_{st}",
                           fold_expr=f"{st}_fold(a, x[i], i)")
     knl.reference = ref
     return knl
@@ -274,47 +278,63 @@ def kernel(op: str, ctx: cl.Context, dtype: Any) -> ReductionKernel:
 
 
 def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
-         empty_error: bool = False) -> cla.Array:
+         empty_error: bool = False, axis: Any = None, keepdims: bool = False) -> cla.Array:
     if not isinstance(x, cla.Array):
         raise TypeError(f"{op} takes a pyopencl Array, not {type(x).__name__}")
     if not x.flags.forc:
-        raise ValueError(f"{op}: non-contiguous arrays are not supported")
+        raise ValueError(f"{op}: non-contiguous arrays are not supported; reduce a "
+                         "contiguous copy (x.copy())")
     q = queue if queue is not None else x.queue
     if q is None:
         raise TypeError(f"{op}: the array has no queue; pass queue=")
+    if x.dtype == np.bool_:
+        x = x.view(np.uint8)
+    knl = kernel(op, q.context, x.dtype)
+    if axis is not None:
+        return stats_axis.along(op, knl, x, q, extra, axis, keepdims)
     if empty_error and x.size == 0:
         raise ValueError(f"attempt to get {op} of an empty sequence")
-    flat = x.reshape(x.size) if x.ndim != 1 else x
-    if flat.dtype == np.bool_:
-        flat = flat.view(np.uint8)
-    return kernel(op, q.context, flat.dtype)(flat, *extra, queue=q)
+    res = stats_axis.whole(knl, x, q, extra, stats_axis.keep_shape(x.ndim, keepdims))
+    if op in ("argmin", "argmax"):
+        res = stats_axis.c_order_index(res, x)
+    return res
 
 
-def argmax(x: cla.Array, queue: cl.CommandQueue | None = None) -> cla.Array:
-    """Index (int64, 0-d) of the first maximum; a NaN wins. `cltune.argmax(x).get()`"""
-    return _run("argmax", x, queue, empty_error=True)
+def argmax(x: cla.Array, queue: cl.CommandQueue | None = None, *, axis: int | None = None,
+           keepdims: bool = False) -> cla.Array:
+    """Index (int64) of the first maximum; a NaN wins. Along `axis`: the position along it,
+    as numpy.argmax. `cltune.argmax(x).get()`, `cltune.argmax(x, axis=1).get()`"""
+    stats_axis.check_int_axis("argmax", axis)
+    return _run("argmax", x, queue, empty_error=True, axis=axis, keepdims=keepdims)
 
 
-def argmin(x: cla.Array, queue: cl.CommandQueue | None = None) -> cla.Array:
-    """Index (int64, 0-d) of the first minimum; a NaN wins. `cltune.argmin(x).get()`"""
-    return _run("argmin", x, queue, empty_error=True)
+def argmin(x: cla.Array, queue: cl.CommandQueue | None = None, *, axis: int | None = None,
+           keepdims: bool = False) -> cla.Array:
+    """Index (int64) of the first minimum; a NaN wins. Along `axis`: the position along it,
+    as numpy.argmin. `cltune.argmin(x).get()`, `cltune.argmin(x, axis=0).get()`"""
+    stats_axis.check_int_axis("argmin", axis)
+    return _run("argmin", x, queue, empty_error=True, axis=axis, keepdims=keepdims)
 
 
-def norm(x: cla.Array, ord: Any = None, queue: cl.CommandQueue | None = None) -> cla.Array:  # noqa: A002
+def norm(x: cla.Array, ord: Any = None, queue: cl.CommandQueue | None = None, *,  # noqa: A002
+         axis: Any = None, keepdims: bool = False) -> cla.Array:
     """Vector norm: ord None or 2 (Euclidean, overflow-free), 1, or inf (max |x|), as
-    `numpy.linalg.norm` of the flattened array. `cltune.norm(x, 1).get()`"""
+    `numpy.linalg.norm` of the flattened array, or along `axis` (an int; a 2-tuple of
+    adjacent axes with ord None is the Frobenius norm). `cltune.norm(x, 1, axis=0).get()`"""
+    axis = stats_axis.norm_axes(axis, ord)
     if ord is None or (isinstance(ord, (int, float)) and ord == 2):
-        return _run("norm2", x, queue)
+        return _run("norm2", x, queue, axis=axis, keepdims=keepdims)
     if isinstance(ord, (int, float)) and ord == 1:
-        return _run("norm1", x, queue)
+        return _run("norm1", x, queue, axis=axis, keepdims=keepdims)
     if isinstance(ord, (int, float)) and ord == np.inf:
-        return _run("norm_inf", x, queue, empty_error=True)
+        return _run("norm_inf", x, queue, empty_error=True, axis=axis, keepdims=keepdims)
     raise ValueError(f"norm: ord={ord!r} is not supported (None, 1, 2 or inf)")
 
 
-def mean(x: cla.Array, queue: cl.CommandQueue | None = None) -> cla.Array:
-    """Arithmetic mean (NaN for an empty input). `cltune.mean(x).get()`"""
-    return _run("mean", x, queue)
+def mean(x: cla.Array, queue: cl.CommandQueue | None = None, *, axis: Any = None,
+         keepdims: bool = False) -> cla.Array:
+    """Arithmetic mean (NaN for an empty input). `cltune.mean(x, axis=0).get()`"""
+    return _run("mean", x, queue, axis=axis, keepdims=keepdims)
 
 
 def _ddof(ddof: Any) -> float:
@@ -323,27 +343,32 @@ def _ddof(ddof: Any) -> float:
     return float(ddof)
 
 
-def var(x: cla.Array, ddof: int = 0, queue: cl.CommandQueue | None = None) -> cla.Array:
+def var(x: cla.Array, ddof: int = 0, queue: cl.CommandQueue | None = None, *,
+        axis: Any = None, keepdims: bool = False) -> cla.Array:
     """Variance, one pass (Welford/Chan); divides by max(n - ddof, 0) as numpy does.
-    `cltune.var(x, ddof=1).get()`"""
-    return _run("var", x, queue, _ddof(ddof))
+    `cltune.var(x, ddof=1).get()`, `cltune.var(x, axis=0, ddof=1).get()`"""
+    return _run("var", x, queue, _ddof(ddof), axis=axis, keepdims=keepdims)
 
 
-def std(x: cla.Array, ddof: int = 0, queue: cl.CommandQueue | None = None) -> cla.Array:
-    """Standard deviation: sqrt of `var`. `cltune.std(x).get()`"""
-    return _run("std", x, queue, _ddof(ddof))
+def std(x: cla.Array, ddof: int = 0, queue: cl.CommandQueue | None = None, *,
+        axis: Any = None, keepdims: bool = False) -> cla.Array:
+    """Standard deviation: sqrt of `var`. `cltune.std(x, axis=-1).get()`"""
+    return _run("std", x, queue, _ddof(ddof), axis=axis, keepdims=keepdims)
 
 
-def count_nonzero(x: cla.Array, queue: cl.CommandQueue | None = None) -> cla.Array:
-    """Number of elements != 0 (int64, 0-d). `cltune.count_nonzero(x).get()`"""
-    return _run("count_nonzero", x, queue)
+def count_nonzero(x: cla.Array, queue: cl.CommandQueue | None = None, *, axis: Any = None,
+                  keepdims: bool = False) -> cla.Array:
+    """Number of elements != 0 (int64). `cltune.count_nonzero(x, axis=1).get()`"""
+    return _run("count_nonzero", x, queue, axis=axis, keepdims=keepdims)
 
 
-def any(x: cla.Array, queue: cl.CommandQueue | None = None) -> cla.Array:  # noqa: A001
-    """Whether any element is nonzero (bool, 0-d; False when empty). `cltune.any(x).get()`"""
-    return _run("any", x, queue)
+def any(x: cla.Array, queue: cl.CommandQueue | None = None, *,  # noqa: A001
+        axis: Any = None, keepdims: bool = False) -> cla.Array:
+    """Whether any element is nonzero (bool; False when empty). `cltune.any(x).get()`"""
+    return _run("any", x, queue, axis=axis, keepdims=keepdims)
 
 
-def all(x: cla.Array, queue: cl.CommandQueue | None = None) -> cla.Array:  # noqa: A001
-    """Whether every element is nonzero (bool, 0-d; True when empty). `cltune.all(x).get()`"""
-    return _run("all", x, queue)
+def all(x: cla.Array, queue: cl.CommandQueue | None = None, *,  # noqa: A001
+        axis: Any = None, keepdims: bool = False) -> cla.Array:
+    """Whether every element is nonzero (bool; True when empty). `cltune.all(x).get()`"""
+    return _run("all", x, queue, axis=axis, keepdims=keepdims)

@@ -1,0 +1,168 @@
+"""cltune.stats along an axis: numpy's `axis=` / `keepdims=` rules for a statistic's
+ReductionKernel, run by the axis skeleton (cltune.expr_axis).
+
+An n-D C- or F-contiguous array is viewed as (outer, r, inner) in memory order (the axis
+family's geometry: the reduced axes must be adjacent in memory); the result has numpy's shape
+and the input's memory order. A reduction that covers every element runs the statistic's own
+(tuned) 1-D kernel.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from .axis_runtime import Geometry, _empty, geometry
+from .expr_axis import axis_reducer
+from .expr_axis_config import AxisExprConfig, AxisPlan
+from .reduction_kernel import ReductionKernel
+
+_geometries: dict[tuple, Geometry] = {}
+
+
+def _geometry(x: cla.Array, axis: Any, keepdims: bool) -> Geometry:
+    c_order = bool(x.flags.c_contiguous)
+    key, g = None, None
+    # only plain ints are keys: 1.0 == 1 as a key, yet is no axis (geometry() says so)
+    if type(axis) is int or (type(axis) is tuple
+                             and builtins.all(type(a) is int for a in axis)):
+        key = (x.shape, c_order, axis, bool(keepdims))
+        g = _geometries.get(key)
+    if g is None:
+        g = geometry(tuple(x.shape), c_order, axis, keepdims)
+        if key is not None:
+            if len(_geometries) > 1024:
+                _geometries.clear()
+            _geometries[key] = g
+    return g
+
+
+def check_int_axis(op: str, axis: Any) -> None:
+    """argmin/argmax take one axis, as numpy's do."""
+    if axis is not None and (isinstance(axis, bool)
+                             or not isinstance(axis, (int, np.integer))):
+        raise TypeError(f"{op}: axis must be an int or None (numpy.{op} reduces one axis), "
+                        f"not {type(axis).__name__}")
+
+
+def _flat(x: cla.Array) -> cla.Array:
+    if x.ndim == 1:
+        return x
+    return x.reshape(x.size, order="C" if x.flags.c_contiguous else "F")
+
+
+def whole(knl: ReductionKernel, x: cla.Array, q: cl.CommandQueue, extra: tuple,
+          shape: tuple[int, ...]) -> cla.Array:
+    """The statistic of every element, as an array of `shape` (one element)."""
+    out = None
+    if shape != ():
+        out = _empty(q, shape, knl.spec.dtype_result, "C", x.allocator)
+    return knl(_flat(x), *extra, queue=q, out=out)
+
+
+def along(op: str, knl: ReductionKernel, x: cla.Array, q: cl.CommandQueue, extra: tuple,
+          axis: Any, keepdims: bool) -> cla.Array:
+    """`knl`'s statistic of `x` (a contiguous array of its dtype) along `axis`, numpy's
+    result shape (`keepdims`); argmin/argmax give positions along the axis."""
+    g = _geometry(x, axis, keepdims)
+    if op in ("argmin", "argmax") and g.r == 0:
+        raise ValueError(f"attempt to get {op} of an empty sequence")
+    rdt = knl.spec.dtype_result
+    nout = g.outer * g.inner
+    if nout == 1 and g.mem:
+        return whole(knl, x, q, extra, g.kept)
+    res = _empty(q, g.kept, rdt, g.order, x.allocator)
+    if nout == 0:
+        return res
+    user: list[Any] = [x.base_data, x.offset, *extra]
+    red = axis_reducer(q.context, q.device, knl.spec)
+    evs = red.enqueue(q, user, g.outer, g.r, g.inner, res.base_data, res.offset,
+                      wait_for=x.events or None)
+    res.add_event(evs[-1])
+    return res
+
+
+def norm_axes(axis: Any, ord_: Any) -> Any:
+    """numpy.linalg.norm's axis rules: one axis (or a 1-tuple) is a vector norm; a 2-tuple is
+    a matrix norm, of which only the Frobenius norm (ord None) is an L2 over both axes."""
+    if not isinstance(axis, tuple):
+        return axis
+    if len(axis) == 1:
+        return axis[0]
+    if len(axis) != 2:
+        raise ValueError("Improper number of dimensions to norm.")
+    if ord_ is not None:
+        raise ValueError(f"norm: matrix norms (ord={ord_!r} over the axes {axis}) are not "
+                         "supported; ord=None over two axes is the Frobenius norm")
+    return axis
+
+
+def keep_shape(ndim: int, keepdims: bool) -> tuple[int, ...]:
+    """The result shape of a reduction of everything (axis=None)."""
+    return (1,) * ndim if keepdims else ()
+
+
+def c_order_index(res: cla.Array, x: cla.Array) -> cla.Array:
+    """numpy's flat index (C order) from a memory-order one: the same unless `x` is F-ordered
+    with two or more axes longer than 1; then converted on the host (this synchronises)."""
+    if x.flags.c_contiguous:
+        return res
+    idx = int(res.get().reshape(()))
+    c = np.ravel_multi_index(np.unravel_index(idx, x.shape, order="F"), x.shape)
+    res.set(np.full(res.shape, c, np.int64))
+    return res
+
+
+@dataclass(frozen=True)
+class AxisStatExplanation:
+    """Which config a statistic along an axis runs, for which (outer, r, inner) view, and
+    where it came from (`heuristic`: chosen per shape from the device's kind; `whole`: the
+    statistic's 1-D kernel, see its own explain)."""
+
+    op: str
+    shape: tuple[int, ...]
+    view: tuple[int, int, int]
+    level: str
+    config: AxisExprConfig | None
+    plan: AxisPlan | None
+
+    def __str__(self) -> str:
+        o, r, i = self.view
+        head = f"{self.op} of {self.shape}: (outer {o}, r {r}, inner {i})"
+        if self.config is None or self.plan is None:
+            return f"{head}, {self.level}: the statistic's 1-D kernel"
+        return (f"{head}, {self.level}: {self.config.short()}, {self.plan.groups} group(s) x "
+                f"{self.plan.split} along the axis")
+
+
+def _kernel_op(op: str, ord_: Any) -> str:
+    if op != "norm":
+        return op
+    for name, ords in (("norm2", (None, 2)), ("norm1", (1,)), ("norm_inf", (np.inf,))):
+        if builtins.any(ord_ is o or (o is not None and ord_ == o) for o in ords):
+            return name
+    raise ValueError(f"norm: ord={ord_!r} is not supported (None, 1, 2 or inf)")
+
+
+def explain(op: str, q: cl.CommandQueue, dtype: Any, shape: tuple[int, ...], axis: Any,
+            order: str = "C", ord: Any = None) -> AxisStatExplanation:  # noqa: A002
+    """What `cltune.<op>(x, axis=axis)` runs for an array of this shape, order and dtype."""
+    from . import stats
+
+    if order not in ("C", "F"):
+        raise ValueError(f"order must be 'C' or 'F', got {order!r}")
+    dt = np.dtype(dtype)
+    knl = stats.kernel(_kernel_op(op, ord), q.context, np.uint8 if dt == np.bool_ else dt)
+    if op == "norm":
+        axis = norm_axes(axis, ord)
+    g = geometry(tuple(shape), order == "C" or len(shape) < 2, axis, False)
+    view = (g.outer, g.r, g.inner)
+    if g.outer * g.inner == 1 and g.mem:
+        return AxisStatExplanation(op, tuple(shape), view, "whole", None, None)
+    built, plan = axis_reducer(q.context, q.device, knl.spec).plan(*view)
+    return AxisStatExplanation(op, tuple(shape), view, "heuristic", built.config, plan)

@@ -1,0 +1,359 @@
+"""cltune.stats along axes (`axis=`, `keepdims=`) against numpy: every function on every axis
+of C- and F-ordered arrays (2-D, 3-D middle axis, adjacent tuples), dtypes, awkward and large
+shapes (axes split over work-groups), NaN / inf placement and ties, empty axes, errors,
+`get_reducer`'s StatsReducer; kernels/expr_axis.cl under Oclgrind."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pyopencl.array as cla
+import pytest
+from support.oclgrind import oclgrind_available, run_under_oclgrind
+from support.require import need
+
+import cltune
+from cltune import stats
+
+pytestmark = pytest.mark.filterwarnings("ignore::cltune.runtime.CltuneWarning")
+
+try:
+    from numpy.exceptions import AxisError
+except ImportError:  # numpy < 1.25
+    AxisError = np.AxisError  # type: ignore[attr-defined,misc]
+
+# name -> (cltune call, numpy reference, options)
+FUNCS = {
+    "argmax": (cltune.argmax, np.argmax, {}),
+    "argmin": (cltune.argmin, np.argmin, {}),
+    "mean": (cltune.mean, np.mean, {}),
+    "var": (cltune.var, np.var, {}),
+    "var1": (lambda x, **k: cltune.var(x, ddof=1, **k), lambda h, **k: np.var(h, ddof=1, **k),
+             {}),
+    "std": (cltune.std, np.std, {}),
+    "norm": (cltune.norm, lambda h, **k: np.linalg.norm(h, **k), {}),
+    "norm1": (lambda x, **k: cltune.norm(x, 1, **k), lambda h, **k: np.linalg.norm(h, 1, **k),
+              {}),
+    "norm_inf": (lambda x, **k: cltune.norm(x, np.inf, **k),
+                 lambda h, **k: np.linalg.norm(h, np.inf, **k), {}),
+    "count_nonzero": (cltune.count_nonzero, np.count_nonzero, {}),
+    "any": (cltune.any, np.any, {}),
+    "all": (cltune.all, np.all, {}),
+}
+EXACT = ("argmax", "argmin", "count_nonzero", "any", "all")
+
+
+@pytest.fixture(scope="module")
+def rng():
+    return np.random.default_rng(13)
+
+
+def up(queue, h, order="C"):
+    return cla.to_device(queue, np.asarray(h, order=order))
+
+
+def want_of(name, h, **kw):
+    """numpy's answer: computed in float64 for float inputs, in numpy's result dtype."""
+    ref = FUNCS[name][1]
+    if name.startswith("norm") and kw.get("axis") is None and h.ndim > 1:
+        # numpy's norm of a matrix without axis is a matrix norm; cltune's, the flattened
+        # array's (as documented)
+        keep = kw.get("keepdims", False)
+        flat = want_of(name, h.reshape(-1), axis=None)
+        return flat.reshape((1,) * h.ndim) if keep else flat
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        dt = np.asarray(ref(h, **kw)).dtype
+        h64 = h.astype(np.float64) if h.dtype.kind == "f" and name not in EXACT else h
+        return np.asarray(ref(h64, **kw)).astype(dt)
+
+
+def check(queue, name, h, order="C", rtol=2e-5, **kw):
+    got = FUNCS[name][0](up(queue, h, order), **kw)
+    want = want_of(name, h, **kw)
+    assert got.shape == want.shape, (name, h.shape, order, kw, got.shape, want.shape)
+    assert got.dtype == want.dtype, (name, h.dtype, kw, got.dtype, want.dtype)
+    g = got.get()
+    if name in EXACT:
+        np.testing.assert_array_equal(g, want, err_msg=f"{name} {h.shape} {order} {kw}")
+    else:
+        np.testing.assert_allclose(g, want, rtol=rtol, atol=0, equal_nan=True,
+                                   err_msg=f"{name} {h.dtype} {h.shape} {order} {kw}")
+
+
+def axes_of(ndim, name):
+    """int axes, None, and adjacent tuples (argmin/argmax take ints only, as numpy)."""
+    out = [*range(ndim), -1, None]
+    if not name.startswith("arg"):
+        out += [(0, 1)] + ([(1, 2)] if ndim > 2 else [])
+    if name.startswith("norm") and name != "norm":
+        out = [a for a in out if not isinstance(a, tuple)]  # matrix norms: see test_errors
+    return out
+
+
+SHAPES = [(3, 1025), (1031, 7), (2, 9), (9, 2), (1, 13), (13, 1), (4, 5, 6)]
+
+
+@pytest.mark.parametrize("name", FUNCS)
+def test_every_function_every_axis_c_and_f(queue, rng, name):
+    for shape in SHAPES:
+        h = rng.standard_normal(shape).astype(np.float32)
+        h[h < -1.5] = 0  # zeros for count_nonzero / any / all
+        for order in "CF":
+            for axis in axes_of(len(shape), name):
+                for keepdims in (False, True):
+                    check(queue, name, h, order, axis=axis, keepdims=keepdims)
+
+
+# every function on float64; a spread of them on the others (each dtype is its own kernels)
+DTYPE_FUNCS = {np.float64: list(FUNCS),
+               np.int32: ["argmax", "argmin", "mean", "var1", "std", "norm1", "count_nonzero"],
+               np.uint8: ["argmax", "mean", "var", "norm", "norm_inf", "any", "all"],
+               np.bool_: ["argmin", "mean", "count_nonzero", "any", "all"]}
+
+
+@pytest.mark.parametrize("dt", list(DTYPE_FUNCS))
+def test_dtypes(queue, rng, dt):
+    h = (rng.standard_normal((37, 41)) * 40).astype(np.float64)
+    if dt == np.uint8:
+        h = np.abs(h) % 256
+    h = h.astype(dt) if dt != np.bool_ else h > 10
+    for name in DTYPE_FUNCS[dt]:
+        for order in "CF":
+            for axis in (0, 1, -1):
+                check(queue, name, h, order, rtol=1e-9 if dt == np.float64 else 2e-5,
+                      axis=axis)
+    x = up(queue, h)
+    assert cltune.mean(x, axis=0).dtype == np.mean(h, axis=0).dtype
+
+
+def test_nan_inf_and_ties_first_occurrence(queue):
+    h = np.zeros((6, 9), np.float32)
+    h[0, [2, 5]] = 7  # a tie: the first wins
+    h[1, [1, 6]] = np.nan  # the first NaN wins, for argmax and argmin
+    h[2, [0, 8]] = np.nan
+    h[3] = -np.inf
+    h[4, [3, 4]] = np.inf
+    h[5, 8] = np.nan
+    for order in "CF":
+        for name in ("argmax", "argmin", "mean", "var", "norm", "norm_inf", "count_nonzero"):
+            for axis in (0, 1):
+                check(queue, name, h, order, axis=axis)
+    assert list(cltune.argmax(up(queue, h), axis=1).get()) == [2, 1, 0, 0, 3, 8]
+
+
+@pytest.mark.parametrize("shape,axis", [((3, 100_003), 1), ((100_003, 3), 0),
+                                        ((2, 70_001, 5), 1)])
+def test_split_axis_nan_ties_across_groups(queue, rng, shape, axis):
+    """Long axes are split over work-groups; the second kernel keeps the first occurrence."""
+    h = rng.standard_normal(shape).astype(np.float32)
+    n = shape[axis]
+    idx = [slice(None)] * len(shape)
+    for pos, v in ((n - 3, 50), (n // 2, 50), (n // 3, 50)):  # ties in different chunks
+        idx[axis] = pos
+        h[tuple(idx)] = v
+    for order in "CF":
+        for name in ("argmax", "argmin", "mean", "var", "std", "norm", "norm_inf"):
+            check(queue, name, h, order, rtol=1e-5, axis=axis)
+    idx[axis] = n - 2
+    h[tuple(idx)] = np.nan
+    idx[axis] = n // 2 + 1
+    h[tuple(idx)] = np.nan
+    for name in ("argmax", "argmin"):
+        check(queue, name, h, "C", axis=axis)
+
+
+def test_large_shapes(queue, rng):
+    for shape in ((1 << 20, 16), (16, 1 << 16)):
+        h = rng.standard_normal(shape).astype(np.float32)
+        x = up(queue, h)
+        for axis in (0, 1):
+            np.testing.assert_array_equal(cltune.argmax(x, axis=axis).get(),
+                                          np.argmax(h, axis=axis))
+            np.testing.assert_allclose(cltune.mean(x, axis=axis).get(),
+                                       h.astype(np.float64).mean(axis=axis), rtol=1e-5,
+                                       atol=1e-7)
+            np.testing.assert_allclose(cltune.var(x, axis=axis).get(),
+                                       h.astype(np.float64).var(axis=axis), rtol=1e-5)
+            np.testing.assert_allclose(cltune.norm(x, axis=axis).get(),
+                                       np.linalg.norm(h.astype(np.float64), axis=axis),
+                                       rtol=1e-5)
+
+
+def test_empty_axes(queue):
+    for shape, axis in (((0, 3), 0), ((3, 0), 1), ((0, 0), 0)):
+        with pytest.raises(ValueError, match="empty sequence"):
+            cltune.argmax(up(queue, np.zeros(shape, np.float32)), axis=axis)
+        with pytest.raises(ValueError, match="empty sequence"):
+            np.argmax(np.zeros(shape), axis=axis)
+    for shape, axis in (((0, 3), 1), ((3, 0), 0), ((4, 0, 5), 0)):  # empty outputs
+        for name in FUNCS:
+            for order in "CF":
+                check(queue, name, np.zeros(shape, np.float32), order, axis=axis)
+    for shape, axis in (((3, 0), 1), ((0, 3), 0), ((2, 0, 3), 1), ((2, 0), (0, 1))):
+        for name in FUNCS:  # an empty reduced axis: NaN, 0, False, True as numpy
+            if name.startswith("arg") or (name.startswith("norm") and name != "norm"
+                                          and isinstance(axis, tuple)):
+                continue
+            for order in "CF":
+                check(queue, name, np.zeros(shape, np.float32), order, axis=axis)
+
+
+def test_axis_none_keepdims_axis_empty_tuple_and_f_order_index(queue, rng):
+    h = rng.standard_normal((5, 7)).astype(np.float32)
+    for name in FUNCS:
+        check(queue, name, h, "F", axis=None, keepdims=True)
+        check(queue, name, h, "F", axis=None)  # numpy's flat index is in C order
+        if not name.startswith(("arg", "norm")):
+            check(queue, name, h, "C", axis=())  # nothing reduced: each element
+    h3 = rng.standard_normal((3, 1, 4)).astype(np.float32)
+    check(queue, "argmax", h3, "F", axis=None)
+    check(queue, "argmax", h3, "C", axis=np.int64(2))
+
+
+def test_errors(queue):
+    x = up(queue, np.ones((4, 5, 6), np.float32))
+    with pytest.raises(AxisError):
+        cltune.mean(x, axis=3)
+    with pytest.raises(AxisError):
+        cltune.argmax(x, axis=-4)
+    with pytest.raises(TypeError, match="axis must be an int"):
+        cltune.argmax(x, axis=(1,))
+    with pytest.raises(TypeError):
+        cltune.mean(x, axis=1.0)
+    with pytest.raises(ValueError, match="duplicate"):
+        cltune.var(x, axis=(1, 1))
+    with pytest.raises(ValueError, match="adjacent"):
+        cltune.mean(x, axis=(0, 2))
+    with pytest.raises(ValueError, match="non-contiguous"):
+        cltune.mean(x[:, :, ::2], axis=0)
+    with pytest.raises(ValueError, match="Improper number of dimensions"):
+        cltune.norm(x, axis=(0, 1, 2))
+    with pytest.raises(ValueError, match="matrix norms"):
+        cltune.norm(x, 1, axis=(1, 2))
+    with pytest.raises(ValueError, match="ord=3"):
+        cltune.norm(x, 3, axis=1)
+    with pytest.raises(ValueError, match="ddof"):
+        cltune.var(x, ddof=-1, axis=0)
+    check(queue, "norm", np.ones((4, 5, 6), np.float32), "C", axis=(1,))  # a 1-tuple: vector
+
+
+def test_stats_reducer_axis_and_explain(queue, rng):
+    h = rng.standard_normal((301, 17)).astype(np.float32)
+    r = cltune.get_reducer(queue, "var", np.float32)
+    np.testing.assert_allclose(r(h, axis=1, ddof=1).get(), h.astype(np.float64).var(1, ddof=1),
+                               rtol=1e-5)
+    f = np.asfortranarray(h)
+    np.testing.assert_allclose(r(f, axis=0, keepdims=True).get(),
+                               h.astype(np.float64).var(0, keepdims=True), rtol=1e-5)
+    a = cltune.get_reducer(queue, "argmax", np.float32)
+    np.testing.assert_array_equal(a(cla.to_device(queue, h), axis=-1).get(), h.argmax(-1))
+    ex = r.explain_axis((301, 17), 1)
+    assert ex.level == "heuristic" and ex.config.layout == "rows" and ex.view == (301, 17, 1)
+    ex = r.explain_axis((301, 17), 1, order="F")
+    assert ex.config.layout == "cols" and ex.view == (1, 17, 301)
+    assert "cols" in str(ex)
+    assert r.explain_axis((1, 17), 1).level == "whole"
+    assert cltune.get_reducer(queue, "norm").explain_axis((5, 6), 0, ord=1).config is not None
+    with pytest.raises(ValueError, match="ord"):
+        cltune.get_reducer(queue, "norm").explain_axis((5, 6), 0, ord=3)
+
+
+def test_kernels_are_cached_per_shape(queue, rng):
+    from cltune.expr_axis import axis_reducer
+
+    x = up(queue, rng.standard_normal((64, 33)).astype(np.float32))
+    cltune.mean(x, axis=0)
+    red = axis_reducer(queue.context, queue.device, stats.kernel("mean", queue.context,
+                                                                   np.float32).spec)
+    assert red.plan(1, 64, 33) is red.plan(1, 64, 33)
+
+
+# ---- Oclgrind ---------------------------------------------------------------------------------
+MARK = "CLTUNE-STATS-AXIS-OCLGRIND "
+SCRIPT = r'''
+import json, sys
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+from cltune import stats
+from cltune.devices import list_devices, select
+from cltune.expr_axis import AxisReducer, build
+from cltune.expr_axis_config import AxisExprConfig as C, AxisPlan
+
+devs = list_devices()
+if len(devs) != 1 or devs[0].platform != "Oclgrind":
+    sys.exit(f"not under Oclgrind: {[(d.platform, d.name) for d in devs]}")
+info, dev = select("0")
+ctx = cl.Context([dev])
+q = cl.CommandQueue(ctx, dev)
+CFGS = [C("rows", 8, 4, 2), C("rows", 8, 1, 2), C("rows", 16, 16, 1),
+        C("cols", 8, 2, 2, 2), C("cols", 8, 1, 1, 4), C("cols", 8, 8, 1)]
+if NEGATIVE:  # the lanes tree without its barrier between steps: must be reported
+    import cltune.expr_axis as ea
+    src = ea.axis_template()
+    cut = src.replace("        }\n        barrier(CLK_LOCAL_MEM_FENCE);\n", "        }\n", 1)
+    assert cut != src
+    ea.axis_template = lambda: cut
+    CFGS = [CFGS[0]]
+SHAPES = {"rows": [(3, 37, 1), (5, 2, 1)], "cols": [(2, 29, 5), (1, 40, 3)]}
+rng = np.random.default_rng(0)
+out = {"runs": []}
+for op in ("argmax",) if NEGATIVE else ("argmax", "var", "mean"):
+    knl = stats.kernel(op, ctx, np.float32)
+    red = AxisReducer(ctx, dev, knl.spec)
+    for cfg in CFGS:
+        b = build(ctx, dev, info, knl.spec, cfg)
+        for outer, r, inner in SHAPES[cfg.layout]:
+            for split in (1, 3):
+                h = rng.standard_normal((outer, r, inner)).astype(np.float32)
+                h[0, r // 2, 0] = 9
+                h[-1, r - 1, -1] = 9
+                x = cla.to_device(q, h)
+                block = cfg.lanes * cfg.items
+                per_split = -(-r // split)
+                chunk = -(-per_split // block) * block
+                plan = AxisPlan(-(-(outer * inner) // cfg.outputs_per_group),
+                                -(-r // chunk), chunk)
+                res = cla.empty(q, (outer, inner), knl.spec.dtype_result)
+                extra = [0.0] if op == "var" else []
+                red.launch(q, b, plan, [x.base_data, 0, *extra], outer, r, inner,
+                           res.base_data, 0)
+                want = getattr(np, op)(h.astype(np.float64) if op != "argmax" else h, axis=1)
+                ok = np.allclose(res.get(), want, rtol=1e-5)
+                out["runs"].append({"op": op, "cfg": cfg.short(), "shape": [outer, r, inner],
+                                    "split": plan.split, "ok": bool(ok)})
+print(MARK + json.dumps(out), flush=True)
+'''
+
+
+def _oclgrind(negative: bool):
+    need(oclgrind_available(), "Oclgrind is not installed (apt-get install oclgrind)")
+    res = run_under_oclgrind(f"MARK = {MARK!r}\nNEGATIVE = {negative}\n" + SCRIPT, 600,
+                             data_races=True, uninitialized=False, max_errors=1_000_000)
+    lines = [ln for ln in res.stdout.splitlines() if ln.startswith(MARK)]
+    return res, json.loads(lines[-1][len(MARK):])["runs"] if lines else None
+
+
+@pytest.mark.oclgrind
+@pytest.mark.multiprocess
+def test_axis_skeleton_is_clean_under_oclgrind():
+    """No data races (local and global), no divergent barriers, no invalid accesses, right
+    answers: rows and cols, with and without a lanes tree, with and without a split axis."""
+    res, runs = _oclgrind(False)
+    assert res.returncode == 0 and runs, res.summary()
+    assert [r for r in runs if not r["ok"]] == []
+    ran = {(r["cfg"].split()[0], "lanes=1 " not in r["cfg"], r["split"] > 1) for r in runs}
+    assert ran == {(lay, lanes, split) for lay in ("rows", "cols") for lanes in (False, True)
+                   for split in (False, True)}
+    assert res.reports == [], res.summary(limit=8)
+
+
+@pytest.mark.oclgrind
+@pytest.mark.multiprocess
+def test_oclgrind_negative_control_tree_without_barrier():
+    res, runs = _oclgrind(True)
+    assert runs, res.summary()
+    assert any(r.kind == "data-race" for r in res.reports), res.summary(limit=4)
