@@ -1,6 +1,11 @@
 """Enqueue one config of an expression reduction: the launch plan, per-queue scratch, the
-stage-1 / stage-2 (or single-pass) launches. Thread-safe: kernel arguments are shared state,
-so launches of one build are serialised by a lock.
+stage-1 / stage-2 (or single-pass) launches. Thread-safe: kernel arguments are shared state of
+a build (several launchers can share one), so launches of one build hold its lock.
+
+A warm call takes a prepared launch (plan, scratch, every fixed argument) for its queue, n and
+index step: only the application's buffers and the result are set on each call, and offsets,
+scalars and the start index when they change; the kernels are enqueued directly (pyopencl's
+Kernel.__call__ sets every argument on every call).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import pyopencl as cl
 from .devices import DeviceInfo
 from .expr_config import ExprConfig
 from .expr_source import ExprBuilt, ExprSpec, build
+from .kernel_args import set_scalar, set_value
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -56,6 +62,83 @@ class _Scratch:
         self.in_order = not (queue.properties & ooo)
 
 
+class _Prepared:
+    """One (queue, n, step kind) launch: sizes, scratch and the argument values last set."""
+
+    __slots__ = ("b", "s", "p", "two", "g1", "l1", "g2", "nu", "bufs", "vals", "last1",
+                 "last2", "partials", "fixed1", "fixed2")
+
+    def __init__(self, b: ExprBuilt, s: _Scratch, p: ExprPlan, cfg: ExprConfig) -> None:
+        self.b, self.s, self.p = b, s, p
+        self.two = not (p.groups == 1 or cfg.passes == 1)
+        self.g1, self.l1, self.g2 = (p.groups * p.wg,), (p.wg,), (p.wg,)
+        self.nu = nu = len(b.user_types)
+        self.bufs = tuple(i for i, t in enumerate(b.user_types) if t is None)
+        self.vals = tuple((i, t) for i, t in enumerate(b.user_types) if t is not None)
+        self.partials = s.partials
+        # the application's values (offsets, scalars) and start/step/res_off last set, per stage
+        self.last1: list = [None] * (nu + 8)
+        self.last2: list = [None] * (nu + 5)
+        # stage 1: user..., start, step, n, chunk, partials, ticket, res, res_off
+        self.fixed1 = ((nu + 2, np.int64(p.n)), (nu + 3, np.int64(p.chunk)),
+                       (nu + 4, s.partials), (nu + 5, s.ticket))
+        # stage 2: user..., n, partials, m, res, res_off
+        self.fixed2 = ((nu, np.int64(p.n)), (nu + 1, s.partials), (nu + 2, np.uint32(p.groups)))
+
+    def _user(self, k: cl.Kernel, last: list, user_args: Sequence[object], owned: bool) -> None:
+        for i in self.bufs:
+            k.set_arg(i, user_args[i])  # every call: never kept, so never held alive
+        for i, t in self.vals:
+            a = user_args[i]
+            if not owned or last[i] != a:
+                set_scalar(k, i, t(a))
+                last[i] = a
+
+    def launch(self, queue: cl.CommandQueue, user_args: Sequence[object], start: int,
+               step: int, res: cl.Buffer, res_off: int,
+               wait_for: Sequence[cl.Event] | None) -> list[cl.Event]:
+        b, s, nu = self.b, self.s, self.nu
+        with b.lock:
+            if not s.in_order and s.last is not None:
+                wait_for = [*(wait_for or ()), s.last]
+            k = b.stage1
+            last = self.last1
+            owned = b.owner.get("s1") is self
+            if not owned:  # another launch set this kernel last: every argument again
+                for j, v in self.fixed1:
+                    set_value(k, j, v)
+                b.owner["s1"] = self
+            self._user(k, last, user_args, owned)
+            if not owned or last[nu] != start or last[nu + 1] != step:
+                set_scalar(k, nu, np.int64(start))
+                set_scalar(k, nu + 1, np.int64(step))
+                last[nu], last[nu + 1] = start, step
+            k.set_arg(nu + 6, res)
+            if not owned or last[nu + 7] != res_off:
+                set_scalar(k, nu + 7, np.int64(res_off))
+                last[nu + 7] = res_off
+            ev1 = cl.enqueue_nd_range_kernel(queue, k, self.g1, self.l1, None, wait_for)
+            if not self.two:
+                s.last = ev1
+                return [ev1]
+            k = b.stage2
+            last = self.last2
+            owned = b.owner.get("s2") is self
+            if not owned:
+                for j, v in self.fixed2:
+                    set_value(k, j, v)
+                b.owner["s2"] = self
+            self._user(k, last, user_args, owned)
+            k.set_arg(nu + 3, res)
+            if not owned or last[nu + 4] != res_off:
+                set_scalar(k, nu + 4, np.int64(res_off))
+                last[nu + 4] = res_off
+            ev2 = cl.enqueue_nd_range_kernel(queue, k, self.g2, self.g2, None,
+                                             None if s.in_order else [ev1])
+            s.last = ev2
+            return [ev1, ev2]
+
+
 class ExprLauncher:
     """Launches one config of one spec on one device."""
 
@@ -65,6 +148,7 @@ class ExprLauncher:
         self._built: dict[bool, ExprBuilt] = {}
         self._scratch: dict[int, _Scratch] = {}
         self._plans: dict[int, ExprPlan] = {}
+        self._prepared: dict[tuple[int, int, bool], _Prepared] = {}
         self._lock = threading.Lock()
         self._item = spec.dtype_out.itemsize
 
@@ -93,25 +177,26 @@ class ExprLauncher:
             s.capacity = need
         return s
 
+    def prepared(self, queue: cl.CommandQueue, n: int, unit_step: bool) -> _Prepared:
+        key = (queue.int_ptr, n, unit_step)
+        with self._lock:
+            pr = self._prepared.get(key)
+            if pr is not None and pr.partials is pr.s.partials:
+                return pr
+            p = self.plan(n)
+            s = self._scratch_for(queue, p.groups)
+            if len(self._prepared) > 256:
+                self._prepared.clear()
+            pr = self._prepared[key] = _Prepared(self.built(unit_step), s, p, self.cfg)
+            return pr
+
     def enqueue(self, queue: cl.CommandQueue, user_args: Sequence[object], start: int,
                 step: int, n: int, res: cl.Buffer, res_off: int,
                 wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
         """Reduce elements start, start+step, ... (n of them) into the result at
         `res` + `res_off` bytes; `user_args` are the kernel values of the application's
         arguments (each vector as base buffer and byte offset). Returns the kernel events."""
-        p = self.plan(n)
-        b = self.built(step == 1)
-        wg = p.wg
-        with self._lock:
-            s = self._scratch_for(queue, p.groups)
-            if not s.in_order and s.last is not None:
-                wait_for = [*(wait_for or ()), s.last]
-            ev1 = b.stage1(queue, (p.groups * wg,), (wg,), *user_args, start, step, n, p.chunk,
-                           s.partials, s.ticket, res, res_off, wait_for=wait_for)
-            if p.groups == 1 or self.cfg.passes == 1:
-                s.last = ev1
-                return [ev1]
-            ev2 = b.stage2(queue, (wg,), (wg,), *user_args, n, s.partials, p.groups, res,
-                           res_off, wait_for=None if s.in_order else [ev1])
-            s.last = ev2
-            return [ev1, ev2]
+        pr = self._prepared.get((queue.int_ptr, n, step == 1))
+        if pr is None or pr.partials is not pr.s.partials:
+            pr = self.prepared(queue, n, step == 1)
+        return pr.launch(queue, user_args, start, step, res, res_off, wait_for)

@@ -232,10 +232,17 @@ def template_hash() -> str:
 # ---- builds -------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ExprBuilt:
+    """The kernels of one build, shared by every launcher of the same (context, device, spec,
+    config): their arguments are shared state, so launches take `lock`, and `owner` names the
+    prepared launch that set each kernel's arguments last (expr_launch)."""
+
     config: ExprConfig
     unit_step: bool
     stage1: cl.Kernel
     stage2: cl.Kernel
+    user_types: tuple = ()  # per user argument: None (a buffer) or its numpy scalar type
+    lock: Any = field(default_factory=threading.Lock, compare=False, repr=False)
+    owner: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 _cache: weakref.WeakKeyDictionary[cl.Context, dict[tuple, ExprBuilt]] = (
@@ -280,6 +287,7 @@ def build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec, cfg
         if lmem > info.local_mem:
             raise ExprBuildError(f"local memory {lmem} > CL_DEVICE_LOCAL_MEM_SIZE="
                                  f"{info.local_mem}")
-    built = ExprBuilt(cfg, unit_step, s1, s2)
+    built = ExprBuilt(cfg, unit_step, s1, s2,
+                      tuple(None if t is None else np.dtype(t).type for t in user))
     with _lock:
         return _cache.setdefault(ctx, {}).setdefault(key, built)

@@ -17,6 +17,7 @@ import pyopencl as cl
 
 from .config import Config
 from .devices import DeviceInfo
+from .kernel_args import set_scalar
 from .ops import OpSpec
 from .plan import Plan, make_plan, needs_index64
 from .program import Built, build
@@ -150,12 +151,12 @@ class Prepared:
             k1.set_arg(ix, x)
             k1.set_arg(iout, out)
             if a[ixoff] != xoff:
-                k1.set_arg(ixoff, self.idx(xoff))
+                set_scalar(k1, ixoff, self.idx(xoff))
                 a[ixoff] = xoff
             if y is not None:
                 k1.set_arg(iy, y)
                 if a[iyoff] != yoff:
-                    k1.set_arg(iyoff, self.idx(yoff))
+                    set_scalar(k1, iyoff, self.idx(yoff))
                     a[iyoff] = yoff
         # the enqueued command holds its buffers; we must not: a prepared launch that kept the
         # caller's input alive pinned one input per (reducer, n) (GBs on a device)

@@ -14,6 +14,7 @@ import pyopencl.array as cla
 def new_scalar(q: cl.CommandQueue, dtype: np.dtype, allocator: Any) -> cla.Array:
     """A 0-d result array from the pool through pyopencl's fast constructor (the general one
     spends ~20 us on shape checks), falling back to `cla.empty` if that path changes."""
+    dtype = np.dtype(dtype)  # the fast constructor needs a dtype object (np.float32 fails it)
     try:
         return cla.Array(None, (), dtype, allocator=allocator, strides=(), _fast=True, _size=1,
                          _context=q.context, _queue=q)

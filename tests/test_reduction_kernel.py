@@ -300,3 +300,77 @@ def test_tune_kernel_spec_imports_module_attribute(tmp_path, monkeypatch, device
     assert got_info.fingerprint == info.fingerprint
     assert results[0].config is not None and results[0].size_class == "2^10"
     sys.modules.pop("clt_app_kernels", None)
+
+
+def test_warm_calls_follow_every_change_of_arguments(ctx, queue):
+    """A warm call sets only what changed since the launch last set its kernels (expr_launch):
+    every change must reach the kernel. Two kernel objects of one expression share the built
+    kernels; calls alternate between them, between sizes (another prepared launch of the same
+    kernels), between arrays, offsets (views), scalars, ranges and results, and run from
+    several threads; every answer is checked against numpy."""
+    import threading
+
+    rng = np.random.default_rng(11)
+    h = rng.random(70001).astype(np.float32)
+    hy = rng.random(70001).astype(np.float32)
+    x, y = cla.to_device(queue, h), cla.to_device(queue, hy)
+    args = "__global const float *x, __global const float *y, float s, int k"
+    kw = dict(neutral="0", reduce_expr="a+b", map_expr="(x[i] > s) ? y[i] * k : 0.0f",
+              arguments=args)
+    k1, k2 = ReductionKernel(ctx, np.float32, **kw), ReductionKernel(ctx, np.float32, **kw)
+
+    def want(lo, hi, s, k, step=1):
+        xs, ys = h[lo:hi:step].astype(np.float64), hy[lo:hi:step].astype(np.float64)
+        return float(np.where(xs > s, ys * k, 0).sum())
+
+    out = cla.empty(queue, (), np.float32)
+    cases = []
+    for j in range(24):
+        lo, hi = [(0, 70001), (3, 70001), (0, 4099), (17, 4099), (5, 70000)][j % 5]
+        s, k = float(rng.random()), int(rng.integers(1, 5))
+        cases.append((lo, hi, s, k, j))
+    for lo, hi, s, k, j in cases:
+        knl = (k1, k2)[j % 2]
+        if j % 3 == 0:  # views: other offsets
+            got = knl(x[lo:hi], y[lo:hi], np.float32(s), np.int32(k))
+        elif j % 3 == 1:  # a range over the whole arrays: start changes
+            got = knl(x, y, np.float32(s), np.int32(k), range=slice(lo, hi))
+        else:  # a step, into the same out
+            got = knl(x, y, np.float32(s), np.int32(k), range=slice(lo, hi, 3), out=out)
+        step = 3 if j % 3 == 2 else 1
+        np.testing.assert_allclose(float(got.get()), want(lo, hi, s, k, step), rtol=1e-4,
+                                   err_msg=f"case {j}")
+    # back to back on one kernel and size: only the start, the step, a scalar change
+    for lo, step, k in ((0, 1, 2), (5, 1, 2), (9, 2, 2), (9, 2, 3), (0, 1, 3)):
+        got = k1(x, y, np.float32(0.5), np.int32(k), range=slice(lo, lo + 4099 * step, step))
+        np.testing.assert_allclose(float(got.get()), want(lo, lo + 4099 * step, 0.5, k, step),
+                                   rtol=1e-4, err_msg=f"start {lo} step {step} k {k}")
+    # results into different elements of one array: the result offset changes
+    outs = cla.zeros(queue, 4, np.float32)
+    for j in range(4):
+        k1(x, y, np.float32(0.25 * j), np.int32(1), out=outs[j:j + 1])
+    np.testing.assert_allclose(outs.get(), [want(0, 70001, 0.25 * j, 1) for j in range(4)],
+                               rtol=1e-4)
+    for j in range(4):  # tiny: one group, stage 1 writes the result itself
+        k1(x[:3], y[:3], np.float32(0.25 * j), np.int32(1), out=outs[j:j + 1])
+    np.testing.assert_allclose(outs.get(), [want(0, 3, 0.25 * j, 1) for j in range(4)],
+                               rtol=1e-4)
+    errors: list[str] = []
+
+    def worker(seed: int) -> None:
+        r = np.random.default_rng(seed)
+        q = cl.CommandQueue(ctx)
+        for _ in range(20):
+            s, k = float(r.random()), int(r.integers(1, 5))
+            got = float(k1(x.with_queue(q), y.with_queue(q), np.float32(s), np.int32(k),
+                           queue=q).get())
+            w = want(0, 70001, s, k)
+            if abs(got - w) > 1e-4 * abs(w):
+                errors.append(f"{seed}: {got} != {w}")
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:5]
