@@ -84,6 +84,7 @@ def _arg_kernel(ctx: cl.Context, dt: np.dtype, largest: bool) -> ReductionKernel
           "  if (an || bn) return (an && bn) ? (a.idx <= b.idx ? a : b) : (an ? a : b);" \
         if dt.kind == "f" else ""
     pre = f"""
+#define CLT_BLOCK 0 /* exact: accumulators need no restarts (kernels/expr.cl) */
 typedef struct {{ long idx; {c} val; }} {ty};
 inline {ty} {st}_make({c} v, long i) {{ {ty} r; r.idx = i; r.val = v; return r; }}
 inline {ty} {st}_pick({ty} a, {ty} b) {{
