@@ -306,16 +306,17 @@ def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
     if yd is not None and (yd.shape != xd.shape or yd.strides != xd.strides):
         raise ValueError(f"x and y differ in shape or layout ({xd.shape} vs {yd.shape})")
     eng = axis_engine(reducer)
-    key = (xd.shape, xd.strides, axis if not isinstance(axis, list) else tuple(axis), keepdims)
-    try:
-        g = eng.geometries.get(key)
-    except TypeError:  # an unhashable axis: geometry() says what is wrong with it
-        g = None
+    # cached for plain ints only: 1.0 == 1 and True == 1 as dict keys, and geometry() must
+    # see those to reject them
+    plain = type(axis) is int or (type(axis) is tuple and all(type(a) is int for a in axis))
+    key = (xd.shape, xd.strides, axis, bool(keepdims))
+    g = eng.geometries.get(key) if plain else None
     if g is None:
         g = geometry(tuple(xd.shape), bool(xd.flags.c_contiguous), axis, keepdims)
-        if len(eng.geometries) > 256:
-            eng.geometries.clear()
-        eng.geometries[key] = g
+        if plain:
+            if len(eng.geometries) > 256:
+                eng.geometries.clear()
+            eng.geometries[key] = g
     res = _out_array(reducer, q, g, out)
     waits = [*(wait_for or ()), *xd.events, *res.events]
     if yd is not None:

@@ -125,6 +125,10 @@ def test_bad_axes_and_arrays_are_clear_errors(queue, db):
         r(xd, axis=(0, 2))
     with pytest.raises(TypeError, match="int"):
         r(xd, axis=1.0)
+    r(xd, axis=1).get()  # now cached: equal but wrong axes must still be rejected
+    for bad in (1.0, True, (1.0,)):
+        with pytest.raises(TypeError, match="int"):
+            r(xd, axis=bad)
     with pytest.raises(TypeError, match="dtype"):
         r(cla.to_device(queue, np.zeros((2, 3), np.float64)), axis=0)
     strided = cla.to_device(queue, np.zeros((4, 6), np.float32))[:, ::2]
