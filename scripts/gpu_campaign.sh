@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The H200 campaign behind docs/benchmarks.md, run on the lent GPU machine from the repo root:
-#   source scripts/gpu_setup.sh && bash scripts/gpu_campaign.sh tests|tune|tune-ops|bench
+#   source scripts/gpu_setup.sh && bash scripts/gpu_campaign.sh tests|tune|tune-ops|bench|expr
 # Results (databases, logs, plot) go to $OUT.
 set -u
 case "${1:-}" in
--h|--help) sed -n '2,4p' "$0" | cut -c3-; echo "usage: $0 tests|tune|tune-ops|bench"; exit 0 ;;
+-h|--help) sed -n '2,4p' "$0" | cut -c3-; echo "usage: $0 tests|tune|tune-ops|bench|expr"; exit 0 ;;
 esac
 OUT=${OUT:-/tmp/cltune-out}
 mkdir -p "$OUT"
@@ -39,5 +39,15 @@ bench)
     timeout 60 python3 scripts/startup.py --device NVIDIA --db "$D" 2>&1 | quiet
     timeout 90 python3 scripts/big_index.py --device NVIDIA --db "$D" 2>&1 | quiet
     ;;
-*) echo "usage: $0 tests|tune|tune-ops|bench"; exit 2 ;;
+expr)  # issue 13 on the GPU: expression kernels and statistics, whole and along axes
+    CLTUNE_TEST_DEVICE=NVIDIA timeout 150 python3 -m pytest -q -x -p no:cacheprovider \
+        tests/test_reduction_kernel.py tests/test_stats.py tests/test_stats_axis.py \
+        -k "not first_use" 2>&1 | tail -3
+    timeout 150 python3 scripts/experiments/expr_profile.py --device NVIDIA --grid \
+        --out "$OUT/expr_profile.txt" 2>&1 | quiet | tail -60
+    timeout 200 python3 scripts/bench_expr.py --device NVIDIA --sizes 2^12,2^16,2^20,2^24,2^28 \
+        --repeats 7 --tune-trials 12 --json "$OUT/expr.json" 2>&1 | quiet | tail -60
+    timeout 120 python3 scripts/bench_stats_axis.py --device NVIDIA --repeats 7 2>&1 | quiet
+    ;;
+*) echo "usage: $0 tests|tune|tune-ops|bench|expr"; exit 2 ;;
 esac
