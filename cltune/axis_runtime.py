@@ -260,7 +260,7 @@ def geometry(shape: tuple[int, ...], c_contiguous: bool, axis: Any,
                     math.prod(mem_shape[hi:]), mem)
 
 
-def _empty(q: cl.CommandQueue, shape: tuple[int, ...], dtype: np.dtype, order: str,
+def empty_result(q: cl.CommandQueue, shape: tuple[int, ...], dtype: np.dtype, order: str,
            allocator: Any) -> cla.Array:
     """A result array through pyopencl's fast constructor (its general one spends ~15 us on
     checks here), `cla.empty` where that path is not there."""
@@ -282,7 +282,7 @@ def _out_array(reducer: Any, q: cl.CommandQueue, g: Geometry, out: Any) -> cla.A
     rdt = reducer.spec.result_dtype
     shape, order = g.kept, g.order
     if out is None:
-        return _empty(q, shape, rdt, order, axis_engine(reducer).allocator)
+        return empty_result(q, shape, rdt, order, axis_engine(reducer).allocator)
     if not isinstance(out, cla.Array) or out.dtype != rdt or tuple(out.shape) != shape:
         raise TypeError(f"out must be a pyopencl Array of shape {shape} and dtype {rdt}")
     ok = out.flags.c_contiguous if order == "C" else out.flags.f_contiguous

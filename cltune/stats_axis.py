@@ -17,7 +17,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from .axis_runtime import Geometry, _empty, geometry
+from .axis_runtime import Geometry, empty_result, geometry
 from .expr_axis import axis_reducer
 from .expr_axis_config import AxisExprConfig, AxisPlan
 from .reduction_kernel import ReductionKernel
@@ -61,7 +61,7 @@ def whole(knl: ReductionKernel, x: cla.Array, q: cl.CommandQueue, extra: tuple,
     """The statistic of every element, as an array of `shape` (one element)."""
     out = None
     if shape != ():
-        out = _empty(q, shape, knl.spec.dtype_result, "C", x.allocator)
+        out = empty_result(q, shape, knl.spec.dtype_result, "C", x.allocator)
     return knl(_flat(x), *extra, queue=q, out=out)
 
 
@@ -76,7 +76,7 @@ def along(op: str, knl: ReductionKernel, x: cla.Array, q: cl.CommandQueue, extra
     nout = g.outer * g.inner
     if nout == 1 and g.mem:
         return whole(knl, x, q, extra, g.kept)
-    res = _empty(q, g.kept, rdt, g.order, x.allocator)
+    res = empty_result(q, g.kept, rdt, g.order, x.allocator)
     if nout == 0:
         return res
     user: list[Any] = [x.base_data, x.offset, *extra]
