@@ -28,6 +28,7 @@ from .axis_kernel import (
     segs_long_args,
 )
 from .devices import DeviceInfo
+from .kernel_args import ArgSetter, setter
 from .ops import OpSpec
 
 MAX_SPLIT = 4096
@@ -90,6 +91,11 @@ def plan_cols(cfg: AxisConfig, cus: int, outer: int, r: int, inner: int) -> Axis
     return AxisPlan(_groups(cfg, cus, base * split), split, chunk, ctiles)
 
 
+def _types(dtypes: list) -> tuple:
+    """scalar_dtypes' entries as numpy scalar types (None: a buffer or local memory)."""
+    return tuple(None if t is None else np.dtype(t).type for t in dtypes)
+
+
 def _zeros(ctx: cl.Context, nbytes: int) -> cl.Buffer:
     """A buffer zeroed at creation (no fill command)."""
     return cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
@@ -127,6 +133,8 @@ class AxisLauncher:
         self._built: dict[bool, AxisBuilt] = {}
         self._scratch: dict[int, _Scratch] = {}
         self._plans: dict[tuple, AxisPlan] = {}
+        # per index width: the ArgSetter of each kernel (attached to the shared cl.Kernel)
+        self._sets: dict[bool, dict[str, ArgSetter]] = {}
         self._local = None
 
     def built(self, index64: bool = False) -> AxisBuilt:
@@ -134,15 +142,14 @@ class AxisLauncher:
         if b is None:
             b = build(self.ctx, self.dev, self.info, self.spec, self.cfg, index64=index64)
             idx = np.uint64 if index64 else np.uint32
-            b.rows.set_scalar_arg_dtypes(scalar_dtypes(rows_args(self.spec), idx, b.acc_dtype))
-            b.cols.set_scalar_arg_dtypes(scalar_dtypes(cols_args(self.spec), idx, b.acc_dtype))
-            b.cols_stream.set_scalar_arg_dtypes(scalar_dtypes(cols_stream_args(self.spec), idx,
-                                                              b.acc_dtype))
-            b.segs.set_scalar_arg_dtypes(scalar_dtypes(segs_args(self.spec), idx, b.acc_dtype))
-            b.segs_long.set_scalar_arg_dtypes(scalar_dtypes(segs_long_args(self.spec), idx,
-                                                            b.acc_dtype))
-            b.rows_fin.set_scalar_arg_dtypes(scalar_dtypes(ROWS_FIN, idx, b.acc_dtype))
-            b.cols_fin.set_scalar_arg_dtypes(scalar_dtypes(COLS_FIN, idx, b.acc_dtype))
+            self._sets[index64] = {
+                name: setter(getattr(b, name), _types(scalar_dtypes(args, idx, b.acc_dtype)))
+                for name, args in (("rows", rows_args(self.spec)),
+                                   ("cols", cols_args(self.spec)),
+                                   ("cols_stream", cols_stream_args(self.spec)),
+                                   ("segs", segs_args(self.spec)),
+                                   ("segs_long", segs_long_args(self.spec)),
+                                   ("rows_fin", ROWS_FIN), ("cols_fin", COLS_FIN))}
             self._built[index64] = b
             self._local = cl.LocalMemory(max(1, b.tile_bytes))
         return b
@@ -177,7 +184,9 @@ class AxisLauncher:
              wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
         """out[r] = reduce(x[xoff + r*length : ... + length]) for r < rows (length >= 1)."""
         p = self._plan("rows", rows, length, 1)
-        b = self.built(max(xoff, yoff) + rows * length > _IDX32_LIMIT)
+        i64 = max(xoff, yoff) + rows * length > _IDX32_LIMIT
+        b = self.built(i64)
+        k = self._sets[i64]
         blocks = -(-rows // (self.cfg.wg // self.cfg.lanes))
         with _LOCK:
             s = self._scratch_for(queue, p.partials(rows), b.acc_dtype.itemsize, blocks)
@@ -185,13 +194,14 @@ class AxisLauncher:
             wg = self.cfg.wg
             v = self.cfg.vec
             aligned = v > 1 and xoff % v == 0 and yoff % v == 0 and length % v == 0
-            ev = b.rows(queue, (p.groups * wg,), (wg,), *self._x(x, xoff, y, yoff), rows, length,
-                        p.split, p.chunk, int(aligned), s.partials, s.tickets, out, self._local,
-                        wait_for=waits)
+            ev = k["rows"].launch(queue, (p.groups * wg,), (wg,),
+                                  (*self._x(x, xoff, y, yoff), rows, length, p.split, p.chunk,
+                                   int(aligned), s.partials, s.tickets, out, self._local), waits)
             evs = [ev]
             if p.split > 1 and not self.cfg.onepass:
-                evs.append(b.rows_fin(queue, (blocks * wg,), (wg,), s.partials, rows, p.split,
-                                      out, self._local, wait_for=None if s.in_order else [ev]))
+                evs.append(k["rows_fin"].launch(queue, (blocks * wg,), (wg,),
+                                                (s.partials, rows, p.split, out, self._local),
+                                                None if s.in_order else [ev]))
             s.last = evs[-1]
         return evs
 
@@ -200,8 +210,9 @@ class AxisLauncher:
              wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
         """out[o*inner + i] = reduce over k of x[xoff + (o*r + k)*inner + i] (r >= 1)."""
         p = self._plan("cols", outer, r, inner)
-        b = self.built(max(xoff, yoff) + outer * r * inner
-                       + p.partials(outer * inner) > _IDX32_LIMIT)
+        i64 = max(xoff, yoff) + outer * r * inner + p.partials(outer * inner) > _IDX32_LIMIT
+        b = self.built(i64)
+        k = self._sets[i64]
         with _LOCK:
             s = self._scratch_for(queue, p.partials(outer * inner), b.acc_dtype.itemsize,
                                   outer * p.ctiles)
@@ -210,20 +221,23 @@ class AxisLauncher:
             v = self.cfg.vec
             aligned = v > 1 and xoff % v == 0 and yoff % v == 0 and inner % v == 0
             if self.cfg.stream:
-                ev = b.cols_stream(queue, (p.groups,), (1,), *self._x(x, xoff, y, yoff), outer,
-                                   r, inner, p.split, p.chunk, p.ctiles, int(aligned),
-                                   s.partials, out, wait_for=waits)
+                ev = k["cols_stream"].launch(
+                    queue, (p.groups,), (1,), (*self._x(x, xoff, y, yoff), outer, r, inner,
+                                               p.split, p.chunk, p.ctiles, int(aligned),
+                                               s.partials, out), waits)
             else:
-                ev = b.cols(queue, (p.groups * wg,), (wg,), *self._x(x, xoff, y, yoff), outer, r,
-                            inner, p.split, p.chunk, p.ctiles, int(aligned), s.partials,
-                            s.tickets, out, self._local, wait_for=waits)
+                ev = k["cols"].launch(
+                    queue, (p.groups * wg,), (wg,),
+                    (*self._x(x, xoff, y, yoff), outer, r, inner, p.split, p.chunk, p.ctiles,
+                     int(aligned), s.partials, s.tickets, out, self._local), waits)
             evs = [ev]
             if p.split > 1 and (self.cfg.stream or not self.cfg.onepass):
-                k = outer * inner
-                fcols = min(wg, 32, 1 << max(0, (k - 1).bit_length()))
-                evs.append(b.cols_fin(queue, (-(-k // fcols) * wg,), (wg,), s.partials, outer,
-                                      inner, p.split, fcols, out, self._local,
-                                      wait_for=None if s.in_order else [ev]))
+                kept = outer * inner
+                fcols = min(wg, 32, 1 << max(0, (kept - 1).bit_length()))
+                evs.append(k["cols_fin"].launch(
+                    queue, (-(-kept // fcols) * wg,), (wg,),
+                    (s.partials, outer, inner, p.split, fcols, out, self._local),
+                    None if s.in_order else [ev]))
             s.last = evs[-1]
         return evs
 
@@ -233,19 +247,23 @@ class AxisLauncher:
              wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
         """out[i] = reduce(x[offs[i]:offs[i+1]], initial=init) for i < m; offs: a buffer of
         m + 1 int32 (or int64 with off64) bounds, starting at its first byte."""
-        b = self.built(max(xoff, yoff) + n > _IDX32_LIMIT or m > _IDX32_LIMIT)
+        i64 = max(xoff, yoff) + n > _IDX32_LIMIT or m > _IDX32_LIMIT
+        self.built(i64)
+        k = self._sets[i64]
         wg = self.cfg.wg
         groups = _groups(self.cfg, self.info.compute_units, -(-m // (wg // self.cfg.lanes)))
         with _LOCK:
             s = self._scratch_for(queue, 0, 1, segments=m)
             waits = self._waits(s, wait_for)
             xs = self._x(x, xoff, y, yoff)
-            ev = b.segs(queue, (groups * wg,), (wg,), *xs, n, offs, int(off64), m, init, err,
-                        s.long_list, s.long_count, out, self._local, wait_for=waits)
+            ev = k["segs"].launch(queue, (groups * wg,), (wg,),
+                                  (*xs, n, offs, int(off64), m, init, err, s.long_list,
+                                   s.long_count, out, self._local), waits)
             # long segments: a work-group each (as many groups as the device holds at once)
-            ev2 = b.segs_long(queue, (self.info.compute_units * 4 * wg,), (wg,), *xs, offs,
-                              int(off64), init, s.long_list, s.long_count, s.long_ticket, out,
-                              self._local, wait_for=None if s.in_order else [ev])
+            ev2 = k["segs_long"].launch(queue, (self.info.compute_units * 4 * wg,), (wg,),
+                                        (*xs, offs, int(off64), init, s.long_list, s.long_count,
+                                         s.long_ticket, out, self._local),
+                                        None if s.in_order else [ev])
             s.last = ev2
             return [ev, ev2]
 

@@ -31,3 +31,46 @@ def set_value(k: cl.Kernel, index: int, value: Any) -> None:
         set_scalar(k, index, value)
     else:
         k.set_arg(index, value)
+
+
+class ArgSetter:
+    """The arguments of one kernel object, set only through this object (`setter(k, ...)`
+    attaches it to the kernel, so launchers that share a build share it): buffers on every
+    launch (never kept, so an application's buffer is never held alive; ~0.05 us each),
+    scalars (~0.05 us through set_scalar) and local memory (~1.9 us through set_arg) only when
+    they differ from what this object set last. Callers serialise
+    launches of one kernel (a lock), as for any shared cl.Kernel."""
+
+    __slots__ = ("k", "types", "last")
+
+    def __init__(self, k: cl.Kernel, types: tuple) -> None:
+        self.k, self.types = k, types
+        self.last: list = [None] * len(types)
+
+    def launch(self, queue: cl.CommandQueue, gsize: tuple, lsize: tuple, values: Any,
+               wait_for: Any) -> cl.Event:
+        k, last = self.k, self.last
+        for i, t in enumerate(self.types):
+            v = values[i]
+            if t is None:
+                if type(v) is cl.LocalMemory:  # ours, not the application's: kept; 1.9 us to set
+                    if last[i] is not v:
+                        k.set_arg(i, v)
+                        last[i] = v
+                else:
+                    k.set_arg(i, v)
+            elif last[i] is None or last[i] != v:
+                set_scalar(k, i, t(v))
+                last[i] = v
+        return cl.enqueue_nd_range_kernel(queue, k, gsize, lsize, None, wait_for)
+
+
+def setter(k: cl.Kernel, types: Any) -> ArgSetter:
+    """The ArgSetter of kernel object k for these scalar types (numpy types; None for a buffer
+    or local memory), made on first use."""
+    s = getattr(k, "_cltune_args", None)
+    types = tuple(types)
+    if s is None or s.types != types:
+        s = ArgSetter(k, types)
+        k._cltune_args = s
+    return s

@@ -208,3 +208,37 @@ def test_bad_offsets_raise_once_then_only_when_asked(queue, db):
         r.segments(x, cla.to_device(queue, np.array([0, 1], np.float32)))
     with pytest.raises(TypeError, match="sum"):
         _r(queue, "dot", db=db).segments(x, good)
+
+
+def test_warm_calls_follow_every_change(queue, db):
+    """Axis launches set a kernel's scalar arguments only when they differ from the values last
+    set on that kernel object (kernel_args.ArgSetter, shared by launchers of one build): every
+    change of shape, offset, split, initial value and result must reach the kernel. Calls
+    alternate between shapes of one layout, views at other offsets, two reducers and
+    segments with other bounds and initial values; each is checked against numpy."""
+    rng = np.random.default_rng(5)
+    h = rng.random(70000).astype(np.float32)
+    base = cla.to_device(queue, h)
+    r1, r2 = _r(queue, db=db), _r(queue, "max", db=db)
+    shapes = [(64, 64), (3, 1025), (1031, 7), (2, 9000), (9000, 2)]
+    for j in range(20):
+        rows, cols = shapes[j % len(shapes)]
+        off = (0, 1, 5, 13)[j % 4]
+        x = base[off:off + rows * cols].reshape(rows, cols)
+        hx = h[off:off + rows * cols].reshape(rows, cols).astype(np.float64)
+        for axis in (1, 0):
+            r = (r1, r2)[(j + axis) % 2]
+            got = r(x, axis=axis).get()
+            want = hx.sum(axis=axis) if r is r1 else hx.max(axis=axis)
+            np.testing.assert_allclose(got, want, rtol=1e-5,
+                                       err_msg=f"{r.spec} {rows}x{cols} off {off} axis {axis}")
+    rm = _r(queue, "max", db=db)
+    for j in range(8):
+        lens = rng.integers(0, 40, 50 + j)
+        offs = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        init = float(j) / 10 if j % 2 else None
+        od = cla.to_device(queue, offs)
+        got = rm.segments(base, od, init).get()
+        want = [max([*h[a:b].astype(np.float64)] + ([init] if init is not None else []),
+                    default=-np.inf) for a, b in zip(offs[:-1], offs[1:], strict=True)]
+        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"segments {j} init {init}")
