@@ -2,35 +2,48 @@
 the builds of kernels/expr_axis.cl (cached per context) and their launches.
 
 The input is viewed as (outer, r, inner) in memory order (see `cltune.axis_runtime.geometry`)
-and every one of the outer * inner outputs is reduced over r. Configs come from
-`expr_axis_config.choose` per shape (nothing is tuned or read from a database here); the
-application's expressions are compiled as given, the config reaches the compiler only as
-integer `-D` values of a validated `AxisExprConfig`.
+and every one of the outer * inner outputs is reduced over r. The config of a shape comes
+from the fallback chain of `expr_axis_choice` (this expression's tuned size class nearest to
+the shape, else `expr_axis_config.choose`'s heuristic); the application's expressions are
+compiled as given, the config reaches the compiler only as integer `-D` values of a
+validated `AxisExprConfig`.
 
     >>> red = axis_reducer(ctx, dev, cltune.stats.kernel("mean", ctx, np.float32).spec)
     >>> red.enqueue(queue, [x.base_data, x.offset], outer, r, inner, out.base_data, 0)
+    >>> red.choice(outer, r, inner).level      # 'exact', ..., or 'builtin'
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
+import warnings
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 import numpy as np
 import pyopencl as cl
 
 from .devices import DeviceInfo, info_for
+from .expr_axis_choice import AxisChoices, AxisTuned, resolve
 from .expr_axis_config import AxisExprConfig, AxisPlan, axis_plan, choose
+from .expr_axis_family import view_key
 from .expr_source import ExprBuildError, ExprSpec
+from .runtime_choices import CltuneWarning
 
 
 @lru_cache(maxsize=1)
 def axis_template() -> str:
     return resources.files("cltune.kernels").joinpath("expr_axis.cl").read_text()
+
+
+def template_hash() -> str:
+    """The skeleton's hash (stored with every tuned result of the family)."""
+    return hashlib.sha256(axis_template().encode()).hexdigest()[:16]
 
 
 def axis_source(spec: ExprSpec, fp64: bool) -> str:
@@ -47,9 +60,13 @@ def build_options(cfg: AxisExprConfig) -> list[str]:
 
 @dataclass(frozen=True)
 class AxisBuilt:
+    """A config and its program's kernels. Configs that differ only in launch parameters
+    share the kernels, and so their lock: kernel arguments are shared state."""
+
     config: AxisExprConfig
     stage1: cl.Kernel
     stage2: cl.Kernel
+    lock: Any = field(default_factory=threading.Lock, compare=False, repr=False)
 
 
 _builds: weakref.WeakKeyDictionary[cl.Context, dict[tuple, AxisBuilt]] = (
@@ -62,12 +79,13 @@ _lock = threading.Lock()
 def build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec,
           cfg: AxisExprConfig) -> AxisBuilt:
     """Build (or fetch from the context's cache) `cfg` of `spec` for `dev`; ExprBuildError
-    when it does not build or breaks the kernel's limits."""
-    key = (dev.int_ptr, spec, cfg)
+    when it does not build or breaks the kernel's limits. Configs that differ only in launch
+    parameters share a program."""
+    key = (dev.int_ptr, spec, tuple(cfg.defines().items()))
     with _lock:
         hit = _builds.get(ctx, {}).get(key)
     if hit is not None:
-        return hit
+        return hit if hit.config == cfg else AxisBuilt(cfg, hit.stage1, hit.stage2, hit.lock)
     opts = [*build_options(cfg), *spec.options]
     try:
         prg = cl.Program(ctx, axis_source(spec, info.fp64)).build(options=opts, devices=[dev])
@@ -90,7 +108,8 @@ def build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec,
                                  f"{info.local_mem}")
     built = AxisBuilt(cfg, s1, s2)
     with _lock:
-        return _builds.setdefault(ctx, {}).setdefault(key, built)
+        hit = _builds.setdefault(ctx, {}).setdefault(key, built)
+    return hit if hit.config == cfg else AxisBuilt(cfg, hit.stage1, hit.stage2, hit.lock)
 
 
 def _smaller(cfg: AxisExprConfig) -> AxisExprConfig | None:
@@ -98,7 +117,23 @@ def _smaller(cfg: AxisExprConfig) -> AxisExprConfig | None:
     if cfg.wg == 1:
         return None
     wg = cfg.wg // 2
-    return AxisExprConfig(cfg.layout, wg, min(cfg.lanes, wg), cfg.items, cfg.strip)
+    return AxisExprConfig(cfg.layout, wg, min(cfg.lanes, wg), cfg.items, cfg.strip,
+                          cfg.groups_per_cu)
+
+
+def heuristic_build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec,
+                    outer: int, r: int, inner: int) -> AxisBuilt:
+    """The build of `choose`'s config for the shape, its work-group halved while the
+    kernel's limits refuse it (ExprBuildError when the expression itself does not build)."""
+    cfg: AxisExprConfig | None = choose(info, outer, r, inner, spec.dtype_out.itemsize)
+    while True:
+        assert cfg is not None
+        try:
+            return build(ctx, dev, info, spec, cfg)
+        except ExprBuildError as e:
+            cfg = _smaller(cfg) if "exceeds" in str(e) or "local memory" in str(e) else None
+            if cfg is None:
+                raise
 
 
 class _Scratch:
@@ -112,44 +147,93 @@ class _Scratch:
         self.in_order = not (queue.properties & ooo)
 
 
-class AxisReducer:
-    """One spec on one device: a config and plan per shape (cached), builds, scratch per
-    queue. Thread-safe: launches are serialised (kernel arguments are shared state)."""
+@dataclass(frozen=True)
+class AxisPick:
+    """The config serving a shape and where it came from: `level` is a lookup level with
+    `tuned` the stored class that serves it, or `builtin` (the heuristic for the shape)."""
 
-    def __init__(self, ctx: cl.Context, dev: cl.Device, spec: ExprSpec) -> None:
-        self.ctx, self.dev, self.spec = ctx, dev, spec
+    config: AxisExprConfig
+    level: str
+    why: str
+    tuned: AxisTuned | None = None
+
+
+class AxisReducer:
+    """One spec on one device (and tuning database): the fallback chain's answer per layout,
+    a config and plan per shape (cached), builds, scratch per queue. Thread-safe: launches
+    are serialised (kernel arguments are shared state)."""
+
+    def __init__(self, ctx: cl.Context, dev: cl.Device, spec: ExprSpec,
+                 db: str | None = None) -> None:
+        self.ctx, self.dev, self.spec, self.db = ctx, dev, spec, db
         self.info = info_for(dev)
         self._item = spec.dtype_out.itemsize
+        self._choices: dict[str, AxisChoices] = {}
         self._plans: dict[tuple[int, int, int], tuple[AxisBuilt, AxisPlan]] = {}
+        self._picks: dict[tuple[int, int, int], AxisPick] = {}
         self._scratch: dict[int, _Scratch] = {}
         self._lock = threading.Lock()
+
+    def choices(self, layout: str) -> AxisChoices:
+        """What the fallback chain knows for this expression and layout (read once)."""
+        ch = self._choices.get(layout)
+        if ch is None:
+            ch = resolve(self.info, self.spec.fingerprint, layout, self.db)
+            with self._lock:
+                ch = self._choices.setdefault(layout, ch)
+        return ch
+
+    def reload(self) -> None:
+        """Read the database again (after tuning): choices and plans are recomputed."""
+        with self._lock:
+            self._choices.clear()
+            self._plans.clear()
+            self._picks.clear()
 
     def config(self, outer: int, r: int, inner: int) -> AxisExprConfig:
         """The config that serves this shape (after any fallback for the kernel's limits)."""
         return self.plan(outer, r, inner)[0].config
+
+    def pick(self, outer: int, r: int, inner: int) -> AxisPick:
+        """The config that serves this shape, and where it came from."""
+        key = (outer, r, inner)
+        hit = self._picks.get(key)
+        if hit is None:
+            self.plan(outer, r, inner)
+            hit = self._picks[key]
+        return hit
 
     def plan(self, outer: int, r: int, inner: int) -> tuple[AxisBuilt, AxisPlan]:
         key = (outer, r, inner)
         hit = self._plans.get(key)
         if hit is not None:
             return hit
-        cfg: AxisExprConfig | None = choose(self.info, outer, r, inner, self._item)
-        while True:
-            assert cfg is not None
-            try:
-                built = build(self.ctx, self.dev, self.info, self.spec, cfg)
-                break
-            except ExprBuildError as e:
-                cfg = _smaller(cfg) if "exceeds" in str(e) or "local memory" in str(e) \
-                    else None
-                if cfg is None:
-                    raise
+        built, pick = self._serve(outer, r, inner)
         hit = (built, axis_plan(built.config, self.info.compute_units, outer, r, inner))
         with self._lock:
             if len(self._plans) > 256:
                 self._plans.clear()
+                self._picks.clear()
             self._plans[key] = hit
+            self._picks[key] = pick
         return hit
+
+    def _serve(self, outer: int, r: int, inner: int) -> tuple[AxisBuilt, AxisPick]:
+        layout, pos = view_key(outer, r, inner)
+        ch = self.choices(layout)
+        t = ch.nearest(pos)
+        why_not = ch.why
+        if t is not None:
+            try:
+                return (build(self.ctx, self.dev, self.info, self.spec, t.config),
+                        AxisPick(t.config, ch.level, ch.why, t))
+            except ExprBuildError as e:
+                why_not = (f"the tuned config {t.config.short()} ({t.size_class}) does not "
+                           f"build here: {str(e)[:200]}")
+                warnings.warn(f"cltune: {why_not}; using the heuristic config",
+                              CltuneWarning, stacklevel=6)
+        built = heuristic_build(self.ctx, self.dev, self.info, self.spec, outer, r, inner)
+        return built, AxisPick(built.config, "builtin", why_not)
 
     def enqueue(self, queue: cl.CommandQueue, user_args: Sequence[object], outer: int, r: int,
                 inner: int, res: cl.Buffer, res_off: int,
@@ -163,9 +247,10 @@ class AxisReducer:
     def launch(self, queue: cl.CommandQueue, b: AxisBuilt, p: AxisPlan,
                user_args: Sequence[object], outer: int, r: int, inner: int, res: cl.Buffer,
                res_off: int, wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
-        """`enqueue` with a given build and plan (tests and experiments pick their own)."""
+        """`enqueue` with a given build and plan (the tuner, tests and experiments pick
+        their own)."""
         wg = b.config.wg
-        with self._lock:
+        with self._lock, b.lock:
             s = self._scratch.get(queue.int_ptr)
             if s is None:
                 s = self._scratch[queue.int_ptr] = _Scratch(self.ctx, queue)
@@ -188,11 +273,14 @@ class AxisReducer:
             return evs
 
 
-def axis_reducer(ctx: cl.Context, dev: cl.Device, spec: ExprSpec) -> AxisReducer:
-    """The (cached, per context) AxisReducer of `spec` on `dev`."""
-    key = (dev.int_ptr, spec)
+def axis_reducer(ctx: cl.Context, dev: cl.Device, spec: ExprSpec,
+                 db: str | None = None) -> AxisReducer:
+    """The (cached, per context) AxisReducer of `spec` on `dev` reading the database `db`
+    (None: the default one)."""
+    key = (dev.int_ptr, spec, db)
     with _lock:
         hit = _reducers.get(ctx, {}).get(key)
         if hit is None:
-            hit = _reducers.setdefault(ctx, {}).setdefault(key, AxisReducer(ctx, dev, spec))
+            hit = _reducers.setdefault(ctx, {}).setdefault(key,
+                                                           AxisReducer(ctx, dev, spec, db))
     return hit

@@ -11,10 +11,15 @@ An `AxisExprConfig` is checked on creation, so only known names with allowed val
     >>> cfg = choose(cpu, 1, 1 << 20, 16, acc_size=8)
     >>> cfg.short(), axis_plan(cfg, cpu.compute_units, 1, 1 << 20, 16).split
     ('cols wg=8 lanes=1 items=2 strip=16', 16)
+    >>> AxisExprConfig.from_mapping({**cfg.to_dict(), "groups_per_cu": 2}).short()
+    'cols wg=8 lanes=1 items=2 strip=16 g/cu=2'
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -22,8 +27,10 @@ LAYOUTS = ("rows", "cols")
 MAX_WG = 1024
 ITEMS = (1, 2, 4, 8)
 STRIPS = (1, 2, 4, 8, 16)
-#: groups to aim for per compute unit: a reduced axis is split over groups until there are
+#: groups to aim for per compute unit (the default of the `groups_per_cu` field): a reduced
+#: axis is split over groups until there are
 GROUPS_PER_CU = 8
+GROUPS_PER_CU_VALUES = (1, 2, 4, 8, 16, 32, 64)
 #: a split never leaves a group fewer rows than this per work-item along the axis
 MIN_ROWS_PER_ITEM = 64
 
@@ -49,7 +56,9 @@ class AxisExprConfig:
     """layout: `rows` (the reduced axis is contiguous, inner == 1) or `cols` (it is strided);
     wg: work-group size (a power of two); lanes: work-items per output along the reduced axis
     (a power of two <= wg); items: independent accumulators per output and work-item; strip
-    (cols only, else 1): neighbouring outputs per work-item. A group holds
+    (cols only, else 1): neighbouring outputs per work-item; groups_per_cu: the work-groups
+    per compute unit a call aims for, splitting the reduced axis over groups while the
+    outputs alone give fewer (a launch parameter: not a build option). A group holds
     wg / lanes * strip outputs."""
 
     layout: str = "rows"
@@ -57,6 +66,7 @@ class AxisExprConfig:
     lanes: int = 1
     items: int = 1
     strip: int = 1
+    groups_per_cu: int = GROUPS_PER_CU
 
     def __post_init__(self) -> None:
         self._check()
@@ -77,6 +87,34 @@ class AxisExprConfig:
             raise AxisExprConfigError(f"items: {self.items} is not one of {ITEMS}")
         if self.strip not in STRIPS or (self.layout == "rows" and self.strip != 1):
             raise AxisExprConfigError(f"strip: {self.strip} is not one of {STRIPS} (1 for rows)")
+        if self.groups_per_cu not in GROUPS_PER_CU_VALUES:
+            raise AxisExprConfigError(f"groups_per_cu: {self.groups_per_cu} is not one of "
+                                      f"{GROUPS_PER_CU_VALUES}")
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def from_mapping(cls, m: Mapping[str, object]) -> AxisExprConfig:
+        """Validate a name -> value mapping (a database row, an import file, Optuna's
+        params); unknown or missing names are errors, as are values the fields refuse."""
+        if not isinstance(m, Mapping):
+            raise AxisExprConfigError(f"config must be a mapping, got {type(m).__name__}")
+        names = set(cls.names())
+        unknown = set(m) - names
+        if unknown:
+            shown = ", ".join(sorted(repr(str(u))[:40] for u in unknown))
+            raise AxisExprConfigError(f"unknown config field(s): {shown}")
+        missing = names - set(m)
+        if missing:
+            raise AxisExprConfigError(f"missing config field(s): {', '.join(sorted(missing))}")
+        return cls(**{k: m[k] for k in cls.names()})  # type: ignore[arg-type]
+
+    def key(self) -> str:
+        """Stable short hash of the config, the database key."""
+        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
 
     @property
     def outputs_per_group(self) -> int:
@@ -87,7 +125,9 @@ class AxisExprConfig:
 
     def short(self) -> str:
         return (f"{self.layout} wg={self.wg} lanes={self.lanes} items={self.items}"
-                + (f" strip={self.strip}" if self.strip > 1 else ""))
+                + (f" strip={self.strip}" if self.strip > 1 else "")
+                + (f" g/cu={self.groups_per_cu}" if self.groups_per_cu != GROUPS_PER_CU
+                   else ""))
 
     def defines(self) -> dict[str, int]:
         """The `-D` values of kernels/expr_axis.cl: integers only, from checked fields only."""
@@ -152,12 +192,12 @@ class AxisPlan:
 
 def axis_plan(cfg: AxisExprConfig, compute_units: int, outer: int, r: int,
               inner: int) -> AxisPlan:
-    """Groups across the outputs; when they are fewer than GROUPS_PER_CU per compute unit,
-    the axis is split over groups too, as long as every work-item keeps MIN_ROWS_PER_ITEM
-    rows or more."""
+    """Groups across the outputs; when they are fewer than cfg.groups_per_cu per compute
+    unit, the axis is split over groups too, as long as every work-item keeps
+    MIN_ROWS_PER_ITEM rows or more."""
     outputs = outer * inner
     groups = max(1, -(-outputs // cfg.outputs_per_group))
-    want = GROUPS_PER_CU * max(1, compute_units)
+    want = cfg.groups_per_cu * max(1, compute_units)
     split = 1
     if groups < want and r > 0:
         per_group = cfg.lanes * cfg.items * MIN_ROWS_PER_ITEM  # the fewest rows worth a group

@@ -84,3 +84,7 @@ def _builtin() -> None:
         from .expr_family import EXPR
 
         _registry.setdefault("expr", EXPR)
+    if "expr_axis" not in _registry:
+        from .expr_axis_family import EXPR_AXIS
+
+        _registry.setdefault("expr_axis", EXPR_AXIS)

@@ -221,10 +221,21 @@ class ReductionKernel:
 
     def tune(self, *sample_args: Any, trials: int = 30, timeout: float = 120.0,
              queue: cl.CommandQueue | None = None, db: str | None = None,
-             storage: str | None = None, seed: int = 0) -> list[Any]:
+             storage: str | None = None, seed: int = 0, axis: Any = None) -> list[Any]:
         """Tune this expression for the size class of `sample_args` (as a call takes them)
         on the queue's device; results go to the database, and this kernel switches to them.
-        Returns the tuner's per-size-class results."""
+        Returns the tuner's per-size-class results.
+
+        With `axis` (an int, or a tuple of axes adjacent in memory), the reduction along that
+        axis of the n-D vector arguments is tuned instead (family `expr_axis`, the shape
+        class of their view), as `cltune.stats`' `axis=` runs it:
+        `cltune.stats.kernel("var", ctx, np.float32).tune(x, 0.0, axis=0)`."""
+        if axis is not None:
+            from .expr_axis_target import tune_along
+
+            return tune_along(self, sample_args, axis, trials=trials, timeout=timeout,
+                              queue=queue, db=db if db is not None else self.db,
+                              storage=storage, seed=seed)
         from .expr_tune import tune_kernel
 
         res = tune_kernel(self, sample_args, trials=trials, timeout=timeout, queue=queue,

@@ -24,7 +24,8 @@ since c is one of the L elements, (c - m)^2 / v <= L. `count_nonzero` is int64 (
 nonzero); `any`/`all` are bool.
 
 `kernel(op, ctx, dtype)` is the ReductionKernel behind a function, e.g. to tune it:
-`cltune.stats.kernel("argmax", ctx, np.float32).tune(x)`.
+`cltune.stats.kernel("argmax", ctx, np.float32).tune(x)`, or along an axis:
+`.tune(x, axis=1)`; `explain(op, queue, dtype, shape, axis)` says what a call runs.
 """
 
 from __future__ import annotations
@@ -276,6 +277,14 @@ def kernel(op: str, ctx: cl.Context, dtype: Any) -> ReductionKernel:
     knl = _make(ctx, op, dt)
     with _lock:
         return _cache.setdefault(ctx, {}).setdefault(key, knl)
+
+
+def explain(op: str, queue: cl.CommandQueue, dtype: Any, shape: tuple[int, ...],
+            axis: Any = None, order: str = "C", ord: Any = None) -> Any:  # noqa: A002
+    """What `cltune.<op>(x, axis=axis)` runs for an array of this shape, order (`C`/`F`) and
+    dtype: the config, the tuned size class serving it and its fallback level (`exact`, ...,
+    `builtin`; `whole` for a reduction of every element). See cltune.stats_axis.explain."""
+    return stats_axis.explain(op, queue, dtype, shape, axis, order, ord)
 
 
 def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,

@@ -5,6 +5,11 @@ An n-D C- or F-contiguous array is viewed as (outer, r, inner) in memory order (
 family's geometry: the reduced axes must be adjacent in memory); the result has numpy's shape
 and the input's memory order. A reduction that covers every element runs the statistic's own
 (tuned) 1-D kernel.
+
+Configs along an axis are tuned like everything else (family `expr_axis`, see
+cltune.expr_axis_target): `cltune.stats.kernel("var", ctx, np.float32).tune(x, 0.0, axis=0)`
+stores the best for the shape class of x's view; calls are served by the nearest tuned
+class, else by the heuristic for the shape (`explain` says which).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import pyopencl.array as cla
 from .axis_runtime import Geometry, empty_result, geometry
 from .expr_axis import axis_reducer
 from .expr_axis_config import AxisExprConfig, AxisPlan
+from .expr_axis_family import variant, view_key
 from .reduction_kernel import ReductionKernel
 
 _geometries: dict[tuple, Geometry] = {}
@@ -80,7 +86,7 @@ def along(op: str, knl: ReductionKernel, x: cla.Array, q: cl.CommandQueue, extra
     if nout == 0:
         return res
     user: list[Any] = [x.base_data, x.offset, *extra]
-    red = axis_reducer(q.context, q.device, knl.spec)
+    red = axis_reducer(q.context, q.device, knl.spec, knl.db)
     evs = red.enqueue(q, user, g.outer, g.r, g.inner, res.base_data, res.offset,
                       wait_for=x.events or None)
     res.add_event(evs[-1])
@@ -121,8 +127,10 @@ def c_order_index(res: cla.Array, x: cla.Array) -> cla.Array:
 @dataclass(frozen=True)
 class AxisStatExplanation:
     """Which config a statistic along an axis runs, for which (outer, r, inner) view, and
-    where it came from (`heuristic`: chosen per shape from the device's kind; `whole`: the
-    statistic's 1-D kernel, see its own explain)."""
+    where it came from: `level` is a lookup level (`exact`, `driver-changed`, `same-device`,
+    `shipped`, `vendor-default`) with `size_class` the tuned class (family `expr_axis`,
+    variant `variant`) nearest to the view, or `builtin` (the heuristic for the shape, chosen
+    from the device's kind), or `whole` (the statistic's 1-D kernel, see its own explain)."""
 
     op: str
     shape: tuple[int, ...]
@@ -130,14 +138,18 @@ class AxisStatExplanation:
     level: str
     config: AxisExprConfig | None
     plan: AxisPlan | None
+    why: str = ""
+    size_class: str | None = None
+    variant: str = ""
 
     def __str__(self) -> str:
         o, r, i = self.view
         head = f"{self.op} of {self.shape}: (outer {o}, r {r}, inner {i})"
         if self.config is None or self.plan is None:
             return f"{head}, {self.level}: the statistic's 1-D kernel"
+        cls = f"class {self.size_class}" if self.size_class else "no tuned class"
         return (f"{head}, {self.level}: {self.config.short()}, {self.plan.groups} group(s) x "
-                f"{self.plan.split} along the axis")
+                f"{self.plan.split} along the axis [{self.why}; {cls}]")
 
 
 def _kernel_op(op: str, ord_: Any) -> str:
@@ -164,5 +176,9 @@ def explain(op: str, q: cl.CommandQueue, dtype: Any, shape: tuple[int, ...], axi
     view = (g.outer, g.r, g.inner)
     if g.outer * g.inner == 1 and g.mem:
         return AxisStatExplanation(op, tuple(shape), view, "whole", None, None)
-    built, plan = axis_reducer(q.context, q.device, knl.spec).plan(*view)
-    return AxisStatExplanation(op, tuple(shape), view, "heuristic", built.config, plan)
+    red = axis_reducer(q.context, q.device, knl.spec, knl.db)
+    built, plan = red.plan(*view)
+    pick = red.pick(*view)
+    return AxisStatExplanation(op, tuple(shape), view, pick.level, built.config, plan,
+                               pick.why, pick.tuned.size_class if pick.tuned else None,
+                               variant(knl.fingerprint, view_key(*view)[0]))
