@@ -59,7 +59,8 @@ class StatsReducer:
     def explain_axis(self, shape: tuple[int, ...], axis: Any, order: str = "C",
                      **options: Any) -> Any:
         """The config `r(x, axis=axis)` runs for an array of this shape and order (`C` or
-        `F`); chosen per shape from the device's kind (nothing is tuned along axes yet).
+        `F`): the nearest tuned shape class of the statistic (`knl.tune(x, axis=k)`), else the
+        heuristic for the device's kind.
         `options` pick the statistic's kernel (`ord` for norm)."""
         from . import stats_axis
 
