@@ -10,9 +10,11 @@ negative from the end, or a tuple of axes adjacent in memory; argmin/argmax take
     >>> int(cltune.argmax(x).get()), float(cltune.var(x, ddof=1).get())
     >>> cltune.argmax(x, axis=1).get()            # positions along axis 1, as numpy
 
-Semantics: `argmin`/`argmax` give the int64 index of the first occurrence; a NaN wins (the
-first NaN), as in numpy; an empty input (or reduced axis) is a ValueError. `norm` (ord None/2,
-1, inf) returns the input's float type (float64 for integers); L2 never overflows or
+Semantics: `argmin`/`argmax` give the int64 index of the first occurrence (in C order, also
+for F-ordered inputs: cltune.stats_whole); a NaN wins (the first NaN), as in numpy; an empty
+input (or reduced axis) is a ValueError. `norm` (vector ord None/2, 1, inf; without axis a 2-D
+array's ord is a matrix norm, as numpy's) returns the input's float type (float64 for
+integers); L2 never overflows or
 underflows for finite inputs: float32 sums squares in double, float64 (and devices without
 fp64) use LAPACK's scaled sum of squares. `mean`/`var`/`std` accumulate in double where the
 device has fp64 (float32 results for float32 inputs, float64 otherwise); `var` is one pass:
@@ -42,7 +44,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.tools import dtype_to_ctype, get_or_register_dtype
 
-from . import stats_axis
+from . import stats_axis, stats_whole
 from .reduction_kernel import ReductionKernel
 
 OPS = ("argmin", "argmax", "norm1", "norm2", "norm_inf", "mean", "var", "std",
@@ -75,10 +77,14 @@ def _quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapped
 
 
-def _arg_kernel(ctx: cl.Context, dt: np.dtype, largest: bool) -> ReductionKernel:
+def arg_struct(dt: np.dtype, largest: bool) -> tuple[np.dtype, str, str, str]:
+    """The accumulator of argmax/argmin over dt: its numpy dtype, the C prefix of its helpers
+    (`<st>_make(v, i)`, `<st>_pick(a, b)`: the extreme value, the smaller index on ties, a NaN
+    winning as in numpy), the preamble defining them and the neutral value."""
     c = dtype_to_ctype(dt)
     ty = f"clt_arg_{c.replace(' ', '_')}_t"  # one C name per numpy dtype (pyopencl's registry)
-    get_or_register_dtype(ty, np.dtype([("idx", np.int64), ("val", dt)], align=True))
+    acc = np.dtype([("idx", np.int64), ("val", dt)], align=True)
+    get_or_register_dtype(ty, acc)
     st = f"{ty}_{'max' if largest else 'min'}"
     cmp = ">" if largest else "<"
     nan = "const int an = a.val != a.val, bn = b.val != b.val;\n" \
@@ -95,6 +101,14 @@ inline {ty} {st}_pick({ty} a, {ty} b) {{
   return a.idx <= b.idx ? a : b;
 }}
 """
+    return acc, st, pre, f"{st}_make({_limit(dt, not largest)}, LONG_MAX)"
+
+
+def _arg_kernel(ctx: cl.Context, dt: np.dtype, largest: bool) -> ReductionKernel:
+    c = dtype_to_ctype(dt)
+    cmp = ">" if largest else "<"
+    acc, st, pre, neutral = arg_struct(dt, largest)
+    ty = st.rsplit("_", 1)[0]
     # per element, a compare (elements reach an accumulator in increasing index order, so a
     # strict compare keeps the first occurrence); the struct pick only combines accumulators
     take = "v != v && a.val == a.val" if dt.kind == "f" else "0"
@@ -109,8 +123,7 @@ inline {ty} {st}_fold({ty} a, {c} v, long i) {{
         x = h[0][lo:hi]
         return np.int64((np.argmax(x) if largest else np.argmin(x)) + lo)
 
-    knl = ReductionKernel(ctx, np.dtype([("idx", np.int64), ("val", dt)], align=True),
-                          neutral=f"{st}_make({_limit(dt, not largest)}, LONG_MAX)",
+    knl = ReductionKernel(ctx, acc, neutral=neutral,
                           reduce_expr=f"{st}_pick(a, b)", map_expr=f"{st}_make(x[i], i)",
                           arguments=f"__global const {c} *x", preamble=pre,
                           finish_expr="CLT_POS(a.idx)", dtype_result=np.int64, name=f"arg_{st}",
@@ -304,10 +317,9 @@ def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
         return stats_axis.along(op, knl, x, q, extra, axis, keepdims)
     if empty_error and x.size == 0:
         raise ValueError(f"attempt to get {op} of an empty sequence")
-    res = stats_axis.whole(knl, x, q, extra, stats_axis.keep_shape(x.ndim, keepdims))
-    if op in ("argmin", "argmax"):
-        res = stats_axis.c_order_index(res, x)
-    return res
+    if op in ("argmin", "argmax") and stats_whole.needs_c_order(x):
+        return stats_whole.arg_c_order(x, q, op == "argmax", keepdims)
+    return stats_axis.whole(knl, x, q, extra, stats_axis.keep_shape(x.ndim, keepdims))
 
 
 def argmax(x: cla.Array, queue: cl.CommandQueue | None = None, *, axis: int | None = None,
@@ -328,16 +340,22 @@ def argmin(x: cla.Array, queue: cl.CommandQueue | None = None, *, axis: int | No
 
 def norm(x: cla.Array, ord: Any = None, queue: cl.CommandQueue | None = None, *,  # noqa: A002
          axis: Any = None, keepdims: bool = False) -> cla.Array:
-    """Vector norm: ord None or 2 (Euclidean, overflow-free), 1, or inf (max |x|), as
-    `numpy.linalg.norm` of the flattened array, or along `axis` (an int; a 2-tuple of
-    adjacent axes with ord None is the Frobenius norm). `cltune.norm(x, 1, axis=0).get()`"""
+    """As `numpy.linalg.norm`. Vector norms: ord None or 2 (Euclidean, overflow-free), 1, or
+    inf (max |x|) of a 1-D array or along `axis` (an int; a 2-tuple of adjacent axes with ord
+    None is the Frobenius norm). Without `axis`: any array with ord None (the Frobenius norm of
+    the flattened array); a 2-D array with ord 'fro', 1, -1, inf or -inf is a matrix norm
+    (max/min column or row sum of |x|; 2, -2 and 'nuc' need singular values and are a
+    ValueError); more dimensions with an ord are numpy's ValueError.
+    `cltune.norm(x, 1, axis=0).get()`"""
+    if axis is None and ord is not None and isinstance(x, cla.Array) and x.ndim >= 2:
+        return stats_whole.matrix_norm(x, ord, queue, keepdims)
     axis = stats_axis.norm_axes(axis, ord)
     if ord is None or (isinstance(ord, (int, float)) and ord == 2):
         return _run("norm2", x, queue, axis=axis, keepdims=keepdims)
     if isinstance(ord, (int, float)) and ord == 1:
         return _run("norm1", x, queue, axis=axis, keepdims=keepdims)
-    if isinstance(ord, (int, float)) and ord == np.inf:
-        return _run("norm_inf", x, queue, empty_error=True, axis=axis, keepdims=keepdims)
+    if isinstance(ord, (int, float)) and ord == np.inf:  # empty: 0, as numpy 2
+        return _run("norm_inf", x, queue, axis=axis, keepdims=keepdims)
     raise ValueError(f"norm: ord={ord!r} is not supported (None, 1, 2 or inf)")
 
 

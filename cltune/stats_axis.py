@@ -113,17 +113,6 @@ def keep_shape(ndim: int, keepdims: bool) -> tuple[int, ...]:
     return (1,) * ndim if keepdims else ()
 
 
-def c_order_index(res: cla.Array, x: cla.Array) -> cla.Array:
-    """numpy's flat index (C order) from a memory-order one: the same unless `x` is F-ordered
-    with two or more axes longer than 1; then converted on the host (this synchronises)."""
-    if x.flags.c_contiguous:
-        return res
-    idx = int(res.get().reshape(()))
-    c = np.ravel_multi_index(np.unravel_index(idx, x.shape, order="F"), x.shape)
-    res.set(np.full(res.shape, c, np.int64))
-    return res
-
-
 @dataclass(frozen=True)
 class AxisStatExplanation:
     """Which config a statistic along an axis runs, for which (outer, r, inner) view, and

@@ -174,3 +174,45 @@ def test_every_statistic_has_a_reference_and_tunes(ctx, queue, db_url, storage_u
     x = dev(queue, np.random.default_rng(5).standard_normal(1000).astype(np.float32) + 50)
     res = knl.tune(x, 1.0, trials=3, timeout=30, db=db_url, storage=storage_url)
     assert res[0].config is not None and res[0].size_class == "2^10"
+
+
+def test_whole_array_rules_of_numpy_for_nd_inputs(queue, rng):
+    """Without axis, numpy gives F-ordered inputs' argmax/argmin as the first extreme in C
+    order (on ties that is not the first in memory), and a 2-D array's norm with an ord is a
+    matrix norm (cltune/stats_whole.py); an ord with 3+ dimensions is numpy's ValueError."""
+    for dt in (np.int32, np.float32, np.uint8):
+        for shape in ((100, 31), (7, 3, 257), (2, 1, 9000), (31, 1)):
+            h = np.asfortranarray(rng.integers(0, 4, shape).astype(dt))  # many ties
+            x = cla.to_device(queue, h)
+            assert not x.flags.c_contiguous or h.ndim == 1 or min(shape) == 1
+            assert int(cltune.argmax(x).get()) == np.argmax(h), (dt, shape)
+            assert int(cltune.argmin(x).get()) == np.argmin(h), (dt, shape)
+            got = cltune.argmax(x, keepdims=True)
+            assert got.shape == (1,) * h.ndim and int(got.get().ravel()[0]) == np.argmax(h)
+    h = np.asfortranarray(rng.standard_normal((40, 50)).astype(np.float32))
+    h[[3, 30], [40, 2]] = np.nan  # C order meets (3, 40) first, memory order (30, 2)
+    assert int(cltune.argmax(cla.to_device(queue, h)).get()) == np.argmax(h) == 3 * 50 + 40
+    for order in ("C", "F"):
+        h = np.asarray(rng.standard_normal((37, 23)), order=order)
+        x = cla.to_device(queue, h)
+        for o in (None, "fro", 1, -1, np.inf, -np.inf):
+            np.testing.assert_allclose(cltune.norm(x, o).get(), np.linalg.norm(h, o), rtol=1e-9,
+                                       err_msg=f"ord={o} {order}")
+            k = cltune.norm(x, o, keepdims=True)
+            assert k.shape == np.linalg.norm(h, o, keepdims=True).shape
+        for o in (2, -2, "nuc"):
+            with pytest.raises(ValueError, match="not supported"):
+                cltune.norm(x, o)
+    for shape in ((3, 0), (0, 3)):  # numpy 2: 0 (an empty max of non-negative sums)
+        for o in (1, np.inf):
+            z = cla.to_device(queue, np.zeros(shape))
+            assert cltune.norm(z, o).get() == np.linalg.norm(np.zeros(shape), o) == 0
+    assert cltune.norm(cla.empty(queue, 0, np.float32), np.inf).get() == 0
+    h3 = rng.standard_normal((3, 4, 5))
+    for o in (1, np.inf, "fro"):
+        with pytest.raises(ValueError, match="Improper number of dimensions"):
+            cltune.norm(cla.to_device(queue, h3), o)
+        with pytest.raises(ValueError, match="Improper number of dimensions"):
+            np.linalg.norm(h3, o)
+    np.testing.assert_allclose(cltune.norm(cla.to_device(queue, h3)).get(),
+                               np.linalg.norm(h3), rtol=1e-9)
