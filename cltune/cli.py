@@ -301,10 +301,16 @@ def verify(
 
     Example: cltune verify --device 0
     """
+    from cltune.service import not_reverified
     from cltune.service import verify as run_verify
 
     with _errors():
         info, rows = run_verify(db, device, op, dtype)
+        skipped = not_reverified(db, device)
+    for fam, n in skipped.items():
+        out.print(f"[dim]{n} stored {fam} result(s) not re-run: an expression's code is the "
+                  "application's and is not stored (its fingerprint is); re-validate them "
+                  "with knl.tune(...)[/]")
     if not rows:
         out.print(f"nothing stored for {info.name} (nor its hardware or model)")
         return

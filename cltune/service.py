@@ -197,6 +197,29 @@ def verify(db: str | None, selector: str, op: str | None, dtype: str | None):  #
         store.close()
 
 
+#: families whose stored results verify cannot re-run: their code (an application's
+#: expression) is not stored, only its fingerprint; `knl.tune(...)` re-validates them
+CODE_FAMILIES = ("expr", "expr_axis")
+
+
+def not_reverified(db: str | None, selector: str) -> dict[str, int]:
+    """How many stored results `verify` leaves alone on this device (and related ones), per
+    family of CODE_FAMILIES that has any."""
+    from cltune.tuning_db import Store
+
+    info, _ = select(selector)
+    store = Store.open(db)
+    try:
+        ids = [i for _, group in store.related_devices(info.fingerprint, info.hardware_key,
+                                                         info.model, info.vendor)
+               for i in group]
+        counts = {f: len({(r.variant, r.size_class) for r in store.ok_results(ids, f, None)})
+                  for f in CODE_FAMILIES}
+        return {f: n for f, n in counts.items() if n}
+    finally:
+        store.close()
+
+
 def bench(selector: str, op: str, dtype: str, sizes: list[int], repeats: int,
           db: str | None):  # noqa: ANN201 - benchmark.Report
     """`cltune bench`: the tuned reduction against its baselines on one device."""

@@ -50,3 +50,17 @@ def test_bad_kernel_specs_are_one_line(spec, msg, db_url, storage_url):
     r = runner.invoke(app, ["tune", "--kernel", spec, "--db", db_url, "--storage",
                             storage_url])
     assert r.exit_code == 1 and msg in r.output and "Traceback" not in r.output, r.output
+
+
+def test_verify_says_which_stored_results_it_cannot_rerun(kernel_module, info, db_url,
+                                                           storage_url):
+    """An expression's code is not stored, so `cltune verify` cannot re-run its results: it
+    says so (and how to re-validate them) instead of skipping them silently."""
+    r = runner.invoke(app, ["tune", "--device", str(info.index), "--kernel", kernel_module,
+                            "--sizes", "2^12", "--trials", "2", "--timeout", "60",
+                            "--db", db_url, "--storage", storage_url])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["verify", "--device", str(info.index), "--db", db_url])
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())
+    assert "1 stored expr result(s) not re-run" in text and "knl.tune" in text, r.output
