@@ -6,7 +6,9 @@ timed before it validated (house rule 5), and the outcome says which step stoppe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pyopencl as cl
 
@@ -47,6 +49,25 @@ class Outcome:
     def compiled(self) -> bool:
         """Whether the device saw it (an infeasible point is never recorded)."""
         return self.step != "check"
+
+
+def judge(cfg: Any, n: int, nbytes: int, *, infeasible: str, build: Callable[[], object],
+          build_errors: tuple[type[Exception], ...],
+          validate: Callable[[], tuple[str, float | None]],
+          time: Callable[[], Timing]) -> Outcome:
+    """The steps of `evaluate` for a family that brings its own: `infeasible` ('' when cfg
+    is a point of the space), `build()` (raising one of `build_errors`), `validate()` -> (why
+    not, measured error), and `time()`, called only after the rest passed."""
+    if infeasible:
+        return Outcome(cfg, "check", n, nbytes, infeasible)
+    try:
+        build()
+    except build_errors as e:
+        return Outcome(cfg, "build", n, nbytes, str(e))
+    why, err = validate()
+    if why:
+        return Outcome(cfg, "validate", n, nbytes, why)
+    return Outcome(cfg, "timed", n, nbytes, "", time(), err)
 
 
 def evaluate(launcher: Launcher, queue: cl.CommandQueue, bench: Bench, *,

@@ -26,7 +26,7 @@ from pyopencl.tools import VectorArg
 from . import expr_axis_family as fam
 from .axis_family import nearest
 from .devices import DeviceInfo, info_for
-from .evaluate import Outcome
+from .evaluate import Outcome, judge
 from .expr_axis import AxisReducer, template_hash
 from .expr_axis_bench import AxisLaunch, ExprAxisBench, View
 from .expr_axis_config import (
@@ -288,23 +288,12 @@ class ExprAxisTarget:
     def evaluate(self, cfg: AxisExprConfig, bench: ExprAxisBench, *, check: bool = True,
                  max_rel_error: float | None = None) -> Outcome:
         """check (against this space, unless `check` is off) -> build -> validate -> time."""
-        def stop(step: str, reason: str) -> Outcome:
-            return Outcome(cfg, step, bench.n, bench.nbytes, reason)  # type: ignore[arg-type]
-
-        if check:
-            why = self.space.check(cfg)
-            if why:
-                return stop("check", why)
-        la = self.launcher(cfg)
-        try:
-            la.built()
-        except ExprBuildError as e:
-            return stop("build", str(e))
-        why, err = bench.validate(la, max_rel_error)
-        if why:
-            return stop("validate", why)
-        return Outcome(cfg, "timed", bench.n, bench.nbytes, "",  # type: ignore[arg-type]
-                       bench.time(la, budget_s=0.2), err)
+        why = self.space.check(cfg) if check else ""
+        la = self.launcher(cfg) if not why else None  # nothing made for an infeasible point
+        return judge(cfg, bench.n, bench.nbytes, infeasible=why,
+                     build=lambda: la.built(), build_errors=(ExprBuildError,),
+                     validate=lambda: bench.validate(la, max_rel_error),
+                     time=lambda: bench.time(la, budget_s=0.2))
 
 
 def _studies_beside(db: str | None) -> str:

@@ -23,7 +23,7 @@ from pyopencl.tools import VectorArg
 
 from . import expr_family
 from .devices import DeviceInfo
-from .evaluate import Outcome
+from .evaluate import Outcome, judge
 from .expr_choice import LOCAL_RESERVE, builtin, resolve, single_pass_passes
 from .expr_config import GROUPS_PER_CU, ITEMS, LAYOUTS, ExprConfig, ExprConfigError
 from .expr_launch import ExprLauncher
@@ -292,20 +292,9 @@ class ExprTarget:
     def evaluate(self, cfg: ExprConfig, bench: ExprBench, *, check: bool = True,
                  max_rel_error: float | None = None) -> Outcome:
         """check (against this space, unless `check` is off) -> build -> validate -> time."""
-        def stop(step: str, reason: str) -> Outcome:
-            return Outcome(cfg, step, bench.n, bench.nbytes, reason)  # type: ignore[arg-type]
-
-        if check:
-            why = self.space.check(cfg)
-            if why:
-                return stop("check", why)
-        la = self.launcher(cfg)
-        try:
-            la.built()
-        except ExprBuildError as e:
-            return stop("build", str(e))
-        why, err = bench.validate(la, max_rel_error)
-        if why:
-            return stop("validate", why)
-        return Outcome(cfg, "timed", bench.n, bench.nbytes, "",  # type: ignore[arg-type]
-                       bench.time(la, budget_s=0.2), err)
+        why = self.space.check(cfg) if check else ""
+        la = self.launcher(cfg) if not why else None  # nothing made for an infeasible point
+        return judge(cfg, bench.n, bench.nbytes, infeasible=why,
+                     build=lambda: la.built(), build_errors=(ExprBuildError,),
+                     validate=lambda: bench.validate(la, max_rel_error),
+                     time=lambda: bench.time(la, budget_s=0.2))

@@ -13,33 +13,21 @@ mistracks reused buffers; see tests/test_oclgrind.py).
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from support.oclgrind import oclgrind_available, run_under_oclgrind
-from support.require import need
+from support.oclgrind import run_marked
 
 pytestmark = [pytest.mark.oclgrind, pytest.mark.multiprocess]
 MARK = "CLTUNE-AXIS-OCLGRIND "
 
 SCRIPT = r'''
-import json, sys
 import numpy as np
-import pyopencl as cl
 import cltune.axis_kernel as ak
 from cltune.axis_check import Problem, bounds, compare, reference, run_once
 from cltune.axis_config import AxisConfig as C
 from cltune.axis_launch import AxisLauncher
-from cltune.devices import list_devices, select
 from cltune.ops import OpSpec
 from cltune.verify import make_input
 
-devs = list_devices()
-if len(devs) != 1 or devs[0].platform != "Oclgrind":
-    sys.exit(f"not under Oclgrind: {[(d.platform, d.name) for d in devs]}")
-info, dev = select("0")
-ctx = cl.Context([dev])
-q = cl.CommandQueue(ctx, dev)
 KEEP = []
 if NEGATIVE:  # plain stores/loads of the one-pass partials: must be reported
     src = ak.axis_source()
@@ -86,11 +74,7 @@ print(MARK + json.dumps(out), flush=True)
 
 
 def _run(negative: bool):
-    need(oclgrind_available(), "Oclgrind is not installed (apt-get install oclgrind)")
-    res = run_under_oclgrind(f"MARK = {MARK!r}\nNEGATIVE = {negative}\n" + SCRIPT, 600,
-                             data_races=True, uninitialized=False, max_errors=1_000_000)
-    lines = [ln for ln in res.stdout.splitlines() if ln.startswith(MARK)]
-    return res, json.loads(lines[-1][len(MARK):]) if lines else None
+    return run_marked(SCRIPT, MARK, negative=negative)
 
 
 def test_axis_kernels_are_clean_under_oclgrind():

@@ -15,33 +15,21 @@ tests/test_oclgrind.py for the Oclgrind 21.10 defects).
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from support.oclgrind import oclgrind_available, run_under_oclgrind
-from support.require import need
+from support.oclgrind import run_marked
 
 pytestmark = [pytest.mark.oclgrind, pytest.mark.multiprocess]
 MARK = "CLTUNE-EXPR-OCLGRIND "
 
 SCRIPT = r'''
-import json, sys
 import numpy as np
-import pyopencl as cl
 import pyopencl.array as cla
 import cltune.expr_source as es
 from cltune import stats
-from cltune.devices import list_devices, select
 from cltune.expr_config import ExprConfig as C
 from cltune.expr_launch import ExprLauncher
 from cltune.expr_source import ExprSpec
 
-devs = list_devices()
-if len(devs) != 1 or devs[0].platform != "Oclgrind":
-    sys.exit(f"not under Oclgrind: {[(d.platform, d.name) for d in devs]}")
-info, dev = select("0")
-ctx = cl.Context([dev])
-q = cl.CommandQueue(ctx, dev)
 KEEP = []
 BLOCK = {"value": None}
 _options = es.build_options
@@ -108,11 +96,7 @@ print(MARK + json.dumps(out), flush=True)
 
 
 def _run(negative: bool):
-    need(oclgrind_available(), "Oclgrind is not installed (apt-get install oclgrind)")
-    res = run_under_oclgrind(f"MARK = {MARK!r}\nNEGATIVE = {negative}\n" + SCRIPT, 600,
-                             data_races=True, uninitialized=False, max_errors=1_000_000)
-    lines = [ln for ln in res.stdout.splitlines() if ln.startswith(MARK)]
-    return res, json.loads(lines[-1][len(MARK):]) if lines else None
+    return run_marked(SCRIPT, MARK, negative=negative)
 
 
 def test_expression_kernels_are_clean_under_oclgrind():

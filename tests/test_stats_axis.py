@@ -5,14 +5,12 @@ shapes (axes split over work-groups), NaN / inf placement and ties, empty axes, 
 
 from __future__ import annotations
 
-import json
 import warnings
 
 import numpy as np
 import pyopencl.array as cla
 import pytest
-from support.oclgrind import oclgrind_available, run_under_oclgrind
-from support.require import need
+from support.oclgrind import run_marked
 
 import cltune
 from cltune import stats
@@ -281,21 +279,12 @@ def test_kernels_are_cached_per_shape(queue, rng):
 # ---- Oclgrind ---------------------------------------------------------------------------------
 MARK = "CLTUNE-STATS-AXIS-OCLGRIND "
 SCRIPT = r'''
-import json, sys
 import numpy as np
-import pyopencl as cl
 import pyopencl.array as cla
 from cltune import stats
-from cltune.devices import list_devices, select
 from cltune.expr_axis import AxisReducer, build
 from cltune.expr_axis_config import AxisExprConfig as C, AxisPlan
 
-devs = list_devices()
-if len(devs) != 1 or devs[0].platform != "Oclgrind":
-    sys.exit(f"not under Oclgrind: {[(d.platform, d.name) for d in devs]}")
-info, dev = select("0")
-ctx = cl.Context([dev])
-q = cl.CommandQueue(ctx, dev)
 CFGS = [C("rows", 8, 4, 2), C("rows", 8, 1, 2), C("rows", 16, 16, 1),
         C("cols", 8, 2, 2, 2), C("cols", 8, 1, 1, 4), C("cols", 8, 8, 1)]
 if NEGATIVE:  # the lanes tree without its barrier between steps: must be reported
@@ -337,11 +326,8 @@ print(MARK + json.dumps(out), flush=True)
 
 
 def _oclgrind(negative: bool):
-    need(oclgrind_available(), "Oclgrind is not installed (apt-get install oclgrind)")
-    res = run_under_oclgrind(f"MARK = {MARK!r}\nNEGATIVE = {negative}\n" + SCRIPT, 600,
-                             data_races=True, uninitialized=False, max_errors=1_000_000)
-    lines = [ln for ln in res.stdout.splitlines() if ln.startswith(MARK)]
-    return res, json.loads(lines[-1][len(MARK):])["runs"] if lines else None
+    res, summary = run_marked(SCRIPT, MARK, negative=negative)
+    return res, summary["runs"] if summary else None
 
 
 @pytest.mark.oclgrind

@@ -410,3 +410,37 @@ if __name__ == "__main__":  # python tests/support/oclgrind.py SCRIPT.py
     sys.stdout.write(result.stdout)
     print(result.summary(limit=10))
     sys.exit(0 if result.ok else 1)
+
+
+#: the opening of a child script run by `run_marked`: it refuses to run anywhere but under
+#: Oclgrind and opens its one device (`info`, `dev`, `ctx`, `q`)
+CHILD_PRELUDE = r'''
+import json, sys
+import pyopencl as cl
+from cltune.devices import list_devices, select
+
+devs = list_devices()
+if len(devs) != 1 or devs[0].platform != "Oclgrind":
+    sys.exit(f"not under Oclgrind: {[(d.platform, d.name) for d in devs]}")
+info, dev = select("0")
+ctx = cl.Context([dev])
+q = cl.CommandQueue(ctx, dev)
+'''
+
+
+def run_marked(script: str, mark: str, *, negative: bool = False,
+               timeout: int = 600) -> tuple[OclgrindResult, object]:
+    """Run `script` (after CHILD_PRELUDE, with MARK and NEGATIVE defined) under Oclgrind with
+    the data-race checker (the uninitialised-value one stays off: see tests/test_oclgrind.py
+    for its Oclgrind 21.10 defects); the result and the JSON the child printed last after
+    MARK (None if it printed none). Skips when Oclgrind is not installed."""
+    import json
+
+    from support.require import need
+
+    need(oclgrind_available(), "Oclgrind is not installed (apt-get install oclgrind)")
+    res = run_under_oclgrind(f"MARK = {mark!r}\nNEGATIVE = {negative}\n" + CHILD_PRELUDE
+                             + script, timeout, data_races=True, uninitialized=False,
+                             max_errors=1_000_000)
+    lines = [ln for ln in res.stdout.splitlines() if ln.startswith(mark)]
+    return res, json.loads(lines[-1][len(mark):]) if lines else None
