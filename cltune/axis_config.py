@@ -10,10 +10,10 @@ Two layouts share the type: `lanes > 0` (rows and segments: `lanes` work-items p
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .config_base import MappedConfig
 
 VECS = (1, 2, 4, 8, 16)
 MAX_WG = 4096
@@ -30,7 +30,7 @@ def _pow2(v: int) -> bool:
 
 
 @dataclass(frozen=True)
-class AxisConfig:
+class AxisConfig(MappedConfig):
     """wg: work-group size; lanes: work-items per row (rows/segments, power of two <= wg);
     cols: work-items along the kept axis (strided, power of two <= wg); vec: elements per load;
     items: loads in flight per work-item; groups_per_cu: work-groups to aim for per compute
@@ -40,6 +40,8 @@ class AxisConfig:
     instead of a second kernel; lockstep (cols): the group steps through the rows together,
     a barrier a step (CPUs then stream whole rows); stream (cols): a work-item adds whole
     rows of a strip of cols * vec columns into private accumulators, as numpy does (CPUs)."""
+
+    error: ClassVar[type[ValueError]] = AxisConfigError
 
     wg: int = 64
     lanes: int = 1
@@ -56,10 +58,7 @@ class AxisConfig:
         self.check()
 
     def check(self) -> None:
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if type(v) is not int:  # bool is not an int here, nor a str a number
-                raise AxisConfigError(f"{f.name}: expected int, got {v!r:.40}")
+        self._check_types()
         if not (_pow2(self.wg) and self.wg <= MAX_WG):
             raise AxisConfigError(f"wg: {self.wg} is not a power of two in 1..{MAX_WG}")
         if (self.lanes > 0) == (self.cols > 0):
@@ -91,26 +90,6 @@ class AxisConfig:
     def layout(self) -> str:
         """`rows` (also segments) or `cols`."""
         return "rows" if self.lanes else "cols"
-
-    @classmethod
-    def from_mapping(cls, m: Mapping[str, object]) -> AxisConfig:
-        if not isinstance(m, Mapping):
-            raise AxisConfigError(f"config must be a mapping, not {type(m).__name__}")
-        known = {f.name for f in fields(cls)}
-        extra = set(m) - known
-        if extra:
-            raise AxisConfigError(f"unknown config field(s) {sorted(map(str, extra))[:3]}")
-        missing = known - set(m)
-        if missing:
-            raise AxisConfigError(f"missing config field(s) {sorted(missing)}")
-        return cls(**{k: m[k] for k in known})  # type: ignore[arg-type]
-
-    def to_dict(self) -> dict[str, int]:
-        return asdict(self)
-
-    def key(self) -> str:
-        """Stable short hash of the config, the cache and database key."""
-        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
 
     def short(self) -> str:
         shape = f"L{self.lanes}" if self.lanes else f"C{self.cols}"

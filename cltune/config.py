@@ -7,12 +7,11 @@ with an allowed value is rejected, so no text from outside ever reaches the buil
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
+from typing import ClassVar
 
 from . import strategies
+from .config_base import MappedConfig
 
 ACCUMULATORS = ("native", "kahan", "wide")
 VECTOR_WIDTHS = (1, 2, 4, 8, 16)
@@ -31,7 +30,7 @@ def _is_pow2(v: int) -> bool:
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(MappedConfig):
     """One point of the design space.
 
     Fields:
@@ -53,6 +52,8 @@ class Config:
         ...                      "vec": 8, "groups_per_cu": 2, "passes": 2, "acc": "native"})
     """
 
+    error: ClassVar[type[ValueError]] = ConfigError
+
     strategy: str = "local_tree"
     wg: int = 64
     tile: int = 64
@@ -66,11 +67,7 @@ class Config:
         self._check()
 
     def _check(self) -> None:
-        for f in fields(self):
-            v = getattr(self, f.name)
-            want = str if f.type in ("str", str) else int
-            if type(v) is not want:  # bool is not int here, nor str a number
-                raise ConfigError(f"{f.name}: expected {want.__name__}, got {v!r}")
+        self._check_types()
         if self.strategy not in strategies.names():
             raise ConfigError(f"strategy: {self.strategy!r} is not one of {strategies.names()}")
         if self.acc not in ACCUMULATORS:
@@ -93,32 +90,6 @@ class Config:
             raise ConfigError(f"groups_per_cu: {self.groups_per_cu} not in 1..{MAX_GROUPS_PER_CU}")
         if self.passes not in (1, 2):
             raise ConfigError(f"passes: {self.passes} is not 1 or 2")
-
-    @classmethod
-    def names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
-
-    @classmethod
-    def from_mapping(cls, m: Mapping[str, object]) -> Config:
-        """Validate a name -> value mapping; unknown or missing names are errors."""
-        if not isinstance(m, Mapping):
-            raise ConfigError(f"config must be a mapping, got {type(m).__name__}")
-        names = set(cls.names())
-        unknown = set(m) - names
-        if unknown:
-            raise ConfigError(f"unknown config field(s): {', '.join(sorted(map(str, unknown)))}")
-        missing = names - set(m)
-        if missing:
-            raise ConfigError(f"missing config field(s): {', '.join(sorted(missing))}")
-        return cls(**{k: m[k] for k in cls.names()})  # type: ignore[arg-type]
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-    def key(self) -> str:
-        """Stable short hash of the config, the cache and database key."""
-        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
 
     @property
     def uses_tile(self) -> bool:

@@ -17,11 +17,10 @@ An `AxisExprConfig` is checked on creation, so only known names with allowed val
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .config_base import MappedConfig
 
 LAYOUTS = ("rows", "cols")
 MAX_WG = 1024
@@ -52,7 +51,7 @@ def _pow2_at_least(v: int) -> int:
 
 
 @dataclass(frozen=True)
-class AxisExprConfig:
+class AxisExprConfig(MappedConfig):
     """layout: `rows` (the reduced axis is contiguous, inner == 1) or `cols` (it is strided);
     wg: work-group size (a power of two); lanes: work-items per output along the reduced axis
     (a power of two <= wg); items: independent accumulators per output and work-item; strip
@@ -60,6 +59,8 @@ class AxisExprConfig:
     per compute unit a call aims for, splitting the reduced axis over groups while the
     outputs alone give fewer (a launch parameter: not a build option). A group holds
     wg / lanes * strip outputs."""
+
+    error: ClassVar[type[ValueError]] = AxisExprConfigError
 
     layout: str = "rows"
     wg: int = 64
@@ -72,11 +73,7 @@ class AxisExprConfig:
         self._check()
 
     def _check(self) -> None:
-        for f in fields(self):
-            v = getattr(self, f.name)
-            want = str if f.type in ("str", str) else int
-            if type(v) is not want:  # bool is not int here, nor str a number
-                raise AxisExprConfigError(f"{f.name}: expected {want.__name__}, got {v!r:.40}")
+        self._check_types()
         if self.layout not in LAYOUTS:
             raise AxisExprConfigError(f"layout: {self.layout!r:.40} is not one of {LAYOUTS}")
         if not (self.wg <= MAX_WG and _pow2(self.wg)):
@@ -91,37 +88,9 @@ class AxisExprConfig:
             raise AxisExprConfigError(f"groups_per_cu: {self.groups_per_cu} is not one of "
                                       f"{GROUPS_PER_CU_VALUES}")
 
-    @classmethod
-    def names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
-
-    @classmethod
-    def from_mapping(cls, m: Mapping[str, object]) -> AxisExprConfig:
-        """Validate a name -> value mapping (a database row, an import file, Optuna's
-        params); unknown or missing names are errors, as are values the fields refuse."""
-        if not isinstance(m, Mapping):
-            raise AxisExprConfigError(f"config must be a mapping, got {type(m).__name__}")
-        names = set(cls.names())
-        unknown = set(m) - names
-        if unknown:
-            shown = ", ".join(sorted(repr(str(u))[:40] for u in unknown))
-            raise AxisExprConfigError(f"unknown config field(s): {shown}")
-        missing = names - set(m)
-        if missing:
-            raise AxisExprConfigError(f"missing config field(s): {', '.join(sorted(missing))}")
-        return cls(**{k: m[k] for k in cls.names()})  # type: ignore[arg-type]
-
-    def key(self) -> str:
-        """Stable short hash of the config, the database key."""
-        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
-
     @property
     def outputs_per_group(self) -> int:
         return self.wg // self.lanes * self.strip
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
 
     def short(self) -> str:
         return (f"{self.layout} wg={self.wg} lanes={self.lanes} items={self.items}"

@@ -12,10 +12,10 @@ layer validates stored configs with it.
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .config_base import MappedConfig
 
 LAYOUTS = ("strided", "contiguous")
 MAX_WG = 1024
@@ -29,7 +29,7 @@ class ExprConfigError(ValueError):
 
 
 @dataclass(frozen=True)
-class ExprConfig:
+class ExprConfig(MappedConfig):
     """One point of the expression reduction's design space.
 
     Fields:
@@ -43,6 +43,8 @@ class ExprConfig:
             to finish (atomic ticket).
     """
 
+    error: ClassVar[type[ValueError]] = ExprConfigError
+
     layout: str = "strided"
     wg: int = 256
     items: int = 4
@@ -53,11 +55,7 @@ class ExprConfig:
         self._check()
 
     def _check(self) -> None:
-        for f in fields(self):
-            v = getattr(self, f.name)
-            want = str if f.type in ("str", str) else int
-            if type(v) is not want:  # bool is not int here, nor str a number
-                raise ExprConfigError(f"{f.name}: expected {want.__name__}, got {v!r:.40}")
+        self._check_types()
         if self.layout not in LAYOUTS:
             raise ExprConfigError(f"layout: {self.layout!r:.40} is not one of {LAYOUTS}")
         if not (0 < self.wg <= MAX_WG and self.wg & (self.wg - 1) == 0):
@@ -69,33 +67,6 @@ class ExprConfig:
                                   f"{GROUPS_PER_CU}")
         if self.passes not in (1, 2):
             raise ExprConfigError(f"passes: {self.passes} is not 1 or 2")
-
-    @classmethod
-    def names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
-
-    @classmethod
-    def from_mapping(cls, m: Mapping[str, object]) -> ExprConfig:
-        """Validate a name -> value mapping; unknown or missing names are errors."""
-        if not isinstance(m, Mapping):
-            raise ExprConfigError(f"config must be a mapping, got {type(m).__name__}")
-        names = set(cls.names())
-        unknown = set(m) - names
-        if unknown:
-            shown = ", ".join(sorted(repr(str(u))[:40] for u in unknown))
-            raise ExprConfigError(f"unknown config field(s): {shown}")
-        missing = names - set(m)
-        if missing:
-            raise ExprConfigError(f"missing config field(s): {', '.join(sorted(missing))}")
-        return cls(**{k: m[k] for k in cls.names()})  # type: ignore[arg-type]
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-    def key(self) -> str:
-        """Stable short hash of the config, the database key."""
-        blob = json.dumps(self.to_dict(), sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
 
     def short(self) -> str:
         return (f"{self.layout} wg={self.wg} items={self.items} g/cu={self.groups_per_cu} "
