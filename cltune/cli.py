@@ -128,7 +128,8 @@ def tune(
         "--segments", help="Tune segmented (CSR) reductions.")] = False,
     kernel: Annotated[str | None, typer.Option(  # noqa: UP007
         help="Tune a cltune.ReductionKernel given as module:attribute (its sample_args make "
-        "the inputs; sizes from --sizes, default 2^20).")] = None,
+        "the inputs; sizes from --sizes, default 2^20; with --axis along axes of 2-D inputs "
+        "of --shapes).")] = None,
     shapes: Annotated[str | None, typer.Option(  # noqa: UP007
         help="Shapes for --axis (ROWSxCOLS, powers of two: 65536x256,16x1048576) or, with "
         "--segments, COUNTxMEANLENGTH; default: a set of 2^24-element shapes.")] = None,
@@ -151,14 +152,22 @@ def tune(
     Example: cltune tune --device 0 --sizes 2^20,2^24 --trials 30;
     cltune tune --device 0 --axis (both axes of the default shapes);
     cltune tune --device 0 --axis 1 --shapes 65536x256,16x1048576;
-    cltune tune --device 0 --segments; cltune tune --device 0 --kernel mymodule:knl
+    cltune tune --device 0 --segments; cltune tune --device 0 --kernel mymodule:knl;
+    cltune tune --device 0 --kernel mymodule:knl --axis 0 --shapes 65536x256
     """
     from cltune import cli_tune
 
     if kernel is not None:
+        if segments:
+            _fail("--segments tunes the built-in ops (sum, prod, min, max); a --kernel is "
+                  "tuned whole (--sizes) or along an --axis (--shapes)")
         with _errors():
-            info, res = cli_tune.run_kernel(device, kernel, sizes, trials or 30,
-                                            timeout or 180.0, seed, db, storage, err)
+            if axis is not None:
+                info, res = cli_tune.run_kernel_axis(device, kernel, axis, shapes, trials or 20,
+                                                     timeout or 120.0, seed, db, storage, err)
+            else:
+                info, res = cli_tune.run_kernel(device, kernel, sizes, trials or 30,
+                                                timeout or 180.0, seed, db, storage, err)
         if cli_tune.render_kernel(info, kernel, res, out):
             raise typer.Exit(code=1)
         return

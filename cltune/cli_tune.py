@@ -70,6 +70,22 @@ def run_kernel(device: str, kernel: str, sizes: str | None, trials: int, timeout
         prog.stop()
 
 
+def run_kernel_axis(device: str, kernel: str, axis: str, shapes: str | None, trials: int,
+                    timeout: float, seed: int, db: str | None, storage: str | None,
+                    err: Console) -> tuple[Any, list]:
+    from cltune.axis_family import parse_shapes
+    from cltune.expr_tune import tune_kernel_axis_spec
+
+    axes = {"0": (0,), "1": (1,), "both": (1, 0)}.get(axis)
+    if axes is None:
+        raise ValueError(f"--axis takes 0, 1 or both, not {axis!r:.20}")
+    keys = parse_shapes(shapes) if shapes else None
+    err.print(f"tuning {kernel} along axis {' and '.join(map(str, axes))} "
+              f"({timeout:g} s at most per shape and axis)", highlight=False)
+    return tune_kernel_axis_spec(device, kernel, axes, keys, trials=trials, timeout=timeout,
+                                 db=db, storage=storage, seed=seed)
+
+
 def render_kernel(info: Any, kernel: str, results: list, out: Console) -> bool:
     t = Table(title=f"best on {info.name} ({kernel})")
     for c in ("size", "GB/s", "device time", "per call", "config", "trials", "rejected"):

@@ -166,3 +166,38 @@ def tune_kernel_spec(selector: str, kernel: str, buckets: tuple[int, ...] = (20,
                        buckets=tuple(buckets), trials=trials, timeout_s=timeout, seed=seed,
                        target_options={"kernel": knl, "db": db})
     return tune(selector, opts, db, storage, progress)
+
+
+#: shapes `cltune tune --kernel X --axis` tunes when none are named (log2 rows, log2 cols):
+#: 2^22 elements each, narrow to wide
+KERNEL_AXIS_SHAPES = ((18, 4), (14, 8), (11, 11), (4, 18))
+
+
+def tune_kernel_axis_spec(selector: str, kernel: str, axes: tuple[int, ...],
+                          shapes: tuple[tuple[int, int], ...] | None = None, *,
+                          trials: int = 20, timeout: float = 120.0, db: str | None = None,
+                          storage: str | None = None, seed: int = 0,
+                          ) -> tuple[Any, list[Any]]:
+    """`cltune tune --kernel module:attribute --axis`: tune that kernel's expression along
+    `axes` (0: columns, 1: rows) of 2-D inputs of `shapes` ((log2 rows, log2 cols) pairs;
+    default KERNEL_AXIS_SHAPES) on the selected device, which must be one of the kernel's
+    context. Its `sample_args` make the inputs, reshaped. `timeout` is per shape and axis.
+    Returns (device info, the tuner's results, one per shape and axis)."""
+    from .devices import select
+
+    knl = load_kernel(kernel)
+    info, dev = select(selector)
+    mine = [d for d in knl.context.devices if d.int_ptr == dev.int_ptr]
+    if not mine:
+        raise ValueError(f"device {selector!r:.40} is not in {kernel!r:.80}'s context "
+                         f"({', '.join(d.name.strip() for d in knl.context.devices)})")
+    q = cl.CommandQueue(knl.context, mine[0])
+    out: list[Any] = []
+    for a, b in shapes or KERNEL_AXIS_SHAPES:
+        shape = (1 << a, 1 << b)
+        args = tuple(x.reshape(shape) if isinstance(x, cla.Array) else x
+                     for x in knl.sample_args(q, shape[0] * shape[1], seed))
+        for axis in axes:
+            out += knl.tune(*args, axis=axis, trials=trials, timeout=timeout, queue=q, db=db,
+                            storage=storage, seed=seed)
+    return info, out

@@ -64,3 +64,21 @@ def test_verify_says_which_stored_results_it_cannot_rerun(kernel_module, info, d
     assert r.exit_code == 0, r.output
     text = " ".join(r.output.split())
     assert "1 stored expr result(s) not re-run" in text and "knl.tune" in text, r.output
+
+
+def test_tune_kernel_along_axes(kernel_module, info, db_url, storage_url):
+    """`--kernel X --axis` tunes the expression along axes of 2-D inputs of --shapes (family
+    expr_axis, one result per shape and axis); `--segments` with a kernel is a clear error."""
+    r = runner.invoke(app, ["tune", "--device", str(info.index), "--kernel", kernel_module,
+                            "--axis", "both", "--shapes", "256x64", "--trials", "3",
+                            "--timeout", "60",
+                            "--db", db_url, "--storage", storage_url])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(runner.invoke(app, ["show", "--json", "--db", db_url]).output)
+    got = sorted((x["family"], x["variant"].split("/")[-1], x["size_class"]) for x in rows)
+    assert [(f, lay) for f, lay, _ in got] == [("expr_axis", "cols"), ("expr_axis", "rows")]
+    r = runner.invoke(app, ["tune", "--kernel", kernel_module, "--segments", "--db", db_url])
+    assert r.exit_code == 1 and "--segments" in r.output and "Traceback" not in r.output
+    r = runner.invoke(app, ["tune", "--device", str(info.index), "--kernel", kernel_module,
+                            "--axis", "2", "--db", db_url, "--storage", storage_url])
+    assert r.exit_code == 1 and "0, 1 or both" in r.output, r.output
