@@ -98,6 +98,10 @@ class ReductionKernel:
     - `finish_expr` / `dtype_result`: the result as an expression of `a` (the reduced value),
       `n` (the element count) and the scalar arguments, of another dtype (used by
       `cltune.stats`).
+    - `axis=` / `keepdims=` at call time (as CuPy's ReductionKernel): reduce the vector
+      arguments (arrays of one shape and memory order) along an int or a tuple of adjacent
+      axes, numpy's result shape; `i` is then the element's flat index in memory, `n` the
+      length of the reduced axes. Tuned per shape class: `knl.tune(*args, axis=k)`.
     - `fold_expr`: the accumulator `a` after element `i` is added (of `a`, `i` and the
       arguments), where that is cheaper than `reduce_expr(a, map_expr)`; each accumulator
       starts at `neutral` and receives its elements in increasing index order.
@@ -162,11 +166,19 @@ class ReductionKernel:
                  queue: cl.CommandQueue | None = None, allocator: Any = None,
                  wait_for: Any = None, out: cla.Array | None = None,
                  range: builtins.slice | None = None,  # noqa: A002 - pyopencl's names
-                 slice: builtins.slice | None = None) -> Any:  # noqa: A002
+                 slice: builtins.slice | None = None,  # noqa: A002
+                 axis: Any = None, keepdims: bool = False) -> Any:
         spec = self.spec
         if len(args) != len(spec.arguments):
             raise TypeError(f"{self.name} takes {len(spec.arguments)} arguments "
                             f"({', '.join(a.name for a in spec.arguments)}), got {len(args)}")
+        if axis is not None or keepdims:
+            if range is not None or slice is not None:
+                raise TypeError("range=/slice= and axis=/keepdims= exclude each other")
+            if out is not None:
+                raise TypeError("out= goes with a reduction of every element (axis=None)")
+            res = self._along(args, axis, keepdims, queue, wait_for)
+            return (res, res.events[-1] if res.events else None) if return_event else res
         wait = list(wait_for or ())
         inv: list[Any] = []
         repr_vec = None
@@ -208,6 +220,32 @@ class ReductionKernel:
         evs = la.enqueue(q, inv, start, step, n, res.base_data, res.offset, wait)
         res.add_event(evs[-1])
         return (res, evs[-1]) if return_event else res
+
+    def _along(self, args: tuple, axis: Any, keepdims: bool, queue: cl.CommandQueue | None,
+               wait_for: Any) -> cla.Array:
+        """The reduction along `axis` of the vector arguments (arrays of one shape and memory
+        order, C- or F-contiguous), as cltune.stats runs it (family `expr_axis`)."""
+        from .stats_axis import reduce_along
+
+        vecs = []
+        for arg, tp in zip(args, self.spec.arguments, strict=True):
+            if isinstance(tp, VectorArg):
+                if not isinstance(arg, cla.Array) or arg.dtype != tp.dtype:
+                    raise TypeError(f"argument {tp.name}: expected a pyopencl Array of "
+                                    f"{np.dtype(tp.dtype)}, got {type(arg).__name__}"
+                                    f"{' of ' + str(arg.dtype) if hasattr(arg, 'dtype') else ''}")
+                vecs.append(arg)
+        x = vecs[0]
+        if not x.flags.forc or any(v.shape != x.shape or v.strides != x.strides for v in vecs):
+            raise ValueError("along an axis the vector arguments must be contiguous arrays of "
+                             "one shape and memory order")
+        q = queue if queue is not None else x.queue
+        if q is None:
+            raise TypeError("no queue: pass queue= or arrays that have one")
+        if q.context.int_ptr != self.context.int_ptr:
+            raise ValueError("the queue belongs to another context than this kernel")
+        waits = [*(wait_for or ()), *(e for v in vecs for e in v.events)]
+        return reduce_along(self, tuple(args), x, q, axis, keepdims, waits)
 
     # ---- provenance and tuning -------------------------------------------------------------
     def explain(self, n: int, device: cl.Device | None = None) -> Explanation:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
+from pyopencl.tools import VectorArg
 
 from .axis_runtime import Geometry, empty_result, geometry
 from .expr_axis import axis_reducer
@@ -75,20 +76,32 @@ def along(op: str, knl: ReductionKernel, x: cla.Array, q: cl.CommandQueue, extra
           axis: Any, keepdims: bool) -> cla.Array:
     """`knl`'s statistic of `x` (a contiguous array of its dtype) along `axis`, numpy's
     result shape (`keepdims`); argmin/argmax give positions along the axis."""
-    g = _geometry(x, axis, keepdims)
-    if op in ("argmin", "argmax") and g.r == 0:
+    if op in ("argmin", "argmax") and _geometry(x, axis, keepdims).r == 0:
         raise ValueError(f"attempt to get {op} of an empty sequence")
+    return reduce_along(knl, (x, *extra), x, q, axis, keepdims, x.events)
+
+
+def reduce_along(knl: ReductionKernel, args: tuple, x: cla.Array, q: cl.CommandQueue,
+                 axis: Any, keepdims: bool, waits: list) -> cla.Array:
+    """`knl(*args)` along `axis`: `args` as a call takes them, their vectors contiguous arrays
+    of x's shape and memory order (checked by the caller); numpy's result shape."""
+    g = _geometry(x, axis, keepdims)
     rdt = knl.spec.dtype_result
     nout = g.outer * g.inner
-    if nout == 1 and g.mem:
-        return whole(knl, x, q, extra, g.kept)
+    if nout == 1 and g.mem:  # every element: the tuned 1-D kernel
+        flat = [_flat(a) if isinstance(t, VectorArg) else a
+                for a, t in zip(args, knl.spec.arguments, strict=True)]
+        out = empty_result(q, g.kept, rdt, "C", x.allocator) if g.kept != () else None
+        return knl(*flat, queue=q, out=out)
     res = empty_result(q, g.kept, rdt, g.order, x.allocator)
     if nout == 0:
         return res
-    user: list[Any] = [x.base_data, x.offset, *extra]
+    user: list[Any] = []
+    for a, t in zip(args, knl.spec.arguments, strict=True):
+        user += (a.base_data, a.offset) if isinstance(t, VectorArg) else [a]
     red = axis_reducer(q.context, q.device, knl.spec, knl.db)
     evs = red.enqueue(q, user, g.outer, g.r, g.inner, res.base_data, res.offset,
-                      wait_for=x.events or None)
+                      wait_for=list(waits) or None)
     res.add_event(evs[-1])
     return res
 

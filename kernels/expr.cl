@@ -82,14 +82,14 @@ typedef float clt_res_t;
 /* Every work-item of the group calls this (barriers); the result is valid in local id 0. */
 inline clt_out_t clt_group_tree(clt_out_t v, __local clt_out_t *clt_tile) {
 #if CLT_WG > 1
-    const uint lid = get_local_id(0);
-    clt_tile[lid] = v;
+    const uint clt_lid = get_local_id(0);
+    clt_tile[clt_lid] = v;
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint s = CLT_WG / 2; s > 0; s >>= 1) {
-        if (lid < s) {
-            clt_out_t a_ = clt_tile[lid];
-            clt_out_t b_ = clt_tile[lid + s];
-            clt_tile[lid] = CLT_REDUCE(a_, b_);
+    for (uint clt_s = CLT_WG / 2; clt_s > 0; clt_s >>= 1) {
+        if (clt_lid < clt_s) {
+            clt_out_t clt_a = clt_tile[clt_lid];
+            clt_out_t clt_b = clt_tile[clt_lid + clt_s];
+            clt_tile[clt_lid] = CLT_REDUCE(clt_a, clt_b);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -100,14 +100,14 @@ inline clt_out_t clt_group_tree(clt_out_t v, __local clt_out_t *clt_tile) {
 }
 
 /* the m partials (every work-item of the group calls this) */
-inline clt_out_t clt_group_finish(__global volatile const clt_out_t *clt_parts, const uint m,
+inline clt_out_t clt_group_finish(__global volatile const clt_out_t *clt_parts, const uint clt_m,
                                   __local clt_out_t *clt_tile) {
-    clt_out_t s = CLT_NEUTRAL;
-    for (uint j = get_local_id(0); j < m; j += CLT_WG) {
-        clt_out_t p_ = clt_parts[j];
-        s = CLT_REDUCE(s, p_);
+    clt_out_t clt_s = CLT_NEUTRAL;
+    for (uint clt_j = get_local_id(0); clt_j < clt_m; clt_j += CLT_WG) {
+        clt_out_t clt_p = clt_parts[clt_j];
+        clt_s = CLT_REDUCE(clt_s, clt_p);
     }
-    return clt_group_tree(s, clt_tile);
+    return clt_group_tree(clt_s, clt_tile);
 }
 
 __kernel CLT_WG_ATTR void
@@ -125,7 +125,7 @@ clt_expr_stage1(CLT_USER_ARGS const long clt_start, const long clt_step, const l
      * CLT_BLOCK + chunk / CLT_BLOCK additions instead of the whole chunk's */
     clt_out_t clt_acc[CLT_ITEMS], clt_tot[CLT_ITEMS];
 #pragma unroll
-    for (int j = 0; j < CLT_ITEMS; ++j) clt_acc[j] = clt_tot[j] = CLT_NEUTRAL;
+    for (int clt_j = 0; clt_j < CLT_ITEMS; ++clt_j) clt_acc[clt_j] = clt_tot[clt_j] = CLT_NEUTRAL;
 
 #if CLT_LAYOUT == 0
 #define CLT_STRIDE ((long)CLT_ITEMS * CLT_WG)
@@ -148,32 +148,32 @@ clt_expr_stage1(CLT_USER_ARGS const long clt_start, const long clt_step, const l
 #endif
         for (; clt_k < clt_stop; clt_k += CLT_STRIDE) {
 #pragma unroll
-            for (int j = 0; j < CLT_ITEMS; ++j)
-                CLT_FOLD(clt_acc[j], clt_k + j * (CLT_STRIDE / CLT_ITEMS));
+            for (int clt_j = 0; clt_j < CLT_ITEMS; ++clt_j)
+                CLT_FOLD(clt_acc[clt_j], clt_k + clt_j * (CLT_STRIDE / CLT_ITEMS));
         }
 #pragma unroll
-        for (int j = 0; j < CLT_ITEMS; ++j) {
-            clt_out_t a_ = clt_tot[j];
-            clt_out_t b_ = clt_acc[j];
-            clt_tot[j] = CLT_REDUCE(a_, b_);
-            clt_acc[j] = CLT_NEUTRAL;
+        for (int clt_j = 0; clt_j < CLT_ITEMS; ++clt_j) {
+            clt_out_t clt_a = clt_tot[clt_j];
+            clt_out_t clt_b = clt_acc[clt_j];
+            clt_tot[clt_j] = CLT_REDUCE(clt_a, clt_b);
+            clt_acc[clt_j] = CLT_NEUTRAL;
         }
     }
 #if CLT_LAYOUT == 0
 #pragma unroll
-    for (int j = 0; j < CLT_ITEMS - 1; ++j)
-        if (clt_k + j * CLT_WG < clt_end) CLT_FOLD(clt_acc[j], clt_k + j * CLT_WG);
+    for (int clt_j = 0; clt_j < CLT_ITEMS - 1; ++clt_j)
+        if (clt_k + clt_j * CLT_WG < clt_end) CLT_FOLD(clt_acc[clt_j], clt_k + clt_j * CLT_WG);
 #else
     for (; clt_k < clt_end; ++clt_k) CLT_FOLD(clt_acc[0], clt_k);
 #endif
 
     clt_out_t clt_v = CLT_NEUTRAL;
 #pragma unroll
-    for (int j = 0; j < CLT_ITEMS; ++j) {
-        clt_out_t a_ = clt_tot[j];
-        clt_out_t b_ = clt_acc[j];
-        clt_out_t c_ = CLT_REDUCE(a_, b_);
-        clt_v = CLT_REDUCE(clt_v, c_);
+    for (int clt_j = 0; clt_j < CLT_ITEMS; ++clt_j) {
+        clt_out_t clt_a = clt_tot[clt_j];
+        clt_out_t clt_b = clt_acc[clt_j];
+        clt_out_t clt_c = CLT_REDUCE(clt_a, clt_b);
+        clt_v = CLT_REDUCE(clt_v, clt_c);
     }
     clt_v = clt_group_tree(clt_v, clt_tile);
 

@@ -70,20 +70,20 @@ inline long clt_div(const long a, const long b) {
 
 #if CLT_AX_LANES > 1
 /* the lanes of each output combined; valid in lane 0. Every work-item calls it (barriers). */
-inline clt_out_t clt_lanes_tree(clt_out_t v, const uint lane, const uint stride,
+inline clt_out_t clt_lanes_tree(clt_out_t v, const uint clt_lane, const uint clt_stride,
                                 __local clt_out_t *clt_tile) {
-    const uint lid = get_local_id(0);
-    clt_tile[lid] = v; /* a work-item's own slot: free again since its last read */
+    const uint clt_lid = get_local_id(0);
+    clt_tile[clt_lid] = v; /* a work-item's own slot: free again since its last read */
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint s = CLT_AX_LANES / 2; s > 0; s >>= 1) {
-        if (lane < s) {
-            clt_out_t a_ = clt_tile[lid];
-            clt_out_t b_ = clt_tile[lid + s * stride];
-            clt_tile[lid] = CLT_REDUCE(a_, b_);
+    for (uint clt_s = CLT_AX_LANES / 2; clt_s > 0; clt_s >>= 1) {
+        if (clt_lane < clt_s) {
+            clt_out_t clt_a = clt_tile[clt_lid];
+            clt_out_t clt_b = clt_tile[clt_lid + clt_s * clt_stride];
+            clt_tile[clt_lid] = CLT_REDUCE(clt_a, clt_b);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    return clt_tile[lid];
+    return clt_tile[clt_lid];
 }
 #endif
 
@@ -110,25 +110,25 @@ clt_axis_stage1(CLT_USER_ARGS const long n, const long clt_outer, const long clt
     const long clt_row_base = clt_p * n;
     clt_out_t clt_acc[CLT_AX_ITEMS];
 #pragma unroll
-    for (int u = 0; u < CLT_AX_ITEMS; ++u) clt_acc[u] = CLT_NEUTRAL;
+    for (int clt_u = 0; clt_u < CLT_AX_ITEMS; ++clt_u) clt_acc[clt_u] = CLT_NEUTRAL;
     if (clt_p < clt_nout) {
         long clt_j = clt_j0 + clt_lane;
         for (; clt_j + (CLT_AX_ITEMS - 1) * CLT_AX_LANES < clt_j1;
              clt_j += CLT_AX_ITEMS * CLT_AX_LANES) {
 #pragma unroll
-            for (int u = 0; u < CLT_AX_ITEMS; ++u)
-                CLT_FOLD(clt_acc[u], clt_row_base + clt_j + u * CLT_AX_LANES);
+            for (int clt_u = 0; clt_u < CLT_AX_ITEMS; ++clt_u)
+                CLT_FOLD(clt_acc[clt_u], clt_row_base + clt_j + clt_u * CLT_AX_LANES);
         }
 #pragma unroll
-        for (int u = 0; u < CLT_AX_ITEMS - 1; ++u)
-            if (clt_j + u * CLT_AX_LANES < clt_j1)
-                CLT_FOLD(clt_acc[u], clt_row_base + clt_j + u * CLT_AX_LANES);
+        for (int clt_u = 0; clt_u < CLT_AX_ITEMS - 1; ++clt_u)
+            if (clt_j + clt_u * CLT_AX_LANES < clt_j1)
+                CLT_FOLD(clt_acc[clt_u], clt_row_base + clt_j + clt_u * CLT_AX_LANES);
     }
     clt_out_t clt_v = clt_acc[0];
 #pragma unroll
-    for (int u = 1; u < CLT_AX_ITEMS; ++u) {
-        clt_out_t b_ = clt_acc[u];
-        clt_v = CLT_REDUCE(clt_v, b_);
+    for (int clt_u = 1; clt_u < CLT_AX_ITEMS; ++clt_u) {
+        clt_out_t clt_b = clt_acc[clt_u];
+        clt_v = CLT_REDUCE(clt_v, clt_b);
     }
 #if CLT_AX_LANES > 1
     clt_v = clt_lanes_tree(clt_v, clt_lane, 1, clt_tile);
@@ -150,35 +150,35 @@ clt_axis_stage1(CLT_USER_ARGS const long n, const long clt_outer, const long clt
     long clt_rb[CLT_AX_STRIP]; /* the flat index of each output's first element */
     clt_out_t clt_acc[CLT_AX_STRIP][CLT_AX_ITEMS];
 #pragma unroll
-    for (int t = 0; t < CLT_AX_STRIP; ++t) {
-        const long p_ = clt_p0 + t < clt_nout ? clt_p0 + t : clt_p0;
-        const long o_ = p_ / clt_inner;
-        clt_rb[t] = o_ * n * clt_inner + (p_ - o_ * clt_inner);
+    for (int clt_t = 0; clt_t < CLT_AX_STRIP; ++clt_t) {
+        const long clt_p = clt_p0 + clt_t < clt_nout ? clt_p0 + clt_t : clt_p0;
+        const long clt_o = clt_p / clt_inner;
+        clt_rb[clt_t] = clt_o * n * clt_inner + (clt_p - clt_o * clt_inner);
 #pragma unroll
-        for (int u = 0; u < CLT_AX_ITEMS; ++u) clt_acc[t][u] = CLT_NEUTRAL;
+        for (int clt_u = 0; clt_u < CLT_AX_ITEMS; ++clt_u) clt_acc[clt_t][clt_u] = CLT_NEUTRAL;
     }
     /* the strip's outputs are neighbours in memory unless it crosses an outer index: then
      * element t of a row is at rb[0] + t, which lets the compiler load the strip at once */
     const int clt_flat = CLT_AX_STRIP == 1 ||
                          (clt_rb[CLT_AX_STRIP - 1] == clt_rb[0] + (CLT_AX_STRIP - 1));
-#define CLT_ROWS(AT)                                                                            \
-    do {                                                                                        \
-        long clt_j = clt_j0 + clt_lane;                                                         \
-        long clt_off = clt_j * clt_inner;                                                       \
-        const long clt_jump = CLT_AX_LANES * clt_inner; /* flat distance of a lane's rows */    \
-        for (; clt_j + (CLT_AX_ITEMS - 1) * CLT_AX_LANES < clt_j1;                              \
-             clt_j += CLT_AX_ITEMS * CLT_AX_LANES, clt_off += CLT_AX_ITEMS * clt_jump) {        \
-            _Pragma("unroll") for (int u = 0; u < CLT_AX_ITEMS; ++u)                            \
-                _Pragma("unroll") for (int t = 0; t < CLT_AX_STRIP; ++t)                        \
-                    CLT_FOLD(clt_acc[t][u], AT(t) + clt_off + u * clt_jump);                    \
-        }                                                                                       \
-        _Pragma("unroll") for (int u = 0; u < CLT_AX_ITEMS - 1; ++u)                            \
-            if (clt_j + u * CLT_AX_LANES < clt_j1)                                              \
-                _Pragma("unroll") for (int t = 0; t < CLT_AX_STRIP; ++t)                        \
-                    CLT_FOLD(clt_acc[t][u], AT(t) + clt_off + u * clt_jump);                    \
+#define CLT_ROWS(AT)                                                                               \
+    do {                                                                                           \
+        long clt_j = clt_j0 + clt_lane;                                                            \
+        long clt_off = clt_j * clt_inner;                                                          \
+        const long clt_jump = CLT_AX_LANES * clt_inner; /* flat distance of a lane's rows */       \
+        for (; clt_j + (CLT_AX_ITEMS - 1) * CLT_AX_LANES < clt_j1;                                 \
+             clt_j += CLT_AX_ITEMS * CLT_AX_LANES, clt_off += CLT_AX_ITEMS * clt_jump) {           \
+            _Pragma("unroll") for (int clt_u = 0; clt_u < CLT_AX_ITEMS; ++clt_u)                   \
+                _Pragma("unroll") for (int clt_t = 0; clt_t < CLT_AX_STRIP; ++clt_t)               \
+                    CLT_FOLD(clt_acc[clt_t][clt_u], AT(clt_t) + clt_off + clt_u * clt_jump);       \
+        }                                                                                          \
+        _Pragma("unroll") for (int clt_u = 0; clt_u < CLT_AX_ITEMS - 1; ++clt_u)                   \
+            if (clt_j + clt_u * CLT_AX_LANES < clt_j1)                                             \
+                _Pragma("unroll") for (int clt_t = 0; clt_t < CLT_AX_STRIP; ++clt_t)               \
+                    CLT_FOLD(clt_acc[clt_t][clt_u], AT(clt_t) + clt_off + clt_u * clt_jump);       \
     } while (0)
-#define CLT_AT_FLAT(t) (clt_rb[0] + (t))
-#define CLT_AT_ANY(t) (clt_rb[t])
+#define CLT_AT_FLAT(clt_t) (clt_rb[0] + (clt_t))
+#define CLT_AT_ANY(clt_t) (clt_rb[clt_t])
     if (clt_p0 < clt_nout) {
         if (clt_flat)
             CLT_ROWS(CLT_AT_FLAT);
@@ -186,22 +186,22 @@ clt_axis_stage1(CLT_USER_ARGS const long n, const long clt_outer, const long clt
             CLT_ROWS(CLT_AT_ANY);
     }
 #pragma unroll
-    for (int t = 0; t < CLT_AX_STRIP; ++t) {
-        clt_out_t clt_v = clt_acc[t][0];
+    for (int clt_t = 0; clt_t < CLT_AX_STRIP; ++clt_t) {
+        clt_out_t clt_v = clt_acc[clt_t][0];
 #pragma unroll
-        for (int u = 1; u < CLT_AX_ITEMS; ++u) {
-            clt_out_t b_ = clt_acc[t][u];
-            clt_v = CLT_REDUCE(clt_v, b_);
+        for (int clt_u = 1; clt_u < CLT_AX_ITEMS; ++clt_u) {
+            clt_out_t clt_b = clt_acc[clt_t][clt_u];
+            clt_v = CLT_REDUCE(clt_v, clt_b);
         }
 #if CLT_AX_LANES > 1
         clt_v = clt_lanes_tree(clt_v, clt_lane, CLT_OUTS, clt_tile);
 #endif
-        const long clt_p = clt_p0 + t;
+        const long clt_p = clt_p0 + clt_t;
         if (clt_lane == 0 && clt_p < clt_nout) {
             if (clt_split) {
                 clt_partials[(long)get_group_id(1) * clt_nout + clt_p] = clt_v;
             } else {
-                const long clt_row_base = clt_rb[t];
+                const long clt_row_base = clt_rb[clt_t];
                 clt_out_t a = clt_v;
                 clt_res[clt_p] = CLT_FINISH(a);
             }
@@ -225,9 +225,9 @@ clt_axis_stage2(CLT_USER_ARGS const long n, const long clt_outer, const long clt
     const long clt_o = clt_p / clt_inner;
     const long clt_row_base = clt_o * n * clt_inner + (clt_p - clt_o * clt_inner);
     clt_out_t a = clt_partials[clt_p];
-    for (long s = 1; s < clt_split; ++s) {
-        clt_out_t b_ = clt_partials[s * clt_nout + clt_p];
-        a = CLT_REDUCE(a, b_);
+    for (long clt_s = 1; clt_s < clt_split; ++clt_s) {
+        clt_out_t clt_b = clt_partials[clt_s * clt_nout + clt_p];
+        a = CLT_REDUCE(a, clt_b);
     }
     ((__global clt_res_t *)(clt_res_base + clt_res_off))[clt_p] = CLT_FINISH(a);
 }

@@ -374,3 +374,62 @@ def test_warm_calls_follow_every_change_of_arguments(ctx, queue):
     for t in threads:
         t.join()
     assert not errors, errors[:5]
+
+
+def test_calls_along_an_axis(ctx, queue):
+    """`knl(*args, axis=k, keepdims=...)` (CuPy's ReductionKernel has it too): the vector
+    arguments reduced along an axis, numpy's shapes, C and F order, scalar arguments, a 3-D
+    middle axis and adjacent tuples; misuse is a clear error."""
+    rng = np.random.default_rng(3)
+    dot = ReductionKernel(ctx, np.float32, neutral="0", reduce_expr="a+b",
+                          map_expr="x[i]*y[i]*s",
+                          arguments="__global const float *x, __global const float *y, "
+                                    "float s")
+    cnt = ReductionKernel(ctx, np.int64, neutral="0", reduce_expr="a+b",
+                          map_expr="(x[i] > t) ? 1 : 0",
+                          arguments="__global const float *x, float t")
+    for shape in ((37, 1025), (1031, 7), (4, 5, 6), (1, 13)):
+        h, g = rng.random(shape).astype(np.float32), rng.random(shape).astype(np.float32)
+        for order in "CF":
+            x = cla.to_device(queue, np.asarray(h, order=order))
+            y = cla.to_device(queue, np.asarray(g, order=order))
+            axes = [*range(len(shape)), -1, None] + ([(1, 2)] if len(shape) == 3 else [(0, 1)])
+            for axis in axes:
+                if isinstance(axis, tuple) and order == "F":
+                    axis = tuple(a for a in axis)
+                for keep in (False, True):
+                    got = dot(x, y, np.float32(2), axis=axis, keepdims=keep)
+                    want = (2 * h.astype(np.float64) * g).sum(axis=axis, keepdims=keep)
+                    assert got.shape == want.shape, (shape, order, axis, keep)
+                    np.testing.assert_allclose(got.get(), want, rtol=1e-5,
+                                               err_msg=f"{shape} {order} {axis} {keep}")
+                    c = cnt(x, np.float32(0.5), axis=axis, keepdims=keep).get()
+                    np.testing.assert_array_equal(c, (h > 0.5).sum(axis=axis, keepdims=keep))
+    x = cla.to_device(queue, rng.random((8, 9)).astype(np.float32))
+    with pytest.raises(TypeError, match="range"):
+        cnt(x, np.float32(0), axis=0, range=slice(0, 4))
+    with pytest.raises(TypeError, match="out="):
+        cnt(x, np.float32(0), axis=0, out=cla.empty(queue, 9, np.int64))
+    with pytest.raises(ValueError, match="one shape"):
+        dot(x, cla.to_device(queue, rng.random((9, 8)).astype(np.float32)), np.float32(1),
+            axis=0)
+    with pytest.raises(ValueError, match="adjacent"):
+        cnt(cla.to_device(queue, np.zeros((2, 3, 4), np.float32)), np.float32(0), axis=(0, 2))
+
+
+def test_argument_names_are_not_shadowed_by_the_kernels(ctx, queue):
+    """The application's expressions see its own arguments, whatever their names: the
+    skeletons' locals are all clt_-prefixed (a user scalar `t` was the axis kernel's strip
+    index; `j`, the 1-D kernel's loop counter)."""
+    names = ("j", "t", "u", "s", "m", "v", "lid", "lane", "stride", "p_", "a_", "b_", "o_")
+    args = ", ".join(["__global const float *x"] + [f"float {n}" for n in names])
+    knl = ReductionKernel(ctx, np.float32, neutral="0", reduce_expr="a+b",
+                          map_expr="x[i] * j + " + " + ".join(names[1:]), arguments=args)
+    vals = [np.float32(k + 2) for k in range(len(names))]
+    h = np.random.default_rng(1).random((301, 67)).astype(np.float32)
+    x = cla.to_device(queue, h)
+    per = h.astype(np.float64) * 2 + sum(float(v) for v in vals[1:])
+    np.testing.assert_allclose(knl(x, *vals).get(), per.sum(), rtol=1e-5)
+    for axis in (0, 1):
+        np.testing.assert_allclose(knl(x, *vals, axis=axis).get(), per.sum(axis=axis),
+                                   rtol=1e-5)
