@@ -643,3 +643,26 @@ def test_cli_on_a_corrupt_db_says_so_in_one_line(tmp_path, info, how, args):
     r = _cli_on_corrupt(tmp_path, info, how, args)
     lines = r.stderr.splitlines()
     assert len(lines) == 1, lines
+
+
+def test_opening_a_fresh_database_waits_for_another_writer(tmp_path):
+    """The first connection to a fresh SQLite file switches it to WAL, which needs an
+    exclusive lock; while another connection holds the write lock SQLite refuses at once
+    ('database is locked', deadlock avoidance: no busy timeout). Seen in CI when four processes
+    opened one new database together. Store.open retries the switch and opens once the other
+    writer commits."""
+    path = tmp_path / "fresh.db"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE other (a)")  # still a rollback-journal database
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("INSERT INTO other VALUES (1)")
+    release = threading.Timer(0.5, holder.commit)
+    release.start()
+    t0 = time.monotonic()
+    try:
+        s = Store.open(f"sqlite:///{path}")
+        s.close()
+    finally:
+        release.join()
+        holder.close()
+    assert 0.4 < time.monotonic() - t0 < 20

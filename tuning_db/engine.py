@@ -26,6 +26,28 @@ def sqlite_path(url: str) -> Path | None:
     return Path(u.database)
 
 
+def _wal(cur) -> None:  # noqa: ANN001 - a DB-API cursor
+    """`PRAGMA journal_mode=WAL`, retried while another connection holds the write lock: on a
+    fresh file the switch needs an exclusive lock, and SQLite answers a connection that must
+    upgrade its shared lock while another holds the reserved one with an immediate 'database
+    is locked' (deadlock avoidance: the busy timeout does not apply). Seen in CI when four
+    processes opened a new database at once, one of them creating the schema."""
+    import sqlite3
+    import time
+
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    pause = 0.005
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(0.1, pause * 2)
+
+
 def make_engine(url: str, *, readonly: bool = False, immutable: bool = False) -> Engine:
     """An engine with WAL, a busy timeout and `BEGIN IMMEDIATE` writes on SQLite."""
     url = normalise_url(url)
@@ -54,7 +76,7 @@ def make_engine(url: str, *, readonly: bool = False, immutable: bool = False) ->
             cur = dbapi_conn.cursor()
             cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             if not readonly:
-                cur.execute("PRAGMA journal_mode=WAL")
+                _wal(cur)
                 cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
