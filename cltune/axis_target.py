@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import optuna
@@ -27,14 +28,17 @@ from .devices import DeviceInfo
 from .evaluate import Outcome
 from .measure import Bench, profiling_queue
 from .program import BuildError
+from .space_values import ValuesSpace
 from .verify import make_input
 
 POW2 = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 
 @dataclass(frozen=True)
-class AxisSpace:
+class AxisSpace(ValuesSpace):
     """Allowed values per AxisConfig field for one layout on one device."""
+
+    error: ClassVar[type[ValueError]] = ValueError
 
     layout: str  # rows (rows and segments) | cols
     info: DeviceInfo
@@ -47,16 +51,7 @@ class AxisSpace:
         return self.values["wg"][0]
 
     def describe(self) -> str:
-        return f"{self.layout} layout over " + ", ".join(
-            f"{k} {'/'.join(map(str, v))}" for k, v in self.values.items())
-
-    def restrict(self, **fields: tuple) -> AxisSpace:
-        vals = dict(self.values)
-        for k, v in fields.items():
-            if k not in vals:
-                raise ValueError(f"unknown space field {k!r}")
-            vals[k] = tuple(x for x in v if x in vals[k])
-        return replace(self, values=vals)
+        return f"{self.layout} layout over " + self.describe_values()
 
     def size(self) -> int:
         return math.prod(len(v) for v in self.values.values())

@@ -15,7 +15,7 @@ import itertools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import optuna
@@ -42,6 +42,7 @@ from .expr_axis_config import (
 from .expr_choice import LOCAL_RESERVE
 from .expr_source import ExprBuildError, ExprSpec
 from .measure import profiling_queue
+from .space_values import ValuesSpace
 
 #: a work-item's accumulators (strip x items) stay within this many bytes
 MAX_ACC_BYTES = 2048
@@ -51,8 +52,10 @@ MAX_SEEDS = 8
 
 
 @dataclass(frozen=True)
-class AxisExprSpace:
+class AxisExprSpace(ValuesSpace):
     """Allowed values per AxisExprConfig field for one layout on one device."""
+
+    error: ClassVar[type[ValueError]] = ValueError
 
     info: DeviceInfo
     layout: str
@@ -65,16 +68,7 @@ class AxisExprSpace:
         return self.values["wg"][0]
 
     def describe(self) -> str:
-        return f"{self.layout} layout over " + ", ".join(
-            f"{k} {'/'.join(map(str, v))}" for k, v in self.values.items())
-
-    def restrict(self, **fields: tuple) -> AxisExprSpace:
-        vals = dict(self.values)
-        for k, v in fields.items():
-            if k not in vals:
-                raise ValueError(f"unknown space field {k!r}")
-            vals[k] = tuple(x for x in v if x in vals[k])
-        return replace(self, values=vals)
+        return f"{self.layout} layout over " + self.describe_values()
 
     def check(self, cfg: AxisExprConfig) -> str:
         """'' when cfg is feasible here, else why not (nothing compiled)."""

@@ -13,7 +13,7 @@ import itertools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import optuna
@@ -30,14 +30,17 @@ from .expr_launch import ExprLauncher
 from .expr_source import ExprBuildError, ExprSpec, template_hash
 from .measure import Timed, profiling_queue
 from .seeds import MAX_SEEDS, known_config
+from .space_values import ValuesSpace
 
 #: size classes up to 2^SMALL_BUCKET also start from a one-work-group config (launch-bound)
 SMALL_BUCKET = 16
 
 
 @dataclass(frozen=True)
-class ExprSpace:
+class ExprSpace(ValuesSpace):
     """Allowed values per ExprConfig field on one device, and the limits that couple them."""
+
+    error: ClassVar[type[ValueError]] = ExprConfigError
 
     device: DeviceInfo
     base_multiple: int
@@ -45,14 +48,6 @@ class ExprSpace:
     itemsize: int
     values: dict[str, tuple] = field(default_factory=dict)
     excluded: dict[str, str] = field(default_factory=dict)
-
-    def restrict(self, **fields: tuple) -> ExprSpace:
-        vals = dict(self.values)
-        for k, v in fields.items():
-            if k not in vals:
-                raise ExprConfigError(f"unknown space field {k!r}")
-            vals[k] = tuple(x for x in v if x in vals[k])
-        return replace(self, values=vals)
 
     def check(self, cfg: ExprConfig) -> str:
         """'' when cfg is feasible here, else why not (nothing compiled)."""

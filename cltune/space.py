@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 import pyopencl as cl
 
@@ -20,6 +21,7 @@ from .config import ACCUMULATORS, Config, ConfigError
 from .devices import DeviceInfo
 from .ops import OpSpec
 from .program import BuildError, build, kernel_subgroup_size, preferred_multiple
+from .space_values import ValuesSpace
 
 ITEMS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 VECS = (1, 2, 4, 8, 16)
@@ -31,8 +33,11 @@ _ACC_BYTES = {"float": 4, "double": 8, "int": 4, "uint": 4, "long": 8, "ulong": 
 
 
 @dataclass(frozen=True)
-class Space:
+class Space(ValuesSpace):
     """Allowed values per field plus the device limits that couple them."""
+
+    error: ClassVar[type[ValueError]] = ConfigError
+    free: ClassVar[tuple[str, ...]] = ("tile_factor",)
 
     spec: OpSpec
     device: DeviceInfo
@@ -40,15 +45,6 @@ class Space:
     kernel_max_wg: int
     values: dict[str, tuple] = field(default_factory=dict)
     excluded: dict[str, str] = field(default_factory=dict)  # strategy -> why not offered
-
-    def restrict(self, **fields: tuple) -> Space:
-        """A sub-space: each given field limited to the given values (for sweeps and tests)."""
-        vals = dict(self.values)
-        for k, v in fields.items():
-            if k not in vals:
-                raise ConfigError(f"unknown space field {k!r}")
-            vals[k] = tuple(x for x in v if x in vals[k] or k == "tile_factor")
-        return replace(self, values=vals)
 
     def check(self, cfg: Config) -> str:
         """'' when cfg is feasible on this device, else the reason (no compilation)."""

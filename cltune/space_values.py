@@ -1,0 +1,33 @@
+"""What every family's design space shares: allowed values per config field (`values`), and
+sub-spaces of them (`restrict`, for sweeps, tests and `TuneOptions.restrict`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import ClassVar, TypeVar
+
+T = TypeVar("T", bound="ValuesSpace")
+
+
+class ValuesSpace:
+    """Mixin for frozen dataclass spaces with a `values: dict[str, tuple]` field; `error` is
+    the family's ValueError; `free` names fields whose values are not bounded by the space's
+    own (the 1-D family's tile_factor)."""
+
+    error: ClassVar[type[ValueError]] = ValueError
+    free: ClassVar[tuple[str, ...]] = ()
+    values: dict[str, tuple]
+
+    def restrict(self: T, **fields: tuple) -> T:
+        """A sub-space: each given field limited to the given values it already allows."""
+        vals = dict(self.values)
+        for k, v in fields.items():
+            if k not in vals:
+                raise self.error(f"unknown space field {k!r}")
+            vals[k] = tuple(x for x in v if x in vals[k] or k in self.free)
+        return replace(self, values=vals)  # type: ignore[type-var]
+
+    def describe_values(self) -> str:
+        return ", ".join(f"{k} {'/'.join(map(str, v))}" for k, v in self.values.items())
+
+
