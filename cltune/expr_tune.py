@@ -97,17 +97,27 @@ def tune_kernel(knl: Any, sample_args: tuple[Any, ...], *, trials: int = 30,
         store.close()
 
 
-def start_background(knl: Any, dev: cl.Device, n: int, budget_s: float) -> threading.Thread:
-    """Tune `knl` for inputs like n elements in a daemon thread, on a private queue, within
-    about `budget_s` seconds; the kernel re-reads the database when it is done. Failures are
+def start_background(knl: Any, dev: cl.Device, n: int, budget_s: float,
+                     shape: tuple[int, ...] | None = None, order: str = "C",
+                     axis: Any = None) -> threading.Thread:
+    """Tune `knl` for inputs like n elements (with `axis`: along that axis of arrays of
+    `shape` and memory `order`) in a daemon thread, on a private queue, within about
+    `budget_s` seconds; the kernel re-reads the database when it is done. Failures are
     logged and warned about, never raised into the application."""
     def run() -> None:
         try:
             q = cl.CommandQueue(knl.context, dev)
             args = knl.sample_args(q, max(1, n))
             with tempfile.TemporaryDirectory(prefix="cltune-first-use-") as tmp:
-                tune_kernel(knl, args, trials=100_000, timeout=budget_s, queue=q, db=knl.db,
-                            storage=f"sqlite:///{Path(tmp) / 'studies.db'}")
+                storage = f"sqlite:///{Path(tmp) / 'studies.db'}"
+                if axis is None:
+                    tune_kernel(knl, args, trials=100_000, timeout=budget_s, queue=q,
+                                db=knl.db, storage=storage)
+                else:
+                    args = tuple(a.reshape(shape, order=order) if isinstance(a, cla.Array)
+                                 else a for a in args)
+                    knl.tune(*args, axis=axis, trials=100_000, timeout=budget_s, queue=q,
+                             db=knl.db, storage=storage)
             knl.reload()
             knl.background_error = None
         except Exception as e:  # noqa: BLE001 - a background failure must not crash the app

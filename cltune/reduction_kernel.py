@@ -92,8 +92,9 @@ class ReductionKernel:
     pyopencl's does), starting from `neutral`. cltune's extensions, keyword-only:
 
     - `tune="first-use"`: the first call starts tuning in a background thread on a private
-      queue, within `budget_s` seconds; calls switch to the result when it is stored. Off by
-      default: nothing is tuned unless asked.
+      queue, within `budget_s` seconds; calls switch to the result when it is stored. Along
+      an axis, the first call of each layout and shape class does the same (one run at a
+      time). Off by default: nothing is tuned unless asked.
     - `db`: the tuning database (default: `CLTUNE_DB` or the user's data dir).
     - `finish_expr` / `dtype_result`: the result as an expression of `a` (the reduced value),
       `n` (the element count) and the scalar arguments, of another dtype (used by
@@ -136,6 +137,8 @@ class ReductionKernel:
         self._states: dict[int, _DeviceState] = {}
         self._lock = threading.Lock()
         self.background: Any = None  # the first-use tuning thread, once started
+        # first-use tuning along axes: one background run per (layout, size class) seen
+        self.background_axes: dict[tuple, Any] = {}
         self.background_error: Exception | None = None  # why it failed, if it did
         # build now, like pyopencl: an expression that does not compile fails here
         for dev in ctx.devices:
@@ -245,7 +248,31 @@ class ReductionKernel:
         if q.context.int_ptr != self.context.int_ptr:
             raise ValueError("the queue belongs to another context than this kernel")
         waits = [*(wait_for or ()), *(e for v in vecs for e in v.events)]
+        if self.tune_mode == "first-use":
+            self._start_background_axis(q.device, x, axis)
         return reduce_along(self, tuple(args), x, q, axis, keepdims, waits)
+
+    def _start_background_axis(self, dev: cl.Device, x: cla.Array, axis: Any) -> None:
+        """First use along an axis: tune this call's (layout, size class) in the background,
+        one run at a time (a class seen while one runs is tuned by a later call)."""
+        from .axis_runtime import geometry
+        from .expr_axis_family import class_of_view
+        from .expr_tune import start_background
+
+        try:
+            g = geometry(tuple(x.shape), bool(x.flags.c_contiguous), axis, False)
+        except (TypeError, ValueError):
+            return  # the call itself reports it
+        if g.outer * g.inner <= 1 or g.r == 0:
+            return
+        key = (dev.int_ptr, *class_of_view(g.outer, g.r, g.inner))
+        with self._lock:
+            if key in self.background_axes or any(
+                    t.is_alive() for t in self.background_axes.values()):
+                return
+            self.background_axes[key] = start_background(
+                self, dev, x.size, self.budget_s, tuple(x.shape),
+                "C" if x.flags.c_contiguous else "F", axis)
 
     # ---- provenance and tuning -------------------------------------------------------------
     def explain(self, n: int, device: cl.Device | None = None) -> Explanation:

@@ -433,3 +433,33 @@ def test_argument_names_are_not_shadowed_by_the_kernels(ctx, queue):
     for axis in (0, 1):
         np.testing.assert_allclose(knl(x, *vals, axis=axis).get(), per.sum(axis=axis),
                                    rtol=1e-5)
+
+
+def test_first_use_along_an_axis_tunes_that_class_in_the_background(ctx, queue, db_url):
+    """tune="first-use": the first call along an axis starts one background run for its
+    layout and shape class; calls are served meanwhile (the heuristic) and by the tuned
+    config once stored; nothing starts for an axis call of a kernel not asked to tune."""
+    kw = dict(neutral="0", reduce_expr="a+b", map_expr="x[i]*2.5f",
+              arguments="__global const float *x")
+    knl = ReductionKernel(ctx, np.float32, **kw, tune="first-use", budget_s=2.0, db=db_url)
+    h = np.random.default_rng(2).random((512, 48)).astype(np.float32)
+    x = cla.to_device(queue, h)
+    first = knl(x, axis=0).get()
+    np.testing.assert_allclose(first, 2.5 * h.astype(np.float64).sum(axis=0), rtol=1e-5)
+    assert len(knl.background_axes) == 1
+    knl(x, axis=0).get()  # the same class: no second run
+    (t,) = knl.background_axes.values()
+    t.join(timeout=90)
+    assert knl.background_error is None
+    np.testing.assert_allclose(knl(x, axis=0).get(), first, rtol=1e-5)
+    rows = Store.open(db_url)
+    try:
+        ids = rows.device_ids()
+        got = [r for r in rows.ok_results(ids, "expr_axis", None)
+               if r.variant == f"{knl.fingerprint}/cols"]
+    finally:
+        rows.close()
+    assert got, "the background run stored nothing"
+    quiet = ReductionKernel(ctx, np.float32, **kw, db=db_url)
+    quiet(x, axis=1).get()
+    assert quiet.background_axes == {} and quiet.background is None
