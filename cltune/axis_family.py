@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from .axis_config import AxisConfig
-from .family import Family
+from .family import Family, reason_of
 from .ops import OpError, OpSpec
 
 NAME = "axis"
@@ -113,21 +113,10 @@ def nearest(key: tuple[float, float], tuned: list[tuple[int, int]]) -> tuple[int
                                      -t[0] - t[1]))
 
 
-def _reason(parse: Callable[[str], object]) -> Callable[[str], str]:
-    def check(text: str) -> str:
-        try:
-            parse(text)
-        except ValueError as e:
-            return str(e)
-        return ""
-
-    return check
-
-
 def _parse_config(m: Mapping[str, object]) -> AxisConfig:
     return AxisConfig.from_mapping(m)
 
 
-AXIS = Family(NAME, _parse_config, _reason(variant_of), _reason(shape_key_of),
+AXIS = Family(NAME, _parse_config, reason_of(variant_of), reason_of(shape_key_of),
               kernel="axis.cl", interface="cltune.axis_kernel", reference="cltune.axis_check",
               target="cltune.axis_target:AxisTarget")

@@ -18,12 +18,12 @@ The database never holds an expression: only the fingerprint and configs (name -
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from . import expr_family
 from .axis_family import MAX_LOG2, log2_key, shape_key_of, size_class  # noqa: F401
 from .expr_axis_config import LAYOUTS, AxisExprConfig
-from .family import Family
+from .family import Family, reason_of
 
 NAME = "expr_axis"
 
@@ -61,22 +61,11 @@ def view_of(layout: str, key: tuple[int, int]) -> tuple[int, int, int]:
     return (a, b, 1) if layout == "rows" else (1, a, b)
 
 
-def _reason(parse: Callable[[str], object]) -> Callable[[str], str]:
-    def check(text: str) -> str:
-        try:
-            parse(text)
-        except ValueError as e:
-            return str(e)
-        return ""
-
-    return check
-
-
 def parse_config(m: Mapping[str, object]) -> AxisExprConfig:
     return AxisExprConfig.from_mapping(m)
 
 
-EXPR_AXIS = Family(NAME, parse_config, _reason(split_variant), _reason(shape_key_of),
+EXPR_AXIS = Family(NAME, parse_config, reason_of(split_variant), reason_of(shape_key_of),
                    kernel="expr_axis.cl", interface="cltune.expr_axis",
                    reference="cltune.expr_axis_target",
                    target="cltune.expr_axis_target:ExprAxisTarget")

@@ -49,6 +49,19 @@ class Family:
 _registry: dict[str, Family] = {}
 
 
+def reason_of(parse: Callable[[str], object]) -> Callable[[str], str]:
+    """A descriptor's `check_*` from a parser: '' when `parse(text)` accepts the text, else
+    the ValueError's message (why it is refused)."""
+    def check(text: str) -> str:
+        try:
+            parse(text)
+        except ValueError as e:
+            return str(e)
+        return ""
+
+    return check
+
+
 def register(f: Family) -> Family:
     if f.name in _registry:
         raise ValueError(f"family {f.name!r} is already registered")

@@ -8,11 +8,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from .buckets import MAX_BUCKET, MIN_BUCKET
 from .config import Config
-from .family import Family
+from .family import Family, reason_of
 from .ops import OpError, OpSpec
 
 NAME = "reduce"
@@ -44,22 +44,10 @@ def bucket_of(text: str) -> int:
     return int(m.group(1))
 
 
-def _reason(parse: Callable[[str], object]) -> Callable[[str], str]:
-    """A family check ('' or why not) from a parser that raises ValueError."""
-    def check(text: str) -> str:
-        try:
-            parse(text)
-        except ValueError as e:  # OpError is a ValueError
-            return str(e)
-        return ""
-
-    return check
-
-
 def _parse_config(m: Mapping[str, object]) -> Config:
     return Config.from_mapping(m)
 
 
-REDUCE = Family(NAME, _parse_config, _reason(spec_of), _reason(bucket_of), kernel="reduce.cl",
+REDUCE = Family(NAME, _parse_config, reason_of(spec_of), reason_of(bucket_of), kernel="reduce.cl",
                 interface="cltune.reduce_kernel", reference="cltune.verify",
                 target="cltune.reduce_target:ReduceTarget")
