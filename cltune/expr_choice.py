@@ -24,6 +24,11 @@ from .expr_config import GROUPS_PER_CU, ITEMS, ExprConfig, ExprConfigError
 
 #: bytes of __local memory reserved besides the tile (the single-pass flag)
 LOCAL_RESERVE = 64
+#: bytes of accumulators per work-item an untuned config may hold (items x accumulator size):
+#: 16 float32 accumulators, 4 argmax structs (index, value), 2 var structs (n, c, s1, s2 in
+#: double). More spill on GPUs: on the H200 a var with 16 accumulators ran at 0.22-0.45 of the
+#: sum's speed, and its kernel could not be built with more than 256 work-items per group.
+ACC_BYTES = 64
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,14 @@ def fit(cfg: ExprConfig, info: DeviceInfo, itemsize: int) -> ExprConfig:
     return replace(cfg, wg=wg, passes=passes)
 
 
+def items_for(items: int, itemsize: int, info: DeviceInfo) -> int:
+    """`items` accumulators, on GPUs (registers) fewer where they would hold more than
+    ACC_BYTES; CPUs keep them (the derived configs' A/B there, docs/expressions.md)."""
+    while info.type != "cpu" and items > 1 and items * itemsize > ACC_BYTES:
+        items //= 2
+    return items
+
+
 def builtin(info: DeviceInfo, itemsize: int) -> ExprConfig:
     """CPUs: one work-item per group streaming its own chunk with 4 accumulators, 4 per core
     (measured best on Intel's runtime and PoCL: wider groups make the compilers gather);
@@ -68,7 +81,7 @@ def builtin(info: DeviceInfo, itemsize: int) -> ExprConfig:
     if info.type == "cpu":
         cfg = ExprConfig("contiguous", 1, 4, 4, 2)
     else:
-        cfg = ExprConfig("strided", 256, 4, 8, 2)
+        cfg = ExprConfig("strided", 256, items_for(4, itemsize, info), 8, 2)
     return fit(cfg, info, itemsize)
 
 
@@ -77,7 +90,8 @@ def derive(sum_cfg: Config, info: DeviceInfo, itemsize: int) -> ExprConfig:
     size, groups per compute unit and passes; its loads per work-item step (items x vec) as
     independent accumulators; per-work-item streaming (`serial`) as the contiguous layout, on
     CPUs with one work-item per group and as many work-items per compute unit (the sum's
-    work-items vectorise their own loads; an expression's would be gathered across them)."""
+    work-items vectorise their own loads; an expression's would be gathered across them), with
+    no more accumulators than ACC_BYTES hold."""
     def nearest(v: int, allowed: tuple[int, ...]) -> int:
         return min(allowed, key=lambda a: (abs(a - v), a))
 
@@ -86,7 +100,8 @@ def derive(sum_cfg: Config, info: DeviceInfo, itemsize: int) -> ExprConfig:
     if serial and info.type == "cpu":
         wg, gpc = 1, gpc * wg
     cfg = ExprConfig("contiguous" if serial else "strided", wg,
-                     nearest(min(16, sum_cfg.items * sum_cfg.vec), ITEMS),
+                     items_for(nearest(min(16, sum_cfg.items * sum_cfg.vec), ITEMS), itemsize,
+                               info),
                      nearest(gpc, GROUPS_PER_CU[1:]), sum_cfg.passes)
     return fit(cfg, info, itemsize)
 

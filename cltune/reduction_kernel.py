@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
+import pyopencl.tools as cltools
 from pyopencl.tools import VectorArg
 
 from .buckets import nearest
@@ -136,6 +137,7 @@ class ReductionKernel:
         self.tune_mode, self.budget_s, self.db, self.sample = tune, budget_s, db, sample
         self._states: dict[int, _DeviceState] = {}
         self._lock = threading.Lock()
+        self._pool: Any = None  # result_allocator's, made at first need
         self.background: Any = None  # the first-use tuning thread, once started
         # first-use tuning along axes: one background run per (layout, size class) seen
         self.background_axes: dict[tuple, Any] = {}
@@ -158,6 +160,22 @@ class ReductionKernel:
                     st = self._states[dev.int_ptr] = _DeviceState(self.context, dev, self.spec,
                                                                   self.db)
         return st
+
+    def result_allocator(self, allocator: Any = None) -> Any:
+        """`allocator` if given, else a memory pool of this kernel's context. Results are
+        small and made on every call: without a pool each is a buffer created and released per
+        call, which on NVIDIA's driver costs more than a small reduction itself (see
+        docs/expressions.md, host cost per call)."""
+        if allocator is not None:
+            return allocator
+        pool = self._pool
+        if pool is None:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = cltools.MemoryPool(cltools.ImmediateAllocator(
+                        cl.CommandQueue(self.context, self.context.devices[0])))
+                pool = self._pool
+        return pool
 
     def reload(self) -> None:
         """Read the database again (after tuning elsewhere)."""
@@ -208,8 +226,8 @@ class ReductionKernel:
         if q.context.int_ptr != self.context.int_ptr:
             raise ValueError("the queue belongs to another context than this kernel")
         if out is None:
-            res = new_scalar(q, spec.dtype_result,
-                             allocator if allocator is not None else repr_vec.allocator)
+            res = new_scalar(q, spec.dtype_result, self.result_allocator(
+                allocator if allocator is not None else repr_vec.allocator))
         else:
             if out.dtype != spec.dtype_result or out.size != 1:
                 raise TypeError(f"out must be a 1-element array of {spec.dtype_result}, got "

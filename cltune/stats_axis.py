@@ -68,7 +68,8 @@ def whole(knl: ReductionKernel, x: cla.Array, q: cl.CommandQueue, extra: tuple,
     """The statistic of every element, as an array of `shape` (one element)."""
     out = None
     if shape != ():
-        out = empty_result(q, shape, knl.spec.dtype_result, "C", x.allocator)
+        out = empty_result(q, shape, knl.spec.dtype_result, "C",
+                           knl.result_allocator(x.allocator))
     return knl(_flat(x), *extra, queue=q, out=out)
 
 
@@ -91,9 +92,10 @@ def reduce_along(knl: ReductionKernel, args: tuple, x: cla.Array, q: cl.CommandQ
     if nout == 1 and g.mem:  # every element: the tuned 1-D kernel
         flat = [_flat(a) if isinstance(t, VectorArg) else a
                 for a, t in zip(args, knl.spec.arguments, strict=True)]
-        out = empty_result(q, g.kept, rdt, "C", x.allocator) if g.kept != () else None
+        out = (empty_result(q, g.kept, rdt, "C", knl.result_allocator(x.allocator))
+               if g.kept != () else None)
         return knl(*flat, queue=q, out=out)
-    res = empty_result(q, g.kept, rdt, g.order, x.allocator)
+    res = empty_result(q, g.kept, rdt, g.order, knl.result_allocator(x.allocator))
     if nout == 0:
         return res
     user: list[Any] = []

@@ -99,8 +99,9 @@ inline clt_out_t clt_group_tree(clt_out_t v, __local clt_out_t *clt_tile) {
 #endif
 }
 
-/* the m partials (every work-item of the group calls this) */
-inline clt_out_t clt_group_finish(__global volatile const clt_out_t *clt_parts, const uint clt_m,
+/* the m partials (every work-item of the group calls this): in a kernel of their own (stage 2),
+ * where plain loads see them */
+inline clt_out_t clt_group_finish(__global const clt_out_t *clt_parts, const uint clt_m,
                                   __local clt_out_t *clt_tile) {
     clt_out_t clt_s = CLT_NEUTRAL;
     for (uint clt_j = get_local_id(0); clt_j < clt_m; clt_j += CLT_WG) {
@@ -109,6 +110,31 @@ inline clt_out_t clt_group_finish(__global volatile const clt_out_t *clt_parts, 
     }
     return clt_group_tree(clt_s, clt_tile);
 }
+
+#if CLT_PASSES == 1
+/* ... and in the last group of the single pass, through volatile loads (other groups wrote
+ * them during this launch). NVIDIA's compiler keeps volatile loads in order and a loop that
+ * reduces each partial as it arrives waits for every load in turn (a 32-byte var partial is four
+ * loads: ~15 us for 1056 partials on the H200): four partials are loaded before any is used */
+inline clt_out_t clt_group_finish_volatile(__global volatile const clt_out_t *clt_parts,
+                                           const uint clt_m, __local clt_out_t *clt_tile) {
+    clt_out_t clt_s = CLT_NEUTRAL;
+    uint clt_j = get_local_id(0);
+    for (; clt_j + 3 * CLT_WG < clt_m; clt_j += 4 * CLT_WG) {
+        clt_out_t clt_p0 = clt_parts[clt_j], clt_p1 = clt_parts[clt_j + CLT_WG];
+        clt_out_t clt_p2 = clt_parts[clt_j + 2 * CLT_WG], clt_p3 = clt_parts[clt_j + 3 * CLT_WG];
+        clt_s = CLT_REDUCE(clt_s, clt_p0);
+        clt_s = CLT_REDUCE(clt_s, clt_p1);
+        clt_s = CLT_REDUCE(clt_s, clt_p2);
+        clt_s = CLT_REDUCE(clt_s, clt_p3);
+    }
+    for (; clt_j < clt_m; clt_j += CLT_WG) {
+        clt_out_t clt_p = clt_parts[clt_j];
+        clt_s = CLT_REDUCE(clt_s, clt_p);
+    }
+    return clt_group_tree(clt_s, clt_tile);
+}
+#endif
 
 __kernel CLT_WG_ATTR void
 clt_expr_stage1(CLT_USER_ARGS const long clt_start, const long clt_step, const long n,
@@ -123,9 +149,9 @@ clt_expr_stage1(CLT_USER_ARGS const long clt_start, const long clt_step, const l
      * steps after being combined into clt_tot; so no accumulator folds a chain longer than
      * CLT_BLOCK elements, which keeps a float sum's rounding error near that of
      * CLT_BLOCK + chunk / CLT_BLOCK additions instead of the whole chunk's */
-    clt_out_t clt_acc[CLT_ITEMS], clt_tot[CLT_ITEMS];
+    clt_out_t clt_acc[CLT_ITEMS], clt_tot = CLT_NEUTRAL;
 #pragma unroll
-    for (int clt_j = 0; clt_j < CLT_ITEMS; ++clt_j) clt_acc[clt_j] = clt_tot[clt_j] = CLT_NEUTRAL;
+    for (int clt_j = 0; clt_j < CLT_ITEMS; ++clt_j) clt_acc[clt_j] = CLT_NEUTRAL;
 
 #if CLT_LAYOUT == 0
 #define CLT_STRIDE ((long)CLT_ITEMS * CLT_WG)
@@ -153,9 +179,9 @@ clt_expr_stage1(CLT_USER_ARGS const long clt_start, const long clt_step, const l
         }
 #pragma unroll
         for (int clt_j = 0; clt_j < CLT_ITEMS; ++clt_j) {
-            clt_out_t clt_a = clt_tot[clt_j];
+            clt_out_t clt_a = clt_tot;
             clt_out_t clt_b = clt_acc[clt_j];
-            clt_tot[clt_j] = CLT_REDUCE(clt_a, clt_b);
+            clt_tot = CLT_REDUCE(clt_a, clt_b);
             clt_acc[clt_j] = CLT_NEUTRAL;
         }
     }
@@ -167,13 +193,12 @@ clt_expr_stage1(CLT_USER_ARGS const long clt_start, const long clt_step, const l
     for (; clt_k < clt_end; ++clt_k) CLT_FOLD(clt_acc[0], clt_k);
 #endif
 
-    clt_out_t clt_v = CLT_NEUTRAL;
+    clt_out_t clt_v = clt_tot;
 #pragma unroll
     for (int clt_j = 0; clt_j < CLT_ITEMS; ++clt_j) {
-        clt_out_t clt_a = clt_tot[clt_j];
+        clt_out_t clt_a = clt_v;
         clt_out_t clt_b = clt_acc[clt_j];
-        clt_out_t clt_c = CLT_REDUCE(clt_a, clt_b);
-        clt_v = CLT_REDUCE(clt_v, clt_c);
+        clt_v = CLT_REDUCE(clt_a, clt_b);
     }
     clt_v = clt_group_tree(clt_v, clt_tile);
 
@@ -201,7 +226,7 @@ clt_expr_stage1(CLT_USER_ARGS const long clt_start, const long clt_step, const l
         asm volatile("membar.gl;");
 #endif
         mem_fence(CLK_GLOBAL_MEM_FENCE);
-        clt_out_t a = clt_group_finish(clt_partials, get_num_groups(0), clt_tile);
+        clt_out_t a = clt_group_finish_volatile(clt_partials, get_num_groups(0), clt_tile);
         if (clt_lid == 0) {
             *clt_res = CLT_FINISH(a);
             atomic_xchg(clt_ticket, 0u); /* ready for the next launch */

@@ -130,8 +130,8 @@ def main() -> int:
                 res = cla.empty(pq, (), knl.spec.dtype_result)
                 inv = [x.base_data, 0, *([0.0] if name == "var" else [])]
                 rows = []
-                for wg in (256, 512, 1024):
-                    for items in (4, 8, 16):
+                for wg in (128, 256, 512):
+                    for items in (1, 2, 4, 8):
                         for gpc in (2, 4, 8, 16):
                             cfg = ExprConfig("strided", wg, items, gpc, 2)
                             try:
