@@ -109,6 +109,8 @@ class AxisExprConfig(MappedConfig):
 #: CPU columns: a work-item's accumulators (strip x items) are kept within this many bytes
 #: (more spill: var's 32-byte accumulators at items=2 ran 1.3-3x slower on both CPU runtimes)
 CPU_ACC_BYTES = 256
+#: accumulator bytes per lane of a GPU rows config (registers; more spill)
+GPU_ACC_BYTES = 64
 
 
 def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8) -> AxisExprConfig:
@@ -125,8 +127,9 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8) -> Axis
     7-10x slower) and the strip's loads are contiguous; 2 accumulators per output while the
     strip's stay within CPU_ACC_BYTES. Long axes are split over groups by `axis_plan`.
 
-    GPUs: rows get a lane per element up to 256 (neighbouring lanes read neighbouring
-    elements), so short rows share a group; columns get up to 256 neighbouring columns a
+    GPUs: rows get a lane per 16 elements up to 256 (neighbouring lanes read neighbouring
+    elements; short rows a work-item each, 256 a group) and up to 4 accumulators of at most
+    GPU_ACC_BYTES together; columns get up to 256 neighbouring columns a
     group (coalesced) and the rest of the group's 256 work-items along the axis."""
     cpu = getattr(info, "type", "gpu") == "cpu"
     cap = _pow2_at_most(min(int(info.max_wg), MAX_WG))
@@ -135,7 +138,10 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8) -> Axis
         if cpu:  # 16-byte accumulators are argmin/argmax's (index, value): see above
             return AxisExprConfig("rows", min(cap, 16 if acc_size == 16 else 8), 1, items)
         wg = min(cap, 256)
-        lanes = min(wg, _pow2_at_most(-(-max(1, r) // items)))
+        # a lane per 16 elements (the plain axis sums tuned on the H200: rows of 16 and of 4
+        # one work-item each, of 64 8 lanes, of 256 16), 64 bytes of accumulators a lane
+        items = max(1, min(4, GPU_ACC_BYTES // max(1, acc_size)))
+        lanes = min(wg, _pow2_at_most(max(1, r // 16)))
         return AxisExprConfig("rows", wg, lanes, items)
     if cpu:
         strip = min(16, _pow2_at_most(inner))

@@ -20,6 +20,7 @@ import json
 import statistics
 import sys
 import tempfile
+import time
 import warnings
 
 import numpy as np
@@ -95,7 +96,10 @@ def bench_expressions(ctx, q, sizes, repeats, trials, db, rows, log):  # noqa: A
             a = (x, y) if uses_y else (x,)
             a = (*a, t) if t is not None else a
             if trials:
+                t0 = time.perf_counter()
                 ours.tune(*a, trials=trials, timeout=60 + n / 2**20, db=db)
+                print(f"  tuned {name} 2^{b}: {trials} trials in {time.perf_counter() - t0:.1f} s",
+                      flush=True)
             want = float(ref(hx, hy))
             for who, k in (("cltune", ours), ("pyopencl", theirs)):
                 got = _value(k(*a).get())
@@ -140,8 +144,11 @@ def bench_stats(ctx, q, info, sizes, repeats, trials, rows, log):  # noqa: ANN00
         torch_fns = _torch_stats(host) if use_torch else {}
         for name, (ours, ref, kop) in ops.items():
             if trials:
+                t0 = time.perf_counter()
                 stats.kernel(kop, ctx, np.float32).tune(x, *((0.0,) if name == "var" else ()),
                                                         trials=trials, timeout=60 + n / 2**20)
+                print(f"  tuned {name} 2^{b}: {trials} trials in {time.perf_counter() - t0:.1f} s",
+                      flush=True)
             got, want = float(ours(x).get()), float(ref(host.astype(np.float64)))
             if not _ok(got, want, n):
                 sys.exit(f"{name} 2^{b}: cltune gives {got}, numpy {want}")

@@ -130,6 +130,28 @@ def test_mean_var_std(queue, rng):
             cltune.var(dev(queue, h), ddof=bad)
 
 
+def test_var_merges_stay_accurate_where_the_shift_drifts(queue, rng):
+    """float64 variances against a two-pass reference in long double, on inputs whose
+    accumulators start far from the merged mean: a sorted input (every accumulator's shift
+    on one side), a ramp on a 1e9 offset, halves a million apart, blocks of different means.
+    The merge re-shifts while (c - m)^2 <= 16 v and recentres otherwise (SHIFT_K); with
+    Chan's formula at every merge the ramp was 1e-9 off and the sorted input 1.4e-12."""
+    if not stats._fp64(queue.context):
+        pytest.skip("the device has no fp64")
+    n = 300_007
+    cases = {"sorted": np.sort(rng.standard_normal(n)) * 1e3 + 5e6,
+             "ramp": np.arange(n, dtype=np.float64) * 1e-3 + 1e9,
+             "halves": np.concatenate([rng.standard_normal(n // 2),
+                                       1e6 + rng.standard_normal(n - n // 2)]),
+             "blocks": np.repeat(rng.standard_normal(301) * 1e4, 1000)[:n]
+             + rng.standard_normal(n) * 1e-2}
+    for name, h in cases.items():
+        hl = h.astype(np.longdouble)
+        want = float(((hl - hl.mean()) ** 2).mean())
+        got = float(cltune.var(dev(queue, h)).get())
+        assert abs(got - want) <= 1e-12 * want, (name, got, want)
+
+
 def test_count_nonzero_any_all(queue, rng):
     for n in SIZES:
         h = (rng.random(n) < 0.3) * rng.standard_normal(n)

@@ -9,6 +9,7 @@ block: where an expression reduction loses time on a GPU.
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import sys
 import time
@@ -130,10 +131,11 @@ def main() -> int:
                 res = cla.empty(pq, (), knl.spec.dtype_result)
                 inv = [x.base_data, 0, *([0.0] if name == "var" else [])]
                 rows = []
-                for wg in (128, 256, 512):
-                    for items in (1, 2, 4, 8):
-                        for gpc in (2, 4, 8, 16):
-                            cfg = ExprConfig("strided", wg, items, gpc, 2)
+                for wg, items, gpc, passes in itertools.product(
+                        (128, 256, 512), (1, 2, 4), (2, 4, 8, 16), (1, 2)):
+                    if True:
+                        if True:
+                            cfg = ExprConfig("strided", wg, items, gpc, passes)
                             try:
                                 la = ExprLauncher(ctx, dev, info, knl.spec, cfg)
                                 la.built()
