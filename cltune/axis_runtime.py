@@ -366,5 +366,7 @@ def explain(reducer: Any, kind: str, a: int, b: int) -> AxisExplanation:
     spec = reducer.spec
     return AxisExplanation(f"{spec.op}/{spec.dtype}/{kind}", (a, b), cfg,
                            k.level if t else "builtin", k.why if t else
-                           "no tuned class for this variant" if not k.tuned else k.why,
+                           "no tuned class for this variant" if not k.tuned else
+                           f"no tuned class within 2^{axis_family.MAX_CLASS_STEPS} of this "
+                           "shape: the builtin config",
                            axis_family.size_class(t.key) if t else None, t.gbps if t else None)

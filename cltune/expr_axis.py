@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
+from .axis_family import MAX_CLASS_STEPS
 from .devices import DeviceInfo, info_for
 from .expr_axis_choice import AxisChoices, AxisTuned, resolve
 from .expr_axis_config import AxisExprConfig, AxisPlan, axis_plan, choose
@@ -223,6 +224,10 @@ class AxisReducer:
         ch = self.choices(layout)
         t = ch.nearest(pos)
         why_not = ch.why
+        if t is None and ch.tuned:
+            why_not = (f"the tuned classes ({', '.join(x.size_class for x in ch.tuned)[:200]}; "
+                       f"{ch.level}) are more than 2^{MAX_CLASS_STEPS} away from this shape: "
+                       "the heuristic config for the shape")
         if t is not None:
             try:
                 return (build(self.ctx, self.dev, self.info, self.spec, t.config),

@@ -156,12 +156,19 @@ def test_a_valid_stored_config_is_served_to_the_nearest_shape(ctx, queue, info, 
     _store_best(tuned_db, info, knl.fingerprint, "rows", "2^8x2^4", tuned)
     _store_best(tuned_db, info, knl.fingerprint, "rows", "2^4x2^12", {**GOOD, "wg": 2})
     for shape, cls in (((300, 20), "2^8x2^4"), ((10, 5000), "2^4x2^12"),
-                       ((1 << 14, 3), "2^8x2^4")):
+                       ((1 << 10, 3), "2^8x2^4")):
         ex = stats.explain("argmax", queue, np.float32, shape, 1)
         assert (ex.level, ex.size_class) == ("exact", cls), (shape, ex)
         h = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
         _check("argmax", cla.to_device(queue, h), h, 1)
     assert stats.explain("argmax", queue, np.float32, (300, 20), 0).level == "builtin"
+    # a class more than 2^3 away in either dimension does not serve: the heuristic does
+    for shape in ((1 << 14, 3), (16, 1 << 16)):
+        ex = stats.explain("argmax", queue, np.float32, shape, 1)
+        assert ex.level == "builtin" and "more than 2^3 away" in ex.why, (shape, ex)
+        assert ex.config == choose(info, *shape, 1, knl.spec.dtype_out.itemsize)
+        h = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+        _check("argmax", cla.to_device(queue, h), h, 1)
 
 
 def test_show_export_import_round_trip(ctx, info, tuned_db, tmp_path):
