@@ -13,11 +13,13 @@ never compiled); the runtime never writes to the database.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
 from . import expr_family
+from .buckets import nearest
 from .config import Config, ConfigError
 from .devices import DeviceInfo
 from .expr_config import GROUPS_PER_CU, ITEMS, ExprConfig, ExprConfigError
@@ -40,11 +42,35 @@ class ExprChoice:
     gbps: float | None = None
 
 
+#: a size class this expression was tuned for serves sizes up to this many powers of two
+#: away; beyond, the derived (or builtin) config does (on the H200 the var tuned at 2^24, two
+#: passes, took 22.9 us per call at 2^12 where the derived single pass took 17.1)
+MAX_BUCKET_STEPS = 4
+
+
 @dataclass(frozen=True)
 class Choices:
     level: str  # a lookup level, `derived` or `builtin`
     why: str
     choices: tuple[ExprChoice, ...]
+    #: where this expression is tuned: what serves sizes far from every tuned class
+    fallback: Choices | None = None
+
+    def serve(self, n: int) -> tuple[ExprChoice, str, str]:
+        """The choice for n elements, its level and why: the nearest size class within
+        MAX_BUCKET_STEPS, else the fallback's (the first choice where none has a class)."""
+        buckets = [c.bucket for c in self.choices if c.bucket is not None]
+        b = nearest(n, buckets)
+        if b is not None and abs(b - math.log2(max(1, n))) <= MAX_BUCKET_STEPS:
+            return next(c for c in self.choices if c.bucket == b), self.level, self.why
+        if self.fallback is not None:
+            c, level, why = self.fallback.serve(n)
+            tuned = ", ".join(f"2^{x}" for x in sorted(buckets))
+            return c, level, (f"tuned for {tuned} ({self.level}), more than "
+                              f"2^{MAX_BUCKET_STEPS} from n: {why}")
+        if b is not None:
+            return next(c for c in self.choices if c.bucket == b), self.level, self.why
+        return self.choices[0], self.level, self.why
 
 
 def single_pass_passes(info: DeviceInfo) -> tuple[int, ...]:
@@ -154,16 +180,16 @@ def resolve(info: DeviceInfo, fingerprint: str, itemsize: int, db: str | None) -
         own = ask(expr_family.NAME, fingerprint)
         got = _rows_to_choices(own.rows, lambda m: fit(ExprConfig.from_mapping(m), info,
                                                        itemsize))
-        if got:
-            return Choices(own.level, own.why, tuple(got))
         plain = ask("reduce", "sum/float32")
-        got = _rows_to_choices(plain.rows, lambda m: derive(Config.from_mapping(m), info,
-                                                            itemsize))
-        if got:
-            return Choices("derived", f"not tuned: shaped like the tuned sum/float32 "
-                           f"({plain.level}: {plain.why})", tuple(got))
+        derived = _rows_to_choices(plain.rows, lambda m: derive(Config.from_mapping(m), info,
+                                                                itemsize))
     finally:
         if store is not None:
             store.close()
-    return Choices("builtin", "not tuned, and no tuned sum/float32 for this device: config "
-                   "from its limits", (ExprChoice(builtin(info, itemsize), None),))
+    fallback = (Choices("derived", f"not tuned: shaped like the tuned sum/float32 "
+                        f"({plain.level}: {plain.why})", tuple(derived)) if derived else
+                Choices("builtin", "not tuned, and no tuned sum/float32 for this device: "
+                        "config from its limits", (ExprChoice(builtin(info, itemsize), None),)))
+    if got:
+        return Choices(own.level, own.why, tuple(got), fallback)
+    return fallback

@@ -22,7 +22,6 @@ import pyopencl.array as cla
 import pyopencl.tools as cltools
 from pyopencl.tools import VectorArg
 
-from .buckets import nearest
 from .devices import info_for
 from .expr_choice import Choices, ExprChoice, builtin, resolve
 from .expr_config import ExprConfig
@@ -48,21 +47,14 @@ class _DeviceState:
         ch = resolve(self.info, self.spec.fingerprint, self.spec.dtype_out.itemsize, self.db)
         with self.lock:
             self.choices: Choices = ch
-            self.buckets = sorted(c.bucket for c in ch.choices if c.bucket is not None)
             self.by_n: dict[int, tuple[ExprLauncher, ExprChoice]] = {}
-
-    def choice(self, n: int) -> ExprChoice:
-        b = nearest(n, self.buckets)
-        for c in self.choices.choices:
-            if c.bucket == b:
-                return c
-        return self.choices.choices[0]
+            self.served: dict[int, tuple[str, str]] = {}  # n -> (level, why) of by_n's choice
 
     def launcher_for(self, n: int) -> tuple[ExprLauncher, ExprChoice]:
         hit = self.by_n.get(n)
         if hit is not None:
             return hit
-        ch = self.choice(n)
+        ch, level, why = self.choices.serve(n)
         with self.lock:
             la = self.launchers.get(ch.config)
             if la is None:
@@ -76,12 +68,15 @@ class _DeviceState:
                                   f"({str(e)[:200]}); using the builtin config", UserWarning,
                                   stacklevel=4)
                     ch = ExprChoice(builtin(self.info, self.spec.dtype_out.itemsize), None)
+                    level, why = "builtin", f"the served config does not build here: {e}"[:300]
                     la = ExprLauncher(self.ctx, self.dev, self.info, self.spec, ch.config)
                     la.built()
                 self.launchers[ch.config] = la
             if len(self.by_n) > 256:
                 self.by_n.clear()
+                self.served.clear()
             self.by_n[n] = (la, ch)
+            self.served[n] = (level, why)
         return la, ch
 
 
@@ -298,8 +293,8 @@ class ReductionKernel:
         first), and where it came from (a lookup level, `derived` or `builtin`)."""
         st = self._state(device if device is not None else self.context.devices[0])
         _, ch = st.launcher_for(n)
-        c = st.choices
-        return Explanation(n, ch.config, c.level, c.why, ch.bucket, ch.tuned_at, ch.driver,
+        level, why = st.served.get(n, (st.choices.level, st.choices.why))
+        return Explanation(n, ch.config, level, why, ch.bucket, ch.tuned_at, ch.driver,
                            ch.gbps)
 
     def tune(self, *sample_args: Any, trials: int = 30, timeout: float = 120.0,

@@ -227,6 +227,40 @@ def _record_sum_best(db_url, info, cfg):
         store.close()
 
 
+def test_a_tuned_size_class_serves_only_sizes_near_it(ctx, device, data, db_url):
+    """An expression tuned for 2^20 serves 2^16..2^24 from that class; sizes further away
+    get the fallback (derived from the tuned sum, else builtin), and explain says why."""
+    from cltune.expr_choice import MAX_BUCKET_STEPS
+    from cltune.expr_config import ExprConfig
+
+    info, _ = device
+    knl = ReductionKernel(ctx, np.float32, **DOT, db=db_url)
+    fallback = knl.explain(1 << 10)
+    tuned = ExprConfig("contiguous" if info.type == "cpu" else "strided", 2, 2, 1, 2)
+    assert tuned != fallback.config
+    store = Store.open(db_url)
+    try:
+        dev_id = store.upsert_device(info.fingerprint_parts(), info.fingerprint,
+                                     info.hardware_key, info.name)
+        rid = store.record(dev_id, Measurement("expr", knl.fingerprint, "2^20", tuned.to_dict(),
+                                               tuned.key(), "ok", 1 << 20, "test", "test", "",
+                                               1e-4, 40.0))
+        store.set_best(dev_id, rid)
+    finally:
+        store.close()
+    knl.reload()
+    for b in (20 - MAX_BUCKET_STEPS, 20, 20 + MAX_BUCKET_STEPS):
+        e = knl.explain(1 << b)
+        assert (e.level, e.bucket, e.config) == ("exact", 20, tuned), (b, e)
+    for n in (1 << 10, 1000, 1 << 25):
+        e = knl.explain(n)
+        assert e.level == fallback.level and e.config != tuned, (n, e)
+        assert "tuned for 2^20 (exact), more than 2^4 from n" in e.why, e.why
+    x, y = data["x"], data["y"]
+    for k in (1000, 1 << 16):
+        same(knl(x[:k], y[:k]), PyRK(ctx, np.float32, **DOT)(x[:k], y[:k]))
+
+
 def test_tune_explain_and_derived_from_the_tuned_sum(ctx, device, queue, data, db_url,
                                                      storage_url):
     info, _ = device
