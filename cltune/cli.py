@@ -110,7 +110,10 @@ def devices(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")]
 def tune(
     device: Annotated[str, typer.Option(
         "--device", "-d", help="Index, P:D (as PYOPENCL_CTX) or name substring.")] = "0",
-    op: Annotated[str, typer.Option(help="sum, prod, min, max or dot.")] = "sum",
+    op: Annotated[str, typer.Option(
+        help="sum, prod, min, max or dot; or a statistic of cltune.stats (argmin, argmax, "
+        "mean, var, std, norm1, norm2, norm_inf, count_nonzero, any, all), tuned as an "
+        "expression (sizes from --sizes, default 2^20; along axes with --axis).")] = "sum",
     dtype: Annotated[str, typer.Option(help="float32, float64, float16, int32, int64, uint32, "
                                        "uint64.")] = "float32",
     sizes: Annotated[str | None, typer.Option(  # noqa: UP007
@@ -153,10 +156,21 @@ def tune(
     cltune tune --device 0 --axis (both axes of the default shapes);
     cltune tune --device 0 --axis 1 --shapes 65536x256,16x1048576;
     cltune tune --device 0 --segments; cltune tune --device 0 --kernel mymodule:knl;
-    cltune tune --device 0 --kernel mymodule:knl --axis 0 --shapes 65536x256
+    cltune tune --device 0 --kernel mymodule:knl --axis 0 --shapes 65536x256;
+    cltune tune --device 0 --op var --sizes 2^20,2^24; cltune tune --device 0 --op argmax --axis 1
     """
     from cltune import cli_tune
+    from cltune.stats import OPS as STATS
 
+    label = kernel
+    if op in STATS:
+        if kernel is not None:
+            _fail(f"--op {op} and --kernel name two kernels: give one")
+        if segments:
+            _fail(f"--segments tunes the built-in ops (sum, prod, min, max); {op} is tuned "
+                  "whole (--sizes) or along an --axis (--shapes)")
+        with _errors():
+            label, kernel = cli_tune.stats_kernel(device, op, dtype)
     if kernel is not None:
         if segments:
             _fail("--segments tunes the built-in ops (sum, prod, min, max); a --kernel is "
@@ -168,7 +182,7 @@ def tune(
             else:
                 info, res = cli_tune.run_kernel(device, kernel, sizes, trials or 30,
                                                 timeout or 180.0, seed, db, storage, err)
-        if cli_tune.render_kernel(info, kernel, res, out):
+        if cli_tune.render_kernel(info, label, res, out):
             raise typer.Exit(code=1)
         return
     if axis is not None or segments:

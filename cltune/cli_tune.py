@@ -55,7 +55,28 @@ def render_axis(info: Any, runs: list, out: Console, err: Console) -> bool:
     return failed
 
 
-def run_kernel(device: str, kernel: str, sizes: str | None, trials: int, timeout: float,
+def stats_kernel(device: str, op: str, dtype: str) -> tuple[str, Any]:
+    """`cltune tune --op <statistic>`: the statistic's ReductionKernel (cltune.stats) on the
+    selected device, and its label."""
+    import numpy as np
+    import pyopencl as cl
+
+    from cltune import stats
+    from cltune.devices import select
+
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise ValueError(f"--dtype {dtype!r:.30} is not a numpy dtype") from None
+    _, dev = select(device)
+    try:
+        knl = stats.kernel(op, cl.Context([dev]), dt)
+    except TypeError as e:  # a dtype the statistic does not take
+        raise ValueError(str(e)) from None
+    return f"{op}/{dt.name} (cltune.stats)", knl
+
+
+def run_kernel(device: str, kernel: Any, sizes: str | None, trials: int, timeout: float,
                seed: int, db: str | None, storage: str | None,
                err: Console) -> tuple[Any, list]:
     from cltune.buckets import parse_sizes
@@ -70,7 +91,7 @@ def run_kernel(device: str, kernel: str, sizes: str | None, trials: int, timeout
         prog.stop()
 
 
-def run_kernel_axis(device: str, kernel: str, axis: str, shapes: str | None, trials: int,
+def run_kernel_axis(device: str, kernel: Any, axis: str, shapes: str | None, trials: int,
                     timeout: float, seed: int, db: str | None, storage: str | None,
                     err: Console) -> tuple[Any, list]:
     from cltune.axis_family import parse_shapes
@@ -80,7 +101,8 @@ def run_kernel_axis(device: str, kernel: str, axis: str, shapes: str | None, tri
     if axes is None:
         raise ValueError(f"--axis takes 0, 1 or both, not {axis!r:.20}")
     keys = parse_shapes(shapes) if shapes else None
-    err.print(f"tuning {kernel} along axis {' and '.join(map(str, axes))} "
+    label = kernel if isinstance(kernel, str) else kernel.name
+    err.print(f"tuning {label} along axis {' and '.join(map(str, axes))} "
               f"({timeout:g} s at most per shape and axis)", highlight=False)
     return tune_kernel_axis_spec(device, kernel, axes, keys, trials=trials, timeout=timeout,
                                  db=db, storage=storage, seed=seed)

@@ -161,17 +161,18 @@ def load_kernel(spec: str) -> Any:
     return obj
 
 
-def tune_kernel_spec(selector: str, kernel: str, buckets: tuple[int, ...] = (20,), *,
+def tune_kernel_spec(selector: str, kernel: Any, buckets: tuple[int, ...] = (20,), *,
                      trials: int = 30, timeout: float = 180.0, db: str | None = None,
                      storage: str | None = None, seed: int = 0, progress: Any = None,
                      ) -> tuple[Any, list[Any]]:
-    """`cltune tune --kernel module:attribute`: tune that kernel's expression on the selected
-    device at the given size classes (its `sample_args` make the inputs). Returns (device
+    """`cltune tune --kernel module:attribute` (or a ReductionKernel object, e.g. a statistic's
+    for `cltune tune --op var`): tune that kernel's expression on the selected device at the
+    given size classes (its `sample_args` make the inputs). Returns (device
     info, per-size-class results), like `service.tune`."""
     from .service import tune
     from .tuner import TuneOptions
 
-    knl = load_kernel(kernel)
+    knl = kernel if not isinstance(kernel, str) else load_kernel(kernel)
     opts = TuneOptions(family=expr_family.NAME, variant=knl.fingerprint,
                        buckets=tuple(buckets), trials=trials, timeout_s=timeout, seed=seed,
                        target_options={"kernel": knl, "db": db})
@@ -183,7 +184,7 @@ def tune_kernel_spec(selector: str, kernel: str, buckets: tuple[int, ...] = (20,
 KERNEL_AXIS_SHAPES = ((18, 4), (14, 8), (11, 11), (4, 18))
 
 
-def tune_kernel_axis_spec(selector: str, kernel: str, axes: tuple[int, ...],
+def tune_kernel_axis_spec(selector: str, kernel: Any, axes: tuple[int, ...],
                           shapes: tuple[tuple[int, int], ...] | None = None, *,
                           trials: int = 20, timeout: float = 120.0, db: str | None = None,
                           storage: str | None = None, seed: int = 0,
@@ -195,7 +196,7 @@ def tune_kernel_axis_spec(selector: str, kernel: str, axes: tuple[int, ...],
     Returns (device info, the tuner's results, one per shape and axis)."""
     from .devices import select
 
-    knl = load_kernel(kernel)
+    knl = kernel if not isinstance(kernel, str) else load_kernel(kernel)
     info, dev = select(selector)
     mine = [d for d in knl.context.devices if d.int_ptr == dev.int_ptr]
     if not mine:

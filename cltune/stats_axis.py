@@ -150,7 +150,7 @@ class AxisStatExplanation:
         o, r, i = self.view
         head = f"{self.op} of {self.shape}: (outer {o}, r {r}, inner {i})"
         if self.config is None or self.plan is None:
-            return f"{head}, {self.level}: the statistic's 1-D kernel"
+            return f"{head}, {self.level}: the statistic's 1-D kernel, {self.why}"
         cls = f"class {self.size_class}" if self.size_class else "no tuned class"
         return (f"{head}, {self.level}: {self.config.short()}, {self.plan.groups} group(s) x "
                 f"{self.plan.split} along the axis [{self.why}; {cls}]")
@@ -179,7 +179,8 @@ def explain(op: str, q: cl.CommandQueue, dtype: Any, shape: tuple[int, ...], axi
     g = geometry(tuple(shape), order == "C" or len(shape) < 2, axis, False)
     view = (g.outer, g.r, g.inner)
     if g.outer * g.inner == 1 and g.mem:
-        return AxisStatExplanation(op, tuple(shape), view, "whole", None, None)
+        return AxisStatExplanation(op, tuple(shape), view, "whole", None, None,
+                                   str(knl.explain(max(1, g.r), q.device)))
     red = axis_reducer(q.context, q.device, knl.spec, knl.db)
     built, plan = red.plan(*view)
     pick = red.pick(*view)

@@ -299,3 +299,33 @@ def test_a_custom_kernel_along_an_axis(ctx, queue, db_url, storage_url):
     wrong.reference = lambda hs, lo, hi: np.float32(hs[0][lo:hi].sum() + 1)
     with pytest.raises(ValueError, match="disagrees with the kernel's reference"):
         wrong.tune(x, axis=1, trials=2, timeout=60, storage=storage_url)
+
+
+def test_cltune_tune_op_tunes_a_statistic_whole_and_along_an_axis(ctx, queue, info, tuned_db,
+                                                                   storage_url):
+    """`cltune tune --op var` tunes the statistic's kernel (family `expr`) at --sizes, and
+    `--op argmax --axis 1 --shapes` along rows (family `expr_axis`); both then serve; a dtype
+    the statistic does not take and --segments are one-line errors."""
+    dev = str(info.index)
+    r = runner.invoke(app, ["tune", "--device", dev, "--op", "var", "--sizes", "2^12",
+                            "--trials", "3", "--db", tuned_db, "--storage", storage_url])
+    assert r.exit_code == 0, r.output
+    assert "var/float32 (cltune.stats)" in r.output and "2^12" in r.output
+    r = runner.invoke(app, ["tune", "--device", dev, "--op", "argmax", "--axis", "1",
+                            "--shapes", "4096x16", "--trials", "3", "--db", tuned_db,
+                            "--storage", storage_url])
+    assert r.exit_code == 0, r.output
+    knl = stats.kernel("var", ctx, np.float32)
+    knl.reload()
+    assert knl.explain(4096).level == "exact"
+    assert "exact" in str(stats.explain("var", queue, np.float32, (4096,), None))
+    for d in ctx.devices:
+        axis_reducer(ctx, d, stats.kernel("argmax", ctx, np.float32).spec, None).reload()
+    ex = stats.explain("argmax", queue, np.float32, (4096, 16), 1)
+    assert (ex.level, ex.size_class) == ("exact", "2^12x2^4"), ex
+    h = np.random.default_rng(3).standard_normal((4096, 16)).astype(np.float32)
+    _check("argmax", cla.to_device(queue, h), h, 1)
+    for args, msg in ((["--op", "var", "--dtype", "float16"], "not supported"),
+                      (["--op", "var", "--segments"], "tuned whole")):
+        r = runner.invoke(app, ["tune", "--device", dev, *args, "--db", tuned_db])
+        assert r.exit_code != 0 and msg in r.output and "Traceback" not in r.output, r.output
