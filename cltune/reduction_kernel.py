@@ -27,8 +27,9 @@ from .expr_choice import Choices, ExprChoice, builtin, resolve
 from .expr_config import ExprConfig
 from .expr_launch import ExprLauncher
 from .expr_source import ExprBuildError, ExprSpec
+from .launch import pending
 from .runtime import Explanation
-from .scalars import new_scalar
+from .scalars import ScalarFactory, new_scalar
 
 TUNE_MODES = (None, "first-use")
 
@@ -133,6 +134,7 @@ class ReductionKernel:
         self._states: dict[int, _DeviceState] = {}
         self._lock = threading.Lock()
         self._pool: Any = None  # result_allocator's, made at first need
+        self._queues: dict[int, tuple] = {}  # _queue_entry's cache
         self.background: Any = None  # the first-use tuning thread, once started
         # first-use tuning along axes: one background run per (layout, size class) seen
         self.background_axes: dict[tuple, Any] = {}
@@ -206,36 +208,53 @@ class ReductionKernel:
                 if arg.dtype != tp.dtype:
                     raise TypeError(f"argument {tp.name}: dtype {arg.dtype} does not match the "
                                     f"declared {np.dtype(tp.dtype)}")
-                if not arg.flags.forc:
+                if not (getattr(arg, "_flags", None) or arg.flags).forc:
                     raise ValueError(f"argument {tp.name}: non-contiguous arrays are not "
                                      "supported")
                 repr_vec = repr_vec if repr_vec is not None else arg
                 inv += (arg.base_data, arg.offset)
-                wait.extend(arg.events)
+                if arg.events:  # completed ones leave the list (each costs an enqueue)
+                    wait += pending(arg.events) or ()
             else:
                 inv.append(arg)
         start, step, n = _index_range(range, slice, repr_vec)
         q = queue if queue is not None else repr_vec.queue
         if q is None:
             raise TypeError("no queue: pass queue= or arrays that have one")
-        if q.context.int_ptr != self.context.int_ptr:
-            raise ValueError("the queue belongs to another context than this kernel")
+        hit = self._queues.get(q.int_ptr)
+        if hit is None or hit[0] is not q:
+            hit = self._queue_entry(q)
+        st = hit[1]
         if out is None:
-            res = new_scalar(q, spec.dtype_result, self.result_allocator(
-                allocator if allocator is not None else repr_vec.allocator))
+            alloc = allocator if allocator is not None else repr_vec.allocator
+            res = hit[2]() if alloc is None else new_scalar(q, spec.dtype_result, alloc)
         else:
             if out.dtype != spec.dtype_result or out.size != 1:
                 raise TypeError(f"out must be a 1-element array of {spec.dtype_result}, got "
                                 f"{out.size} of {out.dtype}")
             res = out
-            wait.extend(out.events)
-        st = self._state(q.device)
+            if out.events:
+                wait += pending(out.events) or ()
         if self.tune_mode == "first-use" and self.background is None:
             self._start_background(q.device, n)
         la, _ = st.launcher_for(n)
-        evs = la.enqueue(q, inv, start, step, n, res.base_data, res.offset, wait)
-        res.add_event(evs[-1])
+        evs = la.enqueue(q, inv, start, step, n, res.base_data, res.offset, wait or None)
+        # the events waited for are complete before ours: ours is the result's only one
+        res.events[:] = [evs[-1]]
         return (res, evs[-1]) if return_event else res
+
+    def _queue_entry(self, q: cl.CommandQueue) -> tuple:
+        """(queue, device state, result factory) for calls on `q`, checked and cached (the
+        queue is held, so its address is not reused while cached; a few are kept)."""
+        if q.context.int_ptr != self.context.int_ptr:
+            raise ValueError("the queue belongs to another context than this kernel")
+        hit = (q, self._state(q.device),
+               ScalarFactory(q, self.spec.dtype_result, self.result_allocator()))
+        with self._lock:
+            if len(self._queues) >= 8:
+                self._queues.clear()
+            self._queues[q.int_ptr] = hit
+        return hit
 
     def _along(self, args: tuple, axis: Any, keepdims: bool, queue: cl.CommandQueue | None,
                wait_for: Any) -> cla.Array:

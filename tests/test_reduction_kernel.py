@@ -341,6 +341,31 @@ def test_results_come_from_a_pool_unless_an_allocator_is_named(ctx, queue, data)
     same(knl(xa, ya), PyRK(ctx, np.float32, **DOT)(x[:100], y[:100]))
 
 
+def test_events_are_waited_for_and_do_not_pile_up(ctx, queue, data):
+    """A reused `out=` and inputs keep no completed events (pyopencl's Array.add_event makes a
+    growing list wait in the middle of back-to-back calls); a pending event of an input or of
+    out is still waited for."""
+    knl = ReductionKernel(ctx, np.float32, **DOT)
+    x, y = data["x"][:5000], data["y"][:5000]
+    want = PyRK(ctx, np.float32, **DOT)(x, y)
+    o = cla.empty(queue, (), np.float32)
+    for _ in range(40):
+        knl(x, y, out=o)
+    assert len(o.events) == 1
+    same(o, want)
+    gate = cl.UserEvent(ctx)
+    x2 = cla.empty(queue, 5000, np.float32)
+    x2.add_event(cl.enqueue_copy(queue, x2.base_data, x.get(), wait_for=[gate],
+                                 is_blocking=False))
+    r = knl(x2, y, out=o)
+    assert r is o and len(o.events) == 1
+    assert o.events[0].command_execution_status != cl.command_execution_status.COMPLETE
+    gate.set_status(cl.command_execution_status.COMPLETE)
+    same(o, want)
+    assert x2.events == [] or all(e.command_execution_status ==
+                                  cl.command_execution_status.COMPLETE for e in x2.events)
+
+
 def test_no_tuning_unless_asked(ctx, data, db_url):
     knl = ReductionKernel(ctx, np.float32, **DOT, db=db_url)
     knl(data["x"][:100], data["y"][:100]).get()
