@@ -3,6 +3,7 @@ for one (device, op/dtype), validated before any of it can reach the compiler.""
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -64,9 +65,12 @@ def load_choices(info: DeviceInfo, spec: OpSpec,
     path = sqlite_file(url)
     if path is not None and not path.exists():
         # no database file (never tuned here): answer from the shipped results or builtin
-        # without loading SQLAlchemy (~0.3 s of a process's first get_reducer)
-        _warn_once(url, f"cltune: tuning database unusable (database file {path} does not "
-                   "exist); using fallback configs")
+        # without loading SQLAlchemy (~0.3 s of a process's first get_reducer). Said only for
+        # a database the application or CLTUNE_DB named (a typo loses its tuning silently
+        # otherwise); the default file not existing is the normal state before any tuning
+        if db or os.environ.get("CLTUNE_DB", "").strip():
+            _warn_once(url, f"cltune: tuning database {path} does not exist (named by "
+                       f"{'db=' if db else 'CLTUNE_DB'}); using the shipped or builtin configs")
         return _choices(info, lookup_without_db(key, reduce_family.NAME,
                                                 reduce_family.variant(spec)))
     from cltune.tuning_db import Store

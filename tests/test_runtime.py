@@ -1,5 +1,6 @@
 """get_reducer as applications use it: offsets, numpy input, errors, empty input, threads."""
 
+import os
 import threading
 import warnings
 
@@ -254,7 +255,7 @@ info, dev = select({str(info.index)!r})
 ctx = cl.Context([dev]); q = cl.CommandQueue(ctx)
 with warnings.catch_warnings(record=True) as w:
     warnings.simplefilter("always")
-    r = get_reducer(q, db={str(tmp_path / "never.db")!r})
+    r = get_reducer(q, db=sys.argv[1] or None)
     total = float(r(cla.to_device(q, np.ones(1001, np.float32))).get())
 print(json.dumps({{"sqlalchemy": "sqlalchemy" in sys.modules, "total": total,
                   "level": r.explain(1001).level,
@@ -262,9 +263,18 @@ print(json.dumps({{"sqlalchemy": "sqlalchemy" in sys.modules, "total": total,
                   "warnings": [str(x.message) for x in w
                                if not issubclass(x.category, cl.CompilerWarning)]}}))
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "never.db")],
+                         capture_output=True, text=True, timeout=300, check=True).stdout
     res = json.loads(out.strip().splitlines()[-1])
     assert res["total"] == 1001.0 and res["level"] in ("shipped", "builtin"), res
     assert not res["sqlalchemy"], "SQLAlchemy was imported without a database file"
+    # a database the application named and that is not there: said once
     assert len(res["warnings"]) == 1 and "does not exist" in res["warnings"][0], res
+    # the default database not there yet (nothing tuned on this machine): the normal state,
+    # not worth a warning
+    env = {k: v for k, v in os.environ.items() if k != "CLTUNE_DB"}
+    env["XDG_DATA_HOME"] = str(tmp_path / "fresh-home")
+    out = subprocess.run([sys.executable, "-c", code, ""], capture_output=True, text=True,
+                         timeout=300, check=True, env=env).stdout
+    res = json.loads(out.strip().splitlines()[-1])
+    assert res["total"] == 1001.0 and not res["sqlalchemy"] and res["warnings"] == [], res
