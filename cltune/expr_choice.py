@@ -44,8 +44,9 @@ class ExprChoice:
 
 #: a size class this expression was tuned for serves sizes up to this many powers of two
 #: away; beyond, the derived (or builtin) config does (on the H200 the var tuned at 2^24, two
-#: passes, took 22.9 us per call at 2^12 where the derived single pass took 17.1)
-MAX_BUCKET_STEPS = 4
+#: passes, took 22.9 us per call at 2^12 and 23.1 at 2^20 where the derived single pass took
+#: 17.1 at both)
+MAX_BUCKET_STEPS = 2
 
 
 @dataclass(frozen=True)
