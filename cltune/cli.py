@@ -160,9 +160,13 @@ def tune(
     cltune tune --device 0 --op var --sizes 2^20,2^24; cltune tune --device 0 --op argmax --axis 1
     """
     from cltune import cli_tune
+    from cltune.ops import OPS
     from cltune.stats import OPS as STATS
 
     label = kernel
+    if op not in OPS and op not in STATS:
+        _fail(f"unknown op {op!r:.30}; choose one of {', '.join(OPS)}, or a statistic: "
+              f"{', '.join(STATS)}")
     if op in STATS:
         if kernel is not None:
             _fail(f"--op {op} and --kernel name two kernels: give one")

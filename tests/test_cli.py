@@ -38,7 +38,7 @@ def test_bad_device_is_one_clear_line(db_url):
     (["tune", "--sizes", "2^99"], "outside"),
     (["tune", "--sizes", "1000"], "power of two"),
     (["tune", "--sampler", "annealing"], "unknown sampler"),
-    (["tune", "--op", "mean"], "unknown op"),
+    (["tune", "--op", "median"], "unknown op"),
     (["tune", "--dtype", "complex64"], "unknown dtype"),
 ])
 def test_bad_options(args, msg, db_url, storage_url):
