@@ -62,16 +62,14 @@ class Choices:
         MAX_BUCKET_STEPS, else the fallback's (the first choice where none has a class)."""
         buckets = [c.bucket for c in self.choices if c.bucket is not None]
         b = nearest(n, buckets)
-        if b is not None and abs(b - math.log2(max(1, n))) <= MAX_BUCKET_STEPS:
-            return next(c for c in self.choices if c.bucket == b), self.level, self.why
-        if self.fallback is not None:
+        far = b is None or abs(b - math.log2(max(1, n))) > MAX_BUCKET_STEPS
+        if far and self.fallback is not None:
             c, level, why = self.fallback.serve(n)
             tuned = ", ".join(f"2^{x}" for x in sorted(buckets))
             return c, level, (f"tuned for {tuned} ({self.level}), more than "
                               f"2^{MAX_BUCKET_STEPS} from n: {why}")
-        if b is not None:
-            return next(c for c in self.choices if c.bucket == b), self.level, self.why
-        return self.choices[0], self.level, self.why
+        return next((c for c in self.choices if c.bucket == b), self.choices[0]), \
+            self.level, self.why
 
 
 def single_pass_passes(info: DeviceInfo) -> tuple[int, ...]:
@@ -119,7 +117,7 @@ def derive(sum_cfg: Config, info: DeviceInfo, itemsize: int) -> ExprConfig:
     CPUs with one work-item per group and as many work-items per compute unit (the sum's
     work-items vectorise their own loads; an expression's would be gathered across them), with
     no more accumulators than ACC_BYTES hold."""
-    def nearest(v: int, allowed: tuple[int, ...]) -> int:
+    def closest(v: int, allowed: tuple[int, ...]) -> int:
         return min(allowed, key=lambda a: (abs(a - v), a))
 
     serial = sum_cfg.strategy == "serial"
@@ -127,9 +125,9 @@ def derive(sum_cfg: Config, info: DeviceInfo, itemsize: int) -> ExprConfig:
     if serial and info.type == "cpu":
         wg, gpc = 1, gpc * wg
     cfg = ExprConfig("contiguous" if serial else "strided", wg,
-                     items_for(nearest(min(16, sum_cfg.items * sum_cfg.vec), ITEMS), itemsize,
+                     items_for(closest(min(16, sum_cfg.items * sum_cfg.vec), ITEMS), itemsize,
                                info),
-                     nearest(gpc, GROUPS_PER_CU[1:]), sum_cfg.passes)
+                     closest(gpc, GROUPS_PER_CU[1:]), sum_cfg.passes)
     return fit(cfg, info, itemsize)
 
 
