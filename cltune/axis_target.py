@@ -248,8 +248,12 @@ class AxisTarget:
                                                      cfg)
         return la
 
-    def bench(self, key: tuple[int, int]) -> AxisBench:
+    def select(self, key: tuple[int, int]) -> None:
+        """The class being tuned (suggestions trim vectors wider than its rows)."""
         self._key = key
+
+    def bench(self, key: tuple[int, int]) -> AxisBench:
+        self.select(key)
         p = problem_of(self.kind, key)
         return AxisBench(self.ctx, self.queue, self.spec, p, make_input(self.spec, p.n))
 

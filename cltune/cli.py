@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cltune.clerrors import one_line
-from cltune.cli_render import RichProgress, render_bench
+from cltune.cli_render import RichProgress, driver_failures, render_bench
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Autotune OpenCL reductions and keep the results in a database.")
@@ -230,6 +230,8 @@ def tune(
                   r.config.short() if r.config else "no config validated",
                   str(r.trials), str(r.failed + r.pruned))
     out.print(t)
+    if driver_failures(results):
+        err.print(driver_failures(results), highlight=False)
     for r in results:
         if r.config is None:
             err.print(f"{r.size_class}: no config validated ({r.failed + r.pruned} rejected; "

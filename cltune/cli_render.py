@@ -71,3 +71,15 @@ def render_bench(report, out: Console, err: Console) -> None:  # noqa: ANN001 - 
                       highlight=False)
         for name, what in s.wrong.items():
             err.print(f"[red]wrong result[/]: {name} = {escape(what)} (not timed)")
+
+
+def driver_failures(results: list) -> str:  # noqa: ANN001 - tuner.BucketResult
+    """One line on the candidates that crashed or hung the driver ('' when none did)."""
+    crashed = sum(getattr(r, "crashed", 0) for r in results)
+    hung = sum(getattr(r, "hung", 0) for r in results)
+    if not crashed and not hung:
+        return ""
+    parts = [f"crashed on {crashed}" if crashed else "", f"hung on {hung}" if hung else ""]
+    return (f"the driver {' and '.join(p for p in parts if p)} candidate configs: each ran in "
+            "the evaluation worker, is recorded as failed with its reason and is never served "
+            "(`cltune show --json` lists them)")

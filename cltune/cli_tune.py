@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from cltune.cli_render import RichProgress
+from cltune.cli_render import RichProgress, driver_failures
 
 
 def run_axis(device: str, op: str, dtype: str, axis: str | None, segments: bool,
@@ -49,6 +49,8 @@ def render_axis(info: Any, runs: list, out: Console, err: Console) -> bool:
                       str(r.trials), str(r.failed + r.pruned))
             failed |= r.config is None
         out.print(t)
+        if driver_failures(results):
+            err.print(driver_failures(results), highlight=False)
     if failed:
         err.print("some classes have no validated config (`cltune show --json` lists the "
                   "reasons)", highlight=False)
@@ -119,4 +121,6 @@ def render_kernel(info: Any, kernel: str, results: list, out: Console) -> bool:
                   r.config.short() if r.config else "no config validated", str(r.trials),
                   str(r.failed + r.pruned))
     out.print(t)
+    if driver_failures(results):
+        out.print(driver_failures(results), highlight=False)
     return any(r.config is None for r in results)

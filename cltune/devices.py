@@ -172,7 +172,7 @@ def describe(dev: cl.Device, index: int = -1, pidx: int = -1, didx: int = -1) ->
 
 
 @lru_cache(maxsize=1)
-def _platform_devices() -> tuple[tuple[int, int, cl.Device], ...]:
+def platform_devices() -> tuple[tuple[int, int, cl.Device], ...]:
     """(platform index, device index, device) of every device pyopencl's loader lists."""
     found = []
     try:
@@ -201,7 +201,7 @@ def _enumerate(recheck: bool = False) -> tuple[tuple[DeviceInfo, cl.Device, Heal
         if _listed is not None and not recheck:
             return _listed
         rows = []
-        for p, d, dev in _platform_devices():
+        for p, d, dev in platform_devices():
             info = describe(dev, -1, p, d)
             rows.append((info, dev, health(dev, info.fingerprint, recheck=recheck)))
         rows.sort(key=lambda r: (not r[2].ok, r[0].platform, r[0].platform_version,
@@ -281,7 +281,7 @@ def info_for(dev: cl.Device) -> DeviceInfo:
         for info, d, _ in _listed:
             if d == dev:
                 return info
-    for p, di, d in _platform_devices():
+    for p, di, d in platform_devices():
         if d == dev:
             return describe(dev, -1, p, di)
     return describe(dev)

@@ -256,13 +256,17 @@ class ExprAxisTarget:
             la = self._launchers[cfg] = AxisLaunch(self, cfg)
         return la
 
+    def select(self, key: tuple[int, int]) -> None:
+        """The class being tuned (suggestions are made canonical for its view)."""
+        self._view = self._view_of(key)
+
     def bench(self, key: tuple[int, int]) -> ExprAxisBench:
-        view = self._view_of(key)
+        self.select(key)
+        view = self._view
         if self.sample_args is not None and view == self.sample_view:
             args = self.sample_args
         else:
             args = self.kernel.sample_args(self.queue, math.prod(view))
-        self._view = view
         return ExprAxisBench(self, tuple(args), view)
 
     def rtol(self, la: AxisLaunch, view: View) -> float:

@@ -143,6 +143,22 @@ class ReductionKernel:
         for dev in ctx.devices:
             self._state(dev).launcher_for(1)
 
+    #: per-process state that never crosses to the evaluation worker (worker_codec)
+    _LOCAL_STATE = ("_states", "_lock", "_pool", "_queues", "background", "background_axes",
+                    "background_error")
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The expression and its helpers (`sample`, a `reference`), without this process's
+        devices, caches and threads: what the evaluation worker rebuilds the kernel from."""
+        state = {k: v for k, v in self.__dict__.items() if k not in self._LOCAL_STATE}
+        state["tune_mode"] = None  # the worker evaluates; it never tunes in the background
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._states, self._lock, self._pool, self._queues = {}, threading.Lock(), None, {}
+        self.background, self.background_axes, self.background_error = None, {}, None
+
     @property
     def fingerprint(self) -> str:
         """The database key of this expression (normalised code, types; never the text)."""

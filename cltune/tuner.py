@@ -26,10 +26,12 @@ import pyopencl as cl
 from .buckets import DEFAULT_BUCKETS
 from .devices import DeviceInfo
 from .evaluate import Outcome
-from .measure import Bench, Timing
+from .measure import Timing
+from .remote_target import RemoteTarget
 from .targets import make_target
 from .tuning_db.rows import Measurement
 from .version import __version__
+from .worker import WorkerFailure, worker_for
 
 SAMPLERS = ("tpe", "random", "grid")
 FINALISTS = 3
@@ -77,6 +79,8 @@ class BucketResult:
     per_call_s: float | None = None  # the stored best, end to end (what an application waits)
     builtin_per_call_s: float | None = None  # the builtin config, measured beside it
     size_class: str = ""  # the size key as stored (`2^20`, `65536x256`, ...)
+    crashed: int = 0  # trials whose build or launch killed the worker (recorded as failed)
+    hung: int = 0  # trials that missed their deadline (the worker was killed)
 
     @property
     def vs_builtin(self) -> float | None:
@@ -116,8 +120,21 @@ def _lost_trial_race(e: Exception) -> bool:
     return "Cannot tell a" in str(e)
 
 
+@dataclass(frozen=True)
+class Input:
+    """A size class's tuning input as the tuner sees it (it lives in the worker)."""
+
+    n: int
+    nbytes: int
+
+
 class Tuner:
-    """Tunes one variant of a kernel family on one device; writes results through `store`."""
+    """Tunes one variant of a kernel family on one device; writes results through `store`.
+
+    The target here gives the space, suggestions, seeds and keys; every build, validation and
+    timing runs in the device's worker process (`remote_target.RemoteTarget`), so a driver
+    that crashes or hangs on a candidate fails that trial with its reason and the study goes
+    on."""
 
     def __init__(self, ctx: cl.Context, dev: cl.Device, info: DeviceInfo, store,  # noqa: ANN001
                  storage_url: str, opts: TuneOptions,
@@ -127,6 +144,9 @@ class Tuner:
         self.target = make_target(opts.family, ctx, dev, info, opts.key_variant,
                                   extended_acc=opts.max_rel_error is not None,
                                   restrict=opts.restrict, **opts.target_options)
+        self.remote = RemoteTarget(worker_for(info), opts.family, opts.key_variant,
+                                   extended_acc=opts.max_rel_error is not None,
+                                   restrict=opts.restrict, **opts.target_options)
         self.storage = open_storage(storage_url)
         self.device_id = store.upsert_device(info.fingerprint_parts(), info.fingerprint,
                                              info.hardware_key, info.name)
@@ -173,17 +193,20 @@ class Tuner:
                         t.source_hash, out.reason, out.median_s, out.gbps, out.max_rel_error)
         return self.store.record(self.device_id, m, force=force)
 
-    def evaluate(self, cfg: Any, bucket: int, bench: Bench) -> tuple[float, str]:
-        """(median seconds, '') for a config that validates, else (inf, reason). Recorded,
-        unless infeasible here (pruned before compiling)."""
-        out = self.target.evaluate(cfg, bench, max_rel_error=self.opts.max_rel_error)
+    def evaluate(self, cfg: Any, bucket: int) -> Outcome:
+        """The config judged in the worker. Recorded, unless infeasible here (pruned before
+        compiling)."""
+        out = self.remote.evaluate(cfg, bucket, max_rel_error=self.opts.max_rel_error)
         if out.compiled:
             self._record(bucket, out)
-        return (out.median_s, "") if out.ok else (float("inf"), out.reason)
+        return out
 
     def tune_bucket(self, bucket: int, timeout_s: float,
                     seeds: list[dict] | None = None) -> BucketResult:
-        bench = self.target.bench(bucket)
+        select = getattr(self.target, "select", None)  # families whose suggestions know it
+        if select is not None:
+            select(bucket)
+        bench = Input(*self.remote.prepare(bucket))
         name = self.study_name(bucket)
         study = self.study(name)
         if seeds and not study.get_trials(deepcopy=False):  # a new study only, never on resume
@@ -194,7 +217,7 @@ class Tuner:
         todo = max(0, self.opts.trials - already)
         label = self.target.size_class(bucket)
         self.progress.start_bucket(label, self.opts.trials)
-        seen: dict[Any, float] = {}
+        seen: dict[Any, tuple[float, str, str]] = {}
         t0 = time.monotonic()
 
         def objective(trial: optuna.Trial) -> float:
@@ -204,13 +227,14 @@ class Tuner:
                 trial.set_user_attr("reason", str(e))
                 raise optuna.TrialPruned(str(e)) from None
             trial.set_user_attr("config", cfg.to_dict())
-            if cfg in seen:
-                value = seen[cfg]
-            else:
-                value, why = self.evaluate(cfg, bucket, bench)
-                seen[cfg] = value
-                if why:
-                    trial.set_user_attr("reason", why)
+            if cfg not in seen:
+                out = self.evaluate(cfg, bucket)
+                seen[cfg] = (out.median_s if out.ok else float("inf"), out.reason, out.step)
+            value, why, step = seen[cfg]
+            if why:
+                trial.set_user_attr("reason", why)
+            if step in ("crashed", "hung"):
+                trial.set_user_attr("step", step)
             if value == float("inf"):
                 raise optuna.TrialPruned(trial.user_attrs.get("reason", "rejected"))
             trial.set_user_attr("gbps", bench.nbytes / value / 1e9)
@@ -245,7 +269,7 @@ class Tuner:
                                                                states=done_states))
         return self._finish(study, bucket, bench, name)
 
-    def _finish(self, study: optuna.Study, bucket: int, bench: Bench, name: str) -> BucketResult:
+    def _finish(self, study: optuna.Study, bucket: int, bench: Input, name: str) -> BucketResult:
         trials = study.get_trials(deepcopy=False)
         ok = sorted((t for t in trials if t.state == optuna.trial.TrialState.COMPLETE),
                     key=lambda t: t.value)
@@ -259,30 +283,34 @@ class Tuner:
         pruned = sum(t.state == optuna.trial.TrialState.PRUNED for t in trials)
         failed = sum("reason" in t.user_attrs and t.state != optuna.trial.TrialState.COMPLETE
                      for t in trials)
+        crashed = sum(t.user_attrs.get("step") == "crashed" for t in trials)
+        hung = sum(t.user_attrs.get("step") == "hung" for t in trials)
         # the builtin config (what an untuned device runs) always competes, so that a stored
         # best is never slower end to end than what tuning replaces
         per_class = getattr(self.target, "builtin_for", None)  # shape-dependent families
         builtin = per_class(bucket) if per_class is not None else self.target.builtin()
         if builtin is not None and builtin not in finalists:
-            out = self.target.evaluate(builtin, bench, max_rel_error=self.opts.max_rel_error)
-            self._record(bucket, out)
+            out = self.evaluate(builtin, bucket)
             if out.ok:
                 finalists.append(builtin)
         if not finalists:
             res = BucketResult(bucket, None, None, None, len(trials), failed, pruned, name,
-                               size_class=self.target.size_class(bucket))
+                               size_class=self.target.size_class(bucket), crashed=crashed,
+                               hung=hung)
             self.progress.end_bucket(res)
             return res
         # re-measure side by side, interleaved, medians of rounds: device time (stored) and the
         # time per call an application waits for (launches and host cost included), which
         # decides: the profiling-event ranking of the trials misses the host side
-        dev: dict[Any, list[float]] = {c: [] for c in finalists}
-        e2e: dict[Any, list[float]] = {c: [] for c in finalists}
-        for _ in range(FINALIST_ROUNDS):
-            for c in finalists:
-                la = self.target.launcher(c)
-                dev[c].append(bench.time(la, budget_s=0.05).median_s)
-                e2e[c].append(bench.per_call(la))
+        try:
+            d, e = self.remote.side_by_side(finalists, bucket, FINALIST_ROUNDS)
+        except WorkerFailure as err:  # every finalist ran before: rank them as the trials did
+            logging.getLogger(__name__).warning("re-measuring the finalists failed (%s); "
+                                                "ranked by their trials", err)
+            d = [[self._trial_time(ok, c)] for c in finalists]
+            e = d
+        dev = dict(zip(finalists, d, strict=True))
+        e2e = dict(zip(finalists, e, strict=True))
         med = {c: statistics.median(v) for c, v in dev.items()}
         call = {c: statistics.median(v) for c, v in e2e.items()}
         best = min(finalists, key=call.__getitem__)
@@ -294,9 +322,15 @@ class Tuner:
         res = BucketResult(bucket, best, med[best], bench.nbytes / med[best] / 1e9, len(trials),
                            failed, pruned, name, call[best],
                            call.get(builtin) if builtin is not None else None,
-                           self.target.size_class(bucket))
+                           self.target.size_class(bucket), crashed, hung)
         self.progress.end_bucket(res)
         return res
+
+    def _trial_time(self, ok: list, cfg: Any) -> float:
+        for t in ok:
+            if self.target.config_of(t.user_attrs["config"]) == cfg:
+                return float(t.value)
+        return float("inf")  # the builtin config, when it was no trial: never preferred
 
     def study(self, name: str) -> optuna.Study:
         """The Optuna study of this name: created, or loaded with `--resume` / by a worker."""

@@ -1,0 +1,59 @@
+"""Test-only fault injection: make the evaluation worker crash or hang for real on chosen work.
+
+`CLTUNE_TEST_FAULT` holds rules separated by `;`, each `ACTION:KEY=VALUE,KEY=VALUE`. ACTION is
+`abort` (SIGABRT, as LLVM's fatal errors), `segv` (a read of address 0, as a driver's bad
+pointer), `hang` (sleeps for an hour, as a compiler that never returns) or `wrong` (the
+worker reports a wrong answer, as a miscompiled kernel). A rule matches work whose fields
+(`family`, `variant`, the config's parameters, or `probe` for a health probe) have all the
+given values, compared as text. Only the worker process (`worker_main`) reads it, so a fault
+never fires in the process that asked for the work.
+
+    CLTUNE_TEST_FAULT="abort:vec=16;hang:family=axis,wg=8"
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import time
+from collections.abc import Mapping
+
+ENV = "CLTUNE_TEST_FAULT"
+ACTIONS = ("abort", "segv", "hang", "wrong")
+
+
+def rules(text: str | None = None) -> list[tuple[str, dict[str, str]]]:
+    """The parsed rules (malformed ones are ignored: this is a test hook, not user input)."""
+    text = os.environ.get(ENV, "") if text is None else text
+    out = []
+    for part in text.split(";"):
+        action, _, fields = part.strip().partition(":")
+        if action not in ACTIONS:
+            continue
+        match = {}
+        for kv in fields.split(","):
+            k, eq, v = kv.partition("=")
+            if eq and k.strip():
+                match[k.strip()] = v.strip()
+        out.append((action, match))
+    return out
+
+
+def matching(work: Mapping[str, object]) -> str:
+    """The action of the first rule matching `work`, else ''."""
+    for action, match in rules():
+        if all(str(work.get(k)) == v for k, v in match.items()):
+            return action
+    return ""
+
+
+def fire(action: str) -> None:
+    """Crash or hang this process as `action` says (`wrong` is the caller's to act on)."""
+    if action == "abort":
+        os.abort()
+    if action == "segv":
+        signal.signal(signal.SIGSEGV, signal.SIG_DFL)  # no faulthandler dump, a real death
+        ctypes.string_at(0)
+    if action == "hang":
+        time.sleep(3600)
