@@ -18,7 +18,7 @@ import numpy as np
 import pyopencl as cl
 
 from .axis_config import AxisConfig
-from .devices import DeviceInfo
+from .device_info import DeviceInfo
 from .ops import OpSpec
 from .program import BuildError, kernel_source, std_options
 from .reduce_kernel import KernelArgs, op_defines

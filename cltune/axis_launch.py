@@ -27,7 +27,7 @@ from .axis_kernel import (
     segs_args,
     segs_long_args,
 )
-from .devices import DeviceInfo
+from .device_info import DeviceInfo
 from .kernel_args import ArgSetter, setter
 from .ops import OpSpec
 

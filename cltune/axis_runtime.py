@@ -107,7 +107,7 @@ class AxisEngine:
         for t in k.tuned:
             if t.key == best:
                 return t.config, t
-        return builtin_axis_config(self.info, kind, a, b), None
+        return builtin_axis_config(self.info, kind, a, b, self.spec.vector_element_bytes), None
 
     def launcher(self, cfg: AxisConfig, layout: str) -> AxisLauncher:
         with self._lock:

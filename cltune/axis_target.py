@@ -24,7 +24,7 @@ from .axis_defaults import builtin_axis_config
 from .axis_family import NO_ERROR, identity
 from .axis_kernel import source_hash
 from .axis_launch import AxisLauncher
-from .devices import DeviceInfo
+from .device_info import DeviceInfo
 from .evaluate import Outcome
 from .measure import Bench, profiling_queue
 from .program import BuildError
@@ -83,7 +83,8 @@ def make_space(info: DeviceInfo, layout: str, acc_bytes: int) -> AxisSpace:
         vals["lanes"] = tuple(v for v in POW2 if v <= max(wgs))
     else:
         vals["cols"] = tuple(v for v in POW2 if v <= max(wgs))
-    vals["vec"] = (1, 2, 4, 8) if gpu else (1, 2, 4, 8, 16)
+    vals["vec"] = tuple(v for v in ((1, 2, 4, 8) if gpu else (1, 2, 4, 8, 16))
+                        if v <= info.vector_cap(acc_bytes))
     vals["items"] = (1, 2, 4)
     vals["groups_per_cu"] = (1, 2, 4, 8, 16, 32, 64)
     excluded = {}
@@ -211,7 +212,8 @@ class AxisTarget:
 
     def builtin_for(self, key: tuple[int, int]) -> AxisConfig | None:
         """What an untuned device runs for this class (axis_defaults), if in this space."""
-        cfg = builtin_axis_config(self.info, self.kind, 1 << key[0], 1 << key[1])
+        cfg = builtin_axis_config(self.info, self.kind, 1 << key[0], 1 << key[1],
+                                  self.spec.vector_element_bytes)
         return cfg if self._params(cfg) is not None else None
 
     def builtin(self) -> AxisConfig | None:
@@ -235,7 +237,8 @@ class AxisTarget:
                     known = None
         out: list[dict] = []
         for cfg in (known, previous, builtin_axis_config(self.info, self.kind, 1 << key[0],
-                                                         1 << key[1])):
+                                                         1 << key[1],
+                                                         self.spec.vector_element_bytes)):
             p = self._params(cfg)
             if p is not None and p not in out:
                 out.append(p)

@@ -33,7 +33,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from .defaults import builtin_config
-from .devices import DeviceInfo
+from .device_info import DeviceInfo
 from .launch import Launcher
 from .measure import device_seconds
 from .ops import OpSpec
@@ -257,7 +257,7 @@ def measure_size(r: Any, info: DeviceInfo, ctx: cl.Context, q: cl.CommandQueue,
     x.finish()
     res = SizeResult(n, str(r.explain(n)))
     tuned = Launcher(ctx, q.device, info, spec, r.explain(n).config)
-    base = Launcher(ctx, q.device, info, spec, builtin_config(info))
+    base = Launcher(ctx, q.device, info, spec, builtin_config(info, spec))
     out = cla.empty(q, (), spec.result_dtype)
     cla_op = getattr(cla, spec.op) if spec.op != "prod" else None
     answers: dict[str, Callable[[], float]] = {

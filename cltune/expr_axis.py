@@ -29,7 +29,8 @@ import numpy as np
 import pyopencl as cl
 
 from .axis_family import MAX_CLASS_STEPS
-from .devices import DeviceInfo, info_for
+from .device_info import DeviceInfo
+from .devices import info_for
 from .expr_axis_choice import AxisChoices, AxisTuned, resolve
 from .expr_axis_config import AxisExprConfig, AxisPlan, axis_plan, choose
 from .expr_axis_family import view_key

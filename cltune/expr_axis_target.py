@@ -25,7 +25,8 @@ from pyopencl.tools import VectorArg
 
 from . import expr_axis_family as fam
 from .axis_family import nearest
-from .devices import DeviceInfo, info_for
+from .device_info import DeviceInfo
+from .devices import info_for
 from .evaluate import Outcome, judge
 from .expr_axis import AxisReducer, template_hash
 from .expr_axis_bench import AxisLaunch, ExprAxisBench, View

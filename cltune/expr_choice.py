@@ -21,7 +21,7 @@ from typing import Any
 from . import expr_family
 from .buckets import nearest
 from .config import Config, ConfigError
-from .devices import DeviceInfo
+from .device_info import DeviceInfo
 from .expr_config import GROUPS_PER_CU, ITEMS, ExprConfig, ExprConfigError
 
 #: bytes of __local memory reserved besides the tile (the single-pass flag)

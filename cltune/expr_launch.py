@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyopencl as cl
 
-from .devices import DeviceInfo
+from .device_info import DeviceInfo
 from .expr_config import ExprConfig
 from .expr_source import ExprBuilt, ExprSpec, build
 from .kernel_args import set_scalar, set_value

@@ -35,7 +35,7 @@ from pyopencl.tools import (
     parse_arg_list,
 )
 
-from .devices import DeviceInfo
+from .device_info import DeviceInfo
 from .expr_config import ExprConfig
 from .expr_family import FINGERPRINT_HEX
 

@@ -22,7 +22,7 @@ import pyopencl.array as cla
 from pyopencl.tools import VectorArg
 
 from . import expr_family
-from .devices import DeviceInfo
+from .device_info import DeviceInfo
 from .evaluate import Outcome, judge
 from .expr_choice import LOCAL_RESERVE, builtin, resolve, single_pass_passes
 from .expr_config import GROUPS_PER_CU, ITEMS, LAYOUTS, ExprConfig, ExprConfigError

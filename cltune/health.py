@@ -1,13 +1,25 @@
-"""Is a device usable? A tiny probe kernel must build *and* return the right answer.
+"""Is a device usable, and with which restrictions? Health that tests what runs.
 
-pyopencl's bundled PoCL 3.0-rc2 (LLVM 14) lists a CPU device it cannot compile for on CPUs newer
-than LLVM 14 knows ("unknown target CPU 'generic'", pocl/pocl#1049); other drivers may build and
-miscompute. Such a device is named with the compiler's own message and a fix, and skipped.
+The verdict comes from a worker process (`worker.Worker`), so that a driver that crashes or
+hangs there is named instead of taking the caller down. In order:
 
-The verdict is cached per (device fingerprint, driver, probe version) in a JSON file in the user
-cache directory (`$CLTUNE_CACHE_DIR`, else `platformdirs.user_cache_dir("cltune")`), never in
-the tuning database; `cltune devices --recheck` probes again. An unwritable cache only costs a
-probe per process.
+1. `tree` (health_probes): a local-memory tree with barriers over a prime number of integers
+   must build and return the exact sum, else the device is unusable (pyopencl's bundled PoCL
+   3.0-rc2 on a CPU its LLVM 14 does not know: "unknown target CPU 'generic'").
+2. `vec512`: 512-bit vectors handed to builtins, per lane type; where they crash, hang or
+   answer wrong (the bundled PoCL on AMD Zen 4 links an AVX-512 builtin library into code
+   compiled without AVX-512), vectors are capped at 256 bits: the spaces and the builtin
+   configs step down (`DeviceInfo.max_vector_bytes`).
+3. What cltune serves untuned: the builtin configs of the 1-D and axis families for every
+   dtype class (4- and 8-byte, float and integer, rows and columns) are vetted (`vetting`:
+   built, launched, answers checked), their verdicts cached for the runtime; one that still
+   fails is named, and the runtime serves the next level of its fallback chain there. If even
+   the safest 1-D float32 sum fails, the device is unusable.
+
+A crash or hang is named with the signal and the driver's last words. The verdict is cached
+per (device fingerprint, driver, probe version) in a JSON file in the user cache directory
+(`cache_paths.cache_dir()`), never in the tuning database; `cltune devices --recheck` probes
+again. An unwritable cache only costs a probe per process.
 """
 
 from __future__ import annotations
@@ -17,18 +29,27 @@ import os
 import re
 import tempfile
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from importlib.util import find_spec
 from pathlib import Path
 
-import numpy as np
 import pyopencl as cl
 
-from .clerrors import compiler_message, one_line
+from .axis_defaults import builtin_axis_config, safest_axis_config
+from .axis_kernel import source_hash as axis_source_hash
+from .cache_paths import cache_dir
+from .defaults import builtin_config, safest_config
+from .device_info import DeviceInfo
+from .ops import OpSpec
+from .program import source_hash as reduce_source_hash
+from .vetting import verdict
+from .worker import Worker, WorkerFailure
 
-PROBE_VERSION = 1
+PROBE_VERSION = 2
 _FILE = "device-health.json"
+#: the widest vectors where 512-bit ones fail (`vec512`): 256 bits
+CAPPED_VECTOR_BYTES = 32
 
 #: A local-memory tree with barriers and an exact integer answer: what every strategy relies on.
 PROBE_SRC = r"""
@@ -46,22 +67,39 @@ __kernel void cltune_probe(__global const int *x, __global int *out, __local int
     if (lid == 0) out[0] = tile[0];
 }
 """
-PROBE_N = 1031  # prime: no multiple of any work-group size
+#: the dtype classes whose builtin configs are vetted: 4- and 8-byte, float and integer
+VETTED_DTYPES = ("float32", "int32", "float64", "int64")
+#: the class each family's builtin config is vetted on (the 1-D: 2^12; axis: 2^10 x 2^6)
+AXIS_CLASS = (10, 6)
 
 
 @dataclass(frozen=True)
 class Health:
-    """The probe's verdict on one device. `message` is the compiler's or driver's own words,
-    `fix` what a user can do about it (both '' when ok)."""
+    """The verdict on one device. `message` is the compiler's or driver's own words on why it
+    is unusable, `fix` what a user can do about it (both '' when ok); `max_vector_bytes` the
+    vector restriction (0: none), `notes` what is restricted or passed over, and why."""
 
     ok: bool
     message: str = ""
     fix: str = ""
     checked_at: str = ""
+    max_vector_bytes: int = 0
+    notes: str = ""
+
+    @property
+    def restricted(self) -> bool:
+        return self.ok and bool(self.max_vector_bytes or self.notes)
 
     @property
     def status(self) -> str:
-        return "ok" if self.ok else f"unusable: {self.message}"
+        if not self.ok:
+            return f"unusable: {self.message}"
+        return f"restricted: {self.notes}" if self.restricted else "ok"
+
+    @property
+    def rank(self) -> int:
+        """0 fully working, 1 usable with restrictions, 2 unusable (the device order)."""
+        return 2 if not self.ok else 1 if self.restricted else 0
 
 
 #: What to tell a user, as data: (pattern on the message, pattern on the platform version, fix).
@@ -90,47 +128,72 @@ def advice(message: str, platform_version: str) -> str:
     return ""  # pragma: no cover - the last rule matches everything
 
 
-def probe(dev: cl.Device) -> Health:
-    """Build and run the probe kernel on `dev` (no cache)."""
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    pv = ""
+def _ask(w: Worker, name: str, src: str = "") -> str:
+    """A probe's answer: '' when it passed, else why not (a crash or hang included)."""
     try:
-        pv = dev.platform.version
-        ctx = cl.Context([dev])
-        q = cl.CommandQueue(ctx, dev)
-        wg = 1 << (min(64, int(dev.max_work_group_size)).bit_length() - 1)
-        x = (np.arange(PROBE_N, dtype=np.int32) * 7919) % 1009 - 500
-        mf = cl.mem_flags
-        xb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=x)
-        ob = cl.Buffer(ctx, mf.READ_WRITE, 4)
-        knl = cl.Program(ctx, PROBE_SRC).build().cltune_probe
-        knl(q, (wg,), (wg,), xb, ob, cl.LocalMemory(4 * wg), np.int32(PROBE_N))
-        got = np.full(1, -1, np.int32)
-        cl.enqueue_copy(q, got, ob)
-        q.finish()
-    except cl.Error as e:
-        if e.code == cl.status_code.BUILD_PROGRAM_FAILURE:
-            msg = compiler_message(str(e)) or one_line(e)
-        else:
-            msg = one_line(e)
-        return Health(False, msg, advice(msg, pv), now)
-    except Exception as e:  # noqa: BLE001 - whatever a broken driver raises, the device is out
-        msg = f"{type(e).__name__}: {one_line(e)}"
-        return Health(False, msg, advice(msg, pv), now)
-    want = int(x.sum())
-    if int(got[0]) != want:
-        msg = f"probe kernel gave a wrong answer ({int(got[0])} instead of {want})"
-        return Health(False, msg, advice(msg, pv), now)
-    return Health(True, checked_at=now)
+        return w.call("probe", name, src, deadline_s=_probe_deadline())
+    except WorkerFailure as e:
+        return e.reason
 
 
-def cache_dir() -> Path:
-    env = os.environ.get("CLTUNE_CACHE_DIR", "").strip()
-    if env:
-        return Path(env).expanduser()
-    from platformdirs import user_cache_dir
+def _probe_deadline() -> float:
+    from .worker import deadline_floor
 
-    return Path(user_cache_dir("cltune", appauthor=False))
+    return max(deadline_floor(), 60.0)
+
+
+def _builtins(info: DeviceInfo) -> list[tuple]:
+    """(family, variant, config chain, size class, source hash, lane bytes) of what the
+    runtime serves untuned, per vetted dtype class: the builtin config, then the safest."""
+    out = []
+    for dt in VETTED_DTYPES:
+        spec = OpSpec("sum", dt)
+        if spec.needs_fp64 and not info.fp64:
+            continue
+        lane = spec.vector_element_bytes
+        out.append(("reduce", f"sum/{dt}", [builtin_config(info, spec), safest_config(info)],
+                    12, reduce_source_hash(), lane))
+        for kind in ("rows", "cols"):
+            out.append(("axis", f"sum/{dt}/{kind}",
+                        [builtin_axis_config(info, kind, 1 << AXIS_CLASS[0], 1 << AXIS_CLASS[1],
+                                             lane), safest_axis_config(info, kind)],
+                        AXIS_CLASS, axis_source_hash(), lane))
+    return out
+
+
+def probe(dev: cl.Device, info: DeviceInfo) -> Health:
+    """Probe `dev` in a worker process of its own (no cache): see the module's steps."""
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    pv = info.platform_version
+    w = Worker(replace(info, max_vector_bytes=0))
+    try:
+        why = _ask(w, "tree", PROBE_SRC)
+        if why:
+            return Health(False, why, advice(why, pv), now)
+        cap, notes = 0, []
+        why = _ask(w, "vec512")
+        if why:
+            cap = CAPPED_VECTOR_BYTES
+            notes.append(f"vectors capped at {cap * 8} bits (512-bit vectors fail: {why})")
+            w.close()
+            w = Worker(replace(info, max_vector_bytes=cap))
+        rinfo = replace(info, max_vector_bytes=cap)
+        for family, variant, chain, size, src_hash, lane in _builtins(rinfo):
+            for i, cfg in enumerate(chain):
+                v = verdict(rinfo, family, variant, cfg, size, source_hash=src_hash,
+                            element_bytes=lane, worker=w)
+                if v.ok:
+                    break
+                last = i == len(chain) - 1
+                notes.append(f"{family} {variant}: {'safest' if i else 'builtin'} config "
+                             f"{cfg.short()} fails ({v.reason[:200]})"
+                             + ("" if last else "; the next level serves"))
+                if last and (family, variant) == ("reduce", "sum/float32"):
+                    msg = f"no config of the 1-D float32 sum runs: {v.reason}"
+                    return Health(False, msg, advice(msg, pv), now)
+        return Health(True, checked_at=now, max_vector_bytes=cap, notes="; ".join(notes))
+    finally:
+        w.close()
 
 
 _lock = threading.Lock()
@@ -147,9 +210,12 @@ def _load(path: Path) -> dict[str, Health]:
     out = {}
     for key, v in entries.items() if isinstance(entries, dict) else ():
         if (isinstance(v, dict) and isinstance(v.get("ok"), bool)
-                and all(isinstance(v.get(f, ""), str) for f in ("message", "fix", "checked_at"))):
+                and all(isinstance(v.get(f, ""), str)
+                        for f in ("message", "fix", "checked_at", "notes"))
+                and type(v.get("max_vector_bytes", 0)) is int):
             out[key] = Health(v["ok"], v.get("message", ""), v.get("fix", ""),
-                              v.get("checked_at", ""))
+                              v.get("checked_at", ""), max(0, v.get("max_vector_bytes", 0)),
+                              v.get("notes", ""))
     return out
 
 
@@ -167,25 +233,44 @@ def _save(path: Path, verdicts: dict[str, Health]) -> None:
         pass
 
 
-def health(dev: cl.Device, fingerprint: str, *, recheck: bool = False) -> Health:
-    """The cached verdict on `dev` (fingerprint includes the driver), probing when unknown or
-    when `recheck` is set."""
-    key = f"{fingerprint}:{dev.driver_version.strip()}"
-    path = cache_dir() / _FILE
+def _key(info: DeviceInfo) -> str:
+    return f"{info.fingerprint}:{info.driver}"
+
+
+def cached(info: DeviceInfo) -> Health | None:
+    """The verdict on the device of `info` if one is known (this process or the file); never
+    probes."""
+    key = _key(info)
     with _lock:
-        if not recheck:
-            hit = _memo.get(key) or _load(path).get(key)
-            if hit is not None:
-                _memo[key] = hit
-                return hit
-    verdict = probe(dev)
+        hit = _memo.get(key) or _load(cache_dir() / _FILE).get(key)
+        if hit is not None:
+            _memo[key] = hit
+        return hit
+
+
+def health(dev: cl.Device, info: DeviceInfo, *, recheck: bool = False) -> Health:
+    """The cached verdict on `dev` (described by `info`; its fingerprint includes the
+    driver), probing when unknown or when `recheck` is set."""
+    if not recheck:
+        hit = cached(info)
+        if hit is not None:
+            return hit
+    found = probe(dev, info)
+    key, path = _key(info), cache_dir() / _FILE
     with _lock:
-        _memo[key] = verdict
+        _memo[key] = found
         stored = _load(path)
-        if stored.get(key) != verdict:
-            stored[key] = verdict
+        if stored.get(key) != found:
+            stored[key] = found
             _save(path, stored)
-    return verdict
+    return found
+
+
+def restricted(info: DeviceInfo, h: Health | None) -> DeviceInfo:
+    """`info` with the verdict's restrictions applied (what spaces and defaults read)."""
+    if h is None or h.max_vector_bytes == info.max_vector_bytes:
+        return info
+    return replace(info, max_vector_bytes=h.max_vector_bytes)
 
 
 def forget() -> None:

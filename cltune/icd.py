@@ -75,7 +75,7 @@ def register() -> Path | None:
     lib = intel_cpu_library()
     if lib is None:
         return None
-    from .health import cache_dir
+    from .cache_paths import cache_dir
 
     try:
         folder = _write_folder(cache_dir(), _folder_contents(lib))

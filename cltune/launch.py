@@ -16,7 +16,7 @@ import numpy as np
 import pyopencl as cl
 
 from .config import Config
-from .devices import DeviceInfo
+from .device_info import DeviceInfo
 from .kernel_args import set_scalar
 from .ops import OpSpec
 from .plan import Plan, make_plan, needs_index64

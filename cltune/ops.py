@@ -109,6 +109,12 @@ class OpSpec:
     def itemsize(self) -> int:
         return self.np_dtype.itemsize
 
+    @property
+    def vector_element_bytes(self) -> int:
+        """Bytes of the widest lane a vector of this op holds (input or accumulator): what a
+        device's vector-width restriction (`DeviceInfo.vector_cap`) is counted in."""
+        return max(self.itemsize, 8 if self.acc_cl_type() in ("double", "long", "ulong") else 4)
+
     def bytes_read(self, n: int) -> int:
         return n * self.itemsize * self.n_inputs
 

@@ -21,7 +21,7 @@ import pyopencl as cl
 
 from . import strategies
 from .config import Config
-from .devices import DeviceInfo
+from .device_info import DeviceInfo
 from .ops import OpSpec
 from .reduce_kernel import build_defines
 

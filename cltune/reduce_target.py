@@ -17,7 +17,7 @@ import pyopencl as cl
 from . import reduce_family, strategies
 from .config import Config
 from .defaults import builtin_config
-from .devices import DeviceInfo
+from .device_info import DeviceInfo
 from .evaluate import Outcome, evaluate
 from .launch import Launcher
 from .measure import Bench, profiling_queue
@@ -92,7 +92,7 @@ class ReduceTarget:
         """The config `get_reducer` runs on a device never tuned (defaults.builtin_config), if
         it is a point of this (possibly restricted) space: what tuning must never end slower
         than."""
-        cfg = builtin_config(self.info)
+        cfg = builtin_config(self.info, self.spec)
         return cfg if params_of(cfg, self.space) is not None else None
 
     def seeds(self, known_rows: Iterable[object], bucket: int,
@@ -100,7 +100,7 @@ class ReduceTarget:
         """Starting points (cltune.seeds): what the fallback chain knows for this size class,
         the previous size class's winner, the builtin config."""
         return seed_params(self.space, [known_config(known_rows, bucket), previous,
-                                        builtin_config(self.info)])
+                                        builtin_config(self.info, self.spec)])
 
     # ---- running --------------------------------------------------------------------------
     def launcher(self, cfg: Config) -> Launcher:

@@ -86,6 +86,16 @@ class RemoteTarget:
             self.slowest_ok_s = max(self.slowest_ok_s, time.monotonic() - t0)
         return out
 
+    def close(self) -> None:
+        """Drop this target (and its input) in the worker; nothing when the worker is gone."""
+        with self._lock:
+            if self.worker.alive and self._generation == self.worker.generation:
+                try:
+                    self.worker.call("close", self.key, deadline_s=deadline_floor())
+                except WorkerFailure:
+                    pass
+            self._generation = -1
+
     def side_by_side(self, cfgs: list[Any], size_key: Any,  # noqa: ANN401
                      rounds: int) -> tuple[list[list[float]], list[list[float]]]:
         """Device seconds and seconds per call of each config (all validated before), in

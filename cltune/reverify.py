@@ -4,7 +4,8 @@ For each (variant, size class) of the 1-D reduction known for this device — tu
 the same hardware under another driver, or on the same model — the stored configs are tried
 fastest first: the first that still validates is re-timed and becomes this fingerprint's best;
 the ones that fail are recorded as failed here with the reason, so they never serve again on
-this driver.
+this driver. Every config is judged in the device's evaluation worker (`remote_target`), as
+the tuner's trials are: a config the new driver crashes on is one that fails.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from typing import Any
 
 import pyopencl as cl
 
-from .devices import DeviceInfo
+from .device_info import DeviceInfo
+from .remote_target import RemoteTarget
 from .targets import make_target
 from .tuning_db.rows import Measurement
 from .version import __version__
+from .worker import WorkerFailure, worker_for
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ def verify_device(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, store,  # n
     here = store.upsert_device(info.fingerprint_parts(), info.fingerprint, info.hardware_key,
                                info.name)
     targets: dict[str, Any] = {}
+    remotes: dict[str, RemoteTarget] = {}  # the same targets in the worker, where they run
     done: set[tuple[str, str]] = set()
     out: list[Verified] = []
     for level, ids in store.related_devices(info.fingerprint, info.hardware_key, info.model,
@@ -49,8 +53,11 @@ def verify_device(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, store,  # n
             try:
                 t = targets.get(variant) or targets.setdefault(
                     variant, make_target(family, ctx, dev, info, variant))
-                bench = t.bench(t.bucket_of(size))
-            except ValueError as e:  # e.g. float64 on a device without cl_khr_fp64
+                remote = remotes.get(variant) or remotes.setdefault(
+                    variant, RemoteTarget(worker_for(info), family, variant))
+                bucket = t.bucket_of(size)
+                remote.prepare(bucket)
+            except (ValueError, WorkerFailure) as e:  # e.g. float64 without cl_khr_fp64
                 out.append(Verified(family, variant, size, level, None, None,
                                     (f"cannot run here: {e}",)))
                 continue
@@ -68,7 +75,7 @@ def verify_device(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, store,  # n
                 if cfg in seen:
                     continue
                 seen.add(cfg)
-                res = t.evaluate(cfg, bench, check=False)
+                res = remote.evaluate(cfg, bucket, check=False)
                 rid = store.record(here, Measurement(
                     family, variant, size, cfg.to_dict(), cfg.key(),
                     "ok" if res.ok else "failed", res.n, __version__, t.source_hash,

@@ -21,7 +21,8 @@ import pyopencl.tools as cltools
 
 from .buckets import nearest
 from .config import Config
-from .devices import DeviceInfo, info_for, require_usable
+from .device_info import DeviceInfo
+from .devices import info_for, require_usable
 from .launch import SMALL_OFFSET, Launcher, Prepared, pending
 from .ops import OpSpec
 from .program import BuildError
@@ -164,8 +165,7 @@ def get_reducer(target: Any, op: str = "sum", dtype: Any = np.float32, *,
     with _engines_lock:
         eng = _engines.get(key)
     if eng is None:
-        info = info_for(dev)
-        require_usable(dev, info)  # cached verdict; probes this device once if unknown
+        info = require_usable(dev, info_for(dev))  # cached verdict; else one health check
         with _engines_lock:
             eng = _engines.get(key)
             if eng is None:

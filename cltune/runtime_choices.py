@@ -13,7 +13,7 @@ import pyopencl as cl
 from . import reduce_family
 from .config import Config, ConfigError
 from .defaults import builtin_config, safest_config
-from .devices import DeviceInfo
+from .device_info import DeviceInfo
 from .launch import Launcher
 from .ops import OpSpec
 from .program import BuildError
@@ -33,7 +33,7 @@ class Choice:
 
 
 def builtin_choice(info: DeviceInfo, ctx: cl.Context, dev: cl.Device, spec: OpSpec) -> Choice:
-    for cfg in (builtin_config(info), safest_config(info)):
+    for cfg in (builtin_config(info, spec), safest_config(info)):
         try:
             Launcher(ctx, dev, info, spec, cfg).built(False)
             return Choice(cfg, None, "", "", None)
@@ -71,7 +71,7 @@ def load_choices(info: DeviceInfo, spec: OpSpec,
         if db or os.environ.get("CLTUNE_DB", "").strip():
             _warn_once(url, f"cltune: tuning database {path} does not exist (named by "
                        f"{'db=' if db else 'CLTUNE_DB'}); using the shipped or builtin configs")
-        return _choices(info, lookup_without_db(key, reduce_family.NAME,
+        return _choices(info, spec, lookup_without_db(key, reduce_family.NAME,
                                                 reduce_family.variant(spec)))
     from cltune.tuning_db import Store
     from cltune.tuning_db.lookup import lookup
@@ -93,10 +93,10 @@ def load_choices(info: DeviceInfo, spec: OpSpec,
     finally:
         if store is not None:
             store.close()
-    return _choices(info, ans)
+    return _choices(info, spec, ans)
 
 
-def _choices(info: DeviceInfo, ans: Any) -> tuple[str, str, list[Choice]]:
+def _choices(info: DeviceInfo, spec: OpSpec, ans: Any) -> tuple[str, str, list[Choice]]:
     """The validated configs of a lookup answer (a stored config that does not validate never
     reaches the compiler); the builtin config when none is left."""
     choices = []
@@ -108,7 +108,7 @@ def _choices(info: DeviceInfo, ans: Any) -> tuple[str, str, list[Choice]]:
             continue  # never let a bad stored config near the compiler
         choices.append(Choice(cfg, bucket, r.updated_at, r.driver, r.gbps))
     if not choices:
-        cfg = builtin_config(info)
+        cfg = builtin_config(info, spec)
         return "builtin", ans.why if ans.level == "builtin" else "stored configs invalid", [
             Choice(cfg, None, "", "", None)]
     return ans.level, ans.why, choices

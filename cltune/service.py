@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import pyopencl as cl
 
 from . import reduce_family
-from .devices import DeviceInfo, device_health, list_devices, select
+from .device_info import DeviceInfo
+from .devices import device_health, list_devices, select
 from .health import Health
 from .ops import DTYPES, OPS, OpSpec
 from .tuner import BucketResult, Progress, TuneOptions, Tuner

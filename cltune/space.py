@@ -18,7 +18,7 @@ import pyopencl as cl
 
 from . import strategies
 from .config import ACCUMULATORS, Config, ConfigError
-from .devices import DeviceInfo
+from .device_info import DeviceInfo
 from .ops import OpSpec
 from .program import BuildError, build, kernel_subgroup_size, preferred_multiple
 from .space_values import ValuesSpace
@@ -183,7 +183,7 @@ def make_space(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, 
         "wg": wgs,
         "tile_factor": TILE_FACTORS,
         "items": ITEMS,
-        "vec": VECS,
+        "vec": tuple(v for v in VECS if v <= info.vector_cap(spec.vector_element_bytes)),
         "groups_per_cu": GROUPS_PER_CU,
         "passes": (1, 2),
         "acc": accumulators_for(spec, info, extended=extended_acc),

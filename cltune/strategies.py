@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # value types only here: no OpenCL import at run time
-    from .devices import DeviceInfo
+    from .device_info import DeviceInfo
     from .ops import OpSpec
 
 #: What one work-group writes to the partials buffer.

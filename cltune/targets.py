@@ -8,7 +8,7 @@ from typing import Any
 
 import pyopencl as cl
 
-from .devices import DeviceInfo
+from .device_info import DeviceInfo
 from .family import get
 
 

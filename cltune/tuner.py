@@ -24,7 +24,7 @@ import optuna
 import pyopencl as cl
 
 from .buckets import DEFAULT_BUCKETS
-from .devices import DeviceInfo
+from .device_info import DeviceInfo
 from .evaluate import Outcome
 from .measure import Timing
 from .remote_target import RemoteTarget

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from . import worker_codec as codec
 
 if TYPE_CHECKING:  # devices -> health -> worker: the type only
-    from .devices import DeviceInfo
+    from .device_info import DeviceInfo
 
 #: how long a fresh worker may take to import cltune and open its context
 START_DEADLINE_S = 120.0

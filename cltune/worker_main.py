@@ -22,7 +22,7 @@ import pyopencl as cl
 
 from . import faults
 from . import worker_codec as codec
-from .devices import DeviceInfo, describe, platform_devices
+from .device_info import DeviceInfo, describe, platform_devices
 from .measure import Timing
 from .targets import make_target
 
@@ -64,6 +64,11 @@ def _open(st: _State, key: int, family: str, variant: str, options: dict) -> str
     st.targets[key] = target
     st.benches.pop(key, None)
     return target.source_hash
+
+
+def _close(st: _State, key: int) -> None:
+    st.targets.pop(key, None)
+    st.benches.pop(key, None)
 
 
 def _bench(st: _State, key: int, size_key: Any) -> Any:  # noqa: ANN401
@@ -130,21 +135,22 @@ def _side_by_side(st: _State, key: int, size_key: Any, mappings: list[dict],  # 
     return dev, e2e
 
 
-def _probe(st: _State, name: str) -> str:
+def _probe(st: _State, name: str, src: str = "") -> str:
     from .health_probes import PROBES  # the probes' kernels are only needed in a worker
 
     action = faults.matching({"probe": name})
     if action and action != "wrong":
         print(f"cltune test fault: {action} on probe {name}", file=sys.stderr, flush=True)
         faults.fire(action)
-    why = PROBES[name](st.ctx, st.queue, st.dev, st.info)
+    why = PROBES[name](st.ctx, st.queue, st.dev, st.info, src)
     if action == "wrong" and not why:
         return f"{name}: wrong answer (injected by CLTUNE_TEST_FAULT)"
     return why
 
 
-HANDLERS = {"init": _init, "open": _open, "prepare": _prepare, "evaluate": _evaluate,
-            "side_by_side": _side_by_side, "probe": _probe, "ping": lambda st: os.getpid()}
+HANDLERS = {"init": _init, "open": _open, "close": _close, "prepare": _prepare,
+            "evaluate": _evaluate, "side_by_side": _side_by_side, "probe": _probe,
+            "ping": lambda st: os.getpid()}
 
 
 def _watch_parent() -> None:

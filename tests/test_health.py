@@ -48,13 +48,13 @@ BROKEN = H.Health(False, "error: unknown target CPU 'generic'",
 
 
 def test_probe_passes_on_the_test_device(device):
-    h = H.probe(device[1])
+    h = H.probe(device[1], device[0])
     assert h.ok and h.status == "ok" and h.message == "" and h.checked_at
 
 
 def test_broken_build_is_unusable_with_the_compilers_message(device, monkeypatch):
     monkeypatch.setattr(H, "PROBE_SRC", "__kernel void cltune_probe(__global int *o) { o[0] = ; }")
-    h = H.probe(device[1])
+    h = H.probe(device[1], device[0])
     assert not h.ok
     assert "error" in h.message.lower() and "\n" not in h.message, h
     assert h.fix and h.status.startswith("unusable: ")
@@ -64,7 +64,7 @@ def test_wrong_answer_is_unusable(device, monkeypatch):
     wrong = H.PROBE_SRC.replace("if (lid == 0) out[0] = tile[0];", "if (lid == 0) out[0] = 7;")
     assert wrong != H.PROBE_SRC
     monkeypatch.setattr(H, "PROBE_SRC", wrong)
-    h = H.probe(device[1])
+    h = H.probe(device[1], device[0])
     assert not h.ok and "wrong answer (7 instead of" in h.message and "miscompiles" in h.fix
 
 
@@ -80,15 +80,15 @@ def test_verdict_is_cached_on_disk_and_rechecked(device, tmp_path, monkeypatch):
     monkeypatch.setenv("CLTUNE_CACHE_DIR", str(tmp_path))
     calls = []
     real = H.probe
-    monkeypatch.setattr(H, "probe", lambda d: calls.append(d) or real(d))
+    monkeypatch.setattr(H, "probe", lambda d, i: calls.append(d) or real(d, i))
     H.forget()
     try:
-        assert H.health(dev, info.fingerprint).ok and len(calls) == 1
+        assert H.health(dev, info).ok and len(calls) == 1
         stored = json.loads((tmp_path / "device-health.json").read_text())
         assert stored["verdicts"][_key(info)]["ok"] is True
         H.forget()  # a new process: the file answers, no probe
-        assert H.health(dev, info.fingerprint).ok and len(calls) == 1
-        assert H.health(dev, info.fingerprint, recheck=True).ok and len(calls) == 2
+        assert H.health(dev, info).ok and len(calls) == 1
+        assert H.health(dev, info, recheck=True).ok and len(calls) == 2
     finally:
         H.forget()
 
@@ -102,7 +102,7 @@ def test_corrupt_or_foreign_cache_is_probed_again(device, tmp_path, monkeypatch,
     (tmp_path / "device-health.json").write_text(garbage)
     H.forget()
     try:
-        assert H.health(dev, info.fingerprint).ok
+        assert H.health(dev, info).ok
         doc = json.loads((tmp_path / "device-health.json").read_text())
         assert doc["probe_version"] == H.PROBE_VERSION and _key(info) in doc["verdicts"]
     finally:
@@ -116,7 +116,7 @@ def test_unwritable_cache_costs_only_a_probe(device, tmp_path, monkeypatch):
     monkeypatch.setenv("CLTUNE_CACHE_DIR", str(blocker / "sub"))  # a dir below a file
     H.forget()
     try:
-        assert H.health(dev, info.fingerprint).ok
+        assert H.health(dev, info).ok
     finally:
         H.forget()
 

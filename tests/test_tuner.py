@@ -108,8 +108,8 @@ def test_max_rel_error_rejects_accumulators_that_cannot_meet_it(ctx, device, db_
     tuner.target.space = tuner.space.restrict(wg=(wg,))
     assert set(tuner.space.values["acc"]) >= {"native", "kahan"}
     native = Config("serial", wg, 0, 4, 4, 1, 2, "native")
-    t, why = tuner.evaluate(native, 16, tuner.target.bench(16))
-    assert t == float("inf") and "max-rel-error" in why
+    out = tuner.evaluate(native, 16)
+    assert not out.ok and "max-rel-error" in out.reason
     res = tuner.run()[0]
     assert res.config is not None and res.config.acc in ("kahan", "wide")
 
@@ -198,8 +198,8 @@ def test_a_worker_that_loses_a_trial_to_another_goes_on(ctx, device, db_url, sto
     if where == "while it runs":
         evaluate = tuner.evaluate
 
-        def evaluate_and_race(cfg, bucket, bench):
-            out = evaluate(cfg, bucket, bench)
+        def evaluate_and_race(cfg, bucket):
+            out = evaluate(cfg, bucket)
             peer_finishes_the_running_trial()
             return out
 
