@@ -26,13 +26,19 @@ from . import axis_family
 from .axis_config import AxisConfig, AxisConfigError
 from .axis_defaults import builtin_axis_config, safest_axis_config
 from .axis_family import NO_ERROR
+from .axis_kernel import source_hash
 from .axis_launch import AxisLauncher
 from .program import BuildError
+from .vetting import first_usable
 
 try:
     from numpy.exceptions import AxisError
 except ImportError:  # numpy < 1.25
     AxisError = np.AxisError  # type: ignore[attr-defined,misc]
+
+
+def _log2(v: int) -> int:
+    return max(0, round(math.log2(max(1, v))))
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,7 @@ class AxisEngine:
         self._errs: dict[int, cl.Buffer] = {}
         self.checked: OrderedDict[tuple, None] = OrderedDict()
         self._chosen: dict[tuple, tuple[AxisConfig, _Tuned | None]] = {}
+        self.notes: dict[tuple, tuple[str, str]] = {}  # (kind, a, b) -> vetting's (level, why)
         self.geometries: dict[tuple, Geometry] = {}  # (shape, strides, axis, keepdims)
         self._lock = threading.Lock()
 
@@ -95,11 +102,37 @@ class AxisEngine:
     def choose(self, kind: str, a: int, b: int) -> tuple[AxisConfig, _Tuned | None]:
         hit = self._chosen.get((kind, a, b))
         if hit is None:
-            hit = self._choose(kind, a, b)
+            hit = self._vetted(kind, a, b, *self._choose(kind, a, b))
             if len(self._chosen) > 1024:
                 self._chosen.clear()
+                self.notes.clear()
             self._chosen[(kind, a, b)] = hit
         return hit
+
+    def _vetted(self, kind: str, a: int, b: int, cfg: AxisConfig,
+                t: _Tuned | None) -> tuple[AxisConfig, _Tuned | None]:
+        """`cfg` unless it has not run right on this driver (vetting): then the builtin or
+        the safest config, with the reason in `notes` (explain shows it)."""
+        level = self.kind(kind).level if t is not None else "builtin"
+        if level == "exact":
+            return cfg, t  # tuned on this fingerprint and driver: it ran in the tuner's worker
+        layout = "cols" if kind == "cols" else "rows"
+        candidates = [(cfg, level),
+                      (builtin_axis_config(self.info, kind, a, b,
+                                           self.spec.vector_element_bytes), "builtin"),
+                      (safest_axis_config(self.info, layout), "safest")]
+        got, lvl, why = first_usable(self.info, axis_family.NAME,
+                                     f"{self.spec.op}/{self.spec.dtype}/{kind}", candidates,
+                                     (_log2(a), _log2(b)), source_hash=source_hash(),
+                                     element_bytes=self.spec.vector_element_bytes)
+        if got == cfg:
+            return cfg, t
+        from .runtime import CltuneWarning
+
+        warnings.warn(f"cltune: {why}; serving the {lvl} config {got.short()}", CltuneWarning,
+                      stacklevel=5)
+        self.notes[(kind, a, b)] = (lvl, why)
+        return got, None
 
     def _choose(self, kind: str, a: int, b: int) -> tuple[AxisConfig, _Tuned | None]:
         k = self.kind(kind)
@@ -364,9 +397,10 @@ def explain(reducer: Any, kind: str, a: int, b: int) -> AxisExplanation:
     cfg, t = eng.choose(kind, a, b)
     k = eng.kind(kind)
     spec = reducer.spec
-    return AxisExplanation(f"{spec.op}/{spec.dtype}/{kind}", (a, b), cfg,
-                           k.level if t else "builtin", k.why if t else
-                           "no tuned class for this variant" if not k.tuned else
-                           f"no tuned class within 2^{axis_family.MAX_CLASS_STEPS} of this "
-                           "shape: the builtin config",
+    level, why = eng.notes.get((kind, a, b)) or (
+        k.level if t else "builtin", k.why if t else
+        "no tuned class for this variant" if not k.tuned else
+        f"no tuned class within 2^{axis_family.MAX_CLASS_STEPS} of this shape: the builtin "
+        "config")
+    return AxisExplanation(f"{spec.op}/{spec.dtype}/{kind}", (a, b), cfg, level, why,
                            axis_family.size_class(t.key) if t else None, t.gbps if t else None)

@@ -33,9 +33,10 @@ from .device_info import DeviceInfo
 from .devices import info_for
 from .expr_axis_choice import AxisChoices, AxisTuned, resolve
 from .expr_axis_config import AxisExprConfig, AxisPlan, axis_plan, choose
-from .expr_axis_family import view_key
+from .expr_axis_family import NAME, class_of_view, view_key
 from .expr_source import ExprBuildError, ExprSpec
 from .runtime_choices import CltuneWarning
+from .vetting import NoConfigRuns, verdict
 
 
 @lru_cache(maxsize=1)
@@ -166,8 +167,11 @@ class AxisReducer:
     are serialised (kernel arguments are shared state)."""
 
     def __init__(self, ctx: cl.Context, dev: cl.Device, spec: ExprSpec,
-                 db: str | None = None) -> None:
+                 db: str | None = None, kernel: Any = None) -> None:
         self.ctx, self.dev, self.spec, self.db = ctx, dev, spec, db
+        #: the application's ReductionKernel: with it, what serves is vetted first (vetting);
+        #: a tuning target's own reducer (in the worker) has none
+        self.kernel = kernel
         self.info = info_for(dev)
         self._item = spec.dtype_out.itemsize
         self._choices: dict[str, AxisChoices] = {}
@@ -229,6 +233,10 @@ class AxisReducer:
             why_not = (f"the tuned classes ({', '.join(x.size_class for x in ch.tuned)[:200]}; "
                        f"{ch.level}) are more than 2^{MAX_CLASS_STEPS} away from this shape: "
                        "the heuristic config for the shape")
+        if t is not None and self.kernel is not None and ch.level != "exact":
+            why = self._vet(t.config, ch.level, outer, r, inner)
+            if why:
+                t, why_not = None, why
         if t is not None:
             try:
                 return (build(self.ctx, self.dev, self.info, self.spec, t.config),
@@ -238,8 +246,23 @@ class AxisReducer:
                            f"build here: {str(e)[:200]}")
                 warnings.warn(f"cltune: {why_not}; using the heuristic config",
                               CltuneWarning, stacklevel=6)
+        if self.kernel is not None:
+            cfg = choose(self.info, outer, r, inner, self.spec.dtype_out.itemsize)
+            why = self._vet(cfg, "builtin", outer, r, inner)
+            if why:
+                raise NoConfigRuns(f"no config of this expression runs along this axis on "
+                                   f"{self.info.name}: {why_not}; {why}")
         built = heuristic_build(self.ctx, self.dev, self.info, self.spec, outer, r, inner)
         return built, AxisPick(built.config, "builtin", why_not)
+
+    def _vet(self, cfg: AxisExprConfig, level: str, outer: int, r: int, inner: int) -> str:
+        """'' when `cfg` may be built here for this view (vetting), else why not."""
+        layout, key = class_of_view(outer, r, inner)
+        v = verdict(self.info, NAME, f"{self.spec.fingerprint}/{layout}", cfg, key,
+                    source_hash=template_hash(), options={"kernel": self.kernel})
+        if v.buildable:
+            return ""
+        return f"{level} config {cfg.short()} passed over: {v.reason}"
 
     def enqueue(self, queue: cl.CommandQueue, user_args: Sequence[object], outer: int, r: int,
                 inner: int, res: cl.Buffer, res_off: int,
@@ -280,13 +303,16 @@ class AxisReducer:
 
 
 def axis_reducer(ctx: cl.Context, dev: cl.Device, spec: ExprSpec,
-                 db: str | None = None) -> AxisReducer:
+                 db: str | None = None, kernel: Any = None) -> AxisReducer:
     """The (cached, per context) AxisReducer of `spec` on `dev` reading the database `db`
-    (None: the default one)."""
+    (None: the default one); `kernel`, the application's ReductionKernel of `spec`, lets it
+    vet what it serves."""
     key = (dev.int_ptr, spec, db)
     with _lock:
         hit = _reducers.get(ctx, {}).get(key)
         if hit is None:
-            hit = _reducers.setdefault(ctx, {}).setdefault(key,
-                                                           AxisReducer(ctx, dev, spec, db))
+            hit = _reducers.setdefault(ctx, {}).setdefault(
+                key, AxisReducer(ctx, dev, spec, db, kernel))
+        elif hit.kernel is None and kernel is not None:
+            hit.kernel = kernel
     return hit

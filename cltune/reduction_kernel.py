@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 import threading
 import warnings
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -22,14 +23,16 @@ import pyopencl.array as cla
 import pyopencl.tools as cltools
 from pyopencl.tools import VectorArg
 
+from . import expr_family
 from .devices import info_for
 from .expr_choice import Choices, ExprChoice, builtin, resolve
 from .expr_config import ExprConfig
 from .expr_launch import ExprLauncher
-from .expr_source import ExprBuildError, ExprSpec
+from .expr_source import ExprBuildError, ExprSpec, template_hash
 from .launch import pending
 from .runtime import Explanation
 from .scalars import ScalarFactory, new_scalar
+from .vetting import first_usable
 
 TUNE_MODES = (None, "first-use")
 
@@ -37,12 +40,31 @@ TUNE_MODES = (None, "first-use")
 class _DeviceState:
     """The choices and launchers of one kernel on one device."""
 
-    def __init__(self, ctx: cl.Context, dev: cl.Device, spec: ExprSpec, db: str | None) -> None:
-        self.ctx, self.dev, self.spec, self.db = ctx, dev, spec, db
+    def __init__(self, ctx: cl.Context, dev: cl.Device, kernel: ReductionKernel,
+                 db: str | None) -> None:
+        self.ctx, self.dev, self.kernel, self.spec, self.db = ctx, dev, kernel, kernel.spec, db
         self.info = info_for(dev)
         self.lock = threading.Lock()
         self.launchers: dict[ExprConfig, ExprLauncher] = {}
         self.load()
+
+    def _vet(self, ch: ExprChoice, level: str, why: str) -> tuple[ExprChoice, str, str]:
+        """The choice if this process may build it (tuned here, or it ran right in the
+        worker: vetting), else the builtin or the safest config, and why."""
+        if level == "exact":
+            return ch, level, why  # tuned on this fingerprint and driver, in the worker
+        base = builtin(self.info, self.spec.dtype_out.itemsize)
+        candidates = [(ch.config, level), (base, "builtin"),
+                      (replace(base, items=1, passes=2), "safest")]
+        cfg, lvl, note = first_usable(self.info, expr_family.NAME, self.spec.fingerprint,
+                                      candidates, 0, source_hash=template_hash(),
+                                      options={"kernel": self.kernel,
+                                               "answers_optional": True})
+        if cfg == ch.config:
+            return ch, level, why
+        warnings.warn(f"cltune: {note}; serving the {lvl} config {cfg.short()}", UserWarning,
+                      stacklevel=5)
+        return ExprChoice(cfg, None), lvl, note[:300]
 
     def load(self) -> None:
         ch = resolve(self.info, self.spec.fingerprint, self.spec.dtype_out.itemsize, self.db)
@@ -50,6 +72,7 @@ class _DeviceState:
             self.choices: Choices = ch
             self.by_n: dict[int, tuple[ExprLauncher, ExprChoice]] = {}
             self.served: dict[int, tuple[str, str]] = {}  # n -> (level, why) of by_n's choice
+            self.vetted: dict[ExprConfig, tuple[ExprChoice, str, str]] = {}
 
     def launcher_for(self, n: int) -> tuple[ExprLauncher, ExprChoice]:
         hit = self.by_n.get(n)
@@ -57,6 +80,10 @@ class _DeviceState:
             return hit
         ch, level, why = self.choices.serve(n)
         with self.lock:
+            served = self.vetted.get(ch.config)
+            if served is None:  # never build here what has not run right on this driver
+                served = self.vetted[ch.config] = self._vet(ch, level, why)
+            ch, level, why = served
             la = self.launchers.get(ch.config)
             if la is None:
                 la = ExprLauncher(self.ctx, self.dev, self.info, self.spec, ch.config)
@@ -105,6 +132,10 @@ class ReductionKernel:
       starts at `neutral` and receives its elements in increasing index order.
     - `sample`: `sample(queue, n) -> args` for tuning at size n (default: random vectors,
       zero scalars).
+    - `reference`: `reference(host_args, lo, hi)` -> the expected result over elements
+      lo..hi-1 (numpy arrays for the vectors), what tuning and vetting check answers against
+      (default: pyopencl's own ReductionKernel of the same expression; a kernel with
+      `finish_expr` needs one).
 
     Example:
         >>> from cltune import ReductionKernel
@@ -119,7 +150,8 @@ class ReductionKernel:
                  name: str = "reduce_kernel", options: Any = None, preamble: str = "", *,
                  tune: str | None = None, budget_s: float = 60.0, db: str | None = None,
                  finish_expr: str | None = None, dtype_result: Any = None,
-                 fold_expr: str | None = None, sample: Any = None) -> None:
+                 fold_expr: str | None = None, sample: Any = None,
+                 reference: Any = None) -> None:
         if not isinstance(ctx, cl.Context):
             raise TypeError(f"ReductionKernel needs a pyopencl Context, not {type(ctx).__name__}")
         if tune not in TUNE_MODES:
@@ -131,6 +163,7 @@ class ReductionKernel:
                                   preamble, options, finish_expr, dtype_result, fold_expr)
         self.dtype_out = self.spec.dtype_out
         self.tune_mode, self.budget_s, self.db, self.sample = tune, budget_s, db, sample
+        self.reference = reference
         self._states: dict[int, _DeviceState] = {}
         self._lock = threading.Lock()
         self._pool: Any = None  # result_allocator's, made at first need
@@ -152,9 +185,16 @@ class ReductionKernel:
         devices, caches and threads: what the evaluation worker rebuilds the kernel from."""
         state = {k: v for k, v in self.__dict__.items() if k not in self._LOCAL_STATE}
         state["tune_mode"] = None  # the worker evaluates; it never tunes in the background
+        # struct dtypes (cltune.stats' accumulators) are known to pyopencl by registration
+        dts = [self.spec.dtype_out, self.spec.dtype_result,
+               *(getattr(a, "dtype", None) for a in self.spec.arguments)]
+        state["_struct_dtypes"] = [(cltools.dtype_to_ctype(d), d) for d in dts
+                                   if d is not None and np.dtype(d).names]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, dt in state.pop("_struct_dtypes", ()):
+            cltools.get_or_register_dtype(name, dt)
         self.__dict__.update(state)
         self._states, self._lock, self._pool, self._queues = {}, threading.Lock(), None, {}
         self.background, self.background_axes, self.background_error = None, {}, None
@@ -170,7 +210,7 @@ class ReductionKernel:
             with self._lock:
                 st = self._states.get(dev.int_ptr)
                 if st is None:
-                    st = self._states[dev.int_ptr] = _DeviceState(self.context, dev, self.spec,
+                    st = self._states[dev.int_ptr] = _DeviceState(self.context, dev, self,
                                                                   self.db)
         return st
 

@@ -26,7 +26,7 @@ from .devices import info_for, require_usable
 from .launch import SMALL_OFFSET, Launcher, Prepared, pending
 from .ops import OpSpec
 from .program import BuildError
-from .runtime_choices import Choice, CltuneWarning, builtin_choice, load_choices
+from .runtime_choices import Choice, CltuneWarning, builtin_choice, load_choices, vetted
 from .scalars import ScalarFactory, new_scalar
 
 __all__ = ["Explanation", "Reducer", "get_reducer"]
@@ -38,7 +38,7 @@ class Explanation:
 
     n: int
     config: Config
-    level: str  # exact | driver-changed | same-device | shipped | vendor-default | builtin
+    level: str  # a lookup level (exact, shipped, ...), builtin, or safest (vetting)
     why: str
     bucket: int | None
     tuned_at: str
@@ -63,6 +63,7 @@ class _Engine:
         self.buckets = sorted(c.bucket for c in self.choices if c.bucket is not None)
         self._launchers: dict[Config, Launcher] = {}
         self._by_n: dict[int, tuple[Launcher, Choice]] = {}
+        self._vetted: dict[Config, Choice] = {}  # a choice's config -> what serves it
         self._lock = threading.Lock()
         self.queue = cl.CommandQueue(ctx, dev)
         self.allocator = cltools.MemoryPool(cltools.ImmediateAllocator(self.queue))
@@ -80,6 +81,12 @@ class _Engine:
             return hit
         ch = self.choice(n)
         with self._lock:
+            served = self._vetted.get(ch.config)
+            if served is None:
+                # never build here what has not run right on this driver (vetting)
+                level = self.level if ch.bucket is not None else "builtin"
+                served = self._vetted[ch.config] = vetted(self.info, self.spec, ch, level)
+            ch = served
             la = self._launchers.get(ch.config)
             if la is None:
                 la = Launcher(self.ctx, self.dev, self.info, self.spec, ch.config)
@@ -220,9 +227,10 @@ class Reducer:
             return explain_axis(self, n, tuple(range(len(n))) if axis is None else axis,
                                 order)
         la, ch = self._eng.launcher_for(max(1, int(n)))
-        return Explanation(int(n), la.cfg, self._eng.level if ch.bucket is not None or
-                           self._eng.level == "builtin" else "builtin", self._eng.why,
-                           ch.bucket, ch.tuned_at, ch.driver, ch.gbps)
+        level = ch.level or (self._eng.level if ch.bucket is not None or
+                             self._eng.level == "builtin" else "builtin")
+        return Explanation(int(n), la.cfg, level, ch.note or self._eng.why, ch.bucket,
+                           ch.tuned_at, ch.driver, ch.gbps)
 
     def _as_device(self, a: Any, queue: cl.CommandQueue, name: str) -> cla.Array:
         want = self.spec.np_dtype

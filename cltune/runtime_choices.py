@@ -16,7 +16,8 @@ from .defaults import builtin_config, safest_config
 from .device_info import DeviceInfo
 from .launch import Launcher
 from .ops import OpSpec
-from .program import BuildError
+from .program import BuildError, source_hash
+from .vetting import first_usable
 
 
 class CltuneWarning(UserWarning):
@@ -30,13 +31,34 @@ class Choice:
     tuned_at: str
     driver: str
     gbps: float | None
+    level: str = ""  # set where vetting replaced the answer (builtin | safest)
+    note: str = ""  # why the levels before it were passed over
+
+
+def vetted(info: DeviceInfo, spec: OpSpec, ch: Choice, level: str) -> Choice:
+    """`ch` if this process may build its config (it ran right here: tuned on this
+    fingerprint, or vetted in the worker), else the first of the builtin and safest configs
+    that may, noting why (`vetting`); NoConfigRuns when none may."""
+    if level == "exact":
+        return ch  # tuned on this fingerprint and driver: it ran in the tuner's worker
+    candidates = [(ch.config, level), (builtin_config(info, spec), "builtin"),
+                  (safest_config(info), "safest")]
+    cfg, lvl, why = first_usable(info, reduce_family.NAME, reduce_family.variant(spec),
+                                 candidates, ch.bucket or 0, source_hash=source_hash(),
+                                 element_bytes=spec.vector_element_bytes)
+    if cfg == ch.config:
+        return ch
+    warnings.warn(f"cltune: {why}; serving the {lvl} config {cfg.short()}", CltuneWarning,
+                  stacklevel=5)
+    return Choice(cfg, None, "", "", None, lvl, why)
 
 
 def builtin_choice(info: DeviceInfo, ctx: cl.Context, dev: cl.Device, spec: OpSpec) -> Choice:
     for cfg in (builtin_config(info, spec), safest_config(info)):
+        ch = vetted(info, spec, Choice(cfg, None, "", "", None), "builtin")
         try:
-            Launcher(ctx, dev, info, spec, cfg).built(False)
-            return Choice(cfg, None, "", "", None)
+            Launcher(ctx, dev, info, spec, ch.config).built(False)
+            return ch
         except BuildError:
             continue
     raise BuildError(f"no config builds for {spec} on {info.name}")

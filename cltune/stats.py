@@ -127,8 +127,8 @@ inline {ty} {st}_fold({ty} a, {c} v, long i) {{
                           reduce_expr=f"{st}_pick(a, b)", map_expr=f"{st}_make(x[i], i)",
                           arguments=f"__global const {c} *x", preamble=pre,
                           finish_expr="CLT_POS(a.idx)", dtype_result=np.int64, name=f"arg_{st}",
-                          fold_expr=f"{st}_fold(a, x[i], i)")
-    knl.reference = ref
+                          fold_expr=f"{st}_fold(a, x[i], i)",
+                          reference=ref)
     return knl
 
 
@@ -153,19 +153,19 @@ def _make(ctx: cl.Context, op: str, dt: np.dtype) -> ReductionKernel:
         return _arg_kernel(ctx, dt, op == "argmax")
     if op == "mean":
         knl = ReductionKernel(ctx, acc_dt, "0", "a+b", f"({acc})x[i]", args,
-                              finish_expr=f"a / ({acc})n", dtype_result=res, name="mean")
-        knl.reference = _quiet(r64(np.mean))
+                              finish_expr=f"a / ({acc})n", dtype_result=res, name="mean",
+                              reference=_quiet(r64(np.mean)))
         return knl
     if op == "norm1":
         knl = ReductionKernel(ctx, acc_dt, "0", "a+b", f"fabs(({acc})x[i])", args,
-                              dtype_result=res, name="norm1")
-        knl.reference = r64(lambda x: np.abs(x).sum())
+                              dtype_result=res, name="norm1",
+                              reference=r64(lambda x: np.abs(x).sum()))
         return knl
     if op == "norm_inf":
         r = dtype_to_ctype(res)
         knl = ReductionKernel(ctx, res, "0", "(a != a || a > b) ? a : b", f"fabs(({r})x[i])",
-                              args, dtype_result=res, name="norm_inf")
-        knl.reference = r64(lambda x: np.abs(x).max())
+                              args, dtype_result=res, name="norm_inf",
+                              reference=r64(lambda x: np.abs(x).max()))
         return knl
     if op == "norm2":
         return _norm2(ctx, dt, res, fp64)
@@ -173,15 +173,15 @@ def _make(ctx: cl.Context, op: str, dt: np.dtype) -> ReductionKernel:
         return _var(ctx, dt, res, acc, acc_dt, op == "std")
     if op == "count_nonzero":
         knl = ReductionKernel(ctx, np.int64, "0", "a+b", "(x[i] != 0) ? 1 : 0", args,
-                              name="count_nonzero")
-        knl.reference = lambda h, lo, hi: np.int64(np.count_nonzero(h[0][lo:hi]))
+                              name="count_nonzero",
+                              reference=lambda h, lo, hi: np.int64(np.count_nonzero(h[0][lo:hi])))
         return knl
     if op in ("any", "all"):
         red, neutral = ("a | b", "0") if op == "any" else ("a & b", "1")
-        knl = ReductionKernel(ctx, np.uint8, neutral, red, "(x[i] != 0) ? 1 : 0", args,
-                              dtype_result=np.bool_, name=op)
         f = np.any if op == "any" else np.all
-        knl.reference = lambda h, lo, hi: np.bool_(f(h[0][lo:hi]))
+        knl = ReductionKernel(ctx, np.uint8, neutral, red, "(x[i] != 0) ? 1 : 0", args,
+                              dtype_result=np.bool_, name=op,
+                              reference=lambda h, lo, hi: np.bool_(f(h[0][lo:hi])))
         return knl
     raise ValueError(f"unknown op {op!r}; known: {', '.join(OPS)}")
 
@@ -191,8 +191,8 @@ def _norm2(ctx: cl.Context, dt: np.dtype, res: np.dtype, fp64: bool) -> Reductio
     ref = _quiet(lambda h, lo, hi: res.type(np.linalg.norm(h[0][lo:hi].astype(np.float64))))
     if fp64 and dt != np.float64:  # squares of float32 / integers cannot overflow a double
         knl = ReductionKernel(ctx, np.float64, "0", "a+b", "(double)x[i] * (double)x[i]", args,
-                              finish_expr="sqrt(a)", dtype_result=res, name="norm2")
-        knl.reference = ref
+                              finish_expr="sqrt(a)", dtype_result=res, name="norm2",
+                              reference=ref)
         return knl
     t = dtype_to_ctype(res)
     st = f"clt_nrm2_{t}_t"
@@ -212,8 +212,8 @@ inline {st} {st}_comb({st} a, {st} b) {{
     knl = ReductionKernel(ctx, np.dtype([("scale", res), ("ssq", res)], align=True),
                           f"{st}_make(0)", f"{st}_comb(a, b)", f"{st}_make(({t})x[i])", args,
                           preamble=pre, finish_expr="a.scale * sqrt(a.ssq)", dtype_result=res,
-                          name="norm2")
-    knl.reference = ref
+                          name="norm2",
+                          reference=ref)
     return knl
 
 
@@ -274,6 +274,7 @@ inline {st} {st}_comb({st} a, {st} b) {{
   return {st}_chan(a, b);
 }}
 """
+    f = np.std if root else np.var
     mean = f"{st}_mean(a)"
     # an infinite element makes the mean inf or NaN, and numpy's var NaN
     var = (f"(isfinite({mean}) ? {st}_m2(a) / fmax(a.n - ({acc})ddof, ({acc})0) "
@@ -285,10 +286,9 @@ inline {st} {st}_comb({st} a, {st} b) {{
                           f"__global const {dtype_to_ctype(dt)} *x, {acc} ddof",
                           preamble=pre, finish_expr=f"sqrt({var})" if root else var,
                           dtype_result=res, name="std" if root else "var",
-                          fold_expr=f"{st}_fold(a, ({acc})x[i])")
-    f = np.std if root else np.var
-    knl.reference = _quiet(lambda h, lo, hi: res.type(f(h[0][lo:hi].astype(np.float64),
-                                                         ddof=h[1])))
+                          fold_expr=f"{st}_fold(a, ({acc})x[i])",
+                          reference=_quiet(lambda h, lo, hi: res.type(
+                              f(h[0][lo:hi].astype(np.float64), ddof=h[1]))))
     return knl
 
 

@@ -101,7 +101,7 @@ def reduce_along(knl: ReductionKernel, args: tuple, x: cla.Array, q: cl.CommandQ
     user: list[Any] = []
     for a, t in zip(args, knl.spec.arguments, strict=True):
         user += (a.base_data, a.offset) if isinstance(t, VectorArg) else [a]
-    red = axis_reducer(q.context, q.device, knl.spec, knl.db)
+    red = axis_reducer(q.context, q.device, knl.spec, knl.db, knl)
     evs = red.enqueue(q, user, g.outer, g.r, g.inner, res.base_data, res.offset,
                       wait_for=list(waits) or None)
     res.add_event(evs[-1])
@@ -181,7 +181,7 @@ def explain(op: str, q: cl.CommandQueue, dtype: Any, shape: tuple[int, ...], axi
     if g.outer * g.inner == 1 and g.mem:
         return AxisStatExplanation(op, tuple(shape), view, "whole", None, None,
                                    str(knl.explain(max(1, g.r), q.device)))
-    red = axis_reducer(q.context, q.device, knl.spec, knl.db)
+    red = axis_reducer(q.context, q.device, knl.spec, knl.db, knl)
     built, plan = red.plan(*view)
     pick = red.pick(*view)
     return AxisStatExplanation(op, tuple(shape), view, pick.level, built.config, plan,

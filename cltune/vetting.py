@@ -13,8 +13,8 @@ level of its fallback chain and `explain()` says why.
 
 A config whose build fails cleanly (a compiler error, no crash) is `buildable`: building it
 here raises the same error (an application's expression that does not compile must still
-fail as pyopencl's does). Where the worker cannot be started at all (not a driver problem),
-nothing is cached, a warning is given once and the config is built here as before.
+fail as pyopencl's does); so is one whose target or input the worker could not make
+without a crash (nothing is cached then).
 `CLTUNE_TRUST_DRIVER=1` turns vetting off.
 """
 
@@ -66,7 +66,6 @@ TRUSTED = Verdict(True, "timed", "vetting off (CLTUNE_TRUST_DRIVER=1)")
 
 _lock = threading.Lock()
 _memo: dict[str, Verdict] = {}
-_warned: set[str] = set()
 _remotes: dict[tuple, RemoteTarget] = {}
 
 
@@ -178,13 +177,10 @@ def verdict(info: DeviceInfo, family: str, variant: str, cfg: Any, size_key: Any
         if own:
             remote.close()
     if out.step == "error" and not out.n:
-        # the worker itself could not make the target or its input: no verdict on the driver
-        if key not in _warned:
-            _warned.add(key)
-            warnings.warn(f"cltune: could not vet {family} {cfg.short()} in a worker process "
-                          f"({out.reason[:300]}); building it here unvetted", RuntimeWarning,
-                          stacklevel=3)
-        return Verdict(True, "timed", f"not vetted: {out.reason}"[:300])
+        # making the target or its input failed cleanly in the worker (an expression that
+        # does not compile, no reference to check it by): nothing crashed, and building it
+        # here fails (or runs) the same way; no verdict is kept
+        return Verdict(True, "build", f"not vetted: {out.reason}"[:300])
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     v = Verdict(out.ok, out.step, "" if out.ok else out.reason[:500], now)
     with _lock:
@@ -199,9 +195,16 @@ def first_usable(info: DeviceInfo, family: str, variant: str,  # noqa: ANN401
                  ) -> tuple[Any, str, str]:
     """The first (config, level) of `candidates` (the fallback chain, in order) whose verdict
     lets this process build it, and why the ones before it were passed over ('' when the
-    first one serves). Raises `NoConfigRuns` naming every reason when none can."""
+    first one serves). Raises `NoConfigRuns` naming every reason when none can, except for
+    an application's expression (`options`) whose configs all ran but answered differently
+    from its reference: the first of those serves, with a warning."""
     passed: list[str] = []
+    tried: list[Any] = []
+    differs: tuple[Any, str, str] | None = None  # the first one that ran but answered off
     for cfg, level in candidates:
+        if cfg in tried:  # a level that answers with a config already passed over
+            continue
+        tried.append(cfg)
         try:
             v = verdict(info, family, variant, cfg, size_key, source_hash=source_hash,
                         element_bytes=element_bytes, options=options)
@@ -210,5 +213,15 @@ def first_usable(info: DeviceInfo, family: str, variant: str,  # noqa: ANN401
         if v.buildable:
             return cfg, level, "; ".join(passed)
         passed.append(f"{level} config {cfg.short()} passed over: {v.reason}")
+        if v.step == "validate" and differs is None:
+            differs = (cfg, level, "; ".join(passed))
+    if differs is not None and options:
+        # an application's expression whose every config ran but disagreed with its reference
+        # (a padding field, a reference of its own making): no driver crash to avoid, so it
+        # is served as pyopencl would, and said
+        cfg, level, why = differs
+        warnings.warn(f"cltune: {why[:400]}; serving the {level} config anyway (it ran)",
+                      RuntimeWarning, stacklevel=3)
+        return cfg, level, why
     raise NoConfigRuns(f"no {family} config runs on {info.name} ({info.platform} "
                        f"{info.release}): " + "; ".join(passed))
