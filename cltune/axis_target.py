@@ -25,8 +25,8 @@ from .axis_family import NO_ERROR, identity
 from .axis_kernel import source_hash
 from .axis_launch import AxisLauncher
 from .device_info import DeviceInfo
-from .evaluate import Outcome
 from .measure import Bench, profiling_queue
+from .outcome import Outcome
 from .program import BuildError
 from .space_values import ValuesSpace
 from .verify import make_input

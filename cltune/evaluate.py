@@ -7,48 +7,16 @@ timed before it validated (house rule 5), and the outcome says which step stoppe
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pyopencl as cl
 
-from .config import Config
 from .launch import Launcher
-from .measure import Bench, Timing
+from .measure import Bench
+from .outcome import Outcome, Timing
 from .program import BuildError
 from .space import Space
 from .verify import error_bound, validate
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What evaluating one config gave. `step` is where it stopped: `check` (infeasible here,
-    nothing compiled), `build`, `validate`, or `timed` (ok)."""
-
-    config: Config
-    step: str
-    n: int  # elements of the tuning input
-    nbytes: int  # bytes it reads
-    reason: str = ""
-    timing: Timing | None = None
-    max_rel_error: float | None = None  # |err| / sum|x| seen in validation (floats)
-
-    @property
-    def ok(self) -> bool:
-        return self.step == "timed"
-
-    @property
-    def median_s(self) -> float | None:
-        return self.timing.median_s if self.timing else None
-
-    @property
-    def gbps(self) -> float | None:
-        return self.timing.gbps(self.nbytes) if self.timing else None
-
-    @property
-    def compiled(self) -> bool:
-        """Whether the device saw it (an infeasible point is never recorded)."""
-        return self.step != "check"
 
 
 def judge(cfg: Any, n: int, nbytes: int, *, infeasible: str, build: Callable[[], object],

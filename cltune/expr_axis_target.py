@@ -27,7 +27,7 @@ from . import expr_axis_family as fam
 from .axis_family import nearest
 from .device_info import DeviceInfo
 from .devices import info_for
-from .evaluate import Outcome, judge
+from .evaluate import judge
 from .expr_axis import AxisReducer, template_hash
 from .expr_axis_bench import AxisLaunch, ExprAxisBench, View
 from .expr_axis_config import (
@@ -43,6 +43,7 @@ from .expr_axis_config import (
 from .expr_choice import LOCAL_RESERVE
 from .expr_source import ExprBuildError, ExprSpec
 from .measure import profiling_queue
+from .outcome import Outcome
 from .space_values import ValuesSpace
 
 #: a work-item's accumulators (strip x items) stay within this many bytes

@@ -23,12 +23,13 @@ from pyopencl.tools import VectorArg
 
 from . import expr_family
 from .device_info import DeviceInfo
-from .evaluate import Outcome, judge
+from .evaluate import judge
 from .expr_choice import LOCAL_RESERVE, builtin, resolve, single_pass_passes
 from .expr_config import GROUPS_PER_CU, ITEMS, LAYOUTS, ExprConfig, ExprConfigError
 from .expr_launch import ExprLauncher
 from .expr_source import ExprBuildError, ExprSpec, template_hash
 from .measure import Timed, profiling_queue
+from .outcome import Outcome
 from .seeds import MAX_SEEDS, known_config
 from .space_values import ValuesSpace
 

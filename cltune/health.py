@@ -139,7 +139,7 @@ def _ask(w: Worker, name: str, src: str = "") -> str:
 def _probe_deadline() -> float:
     from .worker import deadline_floor
 
-    return max(deadline_floor(), 60.0)
+    return 3 * deadline_floor()  # building and running a probe: 60 s by default
 
 
 def _builtins(info: DeviceInfo) -> list[tuple]:

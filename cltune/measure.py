@@ -8,23 +8,13 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyopencl as cl
 
 from .launch import Launcher
-
-
-@dataclass(frozen=True)
-class Timing:
-    median_s: float
-    repeats: int
-    samples: tuple[float, ...]
-
-    def gbps(self, nbytes: int) -> float:
-        return nbytes / self.median_s / 1e9
+from .outcome import Timing
 
 
 def profiling_queue(ctx: cl.Context, dev: cl.Device) -> cl.CommandQueue:

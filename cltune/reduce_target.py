@@ -18,10 +18,11 @@ from . import reduce_family, strategies
 from .config import Config
 from .defaults import builtin_config
 from .device_info import DeviceInfo
-from .evaluate import Outcome, evaluate
+from .evaluate import evaluate
 from .launch import Launcher
 from .measure import Bench, profiling_queue
 from .ops import OpSpec
+from .outcome import Outcome
 from .program import source_hash
 from .seeds import known_config, params_of, seed_params
 from .space import Space, make_space

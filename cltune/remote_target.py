@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Any
 
-from .evaluate import Outcome
+from .outcome import Outcome
 from .worker import Worker, WorkerFailure, deadline_floor
 
 SLOWEST_FACTOR = 10.0

@@ -25,8 +25,7 @@ import pyopencl as cl
 
 from .buckets import DEFAULT_BUCKETS
 from .device_info import DeviceInfo
-from .evaluate import Outcome
-from .measure import Timing
+from .outcome import Outcome, Timing
 from .remote_target import RemoteTarget
 from .targets import make_target
 from .tuning_db.rows import Measurement

@@ -23,7 +23,7 @@ import pyopencl as cl
 from . import faults
 from . import worker_codec as codec
 from .device_info import DeviceInfo, describe, platform_devices
-from .measure import Timing
+from .outcome import Timing
 from .targets import make_target
 
 
