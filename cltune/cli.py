@@ -67,8 +67,9 @@ def devices(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")]
                 help="Probe every device again instead of trusting the cached verdicts.")]
             = False,
             db: DbOpt = None) -> None:
-    """List OpenCL devices: status (ok, or unusable with the compiler's message and the fix),
-    capabilities, fingerprints and whether they are tuned. Usable devices come first.
+    """List OpenCL devices: status (ok; restricted, with what is excluded and why; or unusable,
+    with the driver's message and the fix), capabilities, fingerprints and whether they are
+    tuned. Working devices come first, then restricted ones, then unusable ones.
 
     Example: cltune devices --recheck
     """
@@ -79,7 +80,9 @@ def devices(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")]
     if as_json:
         out.print_json(json.dumps([{**r.info.to_dict(), "status": r.health.status,
                                     "usable": r.health.ok, "problem": r.health.message,
-                                    "fix": r.health.fix, "subgroup_size": r.subgroup_size,
+                                    "fix": r.health.fix, "restricted": r.health.restricted,
+                                    "restrictions": r.health.notes,
+                                    "subgroup_size": r.subgroup_size,
                                     "tuned": r.tuned} for r in rows]))
         return
     t = Table(title="OpenCL devices")
@@ -90,7 +93,8 @@ def devices(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")]
         i = r.info
         sg = f"yes ({r.subgroup_size})" if i.subgroups else (
             f"no (warp {i.warp_size})" if i.warp_size else "no")
-        status = "ok" if r.health.ok else "[red]unusable[/] (below)"
+        status = ("[red]unusable[/] (below)" if not r.health.ok else
+                  "[yellow]restricted[/] (below)" if r.health.restricted else "ok")
         t.add_row(str(i.index), f"{i.platform_index}:{i.device_index}",
                   f"{i.platform} {i.release}", i.name, i.type, status, str(i.compute_units),
                   f"{i.local_mem // 1024} KiB", str(i.max_wg), sg, i.fingerprint,
@@ -100,6 +104,9 @@ def devices(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")]
         if not r.health.ok:
             err.print(f"device {r.info.index} is unusable: {escape(r.health.message)}; fix: "
                       f"{escape(r.health.fix)}", highlight=False, soft_wrap=True)
+        elif r.health.restricted:
+            err.print(f"device {r.info.index} is usable with restrictions: "
+                      f"{escape(r.health.notes)}", highlight=False, soft_wrap=True)
     if not any(r.health.ok for r in rows):
         err.print("no usable OpenCL device", highlight=False)
     if note:

@@ -1,8 +1,8 @@
 """Shared fixtures: a real OpenCL device (PoCL by default), temporary databases.
 
 `CLTUNE_TEST_DEVICE` picks the device (index, P:D or name substring); by default the first
-usable PoCL device, else the first usable device (devices are chosen by what they can do, never
-by name). Tests that need a system component skip with a reason, unless `CLTUNE_REQUIRE_ALL=1`
+PoCL device whose health verdict is fully working, else the first such device, else the first
+usable one (devices are chosen by cltune's own verdict of what they can do, never by name). Tests that need a system component skip with a reason, unless `CLTUNE_REQUIRE_ALL=1`
 (set by .ci/run) turns the skip into a failure so CI always runs everything.
 
 The device-health verdicts and ICD folders go to a private cache directory
@@ -38,14 +38,17 @@ from cltune.devices import device_health, list_devices, select  # noqa: E402
 
 
 def _default_selector() -> str:
+    """By cltune's own verdicts: the first fully working PoCL device (every machine has one
+    once Debian's is installed), else the first fully working device, else the first usable
+    one (index 0: working devices come first, then restricted ones)."""
     sel = os.environ.get("CLTUNE_TEST_DEVICE")
     if sel:
         return sel
-    usable = [i for i in list_devices() if device_health(i).ok]
-    for info in usable:  # prefer PoCL: every machine has a working one (CI installs Debian's)
+    working = [i for i in list_devices() if device_health(i).rank == 0]
+    for info in working:
         if info.vendor == "pocl":
             return str(info.index)
-    return "0"  # usable devices come first
+    return str(working[0].index) if working else "0"
 
 
 @pytest.fixture(scope="session")
