@@ -1,14 +1,16 @@
 """Test-only fault injection: make the evaluation worker crash or hang for real on chosen work.
 
 `CLTUNE_TEST_FAULT` holds rules separated by `;`, each `ACTION:KEY=VALUE,KEY=VALUE`. ACTION is
-`abort` (SIGABRT, as LLVM's fatal errors), `segv` (a read of address 0, as a driver's bad
-pointer), `hang` (sleeps for an hour, as a compiler that never returns) or `wrong` (the
-worker reports a wrong answer, as a miscompiled kernel). A rule matches work whose fields
-(`family`, `variant`, the config's parameters, or `probe` for a health probe) have all the
-given values, compared as text. Only the worker process (`worker_main`) reads it, so a fault
-never fires in the process that asked for the work.
+`abort` (SIGABRT, as LLVM's fatal errors), `segv` (a read of address 0, as a driver's bad pointer),
+`hang` (sleeps for an hour, as a compiler that never returns) or `wrong` (the worker reports a
+wrong answer, as a miscompiled kernel). A rule matches work whose fields (`family`, `variant`, the
+config's parameters, or `probe` for a health probe) have all the given values, compared as text.
+`launch_error:status=NAME` (a `pyopencl.status_code` name) makes every kernel launch in the worker
+raise the error pyopencl raises for that status. Only the worker process (`worker_main`) reads it,
+so a fault never fires in the process that asked for the work.
 
     CLTUNE_TEST_FAULT="abort:vec=16;hang:family=axis,wg=8"
+
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import time
 from collections.abc import Mapping
 
 ENV = "CLTUNE_TEST_FAULT"
-ACTIONS = ("abort", "segv", "hang", "wrong")
+ACTIONS = ("abort", "segv", "hang", "wrong", "launch_error")
 
 
 def rules(text: str | None = None) -> list[tuple[str, dict[str, str]]]:
@@ -43,9 +45,26 @@ def rules(text: str | None = None) -> list[tuple[str, dict[str, str]]]:
 def matching(work: Mapping[str, object]) -> str:
     """The action of the first rule matching `work`, else ''."""
     for action, match in rules():
-        if all(str(work.get(k)) == v for k, v in match.items()):
+        if action != "launch_error" and all(str(work.get(k)) == v for k, v in match.items()):
             return action
     return ""
+
+
+def break_launches() -> None:
+    """Apply a `launch_error` rule: every `pyopencl.enqueue_nd_range_kernel` of this process
+    raises the error of that status (called once by the worker at its start)."""
+    import pyopencl as cl
+
+    status = next((m.get("status", "") for a, m in rules() if a == "launch_error"), "")
+    if not status:
+        return
+    code = getattr(cl.status_code, status)
+    kind = cl.MemoryError if "RESOURCES" in status or "MEMORY" in status else cl.LogicError
+
+    def broken(*_a: object, **_k: object) -> None:
+        raise kind(cl._cl._ErrorRecord("clEnqueueNDRangeKernel", code, ""))
+
+    cl.enqueue_nd_range_kernel = broken
 
 
 def fire(action: str) -> None:

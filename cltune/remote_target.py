@@ -20,6 +20,7 @@ import threading
 import time
 from typing import Any
 
+from . import strategies
 from .outcome import Outcome
 from .worker import Worker, WorkerFailure, deadline_floor
 
@@ -49,17 +50,25 @@ class RemoteTarget:
             gen = self.worker.ensure()
             if gen != self._generation:
                 self.worker.call("open", self.key, self.family, self.variant, self.options,
+                                 strategies.added(),
                                  deadline_s=max(60.0, deadline_floor() * PREPARE_FACTOR))
                 self._generation = gen
             return self.worker.call(op, self.key, *args, deadline_s=deadline_s)
 
     def prepare(self, size_key: Any) -> tuple[int, int]:  # noqa: ANN401
         """(elements, bytes read) of the size class's input, made in the worker; raises
-        WorkerFailure when even that crashes or hangs."""
+        WorkerFailure when even that crashes or hangs, ValueError when the target refuses
+        the input (as it would in this process)."""
         hit = self._sizes.get(size_key)
         if hit is None:
-            hit = self._sizes[size_key] = tuple(self._call(
-                "prepare", size_key, deadline_s=max(60.0, deadline_floor() * PREPARE_FACTOR)))
+            try:
+                hit = self._sizes[size_key] = tuple(self._call(
+                    "prepare", size_key,
+                    deadline_s=max(60.0, deadline_floor() * PREPARE_FACTOR)))
+            except WorkerFailure as e:
+                if e.value_error:  # bad input (the target's own ValueError), as in-process
+                    raise ValueError(e.reason.partition(": ")[2] or e.reason) from None
+                raise
         return hit
 
     def evaluate(self, cfg: Any, size_key: Any, *, check: bool = True,  # noqa: ANN401
@@ -71,6 +80,8 @@ class RemoteTarget:
             n, nbytes = self.prepare(size_key)
         except WorkerFailure as e:
             return Outcome(cfg, e.kind, 0, 0, f"making the input: {e.reason}")
+        except ValueError as e:
+            return Outcome(cfg, "error", 0, 0, f"making the input: {e}")
         t0 = time.monotonic()
         try:
             out = self._call("evaluate", size_key, cfg.to_dict(), check, max_rel_error, vet,

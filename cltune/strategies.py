@@ -141,3 +141,10 @@ def names() -> tuple[str, ...]:
 
 def all_strategies() -> tuple[Strategy, ...]:
     return tuple(_registry.values())
+
+
+def added() -> tuple[Strategy, ...]:
+    """The strategies `register` added in this process (the evaluation worker registers the
+    same ones: worker_main)."""
+    builtin = {b.name for b in BUILTIN}
+    return tuple(s for s in _registry.values() if s.name not in builtin)

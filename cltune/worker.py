@@ -41,9 +41,10 @@ class WorkerFailure(RuntimeError):
     """The worker could not answer: `kind` is `crashed`, `hung` or `error`; `reason` is one
     line for a user (the signal and the driver's message, or the error)."""
 
-    def __init__(self, kind: str, reason: str) -> None:
+    def __init__(self, kind: str, reason: str, value_error: bool = False) -> None:
         super().__init__(reason)
         self.kind, self.reason = kind, reason
+        self.value_error = value_error  # kind `error` from a ValueError: bad input, no driver
 
 
 def signal_name(returncode: int) -> str:
@@ -138,7 +139,7 @@ class Worker:
             raise self._died(start)
         status, value = codec.loads(frame)
         if status == "error":
-            raise WorkerFailure("error", value)
+            raise WorkerFailure("error", *value)
         return value
 
     def _log_size(self) -> int:

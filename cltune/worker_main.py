@@ -20,7 +20,7 @@ from typing import Any
 
 import pyopencl as cl
 
-from . import faults
+from . import faults, strategies
 from . import worker_codec as codec
 from .device_info import DeviceInfo, describe, platform_devices
 from .outcome import Timing
@@ -59,7 +59,11 @@ def _init(st: _State, info: DeviceInfo) -> int:
     return os.getpid()
 
 
-def _open(st: _State, key: int, family: str, variant: str, options: dict) -> str:
+def _open(st: _State, key: int, family: str, variant: str, options: dict,
+          added_strategies: tuple = ()) -> str:
+    for s in added_strategies:  # what the asking process registered (strategies.register)
+        if s.name not in strategies.names():
+            strategies.register(s)
     target = make_target(family, st.ctx, st.dev, st.info, variant, **options)
     st.targets[key] = target
     st.benches.pop(key, None)
@@ -170,6 +174,7 @@ def _one_line(e: BaseException) -> str:
 def main(argv: list[str]) -> int:
     rfd, wfd = int(argv[1]), int(argv[2])
     threading.Thread(target=_watch_parent, daemon=True).start()
+    faults.break_launches()
     st = _State()
     while True:
         frame = codec.receive(rfd)
@@ -181,11 +186,11 @@ def main(argv: list[str]) -> int:
         except Exception as e:  # noqa: BLE001 - every error goes back as the answer
             if os.environ.get("CLTUNE_DEBUG"):
                 traceback.print_exc()
-            reply = ("error", _one_line(e))
+            reply = ("error", (_one_line(e), isinstance(e, ValueError)))
         try:
             payload = codec.dumps(reply)
         except Exception as e:  # noqa: BLE001 - an answer that does not pickle
-            payload = codec.dumps(("error", f"unpicklable answer: {_one_line(e)}"))
+            payload = codec.dumps(("error", (f"unpicklable answer: {_one_line(e)}", False)))
         codec.send(wfd, payload)
 
 

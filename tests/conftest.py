@@ -1,21 +1,22 @@
 """Shared fixtures: a real OpenCL device (PoCL by default), temporary databases.
 
-`CLTUNE_TEST_DEVICE` picks the device (index, P:D or name substring); by default the first
-PoCL device whose health verdict is fully working, else the first such device, else the first
-usable one (devices are chosen by cltune's own verdict of what they can do, never by name). Tests that need a system component skip with a reason, unless `CLTUNE_REQUIRE_ALL=1`
-(set by .ci/run) turns the skip into a failure so CI always runs everything.
+`CLTUNE_TEST_DEVICE` picks the device (index, P:D or name substring); by default the first PoCL
+device whose health verdict is fully working, else the first such device, else the first usable one
+(devices are chosen by cltune's own verdict of what they can do, never by name). Tests that need a
+system component skip with a reason, unless `CLTUNE_REQUIRE_ALL=1` (set by .ci/run) turns the skip
+into a failure so CI always runs everything.
 
-The device-health verdicts and ICD folders go to a private cache directory
-(`CLTUNE_CACHE_DIR`), so a test run neither reads nor writes the user's cache.
+The device-health verdicts and ICD folders go to a private cache directory (`CLTUNE_CACHE_DIR`), so
+a test run neither reads nor writes the user's cache.
 
-The tests run against the *installed* cltune (`pip install .` or `pip install -e .`), never
-against the checkout's cltune/ directory by accident: `python -m pytest` from the repository
-root puts the root first on sys.path, and there cltune/ lacks cltune.kernels and
-cltune.tuning_db (they live in kernels/ and tuning_db/ and are mapped in by the install). The
-root is dropped from sys.path here, before anything imports cltune, and PYTHONSAFEPATH=1 keeps
-the Pythons that tests start (subprocess, multiprocessing) from putting their working directory
-first (Python >= 3.11). tests/test_install.py checks the result. Helpers shared by tests live
-in tests/support/ (`from support.require import need`); no test imports this file.
+The tests run against the *installed* cltune (`pip install .` or `pip install -e .`), never against
+the checkout's cltune/ directory by accident: `python -m pytest` from the repository root puts the
+root first on sys.path, and there cltune/ lacks cltune.kernels and cltune.tuning_db (they live in
+kernels/ and tuning_db/ and are mapped in by the install). The root is dropped from sys.path here,
+before anything imports cltune, and PYTHONSAFEPATH=1 keeps the Pythons that tests start
+(subprocess, multiprocessing) from putting their working directory first (Python >= 3.11).
+tests/test_install.py checks the result. Helpers shared by tests live in tests/support/ (`from
+support.require import need`); no test imports this file.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Failures are injected where they happen in real use: the library function each command calls
 raises each kind of error (pyopencl build failure, invalid work-group size, out of resources, an
 unusable device, a bug of ours); and pyopencl itself fails under `tune` and `verify` (every build,
-or every kernel launch). The pyopencl errors are real ones, caught from the test device.
+or every kernel launch, in the evaluation worker where they launch). The pyopencl errors are
+real ones, caught from the test device or made as pyopencl makes them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import cltune.service as service
 from cltune.cli import COMMANDS, app
 from cltune.config import Config
 from cltune.devices import DeviceError
+from cltune.worker import shutdown_workers
 
 runner = CliRunner()
 
@@ -116,14 +118,23 @@ def test_tune_when_every_build_fails(info, real_errors, monkeypatch, db_url, sto
         _one_line(r, "BUILD_PROGRAM_FAILURE", "undefined_name")
 
 
+@pytest.fixture
+def every_launch_fails(monkeypatch):
+    """fail(kind): every kernel launch in the evaluation worker (where tune and verify launch)
+    raises the error pyopencl raises for it (cltune/faults.py)."""
+    def fail(kind: str) -> None:
+        status = {"work-group": "INVALID_WORK_GROUP_SIZE", "resources": "OUT_OF_RESOURCES"}[kind]
+        monkeypatch.setenv("CLTUNE_TEST_FAULT", f"launch_error:status={status}")
+        shutdown_workers()
+
+    yield fail
+    shutdown_workers()
+
+
 @pytest.mark.parametrize("kind", ["work-group", "resources"])
-def test_verify_when_every_launch_fails(info, real_errors, kind, monkeypatch, db_url):
+def test_verify_when_every_launch_fails(info, kind, every_launch_fails, db_url):
     store_bests(db_url, info, {10: Config("serial", 8, 0, 2, 4, 2, 2, "native")})
-
-    def broken_launch(*a, **kw):
-        raise real_errors[kind]
-
-    monkeypatch.setattr(cl, "enqueue_nd_range_kernel", broken_launch)
+    every_launch_fails(kind)
     r = runner.invoke(app, ["verify", "--device", str(info.index), "--db", db_url])
     assert r.exit_code == 1 and "Traceback" not in r.output, r.output
     assert "launch failed" in r.output and "none passes" in r.output, r.output
@@ -131,12 +142,8 @@ def test_verify_when_every_launch_fails(info, real_errors, kind, monkeypatch, db
 
 
 @pytest.mark.parametrize("kind", ["work-group", "resources"])
-def test_tune_when_every_launch_fails(info, real_errors, kind, monkeypatch, db_url,
-                                      storage_url):
-    def broken_launch(*a, **kw):
-        raise real_errors[kind]
-
-    monkeypatch.setattr(cl, "enqueue_nd_range_kernel", broken_launch)
+def test_tune_when_every_launch_fails(info, kind, every_launch_fails, db_url, storage_url):
+    every_launch_fails(kind)
     r = runner.invoke(app, ["tune", "--device", str(info.index), "--sizes", "2^10", "--trials",
                             "3", "--no-seeds", "--db", db_url, "--storage", storage_url])
     assert r.exit_code == 1 and "Traceback" not in r.output, r.output

@@ -33,7 +33,7 @@ from cltune.ops import OpSpec
 from cltune.reduction_kernel import ReductionKernel
 from cltune.runtime import clear_caches
 from cltune.space import make_space
-from cltune.tuner import Tuner, TuneOptions
+from cltune.tuner import TuneOptions, Tuner
 from cltune.tuning_db import Store
 from cltune.worker import Worker, WorkerFailure, last_words, shutdown_workers
 
