@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import optuna
@@ -157,6 +157,8 @@ class AxisTarget:
     variant: str
     extended_acc: bool = False
     restrict: dict[str, tuple] = field(default_factory=dict)
+    #: the space, when the caller made it already (the tuner hands its own to the worker)
+    space: Any = None
     family: str = axis_family.NAME
 
     def __post_init__(self) -> None:
@@ -165,8 +167,9 @@ class AxisTarget:
         self.layout = "cols" if self.kind == "cols" else "rows"
         self.queue = profiling_queue(self.ctx, self.dev)
         acc = 8 if self.spec.acc_cl_type() in ("double", "long", "ulong") else 4
-        space = make_space(self.info, self.layout, acc)
-        self.space = space.restrict(**self.restrict) if self.restrict else space
+        if self.space is None:
+            space = make_space(self.info, self.layout, acc)
+            self.space = space.restrict(**self.restrict) if self.restrict else space
         self.source_hash = source_hash()
         self._launchers: dict[AxisConfig, AxisLauncher] = {}
         self._key: tuple[int, int] | None = None  # the class being tuned (set by bench)

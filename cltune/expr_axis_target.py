@@ -128,6 +128,8 @@ class ExprAxisTarget:
     variant: str
     extended_acc: bool = False
     restrict: dict[str, tuple] = field(default_factory=dict)
+    #: the space, when the caller made it already (the tuner hands its own to the worker)
+    space: Any = None
     kernel: Any = None
     sample_args: tuple[Any, ...] | None = None
     sample_view: View | None = None
@@ -146,8 +148,9 @@ class ExprAxisTarget:
                              f"(fingerprint {self.spec.fingerprint})")
         self.queue = profiling_queue(self.ctx, self.dev)
         self.reducer = AxisReducer(self.ctx, self.dev, self.spec)  # launches and scratch
-        space = make_space(self.info, self.layout, self.spec.dtype_out.itemsize)
-        self.space = space.restrict(**self.restrict) if self.restrict else space
+        if self.space is None:
+            space = make_space(self.info, self.layout, self.spec.dtype_out.itemsize)
+            self.space = space.restrict(**self.restrict) if self.restrict else space
         self.source_hash = template_hash()
         self._launchers: dict[AxisExprConfig, AxisLaunch] = {}
         self._view: View | None = None  # the input of the class being tuned (set by bench)

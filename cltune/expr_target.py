@@ -190,6 +190,8 @@ class ExprTarget:
     variant: str
     extended_acc: bool = False
     restrict: dict[str, tuple] = field(default_factory=dict)
+    #: the space, when the caller made it already (the tuner hands its own to the worker)
+    space: Any = None
     kernel: Any = None
     sample_args: tuple[Any, ...] | None = None
     db: str | None = None
@@ -208,8 +210,9 @@ class ExprTarget:
             raise ValueError(f"variant {self.variant!r:.40} is not this kernel's fingerprint "
                              f"{self.spec.fingerprint}")
         self.queue = profiling_queue(self.ctx, self.dev)
-        space = make_space(self.info, self.spec.dtype_out.itemsize)
-        self.space = space.restrict(**self.restrict) if self.restrict else space
+        if self.space is None:
+            space = make_space(self.info, self.spec.dtype_out.itemsize)
+            self.space = space.restrict(**self.restrict) if self.restrict else space
         self.source_hash = template_hash()
         self._launchers: dict[ExprConfig, ExprLauncher] = {}
         self._pyopencl_ref: Any = None

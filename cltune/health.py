@@ -18,16 +18,13 @@ hangs there is named instead of taking the caller down. In order:
 
 A crash or hang is named with the signal and the driver's last words. The verdict is cached
 per (device fingerprint, driver, probe version) in a JSON file in the user cache directory
-(`cache_paths.cache_dir()`), never in the tuning database; `cltune devices --recheck` probes
+(`driver_cache.cache_dir()`), never in the tuning database; `cltune devices --recheck` probes
 again. An unwritable cache only costs a probe per process.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import tempfile
 import threading
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
@@ -38,9 +35,9 @@ import pyopencl as cl
 
 from .axis_defaults import builtin_axis_config, safest_axis_config
 from .axis_kernel import source_hash as axis_source_hash
-from .cache_paths import cache_dir
 from .defaults import builtin_config, safest_config
 from .device_info import DeviceInfo
+from .driver_cache import cache_dir, read_verdicts, write_verdicts
 from .ops import OpSpec
 from .program import source_hash as reduce_source_hash
 from .vetting import verdict
@@ -200,37 +197,26 @@ _lock = threading.Lock()
 _memo: dict[str, Health] = {}
 
 
+def _parse(v: dict) -> Health | None:
+    if (isinstance(v.get("ok"), bool)
+            and all(isinstance(v.get(f, ""), str)
+                    for f in ("message", "fix", "checked_at", "notes"))
+            and type(v.get("max_vector_bytes", 0)) is int):
+        return Health(v["ok"], v.get("message", ""), v.get("fix", ""),
+                      v.get("checked_at", ""), max(0, v.get("max_vector_bytes", 0)),
+                      v.get("notes", ""))
+    return None
+
+
 def _load(path: Path) -> dict[str, Health]:
     """The verdicts stored in `path`; entries that do not parse are ignored (re-probed)."""
-    try:
-        doc = json.loads(path.read_text())
-        entries = doc["verdicts"] if doc.get("probe_version") == PROBE_VERSION else {}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        return {}
-    out = {}
-    for key, v in entries.items() if isinstance(entries, dict) else ():
-        if (isinstance(v, dict) and isinstance(v.get("ok"), bool)
-                and all(isinstance(v.get(f, ""), str)
-                        for f in ("message", "fix", "checked_at", "notes"))
-                and type(v.get("max_vector_bytes", 0)) is int):
-            out[key] = Health(v["ok"], v.get("message", ""), v.get("fix", ""),
-                              v.get("checked_at", ""), max(0, v.get("max_vector_bytes", 0)),
-                              v.get("notes", ""))
-    return out
+    return read_verdicts(path, "probe_version", PROBE_VERSION, _parse)
 
 
 def _save(path: Path, verdicts: dict[str, Health]) -> None:
-    """Write all verdicts atomically (temp file + rename); a failure is not an error."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        doc = {"probe_version": PROBE_VERSION,
-               "verdicts": {k: asdict(h) for k, h in sorted(verdicts.items())}}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".device-health-")
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    """Write all verdicts (a failure is not an error: the next process probes again)."""
+    write_verdicts(path, "probe_version", PROBE_VERSION,
+                   {k: asdict(h) for k, h in verdicts.items()})
 
 
 def _key(info: DeviceInfo) -> str:

@@ -75,7 +75,7 @@ def register() -> Path | None:
     lib = intel_cpu_library()
     if lib is None:
         return None
-    from .cache_paths import cache_dir
+    from .driver_cache import cache_dir
 
     try:
         folder = _write_folder(cache_dir(), _folder_contents(lib))

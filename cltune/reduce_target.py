@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import optuna
 import pyopencl as cl
@@ -60,14 +61,17 @@ class ReduceTarget:
     variant: str
     extended_acc: bool = False
     restrict: dict[str, tuple] = field(default_factory=dict)
+    #: the space, when the caller made it already (the tuner hands its own to the worker)
+    space: Any = None
     family: str = reduce_family.NAME
 
     def __post_init__(self) -> None:
         self.spec: OpSpec = reduce_family.spec_of(self.variant)
         self.queue = profiling_queue(self.ctx, self.dev)
-        space = make_space(self.ctx, self.dev, self.info, self.spec,
-                           extended_acc=self.extended_acc)
-        self.space = space.restrict(**self.restrict) if self.restrict else space
+        if self.space is None:
+            space = make_space(self.ctx, self.dev, self.info, self.spec,
+                               extended_acc=self.extended_acc)
+            self.space = space.restrict(**self.restrict) if self.restrict else space
         self.source_hash = source_hash()
         self._launchers: dict[Config, Launcher] = {}
 

@@ -143,9 +143,10 @@ class Tuner:
         self.target = make_target(opts.family, ctx, dev, info, opts.key_variant,
                                   extended_acc=opts.max_rel_error is not None,
                                   restrict=opts.restrict, **opts.target_options)
+        # the worker's target takes this space as it is (the 1-D family's costs probe builds)
         self.remote = RemoteTarget(worker_for(info), opts.family, opts.key_variant,
                                    extended_acc=opts.max_rel_error is not None,
-                                   restrict=opts.restrict, **opts.target_options)
+                                   space=self.target.space, **opts.target_options)
         self.storage = open_storage(storage_url)
         self.device_id = store.upsert_device(info.fingerprint_parts(), info.fingerprint,
                                              info.hardware_key, info.name)

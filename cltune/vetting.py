@@ -7,7 +7,7 @@ builtin, derived, shipped and vendor-default configs are built, launched and che
 the family's reference once in the device's worker (`remote_target.RemoteTarget`, `vet`
 mode: its validation inputs, no timing), and the verdict is kept on disk per fingerprint,
 driver, family, variant, config and kernel source (`vetted.json` in the cache directory of
-`cache_paths.cache_dir()`); later calls, in this process or the next, read it. A config that
+`driver_cache.cache_dir()`); later calls, in this process or the next, read it. A config that
 crashed, hung or answered wrong there is never built here: the runtime steps to the next
 level of its fallback chain and `explain()` says why.
 
@@ -20,9 +20,7 @@ without a crash (nothing is cached then).
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 import threading
 import warnings
 from dataclasses import asdict, dataclass
@@ -30,8 +28,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .cache_paths import cache_dir
 from .device_info import DeviceInfo
+from .driver_cache import cache_dir, read_verdicts, write_verdicts
 from .remote_target import RemoteTarget
 from .worker import Worker, WorkerFailure, worker_for
 
@@ -92,37 +90,24 @@ def _path() -> Path:
     return cache_dir() / _FILE
 
 
+def _parse(v: dict) -> Verdict | None:
+    if isinstance(v.get("ok"), bool) and all(isinstance(v.get(f, ""), str)
+                                             for f in ("step", "reason", "checked_at")):
+        return Verdict(v["ok"], v.get("step", "timed"), v.get("reason", ""),
+                       v.get("checked_at", ""))
+    return None
+
+
 def _load() -> dict[str, Verdict]:
-    try:
-        doc = json.loads(_path().read_text())
-        entries = doc["verdicts"] if doc.get("vet_version") == VET_VERSION else {}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        return {}
-    out = {}
-    for k, v in entries.items() if isinstance(entries, dict) else ():
-        if (isinstance(v, dict) and isinstance(v.get("ok"), bool)
-                and all(isinstance(v.get(f, ""), str) for f in ("step", "reason",
-                                                                  "checked_at"))):
-            out[k] = Verdict(v["ok"], v.get("step", "timed"), v.get("reason", ""),
-                             v.get("checked_at", ""))
-    return out
+    return read_verdicts(_path(), "vet_version", VET_VERSION, _parse)
 
 
 def _save(key: str, verdict: Verdict) -> None:
-    """Add one verdict to the file atomically (temp file + rename); failures cost a re-vet."""
-    path = _path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        stored = _load()
-        stored[key] = verdict
-        doc = {"vet_version": VET_VERSION,
-               "verdicts": {k: asdict(v) for k, v in sorted(stored.items())}}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".vetted-")
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=0)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+    """Add one verdict to the file (failures cost a re-vet)."""
+    stored = _load()
+    stored[key] = verdict
+    write_verdicts(_path(), "vet_version", VET_VERSION,
+                   {k: asdict(v) for k, v in stored.items()})
 
 
 def forget() -> None:

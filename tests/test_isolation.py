@@ -295,3 +295,42 @@ def _has_mark(pid: int, mark: str) -> bool:
             return alive and f.read().split()[2] != "Z"
     except OSError:
         return False
+
+
+@pytest.mark.slow
+@pytest.mark.multiprocess
+def test_the_real_thing_where_a_driver_breaks_on_512_bit_vectors(tmp_path):
+    """On a host whose driver really breaks on 512-bit vectors (pyopencl's bundled PoCL 3.0 on
+    AMD Zen 4): the runtime gives numpy's answers on every dtype class and `cltune tune`
+    completes there. Skipped where no device breaks so (an Intel host, say)."""
+    import pyopencl as cl
+
+    from cltune.devices import device_health, list_devices
+
+    broken = [i for i in list_devices()
+              if "512-bit vectors fail" in device_health(i).notes
+              and "cltune test fault" not in device_health(i).notes]
+    if not broken:
+        pytest.skip("no device here breaks on 512-bit vectors (pyopencl's bundled PoCL does "
+                    "on AMD Zen 4 hosts)")
+    db = f"sqlite:///{tmp_path / 'none.db'}"
+    rng = np.random.default_rng(4)
+    for info in broken:
+        q = cl.CommandQueue(cl.Context([info.cl_device()]))
+        for dt in ("float32", "int32", "int64") + (("float64",) if info.fp64 else ()):
+            x = (rng.random(100003) * 100).astype(dt)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                r = get_reducer(q, dtype=dt, db=db)
+                got = r(cla.to_device(q, x)).get()
+                cols = r(cla.to_device(q, x[:100000].reshape(1000, 100)), axis=0).get()
+            want = x.astype(np.float64 if dt.startswith("float") else np.int64).sum()
+            assert abs(float(got) - float(want)) <= 1e-5 * abs(float(want)), (info.name, dt)
+            np.testing.assert_allclose(cols, x[:100000].reshape(1000, 100).sum(
+                axis=0, dtype=np.float64), rtol=1e-5)
+        r = subprocess.run([sys.executable, "-m", "cltune", "tune", "--device",
+                            f"{info.platform_index}:{info.device_index}", "--sizes", "2^12",
+                            "--trials", "8", "--db", str(tmp_path / "t.db"), "--storage",
+                            f"sqlite:///{tmp_path / 's.db'}"], capture_output=True, text=True,
+                           timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
