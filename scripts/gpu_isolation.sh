@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # What the evaluation worker costs on the lent GPU, from the repo root (docs/isolation.md):
 #   source scripts/gpu_setup.sh && bash scripts/gpu_isolation.sh [BASE_WHEEL_DIR]
-# The same tune (default sum/float32, 2 size classes x 30 trials) with this checkout and with the
-# cltune wheel in BASE_WHEEL_DIR (default .whl/base: the version before the worker), alternated
-# A B A B in one run; then scripts/isolation_cost.py and tests/test_isolation.py on the GPU.
+# The same tune (sum/float32, 2 size classes x 30 trials, the random sampler with one seed, so
+# that both evaluate the same configs) with this checkout and with the cltune wheel in
+# BASE_WHEEL_DIR (default .whl/base: the version before the worker), alternated A B A B A B in
+# one run; then scripts/isolation_cost.py and tests/test_isolation.py on the GPU (PARTS=tune
+# runs only the tunes).
 set -u
 case "${1:-}" in
 -h|--help) sed -n '2,6p' "$0" | cut -c3-; exit 0 ;;
@@ -20,15 +22,17 @@ tune() {  # tune TAG ROUND PYTHONPATH
     t0=$(date +%s.%N)
     (cd /tmp && PYTHONPATH="$3" CLTUNE_CACHE_DIR="$OUT/cache-$1" COLUMNS=200 timeout 280 \
         python3 -m cltune tune --device "$DEVICE" --sizes 2^16,2^24 --trials 30 --timeout 250 \
+        --sampler random --seed 0 \
         --db "$f.db" --storage "sqlite:///$f-st.db") > "$f.log" 2>&1
     local rc=$?
     t1=$(date +%s.%N)
     echo "$1 round $2 rc=$rc wall $(python3 -c "print(f'{$t1 - $t0:.1f}')") s" | tee -a "$OUT/tune-walls.txt"
 }
-for r in 1 2; do
+for r in 1 2 3; do
     tune after "$r" "/tmp/site"
     tune before "$r" "/tmp/site_base:/tmp/site"
 done
+[ "${PARTS:-all}" = tune ] && exit 0
 (cd /tmp && PYTHONPATH=/tmp/site python3 "$OLDPWD/scripts/isolation_cost.py" --device "$DEVICE" \
     --repeats 3) 2>&1 | grep -v -i warn | tee "$OUT/isolation-cost.txt"
 CLTUNE_TEST_DEVICE=$DEVICE timeout 300 python3 -m pytest -q -p no:cacheprovider -o addopts="" \
