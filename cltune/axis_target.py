@@ -11,10 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import optuna
 import pyopencl as cl
 
 from . import axis_family
@@ -30,6 +29,9 @@ from .outcome import Outcome
 from .program import BuildError
 from .space_values import ValuesSpace
 from .verify import make_input
+
+if TYPE_CHECKING:  # the trial's type only: the worker's targets never import optuna
+    import optuna
 
 POW2 = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 

@@ -15,10 +15,9 @@ import itertools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import optuna
 import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.tools import VectorArg
@@ -45,6 +44,9 @@ from .expr_source import ExprBuildError, ExprSpec
 from .measure import profiling_queue
 from .outcome import Outcome
 from .space_values import ValuesSpace
+
+if TYPE_CHECKING:  # the trial's type only: the worker's targets never import optuna
+    import optuna
 
 #: a work-item's accumulators (strip x items) stay within this many bytes
 MAX_ACC_BYTES = 2048

@@ -13,10 +13,9 @@ import itertools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import optuna
 import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.tools import VectorArg
@@ -32,6 +31,9 @@ from .measure import Timed, profiling_queue
 from .outcome import Outcome
 from .seeds import MAX_SEEDS, known_config
 from .space_values import ValuesSpace
+
+if TYPE_CHECKING:  # the trial's type only: the worker's targets never import optuna
+    import optuna
 
 #: size classes up to 2^SMALL_BUCKET also start from a one-work-group config (launch-bound)
 SMALL_BUCKET = 16

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import optuna
 import pyopencl as cl
 
 from . import reduce_family, strategies
@@ -28,6 +27,9 @@ from .program import source_hash
 from .seeds import known_config, params_of, seed_params
 from .space import Space, make_space
 from .verify import make_input
+
+if TYPE_CHECKING:  # the trial's type only: the worker's targets never import optuna
+    import optuna
 
 
 def suggest(trial: optuna.Trial, space: Space) -> Config:

@@ -140,11 +140,13 @@ class Tuner:
                  progress: Progress | None = None) -> None:
         self.ctx, self.dev, self.info, self.store = ctx, dev, info, store
         self.opts, self.progress = opts, progress or Progress()
+        worker = worker_for(info)
+        worker.ensure()  # it starts (imports, opens its context) while this process goes on
         self.target = make_target(opts.family, ctx, dev, info, opts.key_variant,
                                   extended_acc=opts.max_rel_error is not None,
                                   restrict=opts.restrict, **opts.target_options)
         # the worker's target takes this space as it is (the 1-D family's costs probe builds)
-        self.remote = RemoteTarget(worker_for(info), opts.family, opts.key_variant,
+        self.remote = RemoteTarget(worker, opts.family, opts.key_variant,
                                    extended_acc=opts.max_rel_error is not None,
                                    space=self.target.space, **opts.target_options)
         self.storage = open_storage(storage_url)

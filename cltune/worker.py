@@ -83,6 +83,7 @@ class Worker:
         self.proc: subprocess.Popen | None = None
         self._rfd = self._wfd = -1
         self._log: Any = None
+        self._starting = False  # the init request is sent, its answer not read yet
         self._lock = threading.RLock()
 
     @property
@@ -90,11 +91,23 @@ class Worker:
         return self.proc is not None and self.proc.poll() is None
 
     def ensure(self) -> int:
-        """Start the worker unless it runs; the generation of the running one."""
+        """Start the worker unless it runs (without waiting for it: it imports and opens its
+        context while the caller goes on; the next request waits); the generation of the
+        running one."""
         with self._lock:
             if not self.alive:
                 self._start()
             return self.generation
+
+    def _started(self) -> None:
+        """Wait for the answer to the init request, if it is still due."""
+        if self._starting:
+            self._starting = False
+            try:
+                self._answer("init", START_DEADLINE_S, 0)
+            except WorkerFailure as e:
+                raise WorkerFailure(e.kind, f"the evaluation worker did not start: "
+                                    f"{e.reason}") from None
 
     def _start(self) -> None:
         self._reset()
@@ -112,15 +125,16 @@ class Worker:
         self._rfd, self._wfd = p_read, p_write
         self.generation += 1
         try:
-            self._request("init", (self.info,), START_DEADLINE_S)
-        except WorkerFailure as e:
-            raise WorkerFailure(e.kind, f"the evaluation worker did not start: {e.reason}") \
-                from None
+            codec.send(self._wfd, codec.dumps(("init", (self.info,))))
+        except OSError:
+            raise self._died(0) from None
+        self._starting = True
 
     def call(self, op: str, *args: Any, deadline_s: float) -> Any:  # noqa: ANN401
         """Run `op(*args)` in the worker (started if needed); its answer, or WorkerFailure."""
         with self._lock:
             self.ensure()
+            self._started()
             return self._request(op, args, deadline_s)
 
     def _request(self, op: str, args: tuple, deadline_s: float) -> Any:  # noqa: ANN401
@@ -129,6 +143,9 @@ class Worker:
             codec.send(self._wfd, codec.dumps((op, args)))
         except OSError:  # the worker is gone before it read the request
             raise self._died(start) from None
+        return self._answer(op, deadline_s, start)
+
+    def _answer(self, op: str, deadline_s: float, start: int) -> Any:  # noqa: ANN401
         ready, _, _ = select.select([self._rfd], [], [], max(0.0, deadline_s))
         if not ready:
             self._kill()
@@ -179,6 +196,7 @@ class Worker:
                 except OSError:
                     pass
         self._rfd = self._wfd = -1
+        self._starting = False
         if self._log is not None:
             self._log.close()
             self._log = None
