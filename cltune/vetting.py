@@ -57,7 +57,7 @@ class Verdict:
     @property
     def buildable(self) -> bool:
         """Whether building it in this process is safe: it ran, or failed to compile cleanly."""
-        return self.ok or self.step in ("build", "check")
+        return self.ok or self.step == "build"
 
 
 TRUSTED = Verdict(True, "timed", "vetting off (CLTUNE_TRUST_DRIVER=1)")
