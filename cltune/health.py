@@ -14,7 +14,8 @@ hangs there is named instead of taking the caller down. In order:
    dtype class (4- and 8-byte, float and integer, rows and columns) are vetted (`vetting`:
    built, launched, answers checked), their verdicts cached for the runtime; one that still
    fails is named, and the runtime serves the next level of its fallback chain there. If even
-   the safest 1-D float32 sum fails, the device is unusable.
+   the safest 1-D float32 sum fails, the device is unusable. An expression kernel's untuned
+   configs (`expressions`) are run whole and along both axes for the same dtype classes.
 
 A crash or hang is named with the signal and the driver's last words. The verdict is cached
 per (device fingerprint, driver, probe version) in a JSON file in the user cache directory
@@ -174,6 +175,9 @@ def probe(dev: cl.Device, info: DeviceInfo) -> Health:
             notes.append(f"vectors capped at {cap * 8} bits (512-bit vectors fail: {why})")
             w.close()
             w = Worker(replace(info, max_vector_bytes=cap))
+        why = _ask(w, "expressions")
+        if why:
+            notes.append(f"expressions: {why[:300]} (each config is vetted before it serves)")
         rinfo = replace(info, max_vector_bytes=cap)
         for family, variant, chain, size, src_hash, lane in _builtins(rinfo):
             for i, cfg in enumerate(chain):

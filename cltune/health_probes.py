@@ -8,6 +8,8 @@ hang ends the worker, and `health.py` names it.
   lane type: where LLVM compiles for a CPU without AVX-512 but the runtime links an AVX-512
   builtin library (pyopencl's bundled PoCL 3.0 on AMD Zen 4), exactly these abort, segfault,
   hang or answer wrong.
+- `expressions`: what a `cltune.ReductionKernel` serves untuned, whole and along both axes, for
+  float32, int32, int64 and float64 (the expression families' builtin or derived configs).
 """
 
 from __future__ import annotations
@@ -97,4 +99,30 @@ def vec512(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: Device
     return ""
 
 
-PROBES: dict[str, Callable[..., str]] = {"tree": tree, "vec512": vec512}
+def expressions(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: DeviceInfo,
+                src: str = "") -> str:
+    """What a `cltune.ReductionKernel` serves untuned (its builtin or derived config), whole
+    and along both axes, per dtype class, against numpy."""
+    import pyopencl.array as cla
+
+    # lazy: the runtime's modules import devices, which import health (the worker only)
+    from .reduction_kernel import ReductionKernel
+
+    rng = np.random.default_rng(7)
+    for dt in ("float32", "int32", "int64") + (("float64",) if info.fp64 else ()):
+        c = {"float32": "float", "int32": "int", "int64": "long", "float64": "double"}[dt]
+        acc, acc_c = (np.dtype(dt), c) if dt.startswith("float") else (np.int64, "long")
+        knl = ReductionKernel(ctx, acc, "0", "a+b", f"({acc_c})x[i]", f"__global const {c} *x")
+        x = (rng.random((1009, 37)) * 100).astype(dt)
+        xd = cla.to_device(queue, x)
+        for axis in (None, 0, 1):
+            got = knl(xd, axis=axis).get() if axis is not None else knl(xd).get()
+            ref = x.astype(np.float64 if dt.startswith("float") else np.int64).sum(axis=axis)
+            tol = 1e-4 if dt == "float32" else 1e-12 if dt == "float64" else 0
+            if not np.allclose(got, ref, rtol=tol, atol=0):
+                return f"expression sum of {dt} along axis {axis}: wrong answer"
+    return ""
+
+
+PROBES: dict[str, Callable[..., str]] = {"tree": tree, "vec512": vec512,
+                                         "expressions": expressions}
