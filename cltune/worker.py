@@ -119,6 +119,11 @@ class Worker:
                 [sys.executable, "-m", "cltune.worker_main", str(c_read), str(c_write)],
                 pass_fds=(c_read, c_write), stdin=subprocess.DEVNULL, stdout=self._log,
                 stderr=self._log, start_new_session=True)
+        except OSError as e:  # no interpreter to start (an embedded Python, say)
+            for fd in (p_read, p_write):
+                os.close(fd)
+            raise WorkerFailure("error", f"cannot start the evaluation worker "
+                                f"({sys.executable}): {e}") from None
         finally:
             os.close(c_read)
             os.close(c_write)

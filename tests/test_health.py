@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -24,11 +26,20 @@ def _key(info) -> str:
 
 
 def _write_cache(path, verdicts: dict[str, H.Health]) -> None:
+    """A cache holding `verdicts`, and for every other device the session's own verdict (so
+    that a fresh process probes none of them again: a health check costs seconds)."""
     path.mkdir(parents=True, exist_ok=True)
-    doc = {"probe_version": H.PROBE_VERSION,
-           "verdicts": {k: {"ok": h.ok, "message": h.message, "fix": h.fix,
-                            "checked_at": h.checked_at} for k, h in verdicts.items()}}
+    session = Path(os.environ["CLTUNE_CACHE_DIR"])
+    try:
+        known = json.loads((session / "device-health.json").read_text())["verdicts"]
+    except (OSError, ValueError, KeyError):
+        known = {}
+    known.update({k: {"ok": h.ok, "message": h.message, "fix": h.fix,
+                      "checked_at": h.checked_at} for k, h in verdicts.items()})
+    doc = {"probe_version": H.PROBE_VERSION, "verdicts": known}
     (path / "device-health.json").write_text(json.dumps(doc))
+    if (session / "vetted.json").exists():
+        shutil.copy(session / "vetted.json", path / "vetted.json")
 
 
 def _run(code: str, cache, *args: str) -> subprocess.CompletedProcess:
