@@ -37,13 +37,15 @@ def _errors() -> Iterator[None]:
     from cltune.program import BuildError
     from cltune.tuning_db import DatabaseError
     from cltune.tuning_db.exchange import ImportError_
+    from cltune.vetting import NoConfigRuns
+    from cltune.worker import WorkerFailure
 
     try:
         yield
     except (typer.Exit, typer.Abort):
         raise
     except (DeviceError, DatabaseError, ConfigError, OpError, BuildError, ImportError_,
-            ValueError, OSError, ImportError, cl.Error) as e:
+            ValueError, OSError, ImportError, cl.Error, WorkerFailure, NoConfigRuns) as e:
         _fail(one_line(e))
     except KeyboardInterrupt:
         err.print("interrupted")

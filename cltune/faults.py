@@ -6,7 +6,8 @@
 wrong answer, as a miscompiled kernel). A rule matches work whose fields (`family`, `variant`, the
 config's parameters, or `probe` for a health probe) have all the given values, compared as text.
 `launch_error:status=NAME` (a `pyopencl.status_code` name) makes every kernel launch in the worker
-raise the error pyopencl raises for that status. Only the worker process (`worker_main`) reads it,
+raise the error pyopencl raises for that status; `build_error:` makes every program build there
+fail as a compiler error does. Only the worker process (`worker_main`) reads it,
 so a fault never fires in the process that asked for the work.
 
     CLTUNE_TEST_FAULT="abort:vec=16;hang:family=axis,wg=8"
@@ -22,7 +23,7 @@ import time
 from collections.abc import Mapping
 
 ENV = "CLTUNE_TEST_FAULT"
-ACTIONS = ("abort", "segv", "hang", "wrong", "launch_error")
+ACTIONS = ("abort", "segv", "hang", "wrong", "launch_error", "build_error")
 
 
 def rules(text: str | None = None) -> list[tuple[str, dict[str, str]]]:
@@ -45,16 +46,27 @@ def rules(text: str | None = None) -> list[tuple[str, dict[str, str]]]:
 def matching(work: Mapping[str, object]) -> str:
     """The action of the first rule matching `work`, else ''."""
     for action, match in rules():
-        if action != "launch_error" and all(str(work.get(k)) == v for k, v in match.items()):
+        if action in ("launch_error", "build_error"):  # process-wide, not per work
+            continue
+        if all(str(work.get(k)) == v for k, v in match.items()):
             return action
     return ""
 
 
 def break_launches() -> None:
-    """Apply a `launch_error` rule: every `pyopencl.enqueue_nd_range_kernel` of this process
-    raises the error of that status (called once by the worker at its start)."""
+    """Apply the `build_error` and `launch_error` rules: every `pyopencl.Program.build` /
+    `pyopencl.enqueue_nd_range_kernel` of this process raises (called once by the worker at
+    its start)."""
     import pyopencl as cl
 
+    if any(a == "build_error" for a, _ in rules()):
+        def no_build(self: object, *_a: object, **_k: object) -> None:
+            raise cl.RuntimeError(cl._cl._ErrorRecord(
+                "clBuildProgram failed: BUILD_PROGRAM_FAILURE - Build on <device>: error: use "
+                "of undeclared identifier 'undefined_name' (injected by CLTUNE_TEST_FAULT)",
+                cl.status_code.BUILD_PROGRAM_FAILURE, ""))
+
+        cl.Program.build = no_build
     status = next((m.get("status", "") for a, m in rules() if a == "launch_error"), "")
     if not status:
         return

@@ -2,10 +2,11 @@
 its evaluations run in the device's worker process (`worker.Worker`), so that a driver that
 crashes or hangs is a failed evaluation with its reason, never the end of the caller.
 
-The caller keeps its own target for what needs no kernel (the space, suggestions, seeds,
-keys); `RemoteTarget` stands for the same target inside the worker: made there from the same
-family, variant and options (`worker_codec` carries an application's kernel object over),
-opened again after the worker was restarted.
+The caller keeps its own target for what needs no kernel (suggestions, seeds, keys), with the
+space the worker made (`space()`: the 1-D family's needs probe builds); `RemoteTarget` stands
+for the same target inside the worker: made there from the same family, variant and options
+(`worker_codec` carries an application's kernel object over), opened again after the worker
+was restarted.
 
 Deadlines: a request may take `worker.deadline_floor()` seconds (20 by default,
 `CLTUNE_DEADLINE_S`), or 10x the slowest evaluation of this target that passed, whichever
@@ -38,6 +39,7 @@ class RemoteTarget:
         self.worker, self.family, self.variant, self.options = worker, family, variant, options
         self.key = next(_keys)
         self._generation = -1
+        self._space: Any = None
         self._sizes: dict[Any, tuple[int, int]] = {}
         self.slowest_ok_s = 0.0
         self._lock = threading.Lock()
@@ -45,15 +47,27 @@ class RemoteTarget:
     def deadline_s(self) -> float:
         return max(deadline_floor(), SLOWEST_FACTOR * self.slowest_ok_s)
 
+    def _open(self) -> Any:  # noqa: ANN401
+        """Make the target in the worker unless the running worker has it; its space."""
+        gen = self.worker.ensure()
+        if gen != self._generation:
+            self._space = self.worker.call(
+                "open", self.key, self.family, self.variant, self.options, strategies.added(),
+                deadline_s=max(60.0, deadline_floor() * PREPARE_FACTOR))
+            self._generation = gen
+        return self._space
+
     def _call(self, op: str, *args: Any, deadline_s: float) -> Any:  # noqa: ANN401
         with self._lock:
-            gen = self.worker.ensure()
-            if gen != self._generation:
-                self.worker.call("open", self.key, self.family, self.variant, self.options,
-                                 strategies.added(),
-                                 deadline_s=max(60.0, deadline_floor() * PREPARE_FACTOR))
-                self._generation = gen
+            self._open()
             return self.worker.call(op, self.key, *args, deadline_s=deadline_s)
+
+    def space(self) -> Any:  # noqa: ANN401
+        """The target's space as the worker made it (the 1-D family's needs probe builds,
+        which are driver work: they run there, never in the caller). WorkerFailure when
+        that crashes or hangs."""
+        with self._lock:
+            return self._open()
 
     def prepare(self, size_key: Any) -> tuple[int, int]:  # noqa: ANN401
         """(elements, bytes read) of the size class's input, made in the worker; raises

@@ -17,7 +17,7 @@ import pyopencl as cl
 
 from .device_info import DeviceInfo
 from .remote_target import RemoteTarget
-from .targets import make_target
+from .targets import LATER, make_target
 from .tuning_db.rows import Measurement
 from .version import __version__
 from .worker import WorkerFailure, worker_for
@@ -51,10 +51,11 @@ def verify_device(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, store,  # n
             variant, size = key
             done.add(key)
             try:
-                t = targets.get(variant) or targets.setdefault(
-                    variant, make_target(family, ctx, dev, info, variant))
-                remote = remotes.get(variant) or remotes.setdefault(
-                    variant, RemoteTarget(worker_for(info), family, variant))
+                if variant not in targets:  # its space comes from the worker
+                    targets[variant] = make_target(family, ctx, dev, info, variant, space=LATER)
+                    remotes[variant] = RemoteTarget(worker_for(info), family, variant)
+                    targets[variant].space = remotes[variant].space()
+                t, remote = targets[variant], remotes[variant]
                 bucket = t.bucket_of(size)
                 remote.prepare(bucket)
             except (ValueError, WorkerFailure) as e:  # e.g. float64 without cl_khr_fp64

@@ -11,6 +11,10 @@ import pyopencl as cl
 from .device_info import DeviceInfo
 from .family import get
 
+#: `space=LATER`: the target is made without its space, which the caller sets afterwards (the
+#: tuner takes it from the worker, where the 1-D family's probe builds run)
+LATER = object()
+
 
 def make_target(family: str, ctx: cl.Context, dev: cl.Device, info: DeviceInfo, variant: str,
                 **options: Any) -> Any:

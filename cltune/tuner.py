@@ -27,7 +27,7 @@ from .buckets import DEFAULT_BUCKETS
 from .device_info import DeviceInfo
 from .outcome import Outcome, Timing
 from .remote_target import RemoteTarget
-from .targets import make_target
+from .targets import LATER, make_target
 from .tuning_db.rows import Measurement
 from .version import __version__
 from .worker import WorkerFailure, worker_for
@@ -142,13 +142,15 @@ class Tuner:
         self.opts, self.progress = opts, progress or Progress()
         worker = worker_for(info)
         worker.ensure()  # it starts (imports, opens its context) while this process goes on
+        # this process keeps a target for suggestions, seeds and keys and builds nothing: its
+        # space comes from the worker (the 1-D family's is made by probe builds)
         self.target = make_target(opts.family, ctx, dev, info, opts.key_variant,
                                   extended_acc=opts.max_rel_error is not None,
-                                  restrict=opts.restrict, **opts.target_options)
-        # the worker's target takes this space as it is (the 1-D family's costs probe builds)
+                                  space=LATER, **opts.target_options)
         self.remote = RemoteTarget(worker, opts.family, opts.key_variant,
                                    extended_acc=opts.max_rel_error is not None,
-                                   space=self.target.space, **opts.target_options)
+                                   restrict=opts.restrict, **opts.target_options)
+        self.target.space = self.remote.space()
         self.storage = open_storage(storage_url)
         self.device_id = store.upsert_device(info.fingerprint_parts(), info.fingerprint,
                                              info.hardware_key, info.name)

@@ -98,11 +98,7 @@ def test_bug_shows_its_traceback_when_asked(monkeypatch, db_url):
     assert r.exit_code == 1 and isinstance(r.exception, ZeroDivisionError)
 
 
-def test_tune_when_every_build_fails(info, real_errors, monkeypatch, db_url, storage_url):
-    def broken_build(self, *a, **kw):
-        raise real_errors["build"]
-
-    monkeypatch.setattr(cl.Program, "build", broken_build)
+def test_tune_when_every_build_fails(info, every_build_fails, db_url, storage_url):
     r = runner.invoke(app, ["tune", "--device", str(info.index), "--sizes", "2^10", "--trials",
                             "2", "--db", db_url, "--storage", storage_url])
     assert r.exit_code == 1 and "Traceback" not in r.output, r.output
@@ -116,6 +112,16 @@ def test_tune_when_every_build_fails(info, real_errors, monkeypatch, db_url, sto
         s.close()
     else:  # the space's own probe build failed (e.g. PoCL: preferred work-group multiple)
         _one_line(r, "BUILD_PROGRAM_FAILURE", "undefined_name")
+
+
+@pytest.fixture
+def every_build_fails(monkeypatch):
+    """Every program build in the evaluation worker (where tune builds) fails as a compiler
+    error does (cltune/faults.py)."""
+    monkeypatch.setenv("CLTUNE_TEST_FAULT", "build_error:")
+    shutdown_workers()
+    yield
+    shutdown_workers()
 
 
 @pytest.fixture
