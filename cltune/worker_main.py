@@ -61,9 +61,12 @@ def _init(st: _State, info: DeviceInfo) -> int:
 
 def _open(st: _State, key: int, family: str, variant: str, options: dict,
           added_strategies: tuple = ()) -> Any:  # noqa: ANN401 - the family's space
-    for s in added_strategies:  # what the asking process registered (strategies.register)
-        if s.name not in strategies.names():
-            strategies.register(s)
+    # the strategies the asking process added (strategies.register), exactly: a worker lives
+    # longer than a registration there
+    for s in strategies.added():
+        strategies.unregister(s.name)
+    for s in added_strategies:
+        strategies.register(s)
     target = make_target(family, st.ctx, st.dev, st.info, variant, **options)
     st.targets[key] = target
     st.benches.pop(key, None)
