@@ -3,12 +3,20 @@
     >>> from cltune import get_reducer
     >>> reduce_sum = get_reducer(queue)          # a pyopencl Device, Context or CommandQueue
     >>> total = reduce_sum(x)                    # 0-d pyopencl Array, like pyopencl.array.sum
+
+The public API is `__all__`, imported lazily (module `__getattr__`): `import cltune` loads
+neither pyopencl nor the database, so `cltune.tuning_db` and `cltune --help` stay cheap.
 """
 
 from __future__ import annotations
 
+import importlib
 from importlib.util import find_spec as _find_spec
 from pathlib import Path as _Path
+from typing import Any
+
+from .device.icd import register as _register_icd
+from .version import __version__ as __version__
 
 if _find_spec("cltune.tuning_db") is None:  # kernels/ and tuning_db/ install into cltune.*
     _root = _Path(__file__).resolve().parent.parent
@@ -18,18 +26,28 @@ if _find_spec("cltune.tuning_db") is None:  # kernels/ and tuning_db/ install in
         if (_root / "tuning_db").is_dir() else
         f"cltune at {_root} is installed without cltune.tuning_db: reinstall it")
 
-from .icd import register as _register_icd  # noqa: E402
-from .version import __version__
-
 _register_icd()  # before anything asks pyopencl for platforms: Intel's runtime from pip
 
-from .config import Config, ConfigError  # noqa: E402
-from .devices import DeviceError  # noqa: E402
-from .reducers import get_reducer  # noqa: E402
-from .reduction_kernel import ReductionKernel  # noqa: E402
-from .runtime import Explanation, Reducer, clear_caches  # noqa: E402
-from .stats import all, any, argmax, argmin, count_nonzero, mean, norm, std, var  # noqa: E402
+#: public name -> the module that defines it
+_API = {
+    "Config": "cltune.families.reduce.config", "ConfigError": "cltune.core.config",
+    "DeviceError": "cltune.device.select", "Explanation": "cltune.core.serving",
+    "Reducer": "cltune.families.reduce.api", "ReductionKernel": "cltune.families.expr.api",
+    "clear_caches": "cltune.opencl.caches", "get_reducer": "cltune.stats.reducers",
+    **{name: "cltune.stats.api" for name in
+       ("all", "any", "argmax", "argmin", "count_nonzero", "mean", "norm", "std", "var")},
+}
 
-__all__ = ["Config", "ConfigError", "DeviceError", "Explanation", "Reducer", "ReductionKernel",
-           "__version__", "all", "any", "argmax", "argmin", "clear_caches", "count_nonzero",
-           "get_reducer", "mean", "norm", "std", "var"]
+__all__ = sorted([*_API, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _API:
+        raise AttributeError(f"module 'cltune' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_API[name]), name)
+    globals()[name] = value  # once: later lookups never reach __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_API})

@@ -1,3 +1,3 @@
-from cltune.cli import main
+from cltune.cli.app import main
 
 main()

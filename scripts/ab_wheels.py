@@ -24,7 +24,7 @@ import json, sys, time
 import numpy as np
 a = json.loads(sys.argv[1])
 import cltune, pyopencl as cl, pyopencl.array as cla
-from cltune.devices import select
+from cltune.device.select import select
 info, dev = select(a["device"])
 ctx = cl.Context([dev]); q = cl.CommandQueue(ctx, dev)
 r = cltune.get_reducer(q, db=a["db"])

@@ -1,4 +1,4 @@
-"""The GPU campaign's benchmark: `cltune bench` (cltune.benchmark, whose samplers it uses) plus
+"""The GPU campaign's benchmark: `cltune bench` (cltune.cli.bench, whose samplers it uses) plus
 the rows only the H200 write-ups need (batches of pyopencl, stage 1 alone, host overhead).
 
 All contenders run in ONE process on the same data, interleaved round-robin per repeat (the
@@ -49,7 +49,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from cltune import get_reducer
-from cltune.benchmark import (
+from cltune.cli.bench import (
     BATCH,
     batch,
     device_time,
@@ -58,10 +58,10 @@ from cltune.benchmark import (
     torch_rows,
     wall,
 )
-from cltune.buckets import parse_sizes
-from cltune.devices import info_for, select
-from cltune.launch import Launcher
-from cltune.runtime import Reducer
+from cltune.core.buckets import parse_sizes
+from cltune.device.select import info_for, select
+from cltune.families.reduce.api import Reducer
+from cltune.families.reduce.launch import Launcher
 
 NP_OP = {"sum": np.sum, "max": np.max, "min": np.min}
 CLA_OP = {"sum": cla.sum, "max": cla.max, "min": cla.min}
@@ -91,7 +91,7 @@ def numpy_threads(host: np.ndarray, op: str, pool: ThreadPoolExecutor, k: int) -
 
 def launcher(r: Reducer, n: int, q: cl.CommandQueue) -> Launcher:
     """The kernels r runs for n elements: a Launcher of the config `r.explain(n)` names, on
-    r's context (cltune.program's build cache hands it the reducer's built program)."""
+    r's context (cltune.families.reduce.kernel's build cache hands it the reducer's built program)."""
     return Launcher(q.context, q.device, info_for(q.device), r.spec, r.explain(n).config)
 
 

@@ -101,9 +101,9 @@ def main() -> int:
     a = ap.parse_args()
     warnings.simplefilter("ignore")
     import cltune
-    from cltune.axis_runtime import axis_engine, explain_axis
-    from cltune.axis_segments import explain_segments
-    from cltune.devices import select
+    from cltune.device.select import select
+    from cltune.families.axis.api import axis_engine, explain_axis
+    from cltune.families.axis.segments import explain_segments
 
     info, dev = select(a.device)
     ctx = cl.Context([dev])

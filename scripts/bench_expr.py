@@ -5,7 +5,7 @@ count `x>t`, a struct argmax), and cltune's argmax/var/mean/norm against numpy (
 CUDA when importable and the device is NVIDIA's).
 
 Every contender's answer is checked first; then the contenders of one row run interleaved
-round-robin (cltune.benchmark.interleaved) and each figure is the median over the repeats.
+round-robin (cltune.cli.bench.interleaved) and each figure is the median over the repeats.
 Times per call: `call` = `knl(...).get()` (an application that waits for each result),
 `batch` = back-to-back calls then one finish. Ratio = other / cltune (> 1: cltune faster).
 
@@ -30,10 +30,10 @@ from pyopencl.reduction import ReductionKernel as PyRK
 from pyopencl.tools import get_or_register_dtype
 
 import cltune
-from cltune import stats
-from cltune.benchmark import batch, interleaved, torch_usable, wall
-from cltune.buckets import parse_sizes
-from cltune.devices import select
+from cltune.cli.bench import batch, interleaved, torch_usable, wall
+from cltune.core.buckets import parse_sizes
+from cltune.device.select import select
+from cltune.stats import api as stats
 
 AM_DTYPE = np.dtype([("index", np.int64), ("value", np.float32)], align=True)
 AM_PRE = """

@@ -39,16 +39,17 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 import cltune
-from cltune import stats, stats_axis
-from cltune.benchmark import interleaved, torch_usable
-from cltune.devices import select
-from cltune.reducers import get_reducer
+from cltune.cli.bench import interleaved, torch_usable
+from cltune.device.select import select
+from cltune.stats import api as stats
+from cltune.stats import axis as stats_axis
+from cltune.stats.reducers import get_reducer
 
 SHAPES = "1048576x16,65536x256,16x1048576"
 OPS = ("argmax", "mean", "var", "norm")
 NUMPY = {"argmax": np.argmax, "mean": np.mean, "var": np.var,
          "norm": lambda h, axis: np.linalg.norm(h, axis=axis)}
-#: op -> (the cltune.stats kernel behind it, the kernel's scalar arguments)
+#: op -> (the cltune.stats.api kernel behind it, the kernel's scalar arguments)
 KERNELS = {"argmax": ("argmax", ()), "mean": ("mean", ()), "var": ("var", (0.0,)),
            "norm": ("norm2", ())}
 

@@ -16,7 +16,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from cltune import get_reducer
-from cltune.devices import select
+from cltune.device.select import select
 
 
 def main() -> None:

@@ -53,7 +53,7 @@ def h16(*parts: object) -> str:
 
 def configs(n: int = 256) -> list[tuple[str, str]]:
     """(config_key, config_json) of n valid configs, keyed exactly as cltune keys them."""
-    from cltune.config import Config
+    from cltune.families.reduce.config import Config
 
     rng = random.Random(1)
     out, seen = [], set()

@@ -30,7 +30,7 @@ import json, os, sys, time
 t0 = time.perf_counter()
 import numpy as np, pyopencl as cl, pyopencl.array as cla
 import cltune
-from cltune.devices import select
+from cltune.device.select import select
 info, dev = select(sys.argv[1])
 ctx = cl.Context([dev]); q = cl.CommandQueue(ctx)
 x = cla.to_device(q, np.random.default_rng(0).random(1 << 20).astype(np.float32))

@@ -43,10 +43,10 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from cltune import get_reducer
-from cltune.buckets import parse_sizes
-from cltune.devices import select
-from cltune.program import _build
-from cltune.runtime import Reducer
+from cltune.core.buckets import parse_sizes
+from cltune.device.select import select
+from cltune.families.reduce.api import Reducer
+from cltune.families.reduce.kernel import _build
 
 Block = Callable[[int], tuple[float, float]]  # calls -> (wall, host CPU) seconds per call
 TRIVIAL = "__kernel void trivial(__global float *o) { o[get_global_id(0)] = 1.0f; }"

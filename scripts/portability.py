@@ -1,10 +1,10 @@
 """Write docs/portability.md: which strategy is validated on which OpenCL implementation.
 
-For every OpenCL device of `cltune.devices.list_devices()` (the Oclgrind simulator is skipped:
+For every OpenCL device of `cltune.device.select.list_devices()` (the Oclgrind simulator is skipped:
 tests/test_oclgrind.py covers it) and every op x dtype the device supports (float64 needs
 cl_khr_fp64), the space is asked (`make_space`) which strategies it offers; each offered strategy
 runs one config on sizes 1, 2, 31, 1023, 1025 (and 2^20 + 3 for sum/float32 and max/float32)
-against the host reference (`cltune.verify`: exact for integers and min/max, within the
+against the host reference (`cltune.families.reduce.reference`: exact for integers and min/max, within the
 launch plan's error bound for floating sums). Then ~20 random configs of a restricted space must
 build and match numpy at n = 1025. This is the matrix of tests/test_portability.py, written
 down; the config rule is `Space.representative`, as in the test.
@@ -33,14 +33,15 @@ from pathlib import Path
 import numpy as np
 import pyopencl as cl
 
-from cltune import strategies
-from cltune.config import Config, ConfigError
-from cltune.devices import list_devices
-from cltune.launch import Launcher
-from cltune.ops import DTYPES, OPS, OpSpec
-from cltune.program import BuildError, source_hash
-from cltune.space import make_space
-from cltune.verify import compare, error_bound, make_input, reference, run_once
+from cltune.core import strategies
+from cltune.core.ops import DTYPES, OPS, OpSpec
+from cltune.device.select import list_devices
+from cltune.families.reduce.config import Config, ConfigError
+from cltune.families.reduce.kernel import source_hash
+from cltune.families.reduce.launch import Launcher
+from cltune.families.reduce.reference import compare, error_bound, make_input, reference, run_once
+from cltune.families.reduce.space import make_space
+from cltune.opencl.build import BuildError
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZES = (1, 2, 31, 1023, 1025)
@@ -191,7 +192,7 @@ def render(recs: list[dict], command: str, started: datetime.datetime, total_s: 
          "A strategy is **validated** on an op/dtype pair when the space offers it there and one "
          "config of it gives numpy's answer on n = 1, 2, 31, 1023, 1025 (also 2^20 + 3 for "
          "sum/float32 and max/float32): exactly for integers and min/max, within the launch "
-         "plan's error bound (`cltune/verify.py`) for floating sums, dots and products; the "
+         "plan's error bound (`cltune/families/reduce/reference.py`) for floating sums, dots and products; the "
          "output buffer is poisoned before every run. **Excluded** gives the reason the space "
          "(`make_space`, which probe-builds each feature path) gives for not offering it.", "",
          "## Implementations × strategies", "",

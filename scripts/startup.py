@@ -22,7 +22,7 @@ warnings.simplefilter("ignore")
 t0 = time.perf_counter()
 import numpy as np, pyopencl as cl, pyopencl.array as cla
 from cltune import get_reducer
-from cltune.devices import select
+from cltune.device.select import select
 t_import = time.perf_counter() - t0
 info, dev = select(sys.argv[1]); ctx = cl.Context([dev]); q = cl.CommandQueue(ctx)
 x = cla.to_device(q, np.ones(1 << 20, np.float32)); q.finish()

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pyopencl as cl
 
-from cltune.devices import select
-from cltune.tuner import TuneOptions, Tuner
+from cltune.device.select import select
+from cltune.tuning.tuner import TuneOptions, Tuner
 from cltune.tuning_db import Store
 
 RESTRICT = {"strategy": ("local_tree", "serial"), "wg": (8, 32, 128), "tile_factor": (1, 4),

@@ -35,7 +35,7 @@ import pyopencl as cl  # noqa: E402
 import pytest  # noqa: E402
 from support.require import need  # noqa: E402
 
-from cltune.devices import device_health, list_devices, select  # noqa: E402
+from cltune.device.select import device_health, list_devices, select  # noqa: E402
 
 
 def _default_selector() -> str:

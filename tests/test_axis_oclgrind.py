@@ -21,12 +21,12 @@ MARK = "CLTUNE-AXIS-OCLGRIND "
 
 SCRIPT = r'''
 import numpy as np
-import cltune.axis_kernel as ak
-from cltune.axis_check import Problem, bounds, compare, reference, run_once
-from cltune.axis_config import AxisConfig as C
-from cltune.axis_launch import AxisLauncher
-from cltune.ops import OpSpec
-from cltune.verify import make_input
+import cltune.families.axis.kernel as ak
+from cltune.families.axis.reference import Problem, bounds, compare, reference, run_once
+from cltune.families.axis.config import AxisConfig as C
+from cltune.families.axis.launch import AxisLauncher
+from cltune.core.ops import OpSpec
+from cltune.families.reduce.reference import make_input
 
 KEEP = []
 if NEGATIVE:  # plain stores/loads of the one-pass partials: must be reported

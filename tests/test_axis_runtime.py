@@ -9,8 +9,8 @@ import pyopencl.array as cla
 import pytest
 
 import cltune
-from cltune.axis_runtime import AxisError, explain_axis
-from cltune.axis_segments import explain_segments
+from cltune.families.axis.api import AxisError, explain_axis
+from cltune.families.axis.segments import explain_segments
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def db(tmp_path):
 
 
 #: the tests' databases are never tuned: the runtime says so once per database
-pytestmark = pytest.mark.filterwarnings("ignore::cltune.runtime.CltuneWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::cltune.families.reduce.api.CltuneWarning")
 
 
 def _r(queue, op="sum", dtype=np.float32, db=None):

@@ -11,16 +11,16 @@ import pytest
 from typer.testing import CliRunner
 
 import cltune
-from cltune.axis_config import AxisConfig
-from cltune.axis_runtime import explain_axis
-from cltune.axis_segments import explain_segments
-from cltune.cli import _axis_alone, app
-from cltune.tuner import TuneOptions, Tuner
+from cltune.cli.app import _axis_alone, app
+from cltune.families.axis.api import explain_axis
+from cltune.families.axis.config import AxisConfig
+from cltune.families.axis.segments import explain_segments
+from cltune.tuning.tuner import TuneOptions, Tuner
 from cltune.tuning_db import Store
 from cltune.tuning_db.rows import Measurement
 
 runner = CliRunner()
-pytestmark = pytest.mark.filterwarnings("ignore::cltune.runtime.CltuneWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::cltune.families.reduce.api.CltuneWarning")
 #: small spaces: these tests check the plumbing, not the search
 RESTRICT_ROWS = {"wg": (8, 16), "lanes": (1, 4), "vec": (1, 4), "items": (1,),
                  "groups_per_cu": (2, 8)}

@@ -9,8 +9,8 @@ import pytest
 from support.tuned import store_bests
 from typer.testing import CliRunner
 
-from cltune.cli import app
-from cltune.config import Config
+from cltune.cli.app import app
+from cltune.families.reduce.config import Config
 
 runner = CliRunner()
 ARGS = ["--sizes", "2^10,2^13", "--repeats", "2"]

@@ -14,11 +14,11 @@ import pyopencl.array as cla
 import pytest
 
 from cltune import clear_caches, get_reducer
-from cltune.config import Config
-from cltune.launch import Launcher
-from cltune.ops import OpSpec
-from cltune.runtime import engine_contexts
-from cltune.verify import CACHE_INPUT_BYTES, make_input, run_once
+from cltune.core.ops import OpSpec
+from cltune.families.reduce.api import engine_contexts
+from cltune.families.reduce.config import Config
+from cltune.families.reduce.launch import Launcher
+from cltune.families.reduce.reference import CACHE_INPUT_BYTES, make_input, run_once
 
 
 def _refs(watch: cl.Context) -> int:
@@ -78,7 +78,7 @@ def test_importing_the_library_leaves_logging_and_warnings_alone():
     code = ("import logging, warnings, numpy, pyopencl, optuna, sqlalchemy; "
             "log = logging.getLogger('optuna'); "
             "before = (list(warnings.filters), log.level, log.propagate, list(log.handlers)); "
-            "import cltune, cltune.tuner, cltune.service; "
+            "import cltune, cltune.tuning.tuner, cltune.cli.service; "
             "after = (list(warnings.filters), log.level, log.propagate, list(log.handlers)); "
             "assert after == before, (before, after); "
             "print('ok')")

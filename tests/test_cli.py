@@ -8,7 +8,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from cltune.cli import COMMANDS, app
+from cltune.cli.app import COMMANDS, app
 
 runner = CliRunner()
 

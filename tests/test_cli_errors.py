@@ -14,11 +14,11 @@ import pytest
 from support.tuned import store_bests
 from typer.testing import CliRunner
 
-import cltune.service as service
-from cltune.cli import COMMANDS, app
-from cltune.config import Config
-from cltune.devices import DeviceError
-from cltune.worker import shutdown_workers
+import cltune.cli.service as service
+from cltune.cli.app import COMMANDS, app
+from cltune.device.select import DeviceError
+from cltune.families.reduce.config import Config
+from cltune.isolation.worker import shutdown_workers
 
 runner = CliRunner()
 
@@ -117,7 +117,7 @@ def test_tune_when_every_build_fails(info, every_build_fails, db_url, storage_ur
 @pytest.fixture
 def every_build_fails(monkeypatch):
     """Every program build in the evaluation worker (where tune builds) fails as a compiler
-    error does (cltune/faults.py)."""
+    error does (cltune/isolation/faults.py)."""
     monkeypatch.setenv("CLTUNE_TEST_FAULT", "build_error:")
     shutdown_workers()
     yield
@@ -127,7 +127,7 @@ def every_build_fails(monkeypatch):
 @pytest.fixture
 def every_launch_fails(monkeypatch):
     """fail(kind): every kernel launch in the evaluation worker (where tune and verify launch)
-    raises the error pyopencl raises for it (cltune/faults.py)."""
+    raises the error pyopencl raises for it (cltune/isolation/faults.py)."""
     def fail(kind: str) -> None:
         status = {"work-group": "INVALID_WORK_GROUP_SIZE", "resources": "OUT_OF_RESOURCES"}[kind]
         monkeypatch.setenv("CLTUNE_TEST_FAULT", f"launch_error:status={status}")

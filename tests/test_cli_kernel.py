@@ -9,7 +9,7 @@ import textwrap
 import pytest
 from typer.testing import CliRunner
 
-from cltune.cli import app
+from cltune.cli.app import app
 
 runner = CliRunner()
 
@@ -20,7 +20,7 @@ def kernel_module(tmp_path, monkeypatch, info):
         import numpy as np
         import pyopencl as cl
         import cltune
-        from cltune.devices import select
+        from cltune.device.select import select
 
         def squares():
             ctx = cl.Context([select("{info.index}")[1]])

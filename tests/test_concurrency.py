@@ -43,8 +43,8 @@ from support.tuned import store_bests
 from support.writes import random_record_writes
 
 from cltune import get_reducer
-from cltune.config import Config
-from cltune.runtime import CltuneWarning
+from cltune.families.reduce.api import CltuneWarning
+from cltune.families.reduce.config import Config
 from cltune.tuning_db import Store
 
 DONE = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
@@ -181,7 +181,7 @@ def test_fresh_optuna_storage_created_by_two_workers_at_once(tmp_path):
     holds the write lock); a second worker opens the same fresh storage meanwhile."""
     from optuna.storages._rdb import models
 
-    from cltune.tuner import open_storage
+    from cltune.tuning.tuner import open_storage
 
     url = f"sqlite:///{tmp_path / 's.db'}"
     eng = create_engine(url, connect_args={"isolation_level": None})
@@ -209,9 +209,9 @@ def test_fresh_optuna_storage_created_by_two_workers_at_once(tmp_path):
 _ASKER = r"""
 import json, sys
 import pyopencl as cl
-from cltune.devices import select
-from cltune.reduce_target import suggest
-from cltune.tuner import Tuner, TuneOptions
+from cltune.device.select import select
+from cltune.families.reduce.target import suggest
+from cltune.tuning.tuner import Tuner, TuneOptions
 from cltune.tuning_db import Store
 info, dev = select(sys.argv[1])
 store = Store.open(sys.argv[2])
@@ -490,8 +490,8 @@ _CHILD = r"""
 import json, sys, warnings
 import numpy as np, pyopencl as cl, pyopencl.array as cla
 from cltune import get_reducer
-from cltune.devices import select
-from cltune.runtime import CltuneWarning
+from cltune.device.select import select
+from cltune.families.reduce.api import CltuneWarning
 info, dev = select(sys.argv[1])
 ctx = cl.Context([dev]); q = cl.CommandQueue(ctx)
 with warnings.catch_warnings(record=True) as w:

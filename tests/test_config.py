@@ -1,8 +1,8 @@
 import pytest
 
-from cltune.config import Config, ConfigError
-from cltune.ops import OpSpec
-from cltune.reduce_kernel import build_defines
+from cltune.core.ops import OpSpec
+from cltune.families.reduce.config import Config, ConfigError
+from cltune.families.reduce.kernel import build_defines
 
 GOOD = {"strategy": "local_tree", "wg": 64, "tile": 128, "items": 4, "vec": 4,
         "groups_per_cu": 4, "passes": 2, "acc": "native"}

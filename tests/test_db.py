@@ -396,7 +396,7 @@ def test_migrate_rebuild_tally_repairs_a_drifted_tally(db_url):
 
     from typer.testing import CliRunner
 
-    from cltune.cli import app
+    from cltune.cli.app import app
 
     s = Store.open(db_url)
     random_ops(s, random.Random(7), 60, range(5))

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from cltune.cli import COMMANDS
+from cltune.cli.app import COMMANDS
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

@@ -7,7 +7,7 @@ import pytest
 from support.records import reduce_measurement
 from typer.testing import CliRunner
 
-from cltune.cli import app
+from cltune.cli.app import app
 from cltune.tuning_db import Store
 from cltune.tuning_db.exchange import ImportError_, export_doc, parse_export
 
@@ -148,7 +148,7 @@ def test_import_keeps_the_vendor_tally(tmp_path):
     """Imported bests count in the vendor tally (in the import's transaction): a device the
     database never saw gets the most frequent imported best of its vendor, and a faster import
     that replaces a best moves the count; a rejected file changes nothing."""
-    from cltune.config import Config
+    from cltune.families.reduce.config import Config
     from cltune.tuning_db import tally
     from cltune.tuning_db.lookup import DeviceKey, lookup
 

@@ -1,4 +1,4 @@
-"""kernels/expr.cl (cltune.ReductionKernel, cltune.stats) under Oclgrind: no data races, no
+"""kernels/expr.cl (cltune.ReductionKernel, cltune.stats.api) under Oclgrind: no data races, no
 divergent barriers, no invalid accesses, right answers.
 
 One child process builds ExprLaunchers for both layouts (strided: a group's work-items read
@@ -8,7 +8,7 @@ group count), with the accumulator restart (CLT_BLOCK) at its default and at 2 s
 small inputs cross it, for a plain float sum, a two-argument dot with a scalar, the struct
 argmax (with its per-element fold) and the one-pass variance, on odd sizes with ragged tails.
 Two passes only: the single-pass finish is offered on NVIDIA alone (see
-cltune.expr_choice.single_pass_passes); the negative control shows that it is reported as an
+cltune.families.expr.serve.single_pass_passes); the negative control shows that it is reported as an
 inter-group race, which is why. The uninitialised-value checker stays off (see
 tests/test_oclgrind.py for the Oclgrind 21.10 defects).
 """
@@ -24,11 +24,11 @@ MARK = "CLTUNE-EXPR-OCLGRIND "
 SCRIPT = r'''
 import numpy as np
 import pyopencl.array as cla
-import cltune.expr_source as es
-from cltune import stats
-from cltune.expr_config import ExprConfig as C
-from cltune.expr_launch import ExprLauncher
-from cltune.expr_source import ExprSpec
+import cltune.families.expr.kernel as es
+from cltune.stats import api as stats
+from cltune.families.expr.config import ExprConfig as C
+from cltune.families.expr.launch import ExprLauncher
+from cltune.families.expr.kernel import ExprSpec
 
 KEEP = []
 BLOCK = {"value": None}

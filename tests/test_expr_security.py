@@ -14,10 +14,10 @@ import pyopencl.array as cla
 import pytest
 
 from cltune import ReductionKernel
-from cltune import expr_source as es
-from cltune.expr_config import ExprConfig, ExprConfigError
-from cltune.expr_target import ExprTarget
-from cltune.family import get
+from cltune.core.family import get
+from cltune.families.expr import kernel as es
+from cltune.families.expr.config import ExprConfig, ExprConfigError
+from cltune.families.expr.target import ExprTarget
 from cltune.tuning_db import Store
 from cltune.tuning_db.exchange import parse_export
 from cltune.tuning_db.rows import Measurement
@@ -82,7 +82,7 @@ def test_hostile_stored_config_is_never_built(ctx, queue, device, db_url, tmp_pa
         built.append(a[4])
         return real_build(*a, **kw)
 
-    monkeypatch.setattr("cltune.expr_launch.build", spy)
+    monkeypatch.setattr("cltune.families.expr.launch.build", spy)
     again = ReductionKernel(ctx, np.float32, **ARGS, db=db_url)
     assert again.explain(1024).level in ("builtin", "derived")
     x = cla.to_device(queue, np.ones(1024, np.float32))

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from cltune import health as H
-from cltune.devices import device_health, list_devices
+from cltune.device import health as H
+from cltune.device.select import device_health, list_devices
 
 
 def _key(info) -> str:
@@ -49,7 +49,7 @@ def _run(code: str, cache, *args: str) -> subprocess.CompletedProcess:
 
 
 def _cli(cache, *args: str) -> subprocess.CompletedProcess:
-    return _run("from cltune.cli import main; main()", cache, *args)
+    return _run("from cltune.cli.app import main; main()", cache, *args)
 
 
 BROKEN = H.Health(False, "error: unknown target CPU 'generic'",
@@ -138,7 +138,7 @@ def test_usable_devices_come_first_and_index_0_is_usable(tmp_path):
     first = infos[0]
     _write_cache(tmp_path, {_key(first): BROKEN})
     r = _run("""
-        from cltune.devices import device_health, list_devices
+        from cltune.device.select import device_health, list_devices
         for i in list_devices():
             print(i.index, i.fingerprint, device_health(i).ok)
         """, tmp_path)
@@ -158,7 +158,7 @@ def test_get_reducer_on_an_unusable_device_raises_at_once(device, tmp_path):
     r = _run("""
         import sys
         from cltune import DeviceError, get_reducer
-        from cltune.devices import list_devices
+        from cltune.device.select import list_devices
         dev = next(i for i in list_devices() if i.fingerprint == sys.argv[1]).cl_device()
         try:
             get_reducer(dev)

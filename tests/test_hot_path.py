@@ -12,8 +12,8 @@ import pyopencl.array as cla
 import pytest
 
 from cltune import get_reducer
-from cltune.config import Config
-from cltune.runtime import CltuneWarning
+from cltune.families.reduce.api import CltuneWarning
+from cltune.families.reduce.config import Config
 
 ONE_PASS = Config("serial", 8, 0, 8, 16, 8, 1, "native")  # the ticket-and-last-group finish
 TWO_PASS = Config("serial", 8, 0, 8, 16, 8, 2, "native")

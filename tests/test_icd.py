@@ -12,12 +12,12 @@ import textwrap
 import pytest
 from support.require import need
 
-from cltune import icd
+from cltune.device import icd
 
 LIST = textwrap.dedent("""
     import json, os
     import cltune, pyopencl as cl
-    from cltune.devices import device_health, list_devices
+    from cltune.device.select import device_health, list_devices
     print(json.dumps({"vendors": os.environ.get("OCL_ICD_VENDORS"),
                       "devices": [[i.platform, device_health(i).ok] for i in list_devices()]}))
 """)

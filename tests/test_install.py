@@ -39,7 +39,7 @@ def test_the_installed_package_is_under_test():
     assert len(cltune.__path__) == 1, cltune.__path__
     assert (Path(cltune.kernels.__file__).parent / "reduce.cl").is_file()
     assert (Path(cltune.tuning_db.__file__).parent / "shipped").is_dir()
-    from cltune.program import kernel_source
+    from cltune.families.reduce.kernel import kernel_source
 
     assert "clt_stage1" in kernel_source()
 

@@ -1,6 +1,6 @@
 """Drivers that crash or hang never take cltune down (house rule 17).
 
-The crashes and hangs are real: `CLTUNE_TEST_FAULT` (cltune/faults.py) makes the evaluation
+The crashes and hangs are real: `CLTUNE_TEST_FAULT` (cltune/isolation/faults.py) makes the evaluation
 worker process `os.abort()`, read address 0 or sleep on chosen configs or probes, exactly
 where a driver's compiler or first launch would. Checked: the worker names the death and
 recovers; a tune completes, records each failure with its reason and serves none of them;
@@ -24,18 +24,20 @@ import numpy as np
 import pyopencl.array as cla
 import pytest
 
-from cltune import get_reducer, health, vetting
-from cltune.config import Config
-from cltune.defaults import builtin_config
-from cltune.devices import order_key
-from cltune.expr_choice import builtin as expr_builtin
-from cltune.ops import OpSpec
-from cltune.reduction_kernel import ReductionKernel
-from cltune.runtime import clear_caches
-from cltune.space import make_space
-from cltune.tuner import TuneOptions, Tuner
+from cltune import get_reducer
+from cltune.core.ops import OpSpec
+from cltune.device import health
+from cltune.device.select import order_key
+from cltune.families.expr.api import ReductionKernel
+from cltune.families.expr.serve import builtin as expr_builtin
+from cltune.families.reduce.api import clear_caches
+from cltune.families.reduce.config import Config
+from cltune.families.reduce.defaults import builtin_config
+from cltune.families.reduce.space import make_space
+from cltune.isolation import vetting
+from cltune.isolation.worker import Worker, WorkerFailure, last_words, shutdown_workers
+from cltune.tuning.tuner import TuneOptions, Tuner
 from cltune.tuning_db import Store
-from cltune.worker import Worker, WorkerFailure, last_words, shutdown_workers
 
 
 def _fresh() -> None:
@@ -268,8 +270,8 @@ def test_the_worker_dies_with_a_parent_killed_by_sigkill(device, tmp_path):
     mark = uuid.uuid4().hex
     env = {**os.environ, "CLTUNE_TEST_MARK": mark, "CLTUNE_CACHE_DIR": str(tmp_path)}
     code = ("import sys, time\n"
-            "from cltune.devices import select\n"
-            "from cltune.worker import worker_for\n"
+            "from cltune.device.select import select\n"
+            "from cltune.isolation.worker import worker_for\n"
             "info, _ = select(sys.argv[1])\n"
             "print(worker_for(info).call('ping', deadline_s=120), flush=True)\n"
             "time.sleep(600)\n")
@@ -305,7 +307,7 @@ def test_the_real_thing_where_a_driver_breaks_on_512_bit_vectors(tmp_path):
     completes there. Skipped where no device breaks so (an Intel host, say)."""
     import pyopencl as cl
 
-    from cltune.devices import device_health, list_devices
+    from cltune.device.select import device_health, list_devices
 
     broken = [i for i in list_devices()
               if "512-bit vectors fail" in device_health(i).notes

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from cltune.config import Config
-from cltune.launch import Launcher
-from cltune.ops import DTYPES, OPS, OpSpec
-from cltune.space import make_space
-from cltune.verify import compare, error_bound, make_input, reference, run_once
+from cltune.core.ops import DTYPES, OPS, OpSpec
+from cltune.families.reduce.config import Config
+from cltune.families.reduce.launch import Launcher
+from cltune.families.reduce.reference import compare, error_bound, make_input, reference, run_once
+from cltune.families.reduce.space import make_space
 
 SIZES = (1, 2, 7, 31, 1023, 1025)
 BIG = 2**20 + 3

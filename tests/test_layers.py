@@ -15,9 +15,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 #: Rule (b): what the runtime (get_reducer and the Reducer) must never load, even indirectly.
-RUNTIME_FORBIDDEN = ("cltune.tuner", "cltune.verify", "cltune.measure", "optuna")
+RUNTIME_FORBIDDEN = ("cltune.tuning.tuner", "cltune.families.reduce.reference", "cltune.opencl.measure", "optuna")
 #: Rule (c): the only cltune modules tuning_db may import: value types, no OpenCL.
-VALUE_MODULES = {"cltune.config", "cltune.ops", "cltune.family"}
+VALUE_MODULES = {"cltune.families.reduce.config", "cltune.core.ops", "cltune.core.family"}
 #: Rule (c), known violations to remove: (module, imported cltune module). None today.
 KNOWN_HEAVY_IMPORTS: set[tuple[str, str]] = set()
 #: Rule (d), known violations to remove: (module, imported private name). None today.
@@ -105,22 +105,22 @@ def _hits(module: str, target: str) -> bool:
 
 
 def test_the_modules_are_found():
-    assert {"cltune.runtime", "cltune.tuning_db.store", "cltune.cli"} <= set(FILES)
+    assert {"cltune.families.reduce.api", "cltune.tuning_db.store", "cltune.cli.app"} <= set(FILES)
 
 
 def test_a_nothing_imports_the_cli():
     bad = [f"{i.where()}: rule (a) imports {i.module}: only cltune/__main__.py may"
            for m, imps in IMPORTS.items() if m != "cltune.__main__"
-           for i in imps if _hits(i.module, "cltune.cli")]
+           for i in imps if _hits(i.module, "cltune.cli.app")]
     assert not bad, "\n".join(bad)
 
 
 def test_b_the_runtime_never_loads_the_tuner_or_measurement():
-    loads = _loads("cltune.runtime")
-    bad = [f"rule (b) cltune/runtime.py loads {m}: {_chain(chain)}"
+    loads = _loads("cltune.families.reduce.api")
+    bad = [f"rule (b) cltune/families/reduce/api.py loads {m}: {_chain(chain)}"
            for m, chain in loads.items() if any(_hits(m, f) for f in RUNTIME_FORBIDDEN)]
-    bad += [f"{i.where()}: rule (b) cltune/runtime.py imports {i.module}"
-            for i in IMPORTS["cltune.runtime"] if any(_hits(i.module, f)
+    bad += [f"{i.where()}: rule (b) cltune/families/reduce/api.py imports {i.module}"
+            for i in IMPORTS["cltune.families.reduce.api"] if any(_hits(i.module, f)
                                                       for f in RUNTIME_FORBIDDEN)]
     assert not bad, "\n".join(bad)
 
@@ -156,14 +156,14 @@ def test_d_no_private_name_is_imported_from_another_project_module():
 
 
 #: Rule (e): the family-agnostic drivers reach a family only through its descriptor and target
-FAMILY_AGNOSTIC = ("cltune.tuner", "cltune.reverify", "cltune.targets")
-FAMILY_MODULES = ("cltune.ops", "cltune.config", "cltune.strategies", "cltune.space",
-                  "cltune.launch", "cltune.program", "cltune.plan", "cltune.verify",
-                  "cltune.seeds", "cltune.defaults", "cltune.reduce_kernel",
-                  "cltune.reduce_family", "cltune.reduce_target", "cltune.axis_family",
-                  "cltune.axis_target", "cltune.axis_launch", "cltune.axis_kernel",
-                  "cltune.axis_check", "cltune.expr_family", "cltune.expr_target",
-                  "cltune.expr_source", "cltune.expr_launch")
+FAMILY_AGNOSTIC = ("cltune.tuning.tuner", "cltune.tuning.reverify", "cltune.families.base")
+FAMILY_MODULES = ("cltune.core.ops", "cltune.families.reduce.config", "cltune.core.strategies", "cltune.families.reduce.space",
+                  "cltune.families.reduce.launch", "cltune.opencl.build", "cltune.families.reduce.plan", "cltune.families.reduce.reference",
+                  "cltune.families.reduce.seeds", "cltune.families.reduce.defaults", "cltune.families.reduce.kernel",
+                  "cltune.families.reduce.family", "cltune.families.reduce.target", "cltune.families.axis.family",
+                  "cltune.families.axis.target", "cltune.families.axis.launch", "cltune.families.axis.kernel",
+                  "cltune.families.axis.reference", "cltune.families.expr.family", "cltune.families.expr.target",
+                  "cltune.families.expr.kernel", "cltune.families.expr.launch")
 
 
 def test_e_tuner_and_verify_import_no_family_module():

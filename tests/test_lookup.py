@@ -11,9 +11,9 @@ from test_db import assert_tally_exact
 from typer.testing import CliRunner
 
 from cltune import get_reducer
-from cltune.cli import app
-from cltune.config import Config
-from cltune.runtime import CltuneWarning
+from cltune.cli.app import app
+from cltune.families.reduce.api import CltuneWarning
+from cltune.families.reduce.config import Config
 from cltune.tuning_db import Store
 from cltune.tuning_db.lookup import DeviceKey, load_shipped, lookup
 

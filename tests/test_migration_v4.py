@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from support.old_schema import add_device, v2_schema
 
-from cltune.config import Config
+from cltune.families.reduce.config import Config
 from cltune.tuning_db import SchemaError, Store
 from cltune.tuning_db.lookup import DeviceKey, lookup
 from cltune.tuning_db.migrations import LATEST, MIGRATIONS

@@ -56,13 +56,13 @@ SHAPES = [(8, 2, 3, 2), (16, 1, 1, 1), (8, 4, 1, 4)]
 SCRIPT = r'''
 import json, sys
 import pyopencl as cl
-from cltune import strategies
-from cltune.config import Config
-from cltune.devices import list_devices, select
-from cltune.launch import Launcher
-from cltune.ops import OpSpec
-from cltune.space import make_space
-from cltune.verify import compare, error_bound, make_input, reference, run_once
+from cltune.core import strategies
+from cltune.families.reduce.config import Config
+from cltune.device.select import list_devices, select
+from cltune.families.reduce.launch import Launcher
+from cltune.core.ops import OpSpec
+from cltune.families.reduce.space import make_space
+from cltune.families.reduce.reference import compare, error_bound, make_input, reference, run_once
 
 P = json.loads(PARAMS)
 devs = list_devices()
@@ -219,12 +219,12 @@ def test_single_pass_clean(oclgrind_run):
 NEGATIVE = textwrap.dedent(r'''
     import numpy as np
     import pyopencl as cl
-    import cltune.program as prog
-    from cltune.config import Config
-    from cltune.devices import list_devices, select
-    from cltune.launch import Launcher
-    from cltune.ops import OpSpec
-    from cltune.verify import make_input, run_once
+    import cltune.families.reduce.kernel as prog
+    from cltune.families.reduce.config import Config
+    from cltune.device.select import list_devices, select
+    from cltune.families.reduce.launch import Launcher
+    from cltune.core.ops import OpSpec
+    from cltune.families.reduce.reference import make_input, run_once
 
     assert [d.platform for d in list_devices()] == ["Oclgrind"], list_devices()
     info, dev = select("0")

@@ -2,8 +2,8 @@
 
 import pytest
 
-from cltune.config import Config
-from cltune.plan import INDEX32_LIMIT, make_plan, needs_index64
+from cltune.families.reduce.config import Config
+from cltune.families.reduce.plan import INDEX32_LIMIT, make_plan, needs_index64
 
 CONFIGS = [Config("local_tree", 256, 1024, 4, 4, 8, 2, "native"),
            Config("serial", 8, 0, 8, 16, 8, 1, "native"),

@@ -1,7 +1,7 @@
 """Portability: every OpenCL implementation on the machine, every op x dtype it supports, every
 strategy its space offers, against numpy; and a random sample of the space builds everywhere.
 
-The devices are those of `cltune.devices.list_devices()` (the Oclgrind simulator is left to
+The devices are those of `cltune.device.select.list_devices()` (the Oclgrind simulator is left to
 tests/test_oclgrind.py). With `.ci/opencl-env.sh` sourced this machine has three CPU
 implementations: Intel's CPU runtime (subgroups), pyopencl's bundled PoCL 3.0-rc2 and Debian's
 PoCL 3.1; `CLTUNE_REQUIRE_ALL=1` (CI) requires Intel's and Debian's to be usable and the bundled
@@ -22,14 +22,14 @@ import pyopencl as cl
 import pytest
 from support.require import need
 
-from cltune import strategies
-from cltune.config import Config
-from cltune.devices import DeviceError, device_health, list_devices, select
-from cltune.launch import Launcher
-from cltune.ops import DTYPES, OPS, OpSpec
-from cltune.program import BuildError
-from cltune.space import make_space
-from cltune.verify import compare, error_bound, make_input, reference, run_once
+from cltune.core import strategies
+from cltune.core.ops import DTYPES, OPS, OpSpec
+from cltune.device.select import DeviceError, device_health, list_devices, select
+from cltune.families.reduce.config import Config
+from cltune.families.reduce.launch import Launcher
+from cltune.families.reduce.reference import compare, error_bound, make_input, reference, run_once
+from cltune.families.reduce.space import make_space
+from cltune.opencl.build import BuildError
 
 SIZES = (1, 2, 31, 1023, 1025)
 BIG = 2**20 + 3
@@ -131,7 +131,7 @@ def test_unusable_device_is_refused_cleanly(info, db_url):
     from typer.testing import CliRunner
 
     from cltune import get_reducer
-    from cltune.cli import app
+    from cltune.cli.app import app
 
     h = device_health(info)
     assert h.message and h.fix, h

@@ -34,7 +34,7 @@ from support.records import reduce_measurement
 from support.require import need
 from support.writes import random_record_writes
 
-from cltune.config import Config
+from cltune.families.reduce.config import Config
 from cltune.tuning_db import DatabaseError, Store, tally
 from cltune.tuning_db.migrations import LATEST
 from cltune.tuning_db.models import Base, Best, Device, Result
@@ -135,7 +135,7 @@ def test_store_open_creates_the_schema_and_round_trips(pg):
 
 @pytest.mark.parametrize("first", ["cltune", "optuna"])
 def test_cltune_and_optuna_tables_coexist_in_one_schema(pg, first):
-    from cltune.tuner import open_storage
+    from cltune.tuning.tuner import open_storage
 
     url = pg(f"co{first[0]}")
 
@@ -346,7 +346,7 @@ def test_two_workers_create_a_fresh_schema_at_once(pg):
 def test_two_workers_create_a_fresh_optuna_storage_at_once(pg):
     from optuna.storages._rdb import models
 
-    from cltune.tuner import open_storage
+    from cltune.tuning.tuner import open_storage
 
     url = pg("fo")
     got = _race(url, lambda conn: models.BaseModel.metadata.create_all(conn),
@@ -449,10 +449,10 @@ def _side_by_side(ctx, device, configs: list[dict], bucket: int = 10) -> list[fl
     finalists by, since the stored best must never lose end to end), timed interleaved in this
     process so that both are measured under the same load. Device time alone is not what is
     compared: at 2^10 the per-call winner can have the slower kernel."""
-    from cltune.launch import Launcher
-    from cltune.measure import Bench, profiling_queue
-    from cltune.ops import OpSpec
-    from cltune.verify import make_input
+    from cltune.core.ops import OpSpec
+    from cltune.families.reduce.launch import Launcher
+    from cltune.families.reduce.reference import make_input
+    from cltune.opencl.measure import Bench, profiling_queue
 
     info, dev = device
     spec = OpSpec.of("sum", "float32")

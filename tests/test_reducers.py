@@ -1,4 +1,4 @@
-"""`cltune.get_reducer` for the arg-reductions and statistics (cltune.stats behind the
+"""`cltune.get_reducer` for the arg-reductions and statistics (cltune.stats.api behind the
 reducer's call convention) next to the plain reductions."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pyopencl.array as cla
 import pytest
 
 import cltune
-from cltune.reducers import STATS_OPS, StatsReducer
+from cltune.stats.reducers import STATS_OPS, StatsReducer
 
-pytestmark = pytest.mark.filterwarnings("ignore::cltune.runtime.CltuneWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::cltune.families.reduce.api.CltuneWarning")
 
 
 def test_plain_ops_are_the_runtime_reducers(queue):

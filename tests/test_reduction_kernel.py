@@ -18,7 +18,7 @@ from pyopencl.tools import get_or_register_dtype, match_dtype_to_c_struct
 
 import cltune
 from cltune import ReductionKernel
-from cltune.expr_tune import load_kernel, tune_kernel_spec
+from cltune.tuning.kernels import load_kernel, tune_kernel_spec
 from cltune.tuning_db import Store
 from cltune.tuning_db.rows import Measurement
 
@@ -231,8 +231,8 @@ def test_a_tuned_size_class_serves_only_sizes_near_it(ctx, device, data, db_url)
     """An expression tuned for 2^20 serves 2^(20 - MAX_BUCKET_STEPS) .. 2^(20 +
     MAX_BUCKET_STEPS) from that class; sizes further away get the fallback (derived from the
     tuned sum, else builtin), and explain says why."""
-    from cltune.expr_choice import MAX_BUCKET_STEPS
-    from cltune.expr_config import ExprConfig
+    from cltune.families.expr.config import ExprConfig
+    from cltune.families.expr.serve import MAX_BUCKET_STEPS
 
     info, _ = device
     knl = ReductionKernel(ctx, np.float32, **DOT, db=db_url)
@@ -380,7 +380,7 @@ def test_tune_kernel_spec_imports_module_attribute(tmp_path, monkeypatch, device
         import numpy as np
         import pyopencl as cl
         from cltune import ReductionKernel
-        from cltune.devices import select
+        from cltune.device.select import select
 
         def l1():
             ctx = cl.Context([select("{info.index}")[1]])

@@ -10,7 +10,7 @@ import pyopencl.array as cla
 import pytest
 
 from cltune import get_reducer
-from cltune.runtime import CltuneWarning
+from cltune.families.reduce.api import CltuneWarning
 
 
 @pytest.fixture
@@ -150,7 +150,7 @@ def test_threads_share_one_reducer(ctx, device, empty_db):
 def test_tuned_db_is_used_and_explained(queue, device, tmp_path):
     from support.tuned import store_bests
 
-    from cltune.config import Config
+    from cltune.families.reduce.config import Config
 
     url = f"sqlite:///{tmp_path / 't.db'}"
     store_bests(url, device[0], {10: Config("local_tree", 8, 8, 2, 4, 2, 2, "native"),
@@ -167,7 +167,7 @@ def test_runtime_never_writes_the_database(queue, device, tmp_path):
 
     from support.tuned import store_bests
 
-    from cltune.config import Config
+    from cltune.families.reduce.config import Config
 
     url = f"sqlite:///{tmp_path / 'ro.db'}"
     store_bests(url, device[0], {12: Config("local_tree", 8, 8, 2, 4, 2, 2, "native")})
@@ -218,10 +218,10 @@ def test_prepared_launches_do_not_keep_inputs_alive(queue, empty_db):
 
 
 def test_result_arrays_from_the_template_are_real_independent_arrays(queue, empty_db):
-    """The warm path's 0-d results copy a template Array (cltune.scalars.ScalarFactory): each
+    """The warm path's 0-d results copy a template Array (cltune.opencl.scalars.ScalarFactory): each
     has its own buffer and events and behaves like one pyopencl built; the constructor path
     (used when a pyopencl version sets other attributes) gives the same."""
-    from cltune.scalars import ARRAY_ATTRS, new_scalar
+    from cltune.opencl.scalars import ARRAY_ATTRS, new_scalar
 
     r = get_reducer(queue, db=empty_db)
     assert r.scalars.fast, "this pyopencl's Array attributes changed: update ARRAY_ATTRS"
@@ -250,7 +250,7 @@ def test_no_database_file_answers_without_loading_sqlalchemy(device, tmp_path):
 import json, sys, warnings
 import numpy as np, pyopencl as cl, pyopencl.array as cla
 from cltune import get_reducer
-from cltune.devices import select
+from cltune.device.select import select
 info, dev = select({str(info.index)!r})
 ctx = cl.Context([dev]); q = cl.CommandQueue(ctx)
 with warnings.catch_warnings(record=True) as w:

@@ -3,12 +3,12 @@
 import optuna
 from support.records import reduce_measurement
 
-from cltune.config import Config
-from cltune.defaults import builtin_config
-from cltune.ops import OpSpec
-from cltune.seeds import MAX_SEEDS, known_config, params_of, seed_params
-from cltune.space import make_space
-from cltune.tuner import TuneOptions, Tuner
+from cltune.core.ops import OpSpec
+from cltune.families.reduce.config import Config
+from cltune.families.reduce.defaults import builtin_config
+from cltune.families.reduce.seeds import MAX_SEEDS, known_config, params_of, seed_params
+from cltune.families.reduce.space import make_space
+from cltune.tuning.tuner import TuneOptions, Tuner
 from cltune.tuning_db import Store
 
 

@@ -2,11 +2,11 @@
 
 import random
 
-from cltune import strategies
-from cltune.config import Config
-from cltune.launch import Launcher
-from cltune.ops import OpSpec
-from cltune.space import STATIC_LOCAL_RESERVE, make_space
+from cltune.core import strategies
+from cltune.core.ops import OpSpec
+from cltune.families.reduce.config import Config
+from cltune.families.reduce.launch import Launcher
+from cltune.families.reduce.space import STATIC_LOCAL_RESERVE, make_space
 
 
 def test_offered_points_respect_device_limits(ctx, device):
@@ -39,7 +39,7 @@ def test_a_sample_of_the_space_builds_and_runs(ctx, device, queue):
     rng = random.Random(1)
     import numpy as np
 
-    from cltune.verify import run_once
+    from cltune.families.reduce.reference import run_once
     for cfg in rng.sample(space.configs(), 12):
         got = run_once(Launcher(ctx, dev, info, spec, cfg), queue, [np.ones(4099, np.float32)])
         assert got == 4099, cfg.short()

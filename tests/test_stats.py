@@ -1,4 +1,4 @@
-"""cltune.stats against numpy: argmin/argmax (ties, NaN), norm (1, 2 without overflow, inf),
+"""cltune.stats.api against numpy: argmin/argmax (ties, NaN), norm (1, 2 without overflow, inf),
 mean, var/std (ddof, one pass), count_nonzero, any/all; odd sizes, empty inputs, errors."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import pyopencl.array as cla
 import pytest
 
 import cltune
-from cltune import stats
+from cltune.stats import api as stats
+from cltune.stats import kernels as stats_kernels
 
 SIZES = (1, 3, 1000003)
 
@@ -136,7 +137,7 @@ def test_var_merges_stay_accurate_where_the_shift_drifts(queue, rng):
     on one side), a ramp on a 1e9 offset, halves a million apart, blocks of different means.
     The merge re-shifts while (c - m)^2 <= 16 v and recentres otherwise (SHIFT_K); with
     Chan's formula at every merge the ramp was 1e-9 off and the sorted input 1.4e-12."""
-    if not stats._fp64(queue.context):
+    if not stats_kernels._fp64(queue.context):
         pytest.skip("the device has no fp64")
     n = 300_007
     cases = {"sorted": np.sort(rng.standard_normal(n)) * 1e3 + 5e6,
@@ -201,7 +202,7 @@ def test_every_statistic_has_a_reference_and_tunes(ctx, queue, db_url, storage_u
 def test_whole_array_rules_of_numpy_for_nd_inputs(queue, rng):
     """Without axis, numpy gives F-ordered inputs' argmax/argmin as the first extreme in C
     order (on ties that is not the first in memory), and a 2-D array's norm with an ord is a
-    matrix norm (cltune/stats_whole.py); an ord with 3+ dimensions is numpy's ValueError."""
+    matrix norm (cltune/stats/whole.py); an ord with 3+ dimensions is numpy's ValueError."""
     for dt in (np.int32, np.float32, np.uint8):
         for shape in ((100, 31), (7, 3, 257), (2, 1, 9000), (31, 1)):
             h = np.asfortranarray(rng.integers(0, 4, shape).astype(dt))  # many ties

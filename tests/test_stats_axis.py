@@ -1,4 +1,4 @@
-"""cltune.stats along axes (`axis=`, `keepdims=`) against numpy: every function on every axis
+"""cltune.stats.api along axes (`axis=`, `keepdims=`) against numpy: every function on every axis
 of C- and F-ordered arrays (2-D, 3-D middle axis, adjacent tuples), dtypes, awkward and large
 shapes (axes split over work-groups), NaN / inf placement and ties, empty axes, errors,
 `get_reducer`'s StatsReducer; kernels/expr_axis.cl under Oclgrind."""
@@ -13,9 +13,9 @@ import pytest
 from support.oclgrind import run_marked
 
 import cltune
-from cltune import stats
+from cltune.stats import api as stats
 
-pytestmark = pytest.mark.filterwarnings("ignore::cltune.runtime.CltuneWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::cltune.families.reduce.api.CltuneWarning")
 
 try:
     from numpy.exceptions import AxisError
@@ -239,7 +239,7 @@ def test_errors(queue):
 
 
 def test_stats_reducer_axis_and_explain(queue, rng, tmp_path, monkeypatch):
-    from cltune.expr_axis import axis_reducer
+    from cltune.families.expr_axis.api import axis_reducer
 
     # an empty database: the heuristic serves (tests/test_stats_axis_tuning.py tunes)
     monkeypatch.setenv("CLTUNE_DB", f"sqlite:///{tmp_path / 'none.db'}")
@@ -267,7 +267,7 @@ def test_stats_reducer_axis_and_explain(queue, rng, tmp_path, monkeypatch):
 
 
 def test_kernels_are_cached_per_shape(queue, rng):
-    from cltune.expr_axis import axis_reducer
+    from cltune.families.expr_axis.api import axis_reducer
 
     x = up(queue, rng.standard_normal((64, 33)).astype(np.float32))
     cltune.mean(x, axis=0)
@@ -281,14 +281,14 @@ MARK = "CLTUNE-STATS-AXIS-OCLGRIND "
 SCRIPT = r'''
 import numpy as np
 import pyopencl.array as cla
-from cltune import stats
-from cltune.expr_axis import AxisReducer, build
-from cltune.expr_axis_config import AxisExprConfig as C, AxisPlan
+from cltune.stats import api as stats
+from cltune.families.expr_axis.api import AxisReducer, build
+from cltune.families.expr_axis.config import AxisExprConfig as C, AxisPlan
 
 CFGS = [C("rows", 8, 4, 2), C("rows", 8, 1, 2), C("rows", 16, 16, 1),
         C("cols", 8, 2, 2, 2), C("cols", 8, 1, 1, 4), C("cols", 8, 8, 1)]
 if NEGATIVE:  # the lanes tree without its barrier between steps: must be reported
-    import cltune.expr_axis as ea
+    import cltune.families.expr_axis.api as ea
     src = ea.axis_template()
     cut = src.replace("        }\n        barrier(CLK_LOCAL_MEM_FENCE);\n", "        }\n", 1)
     assert cut != src

@@ -15,15 +15,15 @@ import pytest
 from typer.testing import CliRunner
 
 import cltune
-from cltune import stats
-from cltune.cli import app
-from cltune.expr_axis import axis_reducer
-from cltune.expr_axis_bench import awkward, close
-from cltune.expr_axis_config import AxisExprConfig, choose
-from cltune.expr_axis_family import EXPR_AXIS, variant
-from cltune.expr_axis_target import ExprAxisTarget, make_space
-from cltune.family import get
-from cltune.runtime import CltuneWarning
+from cltune.cli.app import app
+from cltune.core.family import get
+from cltune.families.expr_axis.api import axis_reducer
+from cltune.families.expr_axis.config import AxisExprConfig, choose
+from cltune.families.expr_axis.family import EXPR_AXIS, variant
+from cltune.families.expr_axis.reference import awkward, close
+from cltune.families.expr_axis.target import ExprAxisTarget, make_space
+from cltune.families.reduce.api import CltuneWarning
+from cltune.stats import api as stats
 from cltune.tuning_db import Store
 from cltune.tuning_db.rows import Measurement
 
@@ -310,7 +310,7 @@ def test_cltune_tune_op_tunes_a_statistic_whole_and_along_an_axis(ctx, queue, in
     r = runner.invoke(app, ["tune", "--device", dev, "--op", "var", "--sizes", "2^12",
                             "--trials", "3", "--db", tuned_db, "--storage", storage_url])
     assert r.exit_code == 0, r.output
-    assert "var/float32 (cltune.stats)" in r.output and "2^12" in r.output
+    assert "var/float32 (cltune.stats.api)" in r.output and "2^12" in r.output
     r = runner.invoke(app, ["tune", "--device", dev, "--op", "argmax", "--axis", "1",
                             "--shapes", "4096x16", "--trials", "3", "--db", tuned_db,
                             "--storage", storage_url])

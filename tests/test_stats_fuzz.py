@@ -1,4 +1,4 @@
-"""cltune.stats against numpy on random cases (fixed seeds): shapes of 1-3 dimensions with odd
+"""cltune.stats.api against numpy on random cases (fixed seeds): shapes of 1-3 dimensions with odd
 and unit lengths and empty axes, C and F order, int and adjacent-tuple axes and None,
 keepdims, dtypes, NaN/inf placed at random and many ties. Every case must give numpy's answer
 or the same kind of error; the one documented difference is a 2-D array's ord=2/-2 norm (its

@@ -10,11 +10,12 @@ import numpy as np
 import pyopencl.array as cla
 import pytest
 
-from cltune import get_reducer, strategies
-from cltune.config import Config, ConfigError
-from cltune.ops import OpSpec
-from cltune.space import make_space
-from cltune.tuner import TuneOptions, Tuner
+from cltune import get_reducer
+from cltune.core import strategies
+from cltune.core.ops import OpSpec
+from cltune.families.reduce.config import Config, ConfigError
+from cltune.families.reduce.space import make_space
+from cltune.tuning.tuner import TuneOptions, Tuner
 from cltune.tuning_db import Store
 
 TOY_SOURCE = (Path(__file__).parent / "strategies" / "toy_sequential.cl").read_text()
@@ -82,8 +83,8 @@ def test_toy_strategy_is_offered_tuned_stored_and_served(toy, ctx, device, queue
 
 @pytest.mark.parametrize("op,dtype", [("max", "float32"), ("prod", "int64"), ("dot", "float64")])
 def test_toy_strategy_matches_numpy_on_other_ops(toy, ctx, device, queue, op, dtype):
-    from cltune.launch import Launcher
-    from cltune.verify import validate
+    from cltune.families.reduce.launch import Launcher
+    from cltune.families.reduce.reference import validate
 
     info, dev = device
     spec = OpSpec(op, dtype)

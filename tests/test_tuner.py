@@ -11,8 +11,8 @@ import time
 import optuna
 import pytest
 
-from cltune.config import Config
-from cltune.tuner import TuneOptions, Tuner
+from cltune.families.reduce.config import Config
+from cltune.tuning.tuner import TuneOptions, Tuner
 from cltune.tuning_db import Store
 
 DONE = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
@@ -117,7 +117,7 @@ def test_max_rel_error_rejects_accumulators_that_cannot_meet_it(ctx, device, db_
 def test_tunes_a_variant_named_through_the_family(ctx, device, db_url, storage_url):
     """TuneOptions(family, variant): the tuner drives the family's target and records under
     its keys; an unknown variant is the family's clear error."""
-    from cltune.ops import OpError
+    from cltune.core.ops import OpError
 
     info, dev = device
     store = Store.open(db_url)
@@ -138,7 +138,7 @@ def test_the_builtin_config_competes_end_to_end(ctx, device, db_url, storage_url
     """The finalists are ranked by the time per call an application waits for, and the builtin
     config (what get_reducer runs untuned) is always among them: a stored best is never slower
     end to end than it, and the result says by how much tuning beats it."""
-    from cltune.defaults import builtin_config
+    from cltune.families.reduce.defaults import builtin_config
 
     info, dev = device
     b = builtin_config(info)
@@ -159,7 +159,7 @@ def test_the_builtin_config_competes_end_to_end(ctx, device, db_url, storage_url
 def test_the_builtin_competes_under_the_same_error_budget(ctx, device, db_url, storage_url):
     """With --max-rel-error the builtin config is held to the same budget as every trial: a
     native accumulator that cannot meet it never becomes the best through the back door."""
-    from cltune.defaults import builtin_config
+    from cltune.families.reduce.defaults import builtin_config
 
     info, dev = device
     b = builtin_config(info)

@@ -16,8 +16,8 @@ import math
 import re
 from dataclasses import dataclass
 
-from cltune.family import get as get_family
-from cltune.ops import DTYPES, OPS
+from cltune.core.family import get as get_family
+from cltune.core.ops import DTYPES, OPS
 
 from .rows import ResultRow
 

@@ -1,17 +1,17 @@
 # ruff: noqa  (one-off experiment, kept terse)
-"""Host CPU per axis launch, cltune.axis_launch before ArgSetter (pyopencl invokers: every
+"""Host CPU per axis launch, cltune.families.axis.launch before ArgSetter (pyopencl invokers: every
 argument every call) against after, interleaved in one process. Usage:
-    git show 1bc4ae0:cltune/axis_launch.py > /tmp/old_axis_launch.py
+    git show 1bc4ae0:cltune/families/axis/launch.py > /tmp/old_axis_launch.py
     python scripts/experiments/axis_launch_ab.py DEVICE /tmp/old_axis_launch.py"""
 import sys, time, statistics, importlib.util, numpy as np, pyopencl as cl, pyopencl.array as cla
 import cltune
-from cltune import axis_launch as new
+from cltune.families.axis import launch as new
 spec = importlib.util.spec_from_file_location("cltune._old_axis_launch", sys.argv[2])
 old = importlib.util.module_from_spec(spec); sys.modules[spec.name] = old; spec.loader.exec_module(old)
-from cltune.devices import select
-from cltune.ops import OpSpec
+from cltune.device.select import select
+from cltune.core.ops import OpSpec
 
-from cltune.axis_config import AxisConfig
+from cltune.families.axis.config import AxisConfig
 info, dev = select(sys.argv[1]); ctx = cl.Context([dev]); q = cl.CommandQueue(ctx)
 sp = OpSpec("sum", "float32")
 x = cla.to_device(q, np.random.rand(64 * 64).astype(np.float32)); out = cla.empty(q, 64, np.float32)

@@ -25,12 +25,12 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-import cltune.program as prog
-from cltune.buckets import parse_sizes
-from cltune.config import Config
-from cltune.devices import select
-from cltune.launch import Launcher
-from cltune.ops import OpSpec
+import cltune.families.reduce.kernel as prog
+from cltune.core.buckets import parse_sizes
+from cltune.core.ops import OpSpec
+from cltune.device.select import select
+from cltune.families.reduce.config import Config
+from cltune.families.reduce.launch import Launcher
 
 NAN_OP = "#define OP(a, b) (((a) != (a) || (a) > (b)) ? (a) : (b))"
 CONFIGS = (Config("serial", 8, 0, 24, 16, 256, 2), Config("serial", 8, 0, 24, 16, 4, 2),

@@ -1,5 +1,5 @@
 # ruff: noqa: B023, E501  (one-off experiment: closures are called at once)
-"""Device time per pass and host time per call of the expression family (cltune.stats,
+"""Device time per pass and host time per call of the expression family (cltune.stats.api,
 cltune.ReductionKernel) beside the plain tuned sum and a trivial kernel, then torch in its own
 block: where an expression reduction loses time on a GPU.
 
@@ -19,9 +19,9 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 import cltune
-from cltune import stats
-from cltune.devices import select
-from cltune.runtime import get_reducer
+from cltune.device.select import select
+from cltune.families.reduce.api import get_reducer
+from cltune.stats import api as stats
 
 EMPTY = "__kernel void nop(__global float *o) { if (get_global_id(0) == 0x7fffffff) o[0] = 1; }"
 
@@ -120,8 +120,8 @@ def main() -> int:
                 f"passes {[round(v, 2) for v in pp]} ({x.nbytes / t / 1e3:.0f} GB/s, "
                 f"{gb[('sum', b)] / t:.2f} of sum); per call {batch_us(fn, q.finish):.2f} us")
     if a.grid:
-        from cltune.expr_config import ExprConfig
-        from cltune.expr_launch import ExprLauncher
+        from cltune.families.expr.config import ExprConfig
+        from cltune.families.expr.launch import ExprLauncher
 
         for b in [s for s in sizes if s >= 24]:
             x = xs[b]

@@ -20,12 +20,12 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-import cltune.program as prog
-from cltune.config import Config
-from cltune.devices import select
-from cltune.launch import Launcher
-from cltune.measure import device_seconds
-from cltune.ops import OpSpec
+import cltune.families.reduce.kernel as prog
+from cltune.core.ops import OpSpec
+from cltune.device.select import select
+from cltune.families.reduce.config import Config
+from cltune.families.reduce.launch import Launcher
+from cltune.opencl.measure import device_seconds
 
 GET32 = ("#define GET_PARTIAL(p, j) CAT(as_, CLT_ACC_T)(atomic_add((volatile __global int *)(p) "
          "+ (j), 0))")

@@ -1,14 +1,14 @@
 # ruff: noqa  (one-off experiment, kept terse)
-"""A/B in one process: cltune.stats argmax/var as of commit 5cf1709 (struct pick / Welford per
+"""A/B in one process: cltune.stats.api argmax/var as of commit 5cf1709 (struct pick / Welford per
 element) against the fold_expr versions (compare / shifted sums). Usage:
-    git show 5cf1709:cltune/stats.py > /tmp/old_stats.py
+    git show 5cf1709:cltune/stats/api.py > /tmp/old_stats.py
     python scripts/experiments/fold_ab.py DEVICE /tmp/old_stats.py
 """
 import sys, time, statistics, importlib.util, numpy as np, pyopencl as cl, pyopencl.array as cla
-from cltune import stats as new
+from cltune.stats import api as new
 spec = importlib.util.spec_from_file_location("cltune.old_stats", sys.argv[2])
 old = importlib.util.module_from_spec(spec); sys.modules["cltune.old_stats"] = old; spec.loader.exec_module(old)
-from cltune.devices import select
+from cltune.device.select import select
 info, dev = select(sys.argv[1])
 ctx = cl.Context([dev]); q = cl.CommandQueue(ctx)
 for b in (20, 24):

@@ -1,10 +1,10 @@
 # ruff: noqa  (one-off experiment, kept terse)
 """r(x[i:i+4096]) with the offset changing every call: scalar kernel arguments set through
-pyopencl's Kernel.set_arg (cltune.kernel_args._FAST = False) against Kernel._set_arg_buf, interleaved
+pyopencl's Kernel.set_arg (cltune.opencl.kernel_args._FAST = False) against Kernel._set_arg_buf, interleaved
 in one process.  python scripts/experiments/offset_setter_ab.py DEVICE"""
 import sys, time, statistics, numpy as np, pyopencl as cl, pyopencl.array as cla
-import cltune, cltune.kernel_args as ka
-from cltune.devices import select
+import cltune, cltune.opencl.kernel_args as ka
+from cltune.device.select import select
 info, dev = select(sys.argv[1]); ctx = cl.Context([dev]); q = cl.CommandQueue(ctx)
 r = cltune.get_reducer(q)
 n = 4096

@@ -30,8 +30,8 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from cltune.buckets import parse_sizes
-from cltune.devices import select
+from cltune.core.buckets import parse_sizes
+from cltune.device.select import select
 
 HEAD = r"""
 #ifndef LOAD

@@ -16,10 +16,10 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from cltune.config import Config, ConfigError
-from cltune.devices import select
-from cltune.launch import Launcher
-from cltune.runtime import get_reducer
+from cltune.device.select import select
+from cltune.families.reduce.api import get_reducer
+from cltune.families.reduce.config import Config, ConfigError
+from cltune.families.reduce.launch import Launcher
 
 EMPTY = "__kernel void nop(__global float *o) { if (get_global_id(0) == 0x7fffffff) o[0] = 1; }"
 

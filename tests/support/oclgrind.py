@@ -417,7 +417,7 @@ if __name__ == "__main__":  # python tests/support/oclgrind.py SCRIPT.py
 CHILD_PRELUDE = r'''
 import json, sys
 import pyopencl as cl
-from cltune.devices import list_devices, select
+from cltune.device.select import list_devices, select
 
 devs = list_devices()
 if len(devs) != 1 or devs[0].platform != "Oclgrind":

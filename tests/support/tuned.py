@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cltune.config import Config
+from cltune.families.reduce.config import Config
 from cltune.tuning_db import Store
 from support.records import reduce_measurement
 

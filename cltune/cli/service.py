@@ -1,0 +1,246 @@
+"""What the CLI commands do, as library functions returning plain data (the CLI only renders).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyopencl as cl
+
+from cltune.core.ops import DTYPES, OPS, OpSpec
+from cltune.device.health import Health
+from cltune.device.info import DeviceInfo
+from cltune.device.select import device_health, list_devices, select
+from cltune.families.reduce import family as reduce_family
+from cltune.tuning.tuner import BucketResult, Progress, TuneOptions, Tuner
+
+
+@dataclass(frozen=True)
+class DeviceRow:
+    info: DeviceInfo
+    subgroup_size: int
+    tuned: bool
+    health: Health
+
+
+def devices_report(db: str | None, recheck: bool = False) -> tuple[list[DeviceRow], str]:
+    """Every device with its health, subgroup size and whether the database holds results for
+    it; `recheck` probes every device again. The second item is a note when the database could
+    not be read ('' otherwise)."""
+    from cltune.families.reduce.kernel import kernel_subgroup_size
+    from cltune.tuning_db import DatabaseError, Store
+
+    note = ""
+    tuned: set[str] = set()
+    try:
+        store = Store.open(db, readonly=True)
+        try:
+            tuned = store.fingerprints_tuned()
+        finally:
+            store.close()
+    except DatabaseError as e:
+        note = str(e)
+    rows = []
+    for info in list_devices(recheck=recheck):
+        sg = 0
+        h = device_health(info)
+        if info.subgroups and h.ok:
+            dev = info.cl_device()
+            try:
+                sg = kernel_subgroup_size(cl.Context([dev]), dev, info, min(64, info.max_wg))
+            except cl.Error:
+                sg = 0
+        rows.append(DeviceRow(info, sg, info.fingerprint in tuned, h))
+    return rows, note
+
+
+def tune(selector: str, opts: TuneOptions, db: str | None, storage: str | None,
+         progress: Progress | None = None) -> tuple[DeviceInfo, list[BucketResult]]:
+    from cltune.tuning_db import Store, default_storage_url
+
+    info, dev = select(selector)
+    store = Store.open(db)
+    try:
+        ctx = cl.Context([dev])
+        tuner = Tuner(ctx, dev, info, store, storage or default_storage_url(), opts, progress)
+        return info, tuner.run()
+    finally:
+        store.close()
+
+
+def axis_variants(op: str, dtype: str, axis: str | None, segments: bool) -> list[str]:
+    """The axis family's variants a `cltune tune --axis/--segments` run tunes: axis 1 is the
+    contiguous (rows) layout of a 2-D C array, axis 0 the strided (cols) one."""
+    if axis not in (None, "0", "1", "both"):
+        raise ValueError(f"--axis takes 0, 1 or both, not {axis!r:.20}")
+    kinds = {"1": ["rows"], "0": ["cols"], "both": ["rows", "cols"], None: []}[axis]
+    kinds += ["segs"] if segments else []
+    OpSpec(op, dtype)  # a clear error for an unknown op or dtype
+    if segments and op == "dot":
+        raise ValueError("segments have no dot (multiply first, then sum)")
+    return [f"{op}/{dtype}/{k}" for k in kinds]
+
+
+def tune_axis(selector: str, variants: list[str], shapes: tuple | None, opts: TuneOptions,
+              db: str | None, storage: str | None, progress: Progress | None = None,
+              ) -> tuple[DeviceInfo, list[tuple[str, list[BucketResult]]]]:
+    """Tune the axis family's variants over shapes (log2 pairs; default: the family's shape
+    set, for segments its segment classes); the time budget is shared by all classes."""
+    from dataclasses import replace
+
+    from cltune.families.axis import family as axis_family
+    from cltune.tuning_db import Store, default_storage_url
+
+    info, dev = select(selector)
+    plan = [(v, shapes or (axis_family.DEFAULT_SEGMENTS if v.endswith("/segs")
+                           else axis_family.DEFAULT_SHAPES)) for v in variants]
+    total = sum(len(s) for _, s in plan)
+    store = Store.open(db)
+    out = []
+    try:
+        ctx = cl.Context([dev])
+        for v, keys in plan:
+            o = replace(opts, family="axis", variant=v, buckets=tuple(keys),
+                        timeout_s=opts.timeout_s * len(keys) / total)
+            tuner = Tuner(ctx, dev, info, store, storage or default_storage_url(), o, progress)
+            out.append((v, tuner.run()))
+    finally:
+        store.close()
+    return info, out
+
+
+def show(db: str | None, selector: str | None):  # noqa: ANN201 - list of ResultRow
+    """Best results, optionally of one device (selector as for `--device`)."""
+    from cltune.tuning_db import Store
+
+    info = select(selector)[0] if selector is not None else None
+    store = Store.open(db, readonly=True)
+    try:
+        ids = store.device_ids(**({"fingerprint": info.fingerprint} if info else {}))
+        return store.bests(ids)
+    finally:
+        store.close()
+
+
+def explain_device(db: str | None, selector: str, variant: str):  # noqa: ANN201
+    """Which fallback level answers for this device, and why (as get_reducer would see it)."""
+    from cltune.tuning_db import Store
+    from cltune.tuning_db.lookup import DeviceKey, lookup
+
+    info, _ = select(selector)
+    key = DeviceKey(info.fingerprint, info.hardware_key, info.model, info.vendor, info.type,
+                    info.driver)
+    store = Store.open(db, readonly=True)
+    try:
+        return info, lookup(store, key, reduce_family.NAME, variant)
+    finally:
+        store.close()
+
+
+def export(db: str | None, selector: str | None, path: str) -> int:
+    """Write the bests (of one device, or all) as a versioned JSON file; returns the count."""
+    import json
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from cltune.tuning_db import Store
+    from cltune.tuning_db.exchange import export_doc
+
+    fps = None if selector is None else {select(selector)[0].fingerprint}
+    store = Store.open(db, readonly=True)
+    try:
+        doc = export_doc(store.export_rows(fps))
+    finally:
+        store.close()
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".",
+                               prefix=".cltune-export-")
+    with os.fdopen(fd, "w") as f:  # write then rename: never a half-written file
+        json.dump(doc, f, indent=1, sort_keys=True)
+    os.replace(tmp, target)
+    return len(doc["results"])
+
+
+def import_file(db: str | None, path: str):  # noqa: ANN201 - MergeReport
+    """Validate the whole file, then merge it in one transaction."""
+    from cltune.tuning_db import Store
+    from cltune.tuning_db.exchange import read_import_file
+
+    records = read_import_file(path)  # raises before anything is written
+    store = Store.open(db)
+    try:
+        return store.merge(records)
+    finally:
+        store.close()
+
+
+def verify(db: str | None, selector: str, op: str | None, dtype: str | None):  # noqa: ANN201
+    from cltune.tuning.reverify import verify_device
+    from cltune.tuning_db import Store
+
+    info, dev = select(selector)
+    store = Store.open(db)
+    try:
+        from cltune.families.axis import family as axis_family
+
+        variants = axis = None
+        if op or dtype:  # the variants of this op and/or dtype
+            variants = tuple(reduce_family.variant(OpSpec(o, d)) for o in OPS for d in DTYPES
+                             if o == (op or o) and d == (dtype or d))
+            axis = tuple(f"{v}/{k}" for v in variants for k in axis_family.KINDS)
+        ctx = cl.Context([dev])
+        # the families whose stored results can be re-run from the database alone (a custom
+        # expression's text is not stored: `knl.tune` re-validates those)
+        return info, (verify_device(ctx, dev, info, store, reduce_family.NAME, variants)
+                      + verify_device(ctx, dev, info, store, axis_family.NAME, axis))
+    finally:
+        store.close()
+
+
+#: families whose stored results verify cannot re-run: their code (an application's
+#: expression) is not stored, only its fingerprint; `knl.tune(...)` re-validates them
+CODE_FAMILIES = ("expr", "expr_axis")
+
+
+def not_reverified(db: str | None, selector: str) -> dict[str, int]:
+    """How many stored results `verify` leaves alone on this device (and related ones), per
+    family of CODE_FAMILIES that has any."""
+    from cltune.tuning_db import Store
+
+    info, _ = select(selector)
+    store = Store.open(db)
+    try:
+        ids = [i for _, group in store.related_devices(info.fingerprint, info.hardware_key,
+                                                         info.model, info.vendor)
+               for i in group]
+        counts = {f: len({(r.variant, r.size_class) for r in store.ok_results(ids, f, None)})
+                  for f in CODE_FAMILIES}
+        return {f: n for f, n in counts.items() if n}
+    finally:
+        store.close()
+
+
+def bench(selector: str, op: str, dtype: str, sizes: list[int], repeats: int,
+          db: str | None):  # noqa: ANN201 - benchmark.Report
+    """`cltune bench`: the tuned reduction against its baselines on one device."""
+    from cltune.cli.bench import run_benchmark
+
+    if repeats < 1:
+        raise ValueError("--repeats must be at least 1")
+    info, dev = select(selector)
+    ctx = cl.Context([dev])
+    return run_benchmark(cl.CommandQueue(ctx, dev), info, op, dtype, sizes, repeats, db)
+
+
+def migrate(db: str | None, rebuild_tally: bool = False) -> tuple[int, tuple[int, int] | None]:
+    """Create or migrate the schema; with rebuild_tally also recount the vendor tally.
+    Returns the version now in place and (tally rows, keys that differed) when rebuilt."""
+    from cltune.tuning_db import Store
+    from cltune.tuning_db.migrations import LATEST
+
+    store = Store.open(db)
+    try:
+        return LATEST, store.rebuild_tally() if rebuild_tally else None
+    finally:
+        store.close()

@@ -1,0 +1,1 @@
+"""cltune.core"""

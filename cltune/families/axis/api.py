@@ -1,0 +1,406 @@
+"""Reductions along axes at run time: `r(x, axis=k)` (segments: cltune.families.axis.segments).
+
+An n-D C- or F-contiguous array is viewed as (outer, reduced, inner) in memory order; a
+contiguous reduced axis (inner == 1) runs the `rows` layout, any other the `cols` layout.
+Configs come from the database per variant (`op/dtype/rows|cols|segs`) and size class (see
+axis_family), the nearest tuned class serving a shape; shapes never tuned get the builtin
+config for their shape. Like the 1-D runtime this never writes the database and never loads
+the tuner.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import warnings
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from cltune.families.axis import family as axis_family
+from cltune.families.axis.config import AxisConfig, AxisConfigError
+from cltune.families.axis.defaults import builtin_axis_config, safest_axis_config
+from cltune.families.axis.family import NO_ERROR
+from cltune.families.axis.kernel import source_hash
+from cltune.families.axis.launch import AxisLauncher
+from cltune.isolation.vetting import first_usable
+from cltune.opencl.build import BuildError
+
+try:
+    from numpy.exceptions import AxisError
+except ImportError:  # numpy < 1.25
+    AxisError = np.AxisError  # type: ignore[attr-defined,misc]
+
+
+def _log2(v: int) -> int:
+    return max(0, round(math.log2(max(1, v))))
+
+
+@dataclass(frozen=True)
+class AxisExplanation:
+    """Which config serves a shape, and where that answer came from."""
+
+    variant: str
+    shape: tuple[int, int]  # the (a, b) this call is, in its layout's terms
+    config: AxisConfig
+    level: str  # exact | driver-changed | same-device | shipped | vendor-default | builtin
+    why: str
+    size_class: str | None  # the tuned class that serves it (None: builtin)
+    gbps: float | None
+
+    def __str__(self) -> str:
+        cls = f"class {self.size_class}" if self.size_class else "no tuned class"
+        perf = f", {self.gbps:.1f} GB/s when tuned" if self.gbps else ""
+        return (f"{self.variant} {self.shape[0]}x{self.shape[1]}: {self.config.short()} "
+                f"[{self.level}: {self.why}; {cls}{perf}]")
+
+
+@dataclass(frozen=True)
+class _Tuned:
+    key: tuple[int, int]
+    config: AxisConfig
+    gbps: float | None
+
+
+class _Kind:
+    """What the database knows for one variant (op/dtype/kind) on this device."""
+
+    def __init__(self, level: str, why: str, tuned: list[_Tuned]) -> None:
+        self.level, self.why, self.tuned = level, why, tuned
+        self.keys = [t.key for t in tuned]
+
+
+class AxisEngine:
+    """Per 1-D engine (context, device, op/dtype, database): configs per kind, launchers,
+    error flags of the segments kernel per queue, offsets arrays already validated."""
+
+    def __init__(self, eng: Any) -> None:
+        self.ctx, self.dev, self.info, self.spec = eng.ctx, eng.dev, eng.info, eng.spec
+        self.db = getattr(eng, "db", None)
+        self.allocator = eng.allocator
+        self._kinds: dict[str, _Kind] = {}
+        self._launchers: dict[AxisConfig, AxisLauncher] = {}
+        self._errs: dict[int, cl.Buffer] = {}
+        self.checked: OrderedDict[tuple, None] = OrderedDict()
+        self._chosen: dict[tuple, tuple[AxisConfig, _Tuned | None]] = {}
+        self.notes: dict[tuple, tuple[str, str]] = {}  # (kind, a, b) -> vetting's (level, why)
+        self.geometries: dict[tuple, Geometry] = {}  # (shape, strides, axis, keepdims)
+        self._lock = threading.Lock()
+
+    def kind(self, kind: str) -> _Kind:
+        k = self._kinds.get(kind)
+        if k is None:
+            k = self._kinds[kind] = _load(self.info, f"{self.spec.op}/{self.spec.dtype}/{kind}",
+                                          self.db)
+        return k
+
+    def choose(self, kind: str, a: int, b: int) -> tuple[AxisConfig, _Tuned | None]:
+        hit = self._chosen.get((kind, a, b))
+        if hit is None:
+            hit = self._vetted(kind, a, b, *self._choose(kind, a, b))
+            if len(self._chosen) > 1024:
+                self._chosen.clear()
+                self.notes.clear()
+            self._chosen[(kind, a, b)] = hit
+        return hit
+
+    def _vetted(self, kind: str, a: int, b: int, cfg: AxisConfig,
+                t: _Tuned | None) -> tuple[AxisConfig, _Tuned | None]:
+        """`cfg` unless it has not run right on this driver (vetting): then the builtin or
+        the safest config, with the reason in `notes` (explain shows it)."""
+        level = self.kind(kind).level if t is not None else "builtin"
+        if level == "exact":
+            return cfg, t  # tuned on this fingerprint and driver: it ran in the tuner's worker
+        layout = "cols" if kind == "cols" else "rows"
+        candidates = [(cfg, level),
+                      (builtin_axis_config(self.info, kind, a, b,
+                                           self.spec.vector_element_bytes), "builtin"),
+                      (safest_axis_config(self.info, layout), "safest")]
+        got, lvl, why = first_usable(self.info, axis_family.NAME,
+                                     f"{self.spec.op}/{self.spec.dtype}/{kind}", candidates,
+                                     (_log2(a), _log2(b)), source_hash=source_hash(),
+                                     element_bytes=self.spec.vector_element_bytes)
+        if got == cfg:
+            return cfg, t
+        from cltune.families.reduce.api import CltuneWarning
+
+        warnings.warn(f"cltune: {why}; serving the {lvl} config {got.short()}", CltuneWarning,
+                      stacklevel=5)
+        self.notes[(kind, a, b)] = (lvl, why)
+        return got, None
+
+    def _choose(self, kind: str, a: int, b: int) -> tuple[AxisConfig, _Tuned | None]:
+        k = self.kind(kind)
+        best = axis_family.nearest(axis_family.log2_key(a, b), k.keys)
+        for t in k.tuned:
+            if t.key == best:
+                return t.config, t
+        return builtin_axis_config(self.info, kind, a, b, self.spec.vector_element_bytes), None
+
+    def launcher(self, cfg: AxisConfig, layout: str) -> AxisLauncher:
+        with self._lock:
+            la = self._launchers.get(cfg)
+            if la is None:
+                la = AxisLauncher(self.ctx, self.dev, self.info, self.spec, cfg)
+                try:
+                    la.built(False)
+                except BuildError as e:
+                    from cltune.families.reduce.api import CltuneWarning
+
+                    warnings.warn(f"cltune: axis config {cfg.short()} does not build here "
+                                  f"({e}); using the safest config", CltuneWarning,
+                                  stacklevel=4)
+                    la = AxisLauncher(self.ctx, self.dev, self.info, self.spec,
+                                      safest_axis_config(self.info, layout))
+                self._launchers[cfg] = la
+                if len(self._launchers) > 64:
+                    self._launchers.pop(next(iter(self._launchers)))
+            return la
+
+    def err(self, queue: cl.CommandQueue) -> cl.Buffer:
+        with self._lock:
+            b = self._errs.get(queue.int_ptr)
+            if b is None:
+                b = self._errs[queue.int_ptr] = cl.Buffer(
+                    self.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                    hostbuf=np.full(1, NO_ERROR, np.uint32))
+            return b
+
+
+_engines: weakref.WeakKeyDictionary[Any, AxisEngine] = weakref.WeakKeyDictionary()
+_engines_lock = threading.Lock()
+
+
+def axis_engine(reducer: Any) -> AxisEngine:
+    eng = reducer._eng
+    with _engines_lock:
+        a = _engines.get(eng)
+        if a is None:
+            a = _engines[eng] = AxisEngine(eng)
+        return a
+
+
+def _load(info: Any, variant: str, db: str | None) -> _Kind:
+    """The validated tuned configs of a variant along the fallback chain (a stored config or
+    class that does not validate never reaches the compiler)."""
+    from cltune.tuning_db import DatabaseError, default_url
+    from cltune.tuning_db.paths import sqlite_file
+    from cltune.tuning_db.shipped import DeviceKey, lookup_without_db
+
+    key = DeviceKey(info.fingerprint, info.hardware_key, info.model, info.vendor, info.type,
+                    info.driver)
+    url = db or default_url()
+    path = sqlite_file(url)
+    if path is not None and not path.exists():
+        ans = lookup_without_db(key, axis_family.NAME, variant)
+    else:
+        from cltune.tuning_db import Store
+        from cltune.tuning_db.lookup import lookup
+
+        store = None
+        try:
+            store = Store.open(url, readonly=True)
+            ans = lookup(store, key, axis_family.NAME, variant)
+        except (DatabaseError, Exception):  # noqa: BLE001 - never crash an application
+            ans = lookup(None, key, axis_family.NAME, variant)
+        finally:
+            if store is not None:
+                store.close()
+    tuned = []
+    for r in ans.rows:
+        try:
+            tuned.append(_Tuned(axis_family.shape_key_of(r.size_class),
+                                AxisConfig.from_mapping(r.config), r.gbps))
+        except (AxisConfigError, ValueError):
+            continue
+    if not tuned:
+        return _Kind("builtin", ans.why if ans.level == "builtin" else "stored configs invalid",
+                     [])
+    return _Kind(ans.level, ans.why, tuned)
+
+
+# ---- arrays -------------------------------------------------------------------------------
+def device_array(reducer: Any, a: Any, queue: cl.CommandQueue, name: str) -> cla.Array:
+    want = reducer.spec.np_dtype
+    if isinstance(a, np.ndarray):
+        if a.dtype != want:
+            raise TypeError(f"{name} has dtype {a.dtype}, this reducer is for {want}")
+        if not (a.flags.c_contiguous or a.flags.f_contiguous):
+            a = np.ascontiguousarray(a)
+        return cla.to_device(queue, a)
+    if not isinstance(a, cla.Array):
+        raise TypeError(f"{name} must be a pyopencl.array.Array or numpy array, "
+                        f"not {type(a).__name__}")
+    if a.dtype != want:
+        raise TypeError(f"{name} has dtype {a.dtype}, this reducer is for {want} "
+                        f"(cast with .astype or use get_reducer(..., dtype={a.dtype}))")
+    if a.context.int_ptr != reducer._eng.ctx.int_ptr:
+        raise ValueError(f"{name} lives in another OpenCL context than this reducer")
+    if a.size and not (a.flags.c_contiguous or a.flags.f_contiguous):
+        raise ValueError(f"{name} is not contiguous; reduce a contiguous copy (x.copy())")
+    return a
+
+
+def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    """numpy's rules: an int or a tuple of ints, negative from the end, no duplicates."""
+    items = axis if isinstance(axis, tuple) else (axis,)
+    out = []
+    for a in items:
+        if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+            raise TypeError(f"axis must be an int or a tuple of ints, not {type(a).__name__}")
+        if not -ndim <= a < ndim:
+            raise AxisError(int(a), ndim)
+        out.append(int(a) % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError("duplicate value in 'axis'")
+    return tuple(sorted(out))
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """What a call's array layout and axes mean: numpy's result shape and the memory order
+    of the result, and the (outer, r, inner) view reduced over r (`mem`: the reduced axes in
+    memory order, empty for axis=())."""
+
+    kept: tuple[int, ...]
+    order: str
+    outer: int
+    r: int
+    inner: int
+    mem: tuple[int, ...]
+
+
+def geometry(shape: tuple[int, ...], c_contiguous: bool, axis: Any,
+             keepdims: bool) -> Geometry:
+    nd = len(shape)
+    axes = tuple(range(nd)) if axis is None else normalize_axes(axis, nd)
+    kept = tuple(1 if i in axes else s for i, s in enumerate(shape)) if keepdims else \
+        tuple(s for i, s in enumerate(shape) if i not in axes)
+    fortran = nd > 1 and not c_contiguous
+    order = "F" if fortran else "C"
+    mem = tuple(nd - 1 - a for a in axes) if fortran else tuple(axes)
+    mem_shape = shape[::-1] if fortran else shape
+    if mem and max(mem) - min(mem) + 1 != len(mem):
+        raise ValueError(f"cltune reduces adjacent axes only, got axis={axis} for a "
+                         f"{order}-ordered array of shape {shape}; reduce in two calls")
+    lo, hi = (min(mem), max(mem) + 1) if mem else (nd, nd)
+    return Geometry(kept, order, math.prod(mem_shape[:lo]), math.prod(mem_shape[lo:hi]),
+                    math.prod(mem_shape[hi:]), mem)
+
+
+def empty_result(q: cl.CommandQueue, shape: tuple[int, ...], dtype: np.dtype, order: str,
+           allocator: Any) -> cla.Array:
+    """A result array through pyopencl's fast constructor (its general one spends ~15 us on
+    checks here), `cla.empty` where that path is not there."""
+    size = math.prod(shape)
+    strides = []
+    acc = dtype.itemsize
+    for n in (shape if order == "F" else shape[::-1]):
+        strides.append(acc)
+        acc *= n
+    strides = tuple(strides) if order == "F" else tuple(strides[::-1])
+    try:
+        return cla.Array(None, shape, dtype, allocator=allocator, strides=strides, _fast=True,
+                         _size=size, _context=q.context, _queue=q)
+    except TypeError:  # pragma: no cover - other pyopencl versions
+        return cla.empty(q, shape, dtype, order=order, allocator=allocator)
+
+
+def _out_array(reducer: Any, q: cl.CommandQueue, g: Geometry, out: Any) -> cla.Array:
+    rdt = reducer.spec.result_dtype
+    shape, order = g.kept, g.order
+    if out is None:
+        return empty_result(q, shape, rdt, order, axis_engine(reducer).allocator)
+    if not isinstance(out, cla.Array) or out.dtype != rdt or tuple(out.shape) != shape:
+        raise TypeError(f"out must be a pyopencl Array of shape {shape} and dtype {rdt}")
+    ok = out.flags.c_contiguous if order == "C" else out.flags.f_contiguous
+    if not ok or out.offset:
+        raise ValueError(f"out must be {order}-contiguous (like the input) and start at "
+                         "offset 0 of its buffer")
+    return out
+
+
+def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
+                q: cl.CommandQueue, out: Any, wait_for: Any) -> cla.Array:
+    """`r(x, axis=..., keepdims=...)`: numpy's shape and result dtype, on the device."""
+    spec = reducer.spec
+    if (y is None) != (spec.op != "dot"):
+        raise TypeError("dot takes two arrays (x, y)" if spec.op == "dot"
+                        else f"{spec.op} takes one array")
+    if wait_for is not None and not all(isinstance(e, cl.Event) for e in wait_for):
+        raise TypeError("wait_for must be a list of pyopencl Events")
+    xd = device_array(reducer, x, q, "x")
+    yd = device_array(reducer, y, q, "y") if y is not None else None
+    if yd is not None and (yd.shape != xd.shape or yd.strides != xd.strides):
+        raise ValueError(f"x and y differ in shape or layout ({xd.shape} vs {yd.shape})")
+    eng = axis_engine(reducer)
+    # cached for plain ints only: 1.0 == 1 and True == 1 as dict keys, and geometry() must
+    # see those to reject them
+    plain = type(axis) is int or (type(axis) is tuple and all(type(a) is int for a in axis))
+    key = (xd.shape, xd.strides, axis, bool(keepdims))
+    g = eng.geometries.get(key) if plain else None
+    if g is None:
+        g = geometry(tuple(xd.shape), bool(xd.flags.c_contiguous), axis, keepdims)
+        if plain:
+            if len(eng.geometries) > 256:
+                eng.geometries.clear()
+            eng.geometries[key] = g
+    res = _out_array(reducer, q, g, out)
+    waits = [*(wait_for or ()), *xd.events, *res.events]
+    if yd is not None:
+        waits += yd.events
+    outer, r, inner = g.outer, g.r, g.inner
+    if outer * inner == 0:
+        return res
+    if r == 0:
+        if spec.op in ("min", "max"):
+            raise ValueError("zero-size array to reduction operation "
+                             f"{'minimum' if spec.op == 'min' else 'maximum'} which has no "
+                             "identity")
+        res.fill(spec.result_dtype.type(1 if spec.op == "prod" else 0), queue=q,
+                 wait_for=waits or None)
+        return res
+    if not g.mem:  # axis=(): nothing reduced, numpy returns the elements in the result dtype
+        v = (xd if yd is None else xd * yd).get(queue=q)  # a copy: rare, not worth a kernel
+        res.set(np.asarray(v.astype(res.dtype).reshape(g.kept), order=g.order), queue=q)
+        return res
+    isz = spec.itemsize
+    yb, yoff = (yd.base_data, yd.offset // isz) if yd is not None else (None, 0)
+    if inner == 1:
+        la = eng.launcher(eng.choose("rows", outer, r)[0], "rows")
+        evs = la.rows(q, xd.base_data, xd.offset // isz, outer, r, res.base_data, y=yb,
+                      yoff=yoff, wait_for=waits or None)
+    else:
+        la = eng.launcher(eng.choose("cols", r, inner)[0], "cols")
+        evs = la.cols(q, xd.base_data, xd.offset // isz, outer, r, inner, res.base_data,
+                      y=yb, yoff=yoff, wait_for=waits or None)
+    res.add_event(evs[-1])
+    return res
+
+
+def explain_axis(reducer: Any, shape: tuple[int, ...], axis: Any,
+                 order: str = "C") -> AxisExplanation:
+    """Which config `r(x, axis=axis)` runs for an array of this shape and order."""
+    g = geometry(tuple(shape), order == "C" or len(shape) < 2, axis, False)
+    if g.inner == 1:
+        return explain(reducer, "rows", g.outer, g.r)
+    return explain(reducer, "cols", g.r, g.inner)
+
+
+def explain(reducer: Any, kind: str, a: int, b: int) -> AxisExplanation:
+    eng = axis_engine(reducer)
+    cfg, t = eng.choose(kind, a, b)
+    k = eng.kind(kind)
+    spec = reducer.spec
+    level, why = eng.notes.get((kind, a, b)) or (
+        k.level if t else "builtin", k.why if t else
+        "no tuned class for this variant" if not k.tuned else
+        f"no tuned class within 2^{axis_family.MAX_CLASS_STEPS} of this shape: the builtin "
+        "config")
+    return AxisExplanation(f"{spec.op}/{spec.dtype}/{kind}", (a, b), cfg, level, why,
+                           axis_family.size_class(t.key) if t else None, t.gbps if t else None)

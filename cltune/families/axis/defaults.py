@@ -1,0 +1,64 @@
+"""The `builtin` level for the axis family: a config per layout and shape derived from the
+device's limits, for devices (or shapes) never tuned.
+
+    >>> from types import SimpleNamespace as NS
+    >>> gpu = NS(type="gpu", max_wg=1024, local_mem=49152, is_nvidia=True)
+    >>> builtin_axis_config(gpu, "rows", 1 << 20, 16).short()
+    'rows wg256 L4 v4 i1 g8 warp'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cltune.families.axis.config import AxisConfig
+
+
+def _pow2_at_most(v: int) -> int:
+    return 1 << (max(1, int(v)).bit_length() - 1)
+
+
+def _pow2_at_least(v: int) -> int:
+    v = max(1, int(v))
+    return 1 << (v - 1).bit_length()
+
+
+def builtin_axis_config(info: Any, layout: str, a: int, b: int,
+                        element_bytes: int = 8) -> AxisConfig:
+    """rows/segs: a rows (segments) of mean length b; cols: a reduced rows of b columns.
+
+    GPUs: rows get a lane per vector up to a work-group per row, so that neighbouring lanes
+    load neighbouring vectors (warp shuffles combine up to 32 lanes on NVIDIA); columns get
+    one work-item per vector of columns. CPUs: a work-item per row (vectorised along the
+    row); columns are streamed row after row in strips of up to 4096 columns (`stream`, as
+    numpy does). Long rows and columns are split over groups by groups_per_cu. Vectors stay
+    within the device's restriction (`DeviceInfo.vector_cap`) for lanes of `element_bytes`."""
+    cap = info.vector_cap(element_bytes) if hasattr(info, "vector_cap") else 16
+    cpu = info.type == "cpu"
+    wg = min(_pow2_at_most(info.max_wg), 8 if cpu else 256)
+    if layout in ("rows", "segs"):
+        vec = min(8 if cpu else 4, _pow2_at_most(b), cap)
+        if cpu:
+            return AxisConfig(wg=wg, lanes=1, vec=vec, items=2, groups_per_cu=8)
+        lanes = min(wg, _pow2_at_least(-(-b // vec)))
+        warp = int(bool(getattr(info, "is_nvidia", False)) and 2 <= lanes <= 32)
+        return AxisConfig(wg=wg, lanes=lanes, vec=vec, items=2 if b >= 2 * lanes * vec else 1,
+                          groups_per_cu=8, warp=warp)
+    if cpu:  # stream strips of up to 4096 columns, as numpy adds rows (measured best)
+        vec = min(16, _pow2_at_most(b), cap)
+        cols = min(256, _pow2_at_least(-(-b // vec)))
+        return AxisConfig(wg=max(cols, min(_pow2_at_most(info.max_wg), 16)), lanes=0,
+                          cols=cols, vec=vec, items=2, groups_per_cu=8, stream=1)
+    vec = min(4, _pow2_at_most(b), cap)
+    while wg * vec * 8 > info.local_mem and vec > 1:
+        vec //= 2
+    cols = min(wg, _pow2_at_least(-(-b // vec)))
+    return AxisConfig(wg=wg, lanes=0, cols=cols, vec=vec, items=2, groups_per_cu=8)
+
+
+def safest_axis_config(info: Any, layout: str) -> AxisConfig:
+    """Scalar loads, small groups: when even the builtin config does not build."""
+    wg = min(_pow2_at_most(info.max_wg), 32)
+    if layout == "cols":
+        return AxisConfig(wg=wg, lanes=0, cols=wg, vec=1, items=1, groups_per_cu=4)
+    return AxisConfig(wg=wg, lanes=1, vec=1, items=1, groups_per_cu=4)

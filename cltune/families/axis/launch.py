@@ -1,0 +1,283 @@
+"""Enqueue a built AxisConfig on a shape: plans (groups, split of long rows/columns), scratch
+per queue, and the launches of kernels/axis.cl.
+
+An `AxisLauncher` belongs to one (context, device, op, config) and is thread-safe: kernel
+arguments are state shared by everyone using a build, so launches hold one lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyopencl as cl
+
+from cltune.core.ops import OpSpec
+from cltune.device.info import DeviceInfo
+from cltune.families.axis.config import AxisConfig
+from cltune.families.axis.kernel import (
+    COLS_FIN,
+    ROWS_FIN,
+    AxisBuilt,
+    build,
+    cols_args,
+    cols_stream_args,
+    rows_args,
+    scalar_dtypes,
+    segs_args,
+    segs_long_args,
+)
+from cltune.opencl.kernel_args import ArgSetter, setter
+
+MAX_SPLIT = 4096
+_IDX32_LIMIT = (1 << 32) - (1 << 20)
+_LOCK = threading.RLock()
+
+
+@dataclass(frozen=True)
+class AxisPlan:
+    """Work-groups of the first kernel, pieces per row/column (`split`, 1: no finish kernel)
+    and elements (rows) per piece."""
+
+    groups: int
+    split: int
+    chunk: int
+    ctiles: int = 1  # column tiles per outer block (strided layout)
+
+    def partials(self, rows_or_outputs: int) -> int:
+        return rows_or_outputs * self.split if self.split > 1 else 0
+
+
+def _split(cfg: AxisConfig, cus: int, base: int, length: int, step: int) -> tuple[int, int]:
+    target = cfg.groups_per_cu * max(1, cus)
+    most = max(1, -(-length // (2 * step)))  # each piece at least two steps long
+    split = max(1, min(-(-target // max(1, base)), most, MAX_SPLIT))
+    chunk = -(-length // split)
+    chunk = -(-chunk // cfg.vec) * cfg.vec if cfg.lanes else chunk
+    return max(1, -(-length // max(1, chunk))), max(1, chunk)
+
+
+def _groups(cfg: AxisConfig, cus: int, units: int) -> int:
+    """Groups launched: each takes units g, g + groups, ... (at most groups_per_cu per CU)."""
+    return max(1, min(units, cfg.groups_per_cu * max(1, cus)))
+
+
+def plan_rows(cfg: AxisConfig, cus: int, rows: int, length: int) -> AxisPlan:
+    base = -(-rows // (cfg.wg // cfg.lanes))
+    split, chunk = _split(cfg, cus, base, length, cfg.lanes * cfg.vec * cfg.items)
+    return AxisPlan(_groups(cfg, cus, base * split), split, chunk)
+
+
+def plan_stream(cfg: AxisConfig, cus: int, outer: int, r: int, inner: int) -> AxisPlan:
+    """Strips of cols * vec columns, each streamed by one work-item over a piece of rows;
+    rows are split only as far as the device needs units (and never below 4 rows)."""
+    ctiles = -(-inner // (cfg.cols * cfg.vec))
+    base = outer * ctiles
+    target = cfg.groups_per_cu * max(1, cus)
+    split = max(1, min(-(-target // base), -(-r // 4), MAX_SPLIT))
+    chunk = -(-r // split)
+    split = -(-r // chunk)
+    return AxisPlan(base * split, split, chunk, ctiles)
+
+
+def plan_cols(cfg: AxisConfig, cus: int, outer: int, r: int, inner: int) -> AxisPlan:
+    if cfg.stream:
+        return plan_stream(cfg, cus, outer, r, inner)
+    ctiles = -(-inner // (cfg.cols * cfg.vec))
+    base = outer * ctiles
+    split, chunk = _split(cfg, cus, base, r, (cfg.wg // cfg.cols) * cfg.items)
+    return AxisPlan(_groups(cfg, cus, base * split), split, chunk, ctiles)
+
+
+def _types(dtypes: list) -> tuple:
+    """scalar_dtypes' entries as numpy scalar types (None: a buffer or local memory)."""
+    return tuple(None if t is None else np.dtype(t).type for t in dtypes)
+
+
+def _zeros(ctx: cl.Context, nbytes: int) -> cl.Buffer:
+    """A buffer zeroed at creation (no fill command)."""
+    return cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                     hostbuf=np.zeros(max(4, nbytes), np.uint8))
+
+
+class _Scratch:
+    """Per-queue scratch: partials, one-pass tickets (kept zero by the kernels), the list of
+    long segments with its count and ticket. On an out-of-order queue a launch waits for the
+    previous one that used it (`last`)."""
+
+    __slots__ = ("partials", "capacity", "tickets", "n_tickets", "long_list", "n_long",
+                 "long_count", "long_ticket", "last", "in_order")
+
+    def __init__(self, ctx: cl.Context, queue: cl.CommandQueue) -> None:
+        self.partials: cl.Buffer | None = None
+        self.capacity = 0
+        self.tickets = _zeros(ctx, 4)
+        self.n_tickets = 1
+        self.long_list = _zeros(ctx, 4)
+        self.n_long = 1
+        self.long_count = _zeros(ctx, 4)
+        self.long_ticket = _zeros(ctx, 4)
+        self.last: cl.Event | None = None
+        ooo = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+        self.in_order = not (queue.properties & ooo)
+
+
+class AxisLauncher:
+    """Launches one AxisConfig (rows, cols or segments); thread-safe."""
+
+    def __init__(self, ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec,
+                 cfg: AxisConfig) -> None:
+        self.ctx, self.dev, self.info, self.spec, self.cfg = ctx, dev, info, spec, cfg
+        self._built: dict[bool, AxisBuilt] = {}
+        self._scratch: dict[int, _Scratch] = {}
+        self._plans: dict[tuple, AxisPlan] = {}
+        # per index width: the ArgSetter of each kernel (attached to the shared cl.Kernel)
+        self._sets: dict[bool, dict[str, ArgSetter]] = {}
+        self._local = None
+
+    def built(self, index64: bool = False) -> AxisBuilt:
+        b = self._built.get(index64)
+        if b is None:
+            b = build(self.ctx, self.dev, self.info, self.spec, self.cfg, index64=index64)
+            idx = np.uint64 if index64 else np.uint32
+            self._sets[index64] = {
+                name: setter(getattr(b, name), _types(scalar_dtypes(args, idx, b.acc_dtype)))
+                for name, args in (("rows", rows_args(self.spec)),
+                                   ("cols", cols_args(self.spec)),
+                                   ("cols_stream", cols_stream_args(self.spec)),
+                                   ("segs", segs_args(self.spec)),
+                                   ("segs_long", segs_long_args(self.spec)),
+                                   ("rows_fin", ROWS_FIN), ("cols_fin", COLS_FIN))}
+            self._built[index64] = b
+            self._local = cl.LocalMemory(max(1, b.tile_bytes))
+        return b
+
+    def _scratch_for(self, queue: cl.CommandQueue, count: int, itemsize: int,
+                     tickets: int = 0, segments: int = 0) -> _Scratch:
+        s = self._scratch.get(queue.int_ptr)
+        if s is None:
+            s = self._scratch[queue.int_ptr] = _Scratch(self.ctx, queue)
+        nbytes = max(1, count) * itemsize
+        if s.capacity < nbytes:
+            # zeroed: one-pass builds exchange partials with atomics, which read the old bits
+            s.partials = _zeros(self.ctx, nbytes)
+            s.capacity = nbytes
+        if s.n_tickets < tickets:
+            s.tickets, s.n_tickets = _zeros(self.ctx, 4 * tickets), tickets
+        if s.n_long < segments:
+            s.long_list, s.n_long = _zeros(self.ctx, 4 * segments), segments
+        return s
+
+    def _waits(self, s: _Scratch, wait_for: Sequence[cl.Event] | None) -> list | None:
+        w = list(wait_for or ())
+        if not s.in_order and s.last is not None:
+            w.append(s.last)
+        return w or None
+
+    def _x(self, x: cl.Buffer, xoff: int, y: cl.Buffer | None, yoff: int) -> list:
+        return [x, xoff, y, yoff] if self.spec.n_inputs == 2 else [x, xoff]
+
+    def rows(self, queue: cl.CommandQueue, x: cl.Buffer, xoff: int, rows: int, length: int,
+             out: cl.Buffer, *, y: cl.Buffer | None = None, yoff: int = 0,
+             wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
+        """out[r] = reduce(x[xoff + r*length : ... + length]) for r < rows (length >= 1)."""
+        p = self._plan("rows", rows, length, 1)
+        i64 = max(xoff, yoff) + rows * length > _IDX32_LIMIT
+        b = self.built(i64)
+        k = self._sets[i64]
+        blocks = -(-rows // (self.cfg.wg // self.cfg.lanes))
+        with _LOCK:
+            s = self._scratch_for(queue, p.partials(rows), b.acc_dtype.itemsize, blocks)
+            waits = self._waits(s, wait_for)
+            wg = self.cfg.wg
+            v = self.cfg.vec
+            aligned = v > 1 and xoff % v == 0 and yoff % v == 0 and length % v == 0
+            ev = k["rows"].launch(queue, (p.groups * wg,), (wg,),
+                                  (*self._x(x, xoff, y, yoff), rows, length, p.split, p.chunk,
+                                   int(aligned), s.partials, s.tickets, out, self._local), waits)
+            evs = [ev]
+            if p.split > 1 and not self.cfg.onepass:
+                evs.append(k["rows_fin"].launch(queue, (blocks * wg,), (wg,),
+                                                (s.partials, rows, p.split, out, self._local),
+                                                None if s.in_order else [ev]))
+            s.last = evs[-1]
+        return evs
+
+    def cols(self, queue: cl.CommandQueue, x: cl.Buffer, xoff: int, outer: int, r: int,
+             inner: int, out: cl.Buffer, *, y: cl.Buffer | None = None, yoff: int = 0,
+             wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
+        """out[o*inner + i] = reduce over k of x[xoff + (o*r + k)*inner + i] (r >= 1)."""
+        p = self._plan("cols", outer, r, inner)
+        i64 = max(xoff, yoff) + outer * r * inner + p.partials(outer * inner) > _IDX32_LIMIT
+        b = self.built(i64)
+        k = self._sets[i64]
+        with _LOCK:
+            s = self._scratch_for(queue, p.partials(outer * inner), b.acc_dtype.itemsize,
+                                  outer * p.ctiles)
+            waits = self._waits(s, wait_for)
+            wg = self.cfg.wg
+            v = self.cfg.vec
+            aligned = v > 1 and xoff % v == 0 and yoff % v == 0 and inner % v == 0
+            if self.cfg.stream:
+                ev = k["cols_stream"].launch(
+                    queue, (p.groups,), (1,), (*self._x(x, xoff, y, yoff), outer, r, inner,
+                                               p.split, p.chunk, p.ctiles, int(aligned),
+                                               s.partials, out), waits)
+            else:
+                ev = k["cols"].launch(
+                    queue, (p.groups * wg,), (wg,),
+                    (*self._x(x, xoff, y, yoff), outer, r, inner, p.split, p.chunk, p.ctiles,
+                     int(aligned), s.partials, s.tickets, out, self._local), waits)
+            evs = [ev]
+            if p.split > 1 and (self.cfg.stream or not self.cfg.onepass):
+                kept = outer * inner
+                fcols = min(wg, 32, 1 << max(0, (kept - 1).bit_length()))
+                evs.append(k["cols_fin"].launch(
+                    queue, (-(-kept // fcols) * wg,), (wg,),
+                    (s.partials, outer, inner, p.split, fcols, out, self._local),
+                    None if s.in_order else [ev]))
+            s.last = evs[-1]
+        return evs
+
+    def segs(self, queue: cl.CommandQueue, x: cl.Buffer, xoff: int, n: int, offs: cl.Buffer,
+             off64: bool, m: int, init: object, err: cl.Buffer, out: cl.Buffer, *,
+             y: cl.Buffer | None = None, yoff: int = 0,
+             wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
+        """out[i] = reduce(x[offs[i]:offs[i+1]], initial=init) for i < m; offs: a buffer of
+        m + 1 int32 (or int64 with off64) bounds, starting at its first byte."""
+        i64 = max(xoff, yoff) + n > _IDX32_LIMIT or m > _IDX32_LIMIT
+        self.built(i64)
+        k = self._sets[i64]
+        wg = self.cfg.wg
+        groups = _groups(self.cfg, self.info.compute_units, -(-m // (wg // self.cfg.lanes)))
+        with _LOCK:
+            s = self._scratch_for(queue, 0, 1, segments=m)
+            waits = self._waits(s, wait_for)
+            xs = self._x(x, xoff, y, yoff)
+            ev = k["segs"].launch(queue, (groups * wg,), (wg,),
+                                  (*xs, n, offs, int(off64), m, init, err, s.long_list,
+                                   s.long_count, out, self._local), waits)
+            # long segments: a work-group each (as many groups as the device holds at once)
+            ev2 = k["segs_long"].launch(queue, (self.info.compute_units * 4 * wg,), (wg,),
+                                        (*xs, offs, int(off64), init, s.long_list, s.long_count,
+                                         s.long_ticket, out, self._local),
+                                        None if s.in_order else [ev])
+            s.last = ev2
+            return [ev, ev2]
+
+    def _plan(self, layout: str, a: int, b: int, c: int) -> AxisPlan:
+        p = self._plans.get((layout, a, b, c))
+        if p is None:
+            cus = self.info.compute_units
+            p = plan_rows(self.cfg, cus, a, b) if layout == "rows" else plan_cols(
+                self.cfg, cus, a, b, c)
+            if len(self._plans) > 256:
+                self._plans.clear()
+            self._plans[(layout, a, b, c)] = p
+        return p
+
+    def count_split(self, rows: int, length: int) -> int:
+        """How many pieces `rows` splits a row into (for tests and the docs)."""
+        return plan_rows(self.cfg, self.info.compute_units, rows, length).split

@@ -1,0 +1,90 @@
+"""Segmented reductions at run time: `r.segments(x, offsets, initial=None)`, on the axis
+family's engine (cltune.families.axis.api) and its `segs` variant."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from cltune.families.axis.api import AxisExplanation, axis_engine, device_array, explain
+from cltune.families.axis.family import NO_ERROR, identity
+
+
+def reduce_segments(reducer: Any, x: Any, offsets: Any, initial: Any, q: cl.CommandQueue,
+                    out: Any, wait_for: Any, check: bool | None = None) -> cla.Array:
+    """`r.segments(x, offsets, initial=None)`: one value per CSR segment.
+
+    Bounds are checked on the device (a bad segment is reduced as empty and flagged; no load
+    leaves x). The flag is read (one round trip) the first time an offsets array is used
+    (`check=None`), on every call with `check=True`, never with `check=False`."""
+    spec = reducer.spec
+    if spec.op == "dot":
+        raise TypeError("segments of a dot: multiply first (x * y), then use a sum reducer")
+    if wait_for is not None and not all(isinstance(e, cl.Event) for e in wait_for):
+        raise TypeError("wait_for must be a list of pyopencl Events")
+    xd = device_array(reducer, x, q, "x")
+    if isinstance(offsets, np.ndarray):
+        offsets = cla.to_device(q, np.ascontiguousarray(offsets))
+    if not isinstance(offsets, cla.Array) or offsets.dtype not in (np.int32, np.int64) \
+            or offsets.ndim != 1 or not offsets.flags.c_contiguous:
+        raise TypeError("offsets must be a 1-D contiguous int32 or int64 array of m + 1 "
+                        "segment bounds (CSR row pointers)")
+    if offsets.size < 1:
+        raise ValueError("offsets needs at least one entry (m + 1 bounds for m segments)")
+    if offsets.context.int_ptr != reducer._eng.ctx.int_ptr:
+        raise ValueError("offsets lives in another OpenCL context than this reducer")
+    m = offsets.size - 1
+    eng = axis_engine(reducer)
+    rdt = spec.result_dtype
+    if out is None:
+        res = cla.empty(q, (m,), rdt, allocator=eng.allocator)
+    elif not (isinstance(out, cla.Array) and out.dtype == rdt and out.shape == (m,)
+              and out.offset == 0):
+        raise TypeError(f"out must be a pyopencl Array of shape ({m},), dtype {rdt}, offset 0")
+    else:
+        res = out
+    if m == 0:
+        return res
+    try:
+        init = rdt.type(initial) if initial is not None else identity(spec)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ValueError(f"initial={initial!r:.40} is not a {rdt} value: {e}") from None
+    waits = list(wait_for or []) + list(xd.events) + list(offsets.events) + list(res.events)
+    cfg, _ = eng.choose("segs", m, max(1, xd.size // m))
+    la = eng.launcher(cfg, "rows")
+    b = la.built(False)
+    init_acc = b.acc_dtype.type(init)
+    key = (offsets.base_data.int_ptr, offsets.offset, offsets.size, offsets.dtype.num)
+    if check is None:
+        check = key not in eng.checked
+    err = eng.err(q)
+    if check:
+        waits.append(cl.enqueue_copy(q, err, np.full(1, NO_ERROR, np.uint32),
+                                     is_blocking=False))
+    if offsets.offset:  # the kernel reads bounds from the start of a buffer
+        offsets = offsets.copy(queue=q)
+    evs = la.segs(q, xd.base_data, xd.offset // spec.itemsize, xd.size, offsets.base_data,
+                  offsets.dtype == np.int64, m, init_acc, err, res.base_data,
+                  wait_for=waits or None)
+    res.add_event(evs[-1])
+    if check:
+        flag = np.empty(1, np.uint32)
+        cl.enqueue_copy(q, flag, err, wait_for=evs)
+        if int(flag[0]) != NO_ERROR:
+            i = int(flag[0])
+            raise ValueError(f"offsets are not valid CSR bounds for x of {xd.size} elements: "
+                             f"segment {i} has bounds that are negative, decreasing or past "
+                             "the end (checked on the device)")
+        with eng._lock:
+            eng.checked[key] = None
+            while len(eng.checked) > 256:
+                eng.checked.popitem(last=False)
+    return res
+
+
+def explain_segments(reducer: Any, m: int, n: int) -> AxisExplanation:
+    """Which config `r.segments` runs for m segments over n elements."""
+    return explain(reducer, "segs", m, max(1, n // max(1, m)))

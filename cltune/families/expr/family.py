@@ -1,0 +1,45 @@
+"""Custom expression reductions as a kernel family: variant = the expression's fingerprint
+(24 hex digits, see expr_source.fingerprint), size class `2^k` as for the 1-D reduction.
+
+The database never holds an expression: only this fingerprint and configs (name -> value).
+
+    >>> from cltune.families.expr.family import EXPR
+    >>> EXPR.check_variant("0123456789abcdef01234567"), EXPR.check_size_class("2^20")
+    ('', '')
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from cltune.core.family import Family
+from cltune.families.expr.config import ExprConfig
+from cltune.families.reduce.family import bucket_of, size_class  # noqa: F401 - the same size classes
+
+NAME = "expr"
+FINGERPRINT_HEX = 24
+_VARIANT = re.compile(rf"^[0-9a-f]{{{FINGERPRINT_HEX}}}$")
+
+
+def check_variant(text: str) -> str:
+    if isinstance(text, str) and _VARIANT.match(text):
+        return ""
+    return f"variant {text!r:.60} is not an expression fingerprint ({FINGERPRINT_HEX} hex digits)"
+
+
+def check_size_class(text: str) -> str:
+    try:
+        bucket_of(text)
+    except ValueError as e:
+        return str(e)
+    return ""
+
+
+def parse_config(m: Mapping[str, object]) -> ExprConfig:
+    return ExprConfig.from_mapping(m)
+
+
+EXPR = Family(NAME, parse_config, check_variant, check_size_class, kernel="expr.cl",
+              interface="cltune.families.expr.kernel", reference="cltune.families.expr.target",
+              target="cltune.families.expr.target:ExprTarget")

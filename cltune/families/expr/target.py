@@ -1,0 +1,321 @@
+"""One custom expression (`cltune.ReductionKernel`) on one device, as the tuner sees a kernel
+family (the same methods as `reduce_target.ReduceTarget`): a space, configs from trials and
+stored mappings, launchers, a benchmark input per size class with its host reference, one
+evaluate call (check -> build -> validate -> time), starting points, result keys.
+
+The reference of a custom expression is pyopencl's own ReductionKernel on the same arguments;
+a kernel with a `reference` (cltune.stats.api: numpy in float64) uses that instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+from pyopencl.tools import VectorArg
+
+from cltune.core.outcome import Outcome
+from cltune.core.space import ValuesSpace
+from cltune.device.info import DeviceInfo
+from cltune.families.evaluate import judge
+from cltune.families.expr import family as expr_family
+from cltune.families.expr.config import GROUPS_PER_CU, ITEMS, LAYOUTS, ExprConfig, ExprConfigError
+from cltune.families.expr.kernel import ExprSpec, template_hash
+from cltune.families.expr.launch import ExprLauncher
+from cltune.families.expr.serve import LOCAL_RESERVE, builtin, resolve, single_pass_passes
+from cltune.families.reduce.seeds import MAX_SEEDS, known_config
+from cltune.opencl.build import BuildError
+from cltune.opencl.measure import Timed, profiling_queue
+
+if TYPE_CHECKING:  # the trial's type only: the worker's targets never import optuna
+    import optuna
+
+#: size classes up to 2^SMALL_BUCKET also start from a one-work-group config (launch-bound)
+SMALL_BUCKET = 16
+
+
+class NoReference(ValueError):
+    """The kernel has no way to know its expected results (see ExprTarget.reference)."""
+
+
+@dataclass(frozen=True)
+class ExprSpace(ValuesSpace):
+    """Allowed values per ExprConfig field on one device, and the limits that couple them."""
+
+    error: ClassVar[type[ValueError]] = ExprConfigError
+
+    device: DeviceInfo
+    base_multiple: int
+    kernel_max_wg: int
+    itemsize: int
+    values: dict[str, tuple] = field(default_factory=dict)
+    excluded: dict[str, str] = field(default_factory=dict)
+
+    def check(self, cfg: ExprConfig) -> str:
+        """'' when cfg is feasible here, else why not (nothing compiled)."""
+        for k, v in cfg.to_dict().items():
+            if v not in self.values[k]:
+                return f"{k}={v} not offered here"
+        if cfg.wg > self.kernel_max_wg:
+            return f"wg={cfg.wg} > device limit {self.kernel_max_wg}"
+        if cfg.wg * self.itemsize + LOCAL_RESERVE > self.device.local_mem:
+            return (f"{cfg.wg * self.itemsize} bytes of local memory > "
+                    f"CL_DEVICE_LOCAL_MEM_SIZE={self.device.local_mem}")
+        return ""
+
+    def configs(self) -> list[ExprConfig]:
+        v = self.values
+        out = [ExprConfig(*p) for p in itertools.product(
+            v["layout"], v["wg"], v["items"], v["groups_per_cu"], v["passes"])]
+        return [c for c in out if not self.check(c)]
+
+    def size(self) -> int:
+        return len(self.configs())
+
+
+def make_space(info: DeviceInfo, itemsize: int) -> ExprSpace:
+    base = info.warp_size if info.type == "gpu" and info.warp_size else 1
+    limit = min(info.max_wg, 1024)
+    wgs = tuple(w for w in (2**k for k in range(11))
+                if base <= w <= limit and w * itemsize + LOCAL_RESERVE <= info.local_mem)
+    values = {"layout": LAYOUTS, "wg": wgs, "items": ITEMS, "groups_per_cu": GROUPS_PER_CU,
+              "passes": single_pass_passes(info)}
+    excluded = {} if 1 in values["passes"] else {
+        "passes=1": "the single-pass finish exchanges struct partials with plain stores, "
+                    "ordered across work-groups only by NVIDIA's membar.gl"}
+    return ExprSpace(info, base, limit, itemsize, values, excluded)
+
+
+def params_of(cfg: ExprConfig, space: ExprSpace) -> dict[str, object] | None:
+    return None if space.check(cfg) else cfg.to_dict()
+
+
+# ---- validation -----------------------------------------------------------------------------
+def _close(got: Any, ref: Any, dt: np.dtype, rtol: float) -> str:
+    """'' when got matches ref (floats within rtol of |ref|, NaN where ref is NaN; others
+    exactly), else a description of the mismatch."""
+    if dt.names:
+        for name in dt.names:
+            why = _close(got[name], ref[name], dt.fields[name][0], rtol)
+            if why:
+                return f"{name}: {why}"
+        return ""
+    g, r = np.asarray(got).astype(dt), np.asarray(ref).astype(dt)
+    if dt.kind in "fc":
+        g64, r64 = g.astype(np.complex128 if dt.kind == "c" else np.float64), \
+            r.astype(np.complex128 if dt.kind == "c" else np.float64)
+        if np.isnan(r64).any() or np.isnan(g64).any():
+            return "" if (np.isnan(r64) == np.isnan(g64)).all() else f"{g} != {r} (NaN)"
+        if np.isinf(r64).any() or np.isinf(g64).any():
+            return "" if (g64 == r64).all() else f"{g} != {r} (inf)"
+        err = float(np.max(np.abs(g64 - r64)))
+        scale = float(np.max(np.abs(r64)))
+        if err <= rtol * scale or err <= np.finfo(dt).tiny:
+            return ""
+        return f"{g} != {r} (relative error {err / max(scale, 1e-300):.3g} > {rtol:.3g})"
+    return "" if (g == r).all() else f"{g} != {r}"
+
+
+class ExprBench(Timed):
+    """One size class's input on the device, its reference results, and timing."""
+
+    def __init__(self, target: ExprTarget, args: tuple[Any, ...]) -> None:
+        self.target, self.queue = target, target.queue
+        spec = target.spec
+        if len(args) != len(spec.arguments):
+            raise ValueError(f"sample arguments: expected {len(spec.arguments)}, "
+                             f"got {len(args)}")
+        self.args = tuple(a.with_queue(self.queue) if isinstance(a, cla.Array) else a
+                          for a in args)
+        vecs = [a for a, t in zip(self.args, spec.arguments, strict=True)
+                if isinstance(t, VectorArg)]
+        self.n = vecs[0].size
+        self.nbytes = sum(v.nbytes for v in vecs)
+        self.inv: list[Any] = []
+        for a, t in zip(self.args, spec.arguments, strict=True):
+            self.inv += [a.base_data, a.offset] if isinstance(t, VectorArg) else [a]
+        self.res = cla.empty(self.queue, (), spec.dtype_result)
+        self._app_queue: cl.CommandQueue | None = None
+        # the full input, and an odd-sized slice from element 1 (tails, offsets)
+        tail = (1, self.n - 1) if self.n > 3 else (0, self.n)
+        self.ranges = tuple(dict.fromkeys(((0, self.n), tail)))
+        try:
+            self.refs: list[Any] | None = [target.reference(self.args, lo, hi)
+                                           for lo, hi in self.ranges]
+        except NoReference:
+            if not target.answers_optional:
+                raise
+            self.refs = None
+
+    def run(self, la: ExprLauncher, queue: cl.CommandQueue | None = None) -> list[cl.Event]:
+        return la.enqueue(queue or self.queue, self.inv, 0, 1, self.n, self.res.base_data,
+                          self.res.offset)
+
+    def validate(self, la: ExprLauncher, max_rel_error: float | None) -> tuple[str, float]:
+        """('' or why not, largest relative error seen) against the reference."""
+        dt = self.target.spec.dtype_result
+        worst = 0.0
+        if self.refs is None:  # vetting a kernel without a reference: it must run, that is all
+            for lo, hi in self.ranges:
+                la.enqueue(self.queue, self.inv, lo, 1, hi - lo, self.res.base_data,
+                           self.res.offset)
+            self.res.get()
+            return "", worst
+        for (lo, hi), ref in zip(self.ranges, self.refs, strict=True):
+            la.enqueue(self.queue, self.inv, lo, 1, hi - lo, self.res.base_data,
+                       self.res.offset)
+            got = self.res.get()
+            why = _close(got, ref, dt, self.target.rtol(la, hi - lo))
+            if why:
+                return f"n={hi - lo}: {why}", math.inf
+            if dt.kind == "f" and np.isfinite(ref) and ref != 0:
+                worst = max(worst, abs(float(got) - float(ref)) / abs(float(ref)))
+        if max_rel_error is not None and worst > max_rel_error:
+            return f"error {worst:.3g} > --max-rel-error {max_rel_error:.3g}", worst
+        return "", worst
+
+
+@dataclass
+class ExprTarget:
+    """One expression (the variant is its fingerprint) on one device. `kernel` is the
+    `cltune.ReductionKernel` (its spec, reference and sample inputs); `sample_args` the
+    arguments to tune on (default: `kernel.sample_args` at 2^bucket elements)."""
+
+    ctx: cl.Context
+    dev: cl.Device
+    info: DeviceInfo
+    variant: str
+    extended_acc: bool = False
+    restrict: dict[str, tuple] = field(default_factory=dict)
+    #: the space, when the caller made it already (the tuner hands its own to the worker)
+    space: Any = None
+    kernel: Any = None
+    sample_args: tuple[Any, ...] | None = None
+    db: str | None = None
+    family: str = expr_family.NAME
+    #: vetting only: a kernel without a reference (a `finish_expr` and no `reference`) is
+    #: judged by building and launching it, its answers unchecked (tuning always checks)
+    answers_optional: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kernel is None:
+            raise ValueError("the expr family needs the kernel object (an expression is never "
+                             "read from the database): tune it with knl.tune(...) or "
+                             "`cltune tune --kernel module:attribute`")
+        self.spec: ExprSpec = self.kernel.spec
+        if self.spec.fingerprint != self.variant:
+            raise ValueError(f"variant {self.variant!r:.40} is not this kernel's fingerprint "
+                             f"{self.spec.fingerprint}")
+        self.queue = profiling_queue(self.ctx, self.dev)
+        if self.space is None:
+            space = make_space(self.info, self.spec.dtype_out.itemsize)
+            self.space = space.restrict(**self.restrict) if self.restrict else space
+        self.source_hash = template_hash()
+        self._launchers: dict[ExprConfig, ExprLauncher] = {}
+        self._pyopencl_ref: Any = None
+
+    # ---- keys -----------------------------------------------------------------------------
+    @staticmethod
+    def size_class(bucket: int) -> str:
+        return expr_family.size_class(bucket)
+
+    @staticmethod
+    def bucket_of(size_class: str) -> int:
+        return expr_family.bucket_of(size_class)
+
+    # ---- configs --------------------------------------------------------------------------
+    def suggest(self, trial: optuna.Trial) -> ExprConfig:
+        v = self.space.values
+        return ExprConfig(**{k: trial.suggest_categorical(k, v[k]) for k in ExprConfig.names()})
+
+    @staticmethod
+    def config_of(mapping: Mapping[str, object]) -> ExprConfig:
+        return ExprConfig.from_mapping(mapping)
+
+    def builtin(self) -> ExprConfig | None:
+        cfg = builtin(self.info, self.spec.dtype_out.itemsize)
+        return cfg if params_of(cfg, self.space) is not None else None
+
+    def seeds(self, known_rows: Iterable[object], bucket: int,
+              previous: ExprConfig | None) -> list[dict]:
+        """The stored best nearest this size class, the previous class's winner, for small
+        inputs the builtin config as one work-group (one launch), the config derived from the
+        device's tuned sum, the builtin one: those feasible here (the builtin config competes
+        in the final re-measurement anyway)."""
+        base = builtin(self.info, self.spec.dtype_out.itemsize)
+        cands: list[Any] = [known_config(known_rows, bucket), previous]
+        if bucket <= SMALL_BUCKET:
+            cands.append(replace(base, groups_per_cu=0))
+        derived = resolve(self.info, "0" * expr_family.FINGERPRINT_HEX,
+                          self.spec.dtype_out.itemsize, self.db)
+        cands += [c.config for c in derived.choices]
+        cands.append(base)
+        out: list[dict] = []
+        for c in cands:
+            try:
+                cfg = c if isinstance(c, ExprConfig) else ExprConfig.from_mapping(c)
+            except (ExprConfigError, TypeError, ValueError):
+                continue
+            p = params_of(cfg, self.space)
+            if p is not None and p not in out:
+                out.append(p)
+        return out[:MAX_SEEDS]
+
+    # ---- running --------------------------------------------------------------------------
+    def launcher(self, cfg: ExprConfig) -> ExprLauncher:
+        la = self._launchers.get(cfg)
+        if la is None:
+            la = self._launchers[cfg] = ExprLauncher(self.ctx, self.dev, self.info, self.spec,
+                                                     cfg)
+        return la
+
+    def bench(self, bucket: int) -> ExprBench:
+        args = self.sample_args
+        if args is None:
+            args = self.kernel.sample_args(self.queue, 1 << bucket)
+        return ExprBench(self, tuple(args))
+
+    def reference(self, args: tuple[Any, ...], lo: int, hi: int) -> Any:
+        """The expected result over elements lo..hi-1 (host value of dtype_result)."""
+        ref = getattr(self.kernel, "reference", None)
+        if ref is not None:
+            host = [a.get() if isinstance(a, cla.Array) else a for a in args]
+            return ref(host, lo, hi)
+        if self.spec.finish_expr != "a":
+            raise NoReference("a kernel with finish_expr needs a `reference` to be tuned")
+        if self._pyopencl_ref is None:
+            from pyopencl.reduction import ReductionKernel as PyopenclReductionKernel
+
+            s = self.spec
+            self._pyopencl_ref = PyopenclReductionKernel(
+                self.ctx, s.dtype_out, s.neutral, s.reduce_expr, s.map_expr,
+                list(s.arguments), preamble=s.preamble, options=list(s.options) or None)
+        return self._pyopencl_ref(*args, queue=self.queue,
+                                  range=slice(lo, hi, 1)).get()
+
+    def rtol(self, la: ExprLauncher, n: int) -> float:
+        """Tolerance for float results: elements one accumulator folds in sequence, plus the
+        tree depth, in units of the result type's epsilon (twice: the reference rounds too)."""
+        dt = self.spec.dtype_result
+        floats = [dt.fields[k][0] for k in dt.names] if dt.names else [dt]
+        eps = max((np.finfo(f).eps for f in floats if f.kind in "fc"), default=0.0)
+        p = la.plan(max(n, 1))
+        per_unit = 1 if la.cfg.layout == "contiguous" else la.cfg.wg
+        seq = p.chunk // max(1, per_unit * la.cfg.items) + 1
+        return float(2 * eps * (seq + 2 * math.log2(max(n, 2)) + 16))
+
+    def evaluate(self, cfg: ExprConfig, bench: ExprBench, *, check: bool = True,
+                 max_rel_error: float | None = None) -> Outcome:
+        """check (against this space, unless `check` is off) -> build -> validate -> time."""
+        why = self.space.check(cfg) if check else ""
+        la = self.launcher(cfg) if not why else None  # nothing made for an infeasible point
+        return judge(cfg, bench.n, bench.nbytes, infeasible=why,
+                     build=lambda: la.built(), build_errors=(BuildError,),
+                     validate=lambda: bench.validate(la, max_rel_error),
+                     time=lambda: bench.time(la, budget_s=0.2))

@@ -1,0 +1,300 @@
+"""An expression reduction (`ExprSpec`, the prelude of `cltune.ReductionKernel`) along an axis:
+the builds of kernels/expr_axis.cl (cached per context) and their launches.
+
+The input is viewed as (outer, r, inner) in memory order (see `cltune.families.axis.api.geometry`)
+and every one of the outer * inner outputs is reduced over r. The config of a shape comes
+from the fallback chain of `expr_axis_choice` (this expression's tuned size class nearest to
+the shape, else `expr_axis_config.choose`'s heuristic); the application's expressions are
+compiled as given, the config reaches the compiler only as integer `-D` values of a
+validated `AxisExprConfig`.
+
+    >>> red = axis_reducer(ctx, dev, cltune.stats.api.kernel("mean", ctx, np.float32).spec)
+    >>> red.enqueue(queue, [x.base_data, x.offset], outer, r, inner, out.base_data, 0)
+    >>> red.choice(outer, r, inner).level      # 'exact', ..., or 'builtin'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+
+from cltune.device.info import DeviceInfo
+from cltune.device.select import info_for
+from cltune.families.axis.family import MAX_CLASS_STEPS
+from cltune.families.expr.kernel import ExprSpec
+from cltune.families.expr_axis.config import AxisExprConfig, AxisPlan, axis_plan, choose
+from cltune.families.expr_axis.family import NAME, class_of_view, view_key
+from cltune.families.expr_axis.serve import AxisChoices, AxisTuned, resolve
+from cltune.families.reduce.serve import CltuneWarning
+from cltune.isolation.vetting import NoConfigRuns, verdict
+from cltune.opencl.build import BuildError, check_limits, compile_program
+from cltune.opencl.caches import ContextCache
+from cltune.opencl.sources import kernel_file
+
+
+@lru_cache(maxsize=1)
+def axis_template() -> str:
+    return kernel_file("expr_axis.cl")
+
+
+def template_hash() -> str:
+    """The skeleton's hash (stored with every tuned result of the family)."""
+    return hashlib.sha256(axis_template().encode()).hexdigest()[:16]
+
+
+def axis_source(spec: ExprSpec, fp64: bool) -> str:
+    """The application's prelude followed by the axis skeleton."""
+    return spec.prelude(fp64) + axis_template()
+
+
+def build_options(cfg: AxisExprConfig) -> list[str]:
+    """The `-D` options of a build: integers from a validated config only."""
+    if not isinstance(cfg, AxisExprConfig):
+        raise TypeError("build_options takes a validated AxisExprConfig")
+    return [f"-D{k}={int(v)}" for k, v in cfg.defines().items()]
+
+
+@dataclass(frozen=True)
+class AxisBuilt:
+    """A config and its program's kernels. Configs that differ only in launch parameters
+    share the kernels, and so their lock: kernel arguments are shared state."""
+
+    config: AxisExprConfig
+    stage1: cl.Kernel
+    stage2: cl.Kernel
+    lock: Any = field(default_factory=threading.Lock, compare=False, repr=False)
+
+
+_builds: ContextCache[AxisBuilt] = ContextCache()
+_reducers: ContextCache[AxisReducer] = ContextCache()
+
+
+def build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec,
+          cfg: AxisExprConfig) -> AxisBuilt:
+    """Build (or fetch from the context's cache) `cfg` of `spec` for `dev`; BuildError
+    when it does not build or breaks the kernel's limits. Configs that differ only in launch
+    parameters share a program."""
+    key = (dev.int_ptr, spec, tuple(cfg.defines().items()))
+    hit = _builds.get(ctx, key, lambda: _build(ctx, dev, info, spec, cfg))
+    return hit if hit.config == cfg else AxisBuilt(cfg, hit.stage1, hit.stage2, hit.lock)
+
+
+def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec,
+           cfg: AxisExprConfig) -> AxisBuilt:
+    prg = compile_program(ctx, dev, axis_source(spec, info.fp64),
+                          [*build_options(cfg), *spec.options])
+    s1, s2 = prg.clt_axis_stage1, prg.clt_axis_stage2
+    user = spec.scalar_arg_dtypes()
+    tail = [np.int64, np.int64, np.int64, np.int64, None, None, np.int64]
+    s1.set_scalar_arg_dtypes([*user, *tail])
+    s2.set_scalar_arg_dtypes([*user, *tail])
+    for k in (s1, s2):
+        check_limits(k, dev, info, cfg.wg)
+    return AxisBuilt(cfg, s1, s2)
+
+
+def _smaller(cfg: AxisExprConfig) -> AxisExprConfig | None:
+    """The same layout with half the work-group (for kernels whose limit is lower)."""
+    if cfg.wg == 1:
+        return None
+    wg = cfg.wg // 2
+    return AxisExprConfig(cfg.layout, wg, min(cfg.lanes, wg), cfg.items, cfg.strip,
+                          cfg.groups_per_cu)
+
+
+def heuristic_build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec,
+                    outer: int, r: int, inner: int) -> AxisBuilt:
+    """The build of `choose`'s config for the shape, its work-group halved while the
+    kernel's limits refuse it (BuildError when the expression itself does not build)."""
+    cfg: AxisExprConfig | None = choose(info, outer, r, inner, spec.dtype_out.itemsize)
+    while True:
+        assert cfg is not None
+        try:
+            return build(ctx, dev, info, spec, cfg)
+        except BuildError as e:
+            cfg = _smaller(cfg) if "exceeds" in str(e) or "local memory" in str(e) else None
+            if cfg is None:
+                raise
+
+
+class _Scratch:
+    __slots__ = ("partials", "capacity", "last", "in_order")
+
+    def __init__(self, ctx: cl.Context, queue: cl.CommandQueue) -> None:
+        self.partials = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 64)
+        self.capacity = 64
+        self.last: cl.Event | None = None
+        ooo = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+        self.in_order = not (queue.properties & ooo)
+
+
+@dataclass(frozen=True)
+class AxisPick:
+    """The config serving a shape and where it came from: `level` is a lookup level with
+    `tuned` the stored class that serves it, or `builtin` (the heuristic for the shape)."""
+
+    config: AxisExprConfig
+    level: str
+    why: str
+    tuned: AxisTuned | None = None
+
+
+class AxisReducer:
+    """One spec on one device (and tuning database): the fallback chain's answer per layout,
+    a config and plan per shape (cached), builds, scratch per queue. Thread-safe: launches
+    are serialised (kernel arguments are shared state)."""
+
+    def __init__(self, ctx: cl.Context, dev: cl.Device, spec: ExprSpec,
+                 db: str | None = None, kernel: Any = None) -> None:
+        self.ctx, self.dev, self.spec, self.db = ctx, dev, spec, db
+        #: the application's ReductionKernel: with it, what serves is vetted first (vetting);
+        #: a tuning target's own reducer (in the worker) has none
+        self.kernel = kernel
+        self.info = info_for(dev)
+        self._item = spec.dtype_out.itemsize
+        self._choices: dict[str, AxisChoices] = {}
+        self._plans: dict[tuple[int, int, int], tuple[AxisBuilt, AxisPlan]] = {}
+        self._picks: dict[tuple[int, int, int], AxisPick] = {}
+        self._scratch: dict[int, _Scratch] = {}
+        self._lock = threading.Lock()
+
+    def choices(self, layout: str) -> AxisChoices:
+        """What the fallback chain knows for this expression and layout (read once)."""
+        ch = self._choices.get(layout)
+        if ch is None:
+            ch = resolve(self.info, self.spec.fingerprint, layout, self.db)
+            with self._lock:
+                ch = self._choices.setdefault(layout, ch)
+        return ch
+
+    def reload(self) -> None:
+        """Read the database again (after tuning): choices and plans are recomputed."""
+        with self._lock:
+            self._choices.clear()
+            self._plans.clear()
+            self._picks.clear()
+
+    def config(self, outer: int, r: int, inner: int) -> AxisExprConfig:
+        """The config that serves this shape (after any fallback for the kernel's limits)."""
+        return self.plan(outer, r, inner)[0].config
+
+    def pick(self, outer: int, r: int, inner: int) -> AxisPick:
+        """The config that serves this shape, and where it came from."""
+        key = (outer, r, inner)
+        hit = self._picks.get(key)
+        if hit is None:
+            self.plan(outer, r, inner)
+            hit = self._picks[key]
+        return hit
+
+    def plan(self, outer: int, r: int, inner: int) -> tuple[AxisBuilt, AxisPlan]:
+        key = (outer, r, inner)
+        hit = self._plans.get(key)
+        if hit is not None:
+            return hit
+        built, pick = self._serve(outer, r, inner)
+        hit = (built, axis_plan(built.config, self.info.compute_units, outer, r, inner))
+        with self._lock:
+            if len(self._plans) > 256:
+                self._plans.clear()
+                self._picks.clear()
+            self._plans[key] = hit
+            self._picks[key] = pick
+        return hit
+
+    def _serve(self, outer: int, r: int, inner: int) -> tuple[AxisBuilt, AxisPick]:
+        layout, pos = view_key(outer, r, inner)
+        ch = self.choices(layout)
+        t = ch.nearest(pos)
+        why_not = ch.why
+        if t is None and ch.tuned:
+            why_not = (f"the tuned classes ({', '.join(x.size_class for x in ch.tuned)[:200]}; "
+                       f"{ch.level}) are more than 2^{MAX_CLASS_STEPS} away from this shape: "
+                       "the heuristic config for the shape")
+        if t is not None and self.kernel is not None and ch.level != "exact":
+            why = self._vet(t.config, ch.level, outer, r, inner)
+            if why:
+                t, why_not = None, why
+        if t is not None:
+            try:
+                return (build(self.ctx, self.dev, self.info, self.spec, t.config),
+                        AxisPick(t.config, ch.level, ch.why, t))
+            except BuildError as e:
+                why_not = (f"the tuned config {t.config.short()} ({t.size_class}) does not "
+                           f"build here: {str(e)[:200]}")
+                warnings.warn(f"cltune: {why_not}; using the heuristic config",
+                              CltuneWarning, stacklevel=6)
+        if self.kernel is not None:
+            cfg = choose(self.info, outer, r, inner, self.spec.dtype_out.itemsize)
+            why = self._vet(cfg, "builtin", outer, r, inner)
+            if why:
+                raise NoConfigRuns(f"no config of this expression runs along this axis on "
+                                   f"{self.info.name}: {why_not}; {why}")
+        built = heuristic_build(self.ctx, self.dev, self.info, self.spec, outer, r, inner)
+        return built, AxisPick(built.config, "builtin", why_not)
+
+    def _vet(self, cfg: AxisExprConfig, level: str, outer: int, r: int, inner: int) -> str:
+        """'' when `cfg` may be built here for this view (vetting), else why not."""
+        layout, key = class_of_view(outer, r, inner)
+        v = verdict(self.info, NAME, f"{self.spec.fingerprint}/{layout}", cfg, key,
+                    source_hash=template_hash(), options={"kernel": self.kernel})
+        if v.buildable:
+            return ""
+        return f"{level} config {cfg.short()} passed over: {v.reason}"
+
+    def enqueue(self, queue: cl.CommandQueue, user_args: Sequence[object], outer: int, r: int,
+                inner: int, res: cl.Buffer, res_off: int,
+                wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
+        """Reduce (outer, r, inner) along r into outer * inner results at `res` + `res_off`
+        bytes; `user_args` are the kernel values of the application's arguments (each vector
+        as its base buffer and byte offset). Returns the kernel events."""
+        b, p = self.plan(outer, r, inner)
+        return self.launch(queue, b, p, user_args, outer, r, inner, res, res_off, wait_for)
+
+    def launch(self, queue: cl.CommandQueue, b: AxisBuilt, p: AxisPlan,
+               user_args: Sequence[object], outer: int, r: int, inner: int, res: cl.Buffer,
+               res_off: int, wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
+        """`enqueue` with a given build and plan (the tuner, tests and experiments pick
+        their own)."""
+        wg = b.config.wg
+        with self._lock, b.lock:
+            s = self._scratch.get(queue.int_ptr)
+            if s is None:
+                s = self._scratch[queue.int_ptr] = _Scratch(self.ctx, queue)
+            if p.split > 1:
+                need = p.split * outer * inner * self._item
+                if s.capacity < need:
+                    s.partials = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, need)
+                    s.capacity = need
+            if not s.in_order and s.last is not None:
+                wait_for = [*(wait_for or ()), s.last]
+            ev = b.stage1(queue, (p.groups * wg, p.split), (wg, 1), *user_args, r, outer, inner,
+                          p.chunk, s.partials, res, res_off, wait_for=wait_for)
+            evs = [ev]
+            if p.split > 1:
+                n2 = -(-(outer * inner) // wg) * wg
+                evs.append(b.stage2(queue, (n2,), (wg,), *user_args, r, outer, inner, p.split,
+                                    s.partials, res, res_off,
+                                    wait_for=None if s.in_order else [ev]))
+            s.last = evs[-1]
+            return evs
+
+
+def axis_reducer(ctx: cl.Context, dev: cl.Device, spec: ExprSpec,
+                 db: str | None = None, kernel: Any = None) -> AxisReducer:
+    """The (cached, per context) AxisReducer of `spec` on `dev` reading the database `db`
+    (None: the default one); `kernel`, the application's ReductionKernel of `spec`, lets it
+    vet what it serves."""
+    hit = _reducers.get(ctx, (dev.int_ptr, spec, db),
+                        lambda: AxisReducer(ctx, dev, spec, db, kernel))
+    if hit.kernel is None and kernel is not None:
+        hit.kernel = kernel
+    return hit

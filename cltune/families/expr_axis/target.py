@@ -1,0 +1,362 @@
+"""An expression reduction along an axis (`cltune.ReductionKernel` run by kernels/expr_axis.cl,
+cltune.stats.api' `axis=`) as the tuner sees a kernel family: variant `<fingerprint>/<layout>`,
+size classes `2^ax2^b` (expr_axis_family); a space per device, configs from trials and stored
+mappings (always through `AxisExprConfig`'s validation), a bench per size class
+(expr_axis_bench: validated against the kernel's reference and the heuristic's outputs),
+one evaluate call (check -> build -> validate -> time), starting points, and the heuristic
+(`expr_axis_config.choose`) as the builtin config that competes in every run.
+
+`tune_along` is the library side of `knl.tune(x, axis=k)`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+from pyopencl.tools import VectorArg
+
+from cltune.core.outcome import Outcome
+from cltune.core.space import ValuesSpace
+from cltune.device.info import DeviceInfo
+from cltune.device.select import info_for
+from cltune.families.axis.family import nearest
+from cltune.families.evaluate import judge
+from cltune.families.expr.kernel import ExprSpec
+from cltune.families.expr.serve import LOCAL_RESERVE
+from cltune.families.expr_axis import family as fam
+from cltune.families.expr_axis.api import AxisReducer, template_hash
+from cltune.families.expr_axis.config import (
+    GROUPS_PER_CU,
+    GROUPS_PER_CU_VALUES,
+    ITEMS,
+    MAX_WG,
+    STRIPS,
+    AxisExprConfig,
+    axis_plan,
+    choose,
+)
+from cltune.families.expr_axis.reference import AxisLaunch, ExprAxisBench, View
+from cltune.opencl.build import BuildError
+from cltune.opencl.measure import profiling_queue
+
+if TYPE_CHECKING:  # the trial's type only: the worker's targets never import optuna
+    import optuna
+
+#: a work-item's accumulators (strip x items) stay within this many bytes
+MAX_ACC_BYTES = 2048
+#: starting points per study (the stored best, the previous class's, the heuristic and its
+#: neighbours); the sampler's own trials follow
+MAX_SEEDS = 8
+
+
+@dataclass(frozen=True)
+class AxisExprSpace(ValuesSpace):
+    """Allowed values per AxisExprConfig field for one layout on one device."""
+
+    error: ClassVar[type[ValueError]] = ValueError
+
+    info: DeviceInfo
+    layout: str
+    itemsize: int  # accumulator bytes
+    values: dict[str, tuple] = field(default_factory=dict)
+    excluded: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def base_multiple(self) -> int:
+        return self.values["wg"][0]
+
+    def describe(self) -> str:
+        return f"{self.layout} layout over " + self.describe_values()
+
+    def check(self, cfg: AxisExprConfig) -> str:
+        """'' when cfg is feasible here, else why not (nothing compiled)."""
+        if cfg.layout != self.layout:
+            return f"a {cfg.layout} config for the {self.layout} layout"
+        for k, allowed in self.values.items():
+            if getattr(cfg, k) not in allowed:
+                return f"{k}={getattr(cfg, k)} not offered here ({'/'.join(map(str, allowed))})"
+        if cfg.wg > self.info.max_wg:
+            return f"wg={cfg.wg} > device limit {self.info.max_wg}"
+        if cfg.lanes > 1 and cfg.wg * self.itemsize + LOCAL_RESERVE > self.info.local_mem:
+            return (f"{cfg.wg * self.itemsize} bytes of local memory > "
+                    f"CL_DEVICE_LOCAL_MEM_SIZE={self.info.local_mem}")
+        if cfg.strip * cfg.items * self.itemsize > MAX_ACC_BYTES:
+            return f"strip x items x {self.itemsize} bytes of accumulators > {MAX_ACC_BYTES}"
+        return ""
+
+    def configs(self) -> list[AxisExprConfig]:
+        names = list(self.values)
+        out = []
+        for p in itertools.product(*self.values.values()):
+            kw = dict(zip(names, p, strict=True))
+            if kw["lanes"] <= kw["wg"]:
+                cfg = AxisExprConfig(self.layout, **kw)
+                if not self.check(cfg):
+                    out.append(cfg)
+        return out
+
+    def size(self) -> int:
+        return len(self.configs())
+
+
+def make_space(info: DeviceInfo, layout: str, itemsize: int) -> AxisExprSpace:
+    """Work-groups of every power of two the device allows (up to 128 on CPUs, where a group
+    runs on one core; GPUs keep the small ones: the heuristic narrows groups to short axes),
+    lanes up to the group, strips for cols only."""
+    top = min(info.max_wg, MAX_WG, 1024 if info.type == "gpu" else 128)
+    pow2 = tuple(2**k for k in range(11) if 2**k <= top) or (1,)
+    vals: dict[str, tuple] = {"wg": pow2, "lanes": pow2, "items": ITEMS,
+                              "strip": STRIPS if layout == "cols" else (1,),
+                              "groups_per_cu": GROUPS_PER_CU_VALUES}
+    excluded = {} if layout == "cols" else {"strip": "rows: one output per lane group"}
+    return AxisExprSpace(info, layout, itemsize, vals, excluded)
+
+
+@dataclass
+class ExprAxisTarget:
+    """One expression along one layout (variant `<fingerprint>/<layout>`) on one device.
+    `kernel` is the `cltune.ReductionKernel`; `sample_args` / `sample_view` the arguments to
+    tune on and their (outer, r, inner) view (default: `kernel.sample_args` of the class)."""
+
+    ctx: cl.Context
+    dev: cl.Device
+    info: DeviceInfo
+    variant: str
+    extended_acc: bool = False
+    restrict: dict[str, tuple] = field(default_factory=dict)
+    #: the space, when the caller made it already (the tuner hands its own to the worker)
+    space: Any = None
+    kernel: Any = None
+    sample_args: tuple[Any, ...] | None = None
+    sample_view: View | None = None
+    db: str | None = None
+    family: str = fam.NAME
+
+    def __post_init__(self) -> None:
+        fp, self.layout = fam.split_variant(self.variant)
+        if self.kernel is None:
+            raise ValueError("the expr_axis family needs the kernel object (an expression is "
+                             "never read from the database): tune it with "
+                             "knl.tune(x, axis=...)")
+        self.spec: ExprSpec = self.kernel.spec
+        if self.spec.fingerprint != fp:
+            raise ValueError(f"variant {self.variant!r:.60} is not of this kernel "
+                             f"(fingerprint {self.spec.fingerprint})")
+        self.queue = profiling_queue(self.ctx, self.dev)
+        self.reducer = AxisReducer(self.ctx, self.dev, self.spec)  # launches and scratch
+        if self.space is None:
+            space = make_space(self.info, self.layout, self.spec.dtype_out.itemsize)
+            self.space = space.restrict(**self.restrict) if self.restrict else space
+        self.source_hash = template_hash()
+        self._launchers: dict[AxisExprConfig, AxisLaunch] = {}
+        self._view: View | None = None  # the input of the class being tuned (set by bench)
+
+    # ---- keys -----------------------------------------------------------------------------
+    @staticmethod
+    def size_class(key: tuple[int, int]) -> str:
+        return fam.size_class(key)
+
+    @staticmethod
+    def bucket_of(size_class: str) -> tuple[int, int]:
+        return fam.shape_key_of(size_class)
+
+    # ---- configs --------------------------------------------------------------------------
+    def suggest(self, trial: optuna.Trial) -> AxisExprConfig:
+        v = self.space.values
+        kw = {k: trial.suggest_categorical(k, v[k]) for k in v}
+        kw["lanes"] = min(kw["wg"], kw["lanes"])
+        return self._canonical(AxisExprConfig(self.layout, **kw), self._view)
+
+    def _canonical(self, cfg: AxisExprConfig, view: View | None) -> AxisExprConfig:
+        """One config per behaviour: groups_per_cu only matters where the axis is split."""
+        if view is not None and cfg.groups_per_cu != GROUPS_PER_CU:
+            top = replace(cfg, groups_per_cu=max(GROUPS_PER_CU_VALUES))
+            if axis_plan(top, self.info.compute_units, *view).split == 1:
+                return replace(cfg, groups_per_cu=GROUPS_PER_CU)
+        return cfg
+
+    @staticmethod
+    def neighbours(cfg: AxisExprConfig) -> list[AxisExprConfig]:
+        """Configs one step from cfg (narrower and wider groups, more or fewer accumulators,
+        for cols narrower strips with more accumulators, more or fewer groups along a split
+        axis, more or fewer lanes), nearest first: the heuristic is a good start, and a few
+        trials near it find more than the sampler's first random points (on Intel's CPU
+        runtime, argmax along 2^16 x 2^8 rows ran 1.5x faster at half the group; var along
+        2^20 x 2^4 columns 1.6x faster with a quarter of the strip and twice the items)."""
+        steps: list[dict[str, int]] = [
+            {"wg": cfg.wg // 2, "lanes": min(cfg.lanes, max(1, cfg.wg // 2))},
+            {"items": cfg.items * 2}, {"items": cfg.items // 2},
+            {"strip": cfg.strip // 2, "items": cfg.items * 2},
+            {"strip": cfg.strip // 4, "items": cfg.items * 2},
+            {"wg": cfg.wg * 2}, {"groups_per_cu": cfg.groups_per_cu * 4},
+            {"groups_per_cu": cfg.groups_per_cu // 4}, {"lanes": cfg.lanes * 2},
+            {"lanes": cfg.lanes // 2}]
+        out = []
+        for kw in steps:
+            try:
+                out.append(replace(cfg, **kw))
+            except ValueError:  # AxisExprConfigError: a step off the config's range
+                continue
+        return out
+
+    @staticmethod
+    def config_of(mapping: Mapping[str, object]) -> AxisExprConfig:
+        return AxisExprConfig.from_mapping(mapping)
+
+    def _params(self, cfg: AxisExprConfig | None) -> dict | None:
+        if cfg is None or self.space.check(cfg):
+            return None
+        return {k: getattr(cfg, k) for k in self.space.values}
+
+    def builtin_for(self, key: tuple[int, int]) -> AxisExprConfig | None:
+        """The heuristic's config for this class (what an untuned device runs), if it is a
+        point of this space."""
+        view = self._view_of(key)
+        cfg = choose(self.info, *view, acc_size=self.spec.dtype_out.itemsize)
+        return cfg if self._params(cfg) is not None else None
+
+    def _view_of(self, key: tuple[int, int]) -> View:
+        """The view a class is tuned on: the sample arguments' when they are of the class."""
+        v = self.sample_view
+        if v is not None and fam.class_of_view(*v) == (self.layout, key):
+            return v
+        return fam.view_of(self.layout, key)
+
+    def builtin(self) -> AxisExprConfig | None:
+        return self.builtin_for((12, 12))
+
+    def seeds(self, known_rows: Iterable[object], key: tuple[int, int],
+              previous: AxisExprConfig | None) -> list[dict]:
+        """The stored best of the class nearest this one, the previous class's winner, the
+        heuristic's config for the class and its neighbours: those feasible here, at most
+        MAX_SEEDS (they count against the trials)."""
+        known = []
+        for r in known_rows:
+            try:
+                k = fam.shape_key_of(getattr(r, "size_class", ""))
+                known.append((k, AxisExprConfig.from_mapping(r.config)))  # type: ignore[attr-defined]
+            except (ValueError, TypeError):
+                continue
+        best = nearest(key, [k for k, _ in known])
+        heuristic = self.builtin_for(key)
+        cands = [c for k, c in known if k == best][:1] + [previous, heuristic]
+        if heuristic is not None:
+            view = self._view_of(key)
+            cands += [self._canonical(c, view) for c in self.neighbours(heuristic)]
+        out: list[dict] = []
+        for c in cands:
+            p = self._params(c)
+            if p is not None and p not in out:
+                out.append(p)
+        return out[:MAX_SEEDS]
+
+    # ---- running --------------------------------------------------------------------------
+    def launcher(self, cfg: AxisExprConfig) -> AxisLaunch:
+        la = self._launchers.get(cfg)
+        if la is None:
+            la = self._launchers[cfg] = AxisLaunch(self, cfg)
+        return la
+
+    def select(self, key: tuple[int, int]) -> None:
+        """The class being tuned (suggestions are made canonical for its view)."""
+        self._view = self._view_of(key)
+
+    def bench(self, key: tuple[int, int]) -> ExprAxisBench:
+        self.select(key)
+        view = self._view
+        if self.sample_args is not None and view == self.sample_view:
+            args = self.sample_args
+        else:
+            args = self.kernel.sample_args(self.queue, math.prod(view))
+        return ExprAxisBench(self, tuple(args), view)
+
+    def rtol(self, la: AxisLaunch, view: View) -> float:
+        """Tolerance for float results: the elements an accumulator folds in sequence and the
+        combining depth in units of the accumulator's epsilon, plus the result's rounding
+        (twice: the reference rounds too)."""
+        def eps(dt: np.dtype) -> float:
+            fl = [dt.fields[k][0] for k in dt.names] if dt.names else [dt]
+            return max((float(np.finfo(f).eps) for f in fl if f.kind in "fc"), default=0.0)
+
+        p = la.plan(view)
+        seq = p.chunk // max(1, la.cfg.lanes * la.cfg.items) + 1
+        depth = math.log2(max(2, la.cfg.lanes * la.cfg.items * p.split))
+        return 2 * (4 * eps(self.spec.dtype_out) * (seq + depth + 16)
+                    + 4 * eps(self.spec.dtype_result))
+
+    def evaluate(self, cfg: AxisExprConfig, bench: ExprAxisBench, *, check: bool = True,
+                 max_rel_error: float | None = None) -> Outcome:
+        """check (against this space, unless `check` is off) -> build -> validate -> time."""
+        why = self.space.check(cfg) if check else ""
+        la = self.launcher(cfg) if not why else None  # nothing made for an infeasible point
+        return judge(cfg, bench.n, bench.nbytes, infeasible=why,
+                     build=lambda: la.built(), build_errors=(BuildError,),
+                     validate=lambda: bench.validate(la, max_rel_error),
+                     time=lambda: bench.time(la, budget_s=0.2))
+
+
+def _studies_beside(db: str | None) -> str:
+    """Optuna's storage: beside a SQLite database file, else the default storage."""
+    from cltune.tuning_db import default_storage_url
+    from cltune.tuning_db.paths import sqlite_file
+
+    path = sqlite_file(db) if db else None
+    return f"sqlite:///{path.parent / 'studies.db'}" if path is not None \
+        else default_storage_url()
+
+
+def tune_along(knl: Any, sample_args: tuple[Any, ...], axis: Any, *, trials: int = 30,
+               timeout: float = 120.0, queue: cl.CommandQueue | None = None,
+               db: str | None = None, storage: str | None = None, seed: int = 0,
+               progress: Any = None) -> list[Any]:
+    """Tune `knl` along `axis` of `sample_args` (as a call takes them: its vectors of one
+    shape and memory order, C- or F-contiguous) on the queue's device; the size class is the
+    one nearest to their (outer, r, inner) view. The best goes to `db`; the kernel's reducers
+    along axes read the database again."""
+    from cltune.families.axis.api import geometry
+    from cltune.families.expr_axis.api import axis_reducer
+    from cltune.tuning.tuner import TuneOptions, Tuner
+    from cltune.tuning_db import Store
+
+    spec: ExprSpec = knl.spec
+    if len(sample_args) != len(spec.arguments):
+        raise TypeError(f"tune takes the kernel's {len(spec.arguments)} arguments, "
+                        f"got {len(sample_args)}")
+    vecs = [a for a, t in zip(sample_args, spec.arguments, strict=True)
+            if isinstance(t, VectorArg)]
+    if not vecs or not all(isinstance(v, cla.Array) for v in vecs):
+        raise TypeError("tune along an axis takes pyopencl Arrays for the vector arguments")
+    x = vecs[0]
+    if any(v.shape != x.shape or v.strides != x.strides for v in vecs) or not x.flags.forc:
+        raise ValueError("the vector arguments must be contiguous arrays of one shape and "
+                         "memory order")
+    g = geometry(tuple(x.shape), bool(x.flags.c_contiguous), axis, False)
+    if not g.mem or g.r == 0 or g.outer * g.inner <= 1:
+        raise ValueError(f"nothing to tune along axis={axis!r} of shape {x.shape}: one output "
+                         "is the 1-D kernel's job (knl.tune(x) tunes that), no element none")
+    view = (g.outer, g.r, g.inner)
+    layout, key = fam.class_of_view(*view)
+    q = queue if queue is not None else x.queue
+    if q is None:
+        raise TypeError("no queue: pass queue= or arrays that have one")
+    dev = q.device
+    opts = TuneOptions(family=fam.NAME, variant=fam.variant(spec.fingerprint, layout),
+                       buckets=(key,), trials=trials, timeout_s=timeout, seed=seed,
+                       target_options={"kernel": knl, "sample_args": tuple(sample_args),
+                                       "sample_view": view, "db": db})
+    store = Store.open(db)
+    try:
+        res = Tuner(q.context, dev, info_for(dev), store, storage or _studies_beside(db), opts,
+                    progress).run()
+    finally:
+        store.close()
+    for d in dict.fromkeys((db, knl.db)):
+        axis_reducer(q.context, dev, spec, d).reload()
+    return res

@@ -1,0 +1,44 @@
+"""The `builtin` level of the fallback chain: a safe config derived from the queried limits."""
+
+from __future__ import annotations
+
+from cltune.core.ops import OpSpec
+from cltune.device.info import DeviceInfo
+from cltune.families.reduce.config import Config
+
+
+def builtin_config(info: DeviceInfo, spec: OpSpec | None = None) -> Config:
+    """CPUs: each work-item streams a contiguous chunk with wide vector loads (measured best on
+    PoCL); GPUs and others: a local-memory tree with a few loads per work-item in flight.
+
+    A CPU runtime with subgroups (Intel's; PoCL >= 4) compiles work-items into SIMD subgroups
+    of up to 16 lanes, and the space offers only work-groups that are multiples of the real
+    subgroup size (space.make_space): there the groups are 16 wide, so that the builtin config
+    is a point of the space and competes in every tuning run (tuner._finish).
+
+    On a device whose health restricts vector widths (`DeviceInfo.max_vector_bytes`) the
+    vectors step down to that width for `spec` (8-byte lanes assumed without one)."""
+    lane = spec.vector_element_bytes if spec is not None else 8
+    if info.type == "cpu":
+        wg = _pow2_at_most(16 if info.subgroups else 8, info.max_wg)
+        return Config(strategy="serial", wg=wg, tile=0, items=8, vec=info.vector_cap(lane, 16),
+                      groups_per_cu=8 * 8 // wg if wg >= 8 else 8, passes=2, acc="native")
+    wg = _pow2_at_most(256, info.max_wg)
+    while wg > 1 and wg * 8 + 64 > info.local_mem:
+        wg //= 2
+    return Config(strategy="local_tree", wg=wg, tile=wg, items=4, vec=info.vector_cap(lane, 4),
+                  groups_per_cu=8, passes=2, acc="native")
+
+
+def safest_config(info: DeviceInfo) -> Config:
+    """The last resort when even the builtin config fails to build: scalar loads, small groups."""
+    wg = _pow2_at_most(32, info.max_wg)
+    return Config(strategy="local_tree", wg=wg, tile=wg, items=1, vec=1, groups_per_cu=4,
+                  passes=2, acc="native")
+
+
+def _pow2_at_most(want: int, limit: int) -> int:
+    v = 1
+    while v * 2 <= min(want, max(1, limit)):
+        v *= 2
+    return v

@@ -1,0 +1,53 @@
+"""The 1-D reduction as a kernel family: variant `op/dtype`, size class `2^k` (k = log2 n).
+
+    >>> from cltune.families.reduce.family import size_class, spec_of, variant
+    >>> variant(spec_of("max/int64")), size_class(20)
+    ('max/int64', '2^20')
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from cltune.core.buckets import MAX_BUCKET, MIN_BUCKET
+from cltune.core.family import Family, reason_of
+from cltune.core.ops import OpError, OpSpec
+from cltune.families.reduce.config import Config
+
+NAME = "reduce"
+_CLASS = re.compile(r"^2\^(\d{1,2})$")
+
+
+def variant(spec: OpSpec) -> str:
+    return f"{spec.op}/{spec.dtype}"
+
+
+def spec_of(text: str) -> OpSpec:
+    """The OpSpec a variant names; OpError when it names none."""
+    op, sep, dtype = text.partition("/")
+    if not sep:
+        raise OpError(f"variant {text!r:.60} is not op/dtype")
+    return OpSpec(op, dtype)
+
+
+def size_class(bucket: int) -> str:
+    return f"2^{bucket}"
+
+
+def bucket_of(text: str) -> int:
+    """k of a size class `2^k`; ValueError when the text is not one."""
+    m = _CLASS.match(text)
+    if not m or not MIN_BUCKET <= int(m.group(1)) <= MAX_BUCKET:
+        raise ValueError(f"size class {text!r:.60} is not 2^k with k in "
+                         f"{MIN_BUCKET}..{MAX_BUCKET}")
+    return int(m.group(1))
+
+
+def _parse_config(m: Mapping[str, object]) -> Config:
+    return Config.from_mapping(m)
+
+
+REDUCE = Family(NAME, _parse_config, reason_of(spec_of), reason_of(bucket_of), kernel="reduce.cl",
+                interface="cltune.families.reduce.kernel", reference="cltune.families.reduce.reference",
+                target="cltune.families.reduce.target:ReduceTarget")

@@ -1,0 +1,130 @@
+"""The 1-D reduction of one variant (op/dtype) on one device, as the tuner and `cltune verify`
+see any kernel family: a space to sample, configs from trials and from stored mappings,
+launchers, benchmark inputs per size class, one evaluate call, starting points, result keys.
+
+The tuner (`tuner.py`) and the re-verification (`reverify.py`) use only these methods; another
+family provides an object with the same ones (`family.Family.target` names its factory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyopencl as cl
+
+from cltune.core import strategies
+from cltune.core.ops import OpSpec
+from cltune.core.outcome import Outcome
+from cltune.device.info import DeviceInfo
+from cltune.families.evaluate import evaluate
+from cltune.families.reduce import family as reduce_family
+from cltune.families.reduce.config import Config
+from cltune.families.reduce.defaults import builtin_config
+from cltune.families.reduce.kernel import source_hash
+from cltune.families.reduce.launch import Launcher
+from cltune.families.reduce.reference import make_input
+from cltune.families.reduce.seeds import known_config, params_of, seed_params
+from cltune.families.reduce.space import Space, make_space
+from cltune.opencl.measure import Bench, profiling_queue
+
+if TYPE_CHECKING:  # the trial's type only: the worker's targets never import optuna
+    import optuna
+
+
+def suggest(trial: optuna.Trial, space: Space) -> Config:
+    """Sample one point; the parameter names are the Config's own (tile as a factor of wg)."""
+    v = space.values
+    strategy = trial.suggest_categorical("strategy", v["strategy"])
+    wg = trial.suggest_categorical("wg", v["wg"])
+    tile = 0
+    if strategies.get(strategy).uses_tile:
+        tile = wg * trial.suggest_categorical("tile_factor", v["tile_factor"])
+    return Config(
+        strategy=strategy,
+        wg=wg,
+        tile=tile,
+        items=trial.suggest_categorical("items", v["items"]),
+        vec=trial.suggest_categorical("vec", v["vec"]),
+        groups_per_cu=trial.suggest_categorical("groups_per_cu", v["groups_per_cu"]),
+        passes=trial.suggest_categorical("passes", v["passes"]),
+        acc=trial.suggest_categorical("acc", v["acc"]),
+    )
+
+
+@dataclass
+class ReduceTarget:
+    """One variant of the 1-D reduction on one device. `extended_acc` also offers the kahan
+    and wide accumulators; `restrict` limits the space (sweeps, tests)."""
+
+    ctx: cl.Context
+    dev: cl.Device
+    info: DeviceInfo
+    variant: str
+    extended_acc: bool = False
+    restrict: dict[str, tuple] = field(default_factory=dict)
+    #: the space, when the caller made it already (the tuner hands its own to the worker)
+    space: Any = None
+    family: str = reduce_family.NAME
+
+    def __post_init__(self) -> None:
+        self.spec: OpSpec = reduce_family.spec_of(self.variant)
+        self.queue = profiling_queue(self.ctx, self.dev)
+        if self.space is None:
+            space = make_space(self.ctx, self.dev, self.info, self.spec,
+                               extended_acc=self.extended_acc)
+            self.space = space.restrict(**self.restrict) if self.restrict else space
+        self.source_hash = source_hash()
+        self._launchers: dict[Config, Launcher] = {}
+
+    # ---- keys -----------------------------------------------------------------------------
+    @staticmethod
+    def size_class(bucket: int) -> str:
+        return reduce_family.size_class(bucket)
+
+    @staticmethod
+    def bucket_of(size_class: str) -> int:
+        return reduce_family.bucket_of(size_class)
+
+    # ---- configs --------------------------------------------------------------------------
+    def suggest(self, trial: optuna.Trial) -> Config:
+        return suggest(trial, self.space)
+
+    @staticmethod
+    def config_of(mapping: Mapping[str, object]) -> Config:
+        """A stored mapping as a validated config (ConfigError, a ValueError, otherwise)."""
+        return Config.from_mapping(mapping)
+
+    def builtin(self) -> Config | None:
+        """The config `get_reducer` runs on a device never tuned (defaults.builtin_config), if
+        it is a point of this (possibly restricted) space: what tuning must never end slower
+        than."""
+        cfg = builtin_config(self.info, self.spec)
+        return cfg if params_of(cfg, self.space) is not None else None
+
+    def seeds(self, known_rows: Iterable[object], bucket: int,
+              previous: Config | None) -> list[dict]:
+        """Starting points (cltune.families.reduce.seeds): what the fallback chain knows for this size class,
+        the previous size class's winner, the builtin config."""
+        return seed_params(self.space, [known_config(known_rows, bucket), previous,
+                                        builtin_config(self.info, self.spec)])
+
+    # ---- running --------------------------------------------------------------------------
+    def launcher(self, cfg: Config) -> Launcher:
+        la = self._launchers.get(cfg)
+        if la is None:
+            la = self._launchers[cfg] = Launcher(self.ctx, self.dev, self.info, self.spec, cfg)
+        return la
+
+    def bench(self, bucket: int) -> Bench:
+        """The tuning input of a size class, on the device."""
+        return Bench(self.ctx, self.queue, make_input(self.spec, 1 << bucket),
+                     self.spec.result_dtype)
+
+    def evaluate(self, cfg: Config, bench: Bench, *, check: bool = True,
+                 max_rel_error: float | None = None) -> Outcome:
+        """check (against this space, unless `check` is off: a stored config is judged as it
+        is) -> build -> validate -> time."""
+        return evaluate(self.launcher(cfg), self.queue, bench,
+                        space=self.space if check else None, max_rel_error=max_rel_error)

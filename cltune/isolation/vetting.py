@@ -1,0 +1,212 @@
+"""Vetting: a config the runtime serves untuned runs once in a worker before this process
+builds it.
+
+The application's process never builds a config that has not run on this device's
+fingerprint and driver (house rule 17): results tuned here did (in the tuner's worker); the
+builtin, derived, shipped and vendor-default configs are built, launched and checked against
+the family's reference once in the device's worker (`remote_target.RemoteTarget`, `vet`
+mode: its validation inputs, no timing), and the verdict is kept on disk per fingerprint,
+driver, family, variant, config and kernel source (`vetted.json` in the cache directory of
+`driver_cache.cache_dir()`); later calls, in this process or the next, read it. A config that
+crashed, hung or answered wrong there is never built here: the runtime steps to the next
+level of its fallback chain and `explain()` says why.
+
+A config whose build fails cleanly (a compiler error, no crash) is `buildable`: building it
+here raises the same error (an application's expression that does not compile must still
+fail as pyopencl's does); so is one whose target or input the worker could not make
+without a crash (nothing is cached then).
+`CLTUNE_TRUST_DRIVER=1` turns vetting off.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from cltune.device.driver_cache import cache_dir, read_verdicts, write_verdicts
+from cltune.device.info import DeviceInfo
+from cltune.isolation.remote_target import RemoteTarget
+from cltune.isolation.worker import Worker, WorkerFailure, worker_for
+
+VET_VERSION = 1
+_FILE = "vetted.json"
+#: the 1-D families' vetting input: 2^12 elements (validation adds odd sizes around it)
+SMALL_BUCKET = 12
+#: the axis families' vetting input: at most 2^20 elements (rows of the class kept)
+MAX_AXIS_LOG2 = 20
+
+
+class NoConfigRuns(RuntimeError):
+    """Every level of a fallback chain crashed, hung or answered wrong in vetting."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """`step` is the evaluate step that stopped it (`timed`: it ran and answered right)."""
+
+    ok: bool
+    step: str = "timed"
+    reason: str = ""
+    checked_at: str = ""
+
+    @property
+    def buildable(self) -> bool:
+        """Whether building it in this process is safe: it ran, or failed to compile cleanly."""
+        return self.ok or self.step == "build"
+
+
+TRUSTED = Verdict(True, "timed", "vetting off (CLTUNE_TRUST_DRIVER=1)")
+
+_lock = threading.Lock()
+_memo: dict[str, Verdict] = {}
+_remotes: dict[tuple, RemoteTarget] = {}
+
+
+def trusted() -> bool:
+    return os.environ.get("CLTUNE_TRUST_DRIVER", "").strip() not in ("", "0")
+
+
+def vet_size(family: str, size_key: Any) -> Any:  # noqa: ANN401
+    """The input a config of `family` is vetted on for a call of class `size_key`: small,
+    with the class's reduced length where the kernel's shape depends on it."""
+    if isinstance(size_key, tuple):
+        a, b = size_key
+        return (min(a, max(0, MAX_AXIS_LOG2 - b)), min(b, MAX_AXIS_LOG2))
+    return SMALL_BUCKET
+
+
+def _key(info: DeviceInfo, family: str, variant: str, cfg: Any, source_hash: str,  # noqa: ANN401
+         size_key: Any) -> str:  # noqa: ANN401
+    return (f"{info.fingerprint}:{info.driver}:{family}:{variant}:{cfg.key()}:{source_hash}:"
+            f"{size_key}")
+
+
+def _path() -> Path:
+    return cache_dir() / _FILE
+
+
+def _parse(v: dict) -> Verdict | None:
+    if isinstance(v.get("ok"), bool) and all(isinstance(v.get(f, ""), str)
+                                             for f in ("step", "reason", "checked_at")):
+        return Verdict(v["ok"], v.get("step", "timed"), v.get("reason", ""),
+                       v.get("checked_at", ""))
+    return None
+
+
+def _load() -> dict[str, Verdict]:
+    return read_verdicts(_path(), "vet_version", VET_VERSION, _parse)
+
+
+def _save(key: str, verdict: Verdict) -> None:
+    """Add one verdict to the file (failures cost a re-vet)."""
+    stored = _load()
+    stored[key] = verdict
+    write_verdicts(_path(), "vet_version", VET_VERSION,
+                   {k: asdict(v) for k, v in stored.items()})
+
+
+def forget() -> None:
+    """Drop the verdicts remembered in this process (the file stays)."""
+    with _lock:
+        _memo.clear()
+        _remotes.clear()
+
+
+def _beyond_vector_cap(info: DeviceInfo, cfg: Any, element_bytes: int) -> str:  # noqa: ANN401
+    vec = getattr(cfg, "vec", None)
+    if info.max_vector_bytes and isinstance(vec, int) and vec * element_bytes > \
+            info.max_vector_bytes:
+        return (f"vectors of {vec * element_bytes * 8} bits: this device's health check "
+                f"restricts them to {info.max_vector_bytes * 8}")
+    return ""
+
+
+def verdict(info: DeviceInfo, family: str, variant: str, cfg: Any, size_key: Any, *,  # noqa: ANN401
+            source_hash: str, element_bytes: int = 8, options: dict | None = None,
+            worker: Worker | None = None) -> Verdict:
+    """Whether `cfg` of `family`/`variant` ran right on this device and driver (vetting it in
+    the worker first when unknown). `options` are the target factory's (an expression
+    family's kernel); `size_key` the class of the call that serves it."""
+    if trusted():
+        return TRUSTED
+    why = _beyond_vector_cap(info, cfg, element_bytes)
+    if why:
+        return Verdict(False, "check", why)
+    vsize = vet_size(family, size_key)
+    key = _key(info, family, variant, cfg, source_hash, vsize)
+    with _lock:
+        hit = _memo.get(key)
+        if hit is None:
+            hit = _load().get(key)
+            if hit is not None:
+                _memo[key] = hit
+    if hit is not None:
+        return hit
+    # the process's worker keeps a target per variant; a health check's own worker and an
+    # application's kernel get one of their own, closed afterwards
+    own = worker is not None or bool(options)
+    rkey = (info.fingerprint, info.max_vector_bytes, family, variant)
+    remote = None if own else _remotes.get(rkey)
+    if remote is None:
+        remote = RemoteTarget(worker or worker_for(info), family, variant, **(options or {}))
+        if not own:
+            _remotes[rkey] = remote
+    try:
+        out = remote.evaluate(cfg, vsize, check=False, vet=True)
+    finally:
+        if own:
+            remote.close()
+    if out.step == "error" and not out.n:
+        # making the target or its input failed cleanly in the worker (an expression that
+        # does not compile, no reference to check it by): nothing crashed, and building it
+        # here fails (or runs) the same way; no verdict is kept
+        return Verdict(True, "build", f"not vetted: {out.reason}"[:300])
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    v = Verdict(out.ok, out.step, "" if out.ok else out.reason[:500], now)
+    with _lock:
+        _memo[key] = v
+        _save(key, v)
+    return v
+
+
+def first_usable(info: DeviceInfo, family: str, variant: str,  # noqa: ANN401
+                 candidates: list[tuple[Any, str]], size_key: Any, *, source_hash: str,
+                 element_bytes: int = 8, options: dict | None = None,
+                 ) -> tuple[Any, str, str]:
+    """The first (config, level) of `candidates` (the fallback chain, in order) whose verdict
+    lets this process build it, and why the ones before it were passed over ('' when the
+    first one serves). Raises `NoConfigRuns` naming every reason when none can, except for
+    an application's expression (`options`) whose configs all ran but answered differently
+    from its reference: the first of those serves, with a warning."""
+    passed: list[str] = []
+    tried: list[Any] = []
+    differs: tuple[Any, str, str] | None = None  # the first one that ran but answered off
+    for cfg, level in candidates:
+        if cfg in tried:  # a level that answers with a config already passed over
+            continue
+        tried.append(cfg)
+        try:
+            v = verdict(info, family, variant, cfg, size_key, source_hash=source_hash,
+                        element_bytes=element_bytes, options=options)
+        except WorkerFailure as e:  # pragma: no cover - evaluate turns these into outcomes
+            v = Verdict(False, e.kind, e.reason)
+        if v.buildable:
+            return cfg, level, "; ".join(passed)
+        passed.append(f"{level} config {cfg.short()} passed over: {v.reason}")
+        if v.step == "validate" and differs is None:
+            differs = (cfg, level, "; ".join(passed))
+    if differs is not None and options:
+        # an application's expression whose every config ran but disagreed with its reference
+        # (a padding field, a reference of its own making): no driver crash to avoid, so it
+        # is served as pyopencl would, and said
+        cfg, level, why = differs
+        warnings.warn(f"cltune: {why[:400]}; serving the {level} config anyway (it ran)",
+                      RuntimeWarning, stacklevel=3)
+        return cfg, level, why
+    raise NoConfigRuns(f"no {family} config runs on {info.name} ({info.platform} "
+                       f"{info.release}): " + "; ".join(passed))

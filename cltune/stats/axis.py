@@ -1,0 +1,188 @@
+"""cltune.stats.api along an axis: numpy's `axis=` / `keepdims=` rules for a statistic's
+ReductionKernel, run by the axis skeleton (cltune.families.expr_axis.api).
+
+An n-D C- or F-contiguous array is viewed as (outer, r, inner) in memory order (the axis
+family's geometry: the reduced axes must be adjacent in memory); the result has numpy's shape
+and the input's memory order. A reduction that covers every element runs the statistic's own
+(tuned) 1-D kernel.
+
+Configs along an axis are tuned like everything else (family `expr_axis`, see
+cltune.families.expr_axis.target): `cltune.stats.api.kernel("var", ctx, np.float32).tune(x, 0.0, axis=0)`
+stores the best for the shape class of x's view; calls are served by the nearest tuned
+class, else by the heuristic for the shape (`explain` says which).
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+from pyopencl.tools import VectorArg
+
+from cltune.families.axis.api import Geometry, empty_result, geometry
+from cltune.families.expr.api import ReductionKernel
+from cltune.families.expr_axis.api import axis_reducer
+from cltune.families.expr_axis.config import AxisExprConfig, AxisPlan
+from cltune.families.expr_axis.family import variant, view_key
+from cltune.stats.kernels import kernel
+
+_geometries: dict[tuple, Geometry] = {}
+
+
+def _geometry(x: cla.Array, axis: Any, keepdims: bool) -> Geometry:
+    c_order = bool(x.flags.c_contiguous)
+    key, g = None, None
+    # only plain ints are keys: 1.0 == 1 as a key, yet is no axis (geometry() says so)
+    if type(axis) is int or (type(axis) is tuple
+                             and builtins.all(type(a) is int for a in axis)):
+        key = (x.shape, c_order, axis, bool(keepdims))
+        g = _geometries.get(key)
+    if g is None:
+        g = geometry(tuple(x.shape), c_order, axis, keepdims)
+        if key is not None:
+            if len(_geometries) > 1024:
+                _geometries.clear()
+            _geometries[key] = g
+    return g
+
+
+def check_int_axis(op: str, axis: Any) -> None:
+    """argmin/argmax take one axis, as numpy's do."""
+    if axis is not None and (isinstance(axis, bool)
+                             or not isinstance(axis, (int, np.integer))):
+        raise TypeError(f"{op}: axis must be an int or None (numpy.{op} reduces one axis), "
+                        f"not {type(axis).__name__}")
+
+
+def _flat(x: cla.Array) -> cla.Array:
+    if x.ndim == 1:
+        return x
+    return x.reshape(x.size, order="C" if x.flags.c_contiguous else "F")
+
+
+def whole(knl: ReductionKernel, x: cla.Array, q: cl.CommandQueue, extra: tuple,
+          shape: tuple[int, ...]) -> cla.Array:
+    """The statistic of every element, as an array of `shape` (one element)."""
+    out = None
+    if shape != ():
+        out = empty_result(q, shape, knl.spec.dtype_result, "C",
+                           knl.result_allocator(x.allocator))
+    return knl(_flat(x), *extra, queue=q, out=out)
+
+
+def along(op: str, knl: ReductionKernel, x: cla.Array, q: cl.CommandQueue, extra: tuple,
+          axis: Any, keepdims: bool) -> cla.Array:
+    """`knl`'s statistic of `x` (a contiguous array of its dtype) along `axis`, numpy's
+    result shape (`keepdims`); argmin/argmax give positions along the axis."""
+    if op in ("argmin", "argmax") and _geometry(x, axis, keepdims).r == 0:
+        raise ValueError(f"attempt to get {op} of an empty sequence")
+    return reduce_along(knl, (x, *extra), x, q, axis, keepdims, x.events)
+
+
+def reduce_along(knl: ReductionKernel, args: tuple, x: cla.Array, q: cl.CommandQueue,
+                 axis: Any, keepdims: bool, waits: list) -> cla.Array:
+    """`knl(*args)` along `axis`: `args` as a call takes them, their vectors contiguous arrays
+    of x's shape and memory order (checked by the caller); numpy's result shape."""
+    g = _geometry(x, axis, keepdims)
+    rdt = knl.spec.dtype_result
+    nout = g.outer * g.inner
+    if nout == 1 and g.mem:  # every element: the tuned 1-D kernel
+        flat = [_flat(a) if isinstance(t, VectorArg) else a
+                for a, t in zip(args, knl.spec.arguments, strict=True)]
+        out = (empty_result(q, g.kept, rdt, "C", knl.result_allocator(x.allocator))
+               if g.kept != () else None)
+        return knl(*flat, queue=q, out=out)
+    res = empty_result(q, g.kept, rdt, g.order, knl.result_allocator(x.allocator))
+    if nout == 0:
+        return res
+    user: list[Any] = []
+    for a, t in zip(args, knl.spec.arguments, strict=True):
+        user += (a.base_data, a.offset) if isinstance(t, VectorArg) else [a]
+    red = axis_reducer(q.context, q.device, knl.spec, knl.db, knl)
+    evs = red.enqueue(q, user, g.outer, g.r, g.inner, res.base_data, res.offset,
+                      wait_for=list(waits) or None)
+    res.add_event(evs[-1])
+    return res
+
+
+def norm_axes(axis: Any, ord_: Any) -> Any:
+    """numpy.linalg.norm's axis rules: one axis (or a 1-tuple) is a vector norm; a 2-tuple is
+    a matrix norm, of which only the Frobenius norm (ord None) is an L2 over both axes."""
+    if not isinstance(axis, tuple):
+        return axis
+    if len(axis) == 1:
+        return axis[0]
+    if len(axis) != 2:
+        raise ValueError("Improper number of dimensions to norm.")
+    if ord_ is not None:
+        raise ValueError(f"norm: matrix norms (ord={ord_!r} over the axes {axis}) are not "
+                         "supported; ord=None over two axes is the Frobenius norm")
+    return axis
+
+
+def keep_shape(ndim: int, keepdims: bool) -> tuple[int, ...]:
+    """The result shape of a reduction of everything (axis=None)."""
+    return (1,) * ndim if keepdims else ()
+
+
+@dataclass(frozen=True)
+class AxisStatExplanation:
+    """Which config a statistic along an axis runs, for which (outer, r, inner) view, and
+    where it came from: `level` is a lookup level (`exact`, `driver-changed`, `same-device`,
+    `shipped`, `vendor-default`) with `size_class` the tuned class (family `expr_axis`,
+    variant `variant`) nearest to the view, or `builtin` (the heuristic for the shape, chosen
+    from the device's kind), or `whole` (the statistic's 1-D kernel, see its own explain)."""
+
+    op: str
+    shape: tuple[int, ...]
+    view: tuple[int, int, int]
+    level: str
+    config: AxisExprConfig | None
+    plan: AxisPlan | None
+    why: str = ""
+    size_class: str | None = None
+    variant: str = ""
+
+    def __str__(self) -> str:
+        o, r, i = self.view
+        head = f"{self.op} of {self.shape}: (outer {o}, r {r}, inner {i})"
+        if self.config is None or self.plan is None:
+            return f"{head}, {self.level}: the statistic's 1-D kernel, {self.why}"
+        cls = f"class {self.size_class}" if self.size_class else "no tuned class"
+        return (f"{head}, {self.level}: {self.config.short()}, {self.plan.groups} group(s) x "
+                f"{self.plan.split} along the axis [{self.why}; {cls}]")
+
+
+def _kernel_op(op: str, ord_: Any) -> str:
+    if op != "norm":
+        return op
+    for name, ords in (("norm2", (None, 2)), ("norm1", (1,)), ("norm_inf", (np.inf,))):
+        if builtins.any(ord_ is o or (o is not None and ord_ == o) for o in ords):
+            return name
+    raise ValueError(f"norm: ord={ord_!r} is not supported (None, 1, 2 or inf)")
+
+
+def explain(op: str, q: cl.CommandQueue, dtype: Any, shape: tuple[int, ...], axis: Any,
+            order: str = "C", ord: Any = None) -> AxisStatExplanation:  # noqa: A002
+    """What `cltune.<op>(x, axis=axis)` runs for an array of this shape, order and dtype."""
+    if order not in ("C", "F"):
+        raise ValueError(f"order must be 'C' or 'F', got {order!r}")
+    dt = np.dtype(dtype)
+    knl = kernel(_kernel_op(op, ord), q.context, np.uint8 if dt == np.bool_ else dt)
+    if op == "norm":
+        axis = norm_axes(axis, ord)
+    g = geometry(tuple(shape), order == "C" or len(shape) < 2, axis, False)
+    view = (g.outer, g.r, g.inner)
+    if g.outer * g.inner == 1 and g.mem:
+        return AxisStatExplanation(op, tuple(shape), view, "whole", None, None,
+                                   str(knl.explain(max(1, g.r), q.device)))
+    red = axis_reducer(q.context, q.device, knl.spec, knl.db, knl)
+    built, plan = red.plan(*view)
+    pick = red.pick(*view)
+    return AxisStatExplanation(op, tuple(shape), view, pick.level, built.config, plan,
+                               pick.why, pick.tuned.size_class if pick.tuned else None,
+                               variant(knl.fingerprint, view_key(*view)[0]))

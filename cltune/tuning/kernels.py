@@ -1,0 +1,214 @@
+"""Tuning custom expressions: `knl.tune(...)`, opt-in tuning at first use (a background thread
+on a private queue), and the library side of `cltune tune --kernel module:attribute`.
+
+All three drive the family-agnostic tuner (`tuner.Tuner`) with family `expr`, the
+expression's fingerprint as the variant and the kernel object as a target option; results go
+to the same database and fallback chain as every other family.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+from pyopencl.tools import VectorArg
+
+from cltune.core.buckets import MAX_BUCKET, MIN_BUCKET, bucket_of
+from cltune.device.select import info_for
+from cltune.families.expr import family as expr_family
+from cltune.families.expr.kernel import ExprSpec
+
+log = logging.getLogger(__name__)
+
+
+def synthetic_args(spec: ExprSpec, queue: cl.CommandQueue, n: int,
+                   seed: int = 0) -> tuple[Any, ...]:
+    """Random vectors of n elements (floats in [0, 1), integers 0..99, booleans, structs
+    zeroed) and zero scalars, in the order of the kernel's arguments."""
+    rng = np.random.default_rng(seed)
+    out: list[Any] = []
+    for a in spec.arguments:
+        dt = np.dtype(a.dtype)
+        if not isinstance(a, VectorArg):
+            out.append(dt.type(0))
+            continue
+        if dt.kind == "f":
+            host = rng.random(n).astype(dt)
+        elif dt.kind in "iu":
+            host = rng.integers(0, 100, n).astype(dt)
+        elif dt.kind == "b":
+            host = rng.random(n) < 0.5
+        else:
+            host = np.zeros(n, dt)
+        out.append(cla.to_device(queue, host))
+    return tuple(out)
+
+
+def _storage_for(db: str | None, storage: str | None) -> str:
+    from cltune.tuning_db import default_storage_url
+    from cltune.tuning_db.paths import sqlite_file
+
+    if storage:
+        return storage
+    path = sqlite_file(db) if db else None
+    if path is not None:
+        return f"sqlite:///{path.parent / 'studies.db'}"
+    return default_storage_url()
+
+
+def tune_kernel(knl: Any, sample_args: tuple[Any, ...], *, trials: int = 30,
+                timeout: float = 120.0, queue: cl.CommandQueue | None = None,
+                db: str | None = None, storage: str | None = None, seed: int = 0,
+                progress: Any = None) -> list[Any]:
+    """Tune `knl` on `sample_args` (its size class is the nearest 2^k to their length) on the
+    queue's device (default: the first vector's queue); store the best in `db`."""
+    from cltune.tuning.tuner import TuneOptions, Tuner
+    from cltune.tuning_db import Store
+
+    vecs = [a for a, t in zip(sample_args, knl.spec.arguments, strict=False)
+            if isinstance(t, VectorArg)]
+    if len(sample_args) != len(knl.spec.arguments) or not vecs:
+        raise TypeError(f"tune takes the kernel's {len(knl.spec.arguments)} arguments, "
+                        f"got {len(sample_args)}")
+    if vecs[0].size < 1:
+        raise ValueError("tune needs sample arguments with at least one element")
+    q = queue if queue is not None else vecs[0].queue
+    if q is None:
+        raise TypeError("no queue: pass queue= or arrays that have one")
+    bucket = min(MAX_BUCKET, max(MIN_BUCKET, bucket_of(vecs[0].size)))
+    dev = q.device
+    opts = TuneOptions(family=expr_family.NAME, variant=knl.fingerprint, buckets=(bucket,),
+                       trials=trials, timeout_s=timeout, seed=seed,
+                       target_options={"kernel": knl, "sample_args": tuple(sample_args),
+                                       "db": db})
+    store = Store.open(db)
+    try:
+        return Tuner(q.context, dev, info_for(dev), store, _storage_for(db, storage), opts,
+                     progress).run()
+    finally:
+        store.close()
+
+
+def start_background(knl: Any, dev: cl.Device, n: int, budget_s: float,
+                     shape: tuple[int, ...] | None = None, order: str = "C",
+                     axis: Any = None) -> threading.Thread:
+    """Tune `knl` for inputs like n elements (with `axis`: along that axis of arrays of
+    `shape` and memory `order`) in a daemon thread, on a private queue, within about
+    `budget_s` seconds; the kernel re-reads the database when it is done. Failures are
+    logged and warned about, never raised into the application."""
+    def run() -> None:
+        try:
+            q = cl.CommandQueue(knl.context, dev)
+            args = knl.sample_args(q, max(1, n))
+            with tempfile.TemporaryDirectory(prefix="cltune-first-use-") as tmp:
+                storage = f"sqlite:///{Path(tmp) / 'studies.db'}"
+                if axis is None:
+                    tune_kernel(knl, args, trials=100_000, timeout=budget_s, queue=q,
+                                db=knl.db, storage=storage)
+                else:
+                    args = tuple(a.reshape(shape, order=order) if isinstance(a, cla.Array)
+                                 else a for a in args)
+                    knl.tune(*args, axis=axis, trials=100_000, timeout=budget_s, queue=q,
+                             db=knl.db, storage=storage)
+            knl.reload()
+            knl.background_error = None
+        except Exception as e:  # noqa: BLE001 - a background failure must not crash the app
+            knl.background_error = e
+            log.warning("cltune: first-use tuning of %s failed: %s", knl.name, e)
+            warnings.warn(f"cltune: first-use tuning of {knl.name} failed: {e}", UserWarning,
+                          stacklevel=1)
+
+    t = threading.Thread(target=run, name=f"cltune-first-use-{knl.fingerprint[:8]}",
+                         daemon=True)
+    t.start()
+    return t
+
+
+def load_kernel(spec: str) -> Any:
+    """The `cltune.ReductionKernel` that `module:attribute` names: the attribute itself, or
+    what it returns when called without arguments. The module is the application's code
+    (imported, so it runs)."""
+    from cltune.families.expr.api import ReductionKernel
+
+    module, sep, attr = spec.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"--kernel {spec!r:.80}: expected module:attribute")
+    try:
+        obj: Any = importlib.import_module(module)
+    except ImportError as e:
+        raise ValueError(f"--kernel {spec!r:.80}: cannot import {module!r}: {e}") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"--kernel {spec!r:.80}: {module} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not isinstance(obj, ReductionKernel) and callable(obj):
+        try:
+            obj = obj()
+        except Exception as e:  # noqa: BLE001 - the application's function failed: say so
+            raise ValueError(f"--kernel {spec!r:.80}: calling it failed: "
+                             f"{type(e).__name__}: {e}"[:300]) from None
+    if not isinstance(obj, ReductionKernel):
+        raise ValueError(f"--kernel {spec!r:.80} is a {type(obj).__name__}, not a "
+                         "cltune.ReductionKernel (or a function returning one)")
+    return obj
+
+
+def tune_kernel_spec(selector: str, kernel: Any, buckets: tuple[int, ...] = (20,), *,
+                     trials: int = 30, timeout: float = 180.0, db: str | None = None,
+                     storage: str | None = None, seed: int = 0, progress: Any = None,
+                     ) -> tuple[Any, list[Any]]:
+    """`cltune tune --kernel module:attribute` (or a ReductionKernel object, e.g. a statistic's
+    for `cltune tune --op var`): tune that kernel's expression on the selected device at the
+    given size classes (its `sample_args` make the inputs). Returns (device
+    info, per-size-class results), like `service.tune`."""
+    from cltune.cli.service import tune
+    from cltune.tuning.tuner import TuneOptions
+
+    knl = kernel if not isinstance(kernel, str) else load_kernel(kernel)
+    opts = TuneOptions(family=expr_family.NAME, variant=knl.fingerprint,
+                       buckets=tuple(buckets), trials=trials, timeout_s=timeout, seed=seed,
+                       target_options={"kernel": knl, "db": db})
+    return tune(selector, opts, db, storage, progress)
+
+
+#: shapes `cltune tune --kernel X --axis` tunes when none are named (log2 rows, log2 cols):
+#: 2^22 elements each, narrow to wide
+KERNEL_AXIS_SHAPES = ((18, 4), (14, 8), (11, 11), (4, 18))
+
+
+def tune_kernel_axis_spec(selector: str, kernel: Any, axes: tuple[int, ...],
+                          shapes: tuple[tuple[int, int], ...] | None = None, *,
+                          trials: int = 20, timeout: float = 120.0, db: str | None = None,
+                          storage: str | None = None, seed: int = 0,
+                          ) -> tuple[Any, list[Any]]:
+    """`cltune tune --kernel module:attribute --axis`: tune that kernel's expression along
+    `axes` (0: columns, 1: rows) of 2-D inputs of `shapes` ((log2 rows, log2 cols) pairs;
+    default KERNEL_AXIS_SHAPES) on the selected device, which must be one of the kernel's
+    context. Its `sample_args` make the inputs, reshaped. `timeout` is per shape and axis.
+    Returns (device info, the tuner's results, one per shape and axis)."""
+    from cltune.device.select import select
+
+    knl = kernel if not isinstance(kernel, str) else load_kernel(kernel)
+    info, dev = select(selector)
+    mine = [d for d in knl.context.devices if d.int_ptr == dev.int_ptr]
+    if not mine:
+        raise ValueError(f"device {selector!r:.40} is not in {kernel!r:.80}'s context "
+                         f"({', '.join(d.name.strip() for d in knl.context.devices)})")
+    q = cl.CommandQueue(knl.context, mine[0])
+    out: list[Any] = []
+    for a, b in shapes or KERNEL_AXIS_SHAPES:
+        shape = (1 << a, 1 << b)
+        args = tuple(x.reshape(shape) if isinstance(x, cla.Array) else x
+                     for x in knl.sample_args(q, shape[0] * shape[1], seed))
+        for axis in axes:
+            out += knl.tune(*args, axis=axis, trials=trials, timeout=timeout, queue=q, db=db,
+                            storage=storage, seed=seed)
+    return info, out
