@@ -19,7 +19,7 @@ def db(tmp_path):
 
 
 #: the tests' databases are never tuned: the runtime says so once per database
-pytestmark = pytest.mark.filterwarnings("ignore::cltune.families.reduce.api.CltuneWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::cltune.core.serving.CltuneWarning")
 
 
 def _r(queue, op="sum", dtype=np.float32, db=None):

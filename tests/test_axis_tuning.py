@@ -20,7 +20,7 @@ from cltune.tuning_db import Store
 from cltune.tuning_db.rows import Measurement
 
 runner = CliRunner()
-pytestmark = pytest.mark.filterwarnings("ignore::cltune.families.reduce.api.CltuneWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::cltune.core.serving.CltuneWarning")
 #: small spaces: these tests check the plumbing, not the search
 RESTRICT_ROWS = {"wg": (8, 16), "lanes": (1, 4), "vec": (1, 4), "items": (1,),
                  "groups_per_cu": (2, 8)}

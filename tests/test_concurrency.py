@@ -43,7 +43,7 @@ from support.tuned import store_bests
 from support.writes import random_record_writes
 
 from cltune import get_reducer
-from cltune.families.reduce.api import CltuneWarning
+from cltune.core.serving import CltuneWarning
 from cltune.families.reduce.config import Config
 from cltune.tuning_db import Store
 
@@ -491,7 +491,7 @@ import json, sys, warnings
 import numpy as np, pyopencl as cl, pyopencl.array as cla
 from cltune import get_reducer
 from cltune.device.select import select
-from cltune.families.reduce.api import CltuneWarning
+from cltune.core.serving import CltuneWarning
 info, dev = select(sys.argv[1])
 ctx = cl.Context([dev]); q = cl.CommandQueue(ctx)
 with warnings.catch_warnings(record=True) as w:

@@ -12,7 +12,7 @@ import pyopencl.array as cla
 import pytest
 
 from cltune import get_reducer
-from cltune.families.reduce.api import CltuneWarning
+from cltune.core.serving import CltuneWarning
 from cltune.families.reduce.config import Config
 
 ONE_PASS = Config("serial", 8, 0, 8, 16, 8, 1, "native")  # the ticket-and-last-group finish

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from cltune import get_reducer
 from cltune.cli.app import app
-from cltune.families.reduce.api import CltuneWarning
+from cltune.core.serving import CltuneWarning
 from cltune.families.reduce.config import Config
 from cltune.tuning_db import Store
 from cltune.tuning_db.lookup import DeviceKey, load_shipped, lookup

@@ -10,7 +10,7 @@ import pytest
 import cltune
 from cltune.stats.reducers import STATS_OPS, StatsReducer
 
-pytestmark = pytest.mark.filterwarnings("ignore::cltune.families.reduce.api.CltuneWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::cltune.core.serving.CltuneWarning")
 
 
 def test_plain_ops_are_the_runtime_reducers(queue):

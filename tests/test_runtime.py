@@ -10,7 +10,7 @@ import pyopencl.array as cla
 import pytest
 
 from cltune import get_reducer
-from cltune.families.reduce.api import CltuneWarning
+from cltune.core.serving import CltuneWarning
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from support.oclgrind import run_marked
 import cltune
 from cltune.stats import api as stats
 
-pytestmark = pytest.mark.filterwarnings("ignore::cltune.families.reduce.api.CltuneWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::cltune.core.serving.CltuneWarning")
 
 try:
     from numpy.exceptions import AxisError

@@ -17,12 +17,13 @@ from typer.testing import CliRunner
 import cltune
 from cltune.cli.app import app
 from cltune.core.family import get
+from cltune.core.serving import CltuneWarning
 from cltune.families.expr_axis.api import axis_reducer
 from cltune.families.expr_axis.config import AxisExprConfig, choose
-from cltune.families.expr_axis.family import EXPR_AXIS, variant
+from cltune.families.expr_axis.family import FAMILY as EXPR_AXIS
+from cltune.families.expr_axis.family import variant
 from cltune.families.expr_axis.reference import awkward, close
 from cltune.families.expr_axis.target import ExprAxisTarget, make_space
-from cltune.families.reduce.api import CltuneWarning
 from cltune.stats import api as stats
 from cltune.tuning_db import Store
 from cltune.tuning_db.rows import Measurement

@@ -16,7 +16,7 @@ def run_axis(device: str, op: str, dtype: str, axis: str | None, segments: bool,
              resume: bool, study: str, seeds: bool, db: str | None, storage: str | None,
              err: Console) -> tuple[Any, list]:
     from cltune.cli.service import axis_variants, tune_axis
-    from cltune.families.axis.family import parse_shapes
+    from cltune.core.shapes import parse_shapes
     from cltune.tuning.tuner import SAMPLERS, TuneOptions
 
     if sampler not in SAMPLERS:
@@ -96,7 +96,7 @@ def run_kernel(device: str, kernel: Any, sizes: str | None, trials: int, timeout
 def run_kernel_axis(device: str, kernel: Any, axis: str, shapes: str | None, trials: int,
                     timeout: float, seed: int, db: str | None, storage: str | None,
                     err: Console) -> tuple[Any, list]:
-    from cltune.families.axis.family import parse_shapes
+    from cltune.core.shapes import parse_shapes
     from cltune.tuning.kernels import tune_kernel_axis_spec
 
     axes = {"0": (0,), "1": (1,), "both": (1, 0)}.get(axis)

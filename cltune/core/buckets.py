@@ -43,3 +43,20 @@ def parse_sizes(text: str) -> tuple[int, ...]:
             raise ValueError(f"size 2^{b} outside 2^{MIN_BUCKET}..2^{MAX_BUCKET}")
         out.append(b)
     return tuple(sorted(set(out)))
+
+
+#: a 1-D size class is `2^k` (k = log2 n)
+_CLASS = re.compile(r"^2\^(\d{1,2})$")
+
+
+def size_class(bucket: int) -> str:
+    return f"2^{bucket}"
+
+
+def class_bucket(text: str) -> int:
+    """k of a size class `2^k`; ValueError when the text is not one."""
+    m = _CLASS.match(text)
+    if not m or not MIN_BUCKET <= int(m.group(1)) <= MAX_BUCKET:
+        raise ValueError(f"size class {text!r:.60} is not 2^k with k in "
+                         f"{MIN_BUCKET}..{MAX_BUCKET}")
+    return int(m.group(1))

@@ -16,6 +16,7 @@ reference and error bound) is named by `kernel`, `interface` and `reference`.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +34,9 @@ class Family:
     kernel: its OpenCL C file in kernels/; interface: the module with its build defines and
         argument slots; reference: the module with its host reference and error bound.
     target: `module:factory` of what the tuner and `cltune verify` drive for one variant on
-        one device (`factory(ctx, dev, info, variant, **options)`; see reduce_target.py).
+        one device (`factory(ctx, dev, info, variant, **options)`; see reduce/target.py).
+    api: the module applications call (get_reducer's Reducer, ReductionKernel, ...); another
+        family reaches it only through `entry(name, "api")`.
     """
 
     name: str
@@ -44,6 +47,7 @@ class Family:
     interface: str = ""
     reference: str = ""
     target: str = ""
+    api: str = ""
 
 
 _registry: dict[str, Family] = {}
@@ -71,8 +75,20 @@ def register(f: Family) -> Family:
     return f
 
 
+#: the built-in families: name -> the module whose `FAMILY` is its descriptor, imported on
+#: first use (a lazy name -> module map, as Kernel Tuner's strategies: this registry imports
+#: no family, so every family may import it, and adding a family is one line here)
+BUILTIN = {
+    "reduce": "cltune.families.reduce.family",
+    "axis": "cltune.families.axis.family",
+    "expr": "cltune.families.expr.family",
+    "expr_axis": "cltune.families.expr_axis.family",
+}
+
+
 def get(name: str) -> Family:
-    _builtin()
+    if name not in _registry and name in BUILTIN:
+        _registry.setdefault(name, importlib.import_module(BUILTIN[name]).FAMILY)
     try:
         return _registry[name]
     except KeyError:
@@ -80,24 +96,12 @@ def get(name: str) -> Family:
 
 
 def names() -> tuple[str, ...]:
-    _builtin()
-    return tuple(_registry)
+    return tuple(dict.fromkeys([*BUILTIN, *_registry]))
 
 
-def _builtin() -> None:
-    if "reduce" not in _registry:
-        from cltune.families.reduce.family import REDUCE
-
-        _registry.setdefault("reduce", REDUCE)
-    if "axis" not in _registry:
-        from cltune.families.axis.family import AXIS
-
-        _registry.setdefault("axis", AXIS)
-    if "expr" not in _registry:
-        from cltune.families.expr.family import EXPR
-
-        _registry.setdefault("expr", EXPR)
-    if "expr_axis" not in _registry:
-        from cltune.families.expr_axis.family import EXPR_AXIS
-
-        _registry.setdefault("expr_axis", EXPR_AXIS)
+def entry(family: str, role: str) -> Any:
+    """What the descriptor's `role` field names, imported: `module:name` (`target`) or a
+    module (`api`)."""
+    module, _, name = getattr(get(family), role).partition(":")
+    mod = importlib.import_module(module)
+    return getattr(mod, name) if name else mod

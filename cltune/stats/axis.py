@@ -23,7 +23,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.tools import VectorArg
 
-from cltune.families.axis.api import Geometry, empty_result, geometry
+from cltune.core.shapes import Geometry, empty_result, geometry
 from cltune.families.expr.api import ReductionKernel
 from cltune.families.expr_axis.api import axis_reducer
 from cltune.families.expr_axis.config import AxisExprConfig, AxisPlan

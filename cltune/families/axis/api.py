@@ -22,6 +22,9 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
+from cltune.core import shapes
+from cltune.core.serving import CltuneWarning
+from cltune.core.shapes import Geometry, empty_result, geometry
 from cltune.families.axis import family as axis_family
 from cltune.families.axis.config import AxisConfig, AxisConfigError
 from cltune.families.axis.defaults import builtin_axis_config, safest_axis_config
@@ -30,11 +33,6 @@ from cltune.families.axis.kernel import source_hash
 from cltune.families.axis.launch import AxisLauncher
 from cltune.isolation.vetting import first_usable
 from cltune.opencl.build import BuildError
-
-try:
-    from numpy.exceptions import AxisError
-except ImportError:  # numpy < 1.25
-    AxisError = np.AxisError  # type: ignore[attr-defined,misc]
 
 
 def _log2(v: int) -> int:
@@ -127,8 +125,6 @@ class AxisEngine:
                                      element_bytes=self.spec.vector_element_bytes)
         if got == cfg:
             return cfg, t
-        from cltune.families.reduce.api import CltuneWarning
-
         warnings.warn(f"cltune: {why}; serving the {lvl} config {got.short()}", CltuneWarning,
                       stacklevel=5)
         self.notes[(kind, a, b)] = (lvl, why)
@@ -136,7 +132,7 @@ class AxisEngine:
 
     def _choose(self, kind: str, a: int, b: int) -> tuple[AxisConfig, _Tuned | None]:
         k = self.kind(kind)
-        best = axis_family.nearest(axis_family.log2_key(a, b), k.keys)
+        best = shapes.nearest(shapes.log2_key(a, b), k.keys)
         for t in k.tuned:
             if t.key == best:
                 return t.config, t
@@ -150,8 +146,6 @@ class AxisEngine:
                 try:
                     la.built(False)
                 except BuildError as e:
-                    from cltune.families.reduce.api import CltuneWarning
-
                     warnings.warn(f"cltune: axis config {cfg.short()} does not build here "
                                   f"({e}); using the safest config", CltuneWarning,
                                   stacklevel=4)
@@ -214,7 +208,7 @@ def _load(info: Any, variant: str, db: str | None) -> _Kind:
     tuned = []
     for r in ans.rows:
         try:
-            tuned.append(_Tuned(axis_family.shape_key_of(r.size_class),
+            tuned.append(_Tuned(shapes.shape_key_of(r.size_class),
                                 AxisConfig.from_mapping(r.config), r.gbps))
         except (AxisConfigError, ValueError):
             continue
@@ -244,71 +238,6 @@ def device_array(reducer: Any, a: Any, queue: cl.CommandQueue, name: str) -> cla
     if a.size and not (a.flags.c_contiguous or a.flags.f_contiguous):
         raise ValueError(f"{name} is not contiguous; reduce a contiguous copy (x.copy())")
     return a
-
-
-def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
-    """numpy's rules: an int or a tuple of ints, negative from the end, no duplicates."""
-    items = axis if isinstance(axis, tuple) else (axis,)
-    out = []
-    for a in items:
-        if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
-            raise TypeError(f"axis must be an int or a tuple of ints, not {type(a).__name__}")
-        if not -ndim <= a < ndim:
-            raise AxisError(int(a), ndim)
-        out.append(int(a) % ndim)
-    if len(set(out)) != len(out):
-        raise ValueError("duplicate value in 'axis'")
-    return tuple(sorted(out))
-
-
-@dataclass(frozen=True)
-class Geometry:
-    """What a call's array layout and axes mean: numpy's result shape and the memory order
-    of the result, and the (outer, r, inner) view reduced over r (`mem`: the reduced axes in
-    memory order, empty for axis=())."""
-
-    kept: tuple[int, ...]
-    order: str
-    outer: int
-    r: int
-    inner: int
-    mem: tuple[int, ...]
-
-
-def geometry(shape: tuple[int, ...], c_contiguous: bool, axis: Any,
-             keepdims: bool) -> Geometry:
-    nd = len(shape)
-    axes = tuple(range(nd)) if axis is None else normalize_axes(axis, nd)
-    kept = tuple(1 if i in axes else s for i, s in enumerate(shape)) if keepdims else \
-        tuple(s for i, s in enumerate(shape) if i not in axes)
-    fortran = nd > 1 and not c_contiguous
-    order = "F" if fortran else "C"
-    mem = tuple(nd - 1 - a for a in axes) if fortran else tuple(axes)
-    mem_shape = shape[::-1] if fortran else shape
-    if mem and max(mem) - min(mem) + 1 != len(mem):
-        raise ValueError(f"cltune reduces adjacent axes only, got axis={axis} for a "
-                         f"{order}-ordered array of shape {shape}; reduce in two calls")
-    lo, hi = (min(mem), max(mem) + 1) if mem else (nd, nd)
-    return Geometry(kept, order, math.prod(mem_shape[:lo]), math.prod(mem_shape[lo:hi]),
-                    math.prod(mem_shape[hi:]), mem)
-
-
-def empty_result(q: cl.CommandQueue, shape: tuple[int, ...], dtype: np.dtype, order: str,
-           allocator: Any) -> cla.Array:
-    """A result array through pyopencl's fast constructor (its general one spends ~15 us on
-    checks here), `cla.empty` where that path is not there."""
-    size = math.prod(shape)
-    strides = []
-    acc = dtype.itemsize
-    for n in (shape if order == "F" else shape[::-1]):
-        strides.append(acc)
-        acc *= n
-    strides = tuple(strides) if order == "F" else tuple(strides[::-1])
-    try:
-        return cla.Array(None, shape, dtype, allocator=allocator, strides=strides, _fast=True,
-                         _size=size, _context=q.context, _queue=q)
-    except TypeError:  # pragma: no cover - other pyopencl versions
-        return cla.empty(q, shape, dtype, order=order, allocator=allocator)
 
 
 def _out_array(reducer: Any, q: cl.CommandQueue, g: Geometry, out: Any) -> cla.Array:
@@ -400,7 +329,7 @@ def explain(reducer: Any, kind: str, a: int, b: int) -> AxisExplanation:
     level, why = eng.notes.get((kind, a, b)) or (
         k.level if t else "builtin", k.why if t else
         "no tuned class for this variant" if not k.tuned else
-        f"no tuned class within 2^{axis_family.MAX_CLASS_STEPS} of this shape: the builtin "
+        f"no tuned class within 2^{shapes.MAX_CLASS_STEPS} of this shape: the builtin "
         "config")
     return AxisExplanation(f"{spec.op}/{spec.dtype}/{kind}", (a, b), cfg, level, why,
-                           axis_family.size_class(t.key) if t else None, t.gbps if t else None)
+                           shapes.size_class(t.key) if t else None, t.gbps if t else None)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import pyopencl as cl
 
+from cltune.core import shapes
 from cltune.core.outcome import Outcome
 from cltune.core.space import ValuesSpace
 from cltune.device.info import DeviceInfo
@@ -178,11 +179,11 @@ class AxisTarget:
 
     @staticmethod
     def size_class(key: tuple[int, int]) -> str:
-        return axis_family.size_class(key)
+        return shapes.size_class(key)
 
     @staticmethod
     def bucket_of(size_class: str) -> tuple[int, int]:
-        return axis_family.shape_key_of(size_class)
+        return shapes.shape_key_of(size_class)
 
     def suggest(self, trial: optuna.Trial) -> AxisConfig:
         v = self.space.values

@@ -23,16 +23,16 @@ import pyopencl.array as cla
 import pyopencl.tools as cltools
 from pyopencl.tools import VectorArg
 
+from cltune.core.serving import Explanation
 from cltune.device.select import info_for
 from cltune.families.expr import family as expr_family
 from cltune.families.expr.config import ExprConfig
 from cltune.families.expr.kernel import ExprSpec, template_hash
 from cltune.families.expr.launch import ExprLauncher
 from cltune.families.expr.serve import Choices, ExprChoice, builtin, resolve
-from cltune.families.reduce.api import Explanation
-from cltune.families.reduce.launch import pending
 from cltune.isolation.vetting import first_usable
 from cltune.opencl.build import BuildError
+from cltune.opencl.events import pending
 from cltune.opencl.scalars import ScalarFactory, new_scalar
 
 TUNE_MODES = (None, "first-use")
@@ -344,7 +344,7 @@ class ReductionKernel:
     def _start_background_axis(self, dev: cl.Device, x: cla.Array, axis: Any) -> None:
         """First use along an axis: tune this call's (layout, size class) in the background,
         one run at a time (a class seen while one runs is tuned by a later call)."""
-        from cltune.families.axis.api import geometry
+        from cltune.core.shapes import geometry
         from cltune.families.expr_axis.family import class_of_view
         from cltune.tuning.kernels import start_background
 

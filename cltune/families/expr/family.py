@@ -3,8 +3,8 @@
 
 The database never holds an expression: only this fingerprint and configs (name -> value).
 
-    >>> from cltune.families.expr.family import EXPR
-    >>> EXPR.check_variant("0123456789abcdef01234567"), EXPR.check_size_class("2^20")
+    >>> from cltune.families.expr.family import FAMILY
+    >>> FAMILY.check_variant("0123456789abcdef01234567"), EXPR.check_size_class("2^20")
     ('', '')
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from cltune.core.buckets import class_bucket, size_class  # noqa: F401 - the same size classes
 from cltune.core.family import Family
 from cltune.families.expr.config import ExprConfig
-from cltune.families.reduce.family import bucket_of, size_class  # noqa: F401 - the same size classes
 
 NAME = "expr"
 FINGERPRINT_HEX = 24
@@ -30,7 +30,7 @@ def check_variant(text: str) -> str:
 
 def check_size_class(text: str) -> str:
     try:
-        bucket_of(text)
+        class_bucket(text)
     except ValueError as e:
         return str(e)
     return ""
@@ -40,6 +40,6 @@ def parse_config(m: Mapping[str, object]) -> ExprConfig:
     return ExprConfig.from_mapping(m)
 
 
-EXPR = Family(NAME, parse_config, check_variant, check_size_class, kernel="expr.cl",
+FAMILY = Family(NAME, parse_config, check_variant, check_size_class, kernel="expr.cl",
               interface="cltune.families.expr.kernel", reference="cltune.families.expr.target",
-              target="cltune.families.expr.target:ExprTarget")
+              target="cltune.families.expr.target:ExprTarget", api="cltune.families.expr.api")

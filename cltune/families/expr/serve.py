@@ -136,7 +136,7 @@ def _rows_to_choices(rows: Any, make: Any) -> list[ExprChoice]:
     for r in rows:
         try:
             cfg = make(r.config)
-            bucket = expr_family.bucket_of(r.size_class)
+            bucket = expr_family.class_bucket(r.size_class)
         except (ExprConfigError, ConfigError, ValueError, TypeError):
             continue  # a stored config that does not validate never reaches the compiler
         out.append(ExprChoice(cfg, bucket, r.updated_at, r.driver, r.gbps))

@@ -227,7 +227,7 @@ class ExprTarget:
 
     @staticmethod
     def bucket_of(size_class: str) -> int:
-        return expr_family.bucket_of(size_class)
+        return expr_family.class_bucket(size_class)
 
     # ---- configs --------------------------------------------------------------------------
     def suggest(self, trial: optuna.Trial) -> ExprConfig:

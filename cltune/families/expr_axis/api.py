@@ -1,7 +1,7 @@
 """An expression reduction (`ExprSpec`, the prelude of `cltune.ReductionKernel`) along an axis:
 the builds of kernels/expr_axis.cl (cached per context) and their launches.
 
-The input is viewed as (outer, r, inner) in memory order (see `cltune.families.axis.api.geometry`)
+The input is viewed as (outer, r, inner) in memory order (see `cltune.core.shapes.geometry`)
 and every one of the outer * inner outputs is reduced over r. The config of a shape comes
 from the fallback chain of `expr_axis_choice` (this expression's tuned size class nearest to
 the shape, else `expr_axis_config.choose`'s heuristic); the application's expressions are
@@ -26,14 +26,14 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
+from cltune.core.serving import CltuneWarning
+from cltune.core.shapes import MAX_CLASS_STEPS
 from cltune.device.info import DeviceInfo
 from cltune.device.select import info_for
-from cltune.families.axis.family import MAX_CLASS_STEPS
 from cltune.families.expr.kernel import ExprSpec
 from cltune.families.expr_axis.config import AxisExprConfig, AxisPlan, axis_plan, choose
 from cltune.families.expr_axis.family import NAME, class_of_view, view_key
 from cltune.families.expr_axis.serve import AxisChoices, AxisTuned, resolve
-from cltune.families.reduce.serve import CltuneWarning
 from cltune.isolation.vetting import NoConfigRuns, verdict
 from cltune.opencl.build import BuildError, check_limits, compile_program
 from cltune.opencl.caches import ContextCache

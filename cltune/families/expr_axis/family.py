@@ -5,12 +5,12 @@ Variant `<fingerprint>/<layout>`: the expression's fingerprint (expr_family) and
 the call runs, `rows` (the reduced axis is contiguous) or `cols` (strided). Size class
 `2^ax2^b` as for the axis family: rows, a = log2 rows (outputs) and b = log2 row length;
 cols, a = log2 of the reduced length and b = log2 of the outputs (outer x inner, the kept
-elements). A shape is served by the tuned class nearest to it (axis_family.nearest).
+elements). A shape is served by the tuned class nearest to it (shapes.nearest).
 
 The database never holds an expression: only the fingerprint and configs (name -> value).
 
     >>> v = variant("0123456789abcdef01234567", "cols")
-    >>> EXPR_AXIS.check_variant(v), EXPR_AXIS.check_size_class("2^20x2^4")
+    >>> FAMILY.check_variant(v), EXPR_AXIS.check_size_class("2^20x2^4")
     ('', '')
     >>> view_key(1, 1 << 20, 16)
     ('cols', (20.0, 4.0))
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from cltune.core.family import Family, reason_of
-from cltune.families.axis.family import MAX_LOG2, log2_key, shape_key_of, size_class  # noqa: F401
+from cltune.core.shapes import MAX_LOG2, log2_key, shape_key_of, size_class  # noqa: F401
 from cltune.families.expr import family as expr_family
 from cltune.families.expr_axis.config import LAYOUTS, AxisExprConfig
 
@@ -65,7 +65,8 @@ def parse_config(m: Mapping[str, object]) -> AxisExprConfig:
     return AxisExprConfig.from_mapping(m)
 
 
-EXPR_AXIS = Family(NAME, parse_config, reason_of(split_variant), reason_of(shape_key_of),
+FAMILY = Family(NAME, parse_config, reason_of(split_variant), reason_of(shape_key_of),
                    kernel="expr_axis.cl", interface="cltune.families.expr_axis.api",
                    reference="cltune.families.expr_axis.target",
-                   target="cltune.families.expr_axis.target:ExprAxisTarget")
+                   target="cltune.families.expr_axis.target:ExprAxisTarget",
+                api="cltune.families.expr_axis.api")

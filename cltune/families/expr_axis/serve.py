@@ -18,10 +18,10 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from cltune.families.axis.family import nearest
+from cltune.core.serving import CltuneWarning
+from cltune.core.shapes import nearest
 from cltune.families.expr_axis import family as fam
 from cltune.families.expr_axis.config import AxisExprConfig
-from cltune.families.reduce.serve import CltuneWarning
 
 
 @dataclass(frozen=True)

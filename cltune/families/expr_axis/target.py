@@ -23,10 +23,10 @@ import pyopencl.array as cla
 from pyopencl.tools import VectorArg
 
 from cltune.core.outcome import Outcome
+from cltune.core.shapes import nearest
 from cltune.core.space import ValuesSpace
 from cltune.device.info import DeviceInfo
 from cltune.device.select import info_for
-from cltune.families.axis.family import nearest
 from cltune.families.evaluate import judge
 from cltune.families.expr.kernel import ExprSpec
 from cltune.families.expr.serve import LOCAL_RESERVE
@@ -320,7 +320,7 @@ def tune_along(knl: Any, sample_args: tuple[Any, ...], axis: Any, *, trials: int
     shape and memory order, C- or F-contiguous) on the queue's device; the size class is the
     one nearest to their (outer, r, inner) view. The best goes to `db`; the kernel's reducers
     along axes read the database again."""
-    from cltune.families.axis.api import geometry
+    from cltune.core.shapes import geometry
     from cltune.families.expr_axis.api import axis_reducer
     from cltune.tuning.tuner import TuneOptions, Tuner
     from cltune.tuning_db import Store

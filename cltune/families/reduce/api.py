@@ -11,7 +11,6 @@ import threading
 import warnings
 import weakref
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,41 +20,17 @@ import pyopencl.tools as cltools
 
 from cltune.core.buckets import nearest
 from cltune.core.ops import OpSpec
+from cltune.core.serving import CltuneWarning, Explanation
 from cltune.device.info import DeviceInfo
 from cltune.device.select import info_for, require_usable
 from cltune.families.reduce.config import Config
-from cltune.families.reduce.launch import SMALL_OFFSET, Launcher, Prepared, pending
-from cltune.families.reduce.serve import (
-    Choice,
-    CltuneWarning,
-    builtin_choice,
-    load_choices,
-    vetted,
-)
+from cltune.families.reduce.launch import SMALL_OFFSET, Launcher, Prepared
+from cltune.families.reduce.serve import Choice, builtin_choice, load_choices, vetted
 from cltune.opencl.build import BuildError
+from cltune.opencl.events import pending
 from cltune.opencl.scalars import ScalarFactory, new_scalar
 
-__all__ = ["Explanation", "Reducer", "get_reducer"]
-
-
-@dataclass(frozen=True)
-class Explanation:
-    """What serves inputs of n elements, and where that answer came from."""
-
-    n: int
-    config: Config
-    level: str  # a lookup level (exact, shipped, ...), builtin, or safest (vetting)
-    why: str
-    bucket: int | None
-    tuned_at: str
-    driver: str
-    gbps: float | None
-
-    def __str__(self) -> str:
-        b = f"bucket 2^{self.bucket}" if self.bucket is not None else "no bucket"
-        perf = f", {self.gbps:.1f} GB/s when tuned" if self.gbps else ""
-        when = f", tuned {self.tuned_at} on driver {self.driver}" if self.tuned_at else ""
-        return f"n={self.n}: {self.config.short()} [{self.level}: {self.why}; {b}{perf}{when}]"
+__all__ = ["Reducer", "get_reducer"]
 
 
 class _Engine:

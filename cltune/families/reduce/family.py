@@ -7,16 +7,14 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
-from cltune.core.buckets import MAX_BUCKET, MIN_BUCKET
+from cltune.core.buckets import class_bucket
 from cltune.core.family import Family, reason_of
 from cltune.core.ops import OpError, OpSpec
 from cltune.families.reduce.config import Config
 
 NAME = "reduce"
-_CLASS = re.compile(r"^2\^(\d{1,2})$")
 
 
 def variant(spec: OpSpec) -> str:
@@ -31,23 +29,11 @@ def spec_of(text: str) -> OpSpec:
     return OpSpec(op, dtype)
 
 
-def size_class(bucket: int) -> str:
-    return f"2^{bucket}"
-
-
-def bucket_of(text: str) -> int:
-    """k of a size class `2^k`; ValueError when the text is not one."""
-    m = _CLASS.match(text)
-    if not m or not MIN_BUCKET <= int(m.group(1)) <= MAX_BUCKET:
-        raise ValueError(f"size class {text!r:.60} is not 2^k with k in "
-                         f"{MIN_BUCKET}..{MAX_BUCKET}")
-    return int(m.group(1))
-
-
 def _parse_config(m: Mapping[str, object]) -> Config:
     return Config.from_mapping(m)
 
 
-REDUCE = Family(NAME, _parse_config, reason_of(spec_of), reason_of(bucket_of), kernel="reduce.cl",
-                interface="cltune.families.reduce.kernel", reference="cltune.families.reduce.reference",
-                target="cltune.families.reduce.target:ReduceTarget")
+FAMILY = Family(NAME, _parse_config, reason_of(spec_of), reason_of(class_bucket), kernel="reduce.cl",
+                interface="cltune.families.reduce.kernel",
+                reference="cltune.families.reduce.reference",
+                target="cltune.families.reduce.target:ReduceTarget", api="cltune.families.reduce.api")

@@ -60,26 +60,6 @@ def _forget(p: Prepared) -> None:
             del owners[k]
 
 
-def pending(*lists: list, ours: cl.Event | None = None) -> list[cl.Event] | None:
-    """The events of these lists (an input's, a result's `events`) that a launch must wait for:
-    completed ones are removed from the lists, as pyopencl's `Array.finish()` does (each event
-    in a wait list costs an enqueue ~0.1 us, and arrays keep their upload's event), and `ours`
-    (enqueued before on the same in-order queue) is skipped."""
-    waits = []
-    for evs in lists:
-        for e in list(evs):
-            if e is ours:
-                continue
-            if e.command_execution_status == _COMPLETE:
-                try:
-                    evs.remove(e)
-                except ValueError:  # another thread removed it
-                    pass
-            else:
-                waits.append(e)
-    return waits or None
-
-
 class Prepared:
     """A launch ready to enqueue: kernels, sizes, scratch and the current argument values."""
 

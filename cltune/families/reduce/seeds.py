@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from cltune.core.buckets import class_bucket
 from cltune.families.reduce.config import Config, ConfigError
-from cltune.families.reduce.family import bucket_of
 from cltune.families.reduce.space import Space
 
 #: at most this many seeds per study, so the sampler keeps most of the budget
@@ -70,7 +70,7 @@ def known_config(rows: Iterable[object], bucket: int) -> Mapping | None:
     known = []
     for r in rows:
         try:
-            known.append((bucket_of(getattr(r, "size_class", "")), r))
+            known.append((class_bucket(getattr(r, "size_class", "")), r))
         except ValueError:
             continue
     if not known:

@@ -10,7 +10,9 @@ from typing import Any
 
 import pyopencl as cl
 
+from cltune.core import buckets
 from cltune.core.ops import OpSpec
+from cltune.core.serving import CltuneWarning
 from cltune.device.info import DeviceInfo
 from cltune.families.reduce import family as reduce_family
 from cltune.families.reduce.config import Config, ConfigError
@@ -19,10 +21,6 @@ from cltune.families.reduce.kernel import source_hash
 from cltune.families.reduce.launch import Launcher
 from cltune.isolation.vetting import first_usable
 from cltune.opencl.build import BuildError
-
-
-class CltuneWarning(UserWarning):
-    """The runtime fell back (no or unusable database); results stay correct."""
 
 
 @dataclass(frozen=True)
@@ -126,7 +124,7 @@ def _choices(info: DeviceInfo, spec: OpSpec, ans: Any) -> tuple[str, str, list[C
     for r in ans.rows:
         try:
             cfg = Config.from_mapping(r.config)
-            bucket = reduce_family.bucket_of(r.size_class)
+            bucket = buckets.class_bucket(r.size_class)
         except (ConfigError, ValueError):
             continue  # never let a bad stored config near the compiler
         choices.append(Choice(cfg, bucket, r.updated_at, r.driver, r.gbps))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyopencl as cl
 
-from cltune.core import strategies
+from cltune.core import buckets, strategies
 from cltune.core.ops import OpSpec
 from cltune.core.outcome import Outcome
 from cltune.device.info import DeviceInfo
@@ -81,11 +81,11 @@ class ReduceTarget:
     # ---- keys -----------------------------------------------------------------------------
     @staticmethod
     def size_class(bucket: int) -> str:
-        return reduce_family.size_class(bucket)
+        return buckets.size_class(bucket)
 
     @staticmethod
     def bucket_of(size_class: str) -> int:
-        return reduce_family.bucket_of(size_class)
+        return buckets.class_bucket(size_class)
 
     # ---- configs --------------------------------------------------------------------------
     def suggest(self, trial: optuna.Trial) -> Config:
