@@ -34,12 +34,13 @@ import numpy as np
 import pyopencl as cl
 
 from cltune.core import strategies
+from cltune.core.inputs import make_input
 from cltune.core.ops import DTYPES, OPS, OpSpec
 from cltune.device.select import list_devices
 from cltune.families.reduce.config import Config, ConfigError
 from cltune.families.reduce.kernel import source_hash
 from cltune.families.reduce.launch import Launcher
-from cltune.families.reduce.reference import compare, error_bound, make_input, reference, run_once
+from cltune.families.reduce.reference import compare, error_bound, reference, run_once
 from cltune.families.reduce.space import make_space
 from cltune.opencl.build import BuildError
 

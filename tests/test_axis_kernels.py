@@ -10,13 +10,13 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
+from cltune.core.inputs import make_input
 from cltune.core.ops import OpSpec
 from cltune.families.axis.config import AxisConfig
 from cltune.families.axis.family import identity
 from cltune.families.axis.kernel import acc_bytes
 from cltune.families.axis.launch import AxisLauncher, plan_cols, plan_rows
 from cltune.families.axis.reference import Problem, bounds, compare, reference, run_once, validate
-from cltune.families.reduce.reference import make_input
 from cltune.opencl.build import BuildError
 
 ROWS = [AxisConfig(wg=8, lanes=1, vec=1, items=1, groups_per_cu=1),

@@ -26,7 +26,7 @@ from cltune.families.axis.reference import Problem, bounds, compare, reference, 
 from cltune.families.axis.config import AxisConfig as C
 from cltune.families.axis.launch import AxisLauncher
 from cltune.core.ops import OpSpec
-from cltune.families.reduce.reference import make_input
+from cltune.core.inputs import make_input
 
 KEEP = []
 if NEGATIVE:  # plain stores/loads of the one-pass partials: must be reported

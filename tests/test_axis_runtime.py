@@ -9,7 +9,8 @@ import pyopencl.array as cla
 import pytest
 
 import cltune
-from cltune.families.axis.api import AxisError, explain_axis
+from cltune.core.shapes import AxisError
+from cltune.families.axis.api import explain_axis
 from cltune.families.axis.segments import explain_segments
 
 

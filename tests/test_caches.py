@@ -14,11 +14,12 @@ import pyopencl.array as cla
 import pytest
 
 from cltune import clear_caches, get_reducer
+from cltune.core.inputs import make_input
 from cltune.core.ops import OpSpec
 from cltune.families.reduce.api import engine_contexts
 from cltune.families.reduce.config import Config
 from cltune.families.reduce.launch import Launcher
-from cltune.families.reduce.reference import CACHE_INPUT_BYTES, make_input, run_once
+from cltune.families.reduce.reference import CACHE_INPUT_BYTES, run_once
 
 
 def _refs(watch: cl.Context) -> int:

@@ -28,7 +28,7 @@ import cltune.families.expr.kernel as es
 from cltune.stats import api as stats
 from cltune.families.expr.config import ExprConfig as C
 from cltune.families.expr.launch import ExprLauncher
-from cltune.families.expr.kernel import ExprSpec
+from cltune.opencl.expression import ExprSpec
 
 KEEP = []
 BLOCK = {"value": None}

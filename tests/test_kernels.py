@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 
+from cltune.core.inputs import make_input
 from cltune.core.ops import DTYPES, OPS, OpSpec
 from cltune.families.reduce.config import Config
 from cltune.families.reduce.launch import Launcher
-from cltune.families.reduce.reference import compare, error_bound, make_input, reference, run_once
+from cltune.families.reduce.reference import compare, error_bound, reference, run_once
 from cltune.families.reduce.space import make_space
 
 SIZES = (1, 2, 7, 31, 1023, 1025)

@@ -62,7 +62,8 @@ from cltune.device.select import list_devices, select
 from cltune.families.reduce.launch import Launcher
 from cltune.core.ops import OpSpec
 from cltune.families.reduce.space import make_space
-from cltune.families.reduce.reference import compare, error_bound, make_input, reference, run_once
+from cltune.families.reduce.reference import compare, error_bound, reference, run_once
+from cltune.core.inputs import make_input
 
 P = json.loads(PARAMS)
 devs = list_devices()
@@ -224,7 +225,8 @@ NEGATIVE = textwrap.dedent(r'''
     from cltune.device.select import list_devices, select
     from cltune.families.reduce.launch import Launcher
     from cltune.core.ops import OpSpec
-    from cltune.families.reduce.reference import make_input, run_once
+    from cltune.families.reduce.reference import run_once
+    from cltune.core.inputs import make_input
 
     assert [d.platform for d in list_devices()] == ["Oclgrind"], list_devices()
     info, dev = select("0")

@@ -23,11 +23,12 @@ import pytest
 from support.require import need
 
 from cltune.core import strategies
+from cltune.core.inputs import make_input
 from cltune.core.ops import DTYPES, OPS, OpSpec
 from cltune.device.select import DeviceError, device_health, list_devices, select
 from cltune.families.reduce.config import Config
 from cltune.families.reduce.launch import Launcher
-from cltune.families.reduce.reference import compare, error_bound, make_input, reference, run_once
+from cltune.families.reduce.reference import compare, error_bound, reference, run_once
 from cltune.families.reduce.space import make_space
 from cltune.opencl.build import BuildError
 

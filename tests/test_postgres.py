@@ -449,9 +449,9 @@ def _side_by_side(ctx, device, configs: list[dict], bucket: int = 10) -> list[fl
     finalists by, since the stored best must never lose end to end), timed interleaved in this
     process so that both are measured under the same load. Device time alone is not what is
     compared: at 2^10 the per-call winner can have the slower kernel."""
+    from cltune.core.inputs import make_input
     from cltune.core.ops import OpSpec
     from cltune.families.reduce.launch import Launcher
-    from cltune.families.reduce.reference import make_input
     from cltune.opencl.measure import Bench, profiling_queue
 
     info, dev = device

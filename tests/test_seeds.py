@@ -4,9 +4,10 @@ import optuna
 from support.records import reduce_measurement
 
 from cltune.core.ops import OpSpec
+from cltune.families.base import MAX_SEEDS, known_config
 from cltune.families.reduce.config import Config
 from cltune.families.reduce.defaults import builtin_config
-from cltune.families.reduce.seeds import MAX_SEEDS, known_config, params_of, seed_params
+from cltune.families.reduce.seeds import params_of, seed_params
 from cltune.families.reduce.space import make_space
 from cltune.tuning.tuner import TuneOptions, Tuner
 from cltune.tuning_db import Store

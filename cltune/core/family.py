@@ -37,6 +37,9 @@ class Family:
         one device (`factory(ctx, dev, info, variant, **options)`; see reduce/target.py).
     api: the module applications call (get_reducer's Reducer, ReductionKernel, ...); another
         family reaches it only through `entry(name, "api")`.
+    untuned: `module:function(info, spec)` listing what the runtime serves untuned for an
+        OpSpec (variant, config chain, size class, source hash, lane bytes), which the health
+        check vets; "" for a family that serves nothing untuned for a plain op.
     """
 
     name: str
@@ -48,6 +51,7 @@ class Family:
     reference: str = ""
     target: str = ""
     api: str = ""
+    untuned: str = ""
 
 
 _registry: dict[str, Family] = {}

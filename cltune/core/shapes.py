@@ -142,3 +142,17 @@ def empty_result(q: cl.CommandQueue, shape: tuple[int, ...], dtype: np.dtype, or
                          _size=size, _context=q.context, _queue=q)
     except TypeError:  # pragma: no cover - other pyopencl versions
         return cla.empty(q, shape, dtype, order=order, allocator=allocator)
+
+
+def view_key(outer: int, r: int, inner: int) -> tuple[str, tuple[float, float]]:
+    """The layout that reduces the (outer, r, inner) view, and its position among the size
+    classes (log2 pairs, not rounded)."""
+    if inner == 1:
+        return "rows", log2_key(outer, r)
+    return "cols", log2_key(r, outer * inner)
+
+
+def class_of_view(outer: int, r: int, inner: int) -> tuple[str, tuple[int, int]]:
+    """The layout and the size class (log2 pair, rounded) a view is tuned as."""
+    layout, (a, b) = view_key(outer, r, inner)
+    return layout, (min(MAX_LOG2, round(a)), min(MAX_LOG2, round(b)))

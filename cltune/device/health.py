@@ -34,13 +34,10 @@ from pathlib import Path
 
 import pyopencl as cl
 
+from cltune.core import family
 from cltune.core.ops import OpSpec
 from cltune.device.driver_cache import cache_dir, read_verdicts, write_verdicts
 from cltune.device.info import DeviceInfo
-from cltune.families.axis.defaults import builtin_axis_config, safest_axis_config
-from cltune.families.axis.kernel import source_hash as axis_source_hash
-from cltune.families.reduce.defaults import builtin_config, safest_config
-from cltune.families.reduce.kernel import source_hash as reduce_source_hash
 from cltune.isolation.vetting import verdict
 from cltune.isolation.worker import Worker, WorkerFailure
 
@@ -67,8 +64,6 @@ __kernel void cltune_probe(__global const int *x, __global int *out, __local int
 """
 #: the dtype classes whose builtin configs are vetted: 4- and 8-byte, float and integer
 VETTED_DTYPES = ("float32", "int32", "float64", "int64")
-#: the class each family's builtin config is vetted on (the 1-D: 2^12; axis: 2^10 x 2^6)
-AXIS_CLASS = (10, 6)
 
 
 @dataclass(frozen=True)
@@ -142,20 +137,16 @@ def _probe_deadline() -> float:
 
 def _builtins(info: DeviceInfo) -> list[tuple]:
     """(family, variant, config chain, size class, source hash, lane bytes) of what the
-    runtime serves untuned, per vetted dtype class: the builtin config, then the safest."""
+    runtime serves untuned, per vetted dtype class: the builtin config, then the safest; each
+    family that serves untuned configs says which (its descriptor's `untuned`)."""
     out = []
     for dt in VETTED_DTYPES:
         spec = OpSpec("sum", dt)
         if spec.needs_fp64 and not info.fp64:
             continue
-        lane = spec.vector_element_bytes
-        out.append(("reduce", f"sum/{dt}", [builtin_config(info, spec), safest_config(info)],
-                    12, reduce_source_hash(), lane))
-        for kind in ("rows", "cols"):
-            out.append(("axis", f"sum/{dt}/{kind}",
-                        [builtin_axis_config(info, kind, 1 << AXIS_CLASS[0], 1 << AXIS_CLASS[1],
-                                             lane), safest_axis_config(info, kind)],
-                        AXIS_CLASS, axis_source_hash(), lane))
+        for name in family.names():
+            if family.get(name).untuned:
+                out += [(name, *row) for row in family.entry(name, "untuned")(info, spec)]
     return out
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 import numpy as np
 import pyopencl as cl
 
+from cltune.core import family
 from cltune.device.info import DeviceInfo
 from cltune.opencl.errors import compiler_message, one_line
 
@@ -106,7 +107,7 @@ def expressions(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: D
     import pyopencl.array as cla
 
     # lazy: the runtime's modules import devices, which import health (the worker only)
-    from cltune.families.expr.api import ReductionKernel
+    ReductionKernel = family.entry("expr", "api").ReductionKernel  # noqa: N806
 
     rng = np.random.default_rng(7)
     for dt in ("float32", "int32", "int64") + (("float64",) if info.fp64 else ()):

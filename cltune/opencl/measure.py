@@ -14,7 +14,6 @@ import numpy as np
 import pyopencl as cl
 
 from cltune.core.outcome import Timing
-from cltune.families.reduce.launch import Launcher
 
 
 def profiling_queue(ctx: cl.Context, dev: cl.Device) -> cl.CommandQueue:
@@ -86,7 +85,7 @@ class Bench(Timed):
         self.out = cl.Buffer(ctx, mf.READ_WRITE, max(8, out_dtype.itemsize))
         self.nbytes = sum(a.nbytes for a in xs)
 
-    def run(self, launcher: Launcher, queue: cl.CommandQueue | None = None) -> list[cl.Event]:
+    def run(self, launcher: Any, queue: cl.CommandQueue | None = None) -> list[cl.Event]:
         """One reduction of the input on `queue` (default: the profiling queue); a family's
         bench with another launch signature overrides this (axis_target.AxisBench)."""
         y = self.bufs[1] if len(self.bufs) > 1 else None

@@ -21,33 +21,13 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
-from pyopencl.tools import VectorArg
 
-from cltune.core.shapes import Geometry, empty_result, geometry
+from cltune.core.shapes import empty_result, geometry, view_key
 from cltune.families.expr.api import ReductionKernel
-from cltune.families.expr_axis.api import axis_reducer
+from cltune.families.expr_axis.api import axis_reducer, cached_geometry, flat, reduce_along
 from cltune.families.expr_axis.config import AxisExprConfig, AxisPlan
-from cltune.families.expr_axis.family import variant, view_key
+from cltune.families.expr_axis.family import variant
 from cltune.stats.kernels import kernel
-
-_geometries: dict[tuple, Geometry] = {}
-
-
-def _geometry(x: cla.Array, axis: Any, keepdims: bool) -> Geometry:
-    c_order = bool(x.flags.c_contiguous)
-    key, g = None, None
-    # only plain ints are keys: 1.0 == 1 as a key, yet is no axis (geometry() says so)
-    if type(axis) is int or (type(axis) is tuple
-                             and builtins.all(type(a) is int for a in axis)):
-        key = (x.shape, c_order, axis, bool(keepdims))
-        g = _geometries.get(key)
-    if g is None:
-        g = geometry(tuple(x.shape), c_order, axis, keepdims)
-        if key is not None:
-            if len(_geometries) > 1024:
-                _geometries.clear()
-            _geometries[key] = g
-    return g
 
 
 def check_int_axis(op: str, axis: Any) -> None:
@@ -58,12 +38,6 @@ def check_int_axis(op: str, axis: Any) -> None:
                         f"not {type(axis).__name__}")
 
 
-def _flat(x: cla.Array) -> cla.Array:
-    if x.ndim == 1:
-        return x
-    return x.reshape(x.size, order="C" if x.flags.c_contiguous else "F")
-
-
 def whole(knl: ReductionKernel, x: cla.Array, q: cl.CommandQueue, extra: tuple,
           shape: tuple[int, ...]) -> cla.Array:
     """The statistic of every element, as an array of `shape` (one element)."""
@@ -71,42 +45,16 @@ def whole(knl: ReductionKernel, x: cla.Array, q: cl.CommandQueue, extra: tuple,
     if shape != ():
         out = empty_result(q, shape, knl.spec.dtype_result, "C",
                            knl.result_allocator(x.allocator))
-    return knl(_flat(x), *extra, queue=q, out=out)
+    return knl(flat(x), *extra, queue=q, out=out)
 
 
 def along(op: str, knl: ReductionKernel, x: cla.Array, q: cl.CommandQueue, extra: tuple,
           axis: Any, keepdims: bool) -> cla.Array:
     """`knl`'s statistic of `x` (a contiguous array of its dtype) along `axis`, numpy's
     result shape (`keepdims`); argmin/argmax give positions along the axis."""
-    if op in ("argmin", "argmax") and _geometry(x, axis, keepdims).r == 0:
+    if op in ("argmin", "argmax") and cached_geometry(x, axis, keepdims).r == 0:
         raise ValueError(f"attempt to get {op} of an empty sequence")
     return reduce_along(knl, (x, *extra), x, q, axis, keepdims, x.events)
-
-
-def reduce_along(knl: ReductionKernel, args: tuple, x: cla.Array, q: cl.CommandQueue,
-                 axis: Any, keepdims: bool, waits: list) -> cla.Array:
-    """`knl(*args)` along `axis`: `args` as a call takes them, their vectors contiguous arrays
-    of x's shape and memory order (checked by the caller); numpy's result shape."""
-    g = _geometry(x, axis, keepdims)
-    rdt = knl.spec.dtype_result
-    nout = g.outer * g.inner
-    if nout == 1 and g.mem:  # every element: the tuned 1-D kernel
-        flat = [_flat(a) if isinstance(t, VectorArg) else a
-                for a, t in zip(args, knl.spec.arguments, strict=True)]
-        out = (empty_result(q, g.kept, rdt, "C", knl.result_allocator(x.allocator))
-               if g.kept != () else None)
-        return knl(*flat, queue=q, out=out)
-    res = empty_result(q, g.kept, rdt, g.order, knl.result_allocator(x.allocator))
-    if nout == 0:
-        return res
-    user: list[Any] = []
-    for a, t in zip(args, knl.spec.arguments, strict=True):
-        user += (a.base_data, a.offset) if isinstance(t, VectorArg) else [a]
-    red = axis_reducer(q.context, q.device, knl.spec, knl.db, knl)
-    evs = red.enqueue(q, user, g.outer, g.r, g.inner, res.base_data, res.offset,
-                      wait_for=list(waits) or None)
-    res.add_event(evs[-1])
-    return res
 
 
 def norm_axes(axis: Any, ord_: Any) -> Any:

@@ -21,12 +21,20 @@ import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.tools import VectorArg
 
+from cltune.core import family
 from cltune.core.buckets import MAX_BUCKET, MIN_BUCKET, bucket_of
+from cltune.core.shapes import class_of_view, geometry
 from cltune.device.select import info_for
-from cltune.families.expr import family as expr_family
-from cltune.families.expr.kernel import ExprSpec
+from cltune.opencl.expression import ExprSpec
+from cltune.tuning.tuner import TuneOptions, Tuner
+from cltune.tuning_db import Store, default_storage_url
+from cltune.tuning_db.paths import sqlite_file
 
 log = logging.getLogger(__name__)
+
+
+#: the families a ReductionKernel's results are stored under (whole, along an axis)
+EXPR, EXPR_AXIS = "expr", "expr_axis"
 
 
 def synthetic_args(spec: ExprSpec, queue: cl.CommandQueue, n: int,
@@ -53,9 +61,7 @@ def synthetic_args(spec: ExprSpec, queue: cl.CommandQueue, n: int,
 
 
 def _storage_for(db: str | None, storage: str | None) -> str:
-    from cltune.tuning_db import default_storage_url
-    from cltune.tuning_db.paths import sqlite_file
-
+    """Optuna's storage: `storage`, else beside a SQLite database file, else the default."""
     if storage:
         return storage
     path = sqlite_file(db) if db else None
@@ -70,9 +76,6 @@ def tune_kernel(knl: Any, sample_args: tuple[Any, ...], *, trials: int = 30,
                 progress: Any = None) -> list[Any]:
     """Tune `knl` on `sample_args` (its size class is the nearest 2^k to their length) on the
     queue's device (default: the first vector's queue); store the best in `db`."""
-    from cltune.tuning.tuner import TuneOptions, Tuner
-    from cltune.tuning_db import Store
-
     vecs = [a for a, t in zip(sample_args, knl.spec.arguments, strict=False)
             if isinstance(t, VectorArg)]
     if len(sample_args) != len(knl.spec.arguments) or not vecs:
@@ -85,7 +88,7 @@ def tune_kernel(knl: Any, sample_args: tuple[Any, ...], *, trials: int = 30,
         raise TypeError("no queue: pass queue= or arrays that have one")
     bucket = min(MAX_BUCKET, max(MIN_BUCKET, bucket_of(vecs[0].size)))
     dev = q.device
-    opts = TuneOptions(family=expr_family.NAME, variant=knl.fingerprint, buckets=(bucket,),
+    opts = TuneOptions(family=EXPR, variant=knl.fingerprint, buckets=(bucket,),
                        trials=trials, timeout_s=timeout, seed=seed,
                        target_options={"kernel": knl, "sample_args": tuple(sample_args),
                                        "db": db})
@@ -173,7 +176,7 @@ def tune_kernel_spec(selector: str, kernel: Any, buckets: tuple[int, ...] = (20,
     from cltune.tuning.tuner import TuneOptions
 
     knl = kernel if not isinstance(kernel, str) else load_kernel(kernel)
-    opts = TuneOptions(family=expr_family.NAME, variant=knl.fingerprint,
+    opts = TuneOptions(family=EXPR, variant=knl.fingerprint,
                        buckets=tuple(buckets), trials=trials, timeout_s=timeout, seed=seed,
                        target_options={"kernel": knl, "db": db})
     return tune(selector, opts, db, storage, progress)
@@ -212,3 +215,50 @@ def tune_kernel_axis_spec(selector: str, kernel: Any, axes: tuple[int, ...],
             out += knl.tune(*args, axis=axis, trials=trials, timeout=timeout, queue=q, db=db,
                             storage=storage, seed=seed)
     return info, out
+
+
+def tune_along(knl: Any, sample_args: tuple[Any, ...], axis: Any, *, trials: int = 30,
+               timeout: float = 120.0, queue: cl.CommandQueue | None = None,
+               db: str | None = None, storage: str | None = None, seed: int = 0,
+               progress: Any = None) -> list[Any]:
+    """Tune `knl` along `axis` of `sample_args` (as a call takes them: its vectors of one
+    shape and memory order, C- or F-contiguous) on the queue's device; the size class is the
+    one nearest to their (outer, r, inner) view. The best goes to `db`; the kernel's reducers
+    along axes read the database again."""
+    axis_reducer = family.entry("expr_axis", "api").axis_reducer
+
+    spec: ExprSpec = knl.spec
+    if len(sample_args) != len(spec.arguments):
+        raise TypeError(f"tune takes the kernel's {len(spec.arguments)} arguments, "
+                        f"got {len(sample_args)}")
+    vecs = [a for a, t in zip(sample_args, spec.arguments, strict=True)
+            if isinstance(t, VectorArg)]
+    if not vecs or not all(isinstance(v, cla.Array) for v in vecs):
+        raise TypeError("tune along an axis takes pyopencl Arrays for the vector arguments")
+    x = vecs[0]
+    if any(v.shape != x.shape or v.strides != x.strides for v in vecs) or not x.flags.forc:
+        raise ValueError("the vector arguments must be contiguous arrays of one shape and "
+                         "memory order")
+    g = geometry(tuple(x.shape), bool(x.flags.c_contiguous), axis, False)
+    if not g.mem or g.r == 0 or g.outer * g.inner <= 1:
+        raise ValueError(f"nothing to tune along axis={axis!r} of shape {x.shape}: one output "
+                         "is the 1-D kernel's job (knl.tune(x) tunes that), no element none")
+    view = (g.outer, g.r, g.inner)
+    layout, key = class_of_view(*view)
+    q = queue if queue is not None else x.queue
+    if q is None:
+        raise TypeError("no queue: pass queue= or arrays that have one")
+    dev = q.device
+    opts = TuneOptions(family=EXPR_AXIS, variant=f"{spec.fingerprint}/{layout}",
+                       buckets=(key,), trials=trials, timeout_s=timeout, seed=seed,
+                       target_options={"kernel": knl, "sample_args": tuple(sample_args),
+                                       "sample_view": view, "db": db})
+    store = Store.open(db)
+    try:
+        res = Tuner(q.context, dev, info_for(dev), store, _storage_for(db, storage), opts,
+                    progress).run()
+    finally:
+        store.close()
+    for d in dict.fromkeys((db, knl.db)):
+        axis_reducer(q.context, dev, spec, d).reload()
+    return res

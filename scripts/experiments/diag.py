@@ -10,11 +10,12 @@ import time
 
 import pyopencl as cl
 
+from cltune.core.inputs import make_input
 from cltune.core.ops import OpSpec
 from cltune.device.select import select
 from cltune.families.reduce.config import Config
 from cltune.families.reduce.launch import Launcher
-from cltune.families.reduce.reference import compare, error_bound, make_input, reference, run_once
+from cltune.families.reduce.reference import compare, error_bound, reference, run_once
 from cltune.families.reduce.space import make_space
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from cltune.core.ops import OpSpec
 from cltune.families.axis.config import AxisConfig
+from cltune.families.axis.kernel import source_hash
 
 
 def _pow2_at_most(v: int) -> int:
@@ -62,3 +64,17 @@ def safest_axis_config(info: Any, layout: str) -> AxisConfig:
     if layout == "cols":
         return AxisConfig(wg=wg, lanes=0, cols=wg, vec=1, items=1, groups_per_cu=4)
     return AxisConfig(wg=wg, lanes=1, vec=1, items=1, groups_per_cu=4)
+
+
+#: the size class the health check vets the untuned axis configs at (2^10 x 2^6)
+HEALTH_CLASS = (10, 6)
+
+
+def untuned(info: Any, spec: OpSpec) -> list[tuple]:
+    """What the runtime serves untuned for `spec` along rows and columns, as the health check
+    vets it: (variant, config chain, size class, source hash, lane bytes)."""
+    lane = spec.vector_element_bytes
+    return [(f"{spec.op}/{spec.dtype}/{kind}",
+             [builtin_axis_config(info, kind, 1 << HEALTH_CLASS[0], 1 << HEALTH_CLASS[1], lane),
+              safest_axis_config(info, kind)], HEALTH_CLASS, source_hash(), lane)
+            for kind in ("rows", "cols")]

@@ -74,4 +74,5 @@ def _parse_config(m: Mapping[str, object]) -> AxisConfig:
 FAMILY = Family(NAME, _parse_config, reason_of(variant_of), reason_of(shape_key_of),
                 kernel="axis.cl", interface="cltune.families.axis.kernel",
                 reference="cltune.families.axis.reference",
-                target="cltune.families.axis.target:AxisTarget", api="cltune.families.axis.api")
+                target="cltune.families.axis.target:AxisTarget", api="cltune.families.axis.api",
+                untuned="cltune.families.axis.defaults:untuned")

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyopencl as cl
 
+from cltune.core.inputs import Check, make_input
 from cltune.core.ops import OpSpec
 from cltune.families.axis.family import NO_ERROR, identity
 from cltune.families.axis.launch import AxisLauncher, plan_cols, plan_rows
-from cltune.families.reduce.reference import Check, make_input
 
 _U = {"float": 2.0**-24, "double": 2.0**-53}
 #: the largest validation input (elements): a tuning class's shape is scaled down to it

@@ -9,8 +9,8 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from cltune.families.axis.api import AxisExplanation, axis_engine, device_array, explain
 from cltune.families.axis.family import NO_ERROR, identity
+from cltune.families.axis.serve import AxisExplanation, axis_engine, device_array, explain
 
 
 def reduce_segments(reducer: Any, x: Any, offsets: Any, initial: Any, q: cl.CommandQueue,

@@ -17,6 +17,7 @@ import numpy as np
 import pyopencl as cl
 
 from cltune.core import shapes
+from cltune.core.inputs import make_input
 from cltune.core.outcome import Outcome
 from cltune.core.space import ValuesSpace
 from cltune.device.info import DeviceInfo
@@ -27,7 +28,6 @@ from cltune.families.axis.family import NO_ERROR, identity
 from cltune.families.axis.kernel import source_hash
 from cltune.families.axis.launch import AxisLauncher
 from cltune.families.axis.reference import Problem, validate
-from cltune.families.reduce.reference import make_input
 from cltune.opencl.build import BuildError
 from cltune.opencl.measure import Bench, profiling_queue
 

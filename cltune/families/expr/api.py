@@ -23,16 +23,19 @@ import pyopencl.array as cla
 import pyopencl.tools as cltools
 from pyopencl.tools import VectorArg
 
+from cltune.core import family
 from cltune.core.serving import Explanation
+from cltune.core.shapes import class_of_view, geometry
 from cltune.device.select import info_for
 from cltune.families.expr import family as expr_family
 from cltune.families.expr.config import ExprConfig
-from cltune.families.expr.kernel import ExprSpec, template_hash
+from cltune.families.expr.kernel import template_hash
 from cltune.families.expr.launch import ExprLauncher
 from cltune.families.expr.serve import Choices, ExprChoice, builtin, resolve
 from cltune.isolation.vetting import first_usable
 from cltune.opencl.build import BuildError
 from cltune.opencl.events import pending
+from cltune.opencl.expression import ExprSpec
 from cltune.opencl.scalars import ScalarFactory, new_scalar
 
 TUNE_MODES = (None, "first-use")
@@ -317,8 +320,6 @@ class ReductionKernel:
                wait_for: Any) -> cla.Array:
         """The reduction along `axis` of the vector arguments (arrays of one shape and memory
         order, C- or F-contiguous), as cltune.stats.api runs it (family `expr_axis`)."""
-        from cltune.stats.axis import reduce_along
-
         vecs = []
         for arg, tp in zip(args, self.spec.arguments, strict=True):
             if isinstance(tp, VectorArg):
@@ -339,14 +340,12 @@ class ReductionKernel:
         waits = [*(wait_for or ()), *(e for v in vecs for e in v.events)]
         if self.tune_mode == "first-use":
             self._start_background_axis(q.device, x, axis)
-        return reduce_along(self, tuple(args), x, q, axis, keepdims, waits)
+        return _along_api().reduce_along(self, tuple(args), x, q, axis, keepdims, waits)
 
     def _start_background_axis(self, dev: cl.Device, x: cla.Array, axis: Any) -> None:
         """First use along an axis: tune this call's (layout, size class) in the background,
         one run at a time (a class seen while one runs is tuned by a later call)."""
-        from cltune.core.shapes import geometry
-        from cltune.families.expr_axis.family import class_of_view
-        from cltune.tuning.kernels import start_background
+        from cltune.tuning.kernels import start_background  # lazy: the tuner loads optuna
 
         try:
             g = geometry(tuple(x.shape), bool(x.flags.c_contiguous), axis, False)
@@ -385,12 +384,12 @@ class ReductionKernel:
         class of their view), as `cltune.stats.api`' `axis=` runs it:
         `cltune.stats.api.kernel("var", ctx, np.float32).tune(x, 0.0, axis=0)`."""
         if axis is not None:
-            from cltune.families.expr_axis.target import tune_along
+            from cltune.tuning.kernels import tune_along  # lazy: the tuner loads optuna
 
             return tune_along(self, sample_args, axis, trials=trials, timeout=timeout,
                               queue=queue, db=db if db is not None else self.db,
                               storage=storage, seed=seed)
-        from cltune.tuning.kernels import tune_kernel
+        from cltune.tuning.kernels import tune_kernel  # lazy: the tuner loads optuna
 
         res = tune_kernel(self, sample_args, trials=trials, timeout=timeout, queue=queue,
                           db=db if db is not None else self.db, storage=storage, seed=seed)
@@ -402,16 +401,22 @@ class ReductionKernel:
         (floats in [0, 1), integers in 0..99, structs zeroed) and zero scalars."""
         if self.sample is not None:
             return tuple(self.sample(queue, n))
-        from cltune.tuning.kernels import synthetic_args
+        from cltune.tuning.kernels import synthetic_args  # lazy: tuning code, loads optuna
 
         return synthetic_args(self.spec, queue, n, seed)
 
     def _start_background(self, dev: cl.Device, n: int) -> None:
-        from cltune.tuning.kernels import start_background
+        from cltune.tuning.kernels import start_background  # lazy: the tuner loads optuna
 
         with self._lock:
             if self.background is None:
                 self.background = start_background(self, dev, n, self.budget_s)
+
+
+def _along_api() -> Any:
+    """The expr_axis family's api (a kernel's call with `axis=`), through the registry: this
+    family imports no other family."""
+    return family.entry("expr_axis", "api")
 
 
 def _index_range(rng: builtins.slice | None, slc: builtins.slice | None,

@@ -18,7 +18,8 @@ from cltune.core.family import Family
 from cltune.families.expr.config import ExprConfig
 
 NAME = "expr"
-FINGERPRINT_HEX = 24
+from cltune.opencl.expression import FINGERPRINT_HEX  # noqa: E402
+
 _VARIANT = re.compile(rf"^[0-9a-f]{{{FINGERPRINT_HEX}}}$")
 
 

@@ -19,7 +19,8 @@ import pyopencl as cl
 
 from cltune.device.info import DeviceInfo
 from cltune.families.expr.config import ExprConfig
-from cltune.families.expr.kernel import ExprBuilt, ExprSpec, build
+from cltune.families.expr.kernel import ExprBuilt, build
+from cltune.opencl.expression import ExprSpec
 from cltune.opencl.kernel_args import set_scalar, set_value
 
 

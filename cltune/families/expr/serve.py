@@ -14,18 +14,20 @@ never compiled); the runtime never writes to the database.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
+from cltune.core import family
 from cltune.core.buckets import nearest
+from cltune.core.config import ConfigError
 from cltune.device.info import DeviceInfo
 from cltune.families.expr import family as expr_family
 from cltune.families.expr.config import GROUPS_PER_CU, ITEMS, ExprConfig, ExprConfigError
-from cltune.families.reduce.config import Config, ConfigError
 
 #: bytes of __local memory reserved besides the tile (the single-pass flag)
-LOCAL_RESERVE = 64
+from cltune.opencl.expression import LOCAL_RESERVE  # noqa: E402
+from cltune.tuning_db.answer import answers
+
 #: bytes of accumulators per work-item an untuned config may hold (items x accumulator size):
 #: 16 float32 accumulators, 4 argmax structs (index, value), 2 var structs (n, c, s1, s2 in
 #: double). More spill on GPUs: on the H200 a var with 16 accumulators ran at 0.22-0.45 of the
@@ -110,7 +112,7 @@ def builtin(info: DeviceInfo, itemsize: int) -> ExprConfig:
     return fit(cfg, info, itemsize)
 
 
-def derive(sum_cfg: Config, info: DeviceInfo, itemsize: int) -> ExprConfig:
+def derive(sum_cfg: Any, info: DeviceInfo, itemsize: int) -> ExprConfig:
     """An expression config shaped like the device's tuned plain sum: the same work-group
     size, groups per compute unit and passes; its loads per work-item step (items x vec) as
     independent accumulators; per-work-item streaming (`serial`) as the contiguous layout, on
@@ -146,45 +148,12 @@ def _rows_to_choices(rows: Any, make: Any) -> list[ExprChoice]:
 def resolve(info: DeviceInfo, fingerprint: str, itemsize: int, db: str | None) -> Choices:
     """The chain for one expression on one device (never raises for a bad database: it is
     reported as a warning and the next level answers)."""
-    from cltune.tuning_db import DatabaseError, default_url
-    from cltune.tuning_db.paths import sqlite_file
-    from cltune.tuning_db.shipped import DeviceKey, lookup_without_db
-
-    key = DeviceKey(info.fingerprint, info.hardware_key, info.model, info.vendor, info.type,
-                    info.driver)
-    url = db or default_url()
-    path = sqlite_file(url)
-    store = None
-    if path is None or path.exists():
-        from cltune.tuning_db import Store
-
-        try:
-            store = Store.open(url, readonly=True)
-        except (DatabaseError, Exception) as e:  # noqa: BLE001 - never crash the application
-            warnings.warn(f"cltune: tuning database unusable ({e}); using fallback configs",
-                          UserWarning, stacklevel=4)
-    try:
-        def ask(family: str, variant: str) -> Any:
-            if store is None:
-                return lookup_without_db(key, family, variant)
-            from cltune.tuning_db.lookup import lookup
-
-            try:
-                return lookup(store, key, family, variant)
-            except Exception as e:  # noqa: BLE001
-                warnings.warn(f"cltune: lookup failed ({type(e).__name__}: {e})", UserWarning,
-                              stacklevel=5)
-                return lookup_without_db(key, family, variant)
-
-        own = ask(expr_family.NAME, fingerprint)
-        got = _rows_to_choices(own.rows, lambda m: fit(ExprConfig.from_mapping(m), info,
-                                                       itemsize))
-        plain = ask("reduce", "sum/float32")
-        derived = _rows_to_choices(plain.rows, lambda m: derive(Config.from_mapping(m), info,
-                                                                itemsize))
-    finally:
-        if store is not None:
-            store.close()
+    own, plain = answers(info, db, [(expr_family.NAME, fingerprint), ("reduce", "sum/float32")],
+                         stacklevel=4)
+    got = _rows_to_choices(own.rows, lambda m: fit(ExprConfig.from_mapping(m), info, itemsize))
+    # the 1-D family's config type through the registry (this family imports no other)
+    parse_sum = family.get("reduce").parse_config
+    derived = _rows_to_choices(plain.rows, lambda m: derive(parse_sum(m), info, itemsize))
     fallback = (Choices("derived", f"not tuned: shaped like the tuned sum/float32 "
                         f"({plain.level}: {plain.why})", tuple(derived)) if derived else
                 Choices("builtin", "not tuned, and no tuned sum/float32 for this device: "

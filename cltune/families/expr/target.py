@@ -23,14 +23,14 @@ from pyopencl.tools import VectorArg
 from cltune.core.outcome import Outcome
 from cltune.core.space import ValuesSpace
 from cltune.device.info import DeviceInfo
-from cltune.families.evaluate import judge
+from cltune.families.base import MAX_SEEDS, judge, known_config
 from cltune.families.expr import family as expr_family
 from cltune.families.expr.config import GROUPS_PER_CU, ITEMS, LAYOUTS, ExprConfig, ExprConfigError
-from cltune.families.expr.kernel import ExprSpec, template_hash
+from cltune.families.expr.kernel import template_hash
 from cltune.families.expr.launch import ExprLauncher
-from cltune.families.expr.serve import LOCAL_RESERVE, builtin, resolve, single_pass_passes
-from cltune.families.reduce.seeds import MAX_SEEDS, known_config
+from cltune.families.expr.serve import builtin, resolve, single_pass_passes
 from cltune.opencl.build import BuildError
+from cltune.opencl.expression import LOCAL_RESERVE, ExprSpec
 from cltune.opencl.measure import Timed, profiling_queue
 
 if TYPE_CHECKING:  # the trial's type only: the worker's targets never import optuna

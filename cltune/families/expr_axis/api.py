@@ -15,6 +15,7 @@ validated `AxisExprConfig`.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import threading
 import warnings
@@ -25,18 +26,27 @@ from typing import Any
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cla
+from pyopencl.tools import VectorArg
 
 from cltune.core.serving import CltuneWarning
-from cltune.core.shapes import MAX_CLASS_STEPS
+from cltune.core.shapes import (
+    MAX_CLASS_STEPS,
+    Geometry,
+    class_of_view,
+    empty_result,
+    geometry,
+    view_key,
+)
 from cltune.device.info import DeviceInfo
 from cltune.device.select import info_for
-from cltune.families.expr.kernel import ExprSpec
 from cltune.families.expr_axis.config import AxisExprConfig, AxisPlan, axis_plan, choose
-from cltune.families.expr_axis.family import NAME, class_of_view, view_key
+from cltune.families.expr_axis.family import NAME
 from cltune.families.expr_axis.serve import AxisChoices, AxisTuned, resolve
 from cltune.isolation.vetting import NoConfigRuns, verdict
 from cltune.opencl.build import BuildError, check_limits, compile_program
 from cltune.opencl.caches import ContextCache
+from cltune.opencl.expression import ExprSpec
 from cltune.opencl.sources import kernel_file
 
 
@@ -298,3 +308,56 @@ def axis_reducer(ctx: cl.Context, dev: cl.Device, spec: ExprSpec,
     if hit.kernel is None and kernel is not None:
         hit.kernel = kernel
     return hit
+
+
+# ---- a ReductionKernel's call along axes ---------------------------------------------------
+_geometries: dict[tuple, Geometry] = {}
+
+
+def cached_geometry(x: cla.Array, axis: Any, keepdims: bool) -> Geometry:
+    c_order = bool(x.flags.c_contiguous)
+    key, g = None, None
+    # only plain ints are keys: 1.0 == 1 as a key, yet is no axis (geometry() says so)
+    if type(axis) is int or (type(axis) is tuple
+                             and builtins.all(type(a) is int for a in axis)):
+        key = (x.shape, c_order, axis, bool(keepdims))
+        g = _geometries.get(key)
+    if g is None:
+        g = geometry(tuple(x.shape), c_order, axis, keepdims)
+        if key is not None:
+            if len(_geometries) > 1024:
+                _geometries.clear()
+            _geometries[key] = g
+    return g
+
+
+def flat(x: cla.Array) -> cla.Array:
+    if x.ndim == 1:
+        return x
+    return x.reshape(x.size, order="C" if x.flags.c_contiguous else "F")
+
+
+def reduce_along(knl: Any, args: tuple, x: cla.Array, q: cl.CommandQueue,
+                 axis: Any, keepdims: bool, waits: list) -> cla.Array:
+    """`knl(*args)` along `axis`: `args` as a call takes them, their vectors contiguous arrays
+    of x's shape and memory order (checked by the caller); numpy's result shape."""
+    g = cached_geometry(x, axis, keepdims)
+    rdt = knl.spec.dtype_result
+    nout = g.outer * g.inner
+    if nout == 1 and g.mem:  # every element: the tuned 1-D kernel
+        flat = [flat(a) if isinstance(t, VectorArg) else a
+                for a, t in zip(args, knl.spec.arguments, strict=True)]
+        out = (empty_result(q, g.kept, rdt, "C", knl.result_allocator(x.allocator))
+               if g.kept != () else None)
+        return knl(*flat, queue=q, out=out)
+    res = empty_result(q, g.kept, rdt, g.order, knl.result_allocator(x.allocator))
+    if nout == 0:
+        return res
+    user: list[Any] = []
+    for a, t in zip(args, knl.spec.arguments, strict=True):
+        user += (a.base_data, a.offset) if isinstance(t, VectorArg) else [a]
+    red = axis_reducer(q.context, q.device, knl.spec, knl.db, knl)
+    evs = red.enqueue(q, user, g.outer, g.r, g.inner, res.base_data, res.offset,
+                      wait_for=list(waits) or None)
+    res.add_event(evs[-1])
+    return res

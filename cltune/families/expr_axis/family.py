@@ -20,9 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from cltune.core import family as registry
 from cltune.core.family import Family, reason_of
-from cltune.core.shapes import MAX_LOG2, log2_key, shape_key_of, size_class  # noqa: F401
-from cltune.families.expr import family as expr_family
+from cltune.core.shapes import (  # noqa: F401
+    MAX_LOG2,
+    class_of_view,
+    log2_key,
+    shape_key_of,
+    size_class,
+    view_key,
+)
 from cltune.families.expr_axis.config import LAYOUTS, AxisExprConfig
 
 NAME = "expr_axis"
@@ -35,24 +42,10 @@ def variant(fingerprint: str, layout: str) -> str:
 def split_variant(text: str) -> tuple[str, str]:
     """(fingerprint, layout) of a variant; ValueError when the text names none."""
     fp, sep, layout = text.partition("/") if isinstance(text, str) else ("", "", "")
-    if not sep or expr_family.check_variant(fp) or layout not in LAYOUTS:
+    if not sep or registry.get("expr").check_variant(fp) or layout not in LAYOUTS:
         raise ValueError(f"variant {text!r:.60} is not <expression fingerprint>/<layout> "
                          f"with layout in {LAYOUTS}")
     return fp, layout
-
-
-def view_key(outer: int, r: int, inner: int) -> tuple[str, tuple[float, float]]:
-    """The layout that reduces the (outer, r, inner) view, and its position among the size
-    classes (log2 pairs, not rounded)."""
-    if inner == 1:
-        return "rows", log2_key(outer, r)
-    return "cols", log2_key(r, outer * inner)
-
-
-def class_of_view(outer: int, r: int, inner: int) -> tuple[str, tuple[int, int]]:
-    """The layout and the size class (log2 pair, rounded) a view is tuned as."""
-    layout, (a, b) = view_key(outer, r, inner)
-    return layout, (min(MAX_LOG2, round(a)), min(MAX_LOG2, round(b)))
 
 
 def view_of(layout: str, key: tuple[int, int]) -> tuple[int, int, int]:

@@ -21,9 +21,9 @@ import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.tools import VectorArg
 
-from cltune.families.expr.kernel import ExprSpec
 from cltune.families.expr_axis.api import AxisBuilt, build, heuristic_build
 from cltune.families.expr_axis.config import AxisExprConfig, AxisPlan, axis_plan
+from cltune.opencl.expression import ExprSpec
 from cltune.opencl.measure import Timed
 
 #: outputs per view checked against the host reference (first, last and spread between)

@@ -22,6 +22,7 @@ from cltune.core.serving import CltuneWarning
 from cltune.core.shapes import nearest
 from cltune.families.expr_axis import family as fam
 from cltune.families.expr_axis.config import AxisExprConfig
+from cltune.tuning_db.answer import answer
 
 
 @dataclass(frozen=True)
@@ -61,39 +62,10 @@ def _warn(msg: str) -> None:
     warnings.warn(msg, CltuneWarning, stacklevel=6)
 
 
-def _answer(info: Any, variant: str, db: str | None) -> Any:
-    """The lookup chain's answer for a variant (never raises for a bad database: that is a
-    warning, and the levels without a database answer)."""
-    from cltune.tuning_db import default_url
-    from cltune.tuning_db.paths import sqlite_file
-    from cltune.tuning_db.shipped import DeviceKey, lookup_without_db
-
-    key = DeviceKey(info.fingerprint, info.hardware_key, info.model, info.vendor, info.type,
-                    info.driver)
-    url = db or default_url()
-    path = sqlite_file(url)
-    if path is not None and not path.exists():
-        return lookup_without_db(key, fam.NAME, variant)
-    from cltune.tuning_db import Store
-    from cltune.tuning_db.lookup import lookup
-
-    store = None
-    try:
-        store = Store.open(url, readonly=True)
-        return lookup(store, key, fam.NAME, variant)
-    except Exception as e:  # noqa: BLE001 - never crash the application
-        _warn(f"cltune: tuning database unusable ({type(e).__name__}: {e}); using the "
-              "heuristic configs along axes")
-        return lookup_without_db(key, fam.NAME, variant)
-    finally:
-        if store is not None:
-            store.close()
-
-
 def resolve(info: Any, fingerprint: str, layout: str, db: str | None) -> AxisChoices:
     """The validated tuned classes of `fingerprint/layout` on the device `info` describes."""
     variant = fam.variant(fingerprint, layout)
-    ans = _answer(info, variant, db)
+    ans = answer(info, db, fam.NAME, variant, stacklevel=5)
     tuned: list[AxisTuned] = []
     for r in ans.rows:
         try:

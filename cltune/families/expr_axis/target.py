@@ -19,17 +19,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pyopencl as cl
-import pyopencl.array as cla
-from pyopencl.tools import VectorArg
 
 from cltune.core.outcome import Outcome
 from cltune.core.shapes import nearest
 from cltune.core.space import ValuesSpace
 from cltune.device.info import DeviceInfo
-from cltune.device.select import info_for
-from cltune.families.evaluate import judge
-from cltune.families.expr.kernel import ExprSpec
-from cltune.families.expr.serve import LOCAL_RESERVE
+from cltune.families.base import judge
 from cltune.families.expr_axis import family as fam
 from cltune.families.expr_axis.api import AxisReducer, template_hash
 from cltune.families.expr_axis.config import (
@@ -44,6 +39,7 @@ from cltune.families.expr_axis.config import (
 )
 from cltune.families.expr_axis.reference import AxisLaunch, ExprAxisBench, View
 from cltune.opencl.build import BuildError
+from cltune.opencl.expression import LOCAL_RESERVE, ExprSpec
 from cltune.opencl.measure import profiling_queue
 
 if TYPE_CHECKING:  # the trial's type only: the worker's targets never import optuna
@@ -302,61 +298,3 @@ class ExprAxisTarget:
                      time=lambda: bench.time(la, budget_s=0.2))
 
 
-def _studies_beside(db: str | None) -> str:
-    """Optuna's storage: beside a SQLite database file, else the default storage."""
-    from cltune.tuning_db import default_storage_url
-    from cltune.tuning_db.paths import sqlite_file
-
-    path = sqlite_file(db) if db else None
-    return f"sqlite:///{path.parent / 'studies.db'}" if path is not None \
-        else default_storage_url()
-
-
-def tune_along(knl: Any, sample_args: tuple[Any, ...], axis: Any, *, trials: int = 30,
-               timeout: float = 120.0, queue: cl.CommandQueue | None = None,
-               db: str | None = None, storage: str | None = None, seed: int = 0,
-               progress: Any = None) -> list[Any]:
-    """Tune `knl` along `axis` of `sample_args` (as a call takes them: its vectors of one
-    shape and memory order, C- or F-contiguous) on the queue's device; the size class is the
-    one nearest to their (outer, r, inner) view. The best goes to `db`; the kernel's reducers
-    along axes read the database again."""
-    from cltune.core.shapes import geometry
-    from cltune.families.expr_axis.api import axis_reducer
-    from cltune.tuning.tuner import TuneOptions, Tuner
-    from cltune.tuning_db import Store
-
-    spec: ExprSpec = knl.spec
-    if len(sample_args) != len(spec.arguments):
-        raise TypeError(f"tune takes the kernel's {len(spec.arguments)} arguments, "
-                        f"got {len(sample_args)}")
-    vecs = [a for a, t in zip(sample_args, spec.arguments, strict=True)
-            if isinstance(t, VectorArg)]
-    if not vecs or not all(isinstance(v, cla.Array) for v in vecs):
-        raise TypeError("tune along an axis takes pyopencl Arrays for the vector arguments")
-    x = vecs[0]
-    if any(v.shape != x.shape or v.strides != x.strides for v in vecs) or not x.flags.forc:
-        raise ValueError("the vector arguments must be contiguous arrays of one shape and "
-                         "memory order")
-    g = geometry(tuple(x.shape), bool(x.flags.c_contiguous), axis, False)
-    if not g.mem or g.r == 0 or g.outer * g.inner <= 1:
-        raise ValueError(f"nothing to tune along axis={axis!r} of shape {x.shape}: one output "
-                         "is the 1-D kernel's job (knl.tune(x) tunes that), no element none")
-    view = (g.outer, g.r, g.inner)
-    layout, key = fam.class_of_view(*view)
-    q = queue if queue is not None else x.queue
-    if q is None:
-        raise TypeError("no queue: pass queue= or arrays that have one")
-    dev = q.device
-    opts = TuneOptions(family=fam.NAME, variant=fam.variant(spec.fingerprint, layout),
-                       buckets=(key,), trials=trials, timeout_s=timeout, seed=seed,
-                       target_options={"kernel": knl, "sample_args": tuple(sample_args),
-                                       "sample_view": view, "db": db})
-    store = Store.open(db)
-    try:
-        res = Tuner(q.context, dev, info_for(dev), store, storage or _studies_beside(db), opts,
-                    progress).run()
-    finally:
-        store.close()
-    for d in dict.fromkeys((db, knl.db)):
-        axis_reducer(q.context, dev, spec, d).reload()
-    return res

@@ -18,6 +18,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 import pyopencl.tools as cltools
 
+from cltune.core import family
 from cltune.core.buckets import nearest
 from cltune.core.ops import OpSpec
 from cltune.core.serving import CltuneWarning, Explanation
@@ -31,6 +32,12 @@ from cltune.opencl.events import pending
 from cltune.opencl.scalars import ScalarFactory, new_scalar
 
 __all__ = ["Reducer", "get_reducer"]
+
+
+def _axis() -> Any:
+    """The axis family's api (`r(x, axis=k)`, `r.segments`), through the registry: the 1-D
+    family imports no other family (and a 1-D reduction never loads the axis family)."""
+    return family.entry("axis", "api")
 
 
 class _Engine:
@@ -203,9 +210,7 @@ class Reducer:
         `axis`, what serves `r(x, axis=axis)` for an array of that shape and memory order
         (an `axis_runtime.AxisExplanation`): config, tuned class and fallback level."""
         if isinstance(n, tuple):
-            from cltune.families.axis.api import explain_axis
-
-            return explain_axis(self, n, tuple(range(len(n))) if axis is None else axis,
+            return _axis().explain_axis(self, n, tuple(range(len(n))) if axis is None else axis,
                                 order)
         la, ch = self._eng.launcher_for(max(1, int(n)))
         level = ch.level or (self._eng.level if ch.bucket is not None or
@@ -267,9 +272,7 @@ class Reducer:
                     self._last = ev
                     return out
         if axis is not None or keepdims:
-            from cltune.families.axis.api import reduce_axis
-
-            return reduce_axis(self, x, y, axis, keepdims, queue or self.queue, out, wait_for)
+            return _axis().reduce_axis(self, x, y, axis, keepdims, queue or self.queue, out, wait_for)
         return self._call(x, y, queue=queue, out=out, wait_for=wait_for)
 
     def segments(self, x: Any, offsets: Any, initial: Any = None, *,
@@ -281,9 +284,7 @@ class Reducer:
         ones give it, else the identity). Bounds are checked on the device; the check is read
         back the first time an offsets array is used, always with check=True, never with
         check=False (see cltune.families.axis.api.reduce_segments)."""
-        from cltune.families.axis.segments import reduce_segments
-
-        return reduce_segments(self, x, offsets, initial, queue or self.queue, out, wait_for,
+        return _axis().reduce_segments(self, x, offsets, initial, queue or self.queue, out, wait_for,
                                check)
 
     def _call(self, x: Any, y: Any = None, *, queue: cl.CommandQueue | None = None,

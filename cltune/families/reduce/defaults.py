@@ -5,6 +5,7 @@ from __future__ import annotations
 from cltune.core.ops import OpSpec
 from cltune.device.info import DeviceInfo
 from cltune.families.reduce.config import Config
+from cltune.families.reduce.kernel import source_hash
 
 
 def builtin_config(info: DeviceInfo, spec: OpSpec | None = None) -> Config:
@@ -42,3 +43,10 @@ def _pow2_at_most(want: int, limit: int) -> int:
     while v * 2 <= min(want, max(1, limit)):
         v *= 2
     return v
+
+
+def untuned(info: DeviceInfo, spec: OpSpec) -> list[tuple]:
+    """What the runtime serves untuned for `spec`, as the health check vets it: (variant,
+    config chain, size class, source hash, lane bytes)."""
+    return [(f"{spec.op}/{spec.dtype}", [builtin_config(info, spec), safest_config(info)], 12,
+             source_hash(), spec.vector_element_bytes)]

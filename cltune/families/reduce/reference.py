@@ -20,67 +20,18 @@ Integer ops and `min`/`max` are exact.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 import pyopencl as cl
 
+from cltune.core.inputs import Check, make_input
 from cltune.core.ops import OpSpec
 from cltune.families.reduce.launch import Launcher
 
 SMALL_SIZES = (1, 7, 1023, 1025)
 KNOWN_N = 1024
 _U = {"float": 2.0**-24, "double": 2.0**-53, "half": 2.0**-11}
-
-
-@dataclass(frozen=True)
-class Check:
-    ok: bool
-    reason: str = ""
-    max_rel_error: float = 0.0  # |err| / sum|x| over the checked sizes (floats), else 0
-
-
-#: inputs up to this many bytes are cached (validation sizes); bigger ones (tuning buckets up
-#: to GiBs) are made afresh, so no process keeps GiB-sized inputs alive
-CACHE_INPUT_BYTES = 1 << 24
-
-
-def make_input(spec: OpSpec, n: int, seed: int = 0) -> list[np.ndarray]:
-    """Random inputs for `spec`: floats in [-1, 2) (mixed signs), integers across the range.
-    The same (spec, n, seed) always gives the same values; treat them as read-only."""
-    if n * spec.itemsize * spec.n_inputs <= CACHE_INPUT_BYTES:
-        return _small_input(spec, n, seed)
-    return _make_input(spec, n, seed)
-
-
-@lru_cache(maxsize=32)
-def _small_input(spec: OpSpec, n: int, seed: int) -> list[np.ndarray]:
-    return _make_input(spec, n, seed)
-
-
-def _make_input(spec: OpSpec, n: int, seed: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed + n)
-    out = []
-    for k in range(spec.n_inputs):
-        dt = spec.np_dtype
-        if spec.is_float:
-            if spec.op == "prod":
-                a = rng.uniform(0.999, 1.001, n)
-            else:
-                a = rng.uniform(-1.0, 2.0, n)
-            out.append(a.astype(dt))
-        else:
-            info = np.iinfo(dt)
-            if spec.op == "prod":
-                lo, hi = (1, 4) if info.min == 0 else (-3, 4)
-            elif spec.op == "dot":
-                lo, hi = max(info.min, -(2**20)), min(info.max, 2**20)
-            else:
-                lo, hi = info.min, info.max
-            out.append(rng.integers(lo, hi, n, dtype=dt, endpoint=True))
-        rng = np.random.default_rng(seed + n + 7919 * (k + 1))
-    return out
 
 
 @lru_cache(maxsize=16)

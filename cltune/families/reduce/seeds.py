@@ -19,12 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from cltune.core.buckets import class_bucket
+from cltune.families.base import MAX_SEEDS
 from cltune.families.reduce.config import Config, ConfigError
 from cltune.families.reduce.space import Space
 
 #: at most this many seeds per study, so the sampler keeps most of the budget
-MAX_SEEDS = 3
 
 
 def params_of(cfg: Config, space: Space) -> dict[str, object] | None:
@@ -63,16 +62,3 @@ def seed_params(space: Space, candidates: Iterable[Config | Mapping | None]) -> 
         if len(out) == MAX_SEEDS:
             break
     return out
-
-
-def known_config(rows: Iterable[object], bucket: int) -> Mapping | None:
-    """The config of the stored row for `bucket`, else of the nearest bucket (log scale)."""
-    known = []
-    for r in rows:
-        try:
-            known.append((class_bucket(getattr(r, "size_class", "")), r))
-        except ValueError:
-            continue
-    if not known:
-        return None
-    return min(known, key=lambda kr: (abs(kr[0] - bucket), -kr[0]))[1].config

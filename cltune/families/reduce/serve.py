@@ -3,7 +3,6 @@ for one (device, op/dtype), validated before any of it can reach the compiler.""
 
 from __future__ import annotations
 
-import os
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,7 @@ from cltune.families.reduce.kernel import source_hash
 from cltune.families.reduce.launch import Launcher
 from cltune.isolation.vetting import first_usable
 from cltune.opencl.build import BuildError
+from cltune.tuning_db.answer import answer
 
 
 @dataclass(frozen=True)
@@ -63,58 +63,11 @@ def builtin_choice(info: DeviceInfo, ctx: cl.Context, dev: cl.Device, spec: OpSp
     raise BuildError(f"no config builds for {spec} on {info.name}")
 
 
-_warned: set[str] = set()
-
-
-def _warn_once(url: str, msg: str) -> None:
-    """One warning per database per process, however many reducers are made."""
-    if url not in _warned:
-        _warned.add(url)
-        # user -> cltune.get_reducer (reducers) -> runtime.get_reducer -> _Engine -> load_choices
-        warnings.warn(msg, CltuneWarning, stacklevel=6)
-
-
 def load_choices(info: DeviceInfo, spec: OpSpec,
                   db: str | None) -> tuple[str, str, list[Choice]]:
-    from cltune.tuning_db import DatabaseError, default_url
-    from cltune.tuning_db.paths import sqlite_file
-    from cltune.tuning_db.shipped import DeviceKey, lookup_without_db
-
-    key = DeviceKey(info.fingerprint, info.hardware_key, info.model, info.vendor, info.type,
-                    info.driver)
-    url = db or default_url()
-    path = sqlite_file(url)
-    if path is not None and not path.exists():
-        # no database file (never tuned here): answer from the shipped results or builtin
-        # without loading SQLAlchemy (~0.3 s of a process's first get_reducer). Said only for
-        # a database the application or CLTUNE_DB named (a typo loses its tuning silently
-        # otherwise); the default file not existing is the normal state before any tuning
-        if db or os.environ.get("CLTUNE_DB", "").strip():
-            _warn_once(url, f"cltune: tuning database {path} does not exist (named by "
-                       f"{'db=' if db else 'CLTUNE_DB'}); using the shipped or builtin configs")
-        return _choices(info, spec, lookup_without_db(key, reduce_family.NAME,
-                                                reduce_family.variant(spec)))
-    from cltune.tuning_db import Store
-    from cltune.tuning_db.lookup import lookup
-
-    store = None
-    try:
-        store = Store.open(url, readonly=True)
-    except DatabaseError as e:
-        _warn_once(url, f"cltune: tuning database unusable ({e}); using fallback configs")
-    except Exception as e:  # noqa: BLE001 - a corrupt file must never crash an application
-        _warn_once(url, f"cltune: tuning database unreadable ({type(e).__name__}: {e}); "
-                   "using fallback configs")
-    try:
-        try:
-            ans = lookup(store, key, reduce_family.NAME, reduce_family.variant(spec))
-        except Exception as e:  # noqa: BLE001
-            _warn_once(url, f"cltune: lookup failed ({type(e).__name__}: {e}); using builtin")
-            ans = lookup(None, key, reduce_family.NAME, reduce_family.variant(spec))
-    finally:
-        if store is not None:
-            store.close()
-    return _choices(info, spec, ans)
+    # user -> cltune.get_reducer -> reduce.api.get_reducer -> _Engine -> load_choices
+    return _choices(info, spec, answer(info, db, reduce_family.NAME,
+                                       reduce_family.variant(spec), stacklevel=5))
 
 
 def _choices(info: DeviceInfo, spec: OpSpec, ans: Any) -> tuple[str, str, list[Choice]]:

@@ -15,18 +15,20 @@ from typing import TYPE_CHECKING, Any
 import pyopencl as cl
 
 from cltune.core import buckets, strategies
+from cltune.core.inputs import make_input
 from cltune.core.ops import OpSpec
 from cltune.core.outcome import Outcome
 from cltune.device.info import DeviceInfo
-from cltune.families.evaluate import evaluate
+from cltune.families.base import known_config
 from cltune.families.reduce import family as reduce_family
 from cltune.families.reduce.config import Config
 from cltune.families.reduce.defaults import builtin_config
 from cltune.families.reduce.kernel import source_hash
 from cltune.families.reduce.launch import Launcher
-from cltune.families.reduce.reference import make_input
-from cltune.families.reduce.seeds import known_config, params_of, seed_params
+from cltune.families.reduce.reference import error_bound, validate
+from cltune.families.reduce.seeds import params_of, seed_params
 from cltune.families.reduce.space import Space, make_space
+from cltune.opencl.build import BuildError
 from cltune.opencl.measure import Bench, profiling_queue
 
 if TYPE_CHECKING:  # the trial's type only: the worker's targets never import optuna
@@ -128,3 +130,38 @@ class ReduceTarget:
         is) -> build -> validate -> time."""
         return evaluate(self.launcher(cfg), self.queue, bench,
                         space=self.space if check else None, max_rel_error=max_rel_error)
+
+
+def evaluate(launcher: Launcher, queue: cl.CommandQueue, bench: Bench, *,
+             space: Space | None = None, max_rel_error: float | None = None,
+             budget_s: float = 0.3) -> Outcome:
+    """Judge `launcher`'s config on `bench`'s input: feasible in `space` (when given), builds,
+    matches the host reference on the validation inputs (and, with `max_rel_error`, has an
+    error bound and a measured error within that budget, relative to sum|x|), then timed."""
+    cfg, spec, n = launcher.cfg, launcher.spec, bench.n
+
+    def stop(step: str, reason: str) -> Outcome:
+        return Outcome(cfg, step, n, bench.nbytes, reason)
+
+    if space is not None:
+        why = space.check(cfg)
+        if why:
+            return stop("check", why)
+    try:
+        launcher.built(False)
+        chk = validate(launcher, queue, n)  # may build 64-bit indices for the n + 3 input
+    except BuildError as e:
+        return stop("build", str(e))
+    if not chk.ok:
+        return stop("validate", chk.reason)
+    if max_rel_error is not None and spec.is_float:
+        # the bound must meet the budget for every input, not just this one
+        bound = error_bound(launcher, n, 1.0)
+        if bound > max_rel_error:
+            return stop("validate", f"error bound {bound:.3g} > --max-rel-error "
+                        f"{max_rel_error:.3g}")
+        if chk.max_rel_error > max_rel_error:
+            return stop("validate", f"error {chk.max_rel_error:.3g} > --max-rel-error "
+                        f"{max_rel_error:.3g}")
+    return Outcome(cfg, "timed", n, bench.nbytes, "", bench.time(launcher, budget_s=budget_s),
+                   chk.max_rel_error)

@@ -1,0 +1,229 @@
+"""What serves a reduction along an axis or over segments: the database's answer per variant
+(`op/dtype/rows|cols|segs`) and size class, vetted, and the engine per reducer that holds the
+launchers (the nearest tuned class serving a shape; shapes never tuned get the builtin config
+for their shape). Never writes the database, never loads the tuner.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import warnings
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from cltune.core import shapes
+from cltune.core.serving import CltuneWarning
+from cltune.core.shapes import Geometry
+from cltune.families.axis import family as axis_family
+from cltune.families.axis.config import AxisConfig, AxisConfigError
+from cltune.families.axis.defaults import builtin_axis_config, safest_axis_config
+from cltune.families.axis.family import NO_ERROR
+from cltune.families.axis.kernel import source_hash
+from cltune.families.axis.launch import AxisLauncher
+from cltune.isolation.vetting import first_usable
+from cltune.opencl.build import BuildError
+from cltune.tuning_db.answer import answer
+
+
+def _log2(v: int) -> int:
+    return max(0, round(math.log2(max(1, v))))
+
+
+@dataclass(frozen=True)
+class AxisExplanation:
+    """Which config serves a shape, and where that answer came from."""
+
+    variant: str
+    shape: tuple[int, int]  # the (a, b) this call is, in its layout's terms
+    config: AxisConfig
+    level: str  # exact | driver-changed | same-device | shipped | vendor-default | builtin
+    why: str
+    size_class: str | None  # the tuned class that serves it (None: builtin)
+    gbps: float | None
+
+    def __str__(self) -> str:
+        cls = f"class {self.size_class}" if self.size_class else "no tuned class"
+        perf = f", {self.gbps:.1f} GB/s when tuned" if self.gbps else ""
+        return (f"{self.variant} {self.shape[0]}x{self.shape[1]}: {self.config.short()} "
+                f"[{self.level}: {self.why}; {cls}{perf}]")
+
+
+@dataclass(frozen=True)
+class _Tuned:
+    key: tuple[int, int]
+    config: AxisConfig
+    gbps: float | None
+
+
+class _Kind:
+    """What the database knows for one variant (op/dtype/kind) on this device."""
+
+    def __init__(self, level: str, why: str, tuned: list[_Tuned]) -> None:
+        self.level, self.why, self.tuned = level, why, tuned
+        self.keys = [t.key for t in tuned]
+
+
+class AxisEngine:
+    """Per 1-D engine (context, device, op/dtype, database): configs per kind, launchers,
+    error flags of the segments kernel per queue, offsets arrays already validated."""
+
+    def __init__(self, eng: Any) -> None:
+        self.ctx, self.dev, self.info, self.spec = eng.ctx, eng.dev, eng.info, eng.spec
+        self.db = getattr(eng, "db", None)
+        self.allocator = eng.allocator
+        self._kinds: dict[str, _Kind] = {}
+        self._launchers: dict[AxisConfig, AxisLauncher] = {}
+        self._errs: dict[int, cl.Buffer] = {}
+        self.checked: OrderedDict[tuple, None] = OrderedDict()
+        self._chosen: dict[tuple, tuple[AxisConfig, _Tuned | None]] = {}
+        self.notes: dict[tuple, tuple[str, str]] = {}  # (kind, a, b) -> vetting's (level, why)
+        self.geometries: dict[tuple, Geometry] = {}  # (shape, strides, axis, keepdims)
+        self._lock = threading.Lock()
+
+    def kind(self, kind: str) -> _Kind:
+        k = self._kinds.get(kind)
+        if k is None:
+            k = self._kinds[kind] = _load(self.info, f"{self.spec.op}/{self.spec.dtype}/{kind}",
+                                          self.db)
+        return k
+
+    def choose(self, kind: str, a: int, b: int) -> tuple[AxisConfig, _Tuned | None]:
+        hit = self._chosen.get((kind, a, b))
+        if hit is None:
+            hit = self._vetted(kind, a, b, *self._choose(kind, a, b))
+            if len(self._chosen) > 1024:
+                self._chosen.clear()
+                self.notes.clear()
+            self._chosen[(kind, a, b)] = hit
+        return hit
+
+    def _vetted(self, kind: str, a: int, b: int, cfg: AxisConfig,
+                t: _Tuned | None) -> tuple[AxisConfig, _Tuned | None]:
+        """`cfg` unless it has not run right on this driver (vetting): then the builtin or
+        the safest config, with the reason in `notes` (explain shows it)."""
+        level = self.kind(kind).level if t is not None else "builtin"
+        if level == "exact":
+            return cfg, t  # tuned on this fingerprint and driver: it ran in the tuner's worker
+        layout = "cols" if kind == "cols" else "rows"
+        candidates = [(cfg, level),
+                      (builtin_axis_config(self.info, kind, a, b,
+                                           self.spec.vector_element_bytes), "builtin"),
+                      (safest_axis_config(self.info, layout), "safest")]
+        got, lvl, why = first_usable(self.info, axis_family.NAME,
+                                     f"{self.spec.op}/{self.spec.dtype}/{kind}", candidates,
+                                     (_log2(a), _log2(b)), source_hash=source_hash(),
+                                     element_bytes=self.spec.vector_element_bytes)
+        if got == cfg:
+            return cfg, t
+        warnings.warn(f"cltune: {why}; serving the {lvl} config {got.short()}", CltuneWarning,
+                      stacklevel=5)
+        self.notes[(kind, a, b)] = (lvl, why)
+        return got, None
+
+    def _choose(self, kind: str, a: int, b: int) -> tuple[AxisConfig, _Tuned | None]:
+        k = self.kind(kind)
+        best = shapes.nearest(shapes.log2_key(a, b), k.keys)
+        for t in k.tuned:
+            if t.key == best:
+                return t.config, t
+        return builtin_axis_config(self.info, kind, a, b, self.spec.vector_element_bytes), None
+
+    def launcher(self, cfg: AxisConfig, layout: str) -> AxisLauncher:
+        with self._lock:
+            la = self._launchers.get(cfg)
+            if la is None:
+                la = AxisLauncher(self.ctx, self.dev, self.info, self.spec, cfg)
+                try:
+                    la.built(False)
+                except BuildError as e:
+                    warnings.warn(f"cltune: axis config {cfg.short()} does not build here "
+                                  f"({e}); using the safest config", CltuneWarning,
+                                  stacklevel=4)
+                    la = AxisLauncher(self.ctx, self.dev, self.info, self.spec,
+                                      safest_axis_config(self.info, layout))
+                self._launchers[cfg] = la
+                if len(self._launchers) > 64:
+                    self._launchers.pop(next(iter(self._launchers)))
+            return la
+
+    def err(self, queue: cl.CommandQueue) -> cl.Buffer:
+        with self._lock:
+            b = self._errs.get(queue.int_ptr)
+            if b is None:
+                b = self._errs[queue.int_ptr] = cl.Buffer(
+                    self.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                    hostbuf=np.full(1, NO_ERROR, np.uint32))
+            return b
+
+
+_engines: weakref.WeakKeyDictionary[Any, AxisEngine] = weakref.WeakKeyDictionary()
+_engines_lock = threading.Lock()
+
+
+def axis_engine(reducer: Any) -> AxisEngine:
+    eng = reducer._eng
+    with _engines_lock:
+        a = _engines.get(eng)
+        if a is None:
+            a = _engines[eng] = AxisEngine(eng)
+        return a
+
+
+def _load(info: Any, variant: str, db: str | None) -> _Kind:
+    """The validated tuned configs of a variant along the fallback chain (a stored config or
+    class that does not validate never reaches the compiler)."""
+    ans = answer(info, db, axis_family.NAME, variant, stacklevel=6)
+    tuned = []
+    for r in ans.rows:
+        try:
+            tuned.append(_Tuned(shapes.shape_key_of(r.size_class),
+                                AxisConfig.from_mapping(r.config), r.gbps))
+        except (AxisConfigError, ValueError):
+            continue
+    if not tuned:
+        return _Kind("builtin", ans.why if ans.level == "builtin" else "stored configs invalid",
+                     [])
+    return _Kind(ans.level, ans.why, tuned)
+
+
+# ---- arrays -------------------------------------------------------------------------------
+def device_array(reducer: Any, a: Any, queue: cl.CommandQueue, name: str) -> cla.Array:
+    want = reducer.spec.np_dtype
+    if isinstance(a, np.ndarray):
+        if a.dtype != want:
+            raise TypeError(f"{name} has dtype {a.dtype}, this reducer is for {want}")
+        if not (a.flags.c_contiguous or a.flags.f_contiguous):
+            a = np.ascontiguousarray(a)
+        return cla.to_device(queue, a)
+    if not isinstance(a, cla.Array):
+        raise TypeError(f"{name} must be a pyopencl.array.Array or numpy array, "
+                        f"not {type(a).__name__}")
+    if a.dtype != want:
+        raise TypeError(f"{name} has dtype {a.dtype}, this reducer is for {want} "
+                        f"(cast with .astype or use get_reducer(..., dtype={a.dtype}))")
+    if a.context.int_ptr != reducer._eng.ctx.int_ptr:
+        raise ValueError(f"{name} lives in another OpenCL context than this reducer")
+    if a.size and not (a.flags.c_contiguous or a.flags.f_contiguous):
+        raise ValueError(f"{name} is not contiguous; reduce a contiguous copy (x.copy())")
+    return a
+
+
+def explain(reducer: Any, kind: str, a: int, b: int) -> AxisExplanation:
+    eng = axis_engine(reducer)
+    cfg, t = eng.choose(kind, a, b)
+    k = eng.kind(kind)
+    spec = reducer.spec
+    level, why = eng.notes.get((kind, a, b)) or (
+        k.level if t else "builtin", k.why if t else
+        "no tuned class for this variant" if not k.tuned else
+        f"no tuned class within 2^{shapes.MAX_CLASS_STEPS} of this shape: the builtin "
+        "config")
+    return AxisExplanation(f"{spec.op}/{spec.dtype}/{kind}", (a, b), cfg, level, why,
+                           shapes.size_class(t.key) if t else None, t.gbps if t else None)
