@@ -1,9 +1,10 @@
-"""Import rules between the layers, checked on the source text (`ast`; nothing is imported).
+"""The import graph of cltune/ and tuning_db/, built from the source (`ast`; nothing is
+imported): it is acyclic, imports inside functions are deliberate (each one commented), and the
+layer rules of docs/architecture.md hold by package -- no hand-kept list of modules.
 
-The rules and the layers are described in docs/architecture.md. Modules are named as they
-install: cltune/x.py is `cltune.x`, tuning_db/x.py is `cltune.tuning_db.x`. Every import
-statement counts, at any nesting (function-level imports included); imports under
-`if TYPE_CHECKING:` count too, except when asking what a module loads at run time (rule c).
+Modules are named as they install: cltune/a/b.py is `cltune.a.b`, tuning_db/x.py is
+`cltune.tuning_db.x`. Every import statement counts, at any nesting (function-level imports
+included); imports under `if TYPE_CHECKING:` never run and do not count.
 """
 
 from __future__ import annotations
@@ -14,16 +15,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: Rule (b): what the runtime (get_reducer and the Reducer) must never load, even indirectly.
-RUNTIME_FORBIDDEN = ("cltune.tuning.tuner", "cltune.families.reduce.reference", "cltune.opencl.measure", "optuna")
-#: Rule (c): the only cltune modules tuning_db may import: value types, no OpenCL.
-VALUE_MODULES = {"cltune.families.reduce.config", "cltune.core.ops", "cltune.core.family"}
-#: Rule (c), known violations to remove: (module, imported cltune module). None today.
-KNOWN_HEAVY_IMPORTS: set[tuple[str, str]] = set()
-#: Rule (d), known violations to remove: (module, imported private name). None today.
-KNOWN_PRIVATE_IMPORTS: set[tuple[str, str]] = set()
-
-
 @dataclass(frozen=True)
 class Imp:
     file: str
@@ -31,6 +22,8 @@ class Imp:
     module: str  # absolute; for `from m import n`, `m.n` when that is a project module
     name: str  # the name taken by `from m import name`, else ""
     typing_only: bool
+    in_function: bool = False
+    commented: bool = False  # a comment on the import's line (or the line before it)
 
     def where(self) -> str:
         return f"{self.file}:{self.line}"
@@ -57,9 +50,18 @@ def _imports(mod: str) -> list[Imp]:
     package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
     out: list[Imp] = []
 
-    def visit(node: ast.AST, typing_only: bool) -> None:
+    lines = path.read_text().splitlines()
+
+    def commented(node: ast.stmt) -> bool:
+        here = lines[node.lineno - 1:node.end_lineno]
+        return any("#" in line for line in here) or (
+            node.lineno >= 2 and lines[node.lineno - 2].strip().startswith("#"))
+
+    def visit(node: ast.AST, typing_only: bool, depth: int = 0) -> None:
+        fn = depth > 0
         if isinstance(node, ast.Import):
-            out.extend(Imp(rel, node.lineno, a.name, "", typing_only) for a in node.names)
+            out.extend(Imp(rel, node.lineno, a.name, "", typing_only, fn, commented(node))
+                       for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -68,11 +70,12 @@ def _imports(mod: str) -> list[Imp]:
             for a in node.names:
                 sub = f"{base}.{a.name}"
                 out.append(Imp(rel, node.lineno, sub if sub in FILES else base, a.name,
-                               typing_only))
+                               typing_only, fn, commented(node)))
+        inner = depth + isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
         for child in ast.iter_child_nodes(node):
             visit(child, typing_only or (isinstance(node, ast.If)
                                          and _is_type_checking(node.test)
-                                         and child in node.body))
+                                         and child in node.body), inner)
 
     visit(ast.parse(path.read_text(), rel), False)
     return out
@@ -81,93 +84,136 @@ def _imports(mod: str) -> list[Imp]:
 IMPORTS = {m: _imports(m) for m in FILES}
 
 
-def _loads(start: str) -> dict[str, list[Imp]]:
-    """Every module `start` loads at run time (project modules followed, package __init__
-    side effects not), each with the chain of imports that reaches it."""
-    seen: dict[str, list[Imp]] = {start: []}
-    todo = [start]
-    while todo:
-        mod = todo.pop()
-        for imp in IMPORTS[mod]:
-            if not imp.typing_only and imp.module not in seen:
-                seen[imp.module] = [*seen[mod], imp]
-                if imp.module in FILES:
-                    todo.append(imp.module)
-    return seen
-
-
-def _chain(chain: list[Imp]) -> str:
-    return " -> ".join(f"{i.where()} imports {i.module}" for i in chain)
-
-
 def _hits(module: str, target: str) -> bool:
     return module == target or module.startswith(target + ".")
 
 
+
+
+def _package(mod: str) -> str:
+    """The layer a module belongs to: `cltune.families.<family>` for a family's folder, else
+    the first subpackage (`cltune.core`, `cltune.tuning_db`, ...; `cltune` for the top)."""
+    parts = mod.split(".")
+    if parts[:2] == ["cltune", "families"] and len(parts) >= 4:
+        return ".".join(parts[:3])
+    return ".".join(parts[:2])
+
+
+def _edges() -> list[tuple[str, Imp]]:
+    return [(m, i) for m, imps in IMPORTS.items() for i in imps
+            if not i.typing_only and i.module in FILES and i.module != m]
+
+
+FAMILIES = sorted({_package(m) for m in FILES if m.startswith("cltune.families.")
+                   and m.count(".") >= 3})
+
+
 def test_the_modules_are_found():
     assert {"cltune.families.reduce.api", "cltune.tuning_db.store", "cltune.cli.app"} <= set(FILES)
+    assert {"cltune.families.reduce", "cltune.families.axis", "cltune.families.expr",
+            "cltune.families.expr_axis"} <= set(FAMILIES)
 
 
-def test_a_nothing_imports_the_cli():
-    bad = [f"{i.where()}: rule (a) imports {i.module}: only cltune/__main__.py may"
-           for m, imps in IMPORTS.items() if m != "cltune.__main__"
-           for i in imps if _hits(i.module, "cltune.cli.app")]
+def test_the_import_graph_is_acyclic():
+    graph: dict[str, set[str]] = {m: set() for m in FILES}
+    for m, i in _edges():
+        if not m.startswith(i.module + "."):  # a package's own __init__ is no edge
+            graph[m].add(i.module)
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def walk(m: str) -> list[str] | None:
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                return stack[stack.index(n):] + [n]
+            if n not in state:
+                found = walk(n)
+                if found:
+                    return found
+        stack.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(graph):
+        if m not in state:
+            cycle = walk(m)
+            assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_imports_inside_functions_are_deliberate_and_commented():
+    """Only an optional dependency or import-time cost is a reason (house rule 18); the
+    comment on the line says which."""
+    bad = [f"{i.where()}: import of {i.module} inside a function without a comment saying why"
+           for imps in IMPORTS.values() for i in imps if i.in_function and not i.commented]
     assert not bad, "\n".join(bad)
 
 
-def test_b_the_runtime_never_loads_the_tuner_or_measurement():
-    loads = _loads("cltune.families.reduce.api")
-    bad = [f"rule (b) cltune/families/reduce/api.py loads {m}: {_chain(chain)}"
-           for m, chain in loads.items() if any(_hits(m, f) for f in RUNTIME_FORBIDDEN)]
-    bad += [f"{i.where()}: rule (b) cltune/families/reduce/api.py imports {i.module}"
-            for i in IMPORTS["cltune.families.reduce.api"] if any(_hits(i.module, f)
-                                                      for f in RUNTIME_FORBIDDEN)]
+def test_no_module_outside_a_subpackage():
+    flat = [m for m in FILES if m.count(".") == 1 and m.startswith("cltune.")
+            and not FILES[m].name == "__init__.py"
+            and m not in ("cltune.__main__", "cltune.version", "cltune.tuning_db",
+                          "cltune.kernels")]
+    assert not flat, f"modules at cltune/ top level (put each in its subpackage): {flat}"
+
+
+def _rule(check, why: str) -> None:  # noqa: ANN001
+    bad = [f"{i.where()}: {_package(m)} imports {i.module}: {why}"
+           for m, i in _edges() if check(m, i)]
     assert not bad, "\n".join(bad)
 
 
-def test_c_tuning_db_imports_only_value_modules_of_cltune():
-    bad = [f"{i.where()}: rule (c) tuning_db imports {i.module}; allowed from cltune: "
-           f"{sorted(VALUE_MODULES)}"
-           for m, imps in IMPORTS.items() if _hits(m, "cltune.tuning_db") for i in imps
-           if _hits(i.module, "cltune") and not _hits(i.module, "cltune.tuning_db")
-           and i.module not in VALUE_MODULES and (m, i.module) not in KNOWN_HEAVY_IMPORTS]
-    assert not bad, "\n".join(bad)
+def test_nothing_imports_the_cli():
+    _rule(lambda m, i: _hits(i.module, "cltune.cli") and not _hits(m, "cltune.cli")
+          and m != "cltune.__main__", "nothing but cltune/__main__.py imports the CLI")
 
 
-def test_c_the_value_modules_load_no_opencl():
-    bad = [f"rule (c) {v} loads {m}: {_chain(chain)}" for v in sorted(VALUE_MODULES)
-           for m, chain in _loads(v).items() if _hits(m, "pyopencl")]
-    assert not bad, "\n".join(bad)
+def test_a_family_imports_no_other_family():
+    """Families meet only below them (core, opencl, device, isolation, families.base) or
+    through the registry (`core.family.entry`), so adding one never edits another."""
+    _rule(lambda m, i: _package(m) in FAMILIES and _package(i.module) in FAMILIES
+          and _package(i.module) != _package(m), "another family's module")
 
 
-def test_d_no_private_name_is_imported_from_another_project_module():
-    bad, seen = [], set()
-    for m, imps in IMPORTS.items():
-        for i in imps:
-            if (i.name.startswith("_") and not i.name.endswith("__")
-                    and _hits(i.module, "cltune") and i.module != m):
-                key = (m, f"{i.module}.{i.name}")
-                seen.add(key)
-                if key not in KNOWN_PRIVATE_IMPORTS:
-                    bad.append(f"{i.where()}: rule (d) imports private {i.name} from {i.module}")
-    assert not bad, "\n".join(bad)
-    gone = KNOWN_PRIVATE_IMPORTS - seen
-    assert not gone, f"fixed, drop from KNOWN_PRIVATE_IMPORTS in tests/test_layers.py: {gone}"
+def test_families_never_import_stats_or_cli_and_reach_tuning_only_lazily_from_their_api():
+    """A family's api may offer tuning (`knl.tune`, first-use tuning): that import is inside
+    the function (the tuner loads optuna) and never at module level."""
+    _rule(lambda m, i: _hits(m, "cltune.families") and _package(i.module) in (
+        "cltune.stats", "cltune.cli"), "families sit below the statistics and the CLI")
+    _rule(lambda m, i: _hits(m, "cltune.families") and _hits(i.module, "cltune.tuning")
+          and not (m.endswith(".api") and i.in_function),
+          "only a family's api, inside a function, may reach the tuner")
 
 
-#: Rule (e): the family-agnostic drivers reach a family only through its descriptor and target
-FAMILY_AGNOSTIC = ("cltune.tuning.tuner", "cltune.tuning.reverify", "cltune.families.base")
-FAMILY_MODULES = ("cltune.core.ops", "cltune.families.reduce.config", "cltune.core.strategies", "cltune.families.reduce.space",
-                  "cltune.families.reduce.launch", "cltune.opencl.build", "cltune.families.reduce.plan", "cltune.families.reduce.reference",
-                  "cltune.families.reduce.seeds", "cltune.families.reduce.defaults", "cltune.families.reduce.kernel",
-                  "cltune.families.reduce.family", "cltune.families.reduce.target", "cltune.families.axis.family",
-                  "cltune.families.axis.target", "cltune.families.axis.launch", "cltune.families.axis.kernel",
-                  "cltune.families.axis.reference", "cltune.families.expr.family", "cltune.families.expr.target",
-                  "cltune.families.expr.kernel", "cltune.families.expr.launch")
+def test_the_tuner_reaches_families_only_through_the_registry():
+    _rule(lambda m, i: _hits(m, "cltune.tuning") and _package(i.module) in FAMILIES,
+          "the tuning driver names no family (core.family / families.base only)")
 
 
-def test_e_tuner_and_verify_import_no_family_module():
-    bad = [f"{i.where()}: rule (e) {m} imports {i.module}"
-           for m in FAMILY_AGNOSTIC for i in IMPORTS[m]
-           if any(_hits(i.module, f) for f in FAMILY_MODULES)]
+def test_shared_layers_import_no_family_statistics_tuner_or_cli():
+    shared = ("cltune.core", "cltune.opencl", "cltune.device", "cltune.isolation",
+              "cltune.families.base")
+    _rule(lambda m, i: any(_hits(m, s) for s in shared) and (
+        _package(i.module) in FAMILIES or _package(i.module) in (
+            "cltune.stats", "cltune.tuning", "cltune.cli")),
+        "the shared layers sit below every family (a family is reached through the registry)")
+
+
+def test_core_imports_only_core():
+    _rule(lambda m, i: _hits(m, "cltune.core") and not _hits(i.module, "cltune.core"),
+          "core holds value types and the registry; it imports nothing else of cltune")
+
+
+def test_tuning_db_imports_only_core():
+    _rule(lambda m, i: _hits(m, "cltune.tuning_db") and not (
+        _hits(i.module, "cltune.tuning_db") or _hits(i.module, "cltune.core")),
+        "the store knows families only through core (value types, the registry)")
+
+
+def test_no_private_name_is_imported_from_another_project_module():
+    bad = [f"{i.where()}: imports private {i.name} from {i.module}"
+           for m, imps in IMPORTS.items() for i in imps
+           if i.name.startswith("_") and not i.name.endswith("__")
+           and _hits(i.module, "cltune") and i.module != m]
     assert not bad, "\n".join(bad)

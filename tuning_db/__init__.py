@@ -12,8 +12,8 @@ from .errors import DatabaseError, SchemaError
 from .paths import default_storage_url, default_url
 
 if TYPE_CHECKING:
-    from .rows import ResultRow
-    from .store import Store
+    from .rows import ResultRow  # lazy: as Store
+    from .store import Store  # lazy: SQLAlchemy, not needed to answer from shipped results
 
 __all__ = ["DatabaseError", "ResultRow", "SchemaError", "Store", "default_storage_url",
            "default_url"]
@@ -21,11 +21,11 @@ __all__ = ["DatabaseError", "ResultRow", "SchemaError", "Store", "default_storag
 
 def __getattr__(name: str) -> Any:
     if name == "Store":
-        from .store import Store
+        from .store import Store  # lazy: SQLAlchemy, not needed to answer from shipped results
 
         return Store
     if name == "ResultRow":
-        from .rows import ResultRow
+        from .rows import ResultRow  # lazy: as Store
 
         return ResultRow
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
@@ -32,9 +34,6 @@ def _wal(cur) -> None:  # noqa: ANN001 - a DB-API cursor
     upgrade its shared lock while another holds the reserved one with an immediate 'database
     is locked' (deadlock avoidance: the busy timeout does not apply). Seen in CI when four
     processes opened a new database at once, one of them creating the schema."""
-    import sqlite3
-    import time
-
     deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
     pause = 0.005
     while True:

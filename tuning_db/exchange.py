@@ -12,9 +12,12 @@ Versions: 2 keys a record by kernel family, variant and size class (schema v4); 
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
 
 from cltune.core.family import get as get_family
 from cltune.core.ops import DTYPES, OPS
@@ -209,8 +212,6 @@ def parse_export(doc: object) -> list[ExportRecord]:
 def export_doc(rows: list[tuple[dict, ResultRow, int, str]]) -> dict:
     """An export document of `Store.export_rows()`: every record validated as it is written
     (what we write, we can read back)."""
-    from datetime import datetime, timezone
-
     out = []
     for dev, r, n_measured, source_hash in rows:
         rec = {"device": {k: dev[k] for k in DEVICE_FIELDS}, "family": r.family,
@@ -227,9 +228,6 @@ def export_doc(rows: list[tuple[dict, ResultRow, int, str]]) -> dict:
 
 def read_import_file(path: str) -> list[ExportRecord]:
     """Parse and validate a whole file; size-limited, JSON only."""
-    import json
-    from pathlib import Path
-
     p = Path(path)
     if not p.is_file():
         raise ImportError_(f"{path}: no such file")

@@ -13,6 +13,7 @@ from sqlalchemy import Connection, Engine, inspect, text
 
 from .errors import SchemaError
 from .models import Base, SchemaVersion
+from .tally import BACKFILL_SQL
 
 #: v1 as first released, kept verbatim so tests can build a v1 database and migrate it.
 V1_DDL = (
@@ -130,8 +131,6 @@ def _v4(conn: Connection) -> None:
     that families other than the 1-D reduction share the database. Every v3 row is kept with
     its id: family `reduce`, variant `op/dtype`, size class `2^bucket`; the tally is counted
     again from the copied rows."""
-    from .tally import BACKFILL_SQL
-
     pg = conn.dialect.name == "postgresql"
     conn.execute(text("DROP TABLE cltune_vendor_tally"))
     for t in ("cltune_best", "cltune_results"):

@@ -9,7 +9,9 @@ from pathlib import Path
 
 
 def default_dir() -> Path:
-    from platformdirs import user_data_dir
+    from platformdirs import (
+        user_data_dir,  # lazy: platformdirs costs import time; paths are asked for rarely
+    )
 
     return Path(user_data_dir("cltune", appauthor=False))
 

@@ -21,11 +21,11 @@ from sqlalchemy.orm import Session
 
 from .engine import default_url, make_engine, normalise_url, sqlite_path
 from .errors import DatabaseError
-from .merge import MergeReport
+from .merge import MergeReport, merge_records
 from .migrations import check_readable, ensure_schema
 from .models import Best, Device, Result, utcnow
 from .rows import Measurement, ResultRow
-from .tally import TallyDeltas
+from .tally import TallyDeltas, rebuild
 
 
 def row_of(r: Result, d: Device) -> ResultRow:
@@ -216,8 +216,6 @@ class Store:
         """Merge validated import records in ONE transaction; per key the faster validated
         result wins (merge.py). Applied in key order, so concurrent merges lock rows in one
         order; retried as a whole on a lost first insert or a deadlock."""
-        from .merge import merge_records
-
         ordered = sorted(records, key=lambda r: (r.device["fingerprint"], r.family, r.variant,
                                                  r.size_class, r.config_key))
 
@@ -230,8 +228,6 @@ class Store:
     def rebuild_tally(self) -> tuple[int, int]:
         """Recount the vendor tally from the stored bests and results in one transaction;
         returns (rows, keys that differed from the stored tally)."""
-        from .tally import rebuild
-
         with self.session() as s:
             return rebuild(s)
 

@@ -90,9 +90,11 @@ def _bump(s: Session, k: TallyKey, d_best: int, d_failed: int) -> None:
     name = s.get_bind().dialect.name
     if name in ("sqlite", "postgresql"):
         if name == "sqlite":
-            from sqlalchemy.dialects.sqlite import insert
+            from sqlalchemy.dialects.sqlite import (
+                insert,  # lazy: the dialect of the database in use only
+            )
         else:
-            from sqlalchemy.dialects.postgresql import insert
+            from sqlalchemy.dialects.postgresql import insert  # lazy: as above
         ins = insert(VendorTally).values(vendor=vendor, type=type_, family=family,
                                          variant=variant, config_json=cfg, n_best=d_best,
                                          n_failed=d_failed)

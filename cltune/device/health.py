@@ -39,7 +39,7 @@ from cltune.core.ops import OpSpec
 from cltune.device.driver_cache import cache_dir, read_verdicts, write_verdicts
 from cltune.device.info import DeviceInfo
 from cltune.isolation.vetting import verdict
-from cltune.isolation.worker import Worker, WorkerFailure
+from cltune.isolation.worker import Worker, WorkerFailure, deadline_floor
 
 PROBE_VERSION = 2
 _FILE = "device-health.json"
@@ -130,8 +130,6 @@ def _ask(w: Worker, name: str, src: str = "") -> str:
 
 
 def _probe_deadline() -> float:
-    from cltune.isolation.worker import deadline_floor
-
     return 3 * deadline_floor()  # building and running a probe: 60 s by default
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cla
 
 from cltune.core import family
 from cltune.device.info import DeviceInfo
@@ -104,8 +105,6 @@ def expressions(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: D
                 src: str = "") -> str:
     """What a `cltune.ReductionKernel` serves untuned (its builtin or derived config), whole
     and along both axes, per dtype class, against numpy."""
-    import pyopencl.array as cla
-
     # lazy: the runtime's modules import devices, which import health (the worker only)
     ReductionKernel = family.entry("expr", "api").ReductionKernel  # noqa: N806
 

@@ -75,7 +75,9 @@ def register() -> Path | None:
     lib = intel_cpu_library()
     if lib is None:
         return None
-    from cltune.device.driver_cache import cache_dir
+    from cltune.device.driver_cache import (
+        cache_dir,  # lazy: platformdirs, only when Intel's runtime is installed
+    )
 
     try:
         folder = _write_folder(cache_dir(), _folder_contents(lib))

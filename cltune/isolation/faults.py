@@ -57,7 +57,7 @@ def break_launches() -> None:
     """Apply the `build_error` and `launch_error` rules: every `pyopencl.Program.build` /
     `pyopencl.enqueue_nd_range_kernel` of this process raises (called once by the worker at
     its start)."""
-    import pyopencl as cl
+    import pyopencl as cl  # lazy: the fault module is imported by the worker before OpenCL
 
     if any(a == "build_error" for a, _ in rules()):
         def no_build(self: object, *_a: object, **_k: object) -> None:

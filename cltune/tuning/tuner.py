@@ -29,6 +29,8 @@ from cltune.device.info import DeviceInfo
 from cltune.families.base import LATER, make_target
 from cltune.isolation.remote_target import RemoteTarget
 from cltune.isolation.worker import WorkerFailure, worker_for
+from cltune.tuning_db.engine import normalise_url, sqlite_path
+from cltune.tuning_db.lookup import DeviceKey, lookup
 from cltune.tuning_db.rows import Measurement
 from cltune.version import __version__
 
@@ -180,8 +182,6 @@ class Tuner:
 
     def _known_rows(self) -> tuple:
         """What the fallback chain knows for this device (the rows, any level), for seeds."""
-        from cltune.tuning_db.lookup import DeviceKey, lookup
-
         i = self.info
         key = DeviceKey(i.fingerprint, i.hardware_key, i.model, i.vendor, i.type, i.driver)
         try:
@@ -355,8 +355,6 @@ class Tuner:
 
 
 def open_storage(url: str) -> optuna.storages.RDBStorage:
-    from cltune.tuning_db.engine import normalise_url, sqlite_path
-
     url = normalise_url(url)
     kwargs: dict = {}
     p = sqlite_path(url)

@@ -290,7 +290,9 @@ class ExprTarget:
         if self.spec.finish_expr != "a":
             raise NoReference("a kernel with finish_expr needs a `reference` to be tuned")
         if self._pyopencl_ref is None:
-            from pyopencl.reduction import ReductionKernel as PyopenclReductionKernel
+            from pyopencl.reduction import (
+                ReductionKernel as PyopenclReductionKernel,  # lazy: pyopencl's reduction module, only for a finish_expr reference
+            )
 
             s = self.spec
             self._pyopencl_ref = PyopenclReductionKernel(

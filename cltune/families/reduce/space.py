@@ -17,11 +17,17 @@ from typing import ClassVar
 import pyopencl as cl
 
 from cltune.core import strategies
-from cltune.core.ops import OpSpec
+from cltune.core.ops import DTYPES, OPS, OpSpec
 from cltune.core.space import ValuesSpace
 from cltune.device.info import DeviceInfo
 from cltune.families.reduce.config import ACCUMULATORS, Config, ConfigError
-from cltune.families.reduce.kernel import build, kernel_subgroup_size, preferred_multiple
+from cltune.families.reduce.kernel import (
+    build,
+    build_defines,
+    kernel_source,
+    kernel_subgroup_size,
+    preferred_multiple,
+)
 from cltune.opencl.build import BuildError
 
 ITEMS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
@@ -75,8 +81,6 @@ class Space(ValuesSpace):
         the second-smallest work-group size (at least the strategy's multiple), tile 2 x wg where
         it fits, items 3, groups_per_cu 2; passes 1 with vec 4 or passes 2 with vec 1,
         alternating over the op x dtype matrix so both finishing and load paths run."""
-        from cltune.core.ops import DTYPES, OPS
-
         odd = (OPS.index(op) + DTYPES.index(dtype)) % 2 == 1
         wgs = self.values["wg"]
         wg = wgs[min(1, len(wgs) - 1)]
@@ -194,8 +198,6 @@ def make_space(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, 
 
 def _kernel_max_wg(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec) -> int:
     """CL_KERNEL_WORK_GROUP_SIZE of our stage-1 kernel built without a required size."""
-    from cltune.families.reduce.kernel import build_defines, kernel_source
-
     cfg = Config(strategy="local_tree", wg=1, tile=1, items=1, vec=1, groups_per_cu=1)
     opts = [*build_defines(spec, cfg, index64=False), "-DCLT_REQD_WG=0"]
     try:
