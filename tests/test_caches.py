@@ -19,7 +19,8 @@ from cltune.core.ops import OpSpec
 from cltune.families.reduce.api import engine_contexts
 from cltune.families.reduce.config import Config
 from cltune.families.reduce.launch import Launcher
-from cltune.families.reduce.reference import CACHE_INPUT_BYTES, run_once
+from cltune.families.reduce.reference import run_once
+from cltune.core.inputs import CACHE_INPUT_BYTES
 
 
 def _refs(watch: cl.Context) -> int:

@@ -4,7 +4,7 @@ sub-spaces of them (`restrict`, for sweeps, tests and `TuneOptions.restrict`).""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 T = TypeVar("T", bound="ValuesSpace")
 
@@ -29,5 +29,31 @@ class ValuesSpace:
 
     def describe_values(self) -> str:
         return ", ".join(f"{k} {'/'.join(map(str, v))}" for k, v in self.values.items())
+
+
+class LayoutSpace(ValuesSpace):
+    """A space of one memory layout (`layout`: rows | cols) whose smallest offered work-group
+    (`values["wg"]`, ascending) is the base multiple."""
+
+    layout: str
+
+    @property
+    def base_multiple(self) -> int:
+        return self.values["wg"][0]
+
+    def describe(self) -> str:
+        return f"{self.layout} layout over " + self.describe_values()
+
+    def check_offered(self, cfg: Any, max_wg: int) -> str:
+        """'' when cfg is of this layout, every field one of the offered values and the
+        work-group within the device's `max_wg`; else why not."""
+        if cfg.layout != self.layout:
+            return f"a {cfg.layout} config for the {self.layout} layout"
+        for k, allowed in self.values.items():
+            if getattr(cfg, k) not in allowed:
+                return f"{k}={getattr(cfg, k)} not offered here ({'/'.join(map(str, allowed))})"
+        if cfg.wg > max_wg:
+            return f"wg={cfg.wg} > device limit {max_wg}"
+        return ""
 
 

@@ -5,16 +5,19 @@ before it validated, house rule 5; the outcome says which step stopped it)."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import pyopencl as cl
 
+from cltune.core import buckets, shapes
 from cltune.core.buckets import class_bucket
-from cltune.core.family import get
+from cltune.core.family import entry
 from cltune.core.outcome import Outcome, Timing
 from cltune.device.info import DeviceInfo
+from cltune.opencl.build import BuildError
+from cltune.opencl.measure import profiling_queue
 
 #: `space=LATER`: the target is made without its space, which the caller sets afterwards (the
 #: tuner takes it from the worker, where the 1-D family's probe builds run)
@@ -24,8 +27,79 @@ LATER = object()
 def make_target(family: str, ctx: cl.Context, dev: cl.Device, info: DeviceInfo, variant: str,
                 **options: Any) -> Any:
     """The family's target for one variant on one device (e.g. `ReduceTarget`)."""
-    module, _, name = get(family).target.partition(":")
-    return getattr(importlib.import_module(module), name)(ctx, dev, info, variant, **options)
+    return entry(family, "target")(ctx, dev, info, variant, **options)
+
+
+@dataclass
+class Target:
+    """What every family's tuning target shares: the device, the variant, the space (made by
+    `make_space()` unless the caller hands one over: the tuner takes it from the worker;
+    `restrict` limits it for sweeps and tests), a profiling queue, the launcher per config
+    (`make_launcher`), the size-class keys (`2^k`, or `2^ax2^b` with `shapes_2d`) and the
+    validation of a stored config (`config_type`). A family's target adds `setup()` (what it
+    reads from its variant), `suggest`, `bench` and `evaluate` (through `judge`)."""
+
+    ctx: cl.Context
+    dev: cl.Device
+    info: DeviceInfo
+    variant: str
+    extended_acc: bool = False
+    restrict: dict[str, tuple] = field(default_factory=dict)
+    #: the space, when the caller made it already (the tuner hands its own to the worker)
+    space: Any = None
+
+    family: ClassVar[str] = ""
+    config_type: ClassVar[Any] = None
+    shapes_2d: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        self.queue = profiling_queue(self.ctx, self.dev)
+        self._launchers: dict[Any, Any] = {}
+        self.setup()
+        if self.space is None:
+            space = self.make_space()
+            self.space = space.restrict(**self.restrict) if self.restrict else space
+
+    def setup(self) -> None:
+        """Read the variant (and the family's own options) before the space is made."""
+
+    def make_space(self) -> Any:
+        raise NotImplementedError
+
+    def make_launcher(self, cfg: Any) -> Any:
+        raise NotImplementedError
+
+    def launcher(self, cfg: Any) -> Any:
+        la = self._launchers.get(cfg)
+        if la is None:
+            la = self._launchers[cfg] = self.make_launcher(cfg)
+        return la
+
+    @classmethod
+    def size_class(cls, key: Any) -> str:
+        return shapes.size_class(key) if cls.shapes_2d else buckets.size_class(key)
+
+    @classmethod
+    def bucket_of(cls, size_class: str) -> Any:
+        return shapes.shape_key_of(size_class) if cls.shapes_2d else \
+            buckets.class_bucket(size_class)
+
+    def evaluate(self, cfg: Any, bench: Any, *, check: bool = True,
+                 max_rel_error: float | None = None) -> Outcome:
+        """check (against this space, unless `check` is off) -> build -> validate -> time,
+        for a family whose bench validates and times a launcher (`bench.validate(la,
+        max_rel_error)` -> (why not, error), `bench.time(la, budget_s)`)."""
+        why = self.space.check(cfg) if check else ""
+        la = self.launcher(cfg) if not why else None  # nothing made for an infeasible point
+        return judge(cfg, bench.n, bench.nbytes, infeasible=why,
+                     build=lambda: la.built(), build_errors=(BuildError,),
+                     validate=lambda: bench.validate(la, max_rel_error),
+                     time=lambda: bench.time(la, budget_s=0.2))
+
+    @classmethod
+    def config_of(cls, mapping: Mapping[str, object]) -> Any:
+        """A stored mapping as a validated config (a ConfigError, a ValueError, otherwise)."""
+        return cls.config_type.from_mapping(mapping)
 
 
 def judge(cfg: Any, n: int, nbytes: int, *, infeasible: str, build: Callable[[], object],

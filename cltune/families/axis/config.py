@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from cltune.core.config import ConfigError, MappedConfig
+from cltune.core.pow2 import is_pow2
 
 VECS = (1, 2, 4, 8, 16)
 MAX_WG = 4096
@@ -24,9 +25,6 @@ MAX_GROUPS_PER_CU = 1024
 class AxisConfigError(ConfigError):
     """An axis config value that is not allowed; the message names the field."""
 
-
-def _pow2(v: int) -> bool:
-    return v > 0 and v & (v - 1) == 0
 
 
 @dataclass(frozen=True)
@@ -59,13 +57,13 @@ class AxisConfig(MappedConfig):
 
     def check(self) -> None:
         self._check_types()
-        if not (_pow2(self.wg) and self.wg <= MAX_WG):
+        if not (is_pow2(self.wg) and self.wg <= MAX_WG):
             raise AxisConfigError(f"wg: {self.wg} is not a power of two in 1..{MAX_WG}")
         if (self.lanes > 0) == (self.cols > 0):
             raise AxisConfigError("exactly one of lanes (rows) and cols (strided) is > 0")
         for name in ("lanes", "cols"):
             v = getattr(self, name)
-            if v and not (_pow2(v) and v <= self.wg):
+            if v and not (is_pow2(v) and v <= self.wg):
                 raise AxisConfigError(f"{name}: {v} is not a power of two <= wg={self.wg}")
             if v < 0:
                 raise AxisConfigError(f"{name}: {v} < 0")
@@ -73,7 +71,7 @@ class AxisConfig(MappedConfig):
             raise AxisConfigError(f"vec: {self.vec} is not one of {VECS}")
         if not 1 <= self.items <= MAX_ITEMS:
             raise AxisConfigError(f"items: {self.items} is not in 1..{MAX_ITEMS}")
-        if not (_pow2(self.groups_per_cu) and self.groups_per_cu <= MAX_GROUPS_PER_CU):
+        if not (is_pow2(self.groups_per_cu) and self.groups_per_cu <= MAX_GROUPS_PER_CU):
             raise AxisConfigError(f"groups_per_cu: {self.groups_per_cu} is not a power of two "
                                   f"<= {MAX_GROUPS_PER_CU}")
         for name in ("warp", "onepass", "lockstep", "stream"):

@@ -12,17 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from cltune.core.ops import OpSpec
+from cltune.core.pow2 import pow2_at_least, pow2_at_most
 from cltune.families.axis.config import AxisConfig
 from cltune.families.axis.kernel import source_hash
-
-
-def _pow2_at_most(v: int) -> int:
-    return 1 << (max(1, int(v)).bit_length() - 1)
-
-
-def _pow2_at_least(v: int) -> int:
-    v = max(1, int(v))
-    return 1 << (v - 1).bit_length()
 
 
 def builtin_axis_config(info: Any, layout: str, a: int, b: int,
@@ -37,30 +29,30 @@ def builtin_axis_config(info: Any, layout: str, a: int, b: int,
     within the device's restriction (`DeviceInfo.vector_cap`) for lanes of `element_bytes`."""
     cap = info.vector_cap(element_bytes) if hasattr(info, "vector_cap") else 16
     cpu = info.type == "cpu"
-    wg = min(_pow2_at_most(info.max_wg), 8 if cpu else 256)
+    wg = min(pow2_at_most(info.max_wg), 8 if cpu else 256)
     if layout in ("rows", "segs"):
-        vec = min(8 if cpu else 4, _pow2_at_most(b), cap)
+        vec = min(8 if cpu else 4, pow2_at_most(b), cap)
         if cpu:
             return AxisConfig(wg=wg, lanes=1, vec=vec, items=2, groups_per_cu=8)
-        lanes = min(wg, _pow2_at_least(-(-b // vec)))
+        lanes = min(wg, pow2_at_least(-(-b // vec)))
         warp = int(bool(getattr(info, "is_nvidia", False)) and 2 <= lanes <= 32)
         return AxisConfig(wg=wg, lanes=lanes, vec=vec, items=2 if b >= 2 * lanes * vec else 1,
                           groups_per_cu=8, warp=warp)
     if cpu:  # stream strips of up to 4096 columns, as numpy adds rows (measured best)
-        vec = min(16, _pow2_at_most(b), cap)
-        cols = min(256, _pow2_at_least(-(-b // vec)))
-        return AxisConfig(wg=max(cols, min(_pow2_at_most(info.max_wg), 16)), lanes=0,
+        vec = min(16, pow2_at_most(b), cap)
+        cols = min(256, pow2_at_least(-(-b // vec)))
+        return AxisConfig(wg=max(cols, min(pow2_at_most(info.max_wg), 16)), lanes=0,
                           cols=cols, vec=vec, items=2, groups_per_cu=8, stream=1)
-    vec = min(4, _pow2_at_most(b), cap)
+    vec = min(4, pow2_at_most(b), cap)
     while wg * vec * 8 > info.local_mem and vec > 1:
         vec //= 2
-    cols = min(wg, _pow2_at_least(-(-b // vec)))
+    cols = min(wg, pow2_at_least(-(-b // vec)))
     return AxisConfig(wg=wg, lanes=0, cols=cols, vec=vec, items=2, groups_per_cu=8)
 
 
 def safest_axis_config(info: Any, layout: str) -> AxisConfig:
     """Scalar loads, small groups: when even the builtin config does not build."""
-    wg = min(_pow2_at_most(info.max_wg), 32)
+    wg = min(pow2_at_most(info.max_wg), 32)
     if layout == "cols":
         return AxisConfig(wg=wg, lanes=0, cols=wg, vec=1, items=1, groups_per_cu=4)
     return AxisConfig(wg=wg, lanes=1, vec=1, items=1, groups_per_cu=4)

@@ -28,6 +28,7 @@ from cltune.families.axis.family import NO_ERROR
 from cltune.families.axis.kernel import source_hash
 from cltune.families.axis.launch import AxisLauncher
 from cltune.isolation.vetting import first_usable
+from cltune.opencl.arrays import device_array as opencl_array
 from cltune.opencl.build import BuildError
 from cltune.tuning_db.answer import answer
 
@@ -195,24 +196,7 @@ def _load(info: Any, variant: str, db: str | None) -> _Kind:
 
 # ---- arrays -------------------------------------------------------------------------------
 def device_array(reducer: Any, a: Any, queue: cl.CommandQueue, name: str) -> cla.Array:
-    want = reducer.spec.np_dtype
-    if isinstance(a, np.ndarray):
-        if a.dtype != want:
-            raise TypeError(f"{name} has dtype {a.dtype}, this reducer is for {want}")
-        if not (a.flags.c_contiguous or a.flags.f_contiguous):
-            a = np.ascontiguousarray(a)
-        return cla.to_device(queue, a)
-    if not isinstance(a, cla.Array):
-        raise TypeError(f"{name} must be a pyopencl.array.Array or numpy array, "
-                        f"not {type(a).__name__}")
-    if a.dtype != want:
-        raise TypeError(f"{name} has dtype {a.dtype}, this reducer is for {want} "
-                        f"(cast with .astype or use get_reducer(..., dtype={a.dtype}))")
-    if a.context.int_ptr != reducer._eng.ctx.int_ptr:
-        raise ValueError(f"{name} lives in another OpenCL context than this reducer")
-    if a.size and not (a.flags.c_contiguous or a.flags.f_contiguous):
-        raise ValueError(f"{name} is not contiguous; reduce a contiguous copy (x.copy())")
-    return a
+    return opencl_array(a, reducer.spec.np_dtype, reducer._eng.ctx, queue, name)
 
 
 def explain(reducer: Any, kind: str, a: int, b: int) -> AxisExplanation:

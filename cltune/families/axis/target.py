@@ -9,17 +9,16 @@ segments of log-normal ragged lengths (sigma 1.5), mean about 2^b).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pyopencl as cl
 
-from cltune.core import shapes
 from cltune.core.inputs import make_input
 from cltune.core.outcome import Outcome
-from cltune.core.space import ValuesSpace
+from cltune.core.space import LayoutSpace
 from cltune.device.info import DeviceInfo
 from cltune.families.axis import family as axis_family
 from cltune.families.axis.config import AxisConfig
@@ -28,8 +27,9 @@ from cltune.families.axis.family import NO_ERROR, identity
 from cltune.families.axis.kernel import source_hash
 from cltune.families.axis.launch import AxisLauncher
 from cltune.families.axis.reference import Problem, validate
+from cltune.families.base import Target
 from cltune.opencl.build import BuildError
-from cltune.opencl.measure import Bench, profiling_queue
+from cltune.opencl.measure import Bench
 
 if TYPE_CHECKING:  # the trial's type only: the worker's targets never import optuna
     import optuna
@@ -38,7 +38,7 @@ POW2 = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 
 @dataclass(frozen=True)
-class AxisSpace(ValuesSpace):
+class AxisSpace(LayoutSpace):
     """Allowed values per AxisConfig field for one layout on one device."""
 
     error: ClassVar[type[ValueError]] = ValueError
@@ -49,25 +49,14 @@ class AxisSpace(ValuesSpace):
     values: dict[str, tuple] = field(default_factory=dict)
     excluded: dict[str, str] = field(default_factory=dict)
 
-    @property
-    def base_multiple(self) -> int:
-        return self.values["wg"][0]
-
-    def describe(self) -> str:
-        return f"{self.layout} layout over " + self.describe_values()
-
     def size(self) -> int:
         return math.prod(len(v) for v in self.values.values())
 
     def check(self, cfg: AxisConfig) -> str:
         """'' when cfg is feasible here, else why (nothing compiled)."""
-        if cfg.layout != self.layout:
-            return f"a {cfg.layout} config for the {self.layout} layout"
-        for k, allowed in self.values.items():
-            if getattr(cfg, k) not in allowed:
-                return f"{k}={getattr(cfg, k)} not offered here ({'/'.join(map(str, allowed))})"
-        if cfg.wg > self.info.max_wg:
-            return f"wg={cfg.wg} > device limit {self.info.max_wg}"
+        why = self.check_offered(cfg, self.info.max_wg)
+        if why:
+            return why
         tile = cfg.wg * (cfg.vec if cfg.cols else 1) * self.acc_bytes
         if cfg.onepass and self.acc_bytes == 8 and not self.info.int64_atomics:
             return "onepass with a 64-bit accumulator needs cl_khr_int64_base_atomics"
@@ -151,39 +140,23 @@ def problem_of(kind: str, key: tuple[int, int], seed: int = 0) -> Problem:
 
 
 @dataclass
-class AxisTarget:
+class AxisTarget(Target):
     """One variant of the axis family on one device. `restrict` limits the space."""
 
-    ctx: cl.Context
-    dev: cl.Device
-    info: DeviceInfo
-    variant: str
-    extended_acc: bool = False
-    restrict: dict[str, tuple] = field(default_factory=dict)
-    #: the space, when the caller made it already (the tuner hands its own to the worker)
-    space: Any = None
-    family: str = axis_family.NAME
+    family: ClassVar[str] = axis_family.NAME
+    config_type: ClassVar[type] = AxisConfig
+    shapes_2d: ClassVar[bool] = True
 
-    def __post_init__(self) -> None:
+    def setup(self) -> None:
         av = axis_family.variant_of(self.variant)
         self.spec, self.kind = av.spec, av.kind
         self.layout = "cols" if self.kind == "cols" else "rows"
-        self.queue = profiling_queue(self.ctx, self.dev)
-        acc = 8 if self.spec.acc_cl_type() in ("double", "long", "ulong") else 4
-        if self.space is None:
-            space = make_space(self.info, self.layout, acc)
-            self.space = space.restrict(**self.restrict) if self.restrict else space
         self.source_hash = source_hash()
-        self._launchers: dict[AxisConfig, AxisLauncher] = {}
         self._key: tuple[int, int] | None = None  # the class being tuned (set by bench)
 
-    @staticmethod
-    def size_class(key: tuple[int, int]) -> str:
-        return shapes.size_class(key)
-
-    @staticmethod
-    def bucket_of(size_class: str) -> tuple[int, int]:
-        return shapes.shape_key_of(size_class)
+    def make_space(self) -> Any:
+        acc = 8 if self.spec.acc_cl_type() in ("double", "long", "ulong") else 4
+        return make_space(self.info, self.layout, acc)
 
     def suggest(self, trial: optuna.Trial) -> AxisConfig:
         v = self.space.values
@@ -212,9 +185,6 @@ class AxisTarget:
             kw["warp"] = 0
         return AxisConfig(**kw)
 
-    @staticmethod
-    def config_of(mapping: Mapping[str, object]) -> AxisConfig:
-        return AxisConfig.from_mapping(mapping)
 
     def builtin_for(self, key: tuple[int, int]) -> AxisConfig | None:
         """What an untuned device runs for this class (axis_defaults), if in this space."""
@@ -250,12 +220,8 @@ class AxisTarget:
                 out.append(p)
         return out
 
-    def launcher(self, cfg: AxisConfig) -> AxisLauncher:
-        la = self._launchers.get(cfg)
-        if la is None:
-            la = self._launchers[cfg] = AxisLauncher(self.ctx, self.dev, self.info, self.spec,
-                                                     cfg)
-        return la
+    def make_launcher(self, cfg: AxisConfig) -> AxisLauncher:
+        return AxisLauncher(self.ctx, self.dev, self.info, self.spec, cfg)
 
     def select(self, key: tuple[int, int]) -> None:
         """The class being tuned (suggestions trim vectors wider than its rows)."""

@@ -22,6 +22,7 @@ from cltune.families.expr.config import ExprConfig
 from cltune.families.expr.kernel import ExprBuilt, build
 from cltune.opencl.expression import ExprSpec
 from cltune.opencl.kernel_args import set_scalar, set_value
+from cltune.opencl.scratch import Scratch
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -50,26 +51,13 @@ def make_plan(cfg: ExprConfig, n: int, compute_units: int) -> ExprPlan:
     return ExprPlan(n, _ceil_div(units, units_per_group), cfg.wg, chunk)
 
 
-class _Scratch:
-    __slots__ = ("partials", "capacity", "ticket", "last", "in_order")
-
-    def __init__(self, ctx: cl.Context, queue: cl.CommandQueue) -> None:
-        self.partials: cl.Buffer | None = None
-        self.capacity = 0
-        self.ticket = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                                hostbuf=np.zeros(1, np.uint32))
-        self.last: cl.Event | None = None
-        ooo = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
-        self.in_order = not (queue.properties & ooo)
-
-
 class _Prepared:
     """One (queue, n, step kind) launch: sizes, scratch and the argument values last set."""
 
     __slots__ = ("b", "s", "p", "two", "g1", "l1", "g2", "nu", "bufs", "vals", "last1",
                  "last2", "partials", "fixed1", "fixed2")
 
-    def __init__(self, b: ExprBuilt, s: _Scratch, p: ExprPlan, cfg: ExprConfig) -> None:
+    def __init__(self, b: ExprBuilt, s: Scratch, p: ExprPlan, cfg: ExprConfig) -> None:
         self.b, self.s, self.p = b, s, p
         self.two = not (p.groups == 1 or cfg.passes == 1)
         self.g1, self.l1, self.g2 = (p.groups * p.wg,), (p.wg,), (p.wg,)
@@ -147,7 +135,7 @@ class ExprLauncher:
                  cfg: ExprConfig) -> None:
         self.ctx, self.dev, self.info, self.spec, self.cfg = ctx, dev, info, spec, cfg
         self._built: dict[bool, ExprBuilt] = {}
-        self._scratch: dict[int, _Scratch] = {}
+        self._scratch: dict[int, Scratch] = {}
         self._plans: dict[int, ExprPlan] = {}
         self._prepared: dict[tuple[int, int, bool], _Prepared] = {}
         self._lock = threading.Lock()
@@ -168,10 +156,10 @@ class ExprLauncher:
             p = self._plans[n] = make_plan(self.cfg, n, self.info.compute_units)
         return p
 
-    def _scratch_for(self, queue: cl.CommandQueue, groups: int) -> _Scratch:
+    def _scratch_for(self, queue: cl.CommandQueue, groups: int) -> Scratch:
         s = self._scratch.get(queue.int_ptr)
         if s is None:
-            s = self._scratch[queue.int_ptr] = _Scratch(self.ctx, queue)
+            s = self._scratch[queue.int_ptr] = Scratch(self.ctx, queue)
         need = max(1, groups) * self._item
         if s.capacity < need:
             s.partials = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, need)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -20,18 +20,16 @@ import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.tools import VectorArg
 
-from cltune.core.outcome import Outcome
 from cltune.core.space import ValuesSpace
 from cltune.device.info import DeviceInfo
-from cltune.families.base import MAX_SEEDS, judge, known_config
+from cltune.families.base import MAX_SEEDS, Target, known_config
 from cltune.families.expr import family as expr_family
 from cltune.families.expr.config import GROUPS_PER_CU, ITEMS, LAYOUTS, ExprConfig, ExprConfigError
 from cltune.families.expr.kernel import template_hash
 from cltune.families.expr.launch import ExprLauncher
 from cltune.families.expr.serve import builtin, resolve, single_pass_passes
-from cltune.opencl.build import BuildError
 from cltune.opencl.expression import LOCAL_RESERVE, ExprSpec
-from cltune.opencl.measure import Timed, profiling_queue
+from cltune.opencl.measure import Timed
 
 if TYPE_CHECKING:  # the trial's type only: the worker's targets never import optuna
     import optuna
@@ -182,28 +180,22 @@ class ExprBench(Timed):
 
 
 @dataclass
-class ExprTarget:
+class ExprTarget(Target):
     """One expression (the variant is its fingerprint) on one device. `kernel` is the
     `cltune.ReductionKernel` (its spec, reference and sample inputs); `sample_args` the
     arguments to tune on (default: `kernel.sample_args` at 2^bucket elements)."""
 
-    ctx: cl.Context
-    dev: cl.Device
-    info: DeviceInfo
-    variant: str
-    extended_acc: bool = False
-    restrict: dict[str, tuple] = field(default_factory=dict)
-    #: the space, when the caller made it already (the tuner hands its own to the worker)
-    space: Any = None
     kernel: Any = None
     sample_args: tuple[Any, ...] | None = None
     db: str | None = None
-    family: str = expr_family.NAME
     #: vetting only: a kernel without a reference (a `finish_expr` and no `reference`) is
     #: judged by building and launching it, its answers unchecked (tuning always checks)
     answers_optional: bool = False
 
-    def __post_init__(self) -> None:
+    family: ClassVar[str] = expr_family.NAME
+    config_type: ClassVar[type] = ExprConfig
+
+    def setup(self) -> None:
         if self.kernel is None:
             raise ValueError("the expr family needs the kernel object (an expression is never "
                              "read from the database): tune it with knl.tune(...) or "
@@ -212,31 +204,17 @@ class ExprTarget:
         if self.spec.fingerprint != self.variant:
             raise ValueError(f"variant {self.variant!r:.40} is not this kernel's fingerprint "
                              f"{self.spec.fingerprint}")
-        self.queue = profiling_queue(self.ctx, self.dev)
-        if self.space is None:
-            space = make_space(self.info, self.spec.dtype_out.itemsize)
-            self.space = space.restrict(**self.restrict) if self.restrict else space
         self.source_hash = template_hash()
-        self._launchers: dict[ExprConfig, ExprLauncher] = {}
         self._pyopencl_ref: Any = None
 
-    # ---- keys -----------------------------------------------------------------------------
-    @staticmethod
-    def size_class(bucket: int) -> str:
-        return expr_family.size_class(bucket)
-
-    @staticmethod
-    def bucket_of(size_class: str) -> int:
-        return expr_family.class_bucket(size_class)
+    def make_space(self) -> Any:
+        return make_space(self.info, self.spec.dtype_out.itemsize)
 
     # ---- configs --------------------------------------------------------------------------
     def suggest(self, trial: optuna.Trial) -> ExprConfig:
         v = self.space.values
         return ExprConfig(**{k: trial.suggest_categorical(k, v[k]) for k in ExprConfig.names()})
 
-    @staticmethod
-    def config_of(mapping: Mapping[str, object]) -> ExprConfig:
-        return ExprConfig.from_mapping(mapping)
 
     def builtin(self) -> ExprConfig | None:
         cfg = builtin(self.info, self.spec.dtype_out.itemsize)
@@ -268,12 +246,8 @@ class ExprTarget:
         return out[:MAX_SEEDS]
 
     # ---- running --------------------------------------------------------------------------
-    def launcher(self, cfg: ExprConfig) -> ExprLauncher:
-        la = self._launchers.get(cfg)
-        if la is None:
-            la = self._launchers[cfg] = ExprLauncher(self.ctx, self.dev, self.info, self.spec,
-                                                     cfg)
-        return la
+    def make_launcher(self, cfg: ExprConfig) -> ExprLauncher:
+        return ExprLauncher(self.ctx, self.dev, self.info, self.spec, cfg)
 
     def bench(self, bucket: int) -> ExprBench:
         args = self.sample_args
@@ -312,12 +286,3 @@ class ExprTarget:
         seq = p.chunk // max(1, per_unit * la.cfg.items) + 1
         return float(2 * eps * (seq + 2 * math.log2(max(n, 2)) + 16))
 
-    def evaluate(self, cfg: ExprConfig, bench: ExprBench, *, check: bool = True,
-                 max_rel_error: float | None = None) -> Outcome:
-        """check (against this space, unless `check` is off) -> build -> validate -> time."""
-        why = self.space.check(cfg) if check else ""
-        la = self.launcher(cfg) if not why else None  # nothing made for an infeasible point
-        return judge(cfg, bench.n, bench.nbytes, infeasible=why,
-                     build=lambda: la.built(), build_errors=(BuildError,),
-                     validate=lambda: bench.validate(la, max_rel_error),
-                     time=lambda: bench.time(la, budget_s=0.2))

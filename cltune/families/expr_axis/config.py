@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from cltune.core.config import ConfigError, MappedConfig
+from cltune.core.pow2 import is_pow2, pow2_at_least, pow2_at_most
 
 LAYOUTS = ("rows", "cols")
 MAX_WG = 1024
@@ -38,16 +39,7 @@ class AxisExprConfigError(ConfigError):
     """A config value that is not allowed; the message names the field."""
 
 
-def _pow2(v: int) -> bool:
-    return v > 0 and v & (v - 1) == 0
 
-
-def _pow2_at_most(v: int) -> int:
-    return 1 << (max(1, int(v)).bit_length() - 1)
-
-
-def _pow2_at_least(v: int) -> int:
-    return 1 << (max(1, int(v)) - 1).bit_length()
 
 
 @dataclass(frozen=True)
@@ -76,9 +68,9 @@ class AxisExprConfig(MappedConfig):
         self._check_types()
         if self.layout not in LAYOUTS:
             raise AxisExprConfigError(f"layout: {self.layout!r:.40} is not one of {LAYOUTS}")
-        if not (self.wg <= MAX_WG and _pow2(self.wg)):
+        if not (self.wg <= MAX_WG and is_pow2(self.wg)):
             raise AxisExprConfigError(f"wg: {self.wg} is not a power of two in 1..{MAX_WG}")
-        if not (self.lanes <= self.wg and _pow2(self.lanes)):
+        if not (self.lanes <= self.wg and is_pow2(self.lanes)):
             raise AxisExprConfigError(f"lanes: {self.lanes} is not a power of two <= wg")
         if self.items not in ITEMS:
             raise AxisExprConfigError(f"items: {self.items} is not one of {ITEMS}")
@@ -132,7 +124,7 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8) -> Axis
     GPU_ACC_BYTES together; columns get up to 256 neighbouring columns a
     group (coalesced) and the rest of the group's 256 work-items along the axis."""
     cpu = getattr(info, "type", "gpu") == "cpu"
-    cap = _pow2_at_most(min(int(info.max_wg), MAX_WG))
+    cap = pow2_at_most(min(int(info.max_wg), MAX_WG))
     items = 1 if r < 64 else 2 if r < 1024 else 4
     if inner == 1:
         if cpu:  # 16-byte accumulators are argmin/argmax's (index, value): see above
@@ -141,14 +133,14 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8) -> Axis
         # a lane per 16 elements (the plain axis sums tuned on the H200: rows of 16 and of 4
         # one work-item each, of 64 8 lanes, of 256 16), 64 bytes of accumulators a lane
         items = max(1, min(4, GPU_ACC_BYTES // max(1, acc_size)))
-        lanes = min(wg, _pow2_at_most(max(1, r // 16)))
+        lanes = min(wg, pow2_at_most(max(1, r // 16)))
         return AxisExprConfig("rows", wg, lanes, items)
     if cpu:
-        strip = min(16, _pow2_at_most(inner))
+        strip = min(16, pow2_at_most(inner))
         items = 2 if r >= 2 and strip * 2 * acc_size <= CPU_ACC_BYTES else 1
         return AxisExprConfig("cols", min(cap, 8), 1, items, strip)
     wg = min(cap, 256)
-    cols = min(wg, _pow2_at_least(inner))
+    cols = min(wg, pow2_at_least(inner))
     lanes = wg // cols
     while lanes > 1 and lanes * items > max(1, r):
         lanes //= 2

@@ -13,18 +13,16 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import pyopencl as cl
 
-from cltune.core.outcome import Outcome
 from cltune.core.shapes import nearest
-from cltune.core.space import ValuesSpace
+from cltune.core.space import LayoutSpace
 from cltune.device.info import DeviceInfo
-from cltune.families.base import judge
+from cltune.families.base import Target
 from cltune.families.expr_axis import family as fam
 from cltune.families.expr_axis.api import AxisReducer, template_hash
 from cltune.families.expr_axis.config import (
@@ -38,9 +36,7 @@ from cltune.families.expr_axis.config import (
     choose,
 )
 from cltune.families.expr_axis.reference import AxisLaunch, ExprAxisBench, View
-from cltune.opencl.build import BuildError
 from cltune.opencl.expression import LOCAL_RESERVE, ExprSpec
-from cltune.opencl.measure import profiling_queue
 
 if TYPE_CHECKING:  # the trial's type only: the worker's targets never import optuna
     import optuna
@@ -53,7 +49,7 @@ MAX_SEEDS = 8
 
 
 @dataclass(frozen=True)
-class AxisExprSpace(ValuesSpace):
+class AxisExprSpace(LayoutSpace):
     """Allowed values per AxisExprConfig field for one layout on one device."""
 
     error: ClassVar[type[ValueError]] = ValueError
@@ -64,22 +60,11 @@ class AxisExprSpace(ValuesSpace):
     values: dict[str, tuple] = field(default_factory=dict)
     excluded: dict[str, str] = field(default_factory=dict)
 
-    @property
-    def base_multiple(self) -> int:
-        return self.values["wg"][0]
-
-    def describe(self) -> str:
-        return f"{self.layout} layout over " + self.describe_values()
-
     def check(self, cfg: AxisExprConfig) -> str:
         """'' when cfg is feasible here, else why not (nothing compiled)."""
-        if cfg.layout != self.layout:
-            return f"a {cfg.layout} config for the {self.layout} layout"
-        for k, allowed in self.values.items():
-            if getattr(cfg, k) not in allowed:
-                return f"{k}={getattr(cfg, k)} not offered here ({'/'.join(map(str, allowed))})"
-        if cfg.wg > self.info.max_wg:
-            return f"wg={cfg.wg} > device limit {self.info.max_wg}"
+        why = self.check_offered(cfg, self.info.max_wg)
+        if why:
+            return why
         if cfg.lanes > 1 and cfg.wg * self.itemsize + LOCAL_RESERVE > self.info.local_mem:
             return (f"{cfg.wg * self.itemsize} bytes of local memory > "
                     f"CL_DEVICE_LOCAL_MEM_SIZE={self.info.local_mem}")
@@ -116,26 +101,21 @@ def make_space(info: DeviceInfo, layout: str, itemsize: int) -> AxisExprSpace:
 
 
 @dataclass
-class ExprAxisTarget:
+class ExprAxisTarget(Target):
     """One expression along one layout (variant `<fingerprint>/<layout>`) on one device.
     `kernel` is the `cltune.ReductionKernel`; `sample_args` / `sample_view` the arguments to
     tune on and their (outer, r, inner) view (default: `kernel.sample_args` of the class)."""
 
-    ctx: cl.Context
-    dev: cl.Device
-    info: DeviceInfo
-    variant: str
-    extended_acc: bool = False
-    restrict: dict[str, tuple] = field(default_factory=dict)
-    #: the space, when the caller made it already (the tuner hands its own to the worker)
-    space: Any = None
     kernel: Any = None
     sample_args: tuple[Any, ...] | None = None
     sample_view: View | None = None
     db: str | None = None
-    family: str = fam.NAME
 
-    def __post_init__(self) -> None:
+    family: ClassVar[str] = fam.NAME
+    config_type: ClassVar[type] = AxisExprConfig
+    shapes_2d: ClassVar[bool] = True
+
+    def setup(self) -> None:
         fp, self.layout = fam.split_variant(self.variant)
         if self.kernel is None:
             raise ValueError("the expr_axis family needs the kernel object (an expression is "
@@ -145,23 +125,12 @@ class ExprAxisTarget:
         if self.spec.fingerprint != fp:
             raise ValueError(f"variant {self.variant!r:.60} is not of this kernel "
                              f"(fingerprint {self.spec.fingerprint})")
-        self.queue = profiling_queue(self.ctx, self.dev)
         self.reducer = AxisReducer(self.ctx, self.dev, self.spec)  # launches and scratch
-        if self.space is None:
-            space = make_space(self.info, self.layout, self.spec.dtype_out.itemsize)
-            self.space = space.restrict(**self.restrict) if self.restrict else space
         self.source_hash = template_hash()
-        self._launchers: dict[AxisExprConfig, AxisLaunch] = {}
         self._view: View | None = None  # the input of the class being tuned (set by bench)
 
-    # ---- keys -----------------------------------------------------------------------------
-    @staticmethod
-    def size_class(key: tuple[int, int]) -> str:
-        return fam.size_class(key)
-
-    @staticmethod
-    def bucket_of(size_class: str) -> tuple[int, int]:
-        return fam.shape_key_of(size_class)
+    def make_space(self) -> Any:
+        return make_space(self.info, self.layout, self.spec.dtype_out.itemsize)
 
     # ---- configs --------------------------------------------------------------------------
     def suggest(self, trial: optuna.Trial) -> AxisExprConfig:
@@ -202,9 +171,6 @@ class ExprAxisTarget:
                 continue
         return out
 
-    @staticmethod
-    def config_of(mapping: Mapping[str, object]) -> AxisExprConfig:
-        return AxisExprConfig.from_mapping(mapping)
 
     def _params(self, cfg: AxisExprConfig | None) -> dict | None:
         if cfg is None or self.space.check(cfg):
@@ -254,11 +220,8 @@ class ExprAxisTarget:
         return out[:MAX_SEEDS]
 
     # ---- running --------------------------------------------------------------------------
-    def launcher(self, cfg: AxisExprConfig) -> AxisLaunch:
-        la = self._launchers.get(cfg)
-        if la is None:
-            la = self._launchers[cfg] = AxisLaunch(self, cfg)
-        return la
+    def make_launcher(self, cfg: AxisExprConfig) -> AxisLaunch:
+        return AxisLaunch(self, cfg)
 
     def select(self, key: tuple[int, int]) -> None:
         """The class being tuned (suggestions are made canonical for its view)."""
@@ -287,14 +250,5 @@ class ExprAxisTarget:
         return 2 * (4 * eps(self.spec.dtype_out) * (seq + depth + 16)
                     + 4 * eps(self.spec.dtype_result))
 
-    def evaluate(self, cfg: AxisExprConfig, bench: ExprAxisBench, *, check: bool = True,
-                 max_rel_error: float | None = None) -> Outcome:
-        """check (against this space, unless `check` is off) -> build -> validate -> time."""
-        why = self.space.check(cfg) if check else ""
-        la = self.launcher(cfg) if not why else None  # nothing made for an infeasible point
-        return judge(cfg, bench.n, bench.nbytes, infeasible=why,
-                     build=lambda: la.built(), build_errors=(BuildError,),
-                     validate=lambda: bench.validate(la, max_rel_error),
-                     time=lambda: bench.time(la, budget_s=0.2))
 
 

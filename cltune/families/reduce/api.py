@@ -27,6 +27,7 @@ from cltune.device.select import info_for, require_usable
 from cltune.families.reduce.config import Config
 from cltune.families.reduce.launch import SMALL_OFFSET, Launcher, Prepared
 from cltune.families.reduce.serve import Choice, builtin_choice, load_choices, vetted
+from cltune.opencl.arrays import device_array
 from cltune.opencl.build import BuildError
 from cltune.opencl.events import pending
 from cltune.opencl.scalars import ScalarFactory, new_scalar
@@ -219,24 +220,7 @@ class Reducer:
                            ch.tuned_at, ch.driver, ch.gbps)
 
     def _as_device(self, a: Any, queue: cl.CommandQueue, name: str) -> cla.Array:
-        want = self.spec.np_dtype
-        if isinstance(a, np.ndarray):
-            if a.dtype != want:
-                raise TypeError(f"{name} has dtype {a.dtype}, this reducer is for {want} "
-                                f"(cast with .astype or use get_reducer(..., dtype={a.dtype}))")
-            return cla.to_device(queue, np.ascontiguousarray(a).reshape(-1))
-        if not isinstance(a, cla.Array):
-            raise TypeError(f"{name} must be a pyopencl.array.Array or numpy array, "
-                            f"not {type(a).__name__}")
-        if a.dtype != want:
-            raise TypeError(f"{name} has dtype {a.dtype}, this reducer is for {want} "
-                            f"(cast with .astype or use get_reducer(..., dtype={a.dtype}))")
-        if a.context.int_ptr != self._eng.ctx.int_ptr:
-            raise ValueError(f"{name} lives in another OpenCL context than this reducer")
-        if a.size and not (a.flags.c_contiguous or a.flags.f_contiguous):
-            raise ValueError(f"{name} is not contiguous; reduce a contiguous copy "
-                             "(e.g. x.copy() or cla.to_device(q, x.get().copy()))")
-        return a
+        return device_array(a, self.spec.np_dtype, self._eng.ctx, queue, name, flat=True)
 
     def __call__(self, x: Any, y: Any = None, *, axis: Any = None, keepdims: bool = False,
                  queue: cl.CommandQueue | None = None, out: cla.Array | None = None,

@@ -12,6 +12,7 @@ from typing import ClassVar
 
 from cltune.core import strategies
 from cltune.core.config import ConfigError, MappedConfig
+from cltune.core.pow2 import is_pow2
 
 ACCUMULATORS = ("native", "kahan", "wide")
 VECTOR_WIDTHS = (1, 2, 4, 8, 16)
@@ -20,9 +21,6 @@ MAX_ITEMS = 32
 MAX_GROUPS_PER_CU = 1024
 
 
-
-def _is_pow2(v: int) -> bool:
-    return v > 0 and (v & (v - 1)) == 0
 
 
 @dataclass(frozen=True)
@@ -68,10 +66,10 @@ class Config(MappedConfig):
             raise ConfigError(f"strategy: {self.strategy!r} is not one of {strategies.names()}")
         if self.acc not in ACCUMULATORS:
             raise ConfigError(f"acc: {self.acc!r} is not one of {ACCUMULATORS}")
-        if not (_is_pow2(self.wg) and self.wg <= MAX_WG):
+        if not (is_pow2(self.wg) and self.wg <= MAX_WG):
             raise ConfigError(f"wg: {self.wg} is not a power of two in 1..{MAX_WG}")
         if self.uses_tile:
-            if not (_is_pow2(self.tile) and self.tile >= self.wg and self.tile <= 64 * self.wg):
+            if not (is_pow2(self.tile) and self.tile >= self.wg and self.tile <= 64 * self.wg):
                 raise ConfigError(
                     f"tile: {self.tile} must be a power-of-two multiple of wg={self.wg} "
                     f"(at most 64x)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from cltune.core.ops import OpSpec
+from cltune.core.pow2 import pow2_at_most
 from cltune.device.info import DeviceInfo
 from cltune.families.reduce.config import Config
 from cltune.families.reduce.kernel import source_hash
@@ -21,10 +22,10 @@ def builtin_config(info: DeviceInfo, spec: OpSpec | None = None) -> Config:
     vectors step down to that width for `spec` (8-byte lanes assumed without one)."""
     lane = spec.vector_element_bytes if spec is not None else 8
     if info.type == "cpu":
-        wg = _pow2_at_most(16 if info.subgroups else 8, info.max_wg)
+        wg = pow2_at_most(min(16 if info.subgroups else 8, max(1, info.max_wg)))
         return Config(strategy="serial", wg=wg, tile=0, items=8, vec=info.vector_cap(lane, 16),
                       groups_per_cu=8 * 8 // wg if wg >= 8 else 8, passes=2, acc="native")
-    wg = _pow2_at_most(256, info.max_wg)
+    wg = pow2_at_most(min(256, max(1, info.max_wg)))
     while wg > 1 and wg * 8 + 64 > info.local_mem:
         wg //= 2
     return Config(strategy="local_tree", wg=wg, tile=wg, items=4, vec=info.vector_cap(lane, 4),
@@ -33,16 +34,10 @@ def builtin_config(info: DeviceInfo, spec: OpSpec | None = None) -> Config:
 
 def safest_config(info: DeviceInfo) -> Config:
     """The last resort when even the builtin config fails to build: scalar loads, small groups."""
-    wg = _pow2_at_most(32, info.max_wg)
+    wg = pow2_at_most(min(32, max(1, info.max_wg)))
     return Config(strategy="local_tree", wg=wg, tile=wg, items=1, vec=1, groups_per_cu=4,
                   passes=2, acc="native")
 
-
-def _pow2_at_most(want: int, limit: int) -> int:
-    v = 1
-    while v * 2 <= min(want, max(1, limit)):
-        v *= 2
-    return v
 
 
 def untuned(info: DeviceInfo, spec: OpSpec) -> list[tuple]:

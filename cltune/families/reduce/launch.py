@@ -21,25 +21,7 @@ from cltune.families.reduce.config import Config
 from cltune.families.reduce.kernel import STAGE2, STAGE2_DTYPES, Built, build, stage1_args
 from cltune.families.reduce.plan import Plan, make_plan, needs_index64
 from cltune.opencl.kernel_args import set_scalar
-
-
-class _Scratch:
-    """Per-queue scratch. On an out-of-order queue a launch waits for the previous one that
-    used this scratch (`last`), so partials are never overwritten while still being read."""
-
-    __slots__ = ("partials", "capacity", "ticket", "last", "in_order")
-
-    def __init__(self, ctx: cl.Context, queue: cl.CommandQueue) -> None:
-        self.partials: cl.Buffer | None = None
-        self.capacity = 0
-        # zeroed at creation (no fill command: one enqueue less, and Oclgrind 21.10 mistracks
-        # memory that a fill once covered)
-        self.ticket = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                                hostbuf=np.zeros(1, np.uint32))
-        self.last: cl.Event | None = None
-        ooo = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
-        self.in_order = not (queue.properties & ooo)
-
+from cltune.opencl.scratch import Scratch
 
 _S2_OUT = STAGE2.out
 SMALL_OFFSET = 1 << 30  # offsets below this share one prepared launch per (queue, n)
@@ -49,7 +31,6 @@ _ANY_OFFSET = 1 << 62  # larger offsets share another, with 64-bit indices
 # launch last set a kernel's arguments is therefore tracked on the build (`Built.owners`), and
 # launches are serialised by one lock (argument state lives in the kernel object).
 _LAUNCH_LOCK = threading.Lock()  # never taken twice: launch() and prepared() call no locked code
-_COMPLETE = cl.command_execution_status.COMPLETE
 
 
 def _forget(p: Prepared) -> None:
@@ -67,7 +48,7 @@ class Prepared:
                  "idx", "slots", "owners", "ix", "iout", "xoff")
     # args1 / args2: the current argument values, in the order of reduce_kernel's slots
 
-    def __init__(self, built: Built, stage2: bool, scratch: _Scratch, gsize: tuple[int],
+    def __init__(self, built: Built, stage2: bool, scratch: Scratch, gsize: tuple[int],
                  lsize: tuple[int], args1: list, args2: list | None, idx: type,
                  slots: tuple) -> None:
         self.built, self.scratch, self.owners = built, scratch, built.owners
@@ -152,7 +133,7 @@ class Launcher:
                  cfg: Config) -> None:
         self.ctx, self.dev, self.info, self.spec, self.cfg = ctx, dev, info, spec, cfg
         self._built: dict[bool, Built] = {}
-        self._scratch: dict[int, _Scratch] = {}
+        self._scratch: dict[int, Scratch] = {}
         self._plans: OrderedDict[int, Plan] = OrderedDict()
         self._lock = _LAUNCH_LOCK
         self._prepared: dict[tuple, Prepared] = {}
@@ -181,10 +162,10 @@ class Launcher:
                 self._plans.popitem(last=False)
         return p
 
-    def _scratch_for(self, queue: cl.CommandQueue, nbytes: int) -> _Scratch:
+    def _scratch_for(self, queue: cl.CommandQueue, nbytes: int) -> Scratch:
         s = self._scratch.get(queue.int_ptr)
         if s is None:
-            s = self._scratch[queue.int_ptr] = _Scratch(self.ctx, queue)
+            s = self._scratch[queue.int_ptr] = Scratch(self.ctx, queue)
         if s.capacity < nbytes:
             # zeroed once at creation: single-pass builds exchange partials with atomics, and
             # an atomic store reads the old bits (Oclgrind: uninitialised otherwise)

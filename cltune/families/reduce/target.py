@@ -8,18 +8,17 @@ family provides an object with the same ones (`family.Family.target` names its f
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyopencl as cl
 
-from cltune.core import buckets, strategies
+from cltune.core import strategies
 from cltune.core.inputs import make_input
 from cltune.core.ops import OpSpec
 from cltune.core.outcome import Outcome
-from cltune.device.info import DeviceInfo
-from cltune.families.base import known_config
+from cltune.families.base import Target, known_config
 from cltune.families.reduce import family as reduce_family
 from cltune.families.reduce.config import Config
 from cltune.families.reduce.defaults import builtin_config
@@ -29,7 +28,7 @@ from cltune.families.reduce.reference import error_bound, validate
 from cltune.families.reduce.seeds import params_of, seed_params
 from cltune.families.reduce.space import Space, make_space
 from cltune.opencl.build import BuildError
-from cltune.opencl.measure import Bench, profiling_queue
+from cltune.opencl.measure import Bench
 
 if TYPE_CHECKING:  # the trial's type only: the worker's targets never import optuna
     import optuna
@@ -56,47 +55,25 @@ def suggest(trial: optuna.Trial, space: Space) -> Config:
 
 
 @dataclass
-class ReduceTarget:
+class ReduceTarget(Target):
     """One variant of the 1-D reduction on one device. `extended_acc` also offers the kahan
     and wide accumulators; `restrict` limits the space (sweeps, tests)."""
 
-    ctx: cl.Context
-    dev: cl.Device
-    info: DeviceInfo
-    variant: str
-    extended_acc: bool = False
-    restrict: dict[str, tuple] = field(default_factory=dict)
-    #: the space, when the caller made it already (the tuner hands its own to the worker)
-    space: Any = None
-    family: str = reduce_family.NAME
+    family: ClassVar[str] = reduce_family.NAME
+    config_type: ClassVar[type] = Config
 
-    def __post_init__(self) -> None:
+    def setup(self) -> None:
         self.spec: OpSpec = reduce_family.spec_of(self.variant)
-        self.queue = profiling_queue(self.ctx, self.dev)
-        if self.space is None:
-            space = make_space(self.ctx, self.dev, self.info, self.spec,
-                               extended_acc=self.extended_acc)
-            self.space = space.restrict(**self.restrict) if self.restrict else space
         self.source_hash = source_hash()
-        self._launchers: dict[Config, Launcher] = {}
 
-    # ---- keys -----------------------------------------------------------------------------
-    @staticmethod
-    def size_class(bucket: int) -> str:
-        return buckets.size_class(bucket)
-
-    @staticmethod
-    def bucket_of(size_class: str) -> int:
-        return buckets.class_bucket(size_class)
+    def make_space(self) -> Any:
+        return make_space(self.ctx, self.dev, self.info, self.spec,
+                          extended_acc=self.extended_acc)
 
     # ---- configs --------------------------------------------------------------------------
     def suggest(self, trial: optuna.Trial) -> Config:
         return suggest(trial, self.space)
 
-    @staticmethod
-    def config_of(mapping: Mapping[str, object]) -> Config:
-        """A stored mapping as a validated config (ConfigError, a ValueError, otherwise)."""
-        return Config.from_mapping(mapping)
 
     def builtin(self) -> Config | None:
         """The config `get_reducer` runs on a device never tuned (defaults.builtin_config), if
@@ -113,11 +90,8 @@ class ReduceTarget:
                                         builtin_config(self.info, self.spec)])
 
     # ---- running --------------------------------------------------------------------------
-    def launcher(self, cfg: Config) -> Launcher:
-        la = self._launchers.get(cfg)
-        if la is None:
-            la = self._launchers[cfg] = Launcher(self.ctx, self.dev, self.info, self.spec, cfg)
-        return la
+    def make_launcher(self, cfg: Config) -> Launcher:
+        return Launcher(self.ctx, self.dev, self.info, self.spec, cfg)
 
     def bench(self, bucket: int) -> Bench:
         """The tuning input of a size class, on the device."""

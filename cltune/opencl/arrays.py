@@ -1,0 +1,35 @@
+"""An application's input as a device array of a reducer: a numpy array is uploaded, a
+pyopencl Array is checked (its dtype, its context, contiguity); anything else is a TypeError
+naming the argument."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+
+def device_array(a: Any, want: np.dtype, ctx: cl.Context, queue: cl.CommandQueue, name: str,
+                 *, flat: bool = False) -> cla.Array:
+    """`a` (a numpy array or a pyopencl Array of dtype `want` in `ctx`) on the device; a numpy
+    array is uploaded (C-contiguous, flattened with `flat`)."""
+    dtype_hint = (f"{name} has dtype {{}}, this reducer is for {want} "
+                  "(cast with .astype or use get_reducer(..., dtype={}))")
+    if isinstance(a, np.ndarray):
+        if a.dtype != want:
+            raise TypeError(dtype_hint.format(a.dtype, a.dtype))
+        if not (a.flags.c_contiguous or a.flags.f_contiguous):
+            a = np.ascontiguousarray(a)
+        return cla.to_device(queue, np.ascontiguousarray(a).reshape(-1) if flat else a)
+    if not isinstance(a, cla.Array):
+        raise TypeError(f"{name} must be a pyopencl.array.Array or numpy array, "
+                        f"not {type(a).__name__}")
+    if a.dtype != want:
+        raise TypeError(dtype_hint.format(a.dtype, a.dtype))
+    if a.context.int_ptr != ctx.int_ptr:
+        raise ValueError(f"{name} lives in another OpenCL context than this reducer")
+    if a.size and not (a.flags.c_contiguous or a.flags.f_contiguous):
+        raise ValueError(f"{name} is not contiguous; reduce a contiguous copy (x.copy())")
+    return a
