@@ -91,7 +91,8 @@ def numpy_threads(host: np.ndarray, op: str, pool: ThreadPoolExecutor, k: int) -
 
 def launcher(r: Reducer, n: int, q: cl.CommandQueue) -> Launcher:
     """The kernels r runs for n elements: a Launcher of the config `r.explain(n)` names, on
-    r's context (cltune.families.reduce.kernel's build cache hands it the reducer's built program)."""
+    r's context (cltune.families.reduce.kernel's build cache hands it the reducer's built
+    program)."""
     return Launcher(q.context, q.device, info_for(q.device), r.spec, r.explain(n).config)
 
 

@@ -1,10 +1,12 @@
 """Write docs/portability.md: which strategy is validated on which OpenCL implementation.
 
-For every OpenCL device of `cltune.device.select.list_devices()` (the Oclgrind simulator is skipped:
+For every OpenCL device of `cltune.device.select.list_devices()` (the Oclgrind simulator is
+skipped:
 tests/test_oclgrind.py covers it) and every op x dtype the device supports (float64 needs
 cl_khr_fp64), the space is asked (`make_space`) which strategies it offers; each offered strategy
 runs one config on sizes 1, 2, 31, 1023, 1025 (and 2^20 + 3 for sum/float32 and max/float32)
-against the host reference (`cltune.families.reduce.reference`: exact for integers and min/max, within the
+against the host reference (`cltune.families.reduce.reference`: exact for integers and min/max,
+within the
 launch plan's error bound for floating sums). Then ~20 random configs of a restricted space must
 build and match numpy at n = 1025. This is the matrix of tests/test_portability.py, written
 down; the config rule is `Space.representative`, as in the test.
@@ -193,7 +195,8 @@ def render(recs: list[dict], command: str, started: datetime.datetime, total_s: 
          "A strategy is **validated** on an op/dtype pair when the space offers it there and one "
          "config of it gives numpy's answer on n = 1, 2, 31, 1023, 1025 (also 2^20 + 3 for "
          "sum/float32 and max/float32): exactly for integers and min/max, within the launch "
-         "plan's error bound (`cltune/families/reduce/reference.py`) for floating sums, dots and products; the "
+         "plan's error bound (`cltune/families/reduce/reference.py`) for floating sums, dots and "
+         "products; the "
          "output buffer is poisoned before every run. **Excluded** gives the reason the space "
          "(`make_space`, which probe-builds each feature path) gives for not offering it.", "",
          "## Implementations × strategies", "",

@@ -14,13 +14,12 @@ import pyopencl.array as cla
 import pytest
 
 from cltune import clear_caches, get_reducer
-from cltune.core.inputs import make_input
+from cltune.core.inputs import CACHE_INPUT_BYTES, make_input
 from cltune.core.ops import OpSpec
 from cltune.families.reduce.api import engine_contexts
 from cltune.families.reduce.config import Config
 from cltune.families.reduce.launch import Launcher
 from cltune.families.reduce.reference import run_once
-from cltune.core.inputs import CACHE_INPUT_BYTES
 
 
 def _refs(watch: cl.Context) -> int:

@@ -8,7 +8,8 @@ group count), with the accumulator restart (CLT_BLOCK) at its default and at 2 s
 small inputs cross it, for a plain float sum, a two-argument dot with a scalar, the struct
 argmax (with its per-element fold) and the one-pass variance, on odd sizes with ragged tails.
 Two passes only: the single-pass finish is offered on NVIDIA alone (see
-cltune.families.expr.serve.single_pass_passes); the negative control shows that it is reported as an
+cltune.families.expr.defaults.single_pass_passes); the negative control shows that it is reported
+as an
 inter-group race, which is why. The uninitialised-value checker stays off (see
 tests/test_oclgrind.py for the Oclgrind 21.10 defects).
 """

@@ -1,6 +1,7 @@
 """Drivers that crash or hang never take cltune down (house rule 17).
 
-The crashes and hangs are real: `CLTUNE_TEST_FAULT` (cltune/isolation/faults.py) makes the evaluation
+The crashes and hangs are real: `CLTUNE_TEST_FAULT` (cltune/isolation/faults.py) makes the
+evaluation
 worker process `os.abort()`, read address 0 or sleep on chosen configs or probes, exactly
 where a driver's compiler or first launch would. Checked: the worker names the death and
 recovers; a tune completes, records each failure with its reason and serves none of them;
@@ -29,7 +30,7 @@ from cltune.core.ops import OpSpec
 from cltune.device import health
 from cltune.device.select import order_key
 from cltune.families.expr.api import ReductionKernel
-from cltune.families.expr.serve import builtin as expr_builtin
+from cltune.families.expr.defaults import builtin as expr_builtin
 from cltune.families.reduce.api import clear_caches
 from cltune.families.reduce.config import Config
 from cltune.families.reduce.defaults import builtin_config

@@ -217,3 +217,22 @@ def test_no_private_name_is_imported_from_another_project_module():
            if i.name.startswith("_") and not i.name.endswith("__")
            and _hits(i.module, "cltune") and i.module != m]
     assert not bad, "\n".join(bad)
+
+
+#: the fixed shape of a family folder (house rule 16): the same role in the same file name
+ROLES = ("family", "config", "kernel", "launch", "reference", "defaults", "target", "serve",
+         "api")
+
+
+def test_every_family_folder_has_the_same_roles():
+    for fam in FAMILIES:
+        have = {m.rsplit(".", 1)[1] for m in FILES if m.startswith(fam + ".")}
+        assert set(ROLES) <= have, f"{fam} lacks {sorted(set(ROLES) - have)}"
+        assert f"{fam}.family" in FILES and "FAMILY = Family(" in FILES[
+            f"{fam}.family"].read_text(), f"{fam}/family.py defines no FAMILY descriptor"
+
+
+def test_every_family_folder_is_in_the_registry():
+    registry = (ROOT / "cltune" / "core" / "family.py").read_text()
+    for fam in FAMILIES:
+        assert f'"{fam}.family"' in registry, f"{fam} is not in core.family.BUILTIN"

@@ -18,7 +18,7 @@ from pyopencl.tools import get_or_register_dtype, match_dtype_to_c_struct
 
 import cltune
 from cltune import ReductionKernel
-from cltune.tuning.kernels import load_kernel, tune_kernel_spec
+from cltune.cli.tune_modes import load_kernel, tune_kernel_spec
 from cltune.tuning_db import Store
 from cltune.tuning_db.rows import Measurement
 

@@ -218,7 +218,8 @@ def test_prepared_launches_do_not_keep_inputs_alive(queue, empty_db):
 
 
 def test_result_arrays_from_the_template_are_real_independent_arrays(queue, empty_db):
-    """The warm path's 0-d results copy a template Array (cltune.opencl.scalars.ScalarFactory): each
+    """The warm path's 0-d results copy a template Array (cltune.opencl.scalars.ScalarFactory):
+    each
     has its own buffer and events and behaves like one pyopencl built; the constructor path
     (used when a pyopencl version sets other attributes) gives the same."""
     from cltune.opencl.scalars import ARRAY_ATTRS, new_scalar

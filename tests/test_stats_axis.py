@@ -282,8 +282,10 @@ SCRIPT = r'''
 import numpy as np
 import pyopencl.array as cla
 from cltune.stats import api as stats
-from cltune.families.expr_axis.api import AxisReducer, build
-from cltune.families.expr_axis.config import AxisExprConfig as C, AxisPlan
+from cltune.families.expr_axis.api import AxisReducer
+from cltune.families.expr_axis.kernel import build
+from cltune.families.expr_axis.config import AxisExprConfig as C
+from cltune.families.expr_axis.launch import AxisPlan
 
 CFGS = [C("rows", 8, 4, 2), C("rows", 8, 1, 2), C("rows", 16, 16, 1),
         C("cols", 8, 2, 2, 2), C("cols", 8, 1, 1, 4), C("cols", 8, 8, 1)]

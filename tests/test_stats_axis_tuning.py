@@ -19,7 +19,8 @@ from cltune.cli.app import app
 from cltune.core.family import get
 from cltune.core.serving import CltuneWarning
 from cltune.families.expr_axis.api import axis_reducer
-from cltune.families.expr_axis.config import AxisExprConfig, choose
+from cltune.families.expr_axis.config import AxisExprConfig
+from cltune.families.expr_axis.defaults import choose
 from cltune.families.expr_axis.family import FAMILY as EXPR_AXIS
 from cltune.families.expr_axis.family import variant
 from cltune.families.expr_axis.reference import awkward, close

@@ -2,21 +2,38 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated
 
 import pyopencl as cl
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
-from cltune.cli.render import RichProgress, driver_failures, render_bench
+from cltune.cli.render import (
+    progress_bar,
+    render_bench,
+    render_devices,
+    render_kernel,
+    render_shapes,
+    render_show,
+    render_sizes,
+    render_verify,
+)
+from cltune.core.buckets import parse_sizes
+from cltune.core.ops import OPS
 from cltune.opencl.errors import one_line
+
+if TYPE_CHECKING:  # annotations only: importing it loads the tuner
+    from cltune.cli.tune_modes import TuneRequest
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Autotune OpenCL reductions and keep the results in a database.")
@@ -31,21 +48,13 @@ DbOpt = Annotated[str | None, typer.Option(  # noqa: UP007 - typer needs Optiona
 @contextmanager
 def _errors() -> Iterator[None]:
     """Library errors become one line on stderr and exit code 1; never a traceback."""
-    from cltune.core.ops import OpError
-    from cltune.device.select import DeviceError
-    from cltune.families.reduce.config import ConfigError
-    from cltune.isolation.vetting import NoConfigRuns
-    from cltune.isolation.worker import WorkerFailure
-    from cltune.opencl.build import BuildError
-    from cltune.tuning_db import DatabaseError
-    from cltune.tuning_db.exchange import ImportError_
+    from cltune.cli.errors import LIBRARY_ERRORS  # lazy: loads device probing, the worker, db
 
     try:
         yield
     except (typer.Exit, typer.Abort):
         raise
-    except (DeviceError, DatabaseError, ConfigError, OpError, BuildError, ImportError_,
-            ValueError, OSError, ImportError, cl.Error, WorkerFailure, NoConfigRuns) as e:
+    except LIBRARY_ERRORS as e:
         _fail(one_line(e))
     except KeyboardInterrupt:
         err.print("interrupted")
@@ -63,6 +72,13 @@ def _fail(msg: str) -> None:
     raise typer.Exit(code=1) from None
 
 
+def _service() -> ModuleType:
+    """cltune.cli.service, whose functions the commands call (looked up at each call)."""
+    from cltune.cli import service  # lazy: loads the tuner (optuna); `--help` needs none of it
+
+    return service
+
+
 @app.command()
 def devices(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
             recheck: Annotated[bool, typer.Option(
@@ -75,44 +91,9 @@ def devices(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
     Example: cltune devices --recheck
     """
-    from cltune.cli.service import devices_report
-
     with _errors():
-        rows, note = devices_report(db, recheck)
-    if as_json:
-        out.print_json(json.dumps([{**r.info.to_dict(), "status": r.health.status,
-                                    "usable": r.health.ok, "problem": r.health.message,
-                                    "fix": r.health.fix, "restricted": r.health.restricted,
-                                    "restrictions": r.health.notes,
-                                    "subgroup_size": r.subgroup_size,
-                                    "tuned": r.tuned} for r in rows]))
-        return
-    t = Table(title="OpenCL devices")
-    for c in ("#", "P:D", "platform", "device", "type", "status", "CUs", "local mem", "max WG",
-              "subgroups", "fingerprint", "tuned"):
-        t.add_column(c)
-    for r in rows:
-        i = r.info
-        sg = f"yes ({r.subgroup_size})" if i.subgroups else (
-            f"no (warp {i.warp_size})" if i.warp_size else "no")
-        status = ("[red]unusable[/] (below)" if not r.health.ok else
-                  "[yellow]restricted[/] (below)" if r.health.restricted else "ok")
-        t.add_row(str(i.index), f"{i.platform_index}:{i.device_index}",
-                  f"{i.platform} {i.release}", i.name, i.type, status, str(i.compute_units),
-                  f"{i.local_mem // 1024} KiB", str(i.max_wg), sg, i.fingerprint,
-                  "yes" if r.tuned else "no")
-    out.print(t)
-    for r in rows:
-        if not r.health.ok:
-            err.print(f"device {r.info.index} is unusable: {escape(r.health.message)}; fix: "
-                      f"{escape(r.health.fix)}", highlight=False, soft_wrap=True)
-        elif r.health.restricted:
-            err.print(f"device {r.info.index} is usable with restrictions: "
-                      f"{escape(r.health.notes)}", highlight=False, soft_wrap=True)
-    if not any(r.health.ok for r in rows):
-        err.print("no usable OpenCL device", highlight=False)
-    if note:
-        err.print(f"note: {escape(note)}", highlight=False, soft_wrap=True)
+        rows, note = _service().devices_report(db, recheck)
+    render_devices(rows, note, as_json, out, err)
 
 
 @app.command()
@@ -168,85 +149,48 @@ def tune(
     cltune tune --device 0 --kernel mymodule:knl --axis 0 --shapes 65536x256;
     cltune tune --device 0 --op var --sizes 2^20,2^24; cltune tune --device 0 --op argmax --axis 1
     """
-    from cltune.cli import tune as cli_tune
-    from cltune.core.ops import OPS
-    from cltune.stats.api import OPS as STATS
+    from cltune.cli import tune_modes  # lazy: loads the tuner (optuna) and the statistics
 
-    label = kernel
-    if op not in OPS and op not in STATS:
-        _fail(f"unknown op {op!r:.30}; choose one of {', '.join(OPS)}, or a statistic: "
-              f"{', '.join(STATS)}")
-    if op in STATS:
-        if kernel is not None:
-            _fail(f"--op {op} and --kernel name two kernels: give one")
-        if segments:
-            _fail(f"--segments tunes the built-in ops (sum, prod, min, max); {op} is tuned "
+    req = tune_modes.TuneRequest(
+        device=device, op=op, dtype=dtype, sizes=sizes, trials=trials, timeout=timeout,
+        axis=axis, segments=segments, kernel=kernel, shapes=shapes, sampler=sampler, seed=seed,
+        resume=resume, max_rel_error=max_rel_error, study=study, seeds=seeds, db=db,
+        storage=storage)
+    mode = _tune_mode(req, tune_modes.STATISTICS)
+    with _errors(), progress_bar(err) as progress:
+        info, runs = tune_modes.MODES[mode](req, progress)
+    if _RENDER_TUNED[mode](info, runs, out, err):
+        raise typer.Exit(code=1)
+
+
+#: how each mode's results are drawn; each returns True when a class has no validated config
+_RENDER_TUNED = {"sizes": render_sizes, "shapes": render_shapes, "kernel": render_kernel,
+                 "statistic": render_kernel}
+
+
+def _tune_mode(req: TuneRequest, statistics: tuple[str, ...]) -> str:
+    """Which of `cltune tune`'s modes (tune_modes.MODES) the options pick; options that
+    contradict each other are one error line."""
+    if req.op not in OPS and req.op not in statistics:
+        _fail(f"unknown op {req.op!r:.30}; choose one of {', '.join(OPS)}, or a statistic: "
+              f"{', '.join(statistics)}")
+    if req.op in statistics:
+        if req.kernel is not None:
+            _fail(f"--op {req.op} and --kernel name two kernels: give one")
+        if req.segments:
+            _fail(f"--segments tunes the built-in ops (sum, prod, min, max); {req.op} is tuned "
                   "whole (--sizes) or along an --axis (--shapes)")
-        with _errors():
-            label, kernel = cli_tune.stats_kernel(device, op, dtype)
-    if kernel is not None:
-        if segments:
+        return "statistic"
+    if req.kernel is not None:
+        if req.segments:
             _fail("--segments tunes the built-in ops (sum, prod, min, max); a --kernel is "
                   "tuned whole (--sizes) or along an --axis (--shapes)")
-        with _errors():
-            if axis is not None:
-                info, res = cli_tune.run_kernel_axis(device, kernel, axis, shapes, trials or 20,
-                                                     timeout or 120.0, seed, db, storage, err)
-            else:
-                info, res = cli_tune.run_kernel(device, kernel, sizes, trials or 30,
-                                                timeout or 180.0, seed, db, storage, err)
-        if cli_tune.render_kernel(info, label, res, out):
-            raise typer.Exit(code=1)
-        return
-    if axis is not None or segments:
-        with _errors():
-            info, runs = cli_tune.run_axis(device, op, dtype, axis, segments, shapes,
-                                           trials or 12, timeout or 300.0, sampler, seed,
-                                           resume, study, seeds, db, storage, err)
-        if cli_tune.render_axis(info, runs, out, err):
-            raise typer.Exit(code=1)
-        return
-    if shapes is not None:
+        return "kernel"
+    if req.axis is not None or req.segments:
+        return "shapes"
+    if req.shapes is not None:
         _fail("--shapes goes with --axis or --segments (sizes of 1-D reductions: --sizes)")
-    trials = trials or 40
-    timeout = timeout or 150.0
-    from cltune.cli.service import tune as run_tune
-    from cltune.core.buckets import DEFAULT_BUCKETS, parse_sizes
-    from cltune.tuning.tuner import SAMPLERS, TuneOptions
-
-    with _errors():
-        if sampler not in SAMPLERS:
-            raise ValueError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
-        opts = TuneOptions(op=op, dtype=dtype,
-                           buckets=parse_sizes(sizes) if sizes else DEFAULT_BUCKETS,
-                           trials=trials, timeout_s=timeout, sampler=sampler, seed=seed,
-                           resume=resume, study_prefix=study, max_rel_error=max_rel_error,
-                           seeds=seeds)
-        prog = RichProgress(err)
-        try:
-            info, results = run_tune(device, opts, db, storage, prog)
-        finally:
-            prog.stop()
-    t = Table(title=f"best on {info.name} ({op}/{dtype})")
-    for c in ("bucket", "GB/s", "device time", "per call", "vs builtin", "config", "trials",
-              "rejected"):
-        t.add_column(c)
-    for r in results:
-        t.add_row(r.size_class, f"{r.gbps:.1f}" if r.gbps else "-",
-                  f"{r.median_s * 1e6:.1f} µs" if r.median_s else "-",
-                  f"{r.per_call_s * 1e6:.1f} µs" if r.per_call_s else "-",
-                  f"{r.vs_builtin:.2f}x" if r.vs_builtin else "-",
-                  r.config.short() if r.config else "no config validated",
-                  str(r.trials), str(r.failed + r.pruned))
-    out.print(t)
-    if driver_failures(results):
-        err.print(driver_failures(results), highlight=False)
-    for r in results:
-        if r.config is None:
-            err.print(f"{r.size_class}: no config validated ({r.failed + r.pruned} rejected; "
-                      "`cltune show --json` lists the reasons)", highlight=False)
-    if any(r.config is None for r in results):
-        raise typer.Exit(code=1)
+    return "sizes"
 
 
 @app.command()
@@ -260,36 +204,15 @@ def show(
 
     Example: cltune show --device 0
     """
-    from cltune.cli.service import explain_device
-    from cltune.cli.service import show as run_show
-
     with _errors():
-        rows = run_show(db, device)
+        service = _service()
+        rows = service.show(db, device)
         answers = []
         if device is not None:
             variants = sorted({r.variant for r in rows if r.family == "reduce"})
-            answers = [(v, explain_device(db, device, v)[1]) for v in variants or ["sum/float32"]]
-    if as_json:
-        out.print_json(json.dumps({"results": [r.__dict__ for r in rows],
-                                   "answers": [{"variant": v, "level": a.level, "why": a.why}
-                                               for v, a in answers]}
-                                  if device is not None else [r.__dict__ for r in rows],
-                                  default=str))
-        return
-    for v, a in answers:
-        out.print(f"{v}: served at level [bold]{a.level}[/]: {escape(a.why)}", highlight=False)
-    if not rows:
-        out.print("no tuned results" + (f" for device {device}" if device else ""))
-        return
-    t = Table(title="best configs")
-    for c in ("device", "family", "variant", "size", "GB/s", "median", "config", "tuned at"):
-        t.add_column(c)
-    for r in rows:
-        t.add_row(f"{escape(r.device_name)} [{r.fingerprint}]", r.family, r.variant,
-                  r.size_class, f"{r.gbps:.1f}" if r.gbps else "-",
-                  f"{r.median_s * 1e6:.1f} µs" if r.median_s else "-",
-                  _cfg_text(r.family, r.config), r.updated_at)
-    out.print(t)
+            answers = [(v, service.explain_device(db, device, v)[1])
+                       for v in variants or ["sum/float32"]]
+    render_show(rows, answers, device, as_json, out)
 
 
 @app.command("export")
@@ -303,10 +226,8 @@ def export_cmd(
 
     Example: cltune export --device 0 -o results.json
     """
-    from cltune.cli.service import export
-
     with _errors():
-        n = export(db, device, output)
+        n = _service().export(db, device, output)
     out.print(f"exported {n} best result(s) to {output}")
 
 
@@ -319,10 +240,8 @@ def import_cmd(
 
     Example: cltune import results.json
     """
-    from cltune.cli.service import import_file
-
     with _errors():
-        rep = import_file(db, path)
+        rep = _service().import_file(db, path)
     out.print(f"imported {rep.records} record(s): {rep.devices_added} new device(s), "
               f"{rep.results_added} new result(s), {rep.bests_changed} best(s) changed")
 
@@ -339,28 +258,11 @@ def verify(
 
     Example: cltune verify --device 0
     """
-    from cltune.cli.service import not_reverified
-    from cltune.cli.service import verify as run_verify
-
     with _errors():
-        info, rows = run_verify(db, device, op, dtype)
-        skipped = not_reverified(db, device)
-    for fam, n in skipped.items():
-        out.print(f"[dim]{n} stored {fam} result(s) not re-run: an expression's code is the "
-                  "application's and is not stored (its fingerprint is); re-validate them "
-                  "with knl.tune(...)[/]")
-    if not rows:
-        out.print(f"nothing stored for {info.name} (nor its hardware or model)")
-        return
-    t = Table(title=f"verified on {info.name} (driver {info.driver})")
-    for c in ("variant", "size", "from", "now serving", "GB/s", "failed"):
-        t.add_column(c)
-    for r in rows:
-        t.add_row(r.variant, r.size_class, r.source_level,
-                  r.config.short() if r.config else "[red]none passes[/]",
-                  f"{r.gbps:.1f}" if r.gbps else "-", "; ".join(r.failed) or "-")
-    out.print(t)
-    if any(r.config is None for r in rows):
+        service = _service()
+        info, rows = service.verify(db, device, op, dtype)
+        skipped = service.not_reverified(db, device)
+    if render_verify(info, rows, skipped, out):
         raise typer.Exit(code=1)
 
 
@@ -385,19 +287,15 @@ def bench(
 
     Example: cltune bench --device 0 --sizes 2^20,2^24 --plot bench.png
     """
-    import dataclasses
-
-    from cltune.cli.bench import plot as write_plot
-    from cltune.cli.bench import require_matplotlib
-    from cltune.cli.service import bench as run_bench
-    from cltune.core.buckets import parse_sizes
+    from cltune.cli import bench as benchmark  # lazy: loads pyopencl.array and the runtime
 
     with _errors():
         if plot:
-            require_matplotlib()
-        report = run_bench(device, op, dtype, [1 << b for b in parse_sizes(sizes)], repeats, db)
+            benchmark.require_matplotlib()
+        report = _service().bench(device, op, dtype, [1 << b for b in parse_sizes(sizes)],
+                                  repeats, db)
         if plot:
-            write_plot(report, plot)
+            benchmark.plot(report, plot)
     if as_json:
         out.print_json(json.dumps(dataclasses.asdict(report)))
     else:
@@ -419,23 +317,12 @@ def migrate(db: DbOpt = None,
 
     Example: cltune migrate --db ~/.local/share/cltune/tuning.db
     """
-    from cltune.cli.service import migrate as run_migrate
-
     with _errors():
-        v, tally = run_migrate(db, rebuild_tally)
+        v, tally = _service().migrate(db, rebuild_tally)
     out.print(f"database schema is at version {v}")
     if tally is not None:
         out.print(f"vendor tally rebuilt: {tally[0]} rows, {tally[1]} differed from the stored "
                   "tally")
-
-
-def _cfg_text(family: str, cfg: dict) -> str:
-    from cltune.core.family import get
-
-    try:
-        return get(family).parse_config(cfg).short()
-    except (KeyError, ValueError):
-        return escape(json.dumps(cfg, sort_keys=True))
 
 
 def _axis_alone(argv: list[str]) -> None:
@@ -449,9 +336,6 @@ def _axis_alone(argv: list[str]) -> None:
 def main() -> None:
     """The console script: process-wide logging and warning setup happens here, never on
     import of a library module."""
-    import logging
-    import warnings
-
     # compiler chatter ("Non-empty compiler output") and Optuna's per-trial log lines are not
     # for the command line's user (the progress bar shows the trials)
     warnings.filterwarnings("ignore", category=cl.CompilerWarning)
@@ -459,7 +343,7 @@ def main() -> None:
     logging.getLogger("optuna").setLevel(logging.WARNING)
     logging.getLogger("optuna").propagate = False
     try:
-        import optuna
+        import optuna  # lazy: slow to import; only the console script quiets it
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)  # its import sets INFO
         warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)

@@ -20,6 +20,7 @@ answer is checked against numpy (float64) first. Waits are blocking only. Rows:
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import statistics
 import time
@@ -34,6 +35,7 @@ import pyopencl.array as cla
 
 from cltune.core.ops import OpSpec
 from cltune.device.info import DeviceInfo
+from cltune.families.reduce.api import get_reducer  # the plain reductions (stats: bench_expr)
 from cltune.families.reduce.defaults import builtin_config
 from cltune.families.reduce.launch import Launcher
 from cltune.opencl.measure import device_seconds
@@ -197,7 +199,7 @@ def read_ceiling(ctx: cl.Context, pq: cl.CommandQueue, x: cla.Array) -> Sampler 
 
 
 def torch_rows(host: np.ndarray, op: str) -> dict[str, Sampler]:
-    import torch
+    import torch  # lazy: optional and heavy (only on NVIDIA devices where torch sees CUDA)
 
     t = torch.from_numpy(host).cuda()
     fn = getattr(torch, TORCH_OP[op])
@@ -227,7 +229,7 @@ def torch_usable(info: DeviceInfo) -> str:
     if not info.is_nvidia:
         return ""  # not a CUDA device: no torch row, nothing to say
     try:
-        import torch
+        import torch  # lazy: optional and heavy; only asked on NVIDIA devices
     except ImportError:
         return "torch is not importable: no torch rows"
     if not torch.cuda.is_available():
@@ -312,10 +314,6 @@ def measure_size(r: Any, info: DeviceInfo, ctx: cl.Context, q: cl.CommandQueue,
 def run_benchmark(q: cl.CommandQueue, info: DeviceInfo, op: str, dtype: str, sizes: list[int],
                   repeats: int, db: str | None) -> Report:
     """The benchmark of `get_reducer(q, op, dtype, db=db)` on each size."""
-    from cltune.families.reduce.api import (
-        get_reducer,  # the plain reductions (statistics: scripts/bench_expr.py)
-    )
-
     ctx = q.context
     pq = cl.CommandQueue(ctx, q.device, properties=cl.command_queue_properties.PROFILING_ENABLE)
     r = get_reducer(q, op=op, dtype=dtype, db=db)
@@ -332,9 +330,7 @@ def run_benchmark(q: cl.CommandQueue, info: DeviceInfo, op: str, dtype: str, siz
 
 def require_matplotlib() -> None:
     """Raise a clear ImportError now (before a long benchmark) when the plot cannot be made."""
-    from importlib.util import find_spec
-
-    if find_spec("matplotlib") is None:
+    if importlib.util.find_spec("matplotlib") is None:
         raise ImportError("--plot needs matplotlib: pip install 'cltune[plot]' (or pip install "
                           "matplotlib)")
 
@@ -342,10 +338,10 @@ def require_matplotlib() -> None:
 def plot(report: Report, path: str) -> None:
     """GB/s against n per contender (PNG). Needs matplotlib."""
     require_matplotlib()
-    import matplotlib
+    import matplotlib  # lazy: optional (cltune[plot]) and slow to import
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: after use("Agg"): no display needed
 
     names = list(dict.fromkeys(k for s in report.sizes for k in s.rows))
     fig, ax = plt.subplots(figsize=(7, 4.5))

@@ -18,11 +18,9 @@ from cltune.core.family import get as get_family
 if TYPE_CHECKING:  # annotations only: importing these loads the tuner and OpenCL
     from cltune.cli.bench import Report
     from cltune.cli.service import DeviceRow
+    from cltune.cli.tune_modes import Runs
     from cltune.device.info import DeviceInfo
     from cltune.tuning.tuner import BucketResult
-
-    #: (variant or label, its results) per table, as `cli.tune_modes` returns them
-    Runs = list[tuple[str, list[BucketResult]]]
 
 
 class RichProgress:

@@ -3,16 +3,28 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import os
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import pyopencl as cl
 
+from cltune.cli.bench import Report, run_benchmark
 from cltune.core.ops import DTYPES, OPS, OpSpec
 from cltune.device.health import Health
 from cltune.device.info import DeviceInfo
 from cltune.device.select import device_health, list_devices, select
+from cltune.families.axis import family as axis_family
 from cltune.families.reduce import family as reduce_family
+from cltune.families.reduce.kernel import kernel_subgroup_size
+from cltune.tuning.reverify import verify_device
 from cltune.tuning.tuner import BucketResult, Progress, TuneOptions, Tuner
+from cltune.tuning_db import DatabaseError, Store, default_storage_url
+from cltune.tuning_db.exchange import export_doc, read_import_file
+from cltune.tuning_db.lookup import DeviceKey, lookup
+from cltune.tuning_db.migrations import LATEST
 
 
 @dataclass(frozen=True)
@@ -27,9 +39,6 @@ def devices_report(db: str | None, recheck: bool = False) -> tuple[list[DeviceRo
     """Every device with its health, subgroup size and whether the database holds results for
     it; `recheck` probes every device again. The second item is a note when the database could
     not be read ('' otherwise)."""
-    from cltune.families.reduce.kernel import kernel_subgroup_size
-    from cltune.tuning_db import DatabaseError, Store
-
     note = ""
     tuned: set[str] = set()
     try:
@@ -56,8 +65,8 @@ def devices_report(db: str | None, recheck: bool = False) -> tuple[list[DeviceRo
 
 def tune(selector: str, opts: TuneOptions, db: str | None, storage: str | None,
          progress: Progress | None = None) -> tuple[DeviceInfo, list[BucketResult]]:
-    from cltune.tuning_db import Store, default_storage_url
-
+    """Tune `opts` on the selected device; store the bests. Returns (device info, the
+    tuner's results, one per size class)."""
     info, dev = select(selector)
     store = Store.open(db)
     try:
@@ -86,11 +95,6 @@ def tune_axis(selector: str, variants: list[str], shapes: tuple | None, opts: Tu
               ) -> tuple[DeviceInfo, list[tuple[str, list[BucketResult]]]]:
     """Tune the axis family's variants over shapes (log2 pairs; default: the family's shape
     set, for segments its segment classes); the time budget is shared by all classes."""
-    from dataclasses import replace
-
-    from cltune.families.axis import family as axis_family
-    from cltune.tuning_db import Store, default_storage_url
-
     info, dev = select(selector)
     plan = [(v, shapes or (axis_family.DEFAULT_SEGMENTS if v.endswith("/segs")
                            else axis_family.DEFAULT_SHAPES)) for v in variants]
@@ -111,8 +115,6 @@ def tune_axis(selector: str, variants: list[str], shapes: tuple | None, opts: Tu
 
 def show(db: str | None, selector: str | None):  # noqa: ANN201 - list of ResultRow
     """Best results, optionally of one device (selector as for `--device`)."""
-    from cltune.tuning_db import Store
-
     info = select(selector)[0] if selector is not None else None
     store = Store.open(db, readonly=True)
     try:
@@ -124,9 +126,6 @@ def show(db: str | None, selector: str | None):  # noqa: ANN201 - list of Result
 
 def explain_device(db: str | None, selector: str, variant: str):  # noqa: ANN201
     """Which fallback level answers for this device, and why (as get_reducer would see it)."""
-    from cltune.tuning_db import Store
-    from cltune.tuning_db.lookup import DeviceKey, lookup
-
     info, _ = select(selector)
     key = DeviceKey(info.fingerprint, info.hardware_key, info.model, info.vendor, info.type,
                     info.driver)
@@ -139,14 +138,6 @@ def explain_device(db: str | None, selector: str, variant: str):  # noqa: ANN201
 
 def export(db: str | None, selector: str | None, path: str) -> int:
     """Write the bests (of one device, or all) as a versioned JSON file; returns the count."""
-    import json
-    import os
-    import tempfile
-    from pathlib import Path
-
-    from cltune.tuning_db import Store
-    from cltune.tuning_db.exchange import export_doc
-
     fps = None if selector is None else {select(selector)[0].fingerprint}
     store = Store.open(db, readonly=True)
     try:
@@ -164,9 +155,6 @@ def export(db: str | None, selector: str | None, path: str) -> int:
 
 def import_file(db: str | None, path: str):  # noqa: ANN201 - MergeReport
     """Validate the whole file, then merge it in one transaction."""
-    from cltune.tuning_db import Store
-    from cltune.tuning_db.exchange import read_import_file
-
     records = read_import_file(path)  # raises before anything is written
     store = Store.open(db)
     try:
@@ -176,14 +164,11 @@ def import_file(db: str | None, path: str):  # noqa: ANN201 - MergeReport
 
 
 def verify(db: str | None, selector: str, op: str | None, dtype: str | None):  # noqa: ANN201
-    from cltune.tuning.reverify import verify_device
-    from cltune.tuning_db import Store
-
+    """Re-validate and re-time the stored configs of the 1-D and axis families on the selected
+    device. Returns (device info, reverify rows)."""
     info, dev = select(selector)
     store = Store.open(db)
     try:
-        from cltune.families.axis import family as axis_family
-
         variants = axis = None
         if op or dtype:  # the variants of this op and/or dtype
             variants = tuple(reduce_family.variant(OpSpec(o, d)) for o in OPS for d in DTYPES
@@ -206,8 +191,6 @@ CODE_FAMILIES = ("expr", "expr_axis")
 def not_reverified(db: str | None, selector: str) -> dict[str, int]:
     """How many stored results `verify` leaves alone on this device (and related ones), per
     family of CODE_FAMILIES that has any."""
-    from cltune.tuning_db import Store
-
     info, _ = select(selector)
     store = Store.open(db)
     try:
@@ -222,10 +205,8 @@ def not_reverified(db: str | None, selector: str) -> dict[str, int]:
 
 
 def bench(selector: str, op: str, dtype: str, sizes: list[int], repeats: int,
-          db: str | None):  # noqa: ANN201 - benchmark.Report
+          db: str | None) -> Report:
     """`cltune bench`: the tuned reduction against its baselines on one device."""
-    from cltune.cli.bench import run_benchmark
-
     if repeats < 1:
         raise ValueError("--repeats must be at least 1")
     info, dev = select(selector)
@@ -236,9 +217,6 @@ def bench(selector: str, op: str, dtype: str, sizes: list[int], repeats: int,
 def migrate(db: str | None, rebuild_tally: bool = False) -> tuple[int, tuple[int, int] | None]:
     """Create or migrate the schema; with rebuild_tally also recount the vendor tally.
     Returns the version now in place and (tally rows, keys that differed) when rebuilt."""
-    from cltune.tuning_db import Store
-    from cltune.tuning_db.migrations import LATEST
-
     store = Store.open(db)
     try:
         return LATEST, store.rebuild_tally() if rebuild_tally else None

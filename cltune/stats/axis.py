@@ -7,7 +7,8 @@ and the input's memory order. A reduction that covers every element runs the sta
 (tuned) 1-D kernel.
 
 Configs along an axis are tuned like everything else (family `expr_axis`, see
-cltune.families.expr_axis.target): `cltune.stats.api.kernel("var", ctx, np.float32).tune(x, 0.0, axis=0)`
+cltune.families.expr_axis.target):
+`cltune.stats.api.kernel("var", ctx, np.float32).tune(x, 0.0, axis=0)`
 stores the best for the shape class of x's view; calls are served by the nearest tuned
 class, else by the heuristic for the shape (`explain` says which).
 """
@@ -25,8 +26,9 @@ import pyopencl.array as cla
 from cltune.core.shapes import empty_result, geometry, view_key
 from cltune.families.expr.api import ReductionKernel
 from cltune.families.expr_axis.api import axis_reducer, cached_geometry, flat, reduce_along
-from cltune.families.expr_axis.config import AxisExprConfig, AxisPlan
+from cltune.families.expr_axis.config import AxisExprConfig
 from cltune.families.expr_axis.family import variant
+from cltune.families.expr_axis.launch import AxisPlan
 from cltune.stats.kernels import kernel
 
 

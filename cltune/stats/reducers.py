@@ -1,4 +1,5 @@
-"""`cltune.get_reducer` for every op: the tuned reductions of cltune.families.reduce.api (`sum`, `prod`,
+"""`cltune.get_reducer` for every op: the tuned reductions of cltune.families.reduce.api (`sum`,
+`prod`,
 `min`, `max`, `dot`) and the arg-reductions and statistics of cltune.stats.api (`argmin`,
 `argmax`, `mean`, `var`, `std`, `norm`, `count_nonzero`, `any`, `all`), behind one call.
 
@@ -6,7 +7,8 @@
     >>> int(r(x).get())                       # like numpy.argmax(x)
     >>> get_reducer(queue, "var")(x, axis=1, ddof=1).get()   # like numpy.var(x, 1, ddof=1)
 
-cltune.families.reduce.api stays free of the expression family (it never loads the tuner); this module is
+cltune.families.reduce.api stays free of the expression family (it never loads the tuner); this
+module is
 what the package exports as `get_reducer`.
 """
 
@@ -67,7 +69,8 @@ class StatsReducer:
 def get_reducer(target: Any, op: str = "sum", dtype: Any = np.float32, *,
                 db: str | None = None) -> Reducer | StatsReducer:
     """A tuned reducer for `op` over `dtype` on the target's device (a pyopencl Device,
-    Context or CommandQueue). `sum`/`prod`/`min`/`max`/`dot` are cltune.families.reduce.api's reducers
+    Context or CommandQueue). `sum`/`prod`/`min`/`max`/`dot` are cltune.families.reduce.api's
+    reducers
     (also along axes and over segments); the arg-reductions and statistics in `STATS_OPS`
     are cltune.stats.api' functions as reducers. See cltune.families.reduce.api.get_reducer."""
     if op in STATS_OPS:

@@ -8,7 +8,6 @@ to the same database and fallback chain as every other family.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import tempfile
 import threading
@@ -133,88 +132,6 @@ def start_background(knl: Any, dev: cl.Device, n: int, budget_s: float,
                          daemon=True)
     t.start()
     return t
-
-
-def load_kernel(spec: str) -> Any:
-    """The `cltune.ReductionKernel` that `module:attribute` names: the attribute itself, or
-    what it returns when called without arguments. The module is the application's code
-    (imported, so it runs)."""
-    from cltune.families.expr.api import ReductionKernel
-
-    module, sep, attr = spec.partition(":")
-    if not sep or not module or not attr:
-        raise ValueError(f"--kernel {spec!r:.80}: expected module:attribute")
-    try:
-        obj: Any = importlib.import_module(module)
-    except ImportError as e:
-        raise ValueError(f"--kernel {spec!r:.80}: cannot import {module!r}: {e}") from None
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise ValueError(f"--kernel {spec!r:.80}: {module} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    if not isinstance(obj, ReductionKernel) and callable(obj):
-        try:
-            obj = obj()
-        except Exception as e:  # noqa: BLE001 - the application's function failed: say so
-            raise ValueError(f"--kernel {spec!r:.80}: calling it failed: "
-                             f"{type(e).__name__}: {e}"[:300]) from None
-    if not isinstance(obj, ReductionKernel):
-        raise ValueError(f"--kernel {spec!r:.80} is a {type(obj).__name__}, not a "
-                         "cltune.ReductionKernel (or a function returning one)")
-    return obj
-
-
-def tune_kernel_spec(selector: str, kernel: Any, buckets: tuple[int, ...] = (20,), *,
-                     trials: int = 30, timeout: float = 180.0, db: str | None = None,
-                     storage: str | None = None, seed: int = 0, progress: Any = None,
-                     ) -> tuple[Any, list[Any]]:
-    """`cltune tune --kernel module:attribute` (or a ReductionKernel object, e.g. a statistic's
-    for `cltune tune --op var`): tune that kernel's expression on the selected device at the
-    given size classes (its `sample_args` make the inputs). Returns (device
-    info, per-size-class results), like `service.tune`."""
-    from cltune.cli.service import tune
-    from cltune.tuning.tuner import TuneOptions
-
-    knl = kernel if not isinstance(kernel, str) else load_kernel(kernel)
-    opts = TuneOptions(family=EXPR, variant=knl.fingerprint,
-                       buckets=tuple(buckets), trials=trials, timeout_s=timeout, seed=seed,
-                       target_options={"kernel": knl, "db": db})
-    return tune(selector, opts, db, storage, progress)
-
-
-#: shapes `cltune tune --kernel X --axis` tunes when none are named (log2 rows, log2 cols):
-#: 2^22 elements each, narrow to wide
-KERNEL_AXIS_SHAPES = ((18, 4), (14, 8), (11, 11), (4, 18))
-
-
-def tune_kernel_axis_spec(selector: str, kernel: Any, axes: tuple[int, ...],
-                          shapes: tuple[tuple[int, int], ...] | None = None, *,
-                          trials: int = 20, timeout: float = 120.0, db: str | None = None,
-                          storage: str | None = None, seed: int = 0,
-                          ) -> tuple[Any, list[Any]]:
-    """`cltune tune --kernel module:attribute --axis`: tune that kernel's expression along
-    `axes` (0: columns, 1: rows) of 2-D inputs of `shapes` ((log2 rows, log2 cols) pairs;
-    default KERNEL_AXIS_SHAPES) on the selected device, which must be one of the kernel's
-    context. Its `sample_args` make the inputs, reshaped. `timeout` is per shape and axis.
-    Returns (device info, the tuner's results, one per shape and axis)."""
-    from cltune.device.select import select
-
-    knl = kernel if not isinstance(kernel, str) else load_kernel(kernel)
-    info, dev = select(selector)
-    mine = [d for d in knl.context.devices if d.int_ptr == dev.int_ptr]
-    if not mine:
-        raise ValueError(f"device {selector!r:.40} is not in {kernel!r:.80}'s context "
-                         f"({', '.join(d.name.strip() for d in knl.context.devices)})")
-    q = cl.CommandQueue(knl.context, mine[0])
-    out: list[Any] = []
-    for a, b in shapes or KERNEL_AXIS_SHAPES:
-        shape = (1 << a, 1 << b)
-        args = tuple(x.reshape(shape) if isinstance(x, cla.Array) else x
-                     for x in knl.sample_args(q, shape[0] * shape[1], seed))
-        for axis in axes:
-            out += knl.tune(*args, axis=axis, trials=trials, timeout=timeout, queue=q, db=db,
-                            storage=storage, seed=seed)
-    return info, out
 
 
 def tune_along(knl: Any, sample_args: tuple[Any, ...], axis: Any, *, trials: int = 30,

@@ -3,7 +3,8 @@
 Every output is checked on its own: integers, `min` and `max` exactly (NaN where numpy gives
 NaN), floating `sum`/`dot` within `gamma_d * sum|x|` of that output (Higham eq. 4.4, `d` the
 depth of the launch's summation: the serial steps of one accumulator, the in-register,
-in-group and split combines; see cltune.families.reduce.reference for the 1-D family), `prod` within
+in-group and split combines; see cltune.families.reduce.reference for the 1-D family),
+`prod` within
 `gamma_(r+1) * |exact|`, plus half an ulp of the output type and the float64 reference's own
 error.
 """

@@ -29,9 +29,10 @@ from cltune.core.shapes import class_of_view, geometry
 from cltune.device.select import info_for
 from cltune.families.expr import family as expr_family
 from cltune.families.expr.config import ExprConfig
+from cltune.families.expr.defaults import builtin
 from cltune.families.expr.kernel import template_hash
 from cltune.families.expr.launch import ExprLauncher
-from cltune.families.expr.serve import Choices, ExprChoice, builtin, resolve
+from cltune.families.expr.serve import Choices, ExprChoice, resolve
 from cltune.isolation.vetting import first_usable
 from cltune.opencl.build import BuildError
 from cltune.opencl.events import pending

@@ -16,30 +16,25 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import pyopencl as cl
 import pyopencl.array as cla
-from pyopencl.tools import VectorArg
 
 from cltune.core.space import ValuesSpace
 from cltune.device.info import DeviceInfo
 from cltune.families.base import MAX_SEEDS, Target, known_config
 from cltune.families.expr import family as expr_family
 from cltune.families.expr.config import GROUPS_PER_CU, ITEMS, LAYOUTS, ExprConfig, ExprConfigError
+from cltune.families.expr.defaults import builtin, single_pass_passes
 from cltune.families.expr.kernel import template_hash
 from cltune.families.expr.launch import ExprLauncher
-from cltune.families.expr.serve import builtin, resolve, single_pass_passes
+from cltune.families.expr.reference import ExprBench, NoReference
+from cltune.families.expr.serve import resolve
 from cltune.opencl.expression import LOCAL_RESERVE, ExprSpec
-from cltune.opencl.measure import Timed
 
 if TYPE_CHECKING:  # the trial's type only: the worker's targets never import optuna
     import optuna
 
 #: size classes up to 2^SMALL_BUCKET also start from a one-work-group config (launch-bound)
 SMALL_BUCKET = 16
-
-
-class NoReference(ValueError):
-    """The kernel has no way to know its expected results (see ExprTarget.reference)."""
 
 
 @dataclass(frozen=True)
@@ -92,91 +87,6 @@ def make_space(info: DeviceInfo, itemsize: int) -> ExprSpace:
 
 def params_of(cfg: ExprConfig, space: ExprSpace) -> dict[str, object] | None:
     return None if space.check(cfg) else cfg.to_dict()
-
-
-# ---- validation -----------------------------------------------------------------------------
-def _close(got: Any, ref: Any, dt: np.dtype, rtol: float) -> str:
-    """'' when got matches ref (floats within rtol of |ref|, NaN where ref is NaN; others
-    exactly), else a description of the mismatch."""
-    if dt.names:
-        for name in dt.names:
-            why = _close(got[name], ref[name], dt.fields[name][0], rtol)
-            if why:
-                return f"{name}: {why}"
-        return ""
-    g, r = np.asarray(got).astype(dt), np.asarray(ref).astype(dt)
-    if dt.kind in "fc":
-        g64, r64 = g.astype(np.complex128 if dt.kind == "c" else np.float64), \
-            r.astype(np.complex128 if dt.kind == "c" else np.float64)
-        if np.isnan(r64).any() or np.isnan(g64).any():
-            return "" if (np.isnan(r64) == np.isnan(g64)).all() else f"{g} != {r} (NaN)"
-        if np.isinf(r64).any() or np.isinf(g64).any():
-            return "" if (g64 == r64).all() else f"{g} != {r} (inf)"
-        err = float(np.max(np.abs(g64 - r64)))
-        scale = float(np.max(np.abs(r64)))
-        if err <= rtol * scale or err <= np.finfo(dt).tiny:
-            return ""
-        return f"{g} != {r} (relative error {err / max(scale, 1e-300):.3g} > {rtol:.3g})"
-    return "" if (g == r).all() else f"{g} != {r}"
-
-
-class ExprBench(Timed):
-    """One size class's input on the device, its reference results, and timing."""
-
-    def __init__(self, target: ExprTarget, args: tuple[Any, ...]) -> None:
-        self.target, self.queue = target, target.queue
-        spec = target.spec
-        if len(args) != len(spec.arguments):
-            raise ValueError(f"sample arguments: expected {len(spec.arguments)}, "
-                             f"got {len(args)}")
-        self.args = tuple(a.with_queue(self.queue) if isinstance(a, cla.Array) else a
-                          for a in args)
-        vecs = [a for a, t in zip(self.args, spec.arguments, strict=True)
-                if isinstance(t, VectorArg)]
-        self.n = vecs[0].size
-        self.nbytes = sum(v.nbytes for v in vecs)
-        self.inv: list[Any] = []
-        for a, t in zip(self.args, spec.arguments, strict=True):
-            self.inv += [a.base_data, a.offset] if isinstance(t, VectorArg) else [a]
-        self.res = cla.empty(self.queue, (), spec.dtype_result)
-        self._app_queue: cl.CommandQueue | None = None
-        # the full input, and an odd-sized slice from element 1 (tails, offsets)
-        tail = (1, self.n - 1) if self.n > 3 else (0, self.n)
-        self.ranges = tuple(dict.fromkeys(((0, self.n), tail)))
-        try:
-            self.refs: list[Any] | None = [target.reference(self.args, lo, hi)
-                                           for lo, hi in self.ranges]
-        except NoReference:
-            if not target.answers_optional:
-                raise
-            self.refs = None
-
-    def run(self, la: ExprLauncher, queue: cl.CommandQueue | None = None) -> list[cl.Event]:
-        return la.enqueue(queue or self.queue, self.inv, 0, 1, self.n, self.res.base_data,
-                          self.res.offset)
-
-    def validate(self, la: ExprLauncher, max_rel_error: float | None) -> tuple[str, float]:
-        """('' or why not, largest relative error seen) against the reference."""
-        dt = self.target.spec.dtype_result
-        worst = 0.0
-        if self.refs is None:  # vetting a kernel without a reference: it must run, that is all
-            for lo, hi in self.ranges:
-                la.enqueue(self.queue, self.inv, lo, 1, hi - lo, self.res.base_data,
-                           self.res.offset)
-            self.res.get()
-            return "", worst
-        for (lo, hi), ref in zip(self.ranges, self.refs, strict=True):
-            la.enqueue(self.queue, self.inv, lo, 1, hi - lo, self.res.base_data,
-                       self.res.offset)
-            got = self.res.get()
-            why = _close(got, ref, dt, self.target.rtol(la, hi - lo))
-            if why:
-                return f"n={hi - lo}: {why}", math.inf
-            if dt.kind == "f" and np.isfinite(ref) and ref != 0:
-                worst = max(worst, abs(float(got) - float(ref)) / abs(float(ref)))
-        if max_rel_error is not None and worst > max_rel_error:
-            return f"error {worst:.3g} > --max-rel-error {max_rel_error:.3g}", worst
-        return "", worst
 
 
 @dataclass
@@ -265,7 +175,8 @@ class ExprTarget(Target):
             raise NoReference("a kernel with finish_expr needs a `reference` to be tuned")
         if self._pyopencl_ref is None:
             from pyopencl.reduction import (
-                ReductionKernel as PyopenclReductionKernel,  # lazy: pyopencl's reduction module, only for a finish_expr reference
+                # lazy: pyopencl's reduction module, only for a finish_expr reference
+                ReductionKernel as PyopenclReductionKernel,
             )
 
             s = self.spec

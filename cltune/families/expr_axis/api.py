@@ -16,15 +16,12 @@ validated `AxisExprConfig`.
 from __future__ import annotations
 
 import builtins
-import hashlib
 import threading
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.tools import VectorArg
@@ -38,112 +35,19 @@ from cltune.core.shapes import (
     geometry,
     view_key,
 )
-from cltune.device.info import DeviceInfo
 from cltune.device.select import info_for
-from cltune.families.expr_axis.config import AxisExprConfig, AxisPlan, axis_plan, choose
+from cltune.families.expr_axis.config import AxisExprConfig
+from cltune.families.expr_axis.defaults import choose, heuristic_build
 from cltune.families.expr_axis.family import NAME
+from cltune.families.expr_axis.kernel import AxisBuilt, build, template_hash
+from cltune.families.expr_axis.launch import AxisPlan, AxisScratch, axis_plan, enqueue
 from cltune.families.expr_axis.serve import AxisChoices, AxisTuned, resolve
 from cltune.isolation.vetting import NoConfigRuns, verdict
-from cltune.opencl.build import BuildError, check_limits, compile_program
+from cltune.opencl.build import BuildError
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.expression import ExprSpec
-from cltune.opencl.sources import kernel_file
 
-
-@lru_cache(maxsize=1)
-def axis_template() -> str:
-    return kernel_file("expr_axis.cl")
-
-
-def template_hash() -> str:
-    """The skeleton's hash (stored with every tuned result of the family)."""
-    return hashlib.sha256(axis_template().encode()).hexdigest()[:16]
-
-
-def axis_source(spec: ExprSpec, fp64: bool) -> str:
-    """The application's prelude followed by the axis skeleton."""
-    return spec.prelude(fp64) + axis_template()
-
-
-def build_options(cfg: AxisExprConfig) -> list[str]:
-    """The `-D` options of a build: integers from a validated config only."""
-    if not isinstance(cfg, AxisExprConfig):
-        raise TypeError("build_options takes a validated AxisExprConfig")
-    return [f"-D{k}={int(v)}" for k, v in cfg.defines().items()]
-
-
-@dataclass(frozen=True)
-class AxisBuilt:
-    """A config and its program's kernels. Configs that differ only in launch parameters
-    share the kernels, and so their lock: kernel arguments are shared state."""
-
-    config: AxisExprConfig
-    stage1: cl.Kernel
-    stage2: cl.Kernel
-    lock: Any = field(default_factory=threading.Lock, compare=False, repr=False)
-
-
-_builds: ContextCache[AxisBuilt] = ContextCache()
 _reducers: ContextCache[AxisReducer] = ContextCache()
-
-
-def build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec,
-          cfg: AxisExprConfig) -> AxisBuilt:
-    """Build (or fetch from the context's cache) `cfg` of `spec` for `dev`; BuildError
-    when it does not build or breaks the kernel's limits. Configs that differ only in launch
-    parameters share a program."""
-    key = (dev.int_ptr, spec, tuple(cfg.defines().items()))
-    hit = _builds.get(ctx, key, lambda: _build(ctx, dev, info, spec, cfg))
-    return hit if hit.config == cfg else AxisBuilt(cfg, hit.stage1, hit.stage2, hit.lock)
-
-
-def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec,
-           cfg: AxisExprConfig) -> AxisBuilt:
-    prg = compile_program(ctx, dev, axis_source(spec, info.fp64),
-                          [*build_options(cfg), *spec.options])
-    s1, s2 = prg.clt_axis_stage1, prg.clt_axis_stage2
-    user = spec.scalar_arg_dtypes()
-    tail = [np.int64, np.int64, np.int64, np.int64, None, None, np.int64]
-    s1.set_scalar_arg_dtypes([*user, *tail])
-    s2.set_scalar_arg_dtypes([*user, *tail])
-    for k in (s1, s2):
-        check_limits(k, dev, info, cfg.wg)
-    return AxisBuilt(cfg, s1, s2)
-
-
-def _smaller(cfg: AxisExprConfig) -> AxisExprConfig | None:
-    """The same layout with half the work-group (for kernels whose limit is lower)."""
-    if cfg.wg == 1:
-        return None
-    wg = cfg.wg // 2
-    return AxisExprConfig(cfg.layout, wg, min(cfg.lanes, wg), cfg.items, cfg.strip,
-                          cfg.groups_per_cu)
-
-
-def heuristic_build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec,
-                    outer: int, r: int, inner: int) -> AxisBuilt:
-    """The build of `choose`'s config for the shape, its work-group halved while the
-    kernel's limits refuse it (BuildError when the expression itself does not build)."""
-    cfg: AxisExprConfig | None = choose(info, outer, r, inner, spec.dtype_out.itemsize)
-    while True:
-        assert cfg is not None
-        try:
-            return build(ctx, dev, info, spec, cfg)
-        except BuildError as e:
-            cfg = _smaller(cfg) if "exceeds" in str(e) or "local memory" in str(e) else None
-            if cfg is None:
-                raise
-
-
-class _Scratch:
-    __slots__ = ("partials", "capacity", "last", "in_order")
-
-    def __init__(self, ctx: cl.Context, queue: cl.CommandQueue) -> None:
-        self.partials = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 64)
-        self.capacity = 64
-        self.last: cl.Event | None = None
-        ooo = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
-        self.in_order = not (queue.properties & ooo)
 
 
 @dataclass(frozen=True)
@@ -173,7 +77,7 @@ class AxisReducer:
         self._choices: dict[str, AxisChoices] = {}
         self._plans: dict[tuple[int, int, int], tuple[AxisBuilt, AxisPlan]] = {}
         self._picks: dict[tuple[int, int, int], AxisPick] = {}
-        self._scratch: dict[int, _Scratch] = {}
+        self._scratch: dict[int, AxisScratch] = {}
         self._lock = threading.Lock()
 
     def choices(self, layout: str) -> AxisChoices:
@@ -274,28 +178,12 @@ class AxisReducer:
                res_off: int, wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
         """`enqueue` with a given build and plan (the tuner, tests and experiments pick
         their own)."""
-        wg = b.config.wg
         with self._lock, b.lock:
             s = self._scratch.get(queue.int_ptr)
             if s is None:
-                s = self._scratch[queue.int_ptr] = _Scratch(self.ctx, queue)
-            if p.split > 1:
-                need = p.split * outer * inner * self._item
-                if s.capacity < need:
-                    s.partials = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, need)
-                    s.capacity = need
-            if not s.in_order and s.last is not None:
-                wait_for = [*(wait_for or ()), s.last]
-            ev = b.stage1(queue, (p.groups * wg, p.split), (wg, 1), *user_args, r, outer, inner,
-                          p.chunk, s.partials, res, res_off, wait_for=wait_for)
-            evs = [ev]
-            if p.split > 1:
-                n2 = -(-(outer * inner) // wg) * wg
-                evs.append(b.stage2(queue, (n2,), (wg,), *user_args, r, outer, inner, p.split,
-                                    s.partials, res, res_off,
-                                    wait_for=None if s.in_order else [ev]))
-            s.last = evs[-1]
-            return evs
+                s = self._scratch[queue.int_ptr] = AxisScratch(self.ctx, queue)
+            return enqueue(queue, s, b, p, user_args, outer, r, inner, res, res_off,
+                           self._item, wait_for)
 
 
 def axis_reducer(ctx: cl.Context, dev: cl.Device, spec: ExprSpec,

@@ -18,10 +18,10 @@ An `AxisExprConfig` is checked on creation, so only known names with allowed val
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from cltune.core.config import ConfigError, MappedConfig
-from cltune.core.pow2 import is_pow2, pow2_at_least, pow2_at_most
+from cltune.core.pow2 import is_pow2
 
 LAYOUTS = ("rows", "cols")
 MAX_WG = 1024
@@ -37,9 +37,6 @@ MIN_ROWS_PER_ITEM = 64
 
 class AxisExprConfigError(ConfigError):
     """A config value that is not allowed; the message names the field."""
-
-
-
 
 
 @dataclass(frozen=True)
@@ -98,80 +95,3 @@ class AxisExprConfig(MappedConfig):
                 "CLT_AX_STRIP": self.strip}
 
 
-#: CPU columns: a work-item's accumulators (strip x items) are kept within this many bytes
-#: (more spill: var's 32-byte accumulators at items=2 ran 1.3-3x slower on both CPU runtimes)
-CPU_ACC_BYTES = 256
-#: accumulator bytes per lane of a GPU rows config (registers; more spill)
-GPU_ACC_BYTES = 64
-
-
-def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8) -> AxisExprConfig:
-    """The config for reducing (outer, r, inner) along r on a device (`type`, `max_wg`) with
-    accumulators of `acc_size` bytes; measured on two CPU runtimes (Intel's, PoCL).
-
-    CPUs run a work-group on one core. Rows get a work-item per row reading it in order, with
-    1 accumulator for rows shorter than 64, 2 up to 1023, then 4 (independent chains; a short
-    row has no room for more); 8 rows a group, 16 for 16-byte accumulators (an index and a
-    value: argmin/argmax): on Intel's runtime argmax ran 3-7x faster with 16 and mean/norm
-    4-8x faster with 8 (PoCL: within 10% either way). Columns get a work-item per strip of 16
-    neighbouring outputs that folds row after row into the strip's accumulators, so every
-    cache line is read once and in order (one work-item per column reads each line 16 times:
-    7-10x slower) and the strip's loads are contiguous; 2 accumulators per output while the
-    strip's stay within CPU_ACC_BYTES. Long axes are split over groups by `axis_plan`.
-
-    GPUs: rows get a lane per 16 elements up to 256 (neighbouring lanes read neighbouring
-    elements; short rows a work-item each, 256 a group) and up to 4 accumulators of at most
-    GPU_ACC_BYTES together; columns get up to 256 neighbouring columns a
-    group (coalesced) and the rest of the group's 256 work-items along the axis."""
-    cpu = getattr(info, "type", "gpu") == "cpu"
-    cap = pow2_at_most(min(int(info.max_wg), MAX_WG))
-    items = 1 if r < 64 else 2 if r < 1024 else 4
-    if inner == 1:
-        if cpu:  # 16-byte accumulators are argmin/argmax's (index, value): see above
-            return AxisExprConfig("rows", min(cap, 16 if acc_size == 16 else 8), 1, items)
-        wg = min(cap, 256)
-        # a lane per 16 elements (the plain axis sums tuned on the H200: rows of 16 and of 4
-        # one work-item each, of 64 8 lanes, of 256 16), 64 bytes of accumulators a lane
-        items = max(1, min(4, GPU_ACC_BYTES // max(1, acc_size)))
-        lanes = min(wg, pow2_at_most(max(1, r // 16)))
-        return AxisExprConfig("rows", wg, lanes, items)
-    if cpu:
-        strip = min(16, pow2_at_most(inner))
-        items = 2 if r >= 2 and strip * 2 * acc_size <= CPU_ACC_BYTES else 1
-        return AxisExprConfig("cols", min(cap, 8), 1, items, strip)
-    wg = min(cap, 256)
-    cols = min(wg, pow2_at_least(inner))
-    lanes = wg // cols
-    while lanes > 1 and lanes * items > max(1, r):
-        lanes //= 2
-    return AxisExprConfig("cols", cols * lanes, lanes, items)
-
-
-@dataclass(frozen=True)
-class AxisPlan:
-    """The launch of one call: `groups` work-groups across outputs, `split` along the axis
-    (each `chunk` rows; split > 1 adds the combining second kernel)."""
-
-    groups: int
-    split: int
-    chunk: int
-
-
-def axis_plan(cfg: AxisExprConfig, compute_units: int, outer: int, r: int,
-              inner: int) -> AxisPlan:
-    """Groups across the outputs; when they are fewer than cfg.groups_per_cu per compute
-    unit, the axis is split over groups too, as long as every work-item keeps
-    MIN_ROWS_PER_ITEM rows or more."""
-    outputs = outer * inner
-    groups = max(1, -(-outputs // cfg.outputs_per_group))
-    want = cfg.groups_per_cu * max(1, compute_units)
-    split = 1
-    if groups < want and r > 0:
-        per_group = cfg.lanes * cfg.items * MIN_ROWS_PER_ITEM  # the fewest rows worth a group
-        split = max(1, min(-(-want // groups), r // per_group))
-    chunk = -(-r // split) if r else 0
-    if split > 1:
-        block = cfg.lanes * cfg.items
-        chunk = -(-chunk // block) * block
-        split = -(-r // chunk)
-    return AxisPlan(groups, split, chunk)

@@ -21,8 +21,10 @@ import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.tools import VectorArg
 
-from cltune.families.expr_axis.api import AxisBuilt, build, heuristic_build
-from cltune.families.expr_axis.config import AxisExprConfig, AxisPlan, axis_plan
+from cltune.families.expr_axis.config import AxisExprConfig
+from cltune.families.expr_axis.defaults import heuristic_build
+from cltune.families.expr_axis.kernel import AxisBuilt, build
+from cltune.families.expr_axis.launch import AxisPlan, axis_plan
 from cltune.opencl.expression import ExprSpec
 from cltune.opencl.measure import Timed
 

@@ -24,7 +24,7 @@ from cltune.core.space import LayoutSpace
 from cltune.device.info import DeviceInfo
 from cltune.families.base import Target
 from cltune.families.expr_axis import family as fam
-from cltune.families.expr_axis.api import AxisReducer, template_hash
+from cltune.families.expr_axis.api import AxisReducer
 from cltune.families.expr_axis.config import (
     GROUPS_PER_CU,
     GROUPS_PER_CU_VALUES,
@@ -32,9 +32,10 @@ from cltune.families.expr_axis.config import (
     MAX_WG,
     STRIPS,
     AxisExprConfig,
-    axis_plan,
-    choose,
 )
+from cltune.families.expr_axis.defaults import choose
+from cltune.families.expr_axis.kernel import template_hash
+from cltune.families.expr_axis.launch import axis_plan
 from cltune.families.expr_axis.reference import AxisLaunch, ExprAxisBench, View
 from cltune.opencl.expression import LOCAL_RESERVE, ExprSpec
 

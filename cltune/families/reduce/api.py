@@ -256,7 +256,8 @@ class Reducer:
                     self._last = ev
                     return out
         if axis is not None or keepdims:
-            return _axis().reduce_axis(self, x, y, axis, keepdims, queue or self.queue, out, wait_for)
+            return _axis().reduce_axis(self, x, y, axis, keepdims, queue or self.queue, out,
+                                       wait_for)
         return self._call(x, y, queue=queue, out=out, wait_for=wait_for)
 
     def segments(self, x: Any, offsets: Any, initial: Any = None, *,
@@ -268,7 +269,8 @@ class Reducer:
         ones give it, else the identity). Bounds are checked on the device; the check is read
         back the first time an offsets array is used, always with check=True, never with
         check=False (see cltune.families.axis.api.reduce_segments)."""
-        return _axis().reduce_segments(self, x, offsets, initial, queue or self.queue, out, wait_for,
+        return _axis().reduce_segments(self, x, offsets, initial, queue or self.queue, out,
+                                       wait_for,
                                check)
 
     def _call(self, x: Any, y: Any = None, *, queue: cl.CommandQueue | None = None,

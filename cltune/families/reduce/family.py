@@ -33,8 +33,10 @@ def _parse_config(m: Mapping[str, object]) -> Config:
     return Config.from_mapping(m)
 
 
-FAMILY = Family(NAME, _parse_config, reason_of(spec_of), reason_of(class_bucket), kernel="reduce.cl",
+FAMILY = Family(NAME, _parse_config, reason_of(spec_of), reason_of(class_bucket),
+                kernel="reduce.cl",
                 interface="cltune.families.reduce.kernel",
                 reference="cltune.families.reduce.reference",
-                target="cltune.families.reduce.target:ReduceTarget", api="cltune.families.reduce.api",
+                target="cltune.families.reduce.target:ReduceTarget",
+                api="cltune.families.reduce.api",
                 untuned="cltune.families.reduce.defaults:untuned")

@@ -84,7 +84,8 @@ class ReduceTarget(Target):
 
     def seeds(self, known_rows: Iterable[object], bucket: int,
               previous: Config | None) -> list[dict]:
-        """Starting points (cltune.families.reduce.seeds): what the fallback chain knows for this size class,
+        """Starting points (cltune.families.reduce.seeds): what the fallback chain knows for this
+        size class,
         the previous size class's winner, the builtin config."""
         return seed_params(self.space, [known_config(known_rows, bucket), previous,
                                         builtin_config(self.info, self.spec)])
