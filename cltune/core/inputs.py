@@ -1,11 +1,13 @@
 """Validation inputs and verdicts every family shares: `make_input` (the same random values for
 the same (op, dtype, n, seed): floats of mixed signs, integers across their range) and
-`Check` (a validation's verdict and measured error)."""
+`Check` (a validation's verdict and measured error), and `close` (results against a host
+reference of any numpy dtype, structs field by field)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -59,3 +61,35 @@ def _make_input(spec: OpSpec, n: int, seed: int) -> list[np.ndarray]:
             out.append(rng.integers(lo, hi, n, dtype=dt, endpoint=True))
         rng = np.random.default_rng(seed + n + 7919 * (k + 1))
     return out
+
+
+def close(got: Any, want: Any, dt: np.dtype, rtol: float) -> str:
+    """'' when every output matches: floats within rtol of the largest |want| (NaN and inf
+    where want has them), everything else exactly; else the first mismatch."""
+    if dt.names:
+        for name in dt.names:
+            why = close(got[name], want[name], dt.fields[name][0], rtol)
+            if why:
+                return f"{name}: {why}"
+        return ""
+    g = np.asarray(got).astype(dt).reshape(-1)
+    w = np.asarray(want).astype(dt).reshape(-1)
+    if dt.kind not in "fc":
+        bad = np.flatnonzero(g != w)
+        return f"output {bad[0]}: {g[bad[0]]} != {w[bad[0]]}" if bad.size else ""
+    wide = np.complex128 if dt.kind == "c" else np.float64
+    g64, w64 = g.astype(wide), w.astype(wide)
+    fin = np.isfinite(w64)
+    special = np.flatnonzero(~fin & ~((np.isnan(g64) & np.isnan(w64)) | (g64 == w64)))
+    if special.size:
+        i = special[0]
+        return f"output {i}: {g[i]} != {w[i]}"
+    err = np.where(fin, np.abs(g64 - np.where(fin, w64, 0)), 0.0)
+    err[fin & ~np.isfinite(g64)] = np.inf
+    scale = float(np.max(np.abs(w64[fin]), initial=0.0))
+    bad = np.flatnonzero((err > rtol * scale) & (err > np.finfo(dt).tiny))
+    if bad.size:
+        i = bad[np.argmax(err[bad])]
+        return (f"output {i}: {g[i]} != {w[i]} (error {err[i]:.3g} > {rtol:.3g} x "
+                f"{scale:.3g})")
+    return ""

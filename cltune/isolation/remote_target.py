@@ -5,7 +5,7 @@ crashes or hangs is a failed evaluation with its reason, never the end of the ca
 The caller keeps its own target for what needs no kernel (suggestions, seeds, keys), with the
 space the worker made (`space()`: the 1-D family's needs probe builds); `RemoteTarget` stands
 for the same target inside the worker: made there from the same family, variant and options
-(`worker_codec` carries an application's kernel object over), opened again after the worker
+(`isolation.codec` carries an application's kernel object over), opened again after the worker
 was restarted.
 
 Deadlines: a request may take `worker.deadline_floor()` seconds (20 by default,

@@ -87,6 +87,6 @@ class Bench(Timed):
 
     def run(self, launcher: Any, queue: cl.CommandQueue | None = None) -> list[cl.Event]:
         """One reduction of the input on `queue` (default: the profiling queue); a family's
-        bench with another launch signature overrides this (axis_target.AxisBench)."""
+        bench with another launch signature overrides this (the axis family's AxisBench)."""
         y = self.bufs[1] if len(self.bufs) > 1 else None
         return launcher.enqueue(queue or self.queue, self.bufs[0], 0, self.n, self.out, y=y)

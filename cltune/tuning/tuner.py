@@ -1,13 +1,14 @@
 """Optuna studies per (device, kernel family, variant, size class).
 
 A trial samples a config, rejects infeasible points before compiling, builds, validates against
-the host reference (a failure is recorded with its reason and never counts) and only then times.
-At the end of a size class the best few are re-measured side by side and the winner is stored.
+the host reference (a failure is recorded with its reason and never counts) and only then
+times. At the end of a size class the best few are re-measured side by side and the winner is
+stored.
 
 The tuner knows no family's internals: it drives a *target* (for the 1-D reduction
-`reduce_target.ReduceTarget`, made from the family descriptor by `targets.make_target`) through
-its space, `suggest`, `config_of`, `seeds`, `bench`, `launcher` and `evaluate`.
-"""
+`families/reduce/target.ReduceTarget`, made from the family descriptor by
+`families.base.make_target`) through its space, `suggest`, `config_of`, `seeds`, `bench`,
+`launcher` and `evaluate`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The axis family's tuning target: one variant (`op/dtype/rows|cols|segs`) on one device, with
-the methods the tuner and `cltune verify` use (see reduce_target.py for the 1-D family).
+the methods the tuner and `cltune verify` use (see families/reduce/target.py for the 1-D family).
 
 Size keys are (a, b) pairs (axis_family): the tuning input of a class is a random array of
 2^a x 2^b elements (rows: 2^a rows of 2^b; cols: 2^a rows reduced, 2^b kept; segments: 2^a
@@ -187,7 +187,7 @@ class AxisTarget(Target):
 
 
     def builtin_for(self, key: tuple[int, int]) -> AxisConfig | None:
-        """What an untuned device runs for this class (axis_defaults), if in this space."""
+        """What an untuned device runs for this class (axis/defaults.py), if in this space."""
         cfg = builtin_axis_config(self.info, self.kind, 1 << key[0], 1 << key[1],
                                   self.spec.vector_element_bytes)
         return cfg if self._params(cfg) is not None else None

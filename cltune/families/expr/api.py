@@ -3,7 +3,8 @@
 Same constructor and call convention as `pyopencl.reduction.ReductionKernel`, so code switches
 by changing the import. Which config serves a call comes from the tuning database (this
 expression's fingerprint), else is derived from the device's tuned plain sum, else from its
-limits (`expr_choice.py`); `knl.explain(n)` says which and why. `knl.tune(...)` tunes it.
+limits (`expr/serve.py`, `expr/defaults.py`); `knl.explain(n)` says which and why.
+`knl.tune(...)` tunes it.
 
 Trust: the expressions, preamble and options are the application's code and are compiled as
 given (as pyopencl does). The database holds only their fingerprint and configs.
@@ -181,7 +182,7 @@ class ReductionKernel:
         for dev in ctx.devices:
             self._state(dev).launcher_for(1)
 
-    #: per-process state that never crosses to the evaluation worker (worker_codec)
+    #: per-process state that never crosses to the evaluation worker (isolation.codec)
     _LOCAL_STATE = ("_states", "_lock", "_pool", "_queues", "background", "background_axes",
                     "background_error")
 

@@ -40,7 +40,7 @@ def template_hash() -> str:
 class ExprBuilt:
     """The kernels of one build, shared by every launcher of the same (context, device, spec,
     config): their arguments are shared state, so launches take `lock`, and `owner` names the
-    prepared launch that set each kernel's arguments last (expr_launch)."""
+    prepared launch that set each kernel's arguments last (expr/launch.py)."""
 
     config: ExprConfig
     unit_step: bool

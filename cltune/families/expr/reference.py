@@ -12,6 +12,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.tools import VectorArg
 
+from cltune.core.inputs import close
 from cltune.families.expr.launch import ExprLauncher
 from cltune.opencl.measure import Timed
 
@@ -21,31 +22,6 @@ class NoReference(ValueError):
 
 
 # ---- validation -----------------------------------------------------------------------------
-def close(got: Any, ref: Any, dt: np.dtype, rtol: float) -> str:
-    """'' when got matches ref (floats within rtol of |ref|, NaN where ref is NaN; others
-    exactly), else a description of the mismatch."""
-    if dt.names:
-        for name in dt.names:
-            why = close(got[name], ref[name], dt.fields[name][0], rtol)
-            if why:
-                return f"{name}: {why}"
-        return ""
-    g, r = np.asarray(got).astype(dt), np.asarray(ref).astype(dt)
-    if dt.kind in "fc":
-        g64, r64 = g.astype(np.complex128 if dt.kind == "c" else np.float64), \
-            r.astype(np.complex128 if dt.kind == "c" else np.float64)
-        if np.isnan(r64).any() or np.isnan(g64).any():
-            return "" if (np.isnan(r64) == np.isnan(g64)).all() else f"{g} != {r} (NaN)"
-        if np.isinf(r64).any() or np.isinf(g64).any():
-            return "" if (g64 == r64).all() else f"{g} != {r} (inf)"
-        err = float(np.max(np.abs(g64 - r64)))
-        scale = float(np.max(np.abs(r64)))
-        if err <= rtol * scale or err <= np.finfo(dt).tiny:
-            return ""
-        return f"{g} != {r} (relative error {err / max(scale, 1e-300):.3g} > {rtol:.3g})"
-    return "" if (g == r).all() else f"{g} != {r}"
-
-
 class ExprBench(Timed):
     """One size class's input on the device, its reference results, and timing."""
 

@@ -1,11 +1,11 @@
 """One custom expression (`cltune.ReductionKernel`) on one device, as the tuner sees a kernel
-family (the same methods as `reduce_target.ReduceTarget`): a space, configs from trials and
-stored mappings, launchers, a benchmark input per size class with its host reference, one
-evaluate call (check -> build -> validate -> time), starting points, result keys.
+family (a `families.base.Target`, like the 1-D family's `ReduceTarget`): a space, configs from
+trials and stored mappings, launchers, a benchmark input per size class with its host
+reference, one evaluate call (check -> build -> validate -> time), starting points, result
+keys.
 
-The reference of a custom expression is pyopencl's own ReductionKernel on the same arguments;
-a kernel with a `reference` (cltune.stats.api: numpy in float64) uses that instead.
-"""
+The reference of a custom expression is pyopencl's own ReductionKernel on the same arguments; a
+kernel with a `reference` (cltune.stats.api: numpy in float64) uses that instead."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@ the builds of kernels/expr_axis.cl (cached per context) and their launches.
 
 The input is viewed as (outer, r, inner) in memory order (see `cltune.core.shapes.geometry`)
 and every one of the outer * inner outputs is reduced over r. The config of a shape comes
-from the fallback chain of `expr_axis_choice` (this expression's tuned size class nearest to
-the shape, else `expr_axis_config.choose`'s heuristic); the application's expressions are
+from the fallback chain of `expr_axis/serve.py` (this expression's tuned size class nearest to
+the shape, else `expr_axis/defaults.choose`'s heuristic); the application's expressions are
 compiled as given, the config reaches the compiler only as integer `-D` values of a
 validated `AxisExprConfig`.
 

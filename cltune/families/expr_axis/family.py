@@ -10,7 +10,7 @@ elements). A shape is served by the tuned class nearest to it (shapes.nearest).
 The database never holds an expression: only the fingerprint and configs (name -> value).
 
     >>> v = variant("0123456789abcdef01234567", "cols")
-    >>> FAMILY.check_variant(v), EXPR_AXIS.check_size_class("2^20x2^4")
+    >>> FAMILY.check_variant(v), FAMILY.check_size_class("2^20x2^4")
     ('', '')
     >>> view_key(1, 1 << 20, 16)
     ('cols', (20.0, 4.0))
@@ -60,6 +60,6 @@ def parse_config(m: Mapping[str, object]) -> AxisExprConfig:
 
 FAMILY = Family(NAME, parse_config, reason_of(split_variant), reason_of(shape_key_of),
                    kernel="expr_axis.cl", interface="cltune.families.expr_axis.api",
-                   reference="cltune.families.expr_axis.target",
+                   reference="cltune.families.expr_axis.reference",
                    target="cltune.families.expr_axis.target:ExprAxisTarget",
                 api="cltune.families.expr_axis.api")

@@ -1,6 +1,6 @@
 """The tuning input of the `expr_axis` family (expression reductions along an axis): one size
 class's view of the sample arguments on the device, the outputs every config must give, and
-timing (see expr_axis_target.py for the target that drives it).
+timing (see expr_axis/target.py for the target that drives it).
 
 Expected outputs: the heuristic config's, every one of them, and at a sample of outputs
 (first, last and spread between) the kernel's host `reference` applied along the axis
@@ -21,6 +21,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.tools import VectorArg
 
+from cltune.core.inputs import close
 from cltune.families.expr_axis.config import AxisExprConfig
 from cltune.families.expr_axis.defaults import heuristic_build
 from cltune.families.expr_axis.kernel import AxisBuilt, build
@@ -35,38 +36,6 @@ View = tuple[int, int, int]
 
 
 # ---- validation ------------------------------------------------------------------------------
-def close(got: Any, want: Any, dt: np.dtype, rtol: float) -> str:
-    """'' when every output matches: floats within rtol of the largest |want| (NaN and inf
-    where want has them), everything else exactly; else the first mismatch."""
-    if dt.names:
-        for name in dt.names:
-            why = close(got[name], want[name], dt.fields[name][0], rtol)
-            if why:
-                return f"{name}: {why}"
-        return ""
-    g = np.asarray(got).astype(dt).reshape(-1)
-    w = np.asarray(want).astype(dt).reshape(-1)
-    if dt.kind not in "fc":
-        bad = np.flatnonzero(g != w)
-        return f"output {bad[0]}: {g[bad[0]]} != {w[bad[0]]}" if bad.size else ""
-    wide = np.complex128 if dt.kind == "c" else np.float64
-    g64, w64 = g.astype(wide), w.astype(wide)
-    fin = np.isfinite(w64)
-    special = np.flatnonzero(~fin & ~((np.isnan(g64) & np.isnan(w64)) | (g64 == w64)))
-    if special.size:
-        i = special[0]
-        return f"output {i}: {g[i]} != {w[i]}"
-    err = np.where(fin, np.abs(g64 - np.where(fin, w64, 0)), 0.0)
-    err[fin & ~np.isfinite(g64)] = np.inf
-    scale = float(np.max(np.abs(w64[fin]), initial=0.0))
-    bad = np.flatnonzero((err > rtol * scale) & (err > np.finfo(dt).tiny))
-    if bad.size:
-        i = bad[np.argmax(err[bad])]
-        return (f"output {i}: {g[i]} != {w[i]} (error {err[i]:.3g} > {rtol:.3g} x "
-                f"{scale:.3g})")
-    return ""
-
-
 # ---- the input of a size class ------------------------------------------------------------
 def awkward(view: View) -> View | None:
     """A view over at most the same elements with odd lengths (tails everywhere); for cols,

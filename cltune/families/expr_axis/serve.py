@@ -5,7 +5,7 @@ The chain (every answer names its level):
   exact / driver-changed / same-device / shipped / vendor-default
            this expression's fingerprint tuned for this layout (tuning_db/lookup.py's chain,
            family `expr_axis`); a shape is served by the nearest tuned size class
-  builtin  nothing known: `expr_axis_config.choose`'s heuristic for the shape
+  builtin  nothing known: `expr_axis/defaults.choose`'s heuristic for the shape
 
 Stored configs go through `AxisExprConfig.from_mapping` and must be of the variant's layout;
 one that does not validate is skipped with a warning, never compiled. The runtime never

@@ -1,10 +1,10 @@
 """An expression reduction along an axis (`cltune.ReductionKernel` run by kernels/expr_axis.cl,
 cltune.stats.api' `axis=`) as the tuner sees a kernel family: variant `<fingerprint>/<layout>`,
-size classes `2^ax2^b` (expr_axis_family); a space per device, configs from trials and stored
+size classes `2^ax2^b` (core.shapes); a space per device, configs from trials and stored
 mappings (always through `AxisExprConfig`'s validation), a bench per size class
-(expr_axis_bench: validated against the kernel's reference and the heuristic's outputs),
+(expr_axis/reference.py: validated against the kernel's reference and the heuristic's outputs),
 one evaluate call (check -> build -> validate -> time), starting points, and the heuristic
-(`expr_axis_config.choose`) as the builtin config that competes in every run.
+(`expr_axis/defaults.choose`) as the builtin config that competes in every run.
 
 `tune_along` is the library side of `knl.tune(x, axis=k)`.
 """

@@ -47,7 +47,7 @@ class _Engine:
     def __init__(self, ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec,
                  db: str | None) -> None:
         self.ctx, self.dev, self.info, self.spec = ctx, dev, info, spec
-        self.db = db  # the axis family's engine (axis_runtime) reads the same database
+        self.db = db  # the axis family's engine (axis/serve.py) reads the same database
         self.level, self.why, self.choices = load_choices(info, spec, db)
         self.buckets = sorted(c.bucket for c in self.choices if c.bucket is not None)
         self._launchers: dict[Config, Launcher] = {}
@@ -209,7 +209,7 @@ class Reducer:
     def explain(self, n: Any, axis: Any = None, order: str = "C") -> Any:
         """What serves a reduction of n elements (an `Explanation`), or with a shape tuple and
         `axis`, what serves `r(x, axis=axis)` for an array of that shape and memory order
-        (an `axis_runtime.AxisExplanation`): config, tuned class and fallback level."""
+        (an `AxisExplanation` of the axis family): config, tuned class and fallback level."""
         if isinstance(n, tuple):
             return _axis().explain_axis(self, n, tuple(range(len(n))) if axis is None else axis,
                                 order)

@@ -46,7 +46,7 @@ class Prepared:
 
     __slots__ = ("built", "stage1", "stage2", "scratch", "gsize", "lsize", "args1", "args2",
                  "idx", "slots", "owners", "ix", "iout", "xoff")
-    # args1 / args2: the current argument values, in the order of reduce_kernel's slots
+    # args1 / args2: the current argument values, in the order of reduce/kernel.py's slots
 
     def __init__(self, built: Built, stage2: bool, scratch: Scratch, gsize: tuple[int],
                  lsize: tuple[int], args1: list, args2: list | None, idx: type,

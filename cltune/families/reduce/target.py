@@ -1,10 +1,10 @@
-"""The 1-D reduction of one variant (op/dtype) on one device, as the tuner and `cltune verify`
-see any kernel family: a space to sample, configs from trials and from stored mappings,
-launchers, benchmark inputs per size class, one evaluate call, starting points, result keys.
+"""The 1-D reduction of one variant (op/dtype) on one device, as the tuner and `cltune verify` see
+any kernel family: a space to sample, configs from trials and from stored mappings, launchers,
+benchmark inputs per size class, one evaluate call, starting points, result keys.
 
-The tuner (`tuner.py`) and the re-verification (`reverify.py`) use only these methods; another
-family provides an object with the same ones (`family.Family.target` names its factory).
-"""
+The tuner (`tuning/tuner.py`) and the re-verification (`tuning/reverify.py`) use only these
+methods; another family provides an object with the same ones (`family.Family.target` names its
+factory)."""
 
 from __future__ import annotations
 
