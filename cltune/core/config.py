@@ -60,6 +60,18 @@ class MappedConfig:
         blob = json.dumps(self.to_dict(), sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """The field types, then the type's own rules (`check`); raises `error` naming the
+        field. Run on creation, and again where a config becomes build options."""
+        self._check_types()
+        self.check()
+
+    def check(self) -> None:
+        """The type's own rules on its fields (values, and how they couple)."""
+
     def _check_types(self) -> None:
         for f in fields(self):  # type: ignore[arg-type]
             v = getattr(self, f.name)

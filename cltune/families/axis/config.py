@@ -52,11 +52,7 @@ class AxisConfig(MappedConfig):
     lockstep: int = 0
     stream: int = 0
 
-    def __post_init__(self) -> None:
-        self.check()
-
     def check(self) -> None:
-        self._check_types()
         if not (is_pow2(self.wg) and self.wg <= MAX_WG):
             raise AxisConfigError(f"wg: {self.wg} is not a power of two in 1..{MAX_WG}")
         if (self.lanes > 0) == (self.cols > 0):

@@ -94,7 +94,7 @@ def build_defines(spec: OpSpec, cfg: AxisConfig, *, index64: bool,
     """The `-D` options of a build: produced here only, from validated values only."""
     if not isinstance(cfg, AxisConfig) or not isinstance(spec, OpSpec):
         raise TypeError("build_defines takes a validated OpSpec and AxisConfig")
-    cfg.check()  # frozen, but re-checked: this is the door to the compiler
+    cfg.validate()  # frozen, but re-checked: this is the door to the compiler
     defs = {
         **op_defines(spec),
         "CLT_NO_1D": 1,

@@ -51,11 +51,7 @@ class ExprConfig(MappedConfig):
     groups_per_cu: int = 8
     passes: int = 2
 
-    def __post_init__(self) -> None:
-        self._check()
-
-    def _check(self) -> None:
-        self._check_types()
+    def check(self) -> None:
         if self.layout not in LAYOUTS:
             raise ExprConfigError(f"layout: {self.layout!r:.40} is not one of {LAYOUTS}")
         if not (0 < self.wg <= MAX_WG and self.wg & (self.wg - 1) == 0):
@@ -74,6 +70,6 @@ class ExprConfig(MappedConfig):
 
     def defines(self) -> dict[str, int]:
         """The `-D` values of kernels/expr.cl: integers only, from checked fields only."""
-        self._check()  # frozen, but this is the door to the compiler
+        self.validate()  # frozen, but this is the door to the compiler
         return {"CLT_LAYOUT": LAYOUTS.index(self.layout), "CLT_WG": self.wg,
                 "CLT_ITEMS": self.items, "CLT_PASSES": self.passes}

@@ -58,11 +58,7 @@ class AxisExprConfig(MappedConfig):
     strip: int = 1
     groups_per_cu: int = GROUPS_PER_CU
 
-    def __post_init__(self) -> None:
-        self._check()
-
-    def _check(self) -> None:
-        self._check_types()
+    def check(self) -> None:
         if self.layout not in LAYOUTS:
             raise AxisExprConfigError(f"layout: {self.layout!r:.40} is not one of {LAYOUTS}")
         if not (self.wg <= MAX_WG and is_pow2(self.wg)):
@@ -89,7 +85,7 @@ class AxisExprConfig(MappedConfig):
 
     def defines(self) -> dict[str, int]:
         """The `-D` values of kernels/expr_axis.cl: integers only, from checked fields only."""
-        self._check()  # frozen, but this is the door to the compiler
+        self.validate()  # frozen, but this is the door to the compiler
         return {"CLT_AX_LAYOUT": LAYOUTS.index(self.layout), "CLT_AX_WG": self.wg,
                 "CLT_AX_LANES": self.lanes, "CLT_AX_ITEMS": self.items,
                 "CLT_AX_STRIP": self.strip}

@@ -57,11 +57,7 @@ class Config(MappedConfig):
     passes: int = 2
     acc: str = "native"
 
-    def __post_init__(self) -> None:
-        self._check()
-
-    def _check(self) -> None:
-        self._check_types()
+    def check(self) -> None:
         if self.strategy not in strategies.names():
             raise ConfigError(f"strategy: {self.strategy!r} is not one of {strategies.names()}")
         if self.acc not in ACCUMULATORS:

@@ -45,7 +45,7 @@ def build_defines(spec: OpSpec, cfg: Config, *, index64: bool, nv_ptx: bool = Fa
     """The `-D` options for a kernel build: produced here only, from validated values only."""
     if not isinstance(cfg, Config) or not isinstance(spec, OpSpec):
         raise TypeError("build_defines takes a validated OpSpec and Config")
-    cfg._check()  # a Config is frozen, but re-check: this is the door to the compiler
+    cfg.validate()  # a Config is frozen, but re-check: this is the door to the compiler
 
     wide = cfg.acc == "wide"
     defs = {
