@@ -85,3 +85,21 @@ def test_importing_the_library_leaves_logging_and_warnings_alone():
             "print('ok')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_clear_caches_clears_every_familys_builds(queue):
+    """`cltune.clear_caches()` reaches every per-context cache: the 1-D, axis, expression and
+    statistics builds alike (one registry, opencl/caches.py)."""
+    from cltune import ReductionKernel, argmax
+    from cltune.opencl.caches import ContextCache
+
+    x = cla.to_device(queue, np.arange(6 * 37, dtype=np.float32).reshape(6, 37))
+    get_reducer(queue)(x.reshape(-1))
+    get_reducer(queue)(x, axis=1)
+    argmax(x)
+    ReductionKernel(queue.context, np.float32, "0", "a+b", "x[i]",
+                    "__global const float *x")(x.reshape(-1))
+    holding = [c for c in ContextCache.instances if queue.context in c.contexts()]
+    assert len(holding) >= 3, "the families' builds are not in ContextCaches"
+    clear_caches()
+    assert not [c for c in ContextCache.instances if c.contexts()]

@@ -31,12 +31,12 @@ from cltune.device import health
 from cltune.device.select import order_key
 from cltune.families.expr.api import ReductionKernel
 from cltune.families.expr.defaults import builtin as expr_builtin
-from cltune.families.reduce.api import clear_caches
 from cltune.families.reduce.config import Config
 from cltune.families.reduce.defaults import builtin_config
 from cltune.families.reduce.space import make_space
 from cltune.isolation import vetting
 from cltune.isolation.worker import Worker, WorkerFailure, last_words, shutdown_workers
+from cltune.opencl.caches import clear_caches
 from cltune.tuning.tuner import TuneOptions, Tuner
 from cltune.tuning_db import Store
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import ClassVar, Generic, TypeVar
 
 import pyopencl as cl
 
@@ -37,11 +37,15 @@ class ContextCache(Generic[V]):
     programs, kernels and buffers are released. Thread-safe; a value is made outside the lock
     (a build takes long) and the first one stored wins."""
 
+    #: every ContextCache made (for `clear_caches()` and its test)
+    instances: ClassVar[weakref.WeakSet[ContextCache]] = weakref.WeakSet()
+
     def __init__(self) -> None:
         self._by_ctx: weakref.WeakKeyDictionary[cl.Context, dict[object, V]] = \
             weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         register(self.clear)
+        ContextCache.instances.add(self)
 
     def get(self, ctx: cl.Context, key: object, make: Callable[[], V]) -> V:
         with self._lock:

@@ -27,6 +27,7 @@ from cltune.device.select import info_for, require_usable
 from cltune.families.reduce.config import Config
 from cltune.families.reduce.launch import SMALL_OFFSET, Launcher, Prepared
 from cltune.families.reduce.serve import Choice, builtin_choice, load_choices, vetted
+from cltune.opencl import caches
 from cltune.opencl.arrays import device_array
 from cltune.opencl.build import BuildError
 from cltune.opencl.events import pending
@@ -107,9 +108,10 @@ _engines_lock = threading.Lock()
 _device_contexts: dict[int, cl.Context] = {}
 
 
-def clear_caches() -> None:
+@caches.register
+def forget_engines() -> None:
     """Forget every cached engine and device context (kernels, scratch, database answers);
-    reducers in use keep working, new ones start afresh."""
+    reducers in use keep working, new ones start afresh (part of `cltune.clear_caches()`)."""
     with _engines_lock:
         _recent.clear()
         _device_contexts.clear()
