@@ -59,7 +59,7 @@ if NEGATIVE:
 out = {"runs": []}
 for block in BLOCKS:
     BLOCK["value"] = block
-    es._cache.clear()
+    es._builds.clear()
     for cfg in CONFIGS:
         for name, spec in CASES:
             la = ExprLauncher(ctx, dev, info, spec, cfg)

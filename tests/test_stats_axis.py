@@ -290,7 +290,7 @@ from cltune.families.expr_axis.launch import AxisPlan
 CFGS = [C("rows", 8, 4, 2), C("rows", 8, 1, 2), C("rows", 16, 16, 1),
         C("cols", 8, 2, 2, 2), C("cols", 8, 1, 1, 4), C("cols", 8, 8, 1)]
 if NEGATIVE:  # the lanes tree without its barrier between steps: must be reported
-    import cltune.families.expr_axis.api as ea
+    import cltune.families.expr_axis.kernel as ea
     src = ea.axis_template()
     cut = src.replace("        }\n        barrier(CLK_LOCAL_MEM_FENCE);\n", "        }\n", 1)
     assert cut != src

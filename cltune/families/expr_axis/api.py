@@ -233,11 +233,11 @@ def reduce_along(knl: Any, args: tuple, x: cla.Array, q: cl.CommandQueue,
     rdt = knl.spec.dtype_result
     nout = g.outer * g.inner
     if nout == 1 and g.mem:  # every element: the tuned 1-D kernel
-        flat = [flat(a) if isinstance(t, VectorArg) else a
-                for a, t in zip(args, knl.spec.arguments, strict=True)]
+        flats = [flat(a) if isinstance(t, VectorArg) else a
+                 for a, t in zip(args, knl.spec.arguments, strict=True)]
         out = (empty_result(q, g.kept, rdt, "C", knl.result_allocator(x.allocator))
                if g.kept != () else None)
-        return knl(*flat, queue=q, out=out)
+        return knl(*flats, queue=q, out=out)
     res = empty_result(q, g.kept, rdt, g.order, knl.result_allocator(x.allocator))
     if nout == 0:
         return res
