@@ -22,6 +22,7 @@ from pyopencl.tools import VectorArg
 
 from cltune.core import family
 from cltune.core.buckets import MAX_BUCKET, MIN_BUCKET, bucket_of
+from cltune.core.serving import CltuneWarning
 from cltune.core.shapes import class_of_view, geometry
 from cltune.device.select import info_for
 from cltune.opencl.expression import ExprSpec
@@ -125,7 +126,7 @@ def start_background(knl: Any, dev: cl.Device, n: int, budget_s: float,
         except Exception as e:  # noqa: BLE001 - a background failure must not crash the app
             knl.background_error = e
             log.warning("cltune: first-use tuning of %s failed: %s", knl.name, e)
-            warnings.warn(f"cltune: first-use tuning of {knl.name} failed: {e}", UserWarning,
+            warnings.warn(f"cltune: first-use tuning of {knl.name} failed: {e}", CltuneWarning,
                           stacklevel=1)
 
     t = threading.Thread(target=run, name=f"cltune-first-use-{knl.fingerprint[:8]}",

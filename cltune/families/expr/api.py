@@ -25,7 +25,7 @@ import pyopencl.tools as cltools
 from pyopencl.tools import VectorArg
 
 from cltune.core import family
-from cltune.core.serving import Explanation
+from cltune.core.serving import CltuneWarning, Explanation
 from cltune.core.shapes import class_of_view, geometry
 from cltune.device.select import info_for
 from cltune.families.expr import family as expr_family
@@ -68,7 +68,7 @@ class _DeviceState:
                                                "answers_optional": True})
         if cfg == ch.config:
             return ch, level, why
-        warnings.warn(f"cltune: {note}; serving the {lvl} config {cfg.short()}", UserWarning,
+        warnings.warn(f"cltune: {note}; serving the {lvl} config {cfg.short()}", CltuneWarning,
                       stacklevel=5)
         return ExprChoice(cfg, None), lvl, note[:300]
 
@@ -99,7 +99,7 @@ class _DeviceState:
                     if ch.config == builtin(self.info, self.spec.dtype_out.itemsize):
                         raise  # the application's expression itself does not build
                     warnings.warn(f"cltune: config {ch.config.short()} does not build here "
-                                  f"({str(e)[:200]}); using the builtin config", UserWarning,
+                                  f"({str(e)[:200]}); using the builtin config", CltuneWarning,
                                   stacklevel=4)
                     ch = ExprChoice(builtin(self.info, self.spec.dtype_out.itemsize), None)
                     level, why = "builtin", f"the served config does not build here: {e}"[:300]
