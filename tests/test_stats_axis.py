@@ -256,7 +256,8 @@ def test_stats_reducer_axis_and_explain(queue, rng, tmp_path, monkeypatch):
     np.testing.assert_array_equal(a(cla.to_device(queue, h), axis=-1).get(), h.argmax(-1))
     ex = r.explain_axis((301, 17), 1)
     assert ex.level == "builtin" and ex.config.layout == "rows" and ex.view == (301, 17, 1)
-    assert ex.size_class is None and "not tuned" in ex.why
+    # untuned here, or (where cltune ships results for the device) tuned only far from it
+    assert ex.size_class is None and ("not tuned" in ex.why or "away from this shape" in ex.why)
     ex = r.explain_axis((301, 17), 1, order="F")
     assert ex.config.layout == "cols" and ex.view == (1, 17, 301)
     assert "cols" in str(ex)
