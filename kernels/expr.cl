@@ -204,8 +204,8 @@ clt_expr_stage1(CLT_USER_ARGS const long clt_start, const long clt_step, const l
 
     if (get_num_groups(0) == 1) { /* uniform: the whole input was this group's */
         if (clt_lid == 0) {
-            clt_out_t a = clt_v;
-            *clt_res = CLT_FINISH(a);
+            clt_out_t clt_fa = clt_v;
+            *clt_res = CLT_FINISH(clt_fa);
         }
         return;
     }
@@ -226,9 +226,9 @@ clt_expr_stage1(CLT_USER_ARGS const long clt_start, const long clt_step, const l
         asm volatile("membar.gl;");
 #endif
         mem_fence(CLK_GLOBAL_MEM_FENCE);
-        clt_out_t a = clt_group_finish_volatile(clt_partials, get_num_groups(0), clt_tile);
+        clt_out_t clt_fa = clt_group_finish_volatile(clt_partials, get_num_groups(0), clt_tile);
         if (clt_lid == 0) {
-            *clt_res = CLT_FINISH(a);
+            *clt_res = CLT_FINISH(clt_fa);
             atomic_xchg(clt_ticket, 0u); /* ready for the next launch */
         }
     }
@@ -240,6 +240,6 @@ clt_expr_stage2(CLT_USER_ARGS const long n, __global const clt_out_t *clt_partia
                 const uint clt_m, __global char *clt_res_base, const long clt_res_off) {
     CLT_USER_PREP
     __local clt_out_t clt_tile[CLT_WG];
-    clt_out_t a = clt_group_finish(clt_partials, clt_m, clt_tile);
-    if (get_local_id(0) == 0) *(__global clt_res_t *)(clt_res_base + clt_res_off) = CLT_FINISH(a);
+    clt_out_t clt_fa = clt_group_finish(clt_partials, clt_m, clt_tile);
+    if (get_local_id(0) == 0) *(__global clt_res_t *)(clt_res_base + clt_res_off) = CLT_FINISH(clt_fa);
 }

@@ -137,8 +137,8 @@ clt_axis_stage1(CLT_USER_ARGS const long n, const long clt_outer, const long clt
     if (clt_split) {
         clt_partials[(long)get_group_id(1) * clt_nout + clt_p] = clt_v;
     } else {
-        clt_out_t a = clt_v;
-        clt_res[clt_p] = CLT_FINISH(a);
+        clt_out_t clt_fa = clt_v;
+        clt_res[clt_p] = CLT_FINISH(clt_fa);
     }
 #else
     /* cols: a work-item folds CLT_AX_STRIP neighbouring outputs row after row (CPUs: each
@@ -202,8 +202,8 @@ clt_axis_stage1(CLT_USER_ARGS const long n, const long clt_outer, const long clt
                 clt_partials[(long)get_group_id(1) * clt_nout + clt_p] = clt_v;
             } else {
                 const long clt_row_base = clt_rb[clt_t];
-                clt_out_t a = clt_v;
-                clt_res[clt_p] = CLT_FINISH(a);
+                clt_out_t clt_fa = clt_v;
+                clt_res[clt_p] = CLT_FINISH(clt_fa);
             }
         }
     }
@@ -224,10 +224,10 @@ clt_axis_stage2(CLT_USER_ARGS const long n, const long clt_outer, const long clt
     if (clt_p >= clt_nout) return;
     const long clt_o = clt_p / clt_inner;
     const long clt_row_base = clt_o * n * clt_inner + (clt_p - clt_o * clt_inner);
-    clt_out_t a = clt_partials[clt_p];
+    clt_out_t clt_fa = clt_partials[clt_p];
     for (long clt_s = 1; clt_s < clt_split; ++clt_s) {
         clt_out_t clt_b = clt_partials[clt_s * clt_nout + clt_p];
-        a = CLT_REDUCE(a, clt_b);
+        clt_fa = CLT_REDUCE(clt_fa, clt_b);
     }
-    ((__global clt_res_t *)(clt_res_base + clt_res_off))[clt_p] = CLT_FINISH(a);
+    ((__global clt_res_t *)(clt_res_base + clt_res_off))[clt_p] = CLT_FINISH(clt_fa);
 }

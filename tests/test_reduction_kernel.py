@@ -563,3 +563,27 @@ def test_first_use_along_an_axis_tunes_that_class_in_the_background(ctx, queue, 
     quiet = ReductionKernel(ctx, np.float32, **kw, db=db_url)
     quiet(x, axis=1).get()
     assert quiet.background_axes == {} and quiet.background is None
+
+
+def test_vectors_named_a_and_b_as_pyopencls_dot_kernel(ctx, queue):
+    """pyopencl's get_dot_kernel names its vectors `a` and `b` (its reduce_expr is a function
+    of its own): on ours the expressions' `a`/`b` are reduce_expr's operands there and the
+    application's arrays in map_expr, whole and along both axes, with a finish and a scalar."""
+    rng = np.random.default_rng(3)
+    ha, hb = (rng.random((37, 53)).astype(np.float32) for _ in range(2))
+    a, b = cla.to_device(queue, ha), cla.to_device(queue, hb)
+    dot = ReductionKernel(ctx, np.float32, neutral="0", reduce_expr="a+b",
+                          map_expr="a[i]*b[i]*s", arguments=(
+                              "__global const float *a, __global const float *b, float s"),
+                          name="dot_a_b")
+    want = (ha.astype(np.float64) * hb) * 2.0
+    np.testing.assert_allclose(dot(a, b, np.float32(2)).get(), want.sum(), rtol=1e-5)
+    for axis in (0, 1):
+        np.testing.assert_allclose(dot(a, b, np.float32(2), axis=axis).get(),
+                                   want.sum(axis=axis), rtol=1e-5)
+    mean = ReductionKernel(ctx, np.float32, neutral="0", reduce_expr="a+b", map_expr="a[i]",
+                           arguments="__global const float *a", finish_expr="a / n",
+                           name="mean_of_a")
+    np.testing.assert_allclose(mean(a).get(), ha.astype(np.float64).mean(), rtol=1e-5)
+    np.testing.assert_allclose(mean(a, axis=1).get(), ha.astype(np.float64).mean(axis=1),
+                               rtol=1e-5)

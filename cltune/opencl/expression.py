@@ -125,8 +125,10 @@ class ExprSpec:
         for a in args:
             if not isinstance(a, (VectorArg, ScalarArg)):
                 raise TypeError(f"argument {a!r:.60} is neither a vector nor a scalar")
-            if a.name.startswith("clt_") or a.name in ("n", "i", "a", "b"):
-                raise ValueError(f"argument name {a.name!r} is reserved (clt_*, n, i, a, b)")
+            # `a` and `b` are free, as in pyopencl (its get_dot_kernel names its vectors so):
+            # reduce_expr, fold_expr and finish_expr see them as their own parameters
+            if a.name.startswith("clt_") or a.name in ("n", "i"):
+                raise ValueError(f"argument name {a.name!r} is reserved (clt_*, n, i)")
             if isinstance(a, VectorArg) and not a.with_offset:
                 args = tuple(VectorArg(x.dtype, x.name, with_offset=True)
                              if isinstance(x, VectorArg) else x for x in args)
