@@ -587,3 +587,70 @@ def test_vectors_named_a_and_b_as_pyopencls_dot_kernel(ctx, queue):
     np.testing.assert_allclose(mean(a).get(), ha.astype(np.float64).mean(), rtol=1e-5)
     np.testing.assert_allclose(mean(a, axis=1).get(), ha.astype(np.float64).mean(axis=1),
                                rtol=1e-5)
+
+
+def test_pyopencls_own_reduction_getters_build_on_ours(device, queue, monkeypatch):
+    """pyopencl.reduction's kernel getters (get_sum/dot/subset_dot/minmax/subset_minmax,
+    behind cla.sum, dot, vdot, subset_dot, min, max, subset_min/max) build their kernels on
+    cltune.ReductionKernel when it is swapped in, and pyopencl.array's functions give
+    pyopencl's own answers: real, complex (pyopencl-complex.h) and integer dtypes."""
+    import pyopencl.reduction as pr
+
+    _, dev = device
+    rng = np.random.default_rng(11)
+    n = 100003
+    host = {"x": rng.random(n).astype(np.float32), "y": rng.random(n).astype(np.float32),
+            "z": (rng.random(n) + 1j * rng.random(n)).astype(np.complex64),
+            "i": rng.integers(-100, 100, n).astype(np.int32),
+            "lut": rng.integers(0, n, 999).astype(np.int32)}
+
+    def run(q):
+        d = {k: cla.to_device(q, v) for k, v in host.items()}
+        x, y, z, i, lut = d["x"], d["y"], d["z"], d["i"], d["lut"]
+        return {"sum": cla.sum(x), "isum": cla.sum(i), "csum": cla.sum(z),
+                "dot": cla.dot(x, y), "vdot": cla.vdot(z, z), "mixed dot": cla.dot(z, x),
+                "subset_dot": cla.subset_dot(lut, x, y), "min": cla.min(x),
+                "imax": cla.max(i), "subset_min": cla.subset_min(lut, x),
+                "subset_max": cla.subset_max(lut, i)}
+
+    want = {k: v.get() for k, v in run(queue).items()}
+    monkeypatch.setattr(pr, "ReductionKernel", ReductionKernel)
+    fresh = cl.Context([dev])  # the getters memoize per context: a context they never saw
+    q = cl.CommandQueue(fresh)
+    got = {k: v.get() for k, v in run(q).items()}
+    for getter in (pr.get_sum_kernel(fresh, np.dtype(np.float32), np.dtype(np.float32)),
+                   pr.get_dot_kernel(fresh, None, np.dtype(np.float32), np.dtype(np.float32)),
+                   pr.get_minmax_kernel(fresh, "min", np.dtype(np.float32))):
+        assert isinstance(getter, ReductionKernel)
+    for k, w in want.items():
+        if w.dtype.kind in "iu":
+            assert got[k] == w, k
+        else:
+            np.testing.assert_allclose(got[k], w, rtol=2e-5, err_msg=k)
+
+
+def test_a_kernel_without_vectors_runs_over_a_range(ctx, queue, storage_url, db_url):
+    """As in pyopencl, a kernel may have scalar arguments only (map_expr of `i`): the call
+    names `range=` and a queue; tuning names the element count."""
+    def tri(lo, hi, step=1):
+        return sum(range(lo, hi, step)) * 3
+
+    kw = dict(neutral="0", reduce_expr="a+b", map_expr="(long)i * k", arguments="long k")
+    ours, theirs = both(ctx, np.int64, **kw)
+    for lo, hi, step in ((0, 1, 1), (0, 100, 1), (5, 100003, 3), (7, 7, 1), (0, 1 << 20, 1)):
+        rng = slice(lo, hi, step)
+        got = ours(np.int64(3), range=rng, queue=queue).get()
+        assert got == tri(lo, hi, step) == theirs(np.int64(3), range=rng, queue=queue).get()
+    with pytest.raises(TypeError, match="must have vector argument"):
+        ours(np.int64(3), queue=queue)
+    with pytest.raises(TypeError, match="no queue"):
+        ours(np.int64(3), range=slice(0, 10))
+    with pytest.raises(TypeError, match="has none"):
+        ours(np.int64(3), axis=0, queue=queue)
+    with pytest.raises(TypeError, match="element count"):
+        ours.tune(np.int64(3), queue=queue)
+    knl = ReductionKernel(ctx, np.int64, **kw, db=db_url)
+    res = knl.tune(np.int64(3), n=5000, queue=queue, trials=3, timeout=30, storage=storage_url)
+    assert res[0].size_class == "2^12" and res[0].config is not None
+    assert knl.explain(4096, queue.device).level == "exact"
+    assert knl(np.int64(3), range=slice(0, 4096), queue=queue).get() == tri(0, 4096)

@@ -119,9 +119,8 @@ class ExprSpec:
             map_expr = "in[i]"
         if not isinstance(map_expr, str):
             raise TypeError(f"map_expr must be a string, got {type(map_expr).__name__}")
+        # no vector at all is allowed (as in pyopencl): the call then says `range=`
         args = tuple(parse_arg_list(arguments, with_offset=True))
-        if not any(isinstance(a, VectorArg) for a in args):
-            raise ValueError("arguments need at least one vector (pointer) argument")
         for a in args:
             if not isinstance(a, (VectorArg, ScalarArg)):
                 raise TypeError(f"argument {a!r:.60} is neither a vector nor a scalar")

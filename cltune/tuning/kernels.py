@@ -73,20 +73,25 @@ def _storage_for(db: str | None, storage: str | None) -> str:
 def tune_kernel(knl: Any, sample_args: tuple[Any, ...], *, trials: int = 30,
                 timeout: float = 120.0, queue: cl.CommandQueue | None = None,
                 db: str | None = None, storage: str | None = None, seed: int = 0,
-                progress: Any = None) -> list[Any]:
-    """Tune `knl` on `sample_args` (its size class is the nearest 2^k to their length) on the
-    queue's device (default: the first vector's queue); store the best in `db`."""
+                progress: Any = None, n: int | None = None) -> list[Any]:
+    """Tune `knl` on `sample_args` (its size class is the nearest 2^k to their length, or to
+    `n` for a kernel without vector arguments) on the queue's device (default: the first
+    vector's queue); store the best in `db`."""
     vecs = [a for a, t in zip(sample_args, knl.spec.arguments, strict=False)
             if isinstance(t, VectorArg)]
-    if len(sample_args) != len(knl.spec.arguments) or not vecs:
+    if len(sample_args) != len(knl.spec.arguments):
         raise TypeError(f"tune takes the kernel's {len(knl.spec.arguments)} arguments, "
                         f"got {len(sample_args)}")
-    if vecs[0].size < 1:
+    if not vecs and n is None:
+        raise TypeError("a kernel without vector arguments is tuned at an element count: "
+                        "knl.tune(*args, n=..., queue=...)")
+    size = vecs[0].size if vecs else int(n)  # type: ignore[arg-type]
+    if size < 1:
         raise ValueError("tune needs sample arguments with at least one element")
-    q = queue if queue is not None else vecs[0].queue
+    q = queue if queue is not None else (vecs[0].queue if vecs else None)
     if q is None:
         raise TypeError("no queue: pass queue= or arrays that have one")
-    bucket = min(MAX_BUCKET, max(MIN_BUCKET, bucket_of(vecs[0].size)))
+    bucket = min(MAX_BUCKET, max(MIN_BUCKET, bucket_of(size)))
     dev = q.device
     opts = TuneOptions(family=EXPR, variant=knl.fingerprint, buckets=(bucket,),
                        trials=trials, timeout_s=timeout, seed=seed,
@@ -115,7 +120,7 @@ def start_background(knl: Any, dev: cl.Device, n: int, budget_s: float,
                 storage = f"sqlite:///{Path(tmp) / 'studies.db'}"
                 if axis is None:
                     tune_kernel(knl, args, trials=100_000, timeout=budget_s, queue=q,
-                                db=knl.db, storage=storage)
+                                db=knl.db, storage=storage, n=max(1, n))
                 else:
                     args = tuple(a.reshape(shape, order=order) if isinstance(a, cla.Array)
                                  else a for a in args)

@@ -280,7 +280,7 @@ class ReductionKernel:
             else:
                 inv.append(arg)
         start, step, n = _index_range(range, slice, repr_vec)
-        q = queue if queue is not None else repr_vec.queue
+        q = queue if queue is not None else getattr(repr_vec, "queue", None)
         if q is None:
             raise TypeError("no queue: pass queue= or arrays that have one")
         hit = self._queues.get(q.int_ptr)
@@ -288,7 +288,8 @@ class ReductionKernel:
             hit = self._queue_entry(q)
         st = hit[1]
         if out is None:
-            alloc = allocator if allocator is not None else repr_vec.allocator
+            alloc = allocator if allocator is not None else getattr(repr_vec, "allocator",
+                                                                    None)
             res = hit[2]() if alloc is None else new_scalar(q, spec.dtype_result, alloc)
         else:
             if out.dtype != spec.dtype_result or out.size != 1:
@@ -330,6 +331,8 @@ class ReductionKernel:
                                     f"{np.dtype(tp.dtype)}, got {type(arg).__name__}"
                                     f"{' of ' + str(arg.dtype) if hasattr(arg, 'dtype') else ''}")
                 vecs.append(arg)
+        if not vecs:
+            raise TypeError("axis= reduces vector arguments; this kernel has none (use range=)")
         x = vecs[0]
         if not x.flags.forc or any(v.shape != x.shape or v.strides != x.strides for v in vecs):
             raise ValueError("along an axis the vector arguments must be contiguous arrays of "
@@ -376,10 +379,12 @@ class ReductionKernel:
 
     def tune(self, *sample_args: Any, trials: int = 30, timeout: float = 120.0,
              queue: cl.CommandQueue | None = None, db: str | None = None,
-             storage: str | None = None, seed: int = 0, axis: Any = None) -> list[Any]:
+             storage: str | None = None, seed: int = 0, axis: Any = None,
+             n: int | None = None) -> list[Any]:
         """Tune this expression for the size class of `sample_args` (as a call takes them)
         on the queue's device; results go to the database, and this kernel switches to them.
-        Returns the tuner's per-size-class results.
+        Returns the tuner's per-size-class results. A kernel without vector arguments (called
+        with `range=`) is tuned at `n` elements, on `queue`.
 
         With `axis` (an int, or a tuple of axes adjacent in memory), the reduction along that
         axis of the n-D vector arguments is tuned instead (family `expr_axis`, the shape
@@ -394,7 +399,8 @@ class ReductionKernel:
         from cltune.tuning.kernels import tune_kernel  # lazy: the tuner loads optuna
 
         res = tune_kernel(self, sample_args, trials=trials, timeout=timeout, queue=queue,
-                          db=db if db is not None else self.db, storage=storage, seed=seed)
+                          db=db if db is not None else self.db, storage=storage, seed=seed,
+                          n=n)
         self.reload()
         return res
 

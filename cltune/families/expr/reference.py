@@ -25,7 +25,10 @@ class NoReference(ValueError):
 class ExprBench(Timed):
     """One size class's input on the device, its reference results, and timing."""
 
-    def __init__(self, target: Any, args: tuple[Any, ...]) -> None:  # an ExprTarget
+    def __init__(self, target: Any, args: tuple[Any, ...],
+                 n: int | None = None) -> None:  # an ExprTarget
+        """`n`: the element count, for a kernel without vector arguments (else the first
+        vector's length)."""
         self.target, self.queue = target, target.queue
         spec = target.spec
         if len(args) != len(spec.arguments):
@@ -35,7 +38,12 @@ class ExprBench(Timed):
                           for a in args)
         vecs = [a for a, t in zip(self.args, spec.arguments, strict=True)
                 if isinstance(t, VectorArg)]
-        self.n = vecs[0].size
+        if vecs:
+            self.n = vecs[0].size
+        elif n is None:
+            raise ValueError("a kernel without vector arguments needs the element count n")
+        else:
+            self.n = int(n)
         self.nbytes = sum(v.nbytes for v in vecs)
         self.inv: list[Any] = []
         for a, t in zip(self.args, spec.arguments, strict=True):

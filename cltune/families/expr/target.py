@@ -163,7 +163,7 @@ class ExprTarget(Target):
         args = self.sample_args
         if args is None:
             args = self.kernel.sample_args(self.queue, 1 << bucket)
-        return ExprBench(self, tuple(args))
+        return ExprBench(self, tuple(args), 1 << bucket)
 
     def reference(self, args: tuple[Any, ...], lo: int, hi: int) -> Any:
         """The expected result over elements lo..hi-1 (host value of dtype_result)."""
