@@ -30,6 +30,7 @@ from cltune.device.info import DeviceInfo
 from cltune.families.base import LATER, make_target
 from cltune.isolation.remote_target import RemoteTarget
 from cltune.isolation.worker import WorkerFailure, worker_for
+from cltune.tuning.quiet import quiet_studies
 from cltune.tuning_db.engine import normalise_url, sqlite_path
 from cltune.tuning_db.lookup import DeviceKey, lookup
 from cltune.tuning_db.rows import Measurement
@@ -168,6 +169,12 @@ class Tuner:
                f"{t.size_class(bucket)}"
 
     def run(self) -> list[BucketResult]:
+        """Every size class in turn, within the whole run's timeout; Optuna's log lines of
+        these studies go to cltune's logger at DEBUG, not to the application's stderr."""
+        with quiet_studies():
+            return self._run()
+
+    def _run(self) -> list[BucketResult]:
         self.progress.start(self.space,
                             tuple(self.target.size_class(b) for b in self.opts.buckets))
         t_end = time.monotonic() + self.opts.timeout_s
