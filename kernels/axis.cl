@@ -146,8 +146,9 @@ inline acc_t ax_row_sum(__global const CLT_IN_T *xp
     acc_t c = (acc_t)0;
     const idx_t vend = end - (end - start) % CLT_VEC;
     for (idx_t j = vend + lane; j < end; j += nl) ACCUM1(s, c, AX1(base + j));
+    s = ACC_FIN(s, c);
 #pragma unroll
-    for (int k = 0; k < CLT_ITEMS; ++k) s = OP(s, hreduce(acc[k]));
+    for (int k = 0; k < CLT_ITEMS; ++k) s = OP(s, hreduce(ACC_FIN(acc[k], comp[k])));
     return s;
 }
 
@@ -305,9 +306,12 @@ inline void ax_cols_unit(__global const CLT_IN_T *xp
         acc[k] = (accv_t)IDENT;
         comp[k] = (accv_t)0;
     }
-    acc_t edge[CLT_VEC]; /* the last, partial vector of columns: scalar loads */
+    acc_t edge[CLT_VEC], edgec[CLT_VEC]; /* the last, partial vector of columns: scalar loads */
 #pragma unroll
-    for (int v = 0; v < CLT_VEC; ++v) edge[v] = IDENT;
+    for (int v = 0; v < CLT_VEC; ++v) {
+        edge[v] = IDENT;
+        edgec[v] = (acc_t)0;
+    }
 #if CLT_AX_LOCKSTEP
     /* CPUs: the group steps through rows together, a barrier per step, so a CPU compiler runs
      * the work-items of one step back to back: the group streams whole contiguous rows instead
@@ -322,10 +326,8 @@ inline void ax_cols_unit(__global const CLT_IN_T *xp
                 ACCUM(acc[k], comp[k], AXLOAD(base + r * inner));
             } else if (part && r < r1) {
 #pragma unroll
-                for (int v = 0; v < CLT_VEC; ++v) {
-                    acc_t c = (acc_t)0;
-                    if (col + v < inner) ACCUM1(edge[v], c, AX1(base + r * inner + v));
-                }
+                for (int v = 0; v < CLT_VEC; ++v)
+                    if (col + v < inner) ACCUM1(edge[v], edgec[v], AX1(base + r * inner + v));
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -342,15 +344,16 @@ inline void ax_cols_unit(__global const CLT_IN_T *xp
     } else if (o < outer && col < inner) {
         for (idx_t r = r0 + ty; r < r1; r += AX_RT) {
 #pragma unroll
-            for (int v = 0; v < CLT_VEC; ++v) {
-                acc_t c = (acc_t)0;
-                if (col + v < inner) ACCUM1(edge[v], c, AX1(base + r * inner + v));
-            }
+            for (int v = 0; v < CLT_VEC; ++v)
+                if (col + v < inner) ACCUM1(edge[v], edgec[v], AX1(base + r * inner + v));
         }
     }
 #endif
+    acc[0] = ACC_FIN(acc[0], comp[0]);
 #pragma unroll
-    for (int k = 1; k < CLT_ITEMS; ++k) acc[0] = OP(acc[0], acc[k]);
+    for (int k = 1; k < CLT_ITEMS; ++k) acc[0] = OP(acc[0], ACC_FIN(acc[k], comp[k]));
+#pragma unroll
+    for (int v = 0; v < CLT_VEC; ++v) edge[v] = ACC_FIN(edge[v], edgec[v]);
     acc_t mine[CLT_VEC];
 #if CLT_VEC == 1
     mine[0] = OP(acc[0], edge[0]);
@@ -439,6 +442,21 @@ clt_ax_cols_stream(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const id
     for (uint j = 0; j < CLT_AX_COLS; ++j) acc[j] = (accv_t)IDENT;
     for (uint v = 0; v < CLT_VEC; ++v) edge[v] = IDENT;
     idx_t r = r0;
+#if CLT_KAHAN
+    /* compensated: every row into the accumulators through ACCUM (no rows combined first) */
+    accv_t comp[CLT_AX_COLS];
+    acc_t edgec[CLT_VEC];
+    for (uint j = 0; j < CLT_AX_COLS; ++j) comp[j] = (accv_t)0;
+    for (uint v = 0; v < CLT_VEC; ++v) edgec[v] = (acc_t)0;
+    for (; r < r1; ++r) {
+        const idx_t row = (o * R + r) * inner + c0;
+        for (uint j = 0; j < nv; ++j) ACCUM(acc[j], comp[j], AXLOAD(row + (idx_t)j * CLT_VEC));
+        for (uint v = 0; v < tail; ++v)
+            ACCUM1(edge[v], edgec[v], AX1(row + (idx_t)nv * CLT_VEC + v));
+    }
+    for (uint j = 0; j < nv; ++j) acc[j] = ACC_FIN(acc[j], comp[j]);
+    for (uint v = 0; v < tail; ++v) edge[v] = ACC_FIN(edge[v], edgec[v]);
+#endif
     for (; r + CLT_ITEMS <= r1; r += CLT_ITEMS) { /* CLT_ITEMS rows a pass: fewer acc updates */
         const idx_t row = (o * R + r) * inner + c0;
         for (uint j = 0; j < nv; ++j) {

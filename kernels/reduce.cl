@@ -208,8 +208,28 @@ typedef CAT(CLT_ACC_T, CLT_VEC) accv_t;
 #define Y_SETUP
 #endif
 
-/* accumulate v into s (with compensation c when CLT_KAHAN) */
-#if CLT_KAHAN
+/* accumulate v into s (with compensation c when CLT_KAHAN); ACC_FIN(s, c) is the value.
+ * Products (CLT_OP == 1): s * v == t + e exactly (an FMA gives e), and the error terms are
+ * carried in c, so that s + c is the product (Graillat's compensated product); sums and dots:
+ * Kahan's compensated sum, s - c. */
+#if CLT_KAHAN && CLT_OP == 1
+#define ACCUM(s, c, v)                                                                           \
+    do {                                                                                         \
+        const accv_t v_ = (v);                                                                   \
+        const accv_t t_ = (s) * v_;                                                              \
+        (c) = fma((c), v_, fma((s), v_, -t_));                                                   \
+        (s) = t_;                                                                                \
+    } while (0)
+#define ACCUM1(s, c, v)                                                                          \
+    do {                                                                                         \
+        const acc_t v_ = (v);                                                                    \
+        const acc_t t_ = (s) * v_;                                                               \
+        (c) = fma((c), v_, fma((s), v_, -t_));                                                   \
+        (s) = t_;                                                                                \
+    } while (0)
+#define ACC_FIN(s, c) ((s) + (c))
+#elif CLT_KAHAN
+#define ACC_FIN(s, c) ((s) - (c))
 #define ACCUM(s, c, v)                                                                           \
     do {                                                                                         \
         accv_t y_ = (v) - (c);                                                                   \
@@ -225,6 +245,7 @@ typedef CAT(CLT_ACC_T, CLT_VEC) accv_t;
         (s) = t_;                                                                                \
     } while (0)
 #else
+#define ACC_FIN(s, c) (s)
 /* the operand is evaluated once (OP may use its arguments more than once) */
 #define ACCUM(s, c, v)                                                                           \
     do {                                                                                         \
@@ -335,9 +356,7 @@ inline acc_t group_finish(__global volatile const acc_t *partials, const uint m,
     acc_t s = IDENT;
     acc_t c = (acc_t)0;
     for (uint j = lid; j < m; j += CLT_WG) ACCUM1(s, c, GET_PARTIAL(partials, j));
-#if CLT_KAHAN
-    s = s - c;
-#endif
+    s = ACC_FIN(s, c);
     tile[lid] = s;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint stride = CLT_WG / 2; stride > 0; stride >>= 1) {
@@ -419,9 +438,7 @@ clt_stage1(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n, c
     acc_t s = IDENT;
     acc_t c = (acc_t)0;
     for (idx_t j = i + MY_LANE; j < end; j += STEP_WG) ACCUM1(s, c, LOAD1(j));
-#if CLT_KAHAN
-    s = s - c;
-#endif
+    s = ACC_FIN(s, c);
 
     /* registers -> CLT_LANES values per work-item */
     acc_t lane[CLT_LANES];
@@ -429,9 +446,7 @@ clt_stage1(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n, c
     for (int l = 0; l < CLT_LANES; ++l) lane[l] = IDENT;
 #pragma unroll
     for (int k = 0; k < CLT_ITEMS; ++k) {
-#if CLT_KAHAN
-        acc[k] = acc[k] - comp[k];
-#endif
+        acc[k] = ACC_FIN(acc[k], comp[k]);
         const acc_t h = hreduce(acc[k]);
         lane[k % CLT_LANES] = OP(lane[k % CLT_LANES], h);
     }

@@ -86,6 +86,25 @@ class OpSpec:
             return "double" if wide else "float"
         return "double"
 
+    @property
+    def widened(self) -> bool:
+        """float16/float32 sum, prod and dot are never accumulated plainly in the input's
+        precision: in double where the device has fp64, else compensated (Kahan for sums,
+        an FMA TwoProduct error term for products), so that the answer is at least as accurate
+        as numpy's own in the same dtype (docs/accuracy.md)."""
+        return self.is_arith and self.dtype in ("float16", "float32")
+
+    def accumulation(self, fp64: bool, asked: str = "native") -> str:
+        """How a kernel of this op accumulates on a device with or without fp64, given the
+        accumulator a config asks for (`native`, `kahan`, `wide`): `wide` (double), `kahan`
+        (compensated in the accumulator type) or `native`. A widened op's `native` is `wide`
+        where the device has fp64, else `kahan`."""
+        if not (self.is_float and self.is_arith):
+            return "native"
+        if asked == "native" and self.widened:
+            return "wide" if fp64 else "kahan"
+        return asked
+
     def out_cl_type(self) -> str:
         return CL_TYPE[self.result_dtype.name]
 
@@ -113,7 +132,8 @@ class OpSpec:
     def vector_element_bytes(self) -> int:
         """Bytes of the widest lane a vector of this op holds (input or accumulator): what a
         device's vector-width restriction (`DeviceInfo.vector_cap`) is counted in."""
-        return max(self.itemsize, 8 if self.acc_cl_type() in ("double", "long", "ulong") else 4)
+        wide = self.widened or self.acc_cl_type() in ("double", "long", "ulong")
+        return max(self.itemsize, 8 if wide else 4)
 
     def bytes_read(self, n: int) -> int:
         return n * self.itemsize * self.n_inputs

@@ -35,3 +35,11 @@ def op_defines(spec: OpSpec, wide: bool = False) -> dict[str, object]:
         "CLT_NEEDS_FP64": int(spec.needs_fp64 or (wide and spec.is_float)),
         "CLT_ACC_64": int(spec.acc_cl_type(wide) in ("double", "long", "ulong")),
     }
+
+
+def acc_defines(spec: OpSpec, fp64: bool, asked: str = "native") -> dict[str, object]:
+    """The op and type part of the build options with the accumulation `spec.accumulation`
+    chooses for the device (double where it has fp64 for float16/float32 sums and products,
+    else compensated: CLT_KAHAN)."""
+    mode = spec.accumulation(fp64, asked)
+    return {**op_defines(spec, mode == "wide"), "CLT_KAHAN": int(mode == "kahan")}

@@ -18,7 +18,7 @@ from cltune.families.axis.config import AxisConfig
 from cltune.opencl.build import BuildError, check_limits, compile_program, run_probe, std_options
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.kernel_args import KernelArgs
-from cltune.opencl.sources import kernel_file, op_defines, text_hash
+from cltune.opencl.sources import acc_defines, kernel_file, text_hash
 
 _ACC_SIZE = {"float": 4, "double": 8, "int": 4, "uint": 4, "long": 8, "ulong": 8}
 _INDEX_NAMES = ("xoff", "yoff", "rows", "len", "chunk", "outer", "R", "inner", "ctiles", "n",
@@ -85,18 +85,24 @@ def source_hash() -> str:
     return text_hash(axis_source())
 
 
-def acc_bytes(spec: OpSpec) -> int:
-    return _ACC_SIZE[spec.acc_cl_type()]
+def acc_type(spec: OpSpec, fp64: bool = True) -> str:
+    """The accumulator's OpenCL type on a device with or without fp64 (float16/float32 sums
+    and products accumulate in double where it has fp64: `OpSpec.accumulation`)."""
+    return spec.acc_cl_type(spec.accumulation(fp64) == "wide")
+
+
+def acc_bytes(spec: OpSpec, fp64: bool = True) -> int:
+    return _ACC_SIZE[acc_type(spec, fp64)]
 
 
 def build_defines(spec: OpSpec, cfg: AxisConfig, *, index64: bool,
-                  nv_ptx: bool = False) -> list[str]:
+                  nv_ptx: bool = False, fp64: bool = True) -> list[str]:
     """The `-D` options of a build: produced here only, from validated values only."""
     if not isinstance(cfg, AxisConfig) or not isinstance(spec, OpSpec):
         raise TypeError("build_defines takes a validated OpSpec and AxisConfig")
     cfg.validate()  # frozen, but re-checked: this is the door to the compiler
     defs = {
-        **op_defines(spec),
+        **acc_defines(spec, fp64),
         "CLT_NO_1D": 1,
         "CLT_WG": cfg.wg,
         "CLT_ITEMS": cfg.items,
@@ -154,15 +160,16 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
         # the pthread CPU device of PoCL 3.1 hangs in one-pass builds of small work-groups
         # (wg 4 and 8; seen on Debian's PoCL), and on a CPU a second kernel costs little
         raise BuildError("onepass is offered on GPUs only (a second kernel is cheap on a CPU)")
-    if cfg.onepass and acc_bytes(spec) == 8 and not info.int64_atomics:
+    if cfg.onepass and acc_bytes(spec, info.fp64) == 8 and not info.int64_atomics:
         raise BuildError("onepass with a 64-bit accumulator needs cl_khr_int64_base_atomics")
     if cfg.warp and not info.is_nvidia:
         raise BuildError("warp shuffles need NVIDIA's OpenCL (inline PTX)")
-    opts = [*build_defines(spec, cfg, index64=index64, nv_ptx=info.is_nvidia),
+    opts = [*build_defines(spec, cfg, index64=index64, nv_ptx=info.is_nvidia, fp64=info.fp64),
             *std_options(info)]
     prg = compile_program(ctx, dev, axis_source(), opts)
     acc = np.dtype({"float": np.float32, "double": np.float64, "int": np.int32,
-                    "uint": np.uint32, "long": np.int64, "ulong": np.uint64}[spec.acc_cl_type()])
+                    "uint": np.uint32, "long": np.int64, "ulong": np.uint64}[
+                        acc_type(spec, info.fp64)])
     kernels = {k: getattr(prg, k) for k in ("clt_ax_rows", "clt_ax_rows_fin", "clt_ax_cols",
                                              "clt_ax_cols_fin", "clt_ax_cols_stream",
                                              "clt_ax_segs", "clt_ax_segs_long")}

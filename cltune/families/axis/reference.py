@@ -6,7 +6,12 @@ depth of the launch's summation: the serial steps of one accumulator, the in-reg
 in-group and split combines; see cltune.families.reduce.reference for the 1-D family),
 `prod` within
 `gamma_(r+1) * |exact|`, plus half an ulp of the output type and the float64 reference's own
-error.
+error. Floating `sum`/`prod`/`dot` are also held to numpy: no output may be further from the
+float64 reference than numpy's own answer in the same dtype (`numpy_answer`, the most accurate
+numpy has: along a contiguous axis, where its sums are pairwise) plus an ulp of the output and
+the accumulation's own error (double where the device has fp64, else compensated:
+`OpSpec.accumulation`), so that no config less accurate than numpy is ever accepted
+(docs/accuracy.md).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import pyopencl as cl
 from cltune.core.inputs import Check, make_input
 from cltune.core.ops import OpSpec
 from cltune.families.axis.family import NO_ERROR, identity
+from cltune.families.axis.kernel import acc_type
 from cltune.families.axis.launch import AxisLauncher, plan_cols, plan_rows
 
 _U = {"float": 2.0**-24, "double": 2.0**-53}
@@ -143,18 +149,68 @@ def depth(launcher: AxisLauncher, p: Problem) -> int:
     return serial + tree + plan.split + 4
 
 
-def bounds(launcher: AxisLauncher, p: Problem, scale: np.ndarray) -> np.ndarray:
+def numpy_answer(spec: OpSpec, p: Problem, xs: list[np.ndarray]) -> np.ndarray:
+    """numpy's own answer in the input's dtype (floating sum/prod/dot), the most accurate way
+    numpy computes it: each output's elements made contiguous first (numpy's sums are
+    pairwise only along a contiguous axis)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if p.offsets is not None:
+            v = xs[0][:int(p.offsets[-1])] if p.outputs else xs[0][:0]
+            if spec.op == "dot":
+                v = v * xs[1][:v.size]
+            out = np.full(p.outputs, identity(spec), np.float64)
+            full = np.diff(p.offsets) > 0
+            if full.any():
+                ufunc = np.multiply if spec.op == "prod" else np.add
+                out[full] = ufunc.reduceat(v, p.offsets[:-1][full].astype(np.intp))
+            return out
+        v = [np.ascontiguousarray(np.moveaxis(a.reshape(p.outer, p.r, p.inner), 1, -1))
+             for a in xs]
+        if spec.op == "prod":
+            return np.prod(v[0], axis=-1).ravel().astype(np.float64)
+        if spec.op == "dot":
+            return np.sum(v[0] * v[1], axis=-1).ravel().astype(np.float64)
+        return np.sum(v[0], axis=-1).ravel().astype(np.float64)
+
+
+def numpy_error(spec: OpSpec, p: Problem, xs: list[np.ndarray],
+                want: np.ndarray) -> np.ndarray:
+    """|numpy's answer - the float64 reference| per output (inf where numpy's is not finite
+    and the reference is: numpy then sets no bound)."""
+    got = numpy_answer(spec, p, xs)
+    with np.errstate(invalid="ignore"):
+        err = np.abs(got - want)
+    return np.where(np.isfinite(err), err, np.inf)
+
+
+def bounds(launcher: AxisLauncher, p: Problem, scale: np.ndarray,
+           np_err: np.ndarray | None = None, want: np.ndarray | None = None) -> np.ndarray:
+    """Per-output absolute error bound: the accumulation's depth bound (Higham), and where
+    numpy's error `np_err` is given (with the reference `want`), at most numpy's error plus an
+    ulp of the output at |want| plus the accumulation's own error (sound for every config:
+    a double accumulator's result is the reference rounded once, so at most one ulp from the
+    nearest value, which no answer in the output dtype beats)."""
     spec = launcher.spec
-    u = _U["double" if spec.acc_cl_type() == "double" else "float"]
+    acc = acc_type(spec, launcher.info.fp64)
+    mode = spec.accumulation(launcher.info.fp64)
+    u = _U["double" if acc == "double" else "float"]
     d = depth(launcher, p)
+    longest = p.r if p.offsets is None else max(1, int(np.max(np.diff(p.offsets), initial=1)))
     if spec.op == "prod":
-        d = max(d, p.r + 1 if p.offsets is None else int(np.max(np.diff(p.offsets))) + 1)
+        d = max(d, longest + 1)
     if spec.op == "dot":
         d += 1
     gamma = d * u / (1 - d * u) if d * u < 0.5 else 1.0
-    longest = p.r if p.offsets is None else max(1, int(np.max(np.diff(p.offsets), initial=1)))
+    if mode == "kahan":  # compensated chains (Higham eq. 4.9), then the plain combines
+        tree = math.ceil(math.log2(max(2, launcher.cfg.wg))) + 8 + (spec.op == "dot")
+        gamma = min(gamma, 2 * u + 2 * (d * u) ** 2 + tree * u)
     ref_err = 2 * math.log2(max(2, longest)) * 2.0**-53
-    return (gamma + _OUT_U[spec.dtype] + ref_err) * scale + 1e-300
+    depth_bound = (gamma + _OUT_U[spec.dtype] + ref_err) * scale + 1e-300
+    if np_err is None or want is None:
+        return depth_bound
+    ulp = np.spacing(np.abs(want).astype(spec.np_dtype)).astype(np.float64)
+    near_numpy = np_err + ulp + (gamma + ref_err) * scale + 1e-300
+    return np.fmin(depth_bound, near_numpy)  # fmin: a NaN (|want| past the dtype) is no bound
 
 
 def compare(spec: OpSpec, got: np.ndarray, want: np.ndarray, bound: np.ndarray) -> str:
@@ -247,7 +303,10 @@ def validate(launcher: AxisLauncher, queue: cl.CommandQueue, target: Problem) ->
             got = run_once(launcher, queue, p, xs, lead=3 if i == 0 else 0)
         except cl.Error as e:
             return Check(False, f"{label}: launch failed: {e}"[:300])
-        bound = bounds(launcher, p, scale) if spec.is_float else np.zeros(p.outputs)
+        if spec.is_float and spec.op != "min" and spec.op != "max":
+            bound = bounds(launcher, p, scale, numpy_error(spec, p, xs, want), want)
+        else:
+            bound = np.zeros(p.outputs)
         why = compare(spec, got, want, bound)
         if why:
             return Check(False, f"{label}: {why}"[:400])

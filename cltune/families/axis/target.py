@@ -24,7 +24,7 @@ from cltune.families.axis import family as axis_family
 from cltune.families.axis.config import AxisConfig
 from cltune.families.axis.defaults import builtin_axis_config
 from cltune.families.axis.family import NO_ERROR, identity
-from cltune.families.axis.kernel import source_hash
+from cltune.families.axis.kernel import acc_bytes, source_hash
 from cltune.families.axis.launch import AxisLauncher
 from cltune.families.axis.reference import Problem, validate
 from cltune.families.base import Target
@@ -155,8 +155,7 @@ class AxisTarget(Target):
         self._key: tuple[int, int] | None = None  # the class being tuned (set by bench)
 
     def make_space(self) -> Any:
-        acc = 8 if self.spec.acc_cl_type() in ("double", "long", "ulong") else 4
-        return make_space(self.info, self.layout, acc)
+        return make_space(self.info, self.layout, acc_bytes(self.spec, self.info.fp64))
 
     def suggest(self, trial: optuna.Trial) -> AxisConfig:
         v = self.space.values
