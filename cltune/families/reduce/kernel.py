@@ -21,7 +21,7 @@ from cltune.families.reduce.config import Config
 from cltune.opencl.build import BuildError, check_limits, compile_program, run_probe, std_options
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.kernel_args import KernelArgs
-from cltune.opencl.sources import kernel_file, op_defines, text_hash
+from cltune.opencl.sources import acc_defines, kernel_file, text_hash
 
 
 def _stage1(two_inputs: bool) -> KernelArgs:
@@ -41,15 +41,21 @@ def stage1_args(spec: OpSpec) -> KernelArgs:
     return STAGE1_DOT if spec.n_inputs == 2 else STAGE1_PLAIN
 
 
-def build_defines(spec: OpSpec, cfg: Config, *, index64: bool, nv_ptx: bool = False) -> list[str]:
+def acc_mode(spec: OpSpec, cfg: Config, fp64: bool) -> str:
+    """How `cfg` accumulates `spec` on a device with or without fp64: `OpSpec.accumulation`
+    (a float16/float32 sum or product's `native` is double there, else compensated)."""
+    return spec.accumulation(fp64, cfg.acc)
+
+
+def build_defines(spec: OpSpec, cfg: Config, *, index64: bool, nv_ptx: bool = False,
+                  fp64: bool = True) -> list[str]:
     """The `-D` options for a kernel build: produced here only, from validated values only."""
     if not isinstance(cfg, Config) or not isinstance(spec, OpSpec):
         raise TypeError("build_defines takes a validated OpSpec and Config")
     cfg.validate()  # a Config is frozen, but re-check: this is the door to the compiler
 
-    wide = cfg.acc == "wide"
     defs = {
-        **op_defines(spec, wide),
+        **acc_defines(spec, fp64, cfg.acc),
         "CLT_STRATEGY": strategies.get(cfg.strategy).kernel_id,
         "CLT_HOOK": int(bool(strategies.get(cfg.strategy).source)),
         "CLT_WG": cfg.wg,
@@ -57,7 +63,6 @@ def build_defines(spec: OpSpec, cfg: Config, *, index64: bool, nv_ptx: bool = Fa
         "CLT_ITEMS": cfg.items,
         "CLT_VEC": cfg.vec,
         "CLT_PASSES": cfg.passes,
-        "CLT_KAHAN": int(cfg.acc == "kahan" and spec.is_float and spec.is_arith),
         "CLT_INDEX64": int(index64),
         "CLT_NV_PTX": int(nv_ptx),
     }
@@ -117,10 +122,11 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
     if spec.needs_fp64 or (cfg.acc == "wide" and spec.is_float):
         if not info.fp64:
             raise BuildError("needs cl_khr_fp64, which the device lacks")
-    opts = [*build_defines(spec, cfg, index64=index64, nv_ptx=info.is_nvidia), *std_options(info)]
+    opts = [*build_defines(spec, cfg, index64=index64, nv_ptx=info.is_nvidia, fp64=info.fp64),
+            *std_options(info)]
     prg = compile_program(ctx, dev, program_source(cfg), opts)
     stage1, stage2 = prg.clt_stage1, prg.clt_stage2
-    acc_size = _ACC_SIZE[spec.acc_cl_type(cfg.acc == "wide")]
+    acc_size = _ACC_SIZE[spec.acc_cl_type(acc_mode(spec, cfg, info.fp64) == "wide")]
     for k in (stage1, stage2):
         check_limits(k, dev, info, cfg.wg, max(cfg.tile, cfg.wg) * acc_size)
     flags = probe_paths(ctx, dev, prg)

@@ -15,6 +15,11 @@ chains contribute `2u + 2 L u^2` (Higham eq. 4.9, L = serial steps) and only the
 counts as plain additions. `prod` is bounded relatively by `gamma_(n+1) * |exact|`: each of its
 n-1 roundings scales the whole product, in any order.
 Integer ops and `min`/`max` are exact.
+
+Floating `sum`/`prod`/`dot` are also held to numpy: the error may be at most numpy's own
+answer's in the same dtype (`numpy_answer`) plus an ulp of the result and the accumulation's
+own error, so that no config less accurate than numpy is accepted (float16/float32 accumulate
+in double where the device has fp64, else compensated: `OpSpec.accumulation`).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import pyopencl as cl
 
 from cltune.core.inputs import Check, make_input
 from cltune.core.ops import OpSpec
+from cltune.families.reduce.kernel import acc_mode
 from cltune.families.reduce.launch import Launcher
 
 SMALL_SIZES = (1, 7, 1023, 1025)
@@ -68,10 +74,40 @@ def _saturate(spec: OpSpec, r: float) -> float:
                                                                  .eps) / 2) else r
 
 
-def error_bound(launcher: Launcher, n: int, scale: float) -> float:
-    """Absolute error bound for a floating sum/dot/prod of n elements under this launcher."""
+def numpy_answer(spec: OpSpec, xs: list[np.ndarray]) -> float:
+    """numpy's own answer in the input's dtype (floating sum/prod/dot)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if spec.op == "dot":
+            return float(np.dot(xs[0], xs[1]))
+        return float(np.prod(xs[0]) if spec.op == "prod" else np.sum(xs[0]))
+
+
+def numpy_bound(launcher: Launcher, xs: list[np.ndarray], want: float, scale: float) -> float:
+    """The error bound of `error_bound`, tightened to numpy's own error on `xs` plus an ulp
+    of the result at |want| plus the accumulation's error (sound for every config: a double
+    accumulator's result is within an ulp of the nearest value, which no answer in the
+    output dtype beats)."""
+    depth_bound = error_bound(launcher, xs[0].size, scale)
+    spec = launcher.spec
+    if not (spec.is_float and spec.is_arith) or not math.isfinite(want):
+        return depth_bound
+    np_err = abs(numpy_answer(spec, xs) - want)
+    if not math.isfinite(np_err):
+        return depth_bound
+    with np.errstate(over="ignore"):
+        ulp = float(np.spacing(spec.np_dtype.type(abs(want))))
+    if not math.isfinite(ulp):
+        return depth_bound
+    acc_err = error_bound(launcher, xs[0].size, scale, rounding=False)
+    return min(depth_bound, np_err + ulp + acc_err)
+
+
+def error_bound(launcher: Launcher, n: int, scale: float, rounding: bool = True) -> float:
+    """Absolute error bound for a floating sum/dot/prod of n elements under this launcher
+    (without the result's final rounding unless `rounding`)."""
     spec, cfg = launcher.spec, launcher.cfg
-    acc = spec.acc_cl_type(cfg.acc == "wide")
+    mode = acc_mode(spec, cfg, launcher.info.fp64)
+    acc = spec.acc_cl_type(mode == "wide")
     u = _U[acc]
     plan = launcher.plan(n)
     m = plan.groups * launcher.built().partials_per_group  # partials the finish combines
@@ -85,12 +121,14 @@ def error_bound(launcher: Launcher, n: int, scale: float) -> float:
     if spec.op == "dot":
         d += 1
     gamma = d * u / (1 - d * u) if d * u < 0.5 else 1.0
-    if cfg.acc == "kahan" and spec.op in ("sum", "dot"):
+    if mode == "kahan" and spec.op in ("sum", "dot"):
         # compensated serial chains: (2u + O(L u^2)) (Higham, eq. 4.9), then the plain tree
         t = tree + (1 if spec.op == "dot" else 0)
         gamma = 2 * u + 2 * serial * u * u + (t * u / (1 - t * u))
+    elif mode == "kahan":  # compensated products (Graillat): u + O(n^2 u^2), the plain tree
+        gamma = min(gamma, 2 * u + 2 * (d * u) ** 2 + (tree * u / (1 - tree * u)))
     out_u = _U[{"float16": "half", "float32": "float"}.get(spec.dtype, "double")]
-    return gamma * scale + out_u * scale + 1e-300
+    return gamma * scale + (out_u * scale if rounding else 0.0) + 1e-300
 
 
 def run_once(launcher: Launcher, queue: cl.CommandQueue, xs: list[np.ndarray]) -> object:
@@ -139,7 +177,7 @@ def validate(launcher: Launcher, queue: cl.CommandQueue, n_target: int) -> Check
             got = run_once(launcher, queue, xs)
         except cl.Error as e:
             return Check(False, f"{label}: launch failed: {e}"[:300])
-        bound = error_bound(launcher, xs[0].size, scale) if spec.is_float else 0.0
+        bound = numpy_bound(launcher, xs, float(want), scale) if spec.is_float else 0.0
         why = compare(spec, got, want, bound)
         if why:
             return Check(False, f"{label}: {why}")

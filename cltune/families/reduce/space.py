@@ -64,7 +64,8 @@ class Space(ValuesSpace):
         mult = strategies.get(cfg.strategy).wg_multiple(self.base_multiple)
         if cfg.wg % mult:
             return f"wg={cfg.wg} is not a multiple of the subgroup size {mult}"
-        acc = _ACC_BYTES[self.spec.acc_cl_type(cfg.acc == "wide")]
+        wide = self.spec.accumulation(self.device.fp64, cfg.acc) == "wide"
+        acc = _ACC_BYTES[self.spec.acc_cl_type(wide)]
         local = max(cfg.tile, cfg.wg) * acc + STATIC_LOCAL_RESERVE
         if local > self.device.local_mem:
             return (f"{local} bytes of local memory > "
@@ -138,8 +139,12 @@ class Space(ValuesSpace):
 
 def accumulators_for(spec: OpSpec, device: DeviceInfo, *, extended: bool) -> tuple[str, ...]:
     """native always; kahan for float sums/dots; wide where fp64 exists (and the input is not
-    already double). Without `extended` only native (the fast default)."""
+    already double). Without `extended` only native (the fast default). A float16/float32
+    sum or product's native accumulator is already double where fp64 exists, so there nothing
+    else is offered (kahan in float would be less accurate than numpy's pairwise sum)."""
     accs = ["native"]
+    if spec.widened and device.fp64:
+        return ("native",)
     if extended and spec.is_float and spec.op in ("sum", "dot"):
         accs.append("kahan")
     if extended and spec.is_float and spec.is_arith and spec.dtype != "float64" and device.fp64:
