@@ -34,6 +34,7 @@ _API = {
     "DeviceError": "cltune.device.select", "Explanation": "cltune.core.serving",
     "Reducer": "cltune.families.reduce.api", "ReductionKernel": "cltune.families.expr.api",
     "clear_caches": "cltune.opencl.caches", "get_reducer": "cltune.stats.reducers",
+    "norm_many": "cltune.families.many.api",
     **{name: "cltune.stats.api" for name in
        ("all", "any", "argmax", "argmin", "count_nonzero", "mean", "norm", "std", "var")},
 }

@@ -87,6 +87,7 @@ BUILTIN = {
     "axis": "cltune.families.axis.family",
     "expr": "cltune.families.expr.family",
     "expr_axis": "cltune.families.expr_axis.family",
+    "many": "cltune.families.many.family",
 }
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
+from cltune.core import family
 from cltune.families.reduce.api import Reducer
 from cltune.families.reduce.api import get_reducer as _reduce
 from cltune.stats import api as stats
@@ -51,6 +52,12 @@ class StatsReducer:
             raise TypeError(f"x has dtype {x.dtype}, this reducer is for {self.dtype} "
                             f"(use get_reducer(..., dtype={x.dtype}))")
         return getattr(stats, self.op)(x, queue=q, **options)
+
+    def many(self, xs: Any, *, queue: cl.CommandQueue | None = None) -> cla.Array:
+        """`norm` only: the L2 norm of each array of `xs` in one launch (cltune.norm_many)."""
+        if self.op != "norm":
+            raise TypeError(f"many() is offered for norm among the statistics, not {self.op}")
+        return family.entry("many", "api").norm_many(xs, queue or self.queue)
 
     def explain(self, n: int) -> Any:
         """Which config of the statistic's ReductionKernel serves n elements, and why."""

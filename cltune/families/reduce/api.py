@@ -145,6 +145,11 @@ def _resolve(target: Any) -> tuple[cl.Context, cl.Device, cl.CommandQueue | None
                     f"not {type(target).__name__}")
 
 
+def _many() -> Any:
+    """The many family's api (`r.many([x1, ..., xk])`), through the registry."""
+    return family.entry("many", "api")
+
+
 def get_reducer(target: Any, op: str = "sum", dtype: Any = np.float32, *,
                 db: str | None = None) -> Reducer:
     """A tuned reducer for `op` over `dtype` on the target's device.
@@ -274,6 +279,22 @@ class Reducer:
         return _axis().reduce_segments(self, x, offsets, initial, queue or self.queue, out,
                                        wait_for,
                                check)
+
+    def many(self, xs: Any, *, queue: cl.CommandQueue | None = None,
+             out: cla.Array | None = None, wait_for: list[cl.Event] | None = None,
+             ) -> cla.Array:
+        """Reduce each array of the list `xs` (any lengths and offsets, contiguous, this
+        reducer's dtype and context) in one launch: k results in one device array, the i-th
+        equal to `r(xs[i])` (cltune.families.many.api; sum, prod, min and max).
+
+            >>> sums = r.many([x1, x2, x3]).get()
+        """
+        return _many().reduce_many(self, xs, queue or self.queue, out, wait_for)
+
+    def explain_many(self, k: int, n: int) -> Any:
+        """What serves `r.many` of k arrays of mean length n (a `ManyExplanation`: config,
+        tuned class and fallback level)."""
+        return _many().explain_many(self, self.spec.op, self.spec.dtype, k, n)
 
     def _call(self, x: Any, y: Any = None, *, queue: cl.CommandQueue | None = None,
               out: cla.Array | None = None, wait_for: list[cl.Event] | None = None,

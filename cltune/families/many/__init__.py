@@ -1,0 +1,1 @@
+"""Many small reductions in one launch (`r.many([x1, ..., xk])`, `cltune.norm_many`)."""

@@ -1,0 +1,42 @@
+"""The `builtin` level of the many family: a config per size class derived from the device's
+limits, for devices (or classes) never tuned.
+
+    >>> from types import SimpleNamespace as NS
+    >>> gpu = NS(type="gpu", max_wg=1024, local_mem=49152, compute_units=132)
+    >>> builtin_config(gpu, (6, 12)).short()
+    'wg256 v4 i2 s1 K32'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cltune.core.pow2 import pow2_at_most
+from cltune.families.many.config import ManyConfig
+
+
+def builtin_config(info: Any, key: tuple[int, int], element_bytes: int = 8) -> ManyConfig:
+    """GPUs: groups of 256 with 4-wide loads, two in flight; CPUs: groups of 8 (16 where the
+    runtime has subgroups) with 8-wide loads. A group's chunk (steps) is sized so that the
+    call makes about 8 groups per compute unit, and no fewer groups than arrays; the slots are
+    the fewest of 8, 16, 32 that hold the call's arrays (each slot is an argument to set)."""
+    cap = info.vector_cap(element_bytes) if hasattr(info, "vector_cap") else 16
+    cpu = info.type == "cpu"
+    if cpu:
+        wg = min(pow2_at_most(info.max_wg), 16 if getattr(info, "subgroups", False) else 8)
+        vec, items = min(8, cap), 2
+    else:
+        wg, vec, items = min(pow2_at_most(info.max_wg), 256), min(4, cap), 2
+    while wg > 1 and wg * 8 + 64 > info.local_mem:
+        wg //= 2
+    k, n = 1 << key[0], 1 << key[1]
+    want = max(1, -(-8 * max(1, info.compute_units) // k))  # groups per array
+    steps = pow2_at_most(max(1, n // (wg * vec * items * want)))
+    slots = 8 if k <= 8 else 16 if k <= 16 else 32
+    return ManyConfig(wg=wg, vec=vec, items=items, steps=min(steps, 64), slots=slots)
+
+
+def safest_config(info: Any) -> ManyConfig:
+    """Scalar loads, small groups: when even the builtin config does not build."""
+    return ManyConfig(wg=pow2_at_most(min(32, max(1, info.max_wg))), vec=1, items=1, steps=4,
+                      slots=8)
