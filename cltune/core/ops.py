@@ -91,7 +91,7 @@ class OpSpec:
         """float16/float32 sum, prod and dot are never accumulated plainly in the input's
         precision: in double where the device has fp64, else compensated (Kahan for sums,
         an FMA TwoProduct error term for products), so that the answer is at least as accurate
-        as numpy's own in the same dtype (docs/accuracy.md)."""
+        as numpy's own in the same dtype (README.md, "Accuracy")."""
         return self.is_arith and self.dtype in ("float16", "float32")
 
     def accumulation(self, fp64: bool, asked: str = "native") -> str:

@@ -148,7 +148,7 @@ _builds: ContextCache[AxisBuilt] = ContextCache()
 
 def build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg: AxisConfig,
           *, index64: bool = False) -> AxisBuilt:
-    key = (dev.int_ptr, spec, cfg, index64, axis_source())
+    key = (dev.int_ptr, spec, cfg, index64, info.fp64, axis_source())  # fp64: the accumulator
     return _builds.get(ctx, key, lambda: _build(ctx, dev, info, spec, cfg, index64))
 
 

@@ -11,7 +11,7 @@ float64 reference than numpy's own answer in the same dtype (`numpy_answer`, the
 numpy has: along a contiguous axis, where its sums are pairwise) plus an ulp of the output and
 the accumulation's own error (double where the device has fp64, else compensated:
 `OpSpec.accumulation`), so that no config less accurate than numpy is ever accepted
-(docs/accuracy.md).
+(README.md, "Accuracy").
 """
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ _ACC_SIZE = {"float": 4, "double": 8, "int": 4, "uint": 4, "long": 8, "ulong": 8
 def build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg: Config,
           *, index64: bool = False) -> Built:
     """Build (or fetch from the cache) the kernels of `cfg` for `spec` on `dev`."""
-    key = (dev.int_ptr, spec, cfg, index64, program_source(cfg))
+    key = (dev.int_ptr, spec, cfg, index64, info.fp64, program_source(cfg))  # fp64: acc
     return _builds.get(ctx, key, lambda: _build(ctx, dev, info, spec, cfg, index64))
 
 

@@ -1,0 +1,215 @@
+"""Reductions at least as accurate as numpy's own answer in the same dtype (#22 item 2):
+float32/float16 sums and products along both axes and over every element, for the served
+configs and for every config of the axis family's space, and validation bounds that refuse
+an answer less accurate than numpy's. Errors are against a float64 reference; numpy's is its
+most accurate answer (the elements of each output contiguous: pairwise sums)."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from dataclasses import replace
+
+import numpy as np
+import pyopencl.array as cla
+import pytest
+
+import cltune
+from cltune.core.ops import OpSpec
+from cltune.families.axis.config import AxisConfig
+from cltune.families.axis.kernel import acc_bytes
+from cltune.families.axis.launch import AxisLauncher
+from cltune.families.axis.reference import (
+    Problem,
+    bounds,
+    compare,
+    numpy_error,
+    reference,
+    run_once,
+)
+from cltune.families.axis.target import make_space
+from cltune.families.reduce.config import Config
+from cltune.families.reduce.launch import Launcher
+from cltune.families.reduce.reference import numpy_bound
+from cltune.families.reduce.reference import run_once as run_once_1d
+
+
+def _rows(op: str, shape: tuple[int, int], dtype=np.float32, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if op == "prod":  # values near 1: numpy's sequential product loses ~sqrt(n) ulps
+        return (1 + (rng.random(shape) - 0.5) * 1e-3).astype(dtype)
+    return rng.random(shape).astype(dtype)
+
+
+def _np(op: str, a: np.ndarray) -> np.ndarray:
+    """numpy's answer per row in a's dtype, and the float64 reference."""
+    f = np.prod if op == "prod" else np.sum
+    return f(a, axis=-1).astype(np.float64), f(a.astype(np.float64), axis=-1)
+
+
+def _no_worse(got: np.ndarray, mine: np.ndarray, ref: np.ndarray, dt) -> None:
+    """cltune's error <= numpy's, output by output, with an ulp of slack."""
+    ulp = np.spacing(np.abs(ref).astype(dt)).astype(np.float64)
+    err, np_err = np.abs(got - ref), np.abs(mine - ref)
+    bad = np.flatnonzero(err > np_err + ulp)
+    assert not bad.size, (f"output {bad[0]}: error {err[bad[0]]:.3g} > numpy's "
+                          f"{np_err[bad[0]]:.3g} + 1 ulp ({bad.size} worse)")
+
+
+@pytest.fixture(scope="module")
+def quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+@pytest.mark.parametrize("op", ["sum", "prod"])
+def test_served_reducer_is_no_less_accurate_than_numpy(queue, op, quiet):
+    """The issue's rows: 8 x 100003 float32 along axis 1, the transpose along axis 0, and
+    all of it as one 1-D reduction."""
+    h = _rows(op, (8, 100003))
+    mine, ref = _np(op, h)
+    r = cltune.get_reducer(queue, op=op, dtype=np.float32)
+    _no_worse(r(cla.to_device(queue, h), axis=1).get().astype(np.float64), mine, ref,
+              np.float32)
+    cols = cla.to_device(queue, np.ascontiguousarray(h.T))
+    _no_worse(r(cols, axis=0).get().astype(np.float64), mine, ref, np.float32)
+    flat = h.ravel()
+    mine1, ref1 = _np(op, flat)
+    got1 = float(r(cla.to_device(queue, flat)).get())
+    _no_worse(np.array([got1]), np.array([mine1]), np.array([ref1]), np.float32)
+
+
+def _axis_configs(info, layout: str, full: bool) -> list[AxisConfig]:
+    """The build-changing fields of the space (every value of each, the others at a middle
+    value; `full`: also the product of all but wg) at one group per compute unit (the
+    longest chains)."""
+    sp = make_space(info, layout, acc_bytes(OpSpec("sum", "float32"), info.fp64)).values
+    spread = "lanes" if layout == "rows" else "cols"
+    fields = ["wg", spread, "vec", "items", *(k for k in ("lockstep", "stream", "warp")
+                                              if k in sp)]
+    mid = {k: sp[k][len(sp[k]) // 2] if k in ("wg", spread, "vec", "items") else sp[k][0]
+           for k in fields}
+    combos = [{**mid, k: v} for k in fields for v in sp[k]]
+    if full:  # every combination but of wg (swept above: it only sizes the group)
+        rest = fields[1:]
+        combos += [{**mid, **dict(zip(rest, c, strict=True))}
+                   for c in itertools.product(*(sp[k] for k in rest))]
+    out = []
+    for c in combos:
+        c = dict(c)
+        c[spread] = min(c[spread], c["wg"])
+        if layout == "cols" and (c.get("lockstep") and c.get("stream")):
+            continue
+        try:
+            cfg = AxisConfig(lanes=c.get("lanes", 0), cols=c.get("cols", 0), wg=c["wg"],
+                             vec=c["vec"], items=c["items"], groups_per_cu=1,
+                             lockstep=c.get("lockstep", 0), stream=c.get("stream", 0),
+                             warp=c.get("warp", 0))
+        except ValueError:
+            continue
+        if cfg not in out:
+            out.append(cfg)
+    return out
+
+
+def _check_configs(ctx, queue, device, op: str, dtype: str, full: bool) -> None:
+    info, dev = device
+    spec = OpSpec(op, dtype)
+    shapes = {"rows": [Problem(37, 100003, 1), Problem(3, 4099, 1)],
+              "cols": [Problem(1, 100003, 37), Problem(3, 4099, 5)]}
+    for layout, probs in shapes.items():
+        xs_of = {p: [_rows(op, (p.n,), spec.np_dtype, seed=p.r)] for p in probs}
+        for cfg in _axis_configs(info, layout, full):
+            la = AxisLauncher(ctx, dev, info, spec, cfg)
+            for p in probs:
+                xs = xs_of[p]
+                got = run_once(la, queue, p, xs).astype(np.float64)
+                want, _ = reference(spec, p, xs)
+                v = np.moveaxis(xs[0].reshape(p.outer, p.r, p.inner), 1, -1)
+                mine, _ = _np(op, np.ascontiguousarray(v).reshape(-1, p.r))
+                try:
+                    _no_worse(got, mine, want, spec.np_dtype)
+                except AssertionError as e:
+                    raise AssertionError(f"{cfg.short()} {p}: {e}") from None
+
+
+@pytest.mark.parametrize("op", ["sum", "prod"])
+def test_every_axis_config_is_no_less_accurate_than_numpy(ctx, queue, device, op):
+    """Every value of every build-changing field of the axis space (one group per compute
+    unit: the longest sequential chains), rows and columns of 100003 and of 4099 (3-D)."""
+    _check_configs(ctx, queue, device, op, "float32", full=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op,dtype", [("sum", "float32"), ("prod", "float32"),
+                                      ("sum", "float16")])
+def test_the_whole_axis_space_is_no_less_accurate_than_numpy(ctx, queue, device, op, dtype):
+    if dtype == "float16" and not device[0].fp16:
+        pytest.skip("device lacks cl_khr_fp16")
+    _check_configs(ctx, queue, device, op, dtype, full=True)
+
+
+@pytest.mark.parametrize("op", ["sum", "prod"])
+def test_without_fp64_compensated_accumulators_are_no_less_accurate(ctx, queue, device, op):
+    """A device without fp64 accumulates float32 compensated (Kahan; an FMA TwoProduct for
+    products): the kernels built as there, on this device."""
+    info, dev = device
+    nofp64 = replace(info, fp64=False)
+    spec = OpSpec(op, "float32")
+    assert spec.accumulation(False) == "kahan"
+    for p, cfg in [(Problem(37, 100003, 1), AxisConfig(wg=8, lanes=1, vec=4, items=2,
+                                                       groups_per_cu=1)),
+                   (Problem(1, 100003, 37), AxisConfig(wg=8, lanes=0, cols=4, vec=4, items=2,
+                                                       groups_per_cu=1)),
+                   (Problem(1, 100003, 37), AxisConfig(wg=8, lanes=0, cols=4, vec=4, items=2,
+                                                       groups_per_cu=1, stream=1))]:
+        if cfg.stream and info.type != "cpu":
+            continue
+        la = AxisLauncher(ctx, dev, nofp64, spec, cfg)
+        assert la.built().acc_dtype == np.float32
+        xs = [_rows(op, (p.n,), seed=1)]
+        got = run_once(la, queue, p, xs).astype(np.float64)
+        want, scale = reference(spec, p, xs)
+        v = np.ascontiguousarray(np.moveaxis(xs[0].reshape(p.outer, p.r, p.inner), 1, -1))
+        mine, _ = _np(op, v.reshape(-1, p.r))
+        _no_worse(got, mine, want, np.float32)
+        assert not compare(spec, got, want, bounds(la, p, scale, numpy_error(spec, p, xs,
+                                                                             want), want))
+    la1 = Launcher(ctx, dev, nofp64, spec, Config("serial", 8, 0, 4, 4, 1, 2, "native"))
+    flat = _rows(op, (400009,), seed=2)
+    mine1, ref1 = _np(op, flat)
+    got1 = float(run_once_1d(la1, queue, [flat]))
+    _no_worse(np.array([got1]), np.array([mine1]), np.array([ref1]), np.float32)
+
+
+@pytest.mark.parametrize("op", ["sum", "prod"])
+def test_the_bound_refuses_an_answer_less_accurate_than_numpy(ctx, queue, device, op):
+    """The validation bound of both families: the kernel's answer passes, an answer with
+    three times numpy's error (where that is more than an ulp) does not."""
+    info, dev = device
+    spec = OpSpec(op, "float32")
+    p = Problem(8, 100003, 1) if op == "prod" else Problem(8, 1 << 20, 1)
+    xs = [_rows(op, (p.n,), seed=3)]
+    if op == "sum":  # cancellation: numpy's pairwise error is many ulps of the result
+        xs = [(np.random.default_rng(3).random(p.n) * 1e4 - 4999.9).astype(np.float32)]
+    la = AxisLauncher(ctx, dev, info, spec, AxisConfig(wg=8, lanes=1, vec=4, items=2))
+    want, scale = reference(spec, p, xs)
+    np_err = numpy_error(spec, p, xs, want)
+    b = bounds(la, p, scale, np_err, want)
+    assert not compare(spec, run_once(la, queue, p, xs).astype(np.float64), want, b)
+    ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    big = np_err > 2 * ulp
+    assert big.any()
+    worse = want + np.where(big, 3 * np_err, 0.0)
+    assert compare(spec, worse, want, b)
+    # the 1-D family's bound, on one of those rows
+    la1 = Launcher(ctx, dev, info, spec, Config("serial", 8, 0, 4, 4, 1, 2, "native"))
+    i = int(np.argmax(np.where(big, np_err / ulp, 0)))
+    row = [np.ascontiguousarray(xs[0].reshape(p.outer, p.r)[i])]
+    w1, s1 = float(want[i]), float(np.abs(row[0].astype(np.float64)).sum())
+    if op == "prod":
+        s1 = abs(w1)
+    b1 = numpy_bound(la1, row, w1, s1)
+    assert abs(float(run_once_1d(la1, queue, row)) - w1) <= b1
+    assert 3 * np_err[i] > b1
