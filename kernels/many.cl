@@ -117,7 +117,7 @@ __kernel CLT_WG_ATTR void clt_many(X_PARAMS, __global const idx_t *meta, const u
     const idx_t end = min(start + block * CLT_MANY_STEPS, len);
 
     accv_t acc[CLT_ITEMS];
-    accv_t comp[CLT_ITEMS]; /* unused (no Kahan here): ACCUM's signature */
+    accv_t comp[CLT_ITEMS]; /* compensation (CLT_KAHAN: float32 on a device without fp64) */
 #pragma unroll
     for (int q = 0; q < CLT_ITEMS; ++q) {
         acc[q] = (accv_t)IDENT;
@@ -139,8 +139,9 @@ __kernel CLT_WG_ATTR void clt_many(X_PARAMS, __global const idx_t *meta, const u
         const acc_t v = LOAD1_X(e, p);
         ACCUM1(s, c, SQ(v));
     }
+    s = ACC_FIN(s, c);
 #pragma unroll
-    for (int q = 0; q < CLT_ITEMS; ++q) s = OP(s, hreduce(acc[q]));
+    for (int q = 0; q < CLT_ITEMS; ++q) s = OP(s, hreduce(ACC_FIN(acc[q], comp[q])));
 
     tile[lid] = s;
     barrier(CLK_LOCAL_MEM_FENCE);

@@ -36,10 +36,12 @@ _engines: ContextCache[tuple[ManyEngine, Any]] = ContextCache()
 
 def _engine(ctx: cl.Context, dev: cl.Device, info: Any, variant: ManyVariant,
             db: str | None) -> tuple[ManyEngine, Any]:
-    """The engine of (context, device, variant, database) and its memory pool."""
+    """The engine of (context, device, variant, database) and its memory pool; `info` None:
+    the device's, checked usable (once, when the engine is made)."""
     def make() -> tuple[ManyEngine, Any]:
         pool = cltools.MemoryPool(cltools.ImmediateAllocator(cl.CommandQueue(ctx, dev)))
-        return ManyEngine(ctx, dev, info, variant, db), pool
+        usable = info if info is not None else require_usable(dev, info_for(dev))
+        return ManyEngine(ctx, dev, usable, variant, db), pool
 
     return _engines.get(ctx, (dev.int_ptr, str(variant), db), make)
 
@@ -50,7 +52,18 @@ def _arrays(xs: Any, dtype: np.dtype, ctx: cl.Context, queue: cl.CommandQueue) -
                         f"{type(xs).__name__}")
     if not xs:
         raise ValueError("many() needs at least one array (got an empty list)")
-    return [device_array(x, dtype, ctx, queue, f"xs[{i}]", flat=True) for i, x in enumerate(xs)]
+    # a contiguous device array of our dtype and context passes as it is (checked by
+    # identity, ~0.3 us); anything else is checked (and uploaded) by device_array, whose
+    # messages name the argument (~5 us: the training loop's k arrays must not pay that)
+    ptr = ctx.int_ptr
+    out = []
+    for i, x in enumerate(xs):
+        if (type(x) is cla.Array and x.dtype is dtype and (x._flags or x.flags).forc
+                and x.context.int_ptr == ptr):
+            out.append(x)
+        else:
+            out.append(device_array(x, dtype, ctx, queue, f"xs[{i}]", flat=True))
+    return out
 
 
 def _run(eng: ManyEngine, pool: Any, xds: list[cla.Array], queue: cl.CommandQueue,
@@ -116,10 +129,9 @@ def norm_many(xs: Sequence[Any], queue: cl.CommandQueue | None = None, *,
     first = xs[0] if isinstance(xs, Sequence) and xs else None
     dtype = np.dtype(getattr(first, "dtype", np.float32))
     variant = ManyVariant("norm", dtype.name)
-    xds = _arrays(xs, dtype, q.context, q)
-    dev = q.device
-    info = require_usable(dev, info_for(dev))
-    e, pool = _engine(q.context, dev, info, variant, db)
+    ctx = q.context
+    xds = _arrays(xs, dtype, ctx, q)
+    e, pool = _engine(ctx, q.device, None, variant, db)
     return _run(e, pool, xds, q, out, wait_for)
 
 
@@ -129,8 +141,7 @@ def explain_many(target: Any, op: str, dtype: Any, k: int, n: int, *,
     a pyopencl CommandQueue), and why (its level of the fallback chain)."""
     variant = ManyVariant(op, np.dtype(dtype).name)
     if isinstance(target, cl.CommandQueue):
-        ctx, dev = target.context, target.device
-        info = require_usable(dev, info_for(dev))
+        ctx, dev, info = target.context, target.device, None
     else:
         eng = target._eng
         ctx, dev, info, db = eng.ctx, eng.dev, eng.info, eng.db

@@ -61,8 +61,9 @@ class ManyVariant:
     def wide(self, fp64: bool) -> bool:
         """float32 sums, products and norms accumulate in double where the device has it
         (at least as accurate as numpy's pairwise float32 sum, at no cost a memory-bound
-        kernel notices)."""
-        return fp64 and self.dtype == "float32" and self.op in ("sum", "prod", "norm")
+        kernel notices), compensated (Kahan) where it has not: `OpSpec.accumulation`, as
+        the 1-D family."""
+        return self.spec.accumulation(fp64) == "wide"
 
     def __str__(self) -> str:
         return f"{self.op}/{self.dtype}"

@@ -18,7 +18,7 @@ from cltune.families.many.family import ManyVariant
 from cltune.opencl.build import BuildError, check_limits, compile_program, std_options
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.kernel_args import KernelArgs
-from cltune.opencl.sources import kernel_file, op_defines, text_hash
+from cltune.opencl.sources import acc_defines, kernel_file, text_hash
 
 _ACC = {"float": np.float32, "double": np.float64, "int": np.int32, "uint": np.uint32,
         "long": np.int64, "ulong": np.uint64}
@@ -52,6 +52,7 @@ def acc_type(variant: ManyVariant, fp64: bool) -> str:
     return variant.spec.acc_cl_type(variant.wide(fp64))
 
 
+
 def build_defines(variant: ManyVariant, cfg: ManyConfig, *, fp64: bool,
                   index64: bool) -> list[str]:
     """The `-D` options of a build: produced here only, from validated values only."""
@@ -59,7 +60,7 @@ def build_defines(variant: ManyVariant, cfg: ManyConfig, *, fp64: bool,
         raise TypeError("build_defines takes a validated ManyVariant and ManyConfig")
     cfg.validate()  # frozen, but re-checked: this is the door to the compiler
     defs = {
-        **op_defines(variant.spec, variant.wide(fp64)),
+        **acc_defines(variant.spec, fp64),  # double for float32 where fp64, else Kahan
         "CLT_NO_1D": 1,
         "CLT_WG": cfg.wg,
         "CLT_ITEMS": cfg.items,
