@@ -145,12 +145,13 @@ class ManyLauncher:
         """out[obase + i] = reduce(pieces[i]) for every (buffer, offset, length) piece (in
         elements); one launch per `slots` pieces, and a finishing launch after each where an
         array spans more than one group."""
-        lay = self.layout(tuple(p[1] for p in pieces), tuple(p[2] for p in pieces))
-        b = self.built(lay.index64)
-        many, fin = self._sets[lay.index64]
+        offsets, lengths = tuple(p[1] for p in pieces), tuple(p[2] for p in pieces)
         wg, K = self.cfg.wg, self.cfg.slots
         evs: list[cl.Event] = []
-        with _LOCK:
+        with _LOCK:  # the layouts' LRU and the kernels' arguments are shared state
+            lay = self.layout(offsets, lengths)
+            b = self.built(lay.index64)
+            many, fin = self._sets[lay.index64]
             s = self._scratch_for(queue, lay.partials, b.acc_dtype.itemsize)
             waits = list(wait_for or ())
             if not s.in_order and s.last is not None:
