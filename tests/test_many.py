@@ -140,7 +140,8 @@ def test_errors_are_clear(queue, ctx, device):
         r.many(x)
     with pytest.raises(TypeError, match=r"xs\[1\] has dtype float64"):
         r.many([x, np.ones(3)])
-    other = cl.CommandQueue(cl.Context([device[1]]))
+    other_ctx = cl.Context([device[1]])  # kept: a queue alone does not keep it alive here
+    other = cl.CommandQueue(other_ctx)
     with pytest.raises(ValueError, match=r"xs\[1\] lives in another OpenCL context"):
         r.many([x, cla.to_device(other, np.ones(3, np.float32))])
     with pytest.raises(ValueError, match="zero-size array to reduction operation minimum"):
@@ -217,7 +218,6 @@ def test_builtin_serves_untuned_and_explain_says_so(queue, db_url):
     assert "untuned" in str(e)
 
 
-@pytest.mark.slow
 def test_tune_stores_a_best_and_the_runtime_serves_it(ctx, queue, device, db_url,
                                                       storage_url):
     from cltune.tuning.tuner import TuneOptions, Tuner  # the tuner loads optuna
