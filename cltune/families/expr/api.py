@@ -98,13 +98,16 @@ class _DeviceState:
                 except BuildError as e:
                     if ch.config == builtin(self.info, self.spec.dtype_out.itemsize):
                         raise  # the application's expression itself does not build
+                    fallback = ExprChoice(builtin(self.info, self.spec.dtype_out.itemsize),
+                                          None)
+                    la = ExprLauncher(self.ctx, self.dev, self.info, self.spec,
+                                      fallback.config)
+                    la.built()  # fails too: the expression does not build (its error, no warning)
                     warnings.warn(f"cltune: config {ch.config.short()} does not build here "
                                   f"({str(e)[:200]}); using the builtin config", CltuneWarning,
                                   stacklevel=4)
-                    ch = ExprChoice(builtin(self.info, self.spec.dtype_out.itemsize), None)
+                    ch = fallback
                     level, why = "builtin", f"the served config does not build here: {e}"[:300]
-                    la = ExprLauncher(self.ctx, self.dev, self.info, self.spec, ch.config)
-                    la.built()
                 self.launchers[ch.config] = la
             if len(self.by_n) > 256:
                 self.by_n.clear()

@@ -70,6 +70,19 @@ def build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec, cfg
     return _builds.get(ctx, key, lambda: _build(ctx, dev, info, spec, cfg, unit_step))
 
 
+def kernel_wg_limit(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec,
+                    cfg: ExprConfig) -> int:
+    """The most work-items a group of this expression's kernels may have on `dev`
+    (CL_KERNEL_WORK_GROUP_SIZE of a build of `cfg`, both stages): a struct accumulator can
+    need more registers than a group of the device's maximum size has (argmax on the H200:
+    256, where the device takes 1024)."""
+    opts = [*build_options(cfg, unit_step=True, nv_ptx=info.is_nvidia), *spec.options]
+    prg = compile_program(ctx, dev, source(spec, info.fp64), opts)
+    wgs = cl.kernel_work_group_info.WORK_GROUP_SIZE
+    return min(int(k.get_work_group_info(wgs, dev))
+               for k in (prg.clt_expr_stage1, prg.clt_expr_stage2))
+
+
 def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec, cfg: ExprConfig,
            unit_step: bool) -> ExprBuilt:
     opts = [*build_options(cfg, unit_step=unit_step, nv_ptx=info.is_nvidia), *spec.options]

@@ -24,10 +24,11 @@ from cltune.families.base import MAX_SEEDS, Target, known_config
 from cltune.families.expr import family as expr_family
 from cltune.families.expr.config import GROUPS_PER_CU, ITEMS, LAYOUTS, ExprConfig, ExprConfigError
 from cltune.families.expr.defaults import builtin, single_pass_passes
-from cltune.families.expr.kernel import template_hash
+from cltune.families.expr.kernel import kernel_wg_limit, template_hash
 from cltune.families.expr.launch import ExprLauncher
 from cltune.families.expr.reference import ExprBench, NoReference
 from cltune.families.expr.serve import resolve
+from cltune.opencl.build import BuildError
 from cltune.opencl.expression import LOCAL_RESERVE, ExprSpec
 
 if TYPE_CHECKING:  # the trial's type only: the worker's targets never import optuna
@@ -85,6 +86,17 @@ def make_space(info: DeviceInfo, itemsize: int) -> ExprSpace:
     return ExprSpace(info, base, limit, itemsize, values, excluded)
 
 
+def cap_wg(space: ExprSpace, limit: int) -> ExprSpace:
+    """`space` without the work-group sizes above `limit` (the kernel's own maximum)."""
+    if limit >= space.kernel_max_wg:
+        return space
+    wgs = tuple(w for w in space.values["wg"] if w <= limit) or space.values["wg"][:1]
+    excluded = {**space.excluded, f"wg>{limit}": f"the kernel's CL_KERNEL_WORK_GROUP_SIZE is "
+                                                f"{limit} here"}
+    return replace(space, kernel_max_wg=limit, values={**space.values, "wg": wgs},
+                   excluded=excluded)
+
+
 def params_of(cfg: ExprConfig, space: ExprSpace) -> dict[str, object] | None:
     return None if space.check(cfg) else cfg.to_dict()
 
@@ -118,7 +130,20 @@ class ExprTarget(Target):
         self._pyopencl_ref: Any = None
 
     def make_space(self) -> Any:
-        return make_space(self.info, self.spec.dtype_out.itemsize)
+        """The device's space, its work-group sizes capped at what this expression's kernels
+        take (one probe build at the largest offered, with one item per work-item: the fewest
+        registers), so every offered config builds (the space is made in the worker)."""
+        space = make_space(self.info, self.spec.dtype_out.itemsize)
+        top = max(space.values["wg"], default=0)
+        if top <= 1:
+            return space
+        probe = ExprConfig("strided", top, 1, space.values["groups_per_cu"][0],
+                           max(space.values["passes"]))
+        try:
+            limit = kernel_wg_limit(self.ctx, self.dev, self.info, self.spec, probe)
+        except BuildError:
+            return space  # the expression itself does not build: every trial says so
+        return cap_wg(space, limit)
 
     # ---- configs --------------------------------------------------------------------------
     def suggest(self, trial: optuna.Trial) -> ExprConfig:
