@@ -247,3 +247,21 @@ def test_tune_stores_a_best_and_the_runtime_serves_it(ctx, queue, device, db_url
         warnings.simplefilter("error")  # an exact answer is served without a warning
         got = cltune.norm_many([cla.to_device(queue, h) for h in hs], db=db_url).get()
     _check(got, hs, "norm", "float32")
+
+
+def test_cli_tunes_many_and_the_runtime_serves_it(queue, info, db_url, storage_url):
+    from typer.testing import CliRunner
+
+    from cltune.cli.app import app  # the CLI (loads the tuner)
+
+    r = CliRunner().invoke(app, ["tune", "--device", str(info.index), "--many", "16x1024",
+                                 "--op", "norm", "--trials", "3", "--timeout", "60", "--db",
+                                 db_url, "--storage", storage_url])
+    assert r.exit_code == 0, r.output
+    assert "norm/float32" in r.output and "2^4x2^10" in r.output
+    from cltune.families.many.api import explain_many
+
+    assert explain_many(queue, "norm", np.float32, 16, 1024, db=db_url).level == "exact"
+    r = CliRunner().invoke(app, ["tune", "--device", str(info.index), "--many", "16x1024",
+                                 "--op", "mean"])
+    assert r.exit_code != 0 and "--many tunes sum, prod, min, max or norm" in r.output

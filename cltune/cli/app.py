@@ -123,6 +123,10 @@ def tune(
         help="Tune a cltune.ReductionKernel given as module:attribute (its sample_args make "
         "the inputs; sizes from --sizes, default 2^20; with --axis along axes of 2-D inputs "
         "of --shapes).")] = None,
+    many: Annotated[str | None, typer.Option(  # noqa: UP007
+        help="Tune many reductions in one launch (r.many, cltune.norm_many; --op sum, prod, "
+        "min, max or norm) for classes KxN: K arrays of about N elements, powers of two "
+        "(e.g. 64x4096,16x65536).")] = None,
     shapes: Annotated[str | None, typer.Option(  # noqa: UP007
         help="Shapes for --axis (ROWSxCOLS, powers of two: 65536x256,16x1048576) or, with "
         "--segments, COUNTxMEANLENGTH; default: a set of 2^24-element shapes.")] = None,
@@ -147,14 +151,15 @@ def tune(
     cltune tune --device 0 --axis 1 --shapes 65536x256,16x1048576;
     cltune tune --device 0 --segments; cltune tune --device 0 --kernel mymodule:knl;
     cltune tune --device 0 --kernel mymodule:knl --axis 0 --shapes 65536x256;
-    cltune tune --device 0 --op var --sizes 2^20,2^24; cltune tune --device 0 --op argmax --axis 1
+    cltune tune --device 0 --op var --sizes 2^20,2^24; cltune tune --device 0 --op argmax --axis 1;
+    cltune tune --device 0 --many 64x4096 --op norm
     """
     from cltune.cli import tune_modes  # lazy: loads the tuner (optuna) and the statistics
 
     req = tune_modes.TuneRequest(
         device=device, op=op, dtype=dtype, sizes=sizes, trials=trials, timeout=timeout,
-        axis=axis, segments=segments, kernel=kernel, shapes=shapes, sampler=sampler, seed=seed,
-        resume=resume, max_rel_error=max_rel_error, study=study, seeds=seeds, db=db,
+        axis=axis, segments=segments, kernel=kernel, many=many, shapes=shapes, sampler=sampler,
+        seed=seed, resume=resume, max_rel_error=max_rel_error, study=study, seeds=seeds, db=db,
         storage=storage)
     mode = _tune_mode(req, tune_modes.STATISTICS)
     with _errors(), progress_bar(err) as progress:
@@ -165,12 +170,18 @@ def tune(
 
 #: how each mode's results are drawn; each returns True when a class has no validated config
 _RENDER_TUNED = {"sizes": render_sizes, "shapes": render_shapes, "kernel": render_kernel,
-                 "statistic": render_kernel}
+                 "statistic": render_kernel, "many": render_shapes}
 
 
 def _tune_mode(req: TuneRequest, statistics: tuple[str, ...]) -> str:
     """Which of `cltune tune`'s modes (tune_modes.MODES) the options pick; options that
     contradict each other are one error line."""
+    if req.many is not None:
+        if req.op not in ("sum", "prod", "min", "max", "norm"):
+            _fail(f"--many tunes sum, prod, min, max or norm, not {req.op!r:.30}")
+        if req.axis is not None or req.segments or req.kernel is not None:
+            _fail("--many goes alone (not with --axis, --segments or --kernel)")
+        return "many"
     if req.op not in OPS and req.op not in statistics:
         _fail(f"unknown op {req.op!r:.30}; choose one of {', '.join(OPS)}, or a statistic: "
               f"{', '.join(statistics)}")

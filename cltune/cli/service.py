@@ -113,6 +113,26 @@ def tune_axis(selector: str, variants: list[str], shapes: tuple | None, opts: Tu
     return info, out
 
 
+def tune_family(selector: str, family: str, variants: list[str], keys: tuple,
+                opts: TuneOptions, db: str | None, storage: str | None,
+                progress: Progress | None = None,
+                ) -> tuple[DeviceInfo, list[tuple[str, list[BucketResult]]]]:
+    """Tune variants of any family over its size keys (the budget shared by all classes)."""
+    info, dev = select(selector)
+    store = Store.open(db)
+    out = []
+    try:
+        ctx = cl.Context([dev])
+        for v in variants:
+            o = replace(opts, family=family, variant=v, buckets=tuple(keys),
+                        timeout_s=opts.timeout_s / len(variants))
+            tuner = Tuner(ctx, dev, info, store, storage or default_storage_url(), o, progress)
+            out.append((v, tuner.run()))
+    finally:
+        store.close()
+    return info, out
+
+
 def show(db: str | None, selector: str | None):  # noqa: ANN201 - list of ResultRow
     """Best results, optionally of one device (selector as for `--device`)."""
     info = select(selector)[0] if selector is not None else None

@@ -57,6 +57,7 @@ class TuneRequest:
     axis: str | None = None
     segments: bool = False
     kernel: str | None = None
+    many: str | None = None
     shapes: str | None = None
     sampler: str = "tpe"
     seed: int = 0
@@ -115,9 +116,22 @@ def tune_statistic(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo
     return _tune_expression(req, knl, label, progress)
 
 
+def tune_many(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo, Runs]:
+    """`cltune tune --many KxN[,...]`: k reductions of arrays of about N elements in one launch
+    (the `many` family, `--op` sum/prod/min/max/norm), 12 trials per class and 120 s in all
+    unless given."""
+    _check_sampler(req.sampler)
+    keys = parse_shapes(req.many or "64x4096")
+    opts = TuneOptions(op=req.op, dtype=req.dtype, trials=req.trials or 12,
+                       timeout_s=req.timeout or 120.0, sampler=req.sampler, seed=req.seed,
+                       resume=req.resume, study_prefix=req.study, seeds=req.seeds)
+    return service.tune_family(req.device, "many", [f"{req.op}/{req.dtype}"], keys, opts,
+                               req.db, req.storage, progress)
+
+
 MODES: dict[str, Callable[[TuneRequest, RichProgress], tuple[DeviceInfo, Runs]]] = {
     "sizes": tune_sizes, "shapes": tune_shapes, "kernel": tune_kernel,
-    "statistic": tune_statistic}
+    "statistic": tune_statistic, "many": tune_many}
 
 
 def _tune_expression(req: TuneRequest, kernel: str | ReductionKernel, label: str,
