@@ -21,6 +21,7 @@ from rich.markup import escape
 from cltune.cli.render import (
     progress_bar,
     render_bench,
+    render_bench_cases,
     render_devices,
     render_kernel,
     render_shapes,
@@ -280,42 +281,70 @@ def verify(
 @app.command()
 def bench(
     device: Annotated[str, typer.Option("--device", "-d", help="Index, P:D or name.")] = "0",
-    op: Annotated[str, typer.Option(help="sum, prod, min or max.")] = "sum",
+    op: Annotated[str, typer.Option(
+        help="sum, prod, min or max; or a statistic (argmin, argmax, mean, var, std, norm, "
+        "count_nonzero, any, all), whole (--sizes) or along --axis.")] = "sum",
     dtype: Annotated[str, typer.Option(help="float32, float64, float16, int32, int64, uint32, "
                                        "uint64.")] = "float32",
-    sizes: Annotated[str, typer.Option(help="Sizes, e.g. 2^12,2^20 (powers of two).")]
-    = "2^12,2^16,2^20,2^24",
+    sizes: Annotated[str | None, typer.Option(  # noqa: UP007
+        help="Sizes, e.g. 2^12,2^20 (powers of two; default 2^12,2^16,2^20,2^24); with --many "
+        "the length of each array (default 2^12).")] = None,
+    axis: Annotated[str | None, typer.Option(  # noqa: UP007
+        help="Reduce 2-D arrays of --shapes along axis 1 (rows), 0 (columns) or both: "
+        "r(x, axis=k) against numpy.<op>(h, axis=k) (and torch).")] = None,
+    segments: Annotated[bool, typer.Option(
+        "--segments", help="Segmented (CSR) reductions r.segments(x, offsets) of --shapes "
+        "MxN (M segments of about N elements) against numpy's reduceat (and torch).")] = False,
+    shapes: Annotated[str | None, typer.Option(  # noqa: UP007
+        help="RxC[,RxC...] for --axis (e.g. 4096x4096,65536x256,3000x5000) or MxN for "
+        "--segments.")] = None,
+    many: Annotated[int | None, typer.Option(  # noqa: UP007
+        min=1, help="K arrays of each of --sizes in one launch: r.many (norm: "
+        "cltune.norm_many) against K cltune calls, numpy, pyopencl (and torch).")] = None,
     repeats: Annotated[int, typer.Option(min=1, help="Interleaved samples per contender.")]
     = 9,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (with every sample).")]
     = False,
     plot: Annotated[str | None, typer.Option(  # noqa: UP007
-        help="Write a PNG of GB/s against n here (needs matplotlib).")] = None,
+        help="Write a PNG of GB/s against n here (needs matplotlib; 1-D sizes only).")] = None,
     db: DbOpt = None,
 ) -> None:
     """Benchmark the tuned reduction against numpy, pyopencl, the builtin config, a streaming
-    read ceiling (and torch on CUDA devices), interleaved in one process, results validated.
+    read ceiling (and torch on CUDA devices), interleaved in one process, results validated;
+    also statistics, along an axis, over segments and many arrays in one launch.
 
-    Example: cltune bench --device 0 --sizes 2^20,2^24 --plot bench.png
+    Example: cltune bench --device 0 --sizes 2^20,2^24 --plot bench.png;
+    cltune bench --device 0 --axis 0 --shapes 4096x4096,65536x256;
+    cltune bench --device 0 --segments --shapes 65536x256; cltune bench --device 0 --op var;
+    cltune bench --device 0 --op argmax --axis 1 --shapes 65536x256;
+    cltune bench --device 0 --many 64 --sizes 2^12 --op norm
     """
     from cltune.cli import bench as benchmark  # lazy: loads pyopencl.array and the runtime
+    from cltune.cli import bench_modes  # lazy: loads the statistics
 
+    req = bench_modes.BenchRequest(op=op, dtype=dtype, sizes=sizes, repeats=repeats, axis=axis,
+                                   segments=segments, shapes=shapes, many=many, plot=plot,
+                                   db=db)
     with _errors():
+        mode = bench_modes.mode_of(req)
         if plot:
             benchmark.require_matplotlib()
-        report = _service().bench(device, op, dtype, [1 << b for b in parse_sizes(sizes)],
-                                  repeats, db)
+        if mode == "sizes":
+            report = _service().bench(device, op, dtype, [1 << b for b in parse_sizes(
+                sizes or bench_modes.DEFAULT_SIZES)], repeats, db)
+        else:
+            report = _service().bench_mode(device, req)
         if plot:
             benchmark.plot(report, plot)
     if as_json:
         out.print_json(json.dumps(dataclasses.asdict(report)))
     else:
-        render_bench(report, out, err)
+        (render_bench if mode == "sizes" else render_bench_cases)(report, out, err)
     for note in report.notes:
         err.print(f"note: {note}", highlight=False)
     if plot:
         err.print(f"plot written to {plot}", highlight=False)
-    if any(s.wrong for s in report.sizes):
+    if report.any_wrong():
         raise typer.Exit(code=1)
 
 

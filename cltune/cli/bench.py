@@ -105,6 +105,9 @@ class Report:
     sizes: list[SizeResult]
     notes: list[str]
 
+    def any_wrong(self) -> bool:
+        return any(s.wrong for s in self.sizes)
+
 
 def interleaved(samplers: dict[str, Sampler], repeats: int) -> dict[str, list[float]]:
     names = list(samplers)

@@ -17,6 +17,7 @@ from cltune.core.family import get as get_family
 
 if TYPE_CHECKING:  # annotations only: importing these loads the tuner and OpenCL
     from cltune.cli.bench import Report
+    from cltune.cli.bench_cases import ModeReport
     from cltune.cli.service import DeviceRow
     from cltune.cli.tune_modes import Runs
     from cltune.device.info import DeviceInfo
@@ -268,4 +269,26 @@ def render_bench(report: Report, out: Console, err: Console) -> None:
                       + ", ".join(f"{k} {v:.2f}x" for k, v in s.ratios.items()),
                       highlight=False)
         for name, what in s.wrong.items():
+            err.print(f"[red]wrong result[/]: {name} = {escape(what)} (not timed)")
+
+
+def render_bench_cases(report: ModeReport, out: Console, err: Console) -> None:
+    """The tables of `cltune bench --axis/--segments/--many` and of a statistic: one per
+    case, then its ratios and any wrong answers."""
+    out.print(f"{report.op}/{report.dtype} ({report.mode}) on {report.device} "
+              f"({report.platform}); {report.repeats} samples per contender, medians",
+              highlight=False)
+    for c in report.cases:
+        t = Table(title=f"{c.label}: {c.config}", title_justify="left")
+        for col in ("contender", "median µs", "GB/s", "IQR"):
+            t.add_column(col, justify="left" if col == "contender" else "right")
+        for name, row in c.rows.items():
+            t.add_row(name, f"{row.median_s * 1e6:,.1f}", f"{row.gbps:.2f}",
+                      f"{row.iqr_pct:.0f}%")
+        out.print(t)
+        if c.ratios:
+            out.print("ratios (time of the other / time of cltune's; > 1: cltune faster): "
+                      + ", ".join(f"{k} {v:.2f}x" for k, v in c.ratios.items()),
+                      highlight=False)
+        for name, what in c.wrong.items():
             err.print(f"[red]wrong result[/]: {name} = {escape(what)} (not timed)")

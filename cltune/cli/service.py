@@ -12,6 +12,8 @@ from pathlib import Path
 import pyopencl as cl
 
 from cltune.cli.bench import Report, run_benchmark
+from cltune.cli.bench_cases import ModeReport
+from cltune.cli.bench_modes import BenchRequest, run_mode
 from cltune.core.ops import DTYPES, OPS, OpSpec
 from cltune.device.health import Health
 from cltune.device.info import DeviceInfo
@@ -232,6 +234,15 @@ def bench(selector: str, op: str, dtype: str, sizes: list[int], repeats: int,
     info, dev = select(selector)
     ctx = cl.Context([dev])
     return run_benchmark(cl.CommandQueue(ctx, dev), info, op, dtype, sizes, repeats, db)
+
+
+def bench_mode(selector: str, req: BenchRequest) -> ModeReport:
+    """`cltune bench --axis/--segments/--many` or a statistic: cltune.cli.bench_modes."""
+    if req.repeats < 1:
+        raise ValueError("--repeats must be at least 1")
+    info, dev = select(selector)
+    ctx = cl.Context([dev])
+    return run_mode(cl.CommandQueue(ctx, dev), info, req)
 
 
 def migrate(db: str | None, rebuild_tally: bool = False) -> tuple[int, tuple[int, int] | None]:
