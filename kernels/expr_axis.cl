@@ -20,6 +20,16 @@
  * the launch splits j over groups (the call's clt_chunk rows each): with more than one split,
  * stage 1 writes partials and clt_axis_stage2 combines and finishes them.
  *
+ * Rounding (floating-point accumulators, CLT_BLOCK > 0): a sum folded into one accumulator
+ * loses ~an ulp of its running value per element, so chains are kept short. An accumulator
+ * restarts every CLT_BLOCK steps, its value (the items combined) added to level 1 of a
+ * cascade; level 1 restarts every CLT_AX_FAN blocks into level 2, level 2 every CLT_AX_FAN of
+ * those into the top. No value is then added to a chain longer than CLT_BLOCK, CLT_AX_FAN or
+ * r / (CLT_BLOCK * CLT_AX_FAN^2 * steps) elements (stage 2 cascades the partials the same
+ * way), so a float32 sum of 10^5 elements is as accurate as numpy's pairwise one (#22 item 2).
+ * The prelude sets CLT_BLOCK 0 where the accumulator holds no floating-point field (exact:
+ * no restarts), as does a kernel whose reduction is exact anyway (argmax).
+ *
  * Tunables have defaults below; their values reach the file only as -D options produced by
  * cltune.expr_axis_config.AxisExprConfig.defines() from a validated config (house rule 2).
  */
@@ -38,6 +48,15 @@
 #endif
 #ifndef CLT_AX_STRIP
 #define CLT_AX_STRIP 1 /* cols: neighbouring outputs per work-item */
+#endif
+#ifndef CLT_BLOCK
+#define CLT_BLOCK 32 /* steps an accumulator folds before it restarts; 0: never (see above) */
+#endif
+#ifndef CLT_AX_FAN
+#define CLT_AX_FAN 8 /* blocks an output's level 1 sums before it is pushed (see above) */
+#endif
+#ifndef CLT_AX_DEPTH
+#define CLT_AX_DEPTH 10 /* slots of an output's binary counter (pairwise up to 2^9 pushes) */
 #endif
 
 #ifndef CLT_HAVE_USER
@@ -67,6 +86,75 @@ inline long clt_div(const long a, const long b) {
 
 #define CLT_OUTS (CLT_AX_WG / CLT_AX_LANES) /* work-items across outputs in a group */
 #define CLT_WG_ATTR __attribute__((reqd_work_group_size(CLT_AX_WG, 1, 1)))
+#if CLT_AX_LAYOUT == 0
+#define CLT_NS 1 /* outputs per work-item */
+#else
+#define CLT_NS CLT_AX_STRIP
+#endif
+
+/* DST = reduce(DST, SRC), SRC restarted (the operands are copies: `a` and `b` are the
+ * application's names) */
+#define CLT_LIFT(DST, SRC)                                                                      \
+    do {                                                                                        \
+        clt_out_t clt_a = (DST), clt_b = (SRC);                                                 \
+        (DST) = CLT_REDUCE(clt_a, clt_b);                                                       \
+        (SRC) = CLT_NEUTRAL;                                                                    \
+    } while (0)
+/* the items of output t combined in order, restarted */
+#define CLT_ITEMS_OF(t, V)                                                                      \
+    clt_out_t V = clt_acc[t][0];                                                                \
+    clt_acc[t][0] = CLT_NEUTRAL;                                                                \
+    _Pragma("unroll") for (int clt_u = 1; clt_u < CLT_AX_ITEMS; ++clt_u) {                      \
+        clt_out_t clt_b = clt_acc[t][clt_u];                                   \
+        V = CLT_REDUCE(V, clt_b);                                                               \
+        clt_acc[t][clt_u] = CLT_NEUTRAL;                                                        \
+    }
+#if CLT_BLOCK > 0
+/* the block's accumulators into level 1 (every output) */
+#define CLT_UP0()                                                                               \
+    _Pragma("unroll") for (int clt_t = 0; clt_t < CLT_NS; ++clt_t) {                            \
+        CLT_ITEMS_OF(clt_t, clt_v)                                                              \
+        CLT_LIFT(clt_l1[clt_t], clt_v);                                                         \
+    }
+/* level 1 of every output pushed onto its binary counter (the C-th push, from 0): slot k holds
+ * the sum of 2^k pushes while bit k of the count is set; equal sums are combined (pairwise),
+ * the last slot takes what overflows */
+#define CLT_PUSH(C)                                                                             \
+    do {                                                                                        \
+        uint clt_c = (C);                                                                       \
+        _Pragma("unroll") for (int clt_k = 0; clt_k < CLT_AX_DEPTH; ++clt_k) {                  \
+            if (clt_k == CLT_AX_DEPTH - 1 || !(clt_c & 1)) {                                    \
+                _Pragma("unroll") for (int clt_t = 0; clt_t < CLT_NS; ++clt_t)                  \
+                    CLT_LIFT(clt_lv[clt_t][clt_k], clt_l1[clt_t]);                              \
+                break;                                                                          \
+            }                                                                                   \
+            _Pragma("unroll") for (int clt_t = 0; clt_t < CLT_NS; ++clt_t)                      \
+                CLT_LIFT(clt_l1[clt_t], clt_lv[clt_t][clt_k]);                                  \
+            clt_c >>= 1;                                                                        \
+        }                                                                                       \
+    } while (0)
+/* STEPS(stop) folds whole steps while clt_j < stop; the cascade calls it a block at a time */
+#define CLT_CASCADE(STEPS)                                                                      \
+    for (uint clt_np = 0; clt_j < clt_lim; ++clt_np) {                                          \
+        for (int clt_b = 0; clt_b < CLT_AX_FAN && clt_j < clt_lim; ++clt_b) {                   \
+            STEPS(min(clt_lim, clt_j + (long)CLT_BLOCK * CLT_AX_ITEMS * CLT_AX_LANES));         \
+            CLT_UP0();                                                                          \
+        }                                                                                       \
+        CLT_PUSH(clt_np);                                                                       \
+    }
+/* output t's value: its items, level 1, then the counter's slots, smallest first */
+#define CLT_VALUE(t, V)                                                                         \
+    CLT_ITEMS_OF(t, V)                                                                          \
+    CLT_LIFT(clt_l1[t], V);                                                                     \
+    V = clt_l1[t];                                                                              \
+    _Pragma("unroll") for (int clt_k = 0; clt_k < CLT_AX_DEPTH; ++clt_k) {                      \
+        clt_out_t clt_a = clt_lv[t][clt_k];                                                     \
+        V = CLT_REDUCE(clt_a, V);                                                               \
+    }
+#else
+#define CLT_CASCADE(STEPS) STEPS(clt_lim) /* exact: no restarts */
+#define CLT_VALUE(t, V) CLT_ITEMS_OF(t, V)
+#endif
 
 #if CLT_AX_LANES > 1
 /* the lanes of each output combined; valid in lane 0. Every work-item calls it (barriers). */
@@ -100,7 +188,22 @@ clt_axis_stage1(CLT_USER_ARGS const long n, const long clt_outer, const long clt
     const long clt_nout = clt_outer * clt_inner;
     const long clt_j0 = (long)get_group_id(1) * clt_chunk;
     const long clt_j1 = min(clt_j0 + clt_chunk, n);
+    const long clt_lim = clt_j1 - (CLT_AX_ITEMS - 1) * CLT_AX_LANES; /* whole steps below */
     const int clt_split = get_num_groups(1) > 1;
+    clt_out_t clt_acc[CLT_NS][CLT_AX_ITEMS];
+#if CLT_BLOCK > 0
+    clt_out_t clt_l1[CLT_NS], clt_lv[CLT_NS][CLT_AX_DEPTH]; /* level 1, the binary counter */
+#endif
+#pragma unroll
+    for (int clt_t = 0; clt_t < CLT_NS; ++clt_t) {
+#pragma unroll
+        for (int clt_u = 0; clt_u < CLT_AX_ITEMS; ++clt_u) clt_acc[clt_t][clt_u] = CLT_NEUTRAL;
+#if CLT_BLOCK > 0
+        clt_l1[clt_t] = CLT_NEUTRAL;
+#pragma unroll
+        for (int clt_k = 0; clt_k < CLT_AX_DEPTH; ++clt_k) clt_lv[clt_t][clt_k] = CLT_NEUTRAL;
+#endif
+    }
 
 #if CLT_AX_LAYOUT == 0
     /* rows: CLT_AX_LANES neighbouring work-items read one row, interleaved */
@@ -108,28 +211,20 @@ clt_axis_stage1(CLT_USER_ARGS const long n, const long clt_outer, const long clt
     const uint clt_lane = clt_lid % CLT_AX_LANES;
     const long clt_p = (long)get_group_id(0) * CLT_OUTS + clt_lid / CLT_AX_LANES;
     const long clt_row_base = clt_p * n;
-    clt_out_t clt_acc[CLT_AX_ITEMS];
-#pragma unroll
-    for (int clt_u = 0; clt_u < CLT_AX_ITEMS; ++clt_u) clt_acc[clt_u] = CLT_NEUTRAL;
+#define CLT_ROW_STEPS(STOP)                                                                     \
+    for (const long clt_stop = (STOP); clt_j < clt_stop; clt_j += CLT_AX_ITEMS * CLT_AX_LANES) { \
+        _Pragma("unroll") for (int clt_u = 0; clt_u < CLT_AX_ITEMS; ++clt_u)                    \
+            CLT_FOLD(clt_acc[0][clt_u], clt_row_base + clt_j + clt_u * CLT_AX_LANES);           \
+    }
     if (clt_p < clt_nout) {
         long clt_j = clt_j0 + clt_lane;
-        for (; clt_j + (CLT_AX_ITEMS - 1) * CLT_AX_LANES < clt_j1;
-             clt_j += CLT_AX_ITEMS * CLT_AX_LANES) {
-#pragma unroll
-            for (int clt_u = 0; clt_u < CLT_AX_ITEMS; ++clt_u)
-                CLT_FOLD(clt_acc[clt_u], clt_row_base + clt_j + clt_u * CLT_AX_LANES);
-        }
+        CLT_CASCADE(CLT_ROW_STEPS);
 #pragma unroll
         for (int clt_u = 0; clt_u < CLT_AX_ITEMS - 1; ++clt_u)
             if (clt_j + clt_u * CLT_AX_LANES < clt_j1)
-                CLT_FOLD(clt_acc[clt_u], clt_row_base + clt_j + clt_u * CLT_AX_LANES);
+                CLT_FOLD(clt_acc[0][clt_u], clt_row_base + clt_j + clt_u * CLT_AX_LANES);
     }
-    clt_out_t clt_v = clt_acc[0];
-#pragma unroll
-    for (int clt_u = 1; clt_u < CLT_AX_ITEMS; ++clt_u) {
-        clt_out_t clt_b = clt_acc[clt_u];
-        clt_v = CLT_REDUCE(clt_v, clt_b);
-    }
+    CLT_VALUE(0, clt_v)
 #if CLT_AX_LANES > 1
     clt_v = clt_lanes_tree(clt_v, clt_lane, 1, clt_tile);
 #endif
@@ -148,51 +243,47 @@ clt_axis_stage1(CLT_USER_ARGS const long n, const long clt_outer, const long clt
     const uint clt_lane = clt_lid / CLT_OUTS;
     const long clt_p0 = ((long)get_group_id(0) * CLT_OUTS + clt_lid % CLT_OUTS) * CLT_AX_STRIP;
     long clt_rb[CLT_AX_STRIP]; /* the flat index of each output's first element */
-    clt_out_t clt_acc[CLT_AX_STRIP][CLT_AX_ITEMS];
 #pragma unroll
     for (int clt_t = 0; clt_t < CLT_AX_STRIP; ++clt_t) {
         const long clt_p = clt_p0 + clt_t < clt_nout ? clt_p0 + clt_t : clt_p0;
         const long clt_o = clt_p / clt_inner;
         clt_rb[clt_t] = clt_o * n * clt_inner + (clt_p - clt_o * clt_inner);
-#pragma unroll
-        for (int clt_u = 0; clt_u < CLT_AX_ITEMS; ++clt_u) clt_acc[clt_t][clt_u] = CLT_NEUTRAL;
     }
     /* the strip's outputs are neighbours in memory unless it crosses an outer index: then
      * element t of a row is at rb[0] + t, which lets the compiler load the strip at once */
     const int clt_flat = CLT_AX_STRIP == 1 ||
                          (clt_rb[CLT_AX_STRIP - 1] == clt_rb[0] + (CLT_AX_STRIP - 1));
-#define CLT_ROWS(AT)                                                                               \
+    const long clt_jump = CLT_AX_LANES * clt_inner; /* flat distance of a lane's rows */
+#define CLT_COL_STEPS(AT, STOP)                                                                    \
+    for (const long clt_stop = (STOP); clt_j < clt_stop;                                           \
+         clt_j += CLT_AX_ITEMS * CLT_AX_LANES, clt_off += CLT_AX_ITEMS * clt_jump) {               \
+        _Pragma("unroll") for (int clt_u = 0; clt_u < CLT_AX_ITEMS; ++clt_u)                       \
+            _Pragma("unroll") for (int clt_t = 0; clt_t < CLT_AX_STRIP; ++clt_t)                   \
+                CLT_FOLD(clt_acc[clt_t][clt_u], AT(clt_t) + clt_off + clt_u * clt_jump);           \
+    }
+#define CLT_AT_FLAT(clt_t) (clt_rb[0] + (clt_t))
+#define CLT_AT_ANY(clt_t) (clt_rb[clt_t])
+#define CLT_FLAT_STEPS(STOP) CLT_COL_STEPS(CLT_AT_FLAT, STOP)
+#define CLT_ANY_STEPS(STOP) CLT_COL_STEPS(CLT_AT_ANY, STOP)
+#define CLT_ROWS(AT, STEPS)                                                                        \
     do {                                                                                           \
         long clt_j = clt_j0 + clt_lane;                                                            \
         long clt_off = clt_j * clt_inner;                                                          \
-        const long clt_jump = CLT_AX_LANES * clt_inner; /* flat distance of a lane's rows */       \
-        for (; clt_j + (CLT_AX_ITEMS - 1) * CLT_AX_LANES < clt_j1;                                 \
-             clt_j += CLT_AX_ITEMS * CLT_AX_LANES, clt_off += CLT_AX_ITEMS * clt_jump) {           \
-            _Pragma("unroll") for (int clt_u = 0; clt_u < CLT_AX_ITEMS; ++clt_u)                   \
-                _Pragma("unroll") for (int clt_t = 0; clt_t < CLT_AX_STRIP; ++clt_t)               \
-                    CLT_FOLD(clt_acc[clt_t][clt_u], AT(clt_t) + clt_off + clt_u * clt_jump);       \
-        }                                                                                          \
+        CLT_CASCADE(STEPS);                                                                        \
         _Pragma("unroll") for (int clt_u = 0; clt_u < CLT_AX_ITEMS - 1; ++clt_u)                   \
             if (clt_j + clt_u * CLT_AX_LANES < clt_j1)                                             \
                 _Pragma("unroll") for (int clt_t = 0; clt_t < CLT_AX_STRIP; ++clt_t)               \
                     CLT_FOLD(clt_acc[clt_t][clt_u], AT(clt_t) + clt_off + clt_u * clt_jump);       \
     } while (0)
-#define CLT_AT_FLAT(clt_t) (clt_rb[0] + (clt_t))
-#define CLT_AT_ANY(clt_t) (clt_rb[clt_t])
     if (clt_p0 < clt_nout) {
         if (clt_flat)
-            CLT_ROWS(CLT_AT_FLAT);
+            CLT_ROWS(CLT_AT_FLAT, CLT_FLAT_STEPS);
         else
-            CLT_ROWS(CLT_AT_ANY);
+            CLT_ROWS(CLT_AT_ANY, CLT_ANY_STEPS);
     }
 #pragma unroll
     for (int clt_t = 0; clt_t < CLT_AX_STRIP; ++clt_t) {
-        clt_out_t clt_v = clt_acc[clt_t][0];
-#pragma unroll
-        for (int clt_u = 1; clt_u < CLT_AX_ITEMS; ++clt_u) {
-            clt_out_t clt_b = clt_acc[clt_t][clt_u];
-            clt_v = CLT_REDUCE(clt_v, clt_b);
-        }
+        CLT_VALUE(clt_t, clt_v)
 #if CLT_AX_LANES > 1
         clt_v = clt_lanes_tree(clt_v, clt_lane, CLT_OUTS, clt_tile);
 #endif
@@ -213,7 +304,8 @@ clt_axis_stage1(CLT_USER_ARGS const long n, const long clt_outer, const long clt
 #undef CLT_POS
 #define CLT_POS(i) clt_div((i) - clt_row_base, clt_inner)
 
-/* one work-item per output: its `clt_split` partials combined and finished */
+/* one work-item per output: its `clt_split` partials combined (in the cascade of stage 1 for
+ * floating-point accumulators) and finished */
 __kernel CLT_WG_ATTR void
 clt_axis_stage2(CLT_USER_ARGS const long n, const long clt_outer, const long clt_inner,
                 const long clt_split, __global const clt_out_t *clt_partials,
@@ -224,10 +316,35 @@ clt_axis_stage2(CLT_USER_ARGS const long n, const long clt_outer, const long clt
     if (clt_p >= clt_nout) return;
     const long clt_o = clt_p / clt_inner;
     const long clt_row_base = clt_o * n * clt_inner + (clt_p - clt_o * clt_inner);
+#if CLT_BLOCK > 0
+    clt_out_t clt_lv[CLT_AX_DEPTH]; /* the binary counter of stage 1, a partial a push */
+#pragma unroll
+    for (int clt_k = 0; clt_k < CLT_AX_DEPTH; ++clt_k) clt_lv[clt_k] = CLT_NEUTRAL;
+    for (long clt_s = 0; clt_s < clt_split; ++clt_s) {
+        clt_out_t clt_v = clt_partials[clt_s * clt_nout + clt_p];
+        uint clt_c = (uint)clt_s;
+#pragma unroll
+        for (int clt_k = 0; clt_k < CLT_AX_DEPTH; ++clt_k) {
+            if (clt_k == CLT_AX_DEPTH - 1 || !(clt_c & 1)) {
+                CLT_LIFT(clt_lv[clt_k], clt_v);
+                break;
+            }
+            CLT_LIFT(clt_v, clt_lv[clt_k]);
+            clt_c >>= 1;
+        }
+    }
+    clt_out_t clt_fa = CLT_NEUTRAL;
+#pragma unroll
+    for (int clt_k = 0; clt_k < CLT_AX_DEPTH; ++clt_k) {
+        clt_out_t clt_a = clt_lv[clt_k];
+        clt_fa = CLT_REDUCE(clt_a, clt_fa);
+    }
+#else
     clt_out_t clt_fa = clt_partials[clt_p];
     for (long clt_s = 1; clt_s < clt_split; ++clt_s) {
         clt_out_t clt_b = clt_partials[clt_s * clt_nout + clt_p];
         clt_fa = CLT_REDUCE(clt_fa, clt_b);
     }
+#endif
     ((__global clt_res_t *)(clt_res_base + clt_res_off))[clt_p] = CLT_FINISH(clt_fa);
 }
