@@ -77,3 +77,16 @@ def test_an_uninstalled_checkout_says_how_to_install_it(tmp_path):
     assert r.returncode == 1
     assert f"source checkout {tmp_path} without being installed" in r.stderr, r.stderr
     assert f"pip install -e {tmp_path}" in r.stderr
+
+
+def test_every_subpackage_is_in_the_wheel():
+    """pyproject.toml lists the packages by hand (the package-dir mapping of kernels/ and
+    tuning_db/ rules out discovery): every folder of cltune/ with an __init__.py is listed, so a
+    wheel (what CI and users install) carries it, not only an editable install."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "cltune").rglob(
+        "__init__.py") if "__pycache__" not in p.parts}
+    assert found <= listed, sorted(found - listed)
