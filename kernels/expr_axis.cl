@@ -21,12 +21,15 @@
  * stage 1 writes partials and clt_axis_stage2 combines and finishes them.
  *
  * Rounding (floating-point accumulators, CLT_BLOCK > 0): a sum folded into one accumulator
- * loses ~an ulp of its running value per element, so chains are kept short. An accumulator
- * restarts every CLT_BLOCK steps, its value (the items combined) added to level 1 of a
- * cascade; level 1 restarts every CLT_AX_FAN blocks into level 2, level 2 every CLT_AX_FAN of
- * those into the top. No value is then added to a chain longer than CLT_BLOCK, CLT_AX_FAN or
- * r / (CLT_BLOCK * CLT_AX_FAN^2 * steps) elements (stage 2 cascades the partials the same
- * way), so a float32 sum of 10^5 elements is as accurate as numpy's pairwise one (#22 item 2).
+ * loses up to an ulp of its running value per element, so chains are kept short. An
+ * accumulator restarts every CLT_BLOCK steps, its value (the items combined) added to the
+ * output's level 1; every CLT_AX_FAN blocks level 1 is pushed onto the output's binary counter
+ * (CLT_AX_DEPTH slots: slot k holds 2^k pushes, equal sums are combined, so the pushes are
+ * summed pairwise), and stage 2 sums a split axis' partials with the same counter. An element
+ * then meets at most CLT_BLOCK + items + CLT_AX_FAN + log2(pushes) roundings (numpy's pairwise
+ * sum: 16 + 3 + log2(r / 128)), so a float32 sum of 10^5 elements is as accurate as numpy's
+ * (#22 item 2) at the cost of a few operations per CLT_BLOCK steps (measured by
+ * scripts/experiments/expr_axis_cascade_ab.py).
  * The prelude sets CLT_BLOCK 0 where the accumulator holds no floating-point field (exact:
  * no restarts), as does a kernel whose reduction is exact anyway (argmax).
  *
@@ -50,10 +53,10 @@
 #define CLT_AX_STRIP 1 /* cols: neighbouring outputs per work-item */
 #endif
 #ifndef CLT_BLOCK
-#define CLT_BLOCK 32 /* steps an accumulator folds before it restarts; 0: never (see above) */
+#define CLT_BLOCK 64 /* steps an accumulator folds before it restarts; 0: never (see above) */
 #endif
 #ifndef CLT_AX_FAN
-#define CLT_AX_FAN 8 /* blocks an output's level 1 sums before it is pushed (see above) */
+#define CLT_AX_FAN 4 /* blocks an output's level 1 sums before it is pushed (see above) */
 #endif
 #ifndef CLT_AX_DEPTH
 #define CLT_AX_DEPTH 10 /* slots of an output's binary counter (pairwise up to 2^9 pushes) */

@@ -20,6 +20,17 @@ from cltune.opencl.caches import ContextCache
 from cltune.opencl.expression import ExprSpec
 from cltune.opencl.sources import kernel_file
 
+#: kernels/expr_axis.cl's rounding cascade (its defaults): an accumulator restarts every
+#: CASCADE_BLOCK steps into level 1, pushed every CASCADE_FAN blocks onto a binary counter
+#: of CASCADE_DEPTH slots
+CASCADE_BLOCK, CASCADE_FAN, CASCADE_DEPTH = 64, 4, 10
+
+
+def restarts(spec: ExprSpec) -> bool:
+    """Whether the spec's accumulators restart (the cascade): not where the prelude (or the
+    application's preamble) sets CLT_BLOCK 0 (no floating-point field, or an exact kernel)."""
+    return "#define CLT_BLOCK 0" not in spec.prelude(False)
+
 
 @lru_cache(maxsize=1)
 def axis_template() -> str:

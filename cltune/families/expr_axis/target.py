@@ -34,7 +34,13 @@ from cltune.families.expr_axis.config import (
     AxisExprConfig,
 )
 from cltune.families.expr_axis.defaults import choose
-from cltune.families.expr_axis.kernel import template_hash
+from cltune.families.expr_axis.kernel import (
+    CASCADE_BLOCK,
+    CASCADE_DEPTH,
+    CASCADE_FAN,
+    restarts,
+    template_hash,
+)
 from cltune.families.expr_axis.launch import axis_plan
 from cltune.families.expr_axis.reference import AxisLaunch, ExprAxisBench, View
 from cltune.opencl.expression import LOCAL_RESERVE, ExprSpec
@@ -238,18 +244,32 @@ class ExprAxisTarget(Target):
         return ExprAxisBench(self, tuple(args), view)
 
     def rtol(self, la: AxisLaunch, view: View) -> float:
-        """Tolerance for float results: the elements an accumulator folds in sequence and the
-        combining depth in units of the accumulator's epsilon, plus the result's rounding
+        """Tolerance for float results: the roundings an element meets on its way to the
+        result (`chain`) in units of the accumulator's epsilon, plus the result's rounding
         (twice: the reference rounds too)."""
         def eps(dt: np.dtype) -> float:
             fl = [dt.fields[k][0] for k in dt.names] if dt.names else [dt]
             return max((float(np.finfo(f).eps) for f in fl if f.kind in "fc"), default=0.0)
 
-        p = la.plan(view)
-        seq = p.chunk // max(1, la.cfg.lanes * la.cfg.items) + 1
-        depth = math.log2(max(2, la.cfg.lanes * la.cfg.items * p.split))
-        return 2 * (4 * eps(self.spec.dtype_out) * (seq + depth + 16)
+        return 2 * (4 * eps(self.spec.dtype_out) * (chain(la.cfg, la.plan(view), self.spec)
+                                                    + 16)
                     + 4 * eps(self.spec.dtype_result))
 
 
-
+def chain(cfg: AxisExprConfig, plan: Any, spec: ExprSpec) -> int:
+    """The most roundings an element meets (the depth of kernels/expr_axis.cl's summation
+    tree, Higham's bound in units of eps): its accumulator's chain, the items combined, and
+    where floating-point accumulators restart (`restarts`), level 1 and the binary counter's
+    pairwise levels (the last slot's overflow in sequence); then the lanes' tree and the split's
+    partials (pairwise too, or in sequence where nothing restarts)."""
+    steps = -(-plan.chunk // max(1, cfg.lanes * cfg.items))
+    lanes = math.ceil(math.log2(max(1, cfg.lanes)))
+    if not restarts(spec):
+        return steps + cfg.items + lanes + plan.split
+    blocks = -(-steps // CASCADE_BLOCK)
+    pushes = -(-blocks // CASCADE_FAN)
+    top = 1 << (CASCADE_DEPTH - 1)
+    pairwise = math.ceil(math.log2(max(1, min(pushes, top)))) + pushes // top
+    split = math.ceil(math.log2(max(1, plan.split))) + plan.split // top
+    return (min(steps, CASCADE_BLOCK) + cfg.items + min(blocks, CASCADE_FAN) + pairwise
+            + CASCADE_DEPTH + lanes + split)
