@@ -1,14 +1,17 @@
-"""`cltune bench` as a command: the table, JSON, the plot file, a missing matplotlib, no torch."""
+"""`cltune bench` as a command: the table, JSON, the plot file, a missing matplotlib, no torch;
+its other modes (statistics, --axis, --segments, --many) and their bad combinations."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 
+import numpy as np
 import pytest
 from support.tuned import store_bests
 from typer.testing import CliRunner
 
+from cltune.cli import bench_modes
 from cltune.cli.app import app
 from cltune.families.reduce.config import Config
 
@@ -92,7 +95,100 @@ def test_missing_matplotlib_is_one_line_before_any_work(info, tuned_db, tmp_path
 
 @pytest.mark.parametrize("args,msg", [(["--op", "dot"], "dot"), (["--sizes", "3000"],
                                                                   "power of two"),
-                                      (["--op", "mean"], "unknown op")])
+                                      (["--op", "median"], "unknown op")])
 def test_bad_options_are_one_line(info, db_url, args, msg):
     r = runner.invoke(app, ["bench", "--device", str(info.index), "--db", db_url, *args])
     assert r.exit_code == 1 and msg in r.output and "Traceback" not in r.output, r.output
+
+
+def _mode(info, db, *args):
+    r = runner.invoke(app, ["bench", "--device", str(info.index), "--repeats", "2", "--db", db,
+                            "--json", *args])
+    assert r.exit_code == 0, r.output
+    assert "wrong result" not in r.output and "Traceback" not in r.output
+    return json.loads(r.stdout)
+
+
+def _check_rows(doc, rows, ratios):
+    for case in doc["cases"]:
+        assert case["wrong"] == {}, case
+        assert set(case["rows"]) == set(rows), (case["label"], case["rows"].keys())
+        assert all(row["median_s"] > 0 and len(row["samples"]) == 2
+                   for row in case["rows"].values())
+        assert set(case["ratios"]) == set(ratios), case["ratios"]
+        assert not any(k.startswith("torch") for k in case["rows"])  # no CUDA device here
+
+
+ROWS = ("cltune", "cltune-batch", "numpy")
+
+
+@pytest.mark.parametrize("op", ["sum", "argmax", "var"])
+def test_axis_mode_both_axes_of_every_shape(info, db_url, op):
+    doc = _mode(info, db_url, "--op", op, "--axis", "both", "--shapes", "64x48,3x1000")
+    assert doc["mode"] == "axis" and doc["op"] == op
+    assert [c["label"] for c in doc["cases"]] == ["64x48, axis 0", "64x48, axis 1",
+                                                  "3x1000, axis 0", "3x1000, axis 1"]
+    _check_rows(doc, ROWS, ["cltune/numpy"])
+    assert doc["cases"][0]["nbytes"] == 64 * 48 * 4
+
+
+def test_axis_table(info, db_url):
+    r = runner.invoke(app, ["bench", "--device", str(info.index), "--repeats", "2", "--db",
+                            db_url, "--axis", "0", "--shapes", "30x50", "--op", "norm"])
+    assert r.exit_code == 0, r.output
+    assert "30x50, axis 0" in r.output and "cltune-batch" in r.output
+    assert "cltune/numpy" in r.output and "wrong result" not in r.output
+
+
+def test_statistic_whole(info, db_url):
+    doc = _mode(info, db_url, "--op", "std", "--sizes", "2^10,2^12")
+    assert doc["mode"] == "whole" and [c["label"] for c in doc["cases"]] == ["n = 2^10",
+                                                                             "n = 2^12"]
+    _check_rows(doc, ROWS, ["cltune/numpy"])
+
+
+@pytest.mark.parametrize("op", ["sum", "max"])
+def test_segments_mode(info, db_url, op):
+    doc = _mode(info, db_url, "--op", op, "--segments", "--shapes", "16x100,3x1000")
+    assert doc["mode"] == "segments"
+    assert [c["label"] for c in doc["cases"]] == ["16 segments of ~100", "3 segments of ~1000"]
+    _check_rows(doc, ROWS, ["cltune/numpy"])
+
+
+@pytest.mark.parametrize("op,extra", [("sum", ("pyopencl-k-calls",)), ("norm", ())])
+def test_many_mode(info, db_url, op, extra):
+    doc = _mode(info, db_url, "--op", op, "--many", "5", "--sizes", "2^9,2^11")
+    assert doc["mode"] == "many"
+    assert [c["label"] for c in doc["cases"]] == ["5 arrays of 2^9", "5 arrays of 2^11"]
+    assert doc["cases"][0]["nbytes"] == 5 * 512 * 4
+    _check_rows(doc, ("cltune", "cltune-k-calls", "numpy", *extra),
+                ["cltune/cltune-k-calls", "cltune/numpy"]
+                + [f"cltune/{e}" for e in extra])
+
+
+def test_a_wrong_answer_is_flagged_untimed_and_exits_1(info, db_url, monkeypatch):
+    """The reference (numpy in float64) off by one: every contender disagrees with it."""
+    monkeypatch.setitem(bench_modes.NUMPY, "sum",
+                        lambda h, axis=None: np.sum(h, axis=axis) + 1)
+    r = runner.invoke(app, ["bench", "--device", str(info.index), "--repeats", "2", "--db",
+                            db_url, "--axis", "1", "--shapes", "8x64"])
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert "wrong result" in r.stderr and "cltune = " in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--segments", "--axis", "0", "--shapes", "8x8"], "--axis and --segments are two modes"),
+    (["--many", "4", "--axis", "1"], "--axis and --many are two modes"),
+    (["--shapes", "8x8"], "--shapes goes with --axis or --segments"),
+    (["--many", "4", "--shapes", "8x8"], "--shapes goes with --axis or --segments"),
+    (["--axis", "1", "--sizes", "2^10"], "--axis takes --shapes"),
+    (["--axis", "2", "--shapes", "8x8"], "--axis takes 0, 1 or both"),
+    (["--axis", "1", "--shapes", "8by8"], "is not ROWSxCOLS"),
+    (["--segments", "--op", "var"], "--segments measures sum, prod, min, max"),
+    (["--many", "4", "--op", "argmax"], "--many measures"),
+    (["--axis", "1", "--plot", "x.png"], "--plot draws the 1-D sizes"),
+])
+def test_bad_combinations_are_one_line(info, db_url, args, msg):
+    r = runner.invoke(app, ["bench", "--device", str(info.index), "--db", db_url, *args])
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    assert r.stderr.count("\n") == 1 and msg in " ".join(r.stderr.split()), r.stderr

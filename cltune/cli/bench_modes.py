@@ -95,6 +95,8 @@ def mode_of(req: BenchRequest) -> str:
                          "array lengths: --sizes)")
     if req.sizes is not None and (req.axis is not None or req.segments):
         raise ValueError(f"{given[0]} takes --shapes (RxC), not --sizes")
+    if req.shapes is not None:  # a malformed shape is an error before any device work
+        parse_shapes(req.shapes, "SEGMENTSxLENGTH" if req.segments else "ROWSxCOLS")
     if req.many is not None:
         if req.op not in MANY_OPS:
             raise ValueError(f"--many measures {', '.join(MANY_OPS)}, not {req.op!r:.30}")
