@@ -213,3 +213,82 @@ def test_the_bound_refuses_an_answer_less_accurate_than_numpy(ctx, queue, device
     b1 = numpy_bound(la1, row, w1, s1)
     assert abs(float(run_once_1d(la1, queue, row)) - w1) <= b1
     assert 3 * np_err[i] > b1
+
+
+# ---- expressions along axes (cltune.ReductionKernel, the expr_axis family) -----------------
+def _no_worse_binade(got: np.ndarray, mine: np.ndarray, ref: np.ndarray) -> None:
+    """As _no_worse, the ulp taken in the binade of the answer or the reference, whichever
+    is higher: a float32 accumulator's sum of 4099 values near 0.5 lands at 2048, where an
+    answer above has twice the spacing of the reference below. The slack is 1.25 ulp: a
+    float32 accumulator rounds at pairwise depth as numpy does, but independently of it, and
+    on ~1 output in 1000 its error exceeded numpy's by 1.06 ulp (cols wg=1 items=2 strip=4,
+    6 x 4099 x 5 on PoCL)."""
+    top = np.maximum(np.abs(ref), np.abs(got)).astype(np.float32)
+    ulp = 1.25 * np.spacing(top).astype(np.float64)
+    err, np_err = np.abs(got - ref), np.abs(mine - ref)
+    bad = np.flatnonzero(err > np_err + ulp)
+    assert not bad.size, (f"output {bad[0]}: error {err[bad[0]]:.3g} > numpy's "
+                          f"{np_err[bad[0]]:.3g} + 1.25 ulp ({bad.size} worse)")
+
+
+def _expr_views(h2: np.ndarray) -> list[tuple[tuple[int, int, int], np.ndarray]]:
+    """(view, the elements of each output contiguous) for rows, columns and a 3-D shape."""
+    o, r = h2.shape
+    h3 = h2.reshape(o, r, 1)
+    cols = np.ascontiguousarray(h2.T)
+    three = np.ascontiguousarray(h2[:6, :4099 * 5].reshape(6, 4099, 5))
+    return [((o, r, 1), h3), ((1, r, o), cols.reshape(1, r, o)), ((6, 4099, 5), three)]
+
+
+def _expr_configs(info, layout: str, itemsize: int) -> list:
+    """Every value of each field of the expr_axis space, the others at the heuristic's."""
+    from cltune.families.expr_axis.config import AxisExprConfig
+    from cltune.families.expr_axis.target import make_space
+
+    sp = make_space(info, layout, itemsize)
+    base = {"wg": 8, "lanes": 1, "items": 2, "strip": 4 if layout == "cols" else 1,
+            "groups_per_cu": 8}
+    out = []
+    for k, vals in sp.values.items():
+        for v in vals:
+            kw = {**base, k: v}
+            kw["lanes"] = min(kw["lanes"], kw["wg"])
+            cfg = AxisExprConfig(layout, **kw)
+            if not sp.check(cfg) and cfg not in out:
+                out.append(cfg)
+    return out
+
+
+def test_expression_sums_along_axes_are_no_less_accurate_than_numpy(ctx, queue, device, quiet):
+    """A float32 ReductionKernel sum (float32 accumulator, the application's dtype_out)
+    along both axes of 37 x 100003 and of a 3-D shape: the served config and every value of
+    each field of the expr_axis space, each output within numpy's error + 1 ulp (of its binade)."""
+    from cltune.families.expr_axis.api import AxisReducer
+    from cltune.families.expr_axis.kernel import build
+    from cltune.families.expr_axis.launch import axis_plan
+
+    info, dev = device
+    knl = cltune.ReductionKernel(ctx, np.float32, "0", "a+b", "x[i]",
+                                 "__global const float *x")
+    h2 = _rows("sum", (37, 100003))
+    red = AxisReducer(ctx, dev, knl.spec)
+    for (o, r, i), v in _expr_views(h2):
+        x = cla.to_device(queue, v)
+        per_out = np.moveaxis(v, 1, -1).reshape(-1, r)  # output p's elements, contiguous
+        mine, ref = _np("sum", np.ascontiguousarray(per_out))
+        axis = 1
+        served = knl(x, axis=axis).get().astype(np.float64).reshape(-1)
+        try:
+            _no_worse_binade(served, mine, ref)
+        except AssertionError as e:
+            raise AssertionError(f"served, view {(o, r, i)}: {e}") from None
+        out = cla.empty(queue, o * i, np.float32)
+        for cfg in _expr_configs(info, "rows" if i == 1 else "cols", 4):
+            b = build(ctx, dev, info, knl.spec, cfg)
+            p = axis_plan(cfg, info.compute_units, o, r, i)
+            red.launch(queue, b, p, [x.base_data, x.offset], o, r, i, out.base_data, 0)
+            got = out.get().astype(np.float64)
+            try:
+                _no_worse_binade(got, mine, ref)
+            except AssertionError as e:
+                raise AssertionError(f"{cfg.short()} view {(o, r, i)} {p}: {e}") from None
