@@ -187,6 +187,7 @@ def test_a_wrong_answer_is_flagged_untimed_and_exits_1(info, db_url, monkeypatch
     (["--segments", "--op", "var"], "--segments measures sum, prod, min, max"),
     (["--many", "4", "--op", "argmax"], "--many measures"),
     (["--axis", "1", "--plot", "x.png"], "--plot draws the 1-D sizes"),
+    (["--op", "var", "--dtype", "float8"], "unknown dtype"),
 ])
 def test_bad_combinations_are_one_line(info, db_url, args, msg):
     r = runner.invoke(app, ["bench", "--device", str(info.index), "--db", db_url, *args])

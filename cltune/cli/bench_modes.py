@@ -40,7 +40,7 @@ from cltune.cli.bench_cases import (
 )
 from cltune.core.buckets import parse_sizes
 from cltune.core.family import entry
-from cltune.core.ops import OPS
+from cltune.core.ops import DTYPES, OPS
 from cltune.device.info import DeviceInfo
 from cltune.families.axis.segments import explain_segments
 from cltune.stats.reducers import STATS_OPS, StatsReducer, get_reducer
@@ -84,6 +84,8 @@ def mode_of(req: BenchRequest) -> str:
                          f"statistic: {', '.join(STATS_OPS)}")
     if req.op == "dot":
         raise ValueError("cltune bench measures one-array reductions; dot is not offered")
+    if req.dtype not in DTYPES:
+        raise ValueError(f"unknown dtype {req.dtype!r:.30}; choose one of {', '.join(DTYPES)}")
     given = [o for o, on in (("--axis", req.axis is not None), ("--segments", req.segments),
                              ("--many", req.many is not None)) if on]
     if len(given) > 1:
