@@ -193,3 +193,16 @@ def test_bad_combinations_are_one_line(info, db_url, args, msg):
     r = runner.invoke(app, ["bench", "--device", str(info.index), "--db", db_url, *args])
     assert r.exit_code == 1 and "Traceback" not in r.output, r.output
     assert r.stderr.count("\n") == 1 and msg in " ".join(r.stderr.split()), r.stderr
+
+
+def test_a_baseline_that_disagrees_is_listed_not_cltunes_failure(info, db_url, monkeypatch):
+    """numpy in float32 off by one (the float64 reference right): the numpy row is listed as
+    wrong and left untimed, cltune's rows are timed and the command succeeds."""
+    monkeypatch.setitem(bench_modes.NUMPY, "sum", lambda h, axis=None: np.sum(
+        h, axis=axis) + (1 if h.dtype == np.float32 else 0))
+    r = runner.invoke(app, ["bench", "--device", str(info.index), "--repeats", "2", "--db",
+                            db_url, "--axis", "1", "--shapes", "8x64", "--json"])
+    assert r.exit_code == 0, r.output
+    case = json.loads(r.stdout)["cases"][0]
+    assert set(case["wrong"]) == {"numpy"} and "cltune" in case["rows"], case
+    assert "numpy" not in case["rows"]
