@@ -47,13 +47,23 @@ def _np(op: str, a: np.ndarray) -> np.ndarray:
     return f(a, axis=-1).astype(np.float64), f(a.astype(np.float64), axis=-1)
 
 
+def _worst_ulps(got: np.ndarray, mine: np.ndarray, ref: np.ndarray,
+                ulp: np.ndarray) -> tuple[float, float, int]:
+    """(cltune's, numpy's) worst error over the outputs in ulps of each output, and where
+    cltune's is."""
+    err, np_err = np.abs(got - ref) / ulp, np.abs(mine - ref) / ulp
+    k = int(np.argmax(err))
+    return float(err[k]), float(np_err.max()), k
+
+
 def _no_worse(got: np.ndarray, mine: np.ndarray, ref: np.ndarray, dt) -> None:
-    """cltune's error <= numpy's, output by output, with an ulp of slack."""
+    """cltune's worst error over the outputs <= numpy's worst + 1 ulp (the issue's measure:
+    the worst relative error of a set of rows). Output by output both round at pairwise depth
+    but independently: either one is the luckier on a given row."""
     ulp = np.spacing(np.abs(ref).astype(dt)).astype(np.float64)
-    err, np_err = np.abs(got - ref), np.abs(mine - ref)
-    bad = np.flatnonzero(err > np_err + ulp)
-    assert not bad.size, (f"output {bad[0]}: error {err[bad[0]]:.3g} > numpy's "
-                          f"{np_err[bad[0]]:.3g} + 1 ulp ({bad.size} worse)")
+    mine_w, np_w, k = _worst_ulps(got, mine, ref, ulp)
+    assert mine_w <= np_w + 1, (f"output {k}: error {mine_w:.2f} ulp > numpy's worst "
+                                f"{np_w:.2f} ulp + 1")
 
 
 @pytest.fixture(scope="module")
@@ -219,16 +229,11 @@ def test_the_bound_refuses_an_answer_less_accurate_than_numpy(ctx, queue, device
 def _no_worse_binade(got: np.ndarray, mine: np.ndarray, ref: np.ndarray) -> None:
     """As _no_worse, the ulp taken in the binade of the answer or the reference, whichever
     is higher: a float32 accumulator's sum of 4099 values near 0.5 lands at 2048, where an
-    answer above has twice the spacing of the reference below. The slack is 1.25 ulp: a
-    float32 accumulator rounds at pairwise depth as numpy does, but independently of it, and
-    on ~1 output in 1000 its error exceeded numpy's by 1.06 ulp (cols wg=1 items=2 strip=4,
-    6 x 4099 x 5 on PoCL)."""
+    answer above has twice the spacing of the reference below."""
     top = np.maximum(np.abs(ref), np.abs(got)).astype(np.float32)
-    ulp = 1.25 * np.spacing(top).astype(np.float64)
-    err, np_err = np.abs(got - ref), np.abs(mine - ref)
-    bad = np.flatnonzero(err > np_err + ulp)
-    assert not bad.size, (f"output {bad[0]}: error {err[bad[0]]:.3g} > numpy's "
-                          f"{np_err[bad[0]]:.3g} + 1.25 ulp ({bad.size} worse)")
+    mine_w, np_w, k = _worst_ulps(got, mine, ref, np.spacing(top).astype(np.float64))
+    assert mine_w <= np_w + 1, (f"output {k}: error {mine_w:.2f} ulp > numpy's worst "
+                                f"{np_w:.2f} ulp + 1")
 
 
 def _expr_views(h2: np.ndarray) -> list[tuple[tuple[int, int, int], np.ndarray]]:
