@@ -146,10 +146,27 @@ inline acc_t ax_row_sum(__global const CLT_IN_T *xp
     acc_t c = (acc_t)0;
     const idx_t vend = end - (end - start) % CLT_VEC;
     for (idx_t j = vend + lane; j < end; j += nl) ACCUM1(s, c, AX1(base + j));
+#if CLT_KAHAN
+    /* compensated to the end: the items' lanes go into (s, c) one by one, not through a plain
+     * tree (without fp64, a float32 row would otherwise lose ulps at the combine) */
+#pragma unroll
+    for (int k = 0; k < CLT_ITEMS; ++k) {
+        acc_t h_[CLT_VEC];
+#if CLT_VEC == 1
+        h_[0] = ACC_FIN(acc[k], comp[k]);
+#else
+        CAT(vstore, CLT_VEC)(ACC_FIN(acc[k], comp[k]), 0, h_);
+#endif
+#pragma unroll
+        for (int v = 0; v < CLT_VEC; ++v) ACCUM1(s, c, h_[v]);
+    }
+    return ACC_FIN(s, c);
+#else
     s = ACC_FIN(s, c);
 #pragma unroll
     for (int k = 0; k < CLT_ITEMS; ++k) s = OP(s, hreduce(ACC_FIN(acc[k], comp[k])));
     return s;
+#endif
 }
 
 #if CLT_OP == 4
@@ -228,11 +245,11 @@ clt_ax_rows(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t row
         }
 #if CLT_AX_ONEPASS
         if (split > 1 && ax_last_of(tickets, u / split, split, &is_last)) {
-            acc_t t = IDENT;
+            acc_t t = IDENT, tc = (acc_t)0; /* compensated where the pieces were (CLT_KAHAN) */
             if (live)
                 for (uint j = lane; j < split; j += CLT_AX_LANES)
-                    t = OP(t, GET_PARTIAL(partials, row * split + j));
-            t = ax_lane_combine(t, tile);
+                    ACCUM1(t, tc, GET_PARTIAL(partials, row * split + j));
+            t = ax_lane_combine(ACC_FIN(t, tc), tile);
             if (live && lane == 0) STORE_OUT(out + row, t);
             if (lid == 0) atomic_xchg(tickets + u / split, 0u); /* ready for the next launch */
         }
@@ -248,11 +265,11 @@ clt_ax_rows_fin(__global const acc_t *partials, const idx_t rows, const uint spl
     const uint lane = lid % CLT_AX_LANES;
     const idx_t row = (idx_t)get_group_id(0) * AX_RPG + lid / CLT_AX_LANES;
     const int live = row < rows;
-    acc_t s = IDENT;
+    acc_t s = IDENT, c = (acc_t)0; /* compensated where the pieces were (CLT_KAHAN) */
     if (live)
         for (uint j = lane; j < split; j += CLT_AX_LANES)
-            s = OP(s, GET_PARTIAL(partials, row * split + j));
-    s = ax_lane_combine(s, tile);
+            ACCUM1(s, c, GET_PARTIAL(partials, row * split + j));
+    s = ax_lane_combine(ACC_FIN(s, c), tile);
     if (live && lane == 0) STORE_OUT(out + row, s);
 }
 
@@ -349,9 +366,18 @@ inline void ax_cols_unit(__global const CLT_IN_T *xp
         }
     }
 #endif
+#if CLT_KAHAN && CLT_ITEMS > 1
+    {   /* the items combined compensated, component by component */
+        accv_t s_ = ACC_FIN(acc[0], comp[0]), c_ = (accv_t)0;
+#pragma unroll
+        for (int k = 1; k < CLT_ITEMS; ++k) ACCUM(s_, c_, ACC_FIN(acc[k], comp[k]));
+        acc[0] = ACC_FIN(s_, c_);
+    }
+#else
     acc[0] = ACC_FIN(acc[0], comp[0]);
 #pragma unroll
     for (int k = 1; k < CLT_ITEMS; ++k) acc[0] = OP(acc[0], ACC_FIN(acc[k], comp[k]));
+#endif
 #pragma unroll
     for (int v = 0; v < CLT_VEC; ++v) edge[v] = ACC_FIN(edge[v], edgec[v]);
     acc_t mine[CLT_VEC];
@@ -383,9 +409,11 @@ inline void ax_cols_unit(__global const CLT_IN_T *xp
 #pragma unroll
         for (int v = 0; v < CLT_VEC; ++v) {
             fin[v] = IDENT;
+            acc_t fc = (acc_t)0; /* compensated where the pieces were (CLT_KAHAN) */
             if (col + v < inner)
                 for (uint j = ty; j < split; j += AX_RT)
-                    fin[v] = OP(fin[v], GET_PARTIAL(partials, (o * split + j) * inner + col + v));
+                    ACCUM1(fin[v], fc, GET_PARTIAL(partials, (o * split + j) * inner + col + v));
+            fin[v] = ACC_FIN(fin[v], fc);
         }
         ax_cols_tree(fin, tile, lid, ty);
         if (ty == 0) {
@@ -525,10 +553,10 @@ clt_ax_cols_fin(__global const acc_t *partials, const idx_t outer, const idx_t i
     const int live = k < outer * inner;
     const idx_t o = live ? k / inner : 0;
     const idx_t i = live ? k - o * inner : 0;
-    acc_t s = IDENT;
+    acc_t s = IDENT, c = (acc_t)0; /* compensated where the pieces were (CLT_KAHAN) */
     if (live)
-        for (uint j = ty; j < split; j += nty) s = OP(s, partials[(o * split + j) * inner + i]);
-    tile[lid] = s;
+        for (uint j = ty; j < split; j += nty) ACCUM1(s, c, partials[(o * split + j) * inner + i]);
+    tile[lid] = ACC_FIN(s, c);
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint st = nty / 2; st > 0; st >>= 1) {
         if (ty < st) tile[lid] = OP(tile[lid], tile[lid + st * fcols]);

@@ -245,12 +245,13 @@ def _expr_views(h2: np.ndarray) -> list[tuple[tuple[int, int, int], np.ndarray]]
     return [((o, r, 1), h3), ((1, r, o), cols.reshape(1, r, o)), ((6, 4099, 5), three)]
 
 
-def _expr_configs(info, layout: str, itemsize: int) -> list:
-    """Every value of each field of the expr_axis space, the others at the heuristic's."""
+def _expr_configs(ctx, dev, info, spec, layout: str) -> list:
+    """Every value of each field of the expr_axis space (as the tuner offers it for `spec`),
+    the others at the heuristic's."""
     from cltune.families.expr_axis.config import AxisExprConfig
-    from cltune.families.expr_axis.target import make_space
+    from cltune.families.expr_axis.target import capped_space
 
-    sp = make_space(info, layout, itemsize)
+    sp = capped_space(ctx, dev, info, spec, layout)
     base = {"wg": 8, "lanes": 1, "items": 2, "strip": 4 if layout == "cols" else 1,
             "groups_per_cu": 8}
     out = []
@@ -288,7 +289,7 @@ def test_expression_sums_along_axes_are_no_less_accurate_than_numpy(ctx, queue, 
         except AssertionError as e:
             raise AssertionError(f"served, view {(o, r, i)}: {e}") from None
         out = cla.empty(queue, o * i, np.float32)
-        for cfg in _expr_configs(info, "rows" if i == 1 else "cols", 4):
+        for cfg in _expr_configs(ctx, dev, info, knl.spec, "rows" if i == 1 else "cols"):
             b = build(ctx, dev, info, knl.spec, cfg)
             p = axis_plan(cfg, info.compute_units, o, r, i)
             red.launch(queue, b, p, [x.base_data, x.offset], o, r, i, out.base_data, 0)

@@ -26,6 +26,7 @@ from cltune.families.expr_axis.family import variant
 from cltune.families.expr_axis.reference import awkward, close
 from cltune.families.expr_axis.target import ExprAxisTarget, make_space
 from cltune.stats import api as stats
+from cltune.stats.kernels import kernel as stats_kernel
 from cltune.tuning_db import Store
 from cltune.tuning_db.rows import Measurement
 
@@ -331,3 +332,27 @@ def test_cltune_tune_op_tunes_a_statistic_whole_and_along_an_axis(ctx, queue, in
                       (["--op", "var", "--segments"], "tuned whole")):
         r = runner.invoke(app, ["tune", "--device", dev, *args, "--db", tuned_db])
         assert r.exit_code != 0 and msg in r.output and "Traceback" not in r.output, r.output
+
+
+@pytest.mark.parametrize("op,layout", [("argmax", "rows"), ("var", "cols"), ("sum", "rows")])
+def test_the_space_offers_only_work_groups_its_heaviest_kernels_take(ctx, device, op, layout):
+    """The tuner's space is capped by a probe build of its heaviest config at the largest
+    offered work-group (the H200 takes 1024 work-items, a float32 sum's cascade kernels 256):
+    the heaviest offered config at the largest offered size builds."""
+    from cltune.families.expr_axis.kernel import build
+    from cltune.families.expr_axis.target import MAX_ACC_BYTES, capped_space
+
+    info, dev = device
+    knl = (cltune.ReductionKernel(ctx, np.float32, "0", "a+b", "x[i]", "__global const float *x")
+           if op == "sum" else stats_kernel(op, ctx, np.float32))
+    sp = capped_space(ctx, dev, info, knl.spec, layout)
+    full = make_space(info, layout, knl.spec.dtype_out.itemsize)
+    assert set(sp.values["wg"]) <= set(full.values["wg"]) and sp.values["wg"]
+    top = max(sp.values["wg"])
+    heavy = max((s * i, s, i) for s in sp.values["strip"] for i in sp.values["items"]
+                 if s * i * sp.itemsize <= MAX_ACC_BYTES)
+    for lanes in (1, min(top, 32)):
+        cfg = AxisExprConfig(layout, wg=top, lanes=lanes, items=heavy[2], strip=heavy[1],
+                             groups_per_cu=sp.values["groups_per_cu"][0])
+        assert not sp.check(cfg)
+        assert build(ctx, dev, info, knl.spec, cfg).config == cfg

@@ -78,6 +78,19 @@ def build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec,
     return hit if hit.config == cfg else AxisBuilt(cfg, hit.stage1, hit.stage2, hit.lock)
 
 
+def kernel_wg_limit(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec,
+                    cfg: AxisExprConfig) -> int:
+    """The most work-items a group of `cfg`'s kernels may have on `dev`
+    (CL_KERNEL_WORK_GROUP_SIZE, both stages): the accumulators and the cascade's counter can
+    need more registers than a group of the device's maximum size has (a float32 sum along
+    rows on the H200: 256, where the device takes 1024). BuildError when it does not build."""
+    prg = compile_program(ctx, dev, axis_source(spec, info.fp64),
+                          [*build_options(cfg), *spec.options])
+    wgs = cl.kernel_work_group_info.WORK_GROUP_SIZE
+    return min(int(k.get_work_group_info(wgs, dev))
+               for k in (prg.clt_axis_stage1, prg.clt_axis_stage2))
+
+
 def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec,
            cfg: AxisExprConfig) -> AxisBuilt:
     prg = compile_program(ctx, dev, axis_source(spec, info.fp64),

@@ -38,11 +38,13 @@ from cltune.families.expr_axis.kernel import (
     CASCADE_BLOCK,
     CASCADE_DEPTH,
     CASCADE_FAN,
+    kernel_wg_limit,
     restarts,
     template_hash,
 )
 from cltune.families.expr_axis.launch import axis_plan
 from cltune.families.expr_axis.reference import AxisLaunch, ExprAxisBench, View
+from cltune.opencl.build import BuildError
 from cltune.opencl.expression import LOCAL_RESERVE, ExprSpec
 
 if TYPE_CHECKING:  # the trial's type only: the worker's targets never import optuna
@@ -107,6 +109,34 @@ def make_space(info: DeviceInfo, layout: str, itemsize: int) -> AxisExprSpace:
     return AxisExprSpace(info, layout, itemsize, vals, excluded)
 
 
+def capped_space(ctx: Any, dev: Any, info: DeviceInfo, spec: Any,
+                 layout: str) -> AxisExprSpace:
+    """The device's space for `spec`, its work-group sizes capped at what the kernels of its
+    heaviest config (the most accumulators a work-item may hold) take at the largest offered
+    size: one probe build, so every offered config builds (the space is made in the worker)."""
+    space = make_space(info, layout, spec.dtype_out.itemsize)
+    top = max(space.values["wg"])
+    if top <= 1:
+        return space
+    fits = [(s * i, s, i) for s in space.values["strip"] for i in space.values["items"]
+            if s * i * space.itemsize <= MAX_ACC_BYTES]
+    _, strip, items = max(fits)
+    lanes = min(top, 32)  # the __local tree of the lanes in the build
+    probe = AxisExprConfig(layout, wg=top, lanes=lanes, items=items, strip=strip,
+                           groups_per_cu=space.values["groups_per_cu"][0])
+    try:
+        limit = kernel_wg_limit(ctx, dev, info, spec, probe)
+    except BuildError:
+        return space  # the expression itself does not build: every trial says so
+    if limit >= top:
+        return space
+    wgs = tuple(w for w in space.values["wg"] if w <= limit) or space.values["wg"][:1]
+    lanes_ok = tuple(v for v in space.values["lanes"] if v <= max(wgs))
+    return replace(space, values={**space.values, "wg": wgs, "lanes": lanes_ok},
+                   excluded={**space.excluded, f"wg>{limit}": f"the kernel's "
+                             f"CL_KERNEL_WORK_GROUP_SIZE is {limit} here"})
+
+
 @dataclass
 class ExprAxisTarget(Target):
     """One expression along one layout (variant `<fingerprint>/<layout>`) on one device.
@@ -137,7 +167,7 @@ class ExprAxisTarget(Target):
         self._view: View | None = None  # the input of the class being tuned (set by bench)
 
     def make_space(self) -> Any:
-        return make_space(self.info, self.layout, self.spec.dtype_out.itemsize)
+        return capped_space(self.ctx, self.dev, self.info, self.spec, self.layout)
 
     # ---- configs --------------------------------------------------------------------------
     def suggest(self, trial: optuna.Trial) -> AxisExprConfig:
