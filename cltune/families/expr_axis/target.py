@@ -121,13 +121,14 @@ def capped_space(ctx: Any, dev: Any, info: DeviceInfo, spec: Any,
     fits = [(s * i, s, i) for s in space.values["strip"] for i in space.values["items"]
             if s * i * space.itemsize <= MAX_ACC_BYTES]
     _, strip, items = max(fits)
-    lanes = min(top, 32)  # the __local tree of the lanes in the build
-    probe = AxisExprConfig(layout, wg=top, lanes=lanes, items=items, strip=strip,
-                           groups_per_cu=space.values["groups_per_cu"][0])
-    try:
-        limit = kernel_wg_limit(ctx, dev, info, spec, probe)
-    except BuildError:
-        return space  # the expression itself does not build: every trial says so
+    limit = top
+    for lanes in sorted({1, min(top, 32)}):  # without and with the lanes' __local tree
+        probe = AxisExprConfig(layout, wg=top, lanes=lanes, items=items, strip=strip,
+                               groups_per_cu=space.values["groups_per_cu"][0])
+        try:
+            limit = min(limit, kernel_wg_limit(ctx, dev, info, spec, probe))
+        except BuildError:
+            return space  # the expression itself does not build: every trial says so
     if limit >= top:
         return space
     wgs = tuple(w for w in space.values["wg"] if w <= limit) or space.values["wg"][:1]
