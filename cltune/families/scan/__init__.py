@@ -1,0 +1,1 @@
+"""Scans (prefix sums, products, running min/max) as a kernel family: see family.py."""

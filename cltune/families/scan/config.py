@@ -1,0 +1,72 @@
+"""`ScanConfig`: one point of the scan family's design space, validated on creation (the only
+door from stored or sampled values to kernels/scan.cl's build options).
+
+    >>> ScanConfig("rows", wg=256, items=8, stage=1, group_scan=0, groups_per_cu=4).short()
+    'rows wg256 i8 stage tree g/cu4'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from cltune.core.config import ConfigError, MappedConfig
+from cltune.core.pow2 import is_pow2
+
+LAYOUTS = ("rows", "cols")
+MAX_WG = 1024
+ITEMS = (1, 2, 4, 8, 16, 32)
+GROUP_SCANS = ("tree", "subgroup")
+GROUPS_PER_CU = (1, 2, 4, 8, 16, 32)
+
+
+class ScanConfigError(ConfigError):
+    """A scan config value that is not allowed; the message names the field."""
+
+
+@dataclass(frozen=True)
+class ScanConfig(MappedConfig):
+    """layout: rows (contiguous axis) or cols (strided); wg: work-group size (a power of two);
+    items: consecutive elements a work-item scans per tile (rows) or rows it loads ahead
+    (cols); stage: 1 passes tiles through __local memory (coalesced on GPUs), 0 reads a
+    work-item's elements directly (CPUs); group_scan: 0 a __local tree, 1 subgroup scans
+    where the device has them (unsegmented sums; the tree elsewhere); groups_per_cu: how
+    many chunks per compute unit the input is cut into (a launch parameter)."""
+
+    error: ClassVar[type[ValueError]] = ScanConfigError
+
+    layout: str = "rows"
+    wg: int = 64
+    items: int = 4
+    stage: int = 1
+    group_scan: int = 0
+    groups_per_cu: int = 4
+
+    def check(self) -> None:
+        if self.layout not in LAYOUTS:
+            raise ScanConfigError(f"layout: {self.layout!r:.20} is not one of {LAYOUTS}")
+        if not (is_pow2(self.wg) and self.wg <= MAX_WG):
+            raise ScanConfigError(f"wg: {self.wg} is not a power of two in 1..{MAX_WG}")
+        if self.items not in ITEMS:
+            raise ScanConfigError(f"items: {self.items} is not one of {ITEMS}")
+        if self.stage not in (0, 1):
+            raise ScanConfigError(f"stage: {self.stage} is not 0 or 1")
+        if self.group_scan not in (0, 1):
+            raise ScanConfigError(f"group_scan: {self.group_scan} is not 0 (tree) or 1 "
+                                  "(subgroup)")
+        if self.groups_per_cu not in GROUPS_PER_CU:
+            raise ScanConfigError(f"groups_per_cu: {self.groups_per_cu} is not one of "
+                                  f"{GROUPS_PER_CU}")
+        if self.layout == "cols" and (self.stage or self.group_scan):
+            raise ScanConfigError("cols: a work-item scans its column alone (stage=0, "
+                                  "group_scan=0)")
+
+    @property
+    def tile(self) -> int:
+        return self.wg * self.items
+
+    def short(self) -> str:
+        if self.layout == "cols":
+            return f"cols wg{self.wg} i{self.items} g/cu{self.groups_per_cu}"
+        return (f"rows wg{self.wg} i{self.items} {'stage' if self.stage else 'direct'} "
+                f"{GROUP_SCANS[self.group_scan]} g/cu{self.groups_per_cu}")

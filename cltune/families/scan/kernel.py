@@ -1,0 +1,122 @@
+"""The interface of kernels/scan.cl: build options from a validated variant and ScanConfig
+(plus the call's form: exclusive, segment mode, offset width), and builds cached per context.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyopencl as cl
+
+from cltune.device.info import DeviceInfo
+from cltune.families.scan.config import ScanConfig
+from cltune.families.scan.family import CL_TYPES, OP_ID, ScanVariant
+from cltune.opencl.build import BuildError, check_limits, compile_program, std_options
+from cltune.opencl.caches import ContextCache
+from cltune.opencl.sources import kernel_file, text_hash
+
+#: segment modes of kernels/scan.cl: none, rows of one length (an axis), CSR offsets
+SEG_NONE, SEG_ROWS, SEG_OFFSETS = 0, 1, 2
+_NP = {"float": np.float32, "double": np.float64, "long": np.int64, "ulong": np.uint64,
+       "int": np.int32, "uint": np.uint32, "short": np.int16, "ushort": np.uint16,
+       "char": np.int8, "uchar": np.uint8}
+
+
+def scan_source() -> str:
+    return kernel_file("scan.cl")
+
+
+def source_hash() -> str:
+    return text_hash(scan_source())
+
+
+@dataclass(frozen=True)
+class Form:
+    """What a call asks beside the config: exclusive, the segment mode, 64-bit offsets."""
+
+    exclusive: bool = False
+    seg: int = SEG_NONE
+    off64: bool = False
+
+
+def build_defines(variant: ScanVariant, cfg: ScanConfig, form: Form, *, nv_ptx: bool = False,
+                  ) -> list[str]:
+    """The `-D` options of a build: produced here only, from validated values only."""
+    if not (isinstance(cfg, ScanConfig) and isinstance(variant, ScanVariant)
+            and isinstance(form, Form)):
+        raise TypeError("build_defines takes a validated ScanVariant, ScanConfig and Form")
+    cfg.validate()  # frozen, but re-checked: this is the door to the compiler
+    if form.seg not in (SEG_NONE, SEG_ROWS, SEG_OFFSETS):
+        raise ValueError(f"segment mode {form.seg!r} is not 0, 1 or 2")
+    acc, out = variant.acc_cl_type, variant.out_cl_type
+    defs: dict[str, object] = {
+        "CLT_OP": OP_ID[variant.op],
+        "CLT_IN_T": CL_TYPES[variant.dtype],
+        "CLT_ACC_T": acc,
+        "CLT_OUT_T": out,
+        "CLT_OUT_AS": int(acc != out),
+        "CLT_IS_FLOAT": int(variant.is_float),
+        "CLT_NEEDS_FP64": int(variant.needs_fp64),
+        "CLT_WG": cfg.wg,
+        "CLT_ITEMS": cfg.items,
+        "CLT_STAGE": cfg.stage,
+        "CLT_GROUP_SCAN": cfg.group_scan,
+        "CLT_SEG": int(form.seg),
+        "CLT_OFF64": int(bool(form.off64)),
+        "CLT_EXCL": int(bool(form.exclusive)),
+        "CLT_NV_PTX": int(bool(nv_ptx)),
+    }
+    if not variant.is_float and variant.op in ("min", "max"):
+        defs["CLT_IDENT_INT"] = variant.ident_int()  # a name from a fixed table
+    return [f"-D{k}={v}" for k, v in defs.items()]
+
+
+@dataclass(frozen=True, eq=False)
+class ScanBuilt:
+    """The three kernels of one build (rows: reduce, top, down; cols: the cols_ ones)."""
+
+    variant: ScanVariant
+    config: ScanConfig
+    form: Form
+    reduce: cl.Kernel
+    top: cl.Kernel
+    down: cl.Kernel
+    acc_dtype: np.dtype
+    paths: tuple[int, int]  # what the compiler took: (subgroup scan, warp scan)
+
+
+_builds: ContextCache[ScanBuilt] = ContextCache()
+
+
+def build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, variant: ScanVariant,
+          cfg: ScanConfig, form: Form = Form()) -> ScanBuilt:
+    key = (dev.int_ptr, str(variant), cfg, form, scan_source())
+    return _builds.get(ctx, key, lambda: _build(ctx, dev, info, variant, cfg, form))
+
+
+def _probe(ctx: cl.Context, dev: cl.Device, k: cl.Kernel) -> tuple[int, int]:
+    q = cl.CommandQueue(ctx, dev)
+    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 8)
+    k(q, (1,), None, buf)
+    got = np.zeros(2, np.int32)
+    cl.enqueue_copy(q, got, buf)
+    return int(got[0]), int(got[1])
+
+
+def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, variant: ScanVariant,
+           cfg: ScanConfig, form: Form) -> ScanBuilt:
+    if variant.needs_fp64 and not info.fp64:
+        raise BuildError("needs cl_khr_fp64, which the device lacks")
+    if cfg.layout != variant.layout:
+        raise BuildError(f"a {cfg.layout} config for the {variant.layout} layout")
+    opts = [*build_defines(variant, cfg, form, nv_ptx=info.is_nvidia), *std_options(info)]
+    prg = compile_program(ctx, dev, scan_source(), opts)
+    acc = np.dtype(_NP[variant.acc_cl_type])
+    if cfg.layout == "rows":
+        ks = (prg.clt_scan_reduce, prg.clt_scan_top, prg.clt_scan_down)
+    else:
+        ks = (prg.clt_scan_cols_reduce, prg.clt_scan_cols_top, prg.clt_scan_cols_down)
+    for k in ks:
+        check_limits(k, dev, info, cfg.wg)
+    return ScanBuilt(variant, cfg, form, *ks, acc, _probe(ctx, dev, prg.clt_scan_probe))

@@ -1,0 +1,149 @@
+"""Enqueue a built ScanConfig on a view (outer, r, inner) of a buffer: the plan (chunks per
+group, groups), scratch per queue, and the launches of kernels/scan.cl (one where a single
+chunk covers the input, else reduce -> carries -> scan).
+
+A `ScanLauncher` belongs to one (context, device, variant, config) and is thread-safe: kernel
+arguments are state shared by everyone using a build, so launches hold one lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import pyopencl as cl
+
+from cltune.device.info import DeviceInfo
+from cltune.families.scan.config import ScanConfig
+from cltune.families.scan.family import ScanVariant
+from cltune.families.scan.kernel import SEG_NONE, SEG_OFFSETS, SEG_ROWS, Form, ScanBuilt, build
+
+L, U = np.int64, np.uint32
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a call is cut: `groups` chunks of `chunk` elements (rows) or `groups` chunks of
+    `chunk` rows per column (cols; `colgroups` groups across the columns)."""
+
+    groups: int
+    chunk: int
+    colgroups: int = 1
+
+
+def plan(cfg: ScanConfig, compute_units: int, outer: int, r: int, inner: int) -> Plan:
+    want = max(1, compute_units * cfg.groups_per_cu)
+    if cfg.layout == "rows":
+        n = outer * r * inner
+        chunk = -(-max(1, n) // want)
+        chunk = -(-chunk // cfg.tile) * cfg.tile  # whole tiles
+        return Plan(max(1, -(-n // chunk)), chunk)
+    ncols = outer * inner
+    colgroups = max(1, -(-ncols // cfg.wg))
+    splits = max(1, min(want // colgroups, r // max(1, 8 * cfg.items)))
+    chunk = -(-max(1, r) // splits)
+    return Plan(max(1, -(-r // chunk)), chunk, colgroups)
+
+
+class _Scratch:
+    __slots__ = ("pv", "pf", "capacity")
+
+    def __init__(self) -> None:
+        self.pv: cl.Buffer | None = None
+        self.pf: cl.Buffer | None = None
+        self.capacity = 0
+
+
+class ScanLauncher:
+    """Launches one config of one variant; `enqueue` scans a view of a buffer into another
+    (they may be the same: in place)."""
+
+    def __init__(self, ctx: cl.Context, dev: cl.Device, info: DeviceInfo,
+                 variant: ScanVariant, cfg: ScanConfig) -> None:
+        self.ctx, self.dev, self.info, self.variant, self.cfg = ctx, dev, info, variant, cfg
+        self._lock = threading.Lock()
+        self._scratch: dict[int, _Scratch] = {}
+        self._dummy = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16)
+
+    def built(self, form: Form = Form()) -> ScanBuilt:
+        return build(self.ctx, self.dev, self.info, self.variant, self.cfg, form)
+
+    def plan(self, outer: int, r: int, inner: int) -> Plan:
+        return plan(self.cfg, self.info.compute_units, outer, r, inner)
+
+    def _partials(self, queue: cl.CommandQueue, count: int, acc_bytes: int,
+                  ) -> tuple[cl.Buffer, cl.Buffer]:
+        s = self._scratch.setdefault(queue.int_ptr, _Scratch())
+        if s.capacity < count:
+            cap = max(count, 2 * s.capacity)
+            s.pv = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, cap * acc_bytes)
+            s.pf = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, cap * 4)
+            s.capacity = cap
+        return s.pv, s.pf  # type: ignore[return-value]
+
+    def enqueue(self, queue: cl.CommandQueue, x: cl.Buffer, xoff: int, out: cl.Buffer,
+                ooff: int, view: tuple[int, int, int], *, exclusive: bool = False,
+                offsets: cl.Buffer | None = None, m: int = 0, off64: bool = False,
+                wait_for: list[cl.Event] | None = None) -> cl.Event | None:
+        """Scan x[xoff:] viewed as (outer, r, inner) along r into out[ooff:] (element
+        offsets); `offsets` (rows only): m + 1 CSR bounds, segments instead of rows. None when
+        there is nothing to scan."""
+        outer, r, inner = (int(v) for v in view)
+        if outer * r * inner == 0:
+            return None
+        cfg = self.cfg
+        if cfg.layout == "rows":
+            if inner != 1:
+                raise ValueError("the rows layout scans a contiguous axis (inner == 1)")
+            seg = SEG_OFFSETS if offsets is not None else SEG_ROWS if outer > 1 else SEG_NONE
+            form = Form(exclusive, seg, off64 and seg == SEG_OFFSETS)
+        else:
+            if offsets is not None:
+                raise ValueError("segments are scanned by the rows layout")
+            form = Form(exclusive)
+        b = self.built(form)
+        p = self.plan(outer, r, inner)
+        wg = cfg.wg
+        with self._lock:
+            if cfg.layout == "rows":
+                return self._rows(queue, b, p, x, xoff, out, ooff, outer * r, r,
+                                  offsets, m, wait_for)
+            return self._cols(queue, b, p, x, xoff, out, ooff, outer, r, inner, wg, wait_for)
+
+    def _rows(self, queue, b: ScanBuilt, p: Plan, x, xoff, out, ooff, n, seglen, offsets, m,
+              wait_for):
+        wg = self.cfg.wg
+        offs = offsets if offsets is not None else self._dummy
+        seg = (L(seglen), offs, L(m))
+        if p.groups == 1:
+            b.down.set_args(x, L(xoff), L(n), L(p.chunk), *seg, self._dummy, U(0), out,
+                            L(ooff))
+            return cl.enqueue_nd_range_kernel(queue, b.down, (wg,), (wg,), wait_for=wait_for)
+        pv, pf = self._partials(queue, p.groups, b.acc_dtype.itemsize)
+        b.reduce.set_args(x, L(xoff), L(n), L(p.chunk), *seg, pv, pf)
+        e = cl.enqueue_nd_range_kernel(queue, b.reduce, (p.groups * wg,), (wg,),
+                                       wait_for=wait_for)
+        b.top.set_args(pv, pf, L(p.groups))
+        e = cl.enqueue_nd_range_kernel(queue, b.top, (wg,), (wg,), wait_for=[e])
+        b.down.set_args(x, L(xoff), L(n), L(p.chunk), *seg, pv, U(1), out, L(ooff))
+        return cl.enqueue_nd_range_kernel(queue, b.down, (p.groups * wg,), (wg,), wait_for=[e])
+
+    def _cols(self, queue, b: ScanBuilt, p: Plan, x, xoff, out, ooff, outer, r, inner, wg,
+              wait_for):
+        ncols = outer * inner
+        gx = p.colgroups * wg
+        dims = (L(outer), L(r), L(inner), L(p.chunk))
+        if p.groups == 1:
+            b.down.set_args(x, L(xoff), *dims, self._dummy, U(0), out, L(ooff))
+            return cl.enqueue_nd_range_kernel(queue, b.down, (gx, 1), (wg, 1),
+                                              wait_for=wait_for)
+        pv, _ = self._partials(queue, p.groups * ncols, b.acc_dtype.itemsize)
+        b.reduce.set_args(x, L(xoff), *dims, pv)
+        e = cl.enqueue_nd_range_kernel(queue, b.reduce, (gx, p.groups), (wg, 1),
+                                       wait_for=wait_for)
+        b.top.set_args(pv, L(ncols), L(p.groups))
+        e = cl.enqueue_nd_range_kernel(queue, b.top, (gx,), (wg,), wait_for=[e])
+        b.down.set_args(x, L(xoff), *dims, pv, U(1), out, L(ooff))
+        return cl.enqueue_nd_range_kernel(queue, b.down, (gx, p.groups), (wg, 1),
+                                          wait_for=[e])

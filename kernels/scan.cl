@@ -1,0 +1,482 @@
+/* cltune scans (prefix sums, products, running min/max): reduce-then-scan, segments optional.
+ *
+ * Every tunable has a default below so the file compiles on its own; values reach it only as
+ * -D options produced by cltune.families.scan.kernel.build_defines() from a validated
+ * ScanConfig and variant (house rule 2).
+ *
+ * Layout rows (the scanned axis is contiguous; a 1-D scan is one row): the n elements are cut
+ * into `G` chunks of `chunk` elements, one per work-group.
+ *   clt_scan_reduce  each group reduces its chunk (from its last segment head on) -> partials
+ *   clt_scan_top     one group turns the G partials into each chunk's carry-in (an exclusive
+ *                    segmented scan), in place
+ *   clt_scan_down    each group scans its chunk a tile (CLT_WG * CLT_ITEMS elements) at a
+ *                    time: a work-item scans CLT_ITEMS consecutive elements in registers, the
+ *                    group scans the work-items' totals (CLT_GROUP_SCAN), the carry joins.
+ * With G == 1 only clt_scan_down runs (one launch: small inputs).
+ * Segments (CLT_SEG): 0 none; 1 rows of `seglen` elements (an axis scan of a C-ordered
+ * array, heads at multiples of seglen); 2 CSR offsets offs[0..m] (offs[0] == 0, offs[m] == n,
+ * heads at offs[k]). A value combines across a head only from the right: the scan of (head,
+ * value) pairs with (f1, v1) . (f2, v2) = (f1 | f2, f2 ? v2 : v1 OP v2), associative, so the
+ * chunks, tiles and work-items cut the input anywhere.
+ * Layout cols (the scanned axis is strided, inner > 1): a work-item scans one column
+ * (o, q) serially along r, neighbouring work-items neighbouring columns (coalesced); the
+ * column is split into `S` chunks over dimension 1 of the launch (the same three steps).
+ *
+ * Rounding: floating-point values are combined in the result type, as numpy's accumulate
+ * does, but an element meets at most chunk / CLT_WG + CLT_ITEMS + chunk / tile +
+ * 2 log2(CLT_WG) + log2(G) roundings where numpy's sequential scan has i (the bound
+ * families/scan/reference.py validates against).
+ */
+
+#ifndef CLT_OP
+#define CLT_OP 0 /* 0 sum, 1 prod, 2 min, 3 max */
+#endif
+#ifndef CLT_IN_T
+#define CLT_IN_T float
+#endif
+#ifndef CLT_ACC_T
+#define CLT_ACC_T float /* integers sum and multiply in the unsigned type of the result */
+#endif
+#ifndef CLT_OUT_T
+#define CLT_OUT_T float
+#endif
+#ifndef CLT_OUT_AS
+#define CLT_OUT_AS 0 /* 1: the result is the accumulator's bits (unsigned -> signed) */
+#endif
+#ifndef CLT_IS_FLOAT
+#define CLT_IS_FLOAT 1
+#endif
+#ifndef CLT_IDENT_INT
+#define CLT_IDENT_INT 0 /* min/max of integers: the type's limit (INT_MAX, ...) */
+#endif
+#ifndef CLT_NEEDS_FP64
+#define CLT_NEEDS_FP64 0
+#endif
+#ifndef CLT_WG
+#define CLT_WG 64
+#endif
+#ifndef CLT_ITEMS
+#define CLT_ITEMS 4 /* consecutive elements a work-item scans per tile (<= 32) */
+#endif
+#ifndef CLT_STAGE
+#define CLT_STAGE 1 /* 1: tiles pass through __local memory (coalesced loads and stores) */
+#endif
+#ifndef CLT_GROUP_SCAN
+#define CLT_GROUP_SCAN 0 /* 0 __local tree with barriers; 1 subgroup scans; 2 NVIDIA shuffles */
+#endif
+#ifndef CLT_SEG
+#define CLT_SEG 0
+#endif
+#ifndef CLT_OFF64
+#define CLT_OFF64 0 /* offsets are long (else int) */
+#endif
+#ifndef CLT_EXCL
+#define CLT_EXCL 0 /* 1: exclusive (element i gets the value of the elements before it) */
+#endif
+#ifndef CLT_NV_PTX
+#define CLT_NV_PTX 0
+#endif
+
+#if CLT_NEEDS_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define TILE (CLT_WG * CLT_ITEMS)
+#define WG_ATTR __attribute__((reqd_work_group_size(CLT_WG, 1, 1)))
+
+typedef CLT_ACC_T acc_t;
+
+#if defined(cl_khr_subgroups) || (defined(__OPENCL_C_VERSION__) && __OPENCL_C_VERSION__ >= 300 && defined(__opencl_c_subgroups))
+#define HAVE_SG 1
+#if defined(cl_khr_subgroups)
+#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+#endif
+#else
+#define HAVE_SG 0
+#endif
+/* subgroup scans have add, min and max (no multiply); floats' min/max must keep NaN */
+#if CLT_GROUP_SCAN == 1 && HAVE_SG && CLT_OP == 0
+#define SG_SCAN 1
+#else
+#define SG_SCAN 0
+#endif
+#if CLT_GROUP_SCAN == 2 && (CLT_NV_PTX || defined(cl_nv_pragma_unroll))
+#define WARP_SCAN 1
+#else
+#define WARP_SCAN 0
+#endif
+
+/* ---- the operation ----------------------------------------------------------------------- */
+#if CLT_OP == 0
+#if CLT_IS_FLOAT
+#define IDENT ((acc_t)(-0.0f)) /* -0.0 + x == x, and a sum of -0.0s stays -0.0 */
+#else
+#define IDENT ((acc_t)0)
+#endif
+#define EMPTY ((acc_t)0) /* an exclusive scan's empty prefix: numpy's empty sum is +0.0 */
+#define OP(a, b) ((a) + (b))
+#elif CLT_OP == 1
+#define IDENT ((acc_t)1)
+#define EMPTY IDENT
+#define OP(a, b) ((a) * (b))
+#elif CLT_OP == 2
+#if CLT_IS_FLOAT
+#define IDENT ((acc_t)INFINITY)
+#define OP(a, b) (((a) != (a) || (a) < (b)) ? (a) : (b)) /* NaN propagates, as numpy's */
+#else
+#define IDENT ((acc_t)CLT_IDENT_INT)
+#define OP(a, b) min((a), (b))
+#endif
+#define EMPTY IDENT
+#elif CLT_OP == 3
+#if CLT_IS_FLOAT
+#define IDENT ((acc_t)(-INFINITY))
+#define OP(a, b) (((a) != (a) || (a) > (b)) ? (a) : (b))
+#else
+#define IDENT ((acc_t)CLT_IDENT_INT)
+#define OP(a, b) max((a), (b))
+#endif
+#define EMPTY IDENT
+#endif
+
+/* element -> accumulator: through the result type (an int8 sums as a sign-extended long) */
+#define LOAD(v) ((acc_t)(CLT_OUT_T)(v))
+#if CLT_OUT_AS
+#define STORE(p, v) (*(p) = CAT(as_, CLT_OUT_T)(v))
+#else
+#define STORE(p, v) (*(p) = (CLT_OUT_T)(v))
+#endif
+
+/* ---- segment heads ------------------------------------------------------------------------
+ * HEADS_FROM(i) sets `h` to the first head at or after i (LONG_MAX: none); HEADS_NEXT() moves
+ * it past the current one. Index 0 is always a head (the exclusive scan's empty prefix). */
+#if CLT_SEG == 2
+#if CLT_OFF64
+#define OFFS(k) (((__global const long *)offs)[(k)])
+#else
+#define OFFS(k) ((long)((__global const int *)offs)[(k)])
+#endif
+/* the first k in [0, m) with offs[k] >= i (m: none) */
+inline long first_at_or_after(__global const void *offs, const long m, const long i) {
+    long lo = 0, hi = m;
+    while (lo < hi) {
+        const long mid = (lo + hi) >> 1;
+        if (OFFS(mid) < i) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+#define SEG_ARGS , const long seglen, __global const void *offs, const long m
+#define HEADS_FROM(i)                                                                            \
+    long hk = first_at_or_after(offs, m, (i));                                                 \
+    long h = hk < m ? OFFS(hk) : LONG_MAX
+#define HEADS_NEXT()                                                                             \
+    do {                                                                                       \
+        const long cur_ = h;                                                                   \
+        while (hk < m && OFFS(hk) <= cur_) ++hk; /* empty segments share a head */             \
+        h = hk < m ? OFFS(hk) : LONG_MAX;                                                      \
+    } while (0)
+/* the last head in [a, b) (< a: none) */
+#define LAST_HEAD(a, b) ((b) > (a) ? OFFS(first_at_or_after(offs, m, (b)) - 1) : -1L)
+#elif CLT_SEG == 1
+#define SEG_ARGS , const long seglen, __global const void *offs, const long m
+#define HEADS_FROM(i) long h = (((i) + seglen - 1) / seglen) * seglen
+#define HEADS_NEXT() (h += seglen)
+#define LAST_HEAD(a, b) ((b) > (a) ? (((b) - 1) / seglen) * seglen : -1L)
+#else
+#define SEG_ARGS , const long seglen, __global const void *offs, const long m
+#define HEADS_FROM(i) long h = (i) == 0 ? 0L : LONG_MAX
+#define HEADS_NEXT() (h = LONG_MAX)
+#define LAST_HEAD(a, b) ((a) == 0 && (b) > 0 ? 0L : -1L)
+#endif
+
+/* ---- a group's combine of per-work-item (flag, value) pairs ------------------------------- */
+/* (f1, v1) . (f2, v2) */
+#define SEG_COMBINE(f1, v1, f2, v2, fo, vo)                                                      \
+    do {                                                                                       \
+        vo = (f2) ? (v2) : OP((v1), (v2));                                                     \
+        fo = (f1) | (f2);                                                                      \
+    } while (0)
+
+/* The exclusive scan over the group's work-items of (f, v) (returned in *ef, *ev: the pairs
+ * before this work-item; work-item 0 gets (0, IDENT)) and the group's total (*tf, *tv). Every
+ * work-item calls it (barriers); sv/sf are __local scratch of CLT_WG. */
+inline void group_scan(uint f, acc_t v, uint *ef, acc_t *ev, uint *tf, acc_t *tv,
+                       __local acc_t *sv, __local uint *sf) {
+    const uint lid = get_local_id(0);
+#if SG_SCAN && CLT_SEG == 0
+    /* unsegmented sums: the subgroups' own scans, then the subgroups' totals in __local */
+    const acc_t incl = sub_group_scan_inclusive_add(v);
+    const uint sg = get_sub_group_id(), nsg = get_num_sub_groups();
+    if (get_sub_group_local_id() == get_sub_group_size() - 1) sv[sg] = incl;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    acc_t before = IDENT, all = IDENT;
+    for (uint k = 0; k < nsg; ++k) {
+        const acc_t t = sv[k];
+        if (k < sg) before = OP(before, t);
+        all = OP(all, t);
+    }
+    *ev = OP(before, incl - v); /* exclusive within the subgroup: sums only (SG_SCAN) */
+    *ef = 0;
+    *tv = all;
+    *tf = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+#else
+    sv[lid] = v;
+    sf[lid] = f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint off = 1; off < CLT_WG; off <<= 1) {
+        acc_t pv = IDENT;
+        uint pf = 0;
+        const int take = lid >= off;
+        if (take) {
+            pv = sv[lid - off];
+            pf = sf[lid - off];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (take) {
+            SEG_COMBINE(pf, pv, f, v, f, v);
+            sv[lid] = v;
+            sf[lid] = f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    *ev = lid > 0 ? sv[lid - 1] : IDENT;
+    *ef = lid > 0 ? sf[lid - 1] : 0u;
+    *tv = sv[CLT_WG - 1];
+    *tf = sf[CLT_WG - 1];
+    barrier(CLK_LOCAL_MEM_FENCE); /* sv/sf are free again */
+#endif
+}
+
+/* ---- rows: 1) reduce each chunk from its last head on -------------------------------------- */
+__kernel WG_ATTR void
+clt_scan_reduce(__global const CLT_IN_T *x, const long xoff, const long n, const long chunk
+                SEG_ARGS, __global acc_t *pv, __global uint *pf) {
+    __local acc_t sv[CLT_WG];
+    const uint lid = get_local_id(0);
+    const long a = (long)get_group_id(0) * chunk;
+    const long b = min(a + chunk, n);
+    const long last = LAST_HEAD(a, b);
+    const long from = last >= a ? last : a;
+    __global const CLT_IN_T *xp = x + xoff;
+    acc_t acc[CLT_ITEMS];
+#pragma unroll
+    for (int k = 0; k < CLT_ITEMS; ++k) acc[k] = IDENT;
+    long i = from + lid;
+    for (; i + (long)(CLT_ITEMS - 1) * CLT_WG < b; i += (long)TILE) {
+#pragma unroll
+        for (int k = 0; k < CLT_ITEMS; ++k) acc[k] = OP(acc[k], LOAD(xp[i + (long)k * CLT_WG]));
+    }
+    for (; i < b; i += CLT_WG) acc[0] = OP(acc[0], LOAD(xp[i]));
+#pragma unroll
+    for (int k = 1; k < CLT_ITEMS; ++k) acc[0] = OP(acc[0], acc[k]);
+    sv[lid] = acc[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint s = CLT_WG / 2; s > 0; s >>= 1) {
+        if (lid < s) sv[lid] = OP(sv[lid], sv[lid + s]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) {
+        pv[get_group_id(0)] = sv[0];
+        pf[get_group_id(0)] = last >= a;
+    }
+}
+
+/* ---- 2) the chunks' carries: exclusive segmented scan of the G partials, in place -------- */
+__kernel WG_ATTR void clt_scan_top(__global acc_t *pv, __global const uint *pf, const long G) {
+    __local acc_t sv[CLT_WG];
+    __local uint sf[CLT_WG];
+    const uint lid = get_local_id(0);
+    acc_t carry = IDENT;
+    for (long base = 0; base < G; base += CLT_WG) {
+        const long g = base + lid;
+        const acc_t v = g < G ? pv[g] : IDENT;
+        const uint f = g < G ? pf[g] : 0u;
+        uint ef, tf;
+        acc_t ev, tv;
+        group_scan(f, v, &ef, &ev, &tf, &tv, sv, sf);
+        acc_t mine;
+        uint fo;
+        SEG_COMBINE(0u, carry, ef, ev, fo, mine);
+        if (g < G) pv[g] = mine;
+        uint fc;
+        SEG_COMBINE(0u, carry, tf, tv, fc, carry);
+    }
+}
+
+/* ---- 3) scan each chunk with its carry-in --------------------------------------------------- */
+#define PAD(j) ((j) + ((j) >> 5)) /* __local index: a work-item's CLT_ITEMS avoid one bank */
+
+__kernel WG_ATTR void
+clt_scan_down(__global const CLT_IN_T *x, const long xoff, const long n, const long chunk
+              SEG_ARGS, __global const acc_t *carries, const uint has_carries,
+              __global CLT_OUT_T *out, const long ooff) {
+    __local acc_t sv[CLT_WG];
+    __local uint sf[CLT_WG];
+#if CLT_STAGE
+    __local acc_t stage[PAD(TILE) + 1];
+#endif
+    const uint lid = get_local_id(0);
+    const long a = (long)get_group_id(0) * chunk;
+    const long b = min(a + chunk, n);
+    __global const CLT_IN_T *xp = x + xoff;
+    __global CLT_OUT_T *op = out + ooff;
+    acc_t carry = has_carries ? carries[get_group_id(0)] : IDENT;
+    for (long t = a; t < b; t += TILE) {
+        const long t0 = t + (long)lid * CLT_ITEMS; /* this work-item's first element */
+        acc_t r[CLT_ITEMS];
+#if CLT_STAGE
+#pragma unroll
+        for (int k = 0; k < CLT_ITEMS; ++k) {
+            const long i = t + (long)k * CLT_WG + lid;
+            stage[PAD(k * CLT_WG + lid)] = i < b ? LOAD(xp[i]) : IDENT;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+        for (int k = 0; k < CLT_ITEMS; ++k) r[k] = stage[PAD(lid * CLT_ITEMS + k)];
+#else
+#pragma unroll
+        for (int k = 0; k < CLT_ITEMS; ++k) r[k] = t0 + k < b ? LOAD(xp[t0 + k]) : IDENT;
+#endif
+        /* in registers: inclusive, restarting at heads */
+        HEADS_FROM(t0);
+        uint heads = 0, f = 0;
+#pragma unroll
+        for (int k = 0; k < CLT_ITEMS; ++k) {
+            if (t0 + k == h && t0 + k < b) {
+                heads |= 1u << k;
+                HEADS_NEXT();
+            } else if (k > 0) {
+                r[k] = OP(r[k - 1], r[k]);
+            }
+        }
+        f = heads != 0;
+        uint ef, tf;
+        acc_t ev, tv;
+        group_scan(f, r[CLT_ITEMS - 1], &ef, &ev, &tf, &tv, sv, sf);
+        acc_t in;
+        uint fi;
+        SEG_COMBINE(0u, carry, ef, ev, fi, in); /* everything before my first element */
+#if CLT_EXCL
+        acc_t prev = in;
+#pragma unroll
+        for (int k = 0; k < CLT_ITEMS; ++k) {
+            const int hd = (heads >> k) & 1u;
+            const acc_t incl = (heads & ((2u << k) - 1u)) ? r[k] : OP(in, r[k]);
+            const acc_t e = hd ? EMPTY : prev;
+            prev = incl;
+            r[k] = e;
+        }
+#else
+#pragma unroll
+        for (int k = 0; k < CLT_ITEMS; ++k)
+            if (!(heads & ((2u << k) - 1u))) r[k] = OP(in, r[k]);
+#endif
+        SEG_COMBINE(0u, carry, tf, tv, fi, carry);
+#if CLT_STAGE
+        barrier(CLK_LOCAL_MEM_FENCE); /* everyone has read its elements from the stage */
+#pragma unroll
+        for (int k = 0; k < CLT_ITEMS; ++k) stage[PAD(lid * CLT_ITEMS + k)] = r[k];
+        barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+        for (int k = 0; k < CLT_ITEMS; ++k) {
+            const long i = t + (long)k * CLT_WG + lid;
+            if (i < b) STORE(op + i, stage[PAD(k * CLT_WG + lid)]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE); /* the stage is free for the next tile */
+#else
+#pragma unroll
+        for (int k = 0; k < CLT_ITEMS; ++k)
+            if (t0 + k < b) STORE(op + t0 + k, r[k]);
+#endif
+    }
+}
+
+/* ---- cols: (outer, R, inner), the scanned axis strided by inner ---------------------------- */
+/* work-item c = o * inner + q scans column (o, q) over rows [s * chunk, +chunk), s = group 1 */
+__kernel WG_ATTR void
+clt_scan_cols_reduce(__global const CLT_IN_T *x, const long xoff, const long outer,
+                     const long R, const long inner, const long chunk, __global acc_t *pv) {
+    const long ncols = outer * inner;
+    const long c = get_global_id(0);
+    if (c >= ncols) return;
+    const long o = c / inner, q = c - o * inner;
+    const long j0 = (long)get_group_id(1) * chunk, j1 = min(j0 + chunk, R);
+    __global const CLT_IN_T *col = x + xoff + o * R * inner + q;
+    acc_t acc[CLT_ITEMS];
+#pragma unroll
+    for (int k = 0; k < CLT_ITEMS; ++k) acc[k] = IDENT;
+    long j = j0;
+    for (; j + CLT_ITEMS <= j1; j += CLT_ITEMS) {
+#pragma unroll
+        for (int k = 0; k < CLT_ITEMS; ++k) acc[k] = OP(acc[k], LOAD(col[(j + k) * inner]));
+    }
+    for (; j < j1; ++j) acc[0] = OP(acc[0], LOAD(col[j * inner]));
+#pragma unroll
+    for (int k = 1; k < CLT_ITEMS; ++k) acc[0] = OP(acc[0], acc[k]);
+    pv[(long)get_group_id(1) * ncols + c] = acc[0];
+}
+
+/* each column's S partials -> its chunks' carries (exclusive), in place */
+__kernel WG_ATTR void clt_scan_cols_top(__global acc_t *pv, const long ncols, const long S) {
+    const long c = get_global_id(0);
+    if (c >= ncols) return;
+    acc_t carry = IDENT;
+    for (long s = 0; s < S; ++s) {
+        const acc_t v = pv[s * ncols + c];
+        pv[s * ncols + c] = carry;
+        carry = OP(carry, v);
+    }
+}
+
+__kernel WG_ATTR void
+clt_scan_cols_down(__global const CLT_IN_T *x, const long xoff, const long outer, const long R,
+                   const long inner, const long chunk, __global const acc_t *carries,
+                   const uint has_carries, __global CLT_OUT_T *out, const long ooff) {
+    const long ncols = outer * inner;
+    const long c = get_global_id(0);
+    if (c >= ncols) return;
+    const long o = c / inner, q = c - o * inner;
+    const long j0 = (long)get_group_id(1) * chunk, j1 = min(j0 + chunk, R);
+    const long at = o * R * inner + q;
+    __global const CLT_IN_T *col = x + xoff + at;
+    __global CLT_OUT_T *oc = out + ooff + at;
+    acc_t run = has_carries ? carries[(long)get_group_id(1) * ncols + c] : IDENT;
+#if CLT_EXCL
+    if (j0 == 0) run = EMPTY; /* numpy's empty prefix (+0.0 for sums) */
+#endif
+    long j = j0;
+    for (; j + CLT_ITEMS <= j1; j += CLT_ITEMS) {
+        acc_t v[CLT_ITEMS];
+#pragma unroll
+        for (int k = 0; k < CLT_ITEMS; ++k) v[k] = LOAD(col[(j + k) * inner]);
+#pragma unroll
+        for (int k = 0; k < CLT_ITEMS; ++k) {
+#if CLT_EXCL
+            STORE(oc + (j + k) * inner, run);
+            run = OP(run, v[k]);
+#else
+            run = OP(run, v[k]);
+            STORE(oc + (j + k) * inner, run);
+#endif
+        }
+    }
+    for (; j < j1; ++j) {
+        const acc_t v = LOAD(col[j * inner]);
+#if CLT_EXCL
+        STORE(oc + j * inner, run);
+        run = OP(run, v);
+#else
+        run = OP(run, v);
+        STORE(oc + j * inner, run);
+#endif
+    }
+}
+
+/* which paths the compiler took: [subgroup scan, warp scan] */
+__kernel void clt_scan_probe(__global int *flags) {
+    flags[0] = SG_SCAN;
+    flags[1] = WARP_SCAN;
+}
