@@ -35,6 +35,8 @@ _API = {
     "Reducer": "cltune.families.reduce.api", "ReductionKernel": "cltune.families.expr.api",
     "clear_caches": "cltune.opencl.caches", "get_reducer": "cltune.stats.reducers",
     "norm_many": "cltune.families.many.api",
+    **{name: "cltune.families.scan.api" for name in
+       ("Scanner", "cummax", "cummin", "cumprod", "cumsum", "get_scanner")},
     **{name: "cltune.stats.api" for name in
        ("all", "any", "argmax", "argmin", "count_nonzero", "mean", "norm", "std", "var")},
 }

@@ -88,6 +88,7 @@ BUILTIN = {
     "expr": "cltune.families.expr.family",
     "expr_axis": "cltune.families.expr_axis.family",
     "many": "cltune.families.many.family",
+    "scan": "cltune.families.scan.family",
 }
 
 

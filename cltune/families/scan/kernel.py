@@ -90,7 +90,8 @@ _builds: ContextCache[ScanBuilt] = ContextCache()
 
 
 def build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, variant: ScanVariant,
-          cfg: ScanConfig, form: Form = Form()) -> ScanBuilt:
+          cfg: ScanConfig, form: Form | None = None) -> ScanBuilt:
+    form = form or Form()
     key = (dev.int_ptr, str(variant), cfg, form, scan_source())
     return _builds.get(ctx, key, lambda: _build(ctx, dev, info, variant, cfg, form))
 

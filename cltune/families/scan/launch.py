@@ -66,8 +66,8 @@ class ScanLauncher:
         self._scratch: dict[int, _Scratch] = {}
         self._dummy = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16)
 
-    def built(self, form: Form = Form()) -> ScanBuilt:
-        return build(self.ctx, self.dev, self.info, self.variant, self.cfg, form)
+    def built(self, form: Form | None = None) -> ScanBuilt:
+        return build(self.ctx, self.dev, self.info, self.variant, self.cfg, form or Form())
 
     def plan(self, outer: int, r: int, inner: int) -> Plan:
         return plan(self.cfg, self.info.compute_units, outer, r, inner)
@@ -85,13 +85,13 @@ class ScanLauncher:
     def enqueue(self, queue: cl.CommandQueue, x: cl.Buffer, xoff: int, out: cl.Buffer,
                 ooff: int, view: tuple[int, int, int], *, exclusive: bool = False,
                 offsets: cl.Buffer | None = None, m: int = 0, off64: bool = False,
-                wait_for: list[cl.Event] | None = None) -> cl.Event | None:
+                wait_for: list[cl.Event] | None = None) -> list[cl.Event]:
         """Scan x[xoff:] viewed as (outer, r, inner) along r into out[ooff:] (element
         offsets); `offsets` (rows only): m + 1 CSR bounds, segments instead of rows. None when
         there is nothing to scan."""
         outer, r, inner = (int(v) for v in view)
         if outer * r * inner == 0:
-            return None
+            return []
         cfg = self.cfg
         if cfg.layout == "rows":
             if inner != 1:
@@ -119,15 +119,16 @@ class ScanLauncher:
         if p.groups == 1:
             b.down.set_args(x, L(xoff), L(n), L(p.chunk), *seg, self._dummy, U(0), out,
                             L(ooff))
-            return cl.enqueue_nd_range_kernel(queue, b.down, (wg,), (wg,), wait_for=wait_for)
+            return [cl.enqueue_nd_range_kernel(queue, b.down, (wg,), (wg,), wait_for=wait_for)]
         pv, pf = self._partials(queue, p.groups, b.acc_dtype.itemsize)
         b.reduce.set_args(x, L(xoff), L(n), L(p.chunk), *seg, pv, pf)
-        e = cl.enqueue_nd_range_kernel(queue, b.reduce, (p.groups * wg,), (wg,),
-                                       wait_for=wait_for)
+        e1 = cl.enqueue_nd_range_kernel(queue, b.reduce, (p.groups * wg,), (wg,),
+                                        wait_for=wait_for)
         b.top.set_args(pv, pf, L(p.groups))
-        e = cl.enqueue_nd_range_kernel(queue, b.top, (wg,), (wg,), wait_for=[e])
+        e2 = cl.enqueue_nd_range_kernel(queue, b.top, (wg,), (wg,), wait_for=[e1])
         b.down.set_args(x, L(xoff), L(n), L(p.chunk), *seg, pv, U(1), out, L(ooff))
-        return cl.enqueue_nd_range_kernel(queue, b.down, (p.groups * wg,), (wg,), wait_for=[e])
+        return [e1, e2, cl.enqueue_nd_range_kernel(queue, b.down, (p.groups * wg,), (wg,),
+                                                   wait_for=[e2])]
 
     def _cols(self, queue, b: ScanBuilt, p: Plan, x, xoff, out, ooff, outer, r, inner, wg,
               wait_for):
@@ -136,14 +137,14 @@ class ScanLauncher:
         dims = (L(outer), L(r), L(inner), L(p.chunk))
         if p.groups == 1:
             b.down.set_args(x, L(xoff), *dims, self._dummy, U(0), out, L(ooff))
-            return cl.enqueue_nd_range_kernel(queue, b.down, (gx, 1), (wg, 1),
-                                              wait_for=wait_for)
+            return [cl.enqueue_nd_range_kernel(queue, b.down, (gx, 1), (wg, 1),
+                                               wait_for=wait_for)]
         pv, _ = self._partials(queue, p.groups * ncols, b.acc_dtype.itemsize)
         b.reduce.set_args(x, L(xoff), *dims, pv)
-        e = cl.enqueue_nd_range_kernel(queue, b.reduce, (gx, p.groups), (wg, 1),
-                                       wait_for=wait_for)
+        e1 = cl.enqueue_nd_range_kernel(queue, b.reduce, (gx, p.groups), (wg, 1),
+                                        wait_for=wait_for)
         b.top.set_args(pv, L(ncols), L(p.groups))
-        e = cl.enqueue_nd_range_kernel(queue, b.top, (gx,), (wg,), wait_for=[e])
+        e2 = cl.enqueue_nd_range_kernel(queue, b.top, (gx,), (wg,), wait_for=[e1])
         b.down.set_args(x, L(xoff), *dims, pv, U(1), out, L(ooff))
-        return cl.enqueue_nd_range_kernel(queue, b.down, (gx, p.groups), (wg, 1),
-                                          wait_for=[e])
+        return [e1, e2, cl.enqueue_nd_range_kernel(queue, b.down, (gx, p.groups), (wg, 1),
+                                                   wait_for=[e2])]

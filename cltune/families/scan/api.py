@@ -1,0 +1,245 @@
+"""Scans as applications call them (numpy's semantics and result dtypes):
+
+    >>> c = cltune.cumsum(x)                       # x: a pyopencl Array (or numpy + queue=)
+    >>> c = cltune.cumsum(x, axis=1)               # along an axis of a C- or F-ordered array
+    >>> s = cltune.get_scanner(queue, "max", np.float32)
+    >>> s(x, exclusive=True)                       # exclusive running max (first: -inf)
+    >>> s.segments(x, offsets)                     # a scan restarting at CSR offsets
+    >>> print(s.explain(x.shape, axis=0))          # which config serves it, and why
+
+Integer sums and products widen to 64 bits and wrap as numpy's do; float results are computed
+in their own type (as numpy's accumulate) with a rounding depth of ~log n where numpy's is n.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from cltune.device.select import info_for, require_usable
+from cltune.families.scan.family import OPS, ScanVariant
+from cltune.families.scan.serve import ScanEngine, ScanExplanation
+from cltune.opencl.caches import ContextCache
+from cltune.opencl.events import pending
+
+__all__ = ["Scanner", "cummax", "cummin", "cumprod", "cumsum", "get_scanner"]
+
+_engines: ContextCache[ScanEngine] = ContextCache()
+_scanners: ContextCache[Scanner] = ContextCache()
+
+
+class Scanner:
+    """Scans of one op and input dtype on one queue's device (see the module's example)."""
+
+    def __init__(self, queue: cl.CommandQueue, op: str, dtype: Any, db: str | None = None,
+                 ) -> None:
+        if op not in OPS:
+            raise ValueError(f"unknown scan op {op!r}; choose one of {', '.join(OPS)}")
+        self.queue, self.op, self.db = queue, op, db
+        self.dtype = np.dtype(dtype)
+        self.variant = ScanVariant(op, self.dtype.name)  # checks the dtype
+        self.ctx, self.dev = queue.context, queue.device
+        self.info = require_usable(self.dev, info_for(self.dev))
+        if self.variant.needs_fp64 and not self.info.fp64:
+            raise TypeError(f"{self.dev.name} has no cl_khr_fp64: float64 scans cannot run "
+                            "there")
+
+    @property
+    def result_dtype(self) -> np.dtype:
+        return self.variant.result_dtype
+
+    def _engine(self, layout: str) -> ScanEngine:
+        v = self.variant.with_layout(layout)
+        return _engines.get(self.ctx, (self.dev.int_ptr, str(v), self.db),
+                            lambda: ScanEngine(self.ctx, self.dev, self.info, v, self.db))
+
+    # ---- geometry ---------------------------------------------------------------------------
+    def _input(self, x: Any) -> cla.Array:
+        if isinstance(x, np.ndarray):
+            if x.dtype != self.dtype:
+                raise TypeError(f"x has dtype {x.dtype}, this scanner is for {self.dtype}")
+            return cla.to_device(self.queue, np.ascontiguousarray(x) if not (
+                x.flags.c_contiguous or x.flags.f_contiguous) else x)
+        if not isinstance(x, cla.Array):
+            raise TypeError(f"x must be a pyopencl.array.Array or numpy array, not "
+                            f"{type(x).__name__}")
+        if x.dtype != self.dtype:
+            raise TypeError(f"x has dtype {x.dtype}, this scanner is for {self.dtype} "
+                            "(cast with .astype or use get_scanner(..., dtype=...))")
+        if x.context.int_ptr != self.ctx.int_ptr:
+            raise ValueError("x lives in another OpenCL context than this scanner")
+        if x.size and not (x.flags.c_contiguous or x.flags.f_contiguous):
+            raise ValueError("x is not contiguous; scan a contiguous copy")
+        if x.offset % self.dtype.itemsize:
+            raise ValueError("x's offset is not a whole number of elements")
+        return x
+
+    def view(self, shape: tuple[int, ...], axis: Any, f_order: bool = False,
+             ) -> tuple[tuple[int, int, int], str]:
+        """((outer, r, inner), layout) of scanning an array of `shape` along `axis` (None: the
+        whole array in C order), memory order C unless `f_order`."""
+        nd = len(shape)
+        n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        if axis is None:
+            return (1, n, 1), "rows"
+        if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+            raise TypeError(f"axis must be an int or None, not {type(axis).__name__}")
+        if nd == 0:
+            raise np.exceptions.AxisError(int(axis), 0) if hasattr(np, "exceptions") else \
+                ValueError(f"axis {axis} is out of bounds for a 0-d array")
+        a = int(axis)
+        if not -nd <= a < nd:
+            raise np.exceptions.AxisError(a, nd) if hasattr(np, "exceptions") else \
+                ValueError(f"axis {a} is out of bounds for array of dimension {nd}")
+        a %= nd
+        dims = tuple(int(d) for d in shape)
+        if f_order:  # an F-ordered array is the C-ordered one of the reversed shape
+            dims, a = dims[::-1], nd - 1 - a
+        outer = int(np.prod(dims[:a], dtype=np.int64))
+        inner = int(np.prod(dims[a + 1:], dtype=np.int64))
+        return (outer, dims[a], inner), "rows" if inner == 1 else "cols"
+
+    def _out(self, out: Any, shape: tuple[int, ...], order: str) -> cla.Array:
+        rdt = self.result_dtype
+        if out is None:
+            return cla.empty(self.queue, shape, rdt, order=order)
+        if not (isinstance(out, cla.Array) and out.dtype == rdt and out.shape == shape):
+            raise TypeError(f"out must be a pyopencl Array of shape {shape} and dtype {rdt}")
+        ok = out.flags.c_contiguous if order == "C" else out.flags.f_contiguous
+        if out.size > 1 and not ok:
+            raise ValueError(f"out must be {order}-contiguous like the input")
+        if out.offset % rdt.itemsize:
+            raise ValueError("out's offset is not a whole number of elements")
+        return out
+
+    # ---- calls ------------------------------------------------------------------------------
+    def __call__(self, x: Any, axis: Any = None, exclusive: bool = False, out: Any = None,
+                 wait_for: list[cl.Event] | None = None) -> cla.Array:
+        """The scan of x along `axis` (None: of the flattened array, C order, as numpy's)."""
+        xd = self._input(x)
+        f_order = xd.ndim > 1 and not xd.flags.c_contiguous and xd.flags.f_contiguous
+        if axis is None and f_order:
+            xd = cla.to_device(self.queue, xd.get(self.queue).ravel())  # numpy's C order
+            f_order = False
+        view, layout = self.view(xd.shape, axis, f_order)
+        shape = (xd.size,) if axis is None else xd.shape
+        res = self._out(out, shape, "F" if f_order else "C")
+        if xd.size == 0:
+            return res
+        la, _ = self._engine(layout).served(view)
+        waits = list(wait_for or []) + (pending(xd.events, res.events) or [])
+        isz, osz = self.dtype.itemsize, self.result_dtype.itemsize
+        evs = la.enqueue(self.queue, xd.base_data, xd.offset // isz, res.base_data,
+                         res.offset // osz, view, exclusive=bool(exclusive),
+                         wait_for=waits or None)
+        res.add_event(evs[-1])
+        return res
+
+    def segments(self, x: Any, offsets: Any, exclusive: bool = False, out: Any = None,
+                 ) -> cla.Array:
+        """The scan of a 1-D x restarting at each CSR offset: offsets[0] == 0, non-decreasing,
+        offsets[-1] == x.size (empty segments allowed); a numpy or device array of integers."""
+        xd = self._input(x)
+        if xd.ndim != 1:
+            raise ValueError("segments() scans a 1-D array")
+        offs = offsets.get(self.queue) if isinstance(offsets, cla.Array) else np.asarray(offsets)
+        if offs.ndim != 1 or offs.size < 1 or not np.issubdtype(offs.dtype, np.integer):
+            raise ValueError("offsets must be a 1-D array of integers (m + 1 bounds)")
+        o = offs.astype(np.int64)
+        n = xd.size
+        if o[0] != 0 or o[-1] != n:
+            raise ValueError(f"offsets must start at 0 and end at x.size ({n}); got "
+                             f"{o[0]} .. {o[-1]}")
+        if (np.diff(o) < 0).any():
+            i = int(np.flatnonzero(np.diff(o) < 0)[0])
+            raise ValueError(f"offsets must be non-decreasing (offsets[{i + 1}] = {o[i + 1]} "
+                             f"< offsets[{i}] = {o[i]})")
+        res = self._out(out, (n,), "C")
+        if n == 0:
+            return res
+        off64 = n >= 2**31 - 1
+        ob = cla.to_device(self.queue, o if off64 else o.astype(np.int32))
+        la, _ = self._engine("rows").served((1, n, 1))
+        isz, osz = self.dtype.itemsize, self.result_dtype.itemsize
+        waits = pending(xd.events, res.events, ob.events)
+        evs = la.enqueue(self.queue, xd.base_data, xd.offset // isz, res.base_data,
+                         res.offset // osz, (1, n, 1), exclusive=bool(exclusive),
+                         offsets=ob.data, m=len(o) - 1, off64=off64, wait_for=waits or None)
+        res.add_event(evs[-1])
+        return res
+
+    def explain(self, shape: Any, axis: Any = None) -> ScanExplanation:
+        """Which config serves a scan of an array of `shape` along `axis`, and why."""
+        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        view, layout = self.view(shape, axis)
+        _, ex = self._engine(layout).served(view)
+        return ex
+
+
+def get_scanner(queue: cl.CommandQueue, op: str = "sum", dtype: Any = np.float32, *,
+                db: str | None = None) -> Scanner:
+    """The scanner of `op` (sum, prod, min, max) over `dtype` on the queue's device, served by
+    the tuned config of each call's class (else the builtin one)."""
+    key = (queue.int_ptr, op, np.dtype(dtype).name, db)
+    return _scanners.get(queue.context, key, lambda: Scanner(queue, op, dtype, db))
+
+
+def _scan(op: str, x: Any, axis: Any, dtype: Any, out: Any, queue: cl.CommandQueue | None,
+          ) -> cla.Array:
+    if isinstance(x, cla.Array):
+        q = queue or x.queue
+        if q is None:
+            raise TypeError("x has no queue: pass queue=")
+        if dtype is not None and np.dtype(dtype) != x.dtype:
+            x = x.astype(np.dtype(dtype))
+    elif isinstance(x, np.ndarray):
+        if queue is None:
+            raise TypeError("a numpy input needs queue= (the device to scan on)")
+        q = queue
+        if dtype is not None:
+            x = x.astype(np.dtype(dtype))
+    else:
+        raise TypeError(f"x must be a pyopencl.array.Array or numpy array, not "
+                        f"{type(x).__name__}")
+    s = get_scanner(q, op, x.dtype)
+    want = s.result_dtype if dtype is None or op in ("min", "max") else np.dtype(dtype)
+    if want == s.result_dtype:
+        return s(x, axis=axis, out=out)
+    res = s(x, axis=axis)  # integer sums in 64 bits; numpy's narrower dtype= wraps the same
+    res = res.astype(want)
+    if out is not None:
+        if not (isinstance(out, cla.Array) and out.dtype == want and out.shape == res.shape):
+            raise TypeError(f"out must be a pyopencl Array of shape {res.shape} and dtype {want}")
+        cl.enqueue_copy(q, out.base_data, res.data, dst_offset=out.offset,
+                        byte_count=res.nbytes)
+        return out
+    return res
+
+
+def cumsum(x: Any, axis: Any = None, dtype: Any = None, out: Any = None, *,
+           queue: cl.CommandQueue | None = None) -> cla.Array:
+    """numpy.cumsum on the device: `cumsum(x)` of the flattened array, `axis=k` along an
+    axis; `dtype` as numpy's (the accumulation and result type)."""
+    return _scan("sum", x, axis, dtype, out, queue)
+
+
+def cumprod(x: Any, axis: Any = None, dtype: Any = None, out: Any = None, *,
+            queue: cl.CommandQueue | None = None) -> cla.Array:
+    """numpy.cumprod on the device (see cumsum)."""
+    return _scan("prod", x, axis, dtype, out, queue)
+
+
+def cummax(x: Any, axis: Any = None, out: Any = None, *,
+           queue: cl.CommandQueue | None = None) -> cla.Array:
+    """numpy.maximum.accumulate on the device (NaN propagates); axis=None scans the flattened
+    array."""
+    return _scan("max", x, axis, None, out, queue)
+
+
+def cummin(x: Any, axis: Any = None, out: Any = None, *,
+           queue: cl.CommandQueue | None = None) -> cla.Array:
+    """numpy.minimum.accumulate on the device (NaN propagates)."""
+    return _scan("min", x, axis, None, out, queue)

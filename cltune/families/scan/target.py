@@ -1,0 +1,198 @@
+"""The scan family's tuning target: one variant (`op/dtype/layout`) on one device, with the
+methods the tuner and `cltune verify` use (see families/many/target.py).
+
+Size keys are (a, b) pairs (core.shapes): rows: 2^a rows of 2^b elements (a whole array: a =
+0); cols: a scanned length of 2^a and 2^b columns. Every candidate first passes the awkward
+cases of reference.validate, then the class's own input against the float64/exact reference.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import pyopencl as cl
+
+from cltune.core.space import LayoutSpace
+from cltune.device.info import DeviceInfo
+from cltune.families.base import Target
+from cltune.families.scan import family as fam
+from cltune.families.scan.config import GROUPS_PER_CU, ITEMS, ScanConfig
+from cltune.families.scan.defaults import builtin_config
+from cltune.families.scan.kernel import source_hash
+from cltune.families.scan.launch import ScanLauncher
+from cltune.families.scan.reference import (
+    compare,
+    reference,
+    roundings,
+    sample,
+    upload,
+    validate,
+)
+from cltune.opencl.measure import Timed
+
+if TYPE_CHECKING:  # the trial's type only: the worker's targets never import optuna
+    import optuna
+
+POW2 = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+#: the tuning input holds at most this many elements (the class's shape is cut to it)
+MAX_TUNE_ELEMENTS = 1 << 28
+
+
+@dataclass(frozen=True)
+class ScanSpace(LayoutSpace):
+    """Allowed values per ScanConfig field for one layout on one device."""
+
+    info: DeviceInfo
+    layout: str
+    acc_bytes: int
+    values: dict[str, tuple] = field(default_factory=dict)
+    excluded: dict[str, str] = field(default_factory=dict)
+
+    def size(self) -> int:
+        return math.prod(len(v) for v in self.values.values())
+
+    def local_bytes(self, cfg: ScanConfig) -> int:
+        stage = (cfg.tile + cfg.tile // 32 + 1) * self.acc_bytes if cfg.stage else 0
+        return stage + cfg.wg * (self.acc_bytes + 4)
+
+    def check(self, cfg: ScanConfig) -> str:
+        """'' when cfg is feasible here, else why (nothing compiled)."""
+        why = self.check_offered(cfg, self.info.max_wg)
+        if why:
+            return why
+        need = self.local_bytes(cfg)
+        if need + 512 > self.info.local_mem:
+            return f"{need} bytes of local memory > CL_DEVICE_LOCAL_MEM_SIZE={self.info.local_mem}"
+        return ""
+
+
+def make_space(info: DeviceInfo, layout: str, acc_bytes: int) -> ScanSpace:
+    gpu = info.type != "cpu"
+    lo = 32 if gpu and (info.warp_size or 32) >= 32 else 1
+    top = min(info.max_wg, 1024 if gpu else 64)
+    wgs = tuple(v for v in POW2 if lo <= v <= top) or (1,)
+    if layout == "cols":
+        vals = {"wg": wgs, "items": (1, 2, 4, 8), "stage": (0,), "group_scan": (0,),
+                "groups_per_cu": GROUPS_PER_CU}
+        return ScanSpace(info, layout, acc_bytes, {"layout": ("cols",), **vals},
+                         {"stage": "cols: a work-item scans its column alone"})
+    vals = {"wg": wgs, "items": ITEMS, "stage": (0, 1),
+            "group_scan": (0, 1) if info.subgroups else (0,),
+            "groups_per_cu": GROUPS_PER_CU}
+    excluded = {} if info.subgroups else {"group_scan=1": "no subgroups on this device"}
+    return ScanSpace(info, layout, acc_bytes, {"layout": ("rows",), **vals}, excluded)
+
+
+def view_of(key: tuple[int, int], layout: str) -> tuple[int, int, int]:
+    """The tuning input's (outer, r, inner) of a class, cut to MAX_TUNE_ELEMENTS."""
+    a, b = key
+    if layout == "rows":
+        outer, r = 1 << a, 1 << b
+        while outer * r > MAX_TUNE_ELEMENTS and outer > 1:
+            outer //= 2
+        return outer, min(r, MAX_TUNE_ELEMENTS), 1
+    r, cols = 1 << a, 1 << b
+    while r * cols > MAX_TUNE_ELEMENTS and r > 1:
+        r //= 2
+    return 1, r, cols
+
+
+class ScanBench(Timed):
+    """The tuning input of one class on the device and its reference; timed like every
+    family's. Bytes count a read and a write of every element (the copy's traffic)."""
+
+    def __init__(self, ctx: cl.Context, queue: cl.CommandQueue, variant: fam.ScanVariant,
+                 key: tuple[int, int]) -> None:
+        self.ctx, self.queue, self.variant = ctx, queue, variant
+        self._app_queue = None
+        self.view = view_of(key, variant.layout)
+        outer, r, inner = self.view
+        self.n = outer * r * inner
+        self.shape = (outer, r, inner)
+        self.host = sample(variant, (self.n,), seed=11)
+        self.x = upload(ctx, self.host)
+        self.out = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, self.n * variant.result_dtype.itemsize)
+        self.nbytes = self.n * (variant.in_dtype.itemsize + variant.result_dtype.itemsize)
+        self._want: tuple[np.ndarray, Any] | None = None
+
+    def run(self, la: ScanLauncher, queue: cl.CommandQueue | None = None) -> list[cl.Event]:
+        return la.enqueue(queue or self.queue, self.x, 0, self.out, 0, self.view)
+
+    def validate(self, la: ScanLauncher, max_rel_error: float | None,
+                 ) -> tuple[str, float | None]:
+        chk = validate(la, self.queue, self.n)
+        if not chk.ok:
+            return chk.reason, None
+        if self._want is None:
+            self._want = reference(self.variant, self.host.reshape(self.shape), 1)
+        want, scale = self._want
+        evs = self.run(la)
+        got = np.empty(self.n, self.variant.result_dtype)
+        cl.enqueue_copy(self.queue, got, self.out, wait_for=evs)
+        p = la.plan(*self.view)
+        mine = compare(self.variant, got.reshape(self.shape), want, scale,
+                       roundings(self.variant, la.cfg, p.groups, p.chunk, self.view[1]))
+        if not mine.ok:
+            return f"class input: {mine.reason}", None
+        err = max(mine.max_rel_error, chk.max_rel_error)
+        if max_rel_error is not None and err > max_rel_error:
+            return f"error {err:.3g} > --max-rel-error {max_rel_error:.3g}", err
+        return "", err
+
+
+@dataclass
+class ScanTarget(Target):
+    """One variant of the scan family on one device. `restrict` limits the space."""
+
+    family: ClassVar[str] = fam.NAME
+    config_type: ClassVar[type] = ScanConfig
+    shapes_2d: ClassVar[bool] = True
+
+    def setup(self) -> None:
+        self.scan = fam.variant_of(self.variant)
+        self.source_hash = source_hash()
+        self.acc_bytes = 8 if self.scan.acc_cl_type in ("double", "long", "ulong") else 4
+
+    def make_space(self) -> Any:
+        return make_space(self.info, self.scan.layout, self.acc_bytes)
+
+    def suggest(self, trial: optuna.Trial) -> ScanConfig:
+        v = self.space.values
+        return ScanConfig(**{k: trial.suggest_categorical(k, v[k]) for k in ScanConfig.names()})
+
+    def builtin(self) -> ScanConfig | None:
+        cfg = builtin_config(self.info, self.scan.layout, self.acc_bytes)
+        return cfg if not self.space.check(cfg) else None
+
+    def _params(self, cfg: ScanConfig | None) -> dict | None:
+        if cfg is None or self.space.check(cfg):
+            return None
+        return cfg.to_dict()
+
+    def seeds(self, known_rows: Iterable[object], key: tuple[int, int],
+              previous: ScanConfig | None) -> list[dict]:
+        """The known best of this class, the previous class's winner, the builtin config."""
+        known = None
+        for r in known_rows:
+            if getattr(r, "size_class", None) == self.size_class(key):
+                try:
+                    known = ScanConfig.from_mapping(r.config)  # type: ignore[attr-defined]
+                except ValueError:
+                    known = None
+        out: list[dict] = []
+        for cfg in (known, previous, builtin_config(self.info, self.scan.layout,
+                                                    self.acc_bytes)):
+            p = self._params(cfg)
+            if p is not None and p not in out:
+                out.append(p)
+        return out
+
+    def make_launcher(self, cfg: ScanConfig) -> ScanLauncher:
+        return ScanLauncher(self.ctx, self.dev, self.info, self.scan, cfg)
+
+    def bench(self, key: tuple[int, int]) -> ScanBench:
+        return ScanBench(self.ctx, self.queue, self.scan, tuple(key))
