@@ -104,10 +104,10 @@ class ScanLauncher:
             form = Form(exclusive)
         b = self.built(form)
         p = self.plan(outer, r, inner)
-        self._in_order = not (queue.properties
-                              & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
         wg = cfg.wg
-        with self._lock:
+        with self._lock:  # the kernels' arguments, and _in_order, are shared state
+            self._in_order = not (queue.properties
+                                  & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
             if cfg.layout == "rows":
                 return self._rows(queue, b, p, x, xoff, out, ooff, outer * r, r,
                                   offsets, m, wait_for)
