@@ -64,6 +64,10 @@ class ScanSpace(LayoutSpace):
         why = self.check_offered(cfg, self.info.max_wg)
         if why:
             return why
+        if cfg.stage and cfg.wg < 4:
+            # a tile through __local memory for one or two work-items gains nothing (and
+            # Debian's PoCL 3.1 miscompiles wg=2 staged: validation refuses its answers)
+            return f"stage=1 with wg={cfg.wg}: staging needs wg >= 4"
         need = self.local_bytes(cfg)
         if need + 512 > self.info.local_mem:
             return f"{need} bytes of local memory > CL_DEVICE_LOCAL_MEM_SIZE={self.info.local_mem}"

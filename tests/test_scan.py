@@ -1,0 +1,231 @@
+"""The scan family (#21): cltune.cumsum / cumprod / cummax / cummin and get_scanner against
+numpy on lengths that are not multiples of anything, along every axis of C- and F-ordered
+arrays, exclusive, by CSR segments (empty and one-element ones, segments spanning groups), in
+place and at offsets; integer results exact with numpy's wrap-around; every config of a small
+space through the validation; a tuned best stored and served; clear errors."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pyopencl.array as cla
+import pytest
+
+import cltune
+from cltune.families.scan.config import ScanConfig, ScanConfigError
+from cltune.families.scan.family import ScanVariant, variant_of
+from cltune.families.scan.launch import ScanLauncher
+from cltune.families.scan.reference import compare, reference, sample, validate
+from cltune.families.scan.target import make_space
+
+NP = {"sum": np.cumsum, "prod": np.cumprod, "max": np.maximum.accumulate,
+      "min": np.minimum.accumulate}
+API = {"sum": cltune.cumsum, "prod": cltune.cumprod, "max": cltune.cummax,
+       "min": cltune.cummin}
+
+
+def _check(v: ScanVariant, got: np.ndarray, x: np.ndarray, axis, exclusive=False,
+           offsets=None) -> None:
+    flat = axis is None
+    xx = x.reshape(-1) if flat else x
+    want, scale = reference(v, xx, 0 if flat else axis, exclusive, offsets)
+    chk = compare(v, got.reshape(want.shape), want, scale, 64 + max(xx.shape))
+    assert chk.ok, chk.reason
+
+
+@pytest.mark.parametrize("op,dtype", [("sum", "float32"), ("sum", "int32"), ("sum", "uint8"),
+                                      ("sum", "int64"), ("prod", "float32"), ("prod", "int16"),
+                                      ("max", "float32"), ("min", "int32"), ("max", "uint64"),
+                                      ("min", "float64")])
+def test_api_matches_numpy_along_every_axis(queue, device, op, dtype):
+    info, _ = device
+    if dtype == "float64" and not info.fp64:
+        pytest.skip("device lacks cl_khr_fp64")
+    v = ScanVariant(op, dtype)
+    for shape, order in [((1,), "C"), ((1001,), "C"), ((37, 101), "C"), ((37, 101), "F"),
+                         ((3, 41, 5), "C"), ((5, 7, 3), "F")]:
+        x = np.asarray(sample(v, shape, seed=len(shape)), order=order)
+        xd = cla.to_device(queue, x)
+        for axis in [None, *range(len(shape))]:
+            got = API[op](xd, axis=axis)
+            ref = NP[op](x.reshape(-1), axis=0) if axis is None else NP[op](x, axis=axis)
+            assert got.dtype == ref.dtype and got.shape == ref.shape, (op, dtype, axis)
+            _check(v, got.get(), x, axis)
+
+
+def test_awkward_lengths_and_many_groups(queue):
+    s = cltune.get_scanner(queue, "sum", np.float32)
+    v = ScanVariant("sum", "float32")
+    for n in (2, 3, 17, 255, 257, 4099, 65537, 100003):
+        x = sample(v, (n,), seed=n)
+        _check(v, s(cla.to_device(queue, x)).get(), x, None)
+
+
+def test_integer_sums_wrap_as_numpy(queue):
+    x = np.full(100003, 2**31 - 1, np.int32)
+    got = cltune.cumsum(x, queue=queue)
+    assert got.dtype == np.int64 and np.array_equal(got.get(), np.cumsum(x))
+    g32 = cltune.cumsum(x, dtype=np.int32, queue=queue)
+    assert g32.dtype == np.int32 and np.array_equal(g32.get(), np.cumsum(x, dtype=np.int32))
+    y = np.full(70001, 2**63 - 3, np.int64)
+    assert np.array_equal(cltune.cumsum(y, queue=queue).get(), np.cumsum(y))
+    z = np.full(1000, 3, np.int64)
+    assert np.array_equal(cltune.cumprod(z, queue=queue).get(), np.cumprod(z))  # wraps
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "prod"])
+def test_exclusive(queue, op):
+    s = cltune.get_scanner(queue, op, np.float32)
+    v = ScanVariant(op, "float32")
+    for shape, axis in [((10007,), None), ((23, 301), 1), ((301, 23), 0)]:
+        x = sample(v, shape, seed=3)
+        got = s(cla.to_device(queue, x), axis=axis, exclusive=True).get()
+        _check(v, got, x, axis, exclusive=True)
+    first = s(cla.to_device(queue, np.ones(3, np.float32)), exclusive=True).get()[0]
+    assert first == {"sum": 0.0, "prod": 1.0, "max": -np.inf}[op]
+    assert not np.signbit(first) or op == "max"  # the empty sum is +0.0
+
+
+def test_segments(queue):
+    s = cltune.get_scanner(queue, "sum", np.int32)
+    v = ScanVariant("sum", "int32")
+    rng = np.random.default_rng(5)
+    n = 200003
+    for cuts in (np.array([0, 0, 1, 1, 2, 50000, 50001, n, n]),
+                 np.concatenate([[0], np.sort(rng.integers(0, n, 999)), [n]]),
+                 np.array([0, n])):
+        x = sample(v, (n,), seed=1)
+        for excl in (False, True):
+            got = s.segments(cla.to_device(queue, x), cuts, exclusive=excl).get()
+            _check(v, got, x, None, excl, cuts)
+    dev_offs = cla.to_device(queue, np.array([0, 2, 5], np.int64))
+    got = s.segments(np.arange(5, dtype=np.int32), dev_offs).get()
+    assert got.tolist() == [0, 1, 2, 5, 9]
+
+
+@pytest.mark.parametrize("offs,msg", [([1, 5], "start at 0"), ([0, 4], "end at x.size"),
+                                      ([0, 3, 2, 5], "non-decreasing"),
+                                      ([[0, 5]], "1-D array of integers"),
+                                      ([0.0, 5.0], "1-D array of integers")])
+def test_bad_offsets_are_clear_errors(queue, offs, msg):
+    s = cltune.get_scanner(queue, "sum", np.float32)
+    with pytest.raises(ValueError, match=msg):
+        s.segments(np.ones(5, np.float32), np.array(offs))
+
+
+def test_in_place_and_offsets(queue):
+    h = np.random.default_rng(2).random(50021).astype(np.float32)
+    x = cla.to_device(queue, h)
+    s = cltune.get_scanner(queue, "sum", np.float32)
+    s(x, out=x)  # in place
+    _check(ScanVariant("sum", "float32"), x.get(), h, None)
+    y = cla.to_device(queue, h)
+    got = cltune.cumsum(y[5:]).get()
+    _check(ScanVariant("sum", "float32"), got, h[5:], None)
+    out = cla.empty(queue, (50021 - 7,), np.float32)
+    s(y[7:], out=out)
+    _check(ScanVariant("sum", "float32"), out.get(), h[7:], None)
+
+
+def test_empty_and_nan(queue):
+    assert cltune.cumsum(np.zeros(0, np.float32), queue=queue).shape == (0,)
+    assert cltune.cumsum(np.zeros((0, 3), np.float32), axis=0, queue=queue).shape == (0, 3)
+    x = np.array([1, 5, np.nan, 7, 2], np.float32)
+    got = cltune.cummax(x, queue=queue).get()
+    assert np.array_equal(got, np.maximum.accumulate(x), equal_nan=True)
+
+
+def test_errors_are_clear(queue):
+    x = cla.to_device(queue, np.ones((4, 5), np.float32))
+    with pytest.raises(np.exceptions.AxisError if hasattr(np, "exceptions") else ValueError):
+        cltune.cumsum(x, axis=2)
+    with pytest.raises(TypeError, match="axis must be an int"):
+        cltune.cumsum(x, axis=(0, 1))
+    with pytest.raises(TypeError, match="needs queue="):
+        cltune.cumsum(np.ones(3, np.float32))
+    with pytest.raises(ValueError, match="not contiguous"):
+        cltune.cumsum(x[:, ::2])
+    with pytest.raises(TypeError, match="this scanner is for float32"):
+        cltune.get_scanner(queue, "sum", np.float32)(np.ones(3, np.int32))
+    with pytest.raises(ValueError, match="unknown scan op"):
+        cltune.get_scanner(queue, "median", np.float32)
+    with pytest.raises(ValueError, match="unsupported dtype"):
+        cltune.get_scanner(queue, "sum", np.complex64)
+    with pytest.raises(TypeError, match="out must be"):
+        cltune.cumsum(x, axis=0, out=cla.empty(queue, (4, 5), np.float64))
+    with pytest.raises(ScanConfigError, match="wg"):
+        ScanConfig("rows", wg=3)
+    with pytest.raises(ScanConfigError, match="unknown config field"):
+        ScanConfig.from_mapping({"layout": "rows", "wg": 4, "items": 4, "stage": 0,
+                                 "group_scan": 0, "groups_per_cu": 4, "x": 1})
+    with pytest.raises(ValueError, match="op/dtype/layout"):
+        variant_of("sum/float32")
+
+
+def test_explain_says_where_the_config_came_from(queue, db_url):
+    s = cltune.get_scanner(queue, "sum", np.float32, db=db_url)
+    e = s.explain((4096, 16), axis=0)
+    assert e.config.layout == "cols" and e.level == "builtin" and "untuned" in str(e)
+    assert s.explain(1 << 20).config.layout == "rows"
+
+
+@pytest.mark.parametrize("layout", ["rows", "cols"])
+def test_every_config_of_a_small_space_validates(ctx, queue, device, layout):
+    """Every point of a restricted space through the validation a tuning trial runs (awkward
+    lengths, rows, segments, exclusive)."""
+    info, dev = device
+    sp = make_space(info, layout, 4)
+    wgs = (sp.values["wg"][0], 4 if info.type == "cpu" else sp.values["wg"][1])
+    tried = 0
+    for op, dtype in [("sum", "float32"), ("max", "int32")]:
+        v = ScanVariant(op, dtype, layout)
+        for wg, items, stage, gs in itertools.product(wgs, (1, 4), sp.values["stage"],
+                                                      sp.values["group_scan"]):
+            cfg = ScanConfig(layout, wg=wg, items=items, stage=stage, group_scan=gs,
+                             groups_per_cu=8)
+            if sp.check(cfg):  # staging with fewer than 4 work-items is not offered
+                assert cfg.stage and wg < 4
+                continue
+            chk = validate(ScanLauncher(ctx, dev, info, v, cfg), queue, 1 << 12)
+            assert chk.ok, (str(v), cfg.short(), chk.reason)
+            tried += 1
+    assert tried >= 8
+
+
+def test_validation_refuses_a_wrong_answer(queue):
+    v = ScanVariant("sum", "float32")
+    x = sample(v, (1000,), seed=1)
+    want, scale = reference(v, x, 0)
+    bad = want.astype(np.float32)
+    bad[500] += 1e-2
+    assert not compare(v, bad, want, scale, 30).ok
+    vi = ScanVariant("sum", "int32")
+    xi = sample(vi, (1000,), seed=1)
+    wi, _ = reference(vi, xi, 0)
+    got = wi.copy()
+    got[999] += 1
+    assert "element 999" in compare(vi, got, wi, None, 0).reason
+
+
+def test_tune_stores_a_best_and_the_runtime_serves_it(ctx, queue, device, db_url,
+                                                      storage_url):
+    from cltune.tuning.tuner import TuneOptions, Tuner  # the tuner loads optuna
+    from cltune.tuning_db import Store
+
+    info, dev = device
+    store = Store.open(db_url)
+    try:
+        opts = TuneOptions(family="scan", variant="sum/float32/rows", buckets=((0, 14),),
+                           trials=4, timeout_s=120, seed=1,
+                           restrict={"items": (4, 8), "groups_per_cu": (2, 4)})
+        res = Tuner(ctx, dev, info, store, storage_url, opts).run()
+    finally:
+        store.close()
+    assert [r.size_class for r in res] == ["2^0x2^14"]
+    assert isinstance(res[0].config, ScanConfig) and res[0].gbps
+    s = cltune.get_scanner(queue, "sum", np.float32, db=db_url)
+    e = s.explain(20000)
+    assert e.level == "exact" and e.size_class == "2^0x2^14" and e.config == res[0].config
+    h = sample(ScanVariant("sum", "float32"), (20000,), seed=4)
+    _check(ScanVariant("sum", "float32"), s(cla.to_device(queue, h)).get(), h, None)
