@@ -104,67 +104,72 @@ def main() -> None:
             cases += [((r, c), 0), ((r, c), 1)]
     s = cltune.get_scanner(q, "sum", np.float32)
     for shape, axis in cases:
-        rng = np.random.default_rng(0)
-        h = rng.random(shape, dtype=np.float32)
-        n = h.size
-        x = cla.to_device(q, h)
-        y = cla.empty(q, shape, np.float32)
-        want = np.cumsum(h.astype(np.float64), axis=axis).reshape(shape) if axis is not None \
-            else np.cumsum(h.astype(np.float64))
-        got = s(x, axis=axis, out=y if axis is not None else None).get().reshape(want.shape)
-        rel = np.max(np.abs(got - want) / np.maximum(np.abs(want), 1))
-        assert rel < 1e-3, (shape, axis, rel)
-        label = f"n=2^{n.bit_length() - 1}" if axis is None else f"{shape[0]}x{shape[1]} axis {axis}"
-        ex = s.explain(shape, axis)
-        sam: dict[str, Callable[[], float]] = {}
-        sam["copy"] = block(lambda: cl.enqueue_copy(q, y.data, x.data, byte_count=n * 4),
-                            q.finish, a.calls)
-        out = cla.empty(q, (n,) if axis is None else shape, np.float32)
-        sam["cltune"] = block(lambda: s(x, axis=axis, out=out), q.finish, a.calls)
-        if a.sweep:
-            view, layout = s.view(shape, axis)
-            v = ScanVariant("sum", "float32", layout)
-            best = None
-            for cfg in sweep_configs(info, layout):
-                la = ScanLauncher(ctx, dev, info, v, cfg)
-                try:
-                    la.enqueue(q, x.data, 0, out.data, 0, view)
-                except Exception:  # noqa: BLE001 - a config that does not build here
-                    continue
-                g = out.get().reshape(want.shape)
-                if np.max(np.abs(g - want) / np.maximum(np.abs(want), 1)) > 1e-3:
-                    print("  wrong:", cfg.short())
-                    continue
-                t = rounds({"c": block(lambda la=la: la.enqueue(q, x.data, 0, out.data, 0,
-                                                                    view), q.finish, a.calls)},
-                           3)["c"]
-                if best is None or t < best[0]:
-                    best = (t, cfg)
-            if best:
-                la = ScanLauncher(ctx, dev, info, v, best[1])
-                sam["cltune-best"] = block(lambda: la.enqueue(q, x.data, 0, out.data, 0, view),
-                                           q.finish, a.calls)
-        if axis is None:
-            sam["pyopencl"] = block(lambda: pyo(x, out), q.finish, a.calls)
-        if info.type == "cpu" or n <= 1 << 20:
-            ho = np.empty(shape if axis is not None else (n,), np.float32)
-            sam["numpy"] = block(lambda: np.cumsum(h, axis=axis, out=ho), lambda: None,
-                                 max(1, a.calls // 4))
-        med = rounds(sam, a.repeats)
-        if torch is not None:
-            t = torch.from_numpy(h).cuda()
-            to = torch.empty_like(t)
-            dim = 0 if axis is None else axis
-            tt = t.reshape(-1) if axis is None else t
-            to = to.reshape(-1) if axis is None else to
-            med.update(rounds({"torch": block(lambda: torch.cumsum(tt, dim=dim, out=to),
-                                              torch.cuda.synchronize, a.calls)}, a.repeats))
-        c = med["cltune"]
-        parts = [f"{k} {v * 1e6:9.1f} us ({2 * n * 4 / v / 1e9:7.1f} GB/s, x{v / c:5.2f})"
-                 for k, v in med.items()]
-        print(f"{label:>22}: " + " | ".join(parts))
-        print(f"{'':>22}  served: {ex.config.short()} [{ex.level}]"
-              + (f"; best of sweep: {best[1].short()}" if a.sweep and best else ""))
+        run_case(a, info, dev, ctx, q, s, pyo, torch, shape, axis)
+
+
+def run_case(a, info, dev, ctx, q, s, pyo, torch, shape, axis) -> None:
+    """Measure one case (a whole array, or one axis of a 2-D shape) and print its line."""
+    rng = np.random.default_rng(0)
+    h = rng.random(shape, dtype=np.float32)
+    n = h.size
+    x = cla.to_device(q, h)
+    y = cla.empty(q, shape, np.float32)
+    want = np.cumsum(h.astype(np.float64), axis=axis).reshape(shape) if axis is not None \
+        else np.cumsum(h.astype(np.float64))
+    got = s(x, axis=axis, out=y if axis is not None else None).get().reshape(want.shape)
+    rel = np.max(np.abs(got - want) / np.maximum(np.abs(want), 1))
+    assert rel < 1e-3, (shape, axis, rel)
+    label = f"n=2^{n.bit_length() - 1}" if axis is None else f"{shape[0]}x{shape[1]} axis {axis}"
+    ex = s.explain(shape, axis)
+    sam: dict[str, Callable[[], float]] = {}
+    sam["copy"] = block(lambda: cl.enqueue_copy(q, y.data, x.data, byte_count=n * 4),
+                        q.finish, a.calls)
+    out = cla.empty(q, (n,) if axis is None else shape, np.float32)
+    sam["cltune"] = block(lambda: s(x, axis=axis, out=out), q.finish, a.calls)
+    if a.sweep:
+        view, layout = s.view(shape, axis)
+        v = ScanVariant("sum", "float32", layout)
+        best = None
+        for cfg in sweep_configs(info, layout):
+            la = ScanLauncher(ctx, dev, info, v, cfg)
+            try:
+                la.enqueue(q, x.data, 0, out.data, 0, view)
+            except Exception:  # noqa: BLE001 - a config that does not build here
+                continue
+            g = out.get().reshape(want.shape)
+            if np.max(np.abs(g - want) / np.maximum(np.abs(want), 1)) > 1e-3:
+                print("  wrong:", cfg.short())
+                continue
+            t = rounds({"c": block(lambda la=la: la.enqueue(q, x.data, 0, out.data, 0,
+                                                                view), q.finish, a.calls)},
+                       3)["c"]
+            if best is None or t < best[0]:
+                best = (t, cfg)
+        if best:
+            la = ScanLauncher(ctx, dev, info, v, best[1])
+            sam["cltune-best"] = block(lambda: la.enqueue(q, x.data, 0, out.data, 0, view),
+                                       q.finish, a.calls)
+    if axis is None:
+        sam["pyopencl"] = block(lambda: pyo(x, out), q.finish, a.calls)
+    if info.type == "cpu" or n <= 1 << 20:
+        ho = np.empty(shape if axis is not None else (n,), np.float32)
+        sam["numpy"] = block(lambda: np.cumsum(h, axis=axis, out=ho), lambda: None,
+                             max(1, a.calls // 4))
+    med = rounds(sam, a.repeats)
+    if torch is not None:
+        t = torch.from_numpy(h).cuda()
+        to = torch.empty_like(t)
+        dim = 0 if axis is None else axis
+        tt = t.reshape(-1) if axis is None else t
+        to = to.reshape(-1) if axis is None else to
+        med.update(rounds({"torch": block(lambda: torch.cumsum(tt, dim=dim, out=to),
+                                          torch.cuda.synchronize, a.calls)}, a.repeats))
+    c = med["cltune"]
+    parts = [f"{k} {v * 1e6:9.1f} us ({2 * n * 4 / v / 1e9:7.1f} GB/s, x{v / c:5.2f})"
+             for k, v in med.items()]
+    print(f"{label:>22}: " + " | ".join(parts))
+    print(f"{'':>22}  served: {ex.config.short()} [{ex.level}]"
+          + (f"; best of sweep: {best[1].short()}" if a.sweep and best else ""))
 
 
 if __name__ == "__main__":
