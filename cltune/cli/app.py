@@ -128,6 +128,10 @@ def tune(
         help="Tune many reductions in one launch (r.many, cltune.norm_many; --op sum, prod, "
         "min, max or norm) for classes KxN: K arrays of about N elements, powers of two "
         "(e.g. 64x4096,16x65536).")] = None,
+    scan: Annotated[bool, typer.Option(
+        "--scan", help="Tune prefix scans (cltune.cumsum & co., --op sum, prod, min or max) "
+        "of whole arrays of --sizes (default 2^16,2^20,2^24) and along both axes of "
+        "--shapes (or the --axis named).")] = False,
     shapes: Annotated[str | None, typer.Option(  # noqa: UP007
         help="Shapes for --axis (ROWSxCOLS, powers of two: 65536x256,16x1048576) or, with "
         "--segments, COUNTxMEANLENGTH; default: a set of 2^24-element shapes.")] = None,
@@ -153,13 +157,15 @@ def tune(
     cltune tune --device 0 --segments; cltune tune --device 0 --kernel mymodule:knl;
     cltune tune --device 0 --kernel mymodule:knl --axis 0 --shapes 65536x256;
     cltune tune --device 0 --op var --sizes 2^20,2^24; cltune tune --device 0 --op argmax --axis 1;
-    cltune tune --device 0 --many 64x4096 --op norm
+    cltune tune --device 0 --many 64x4096 --op norm;
+    cltune tune --device 0 --scan --sizes 2^20,2^24; cltune tune --device 0 --scan --axis 0
     """
     from cltune.cli import tune_modes  # lazy: loads the tuner (optuna) and the statistics
 
     req = tune_modes.TuneRequest(
         device=device, op=op, dtype=dtype, sizes=sizes, trials=trials, timeout=timeout,
-        axis=axis, segments=segments, kernel=kernel, many=many, shapes=shapes, sampler=sampler,
+        axis=axis, segments=segments, kernel=kernel, many=many, scan=scan, shapes=shapes,
+        sampler=sampler,
         seed=seed, resume=resume, max_rel_error=max_rel_error, study=study, seeds=seeds, db=db,
         storage=storage)
     mode = _tune_mode(req, tune_modes.STATISTICS)
@@ -171,12 +177,19 @@ def tune(
 
 #: how each mode's results are drawn; each returns True when a class has no validated config
 _RENDER_TUNED = {"sizes": render_sizes, "shapes": render_shapes, "kernel": render_kernel,
-                 "statistic": render_kernel, "many": render_shapes}
+                 "statistic": render_kernel, "many": render_shapes, "scan": render_shapes}
 
 
 def _tune_mode(req: TuneRequest, statistics: tuple[str, ...]) -> str:
     """Which of `cltune tune`'s modes (tune_modes.MODES) the options pick; options that
     contradict each other are one error line."""
+    if req.scan:
+        if req.op not in ("sum", "prod", "min", "max"):
+            _fail(f"--scan tunes sum, prod, min or max scans, not {req.op!r:.30}")
+        if req.many is not None or req.segments or req.kernel is not None:
+            _fail("--scan goes alone (with --sizes, --axis and --shapes; not with --many, "
+                  "--segments or --kernel)")
+        return "scan"
     if req.many is not None:
         if req.op not in ("sum", "prod", "min", "max", "norm"):
             _fail(f"--many tunes sum, prod, min, max or norm, not {req.op!r:.30}")

@@ -19,8 +19,10 @@ from cltune.device.health import Health
 from cltune.device.info import DeviceInfo
 from cltune.device.select import device_health, list_devices, select
 from cltune.families.axis import family as axis_family
+from cltune.families.many import family as many_family
 from cltune.families.reduce import family as reduce_family
 from cltune.families.reduce.kernel import kernel_subgroup_size
+from cltune.families.scan import family as scan_family
 from cltune.tuning.reverify import verify_device
 from cltune.tuning.tuner import BucketResult, Progress, TuneOptions, Tuner
 from cltune.tuning_db import DatabaseError, Store, default_storage_url
@@ -186,21 +188,28 @@ def import_file(db: str | None, path: str):  # noqa: ANN201 - MergeReport
 
 
 def verify(db: str | None, selector: str, op: str | None, dtype: str | None):  # noqa: ANN201
-    """Re-validate and re-time the stored configs of the 1-D and axis families on the selected
-    device. Returns (device info, reverify rows)."""
+    """Re-validate and re-time the stored configs of the families whose results the database
+    alone describes (1-D, axis, many, scan) on the selected device. Returns (device info,
+    reverify rows)."""
     info, dev = select(selector)
     store = Store.open(db)
     try:
-        variants = axis = None
+        variants = axis = many = scan = None
         if op or dtype:  # the variants of this op and/or dtype
             variants = tuple(reduce_family.variant(OpSpec(o, d)) for o in OPS for d in DTYPES
                              if o == (op or o) and d == (dtype or d))
             axis = tuple(f"{v}/{k}" for v in variants for k in axis_family.KINDS)
+            many = tuple(f"{o}/{d}" for o in many_family.OPS for d in many_family.DTYPES
+                         if o == (op or o) and d == (dtype or d))
+            scan = tuple(f"{o}/{d}/{lay}" for o in scan_family.OPS for d in scan_family.DTYPES
+                         for lay in ("rows", "cols") if o == (op or o) and d == (dtype or d))
         ctx = cl.Context([dev])
         # the families whose stored results can be re-run from the database alone (a custom
         # expression's text is not stored: `knl.tune` re-validates those)
         return info, (verify_device(ctx, dev, info, store, reduce_family.NAME, variants)
-                      + verify_device(ctx, dev, info, store, axis_family.NAME, axis))
+                      + verify_device(ctx, dev, info, store, axis_family.NAME, axis)
+                      + verify_device(ctx, dev, info, store, many_family.NAME, many)
+                      + verify_device(ctx, dev, info, store, scan_family.NAME, scan))
     finally:
         store.close()
 

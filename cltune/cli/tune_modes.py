@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -58,6 +58,7 @@ class TuneRequest:
     segments: bool = False
     kernel: str | None = None
     many: str | None = None
+    scan: bool = False
     shapes: str | None = None
     sampler: str = "tpe"
     seed: int = 0
@@ -129,9 +130,59 @@ def tune_many(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo, Run
                                req.db, req.storage, progress)
 
 
+#: `cltune tune --scan` without --sizes/--axis: whole arrays of these sizes (log2) and the
+#: default shapes along both axes
+SCAN_SIZES = (16, 20, 24)
+SCAN_SHAPES = ((20, 4), (12, 12))
+
+
+def scan_keys(req: TuneRequest) -> list[tuple[str, tuple[tuple[int, int], ...]]]:
+    """(layout, size keys) pairs `cltune tune --scan` tunes: whole arrays of --sizes are rows
+    of one (keys (0, k)); --axis 1 scans rows of --shapes (rows layout), --axis 0 their
+    columns (cols layout: keys (log2 rows, log2 columns))."""
+    out: list[tuple[str, tuple[tuple[int, int], ...]]] = []
+    if req.axis is None or req.sizes:
+        sizes = parse_sizes(req.sizes) if req.sizes else SCAN_SIZES
+        out.append(("rows", tuple((0, b) for b in sizes)))
+    if req.axis is not None or not req.sizes:
+        shapes = parse_shapes(req.shapes) if req.shapes else SCAN_SHAPES
+        axes = AXES.get(req.axis or "both")
+        if axes is None:
+            raise ValueError(f"--axis takes 0, 1 or both, not {req.axis!r:.20}")
+        rows = tuple(k for k in shapes) if 1 in axes else ()
+        if rows:
+            if out:
+                out[0] = ("rows", tuple(dict.fromkeys(out[0][1] + rows)))
+            else:
+                out.append(("rows", rows))
+        if 0 in axes:
+            out.append(("cols", tuple(shapes)))
+    return out
+
+
+def tune_scan(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo, Runs]:
+    """`cltune tune --scan`: prefix scans (`--op` sum, prod, min, max; the scan family) of
+    whole arrays of --sizes and along both axes of --shapes (or the --axis named), 8 trials
+    per class and 180 s in all unless given."""
+    _check_sampler(req.sampler)
+    opts = TuneOptions(op=req.op, dtype=req.dtype, trials=req.trials or 8,
+                       timeout_s=req.timeout or 180.0, sampler=req.sampler, seed=req.seed,
+                       resume=req.resume, study_prefix=req.study, seeds=req.seeds)
+    parts = scan_keys(req)
+    runs: Runs = []
+    info = None
+    for layout, keys in parts:
+        info, got = service.tune_family(
+            req.device, "scan", [f"{req.op}/{req.dtype}/{layout}"], keys,
+            replace(opts, timeout_s=opts.timeout_s * len(keys)
+                    / sum(len(k) for _, k in parts)), req.db, req.storage, progress)
+        runs += got
+    return info, runs  # type: ignore[return-value]
+
+
 MODES: dict[str, Callable[[TuneRequest, RichProgress], tuple[DeviceInfo, Runs]]] = {
     "sizes": tune_sizes, "shapes": tune_shapes, "kernel": tune_kernel,
-    "statistic": tune_statistic, "many": tune_many}
+    "statistic": tune_statistic, "many": tune_many, "scan": tune_scan}
 
 
 def _tune_expression(req: TuneRequest, kernel: str | ReductionKernel, label: str,
