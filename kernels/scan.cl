@@ -18,9 +18,10 @@
  * heads at offs[k]). A value combines across a head only from the right: the scan of (head,
  * value) pairs with (f1, v1) . (f2, v2) = (f1 | f2, f2 ? v2 : v1 OP v2), associative, so the
  * chunks, tiles and work-items cut the input anywhere.
- * Layout cols (the scanned axis is strided, inner > 1): a work-item scans one column
- * (o, q) serially along r, neighbouring work-items neighbouring columns (coalesced); the
- * column is split into `S` chunks over dimension 1 of the launch (the same three steps).
+ * Layout cols (the scanned axis is strided, inner > 1): a work-item scans a strip of
+ * CLT_ITEMS neighbouring columns serially along r, neighbouring work-items neighbouring strips
+ * (coalesced); the columns are split into `S` chunks of rows over dimension 1 of the launch
+ * (the same three steps).
  *
  * Rounding: floating-point values are combined in the result type, as numpy's accumulate
  * does, but an element meets at most chunk / CLT_WG + CLT_ITEMS + chunk / tile +
@@ -395,28 +396,39 @@ clt_scan_down(__global const CLT_IN_T *x, const long xoff, const long n, const l
 }
 
 /* ---- cols: (outer, R, inner), the scanned axis strided by inner ---------------------------- */
-/* work-item c = o * inner + q scans column (o, q) over rows [s * chunk, +chunk), s = group 1 */
+/* Work-item c owns a strip of CLT_ITEMS neighbouring columns q0 .. q0 + CLT_ITEMS - 1 of outer
+ * block o (c = o * strips + q0 / CLT_ITEMS) and scans them over rows [s * chunk, +chunk),
+ * s = group 1: a row's strip is contiguous (CPUs: one cache line, SIMD across the columns),
+ * neighbouring work-items neighbouring strips (GPUs: coalesced). */
+#define COLS_SETUP                                                                               \
+    const long strips = (inner + CLT_ITEMS - 1) / CLT_ITEMS;                                   \
+    const long c = get_global_id(0);                                                           \
+    if (c >= outer * strips) return;                                                           \
+    const long o = c / strips, q0 = (c - o * strips) * CLT_ITEMS;                               \
+    const int width = (int)min((long)CLT_ITEMS, inner - q0);                                    \
+    const long ncols = outer * inner;                                                          \
+    const long j0 = (long)get_group_id(1) * chunk, j1 = min(j0 + chunk, R);                    \
+    const long at = o * R * inner + q0;                                                        \
+    const long pcol = o * inner + q0; /* this strip's first column among all columns */
+
 __kernel WG_ATTR void
 clt_scan_cols_reduce(__global const CLT_IN_T *x, const long xoff, const long outer,
                      const long R, const long inner, const long chunk, __global acc_t *pv) {
-    const long ncols = outer * inner;
-    const long c = get_global_id(0);
-    if (c >= ncols) return;
-    const long o = c / inner, q = c - o * inner;
-    const long j0 = (long)get_group_id(1) * chunk, j1 = min(j0 + chunk, R);
-    __global const CLT_IN_T *col = x + xoff + o * R * inner + q;
+    COLS_SETUP
+    __global const CLT_IN_T *col = x + xoff + at;
     acc_t acc[CLT_ITEMS];
 #pragma unroll
     for (int k = 0; k < CLT_ITEMS; ++k) acc[k] = IDENT;
-    long j = j0;
-    for (; j + CLT_ITEMS <= j1; j += CLT_ITEMS) {
+    if (width == CLT_ITEMS) {
+        for (long j = j0; j < j1; ++j) {
 #pragma unroll
-        for (int k = 0; k < CLT_ITEMS; ++k) acc[k] = OP(acc[k], LOAD(col[(j + k) * inner]));
+            for (int k = 0; k < CLT_ITEMS; ++k) acc[k] = OP(acc[k], LOAD(col[j * inner + k]));
+        }
+    } else {
+        for (long j = j0; j < j1; ++j)
+            for (int k = 0; k < width; ++k) acc[k] = OP(acc[k], LOAD(col[j * inner + k]));
     }
-    for (; j < j1; ++j) acc[0] = OP(acc[0], LOAD(col[j * inner]));
-#pragma unroll
-    for (int k = 1; k < CLT_ITEMS; ++k) acc[0] = OP(acc[0], acc[k]);
-    pv[(long)get_group_id(1) * ncols + c] = acc[0];
+    for (int k = 0; k < width; ++k) pv[(long)get_group_id(1) * ncols + pcol + k] = acc[k];
 }
 
 /* each column's S partials -> its chunks' carries (exclusive), in place */
@@ -435,43 +447,45 @@ __kernel WG_ATTR void
 clt_scan_cols_down(__global const CLT_IN_T *x, const long xoff, const long outer, const long R,
                    const long inner, const long chunk, __global const acc_t *carries,
                    const uint has_carries, __global CLT_OUT_T *out, const long ooff) {
-    const long ncols = outer * inner;
-    const long c = get_global_id(0);
-    if (c >= ncols) return;
-    const long o = c / inner, q = c - o * inner;
-    const long j0 = (long)get_group_id(1) * chunk, j1 = min(j0 + chunk, R);
-    const long at = o * R * inner + q;
+    COLS_SETUP
     __global const CLT_IN_T *col = x + xoff + at;
     __global CLT_OUT_T *oc = out + ooff + at;
-    acc_t run = has_carries ? carries[(long)get_group_id(1) * ncols + c] : IDENT;
-#if CLT_EXCL
-    if (j0 == 0) run = EMPTY; /* numpy's empty prefix (+0.0 for sums) */
-#endif
-    long j = j0;
-    for (; j + CLT_ITEMS <= j1; j += CLT_ITEMS) {
-        acc_t v[CLT_ITEMS];
+    acc_t run[CLT_ITEMS];
 #pragma unroll
-        for (int k = 0; k < CLT_ITEMS; ++k) v[k] = LOAD(col[(j + k) * inner]);
-#pragma unroll
-        for (int k = 0; k < CLT_ITEMS; ++k) {
+    for (int k = 0; k < CLT_ITEMS; ++k) {
+        run[k] = (has_carries && k < width) ? carries[(long)get_group_id(1) * ncols + pcol + k]
+                                            : IDENT;
 #if CLT_EXCL
-            STORE(oc + (j + k) * inner, run);
-            run = OP(run, v[k]);
-#else
-            run = OP(run, v[k]);
-            STORE(oc + (j + k) * inner, run);
+        if (j0 == 0) run[k] = EMPTY; /* numpy's empty prefix (+0.0 for sums) */
 #endif
-        }
     }
-    for (; j < j1; ++j) {
-        const acc_t v = LOAD(col[j * inner]);
+    if (width == CLT_ITEMS) {
+        for (long j = j0; j < j1; ++j) {
+#pragma unroll
+            for (int k = 0; k < CLT_ITEMS; ++k) {
+                const acc_t v = LOAD(col[j * inner + k]);
 #if CLT_EXCL
-        STORE(oc + j * inner, run);
-        run = OP(run, v);
+                STORE(oc + j * inner + k, run[k]);
+                run[k] = OP(run[k], v);
 #else
-        run = OP(run, v);
-        STORE(oc + j * inner, run);
+                run[k] = OP(run[k], v);
+                STORE(oc + j * inner + k, run[k]);
 #endif
+            }
+        }
+    } else {
+        for (long j = j0; j < j1; ++j) {
+            for (int k = 0; k < width; ++k) {
+                const acc_t v = LOAD(col[j * inner + k]);
+#if CLT_EXCL
+                STORE(oc + j * inner + k, run[k]);
+                run[k] = OP(run[k], v);
+#else
+                run[k] = OP(run[k], v);
+                STORE(oc + j * inner + k, run[k]);
+#endif
+            }
+        }
     }
 }
 

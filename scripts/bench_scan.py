@@ -61,9 +61,10 @@ def rounds(samplers: dict[str, Callable[[], float]], repeats: int) -> dict[str, 
 def sweep_configs(info, layout: str) -> list[ScanConfig]:
     gpu = info.type != "cpu"
     if layout == "cols":
-        wgs = (64, 128, 256) if gpu else (4, 8, 16)
+        wgs = (64, 128, 256) if gpu else (1, 4, 16)
+        strips = (1, 2, 4) if gpu else (4, 16)
         return [ScanConfig("cols", wg=w, items=i, stage=0, group_scan=0, groups_per_cu=g)
-                for w, i, g in itertools.product(wgs, (1, 4), (4, 16))]
+                for w, i, g in itertools.product(wgs, strips, (4, 16))]
     wgs = (128, 256, 512) if gpu else (4, 8)
     items = (8, 16) if gpu else (16, 32)
     stages = (1,) if gpu else (0,)

@@ -4,7 +4,7 @@ devices never tuned (measured starting points: scripts/bench_scan.py).
     >>> from types import SimpleNamespace as NS
     >>> gpu = NS(type="gpu", max_wg=1024, local_mem=49152, subgroups=False)
     >>> builtin_config(gpu, "rows").short(), builtin_config(gpu, "cols").short()
-    ('rows wg256 i8 stage tree g/cu4', 'cols wg256 i4 g/cu8')
+    ('rows wg256 i8 stage tree g/cu4', 'cols wg256 i1 g/cu8')
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ def builtin_config(info: Any, layout: str, acc_bytes: int = 8) -> ScanConfig:
     (coalesced); CPUs: groups of 4 that read 32 consecutive elements a work-item directly
     (2.8-3.1x numpy.cumsum on Intel's runtime at 2^24, against 1.0-1.6x for larger groups)."""
     cpu = info.type == "cpu"
-    if layout == "cols":
-        wg = min(pow2_at_most(info.max_wg), 8 if cpu else 256)
-        return ScanConfig("cols", wg=wg, items=4, stage=0, group_scan=0,
+    if layout == "cols":  # CPUs: a strip of 16 columns is a cache line of float32
+        wg = min(pow2_at_most(info.max_wg), 4 if cpu else 256)
+        return ScanConfig("cols", wg=wg, items=16 if cpu else 1, stage=0, group_scan=0,
                           groups_per_cu=4 if cpu else 8)
     if cpu:
         return ScanConfig("rows", wg=min(4, pow2_at_most(info.max_wg)), items=32, stage=0,

@@ -39,9 +39,9 @@ def plan(cfg: ScanConfig, compute_units: int, outer: int, r: int, inner: int) ->
         chunk = -(-max(1, n) // want)
         chunk = -(-chunk // cfg.tile) * cfg.tile  # whole tiles
         return Plan(max(1, -(-n // chunk)), chunk)
-    ncols = outer * inner
-    colgroups = max(1, -(-ncols // cfg.wg))
-    splits = max(1, min(want // colgroups, r // max(1, 8 * cfg.items)))
+    strips = outer * -(-inner // cfg.items)  # a work-item's neighbouring columns
+    colgroups = max(1, -(-strips // cfg.wg))
+    splits = max(1, min(want // colgroups, r // 8))
     chunk = -(-max(1, r) // splits)
     return Plan(max(1, -(-r // chunk)), chunk, colgroups)
 
@@ -152,7 +152,8 @@ class ScanLauncher:
         e1 = cl.enqueue_nd_range_kernel(queue, b.reduce, (gx, p.groups), (wg, 1),
                                         wait_for=wait_for)
         b.top.set_args(pv, L(ncols), L(p.groups))
-        e2 = cl.enqueue_nd_range_kernel(queue, b.top, (gx,), (wg,), wait_for=self._after(e1))
+        gt = -(-ncols // wg) * wg  # the carries: a work-item per column
+        e2 = cl.enqueue_nd_range_kernel(queue, b.top, (gt,), (wg,), wait_for=self._after(e1))
         b.down.set_args(x, L(xoff), *dims, pv, U(1), out, L(ooff))
         return [e1, e2, cl.enqueue_nd_range_kernel(queue, b.down, (gx, p.groups), (wg, 1),
                                                    wait_for=self._after(e2))]

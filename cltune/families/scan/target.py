@@ -80,7 +80,7 @@ def make_space(info: DeviceInfo, layout: str, acc_bytes: int) -> ScanSpace:
     top = min(info.max_wg, 1024 if gpu else 64)
     wgs = tuple(v for v in POW2 if lo <= v <= top) or (1,)
     if layout == "cols":
-        vals = {"wg": wgs, "items": (1, 2, 4, 8), "stage": (0,), "group_scan": (0,),
+        vals = {"wg": wgs, "items": (1, 2, 4, 8, 16), "stage": (0,), "group_scan": (0,),
                 "groups_per_cu": GROUPS_PER_CU}
         return ScanSpace(info, layout, acc_bytes, {"layout": ("cols",), **vals},
                          {"stage": "cols: a work-item scans its column alone"})
