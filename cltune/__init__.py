@@ -37,6 +37,8 @@ _API = {
     "norm_many": "cltune.families.many.api",
     **{name: "cltune.families.scan.api" for name in
        ("Scanner", "cummax", "cummin", "cumprod", "cumsum", "get_scanner")},
+    **{name: "cltune.families.scan.compact" for name in
+       ("copy_if", "nonzero", "partition", "remove_if", "unique")},
     **{name: "cltune.stats.api" for name in
        ("all", "any", "argmax", "argmin", "count_nonzero", "mean", "norm", "std", "var")},
 }

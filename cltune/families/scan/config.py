@@ -27,11 +27,12 @@ class ScanConfigError(ConfigError):
 @dataclass(frozen=True)
 class ScanConfig(MappedConfig):
     """layout: rows (contiguous axis) or cols (strided); wg: work-group size (a power of two);
-    items: consecutive elements a work-item scans per tile (rows) or neighbouring columns it
-    scans side by side (cols: a strip, contiguous in every row); stage: 1 passes tiles through __local memory (coalesced on GPUs), 0 reads a
-    work-item's elements directly (CPUs); group_scan: 0 a __local tree, 1 subgroup scans
-    where the device has them (unsegmented sums; the tree elsewhere); groups_per_cu: how
-    many chunks per compute unit the input is cut into (a launch parameter)."""
+    items: consecutive elements a work-item scans per tile (rows), or the neighbouring columns
+    it scans side by side (cols: a strip, contiguous in every row); stage: 1 passes tiles
+    through __local memory (coalesced on GPUs), 0 reads a work-item's elements directly
+    (CPUs); group_scan: 0 a __local tree, 1 subgroup scans where the device has them
+    (unsegmented sums; the tree elsewhere); groups_per_cu: how many chunks per compute unit
+    the input is cut into (a launch parameter)."""
 
     error: ClassVar[type[ValueError]] = ScanConfigError
 
