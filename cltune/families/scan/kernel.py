@@ -118,6 +118,17 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, variant: ScanVaria
         ks = (prg.clt_scan_reduce, prg.clt_scan_top, prg.clt_scan_down)
     else:
         ks = (prg.clt_scan_cols_reduce, prg.clt_scan_cols_top, prg.clt_scan_cols_down)
-    for k in ks:
+    # typed scalars: pyopencl then packs each argument directly (untyped, it inspected every
+    # one: ~50 us of host time per launch of the scan kernels)
+    i8, u4 = np.int64, np.uint32
+    if cfg.layout == "rows":
+        seg = [i8, None, i8]  # seglen, offs, m
+        types = ([None, i8, i8, i8, *seg, None, None], [None, None, i8],
+                 [None, i8, i8, i8, *seg, None, u4, None, i8])
+    else:
+        dims = [None, i8, i8, i8, i8, i8]  # x, xoff, outer, R, inner, chunk
+        types = ([*dims, None], [None, i8, i8], [*dims, None, u4, None, i8])
+    for k, t in zip(ks, types, strict=True):
+        k.set_scalar_arg_dtypes(t)
         check_limits(k, dev, info, cfg.wg)
     return ScanBuilt(variant, cfg, form, *ks, acc, _probe(ctx, dev, prg.clt_scan_probe))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-import numpy as np
 import pyopencl as cl
 
 from cltune.device.info import DeviceInfo
@@ -19,7 +18,7 @@ from cltune.families.scan.config import ScanConfig
 from cltune.families.scan.family import ScanVariant
 from cltune.families.scan.kernel import SEG_NONE, SEG_OFFSETS, SEG_ROWS, Form, ScanBuilt, build
 
-L, U = np.int64, np.uint32
+L = U = int  # the kernels' scalar types are set at build (kernel.py)
 
 
 @dataclass(frozen=True)
