@@ -100,7 +100,9 @@ def devices(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")]
 @app.command()
 def tune(
     device: Annotated[str, typer.Option(
-        "--device", "-d", help="Index, P:D (as PYOPENCL_CTX) or name substring.")] = "0",
+        "--device", "-d", help="Index, P:D (as PYOPENCL_CTX) or name substring; several "
+        "identical devices feed one study per class: 0,1,2,3, or `all` (every usable device "
+        "with the first one's fingerprint).")] = "0",
     op: Annotated[str, typer.Option(
         help="sum, prod, min, max or dot; or a statistic of cltune.stats.api (argmin, argmax, "
         "mean, var, std, norm1, norm2, norm_inf, count_nonzero, any, all), tuned as an "
@@ -128,6 +130,9 @@ def tune(
         help="Tune many reductions in one launch (r.many, cltune.norm_many; --op sum, prod, "
         "min, max or norm) for classes KxN: K arrays of about N elements, powers of two "
         "(e.g. 64x4096,16x65536).")] = None,
+    workers: Annotated[int, typer.Option(
+        min=1, max=64, help="Evaluation workers per device feeding each study (default 1).")]
+    = 1,
     scan: Annotated[bool, typer.Option(
         "--scan", help="Tune prefix scans (cltune.cumsum & co., --op sum, prod, min or max) "
         "of whole arrays of --sizes (default 2^16,2^20,2^24) and along both axes of "
@@ -158,17 +163,22 @@ def tune(
     cltune tune --device 0 --kernel mymodule:knl --axis 0 --shapes 65536x256;
     cltune tune --device 0 --op var --sizes 2^20,2^24; cltune tune --device 0 --op argmax --axis 1;
     cltune tune --device 0 --many 64x4096 --op norm;
-    cltune tune --device 0 --scan --sizes 2^20,2^24; cltune tune --device 0 --scan --axis 0
+    cltune tune --device 0 --scan --sizes 2^20,2^24; cltune tune --device 0 --scan --axis 0;
+    cltune tune --device 0,1,2,3 (or --device all): identical GPUs tune together
     """
     from cltune.cli import tune_modes  # lazy: loads the tuner (optuna) and the statistics
 
     req = tune_modes.TuneRequest(
         device=device, op=op, dtype=dtype, sizes=sizes, trials=trials, timeout=timeout,
-        axis=axis, segments=segments, kernel=kernel, many=many, scan=scan, shapes=shapes,
-        sampler=sampler,
+        axis=axis, segments=segments, kernel=kernel, many=many, scan=scan, workers=workers,
+        shapes=shapes, sampler=sampler,
         seed=seed, resume=resume, max_rel_error=max_rel_error, study=study, seeds=seeds, db=db,
         storage=storage)
     mode = _tune_mode(req, tune_modes.STATISTICS)
+    parallel = "," in req.device or req.device.strip().lower() == "all" or req.workers > 1
+    if parallel and mode in ("kernel", "statistic"):
+        _fail("several devices (or --workers) tune the built-in kernels and scans; an "
+              "expression (--kernel, a statistic) is tuned on one device")
     with _errors(), progress_bar(err) as progress:
         info, runs = tune_modes.MODES[mode](req, progress)
     if _RENDER_TUNED[mode](info, runs, out, err):

@@ -17,12 +17,13 @@ from cltune.cli.bench_modes import BenchRequest, run_mode
 from cltune.core.ops import DTYPES, OPS, OpSpec
 from cltune.device.health import Health
 from cltune.device.info import DeviceInfo
-from cltune.device.select import device_health, list_devices, select
+from cltune.device.select import device_health, list_devices, select, select_many
 from cltune.families.axis import family as axis_family
 from cltune.families.many import family as many_family
 from cltune.families.reduce import family as reduce_family
 from cltune.families.reduce.kernel import kernel_subgroup_size
 from cltune.families.scan import family as scan_family
+from cltune.tuning.parallel import ParallelTuner
 from cltune.tuning.reverify import verify_device
 from cltune.tuning.tuner import BucketResult, Progress, TuneOptions, Tuner
 from cltune.tuning_db import DatabaseError, Store, default_storage_url
@@ -67,16 +68,28 @@ def devices_report(db: str | None, recheck: bool = False) -> tuple[list[DeviceRo
     return rows, note
 
 
+def _tuner(devices: list[tuple[DeviceInfo, cl.Device]], ctx: cl.Context | None, store,  # noqa: ANN001
+           storage: str | None, opts: TuneOptions, progress: Progress | None,
+           workers: int) -> Tuner | ParallelTuner:
+    """One device's Tuner, or a ParallelTuner over several devices / workers."""
+    url = storage or default_storage_url()
+    if len(devices) == 1 and workers == 1:
+        info, dev = devices[0]
+        return Tuner(ctx or cl.Context([dev]), dev, info, store, url, opts, progress)
+    return ParallelTuner([(d, i) for i, d in devices], store, url, opts, progress, workers)
+
+
 def tune(selector: str, opts: TuneOptions, db: str | None, storage: str | None,
-         progress: Progress | None = None) -> tuple[DeviceInfo, list[BucketResult]]:
-    """Tune `opts` on the selected device; store the bests. Returns (device info, the
-    tuner's results, one per size class)."""
-    info, dev = select(selector)
+         progress: Progress | None = None, workers: int = 1,
+         ) -> tuple[DeviceInfo, list[BucketResult]]:
+    """Tune `opts` on the selected device(s) (`0,1`, `all`: identical devices feeding one
+    study per class, `workers` per device); store the bests. Returns (the first device's info,
+    the results, one per size class)."""
+    devices = select_many(selector)
     store = Store.open(db)
     try:
-        ctx = cl.Context([dev])
-        tuner = Tuner(ctx, dev, info, store, storage or default_storage_url(), opts, progress)
-        return info, tuner.run()
+        return devices[0][0], _tuner(devices, None, store, storage, opts, progress,
+                                     workers).run()
     finally:
         store.close()
 
@@ -96,10 +109,11 @@ def axis_variants(op: str, dtype: str, axis: str | None, segments: bool) -> list
 
 def tune_axis(selector: str, variants: list[str], shapes: tuple | None, opts: TuneOptions,
               db: str | None, storage: str | None, progress: Progress | None = None,
-              ) -> tuple[DeviceInfo, list[tuple[str, list[BucketResult]]]]:
+              workers: int = 1) -> tuple[DeviceInfo, list[tuple[str, list[BucketResult]]]]:
     """Tune the axis family's variants over shapes (log2 pairs; default: the family's shape
     set, for segments its segment classes); the time budget is shared by all classes."""
-    info, dev = select(selector)
+    devices = select_many(selector)
+    info, dev = devices[0]
     plan = [(v, shapes or (axis_family.DEFAULT_SEGMENTS if v.endswith("/segs")
                            else axis_family.DEFAULT_SHAPES)) for v in variants]
     total = sum(len(s) for _, s in plan)
@@ -110,8 +124,7 @@ def tune_axis(selector: str, variants: list[str], shapes: tuple | None, opts: Tu
         for v, keys in plan:
             o = replace(opts, family="axis", variant=v, buckets=tuple(keys),
                         timeout_s=opts.timeout_s * len(keys) / total)
-            tuner = Tuner(ctx, dev, info, store, storage or default_storage_url(), o, progress)
-            out.append((v, tuner.run()))
+            out.append((v, _tuner(devices, ctx, store, storage, o, progress, workers).run()))
     finally:
         store.close()
     return info, out
@@ -119,10 +132,11 @@ def tune_axis(selector: str, variants: list[str], shapes: tuple | None, opts: Tu
 
 def tune_family(selector: str, family: str, variants: list[str], keys: tuple,
                 opts: TuneOptions, db: str | None, storage: str | None,
-                progress: Progress | None = None,
+                progress: Progress | None = None, workers: int = 1,
                 ) -> tuple[DeviceInfo, list[tuple[str, list[BucketResult]]]]:
     """Tune variants of any family over its size keys (the budget shared by all classes)."""
-    info, dev = select(selector)
+    devices = select_many(selector)
+    info, dev = devices[0]
     store = Store.open(db)
     out = []
     try:
@@ -130,8 +144,7 @@ def tune_family(selector: str, family: str, variants: list[str], keys: tuple,
         for v in variants:
             o = replace(opts, family=family, variant=v, buckets=tuple(keys),
                         timeout_s=opts.timeout_s / len(variants))
-            tuner = Tuner(ctx, dev, info, store, storage or default_storage_url(), o, progress)
-            out.append((v, tuner.run()))
+            out.append((v, _tuner(devices, ctx, store, storage, o, progress, workers).run()))
     finally:
         store.close()
     return info, out

@@ -59,6 +59,7 @@ class TuneRequest:
     kernel: str | None = None
     many: str | None = None
     scan: bool = False
+    workers: int = 1
     shapes: str | None = None
     sampler: str = "tpe"
     seed: int = 0
@@ -85,7 +86,7 @@ def tune_sizes(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo, Ru
                        sampler=req.sampler, seed=req.seed, resume=req.resume,
                        study_prefix=req.study, max_rel_error=req.max_rel_error,
                        seeds=req.seeds)
-    info, results = service.tune(req.device, opts, req.db, req.storage, progress)
+    info, results = service.tune(req.device, opts, req.db, req.storage, progress, req.workers)
     return info, [(f"{req.op}/{req.dtype}", results)]
 
 
@@ -99,7 +100,8 @@ def tune_shapes(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo, R
     opts = TuneOptions(op=req.op, dtype=req.dtype, trials=req.trials or 12,
                        timeout_s=req.timeout or 300.0, sampler=req.sampler, seed=req.seed,
                        resume=req.resume, study_prefix=req.study, seeds=req.seeds)
-    return service.tune_axis(req.device, variants, keys, opts, req.db, req.storage, progress)
+    return service.tune_axis(req.device, variants, keys, opts, req.db, req.storage, progress,
+                             req.workers)
 
 
 def tune_kernel(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo, Runs]:
@@ -127,7 +129,7 @@ def tune_many(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo, Run
                        timeout_s=req.timeout or 120.0, sampler=req.sampler, seed=req.seed,
                        resume=req.resume, study_prefix=req.study, seeds=req.seeds)
     return service.tune_family(req.device, "many", [f"{req.op}/{req.dtype}"], keys, opts,
-                               req.db, req.storage, progress)
+                               req.db, req.storage, progress, req.workers)
 
 
 #: `cltune tune --scan` without --sizes/--axis: whole arrays of these sizes (log2) and the
@@ -175,7 +177,8 @@ def tune_scan(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo, Run
         info, got = service.tune_family(
             req.device, "scan", [f"{req.op}/{req.dtype}/{layout}"], keys,
             replace(opts, timeout_s=opts.timeout_s * len(keys)
-                    / sum(len(k) for _, k in parts)), req.db, req.storage, progress)
+                    / sum(len(k) for _, k in parts)), req.db, req.storage, progress,
+            req.workers)
         runs += got
     return info, runs  # type: ignore[return-value]
 

@@ -128,6 +128,28 @@ def select(selector: str | int) -> tuple[DeviceInfo, cl.Device]:
     return info, dev
 
 
+def select_many(selector: str) -> list[tuple[DeviceInfo, cl.Device]]:
+    """Several devices for one parallel run: `0,1,2` (each as `select` takes it, each once) or
+    `all` (every usable device with the first usable one's fingerprint: a node's identical
+    GPUs). One selector without a comma is `[select(selector)]`."""
+    sel = str(selector).strip()
+    if sel.lower() == "all":
+        devs = [(i, d) for i, d, h in _enumerate() if h.ok]
+        if not devs:
+            raise DeviceError(f"no usable OpenCL device; devices: {_listing()}")
+        first = devs[0][0].fingerprint
+        return [(i, d) for i, d in devs if i.fingerprint == first]
+    out: list[tuple[DeviceInfo, cl.Device]] = []
+    for part in sel.split(","):
+        if not part.strip():
+            raise DeviceError(f"empty device in {sel!r} (use e.g. 0,1,2)")
+        info, dev = select(part)
+        if any(i.index == info.index for i, _ in out):
+            raise DeviceError(f"device {info.index} is named twice in {sel!r}")
+        out.append((info, dev))
+    return out
+
+
 def info_for(dev: cl.Device) -> DeviceInfo:
     """The DeviceInfo of a pyopencl device (platform and device index from the loader's order;
     the cltune index only once the devices were listed, else -1), with the restrictions of its

@@ -225,16 +225,19 @@ class Worker:
             self._reset()
 
 
-_workers: dict[str, Worker] = {}
+_workers: dict[tuple[str, int, int, int], Worker] = {}
 _workers_lock = threading.Lock()
 
 
-def worker_for(info: DeviceInfo) -> Worker:
-    """This process's worker for the device (made on first use, started on first request)."""
+def worker_for(info: DeviceInfo, slot: int = 0) -> Worker:
+    """This process's worker for the device (made on first use, started on first request);
+    `slot` > 0: another worker of the same device (a parallel tuning run). Identical devices
+    (one fingerprint) have a worker each: the key is the device's place, not its kind."""
+    key = (info.fingerprint, info.platform_index, info.device_index, slot)
     with _workers_lock:
-        w = _workers.get(info.fingerprint)
+        w = _workers.get(key)
         if w is None:
-            w = _workers[info.fingerprint] = Worker(info)
+            w = _workers[key] = Worker(info)
         elif w.info != info:  # a restriction of the device's health came since
             w.info = info
             w.close()

@@ -16,6 +16,7 @@ import logging
 import os
 import socket
 import statistics
+import threading
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -63,6 +64,9 @@ class TuneOptions:
     restrict: dict[str, tuple] = field(default_factory=dict)
     seeds: bool = True  # start new studies from known configs (cltune.families.reduce.seeds)
     target_options: dict[str, Any] = field(default_factory=dict)
+    #: evaluation workers feeding each study (tuning/parallel.py); > 1: the sampler lies
+    #: about running trials (TPE's constant_liar) so that workers draw different points
+    workers: int = 1
 
     @property
     def key_variant(self) -> str:
@@ -104,10 +108,11 @@ class Progress:
     def end_bucket(self, result: BucketResult) -> None: ...
 
 
-def make_sampler(name: str, seed: int, space: Any) -> optuna.samplers.BaseSampler:
+def make_sampler(name: str, seed: int, space: Any,
+                 parallel: bool = False) -> optuna.samplers.BaseSampler:
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
-                                          n_startup_trials=10)
+                                          n_startup_trials=10, constant_liar=parallel)
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if name == "grid":
@@ -139,12 +144,17 @@ class Tuner:
     that crashes or hangs on a candidate fails that trial with its reason and the study goes
     on."""
 
+    #: one lock for the results database of every tuner of this process (the parallel
+    #: tuners of tuning/parallel.py share one Store)
+    store_lock = threading.RLock()
+
     def __init__(self, ctx: cl.Context, dev: cl.Device, info: DeviceInfo, store,  # noqa: ANN001
                  storage_url: str, opts: TuneOptions,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, slot: int = 0) -> None:
         self.ctx, self.dev, self.info, self.store = ctx, dev, info, store
         self.opts, self.progress = opts, progress or Progress()
-        worker = worker_for(info)
+        self.tag = f"{info.index}.{slot}"  # which worker ran a trial (trial user attribute)
+        worker = worker_for(info, slot)
         worker.ensure()  # it starts (imports, opens its context) while this process goes on
         # this process keeps a target for suggestions, seeds and keys and builds nothing: its
         # space comes from the worker (the 1-D family's is made by probe builds)
@@ -156,8 +166,9 @@ class Tuner:
                                    restrict=opts.restrict, **opts.target_options)
         self.target.space = self.remote.space()
         self.storage = open_storage(storage_url)
-        self.device_id = store.upsert_device(info.fingerprint_parts(), info.fingerprint,
-                                             info.hardware_key, info.name)
+        with Tuner.store_lock:
+            self.device_id = store.upsert_device(info.fingerprint_parts(), info.fingerprint,
+                                                 info.hardware_key, info.name)
 
     @property
     def space(self) -> Any:
@@ -203,7 +214,8 @@ class Tuner:
         m = Measurement(t.family, t.variant, t.size_class(bucket), out.config.to_dict(),
                         out.config.key(), "ok" if out.ok else "failed", out.n, __version__,
                         t.source_hash, out.reason, out.median_s, out.gbps, out.max_rel_error)
-        return self.store.record(self.device_id, m, force=force)
+        with Tuner.store_lock:
+            return self.store.record(self.device_id, m, force=force)
 
     def evaluate(self, cfg: Any, bucket: int) -> Outcome:
         """The config judged in the worker. Recorded, unless infeasible here (pruned before
@@ -215,15 +227,30 @@ class Tuner:
 
     def tune_bucket(self, bucket: int, timeout_s: float,
                     seeds: list[dict] | None = None) -> BucketResult:
+        bench, name, study = self.open_bucket(bucket, seeds)
+        self.optimize(study, bucket, bench, timeout_s)
+        return self._finish(study, bucket, bench, name)
+
+    def open_bucket(self, bucket: int, seeds: list[dict] | None = None, *, fresh: bool = True,
+                    ) -> tuple[Input, str, optuna.Study]:
+        """The class's input prepared in the worker and its study: made anew unless `--resume`
+        (`fresh`: False loads the study another tuner of this run made), the seeds enqueued
+        in a new one."""
         select = getattr(self.target, "select", None)  # families whose suggestions know it
         if select is not None:
             select(bucket)
         bench = Input(*self.remote.prepare(bucket))
         name = self.study_name(bucket)
-        study = self.study(name)
-        if seeds and not study.get_trials(deepcopy=False):  # a new study only, never on resume
+        study = self.study(name, fresh=fresh)
+        if fresh and seeds and not study.get_trials(deepcopy=False):  # never on resume
             for p in seeds:
                 study.enqueue_trial(p, skip_if_exists=True)
+        return bench, name, study
+
+    def optimize(self, study: optuna.Study, bucket: int, bench: Input,
+                 timeout_s: float) -> None:
+        """Trials of this tuner's worker until the study holds `trials` finished ones (all
+        workers of the study together) or `timeout_s` passed."""
         done_states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
         already = len(study.get_trials(deepcopy=False, states=done_states))
         todo = max(0, self.opts.trials - already)
@@ -239,6 +266,7 @@ class Tuner:
                 trial.set_user_attr("reason", str(e))
                 raise optuna.TrialPruned(str(e)) from None
             trial.set_user_attr("config", cfg.to_dict())
+            trial.set_user_attr("worker", self.tag)
             if cfg not in seen:
                 out = self.evaluate(cfg, bucket)
                 seen[cfg] = (out.median_s if out.ok else float("inf"), out.reason, out.step)
@@ -279,7 +307,6 @@ class Tuner:
                     raise
                 todo = self.opts.trials - len(study.get_trials(deepcopy=False,
                                                                states=done_states))
-        return self._finish(study, bucket, bench, name)
 
     def _finish(self, study: optuna.Study, bucket: int, bench: Input, name: str) -> BucketResult:
         trials = study.get_trials(deepcopy=False)
@@ -330,7 +357,8 @@ class Tuner:
                                            timing=Timing(med[best], FINALIST_ROUNDS,
                                                          tuple(dev[best]))),
                            force=True)
-        self.store.set_best(self.device_id, rid)
+        with Tuner.store_lock:
+            self.store.set_best(self.device_id, rid)
         res = BucketResult(bucket, best, med[best], bench.nbytes / med[best] / 1e9, len(trials),
                            failed, pruned, name, call[best],
                            call.get(builtin) if builtin is not None else None,
@@ -344,14 +372,18 @@ class Tuner:
                 return float(t.value)
         return float("inf")  # the builtin config, when it was no trial: never preferred
 
-    def study(self, name: str) -> optuna.Study:
-        """The Optuna study of this name: created, or loaded with `--resume` / by a worker."""
+    def study(self, name: str, fresh: bool = True) -> optuna.Study:
+        """The Optuna study of this name: created, or loaded with `--resume` / by a worker
+        (`fresh` False: another tuner of this run made it)."""
         seed = self.opts.seed
-        if self.opts.study_prefix != TuneOptions.study_prefix:
-            # workers of a shared study must not draw the same points: mix in host and pid
-            seed = zlib.crc32(f"{seed}:{socket.gethostname()}:{os.getpid()}".encode())
-        sampler = make_sampler(self.opts.sampler, seed, self.space)
-        if not self.opts.resume:
+        if self.opts.study_prefix != TuneOptions.study_prefix or self.opts.workers > 1:
+            # workers of a shared study must not draw the same points: mix in host, pid and
+            # the worker's place
+            seed = zlib.crc32(f"{seed}:{socket.gethostname()}:{os.getpid()}:{self.tag}"
+                              .encode())
+        sampler = make_sampler(self.opts.sampler, seed, self.space,
+                               parallel=self.opts.workers > 1)
+        if fresh and not self.opts.resume:
             try:
                 optuna.delete_study(study_name=name, storage=self.storage)
             except KeyError:
