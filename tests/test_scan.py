@@ -229,3 +229,22 @@ def test_tune_stores_a_best_and_the_runtime_serves_it(ctx, queue, device, db_url
     assert e.level == "exact" and e.size_class == "2^0x2^14" and e.config == res[0].config
     h = sample(ScanVariant("sum", "float32"), (20000,), seed=4)
     _check(ScanVariant("sum", "float32"), s(cla.to_device(queue, h)).get(), h, None)
+
+
+@pytest.mark.slow
+def test_past_2_to_the_31(queue):
+    """n = 2^31 + 1027 bytes (64-bit indices in every kernel; 64-bit CSR offsets): a running
+    max whose steps sit past 2^31, whole and restarted by a segment that starts past 2^31."""
+    n = 2**31 + 1027
+    big = 2**31
+    x = np.zeros(n, np.uint8)
+    x[1000], x[big + 500], x[n - 3] = 100, 50, 200
+    xd = cla.to_device(queue, x)
+    del x
+    s = cltune.get_scanner(queue, "max", np.uint8)
+    got = s(xd).get()
+    assert not got[:1000].any() and (got[1000:n - 3] == 100).all() and (got[n - 3:] == 200).all()
+    del got
+    got = s.segments(xd, np.array([0, big + 7, n], np.int64)).get()
+    assert (got[1000:big + 7] == 100).all() and not got[big + 7:big + 500].any()
+    assert (got[big + 500:n - 3] == 50).all() and (got[n - 3:] == 200).all()
