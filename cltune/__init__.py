@@ -39,6 +39,8 @@ _API = {
        ("Scanner", "cummax", "cummin", "cumprod", "cumsum", "get_scanner")},
     **{name: "cltune.families.scan.compact" for name in
        ("copy_if", "nonzero", "partition", "remove_if", "unique")},
+    **{name: "cltune.families.scan.generic" for name in
+       ("ExclusiveScanKernel", "GenericScanKernel", "InclusiveScanKernel", "use_in_pyopencl")},
     **{name: "cltune.stats.api" for name in
        ("all", "any", "argmax", "argmin", "count_nonzero", "mean", "norm", "std", "var")},
 }

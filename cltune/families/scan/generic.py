@@ -1,0 +1,283 @@
+"""pyopencl's scan kernels on cltune's scan: `GenericScanKernel`, `InclusiveScanKernel`,
+`ExclusiveScanKernel` with pyopencl's constructors and calls (kernels/generic_scan.cl), and
+`use_in_pyopencl()`, which swaps them into pyopencl.scan and pyopencl.algorithm so that
+`copy_if`, `remove_if`, `partition`, `unique`, `RadixSort` and `ListOfListsBuilder` run on
+them:
+
+    >>> knl = cltune.GenericScanKernel(ctx, np.int32, "__global int *x, __global int *y",
+    ...                                "x[i]", "a+b", "0", "y[i] = prev_item")
+    >>> knl(x, y)                                      # an exclusive prefix sum
+    >>> with cltune.use_in_pyopencl():
+    ...     out, count, ev = pyopencl.algorithm.copy_if(x, "ary[i] > 0")
+
+The expressions are the application's code, compiled as pyopencl compiles them (never read
+from the database). Every work-item scans a contiguous range and every combine joins
+neighbours in order, so `scan_expr` need only be associative (pyopencl's contract), not
+commutative. Groups and work-items come from the device (the config is not tuned yet).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+from pyopencl.tools import (
+    VectorArg,
+    dtype_to_ctype,
+    get_arg_list_scalar_arg_dtypes,
+    get_arg_offset_adjuster_code,
+    parse_arg_list,
+)
+
+from cltune.core.pow2 import pow2_at_most
+from cltune.opencl.build import compile_program
+from cltune.opencl.caches import ContextCache
+from cltune.opencl.sources import kernel_file
+
+__all__ = ["ExclusiveScanKernel", "GenericScanKernel", "InclusiveScanKernel",
+           "use_in_pyopencl"]
+
+_programs: ContextCache[Any] = ContextCache()
+
+
+def _code(text: Any, what: str) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"{what} must be a string of OpenCL C, not {type(text).__name__}")
+    if "//" in text:
+        raise ValueError(f"{what}: // comments are not allowed in expressions; use /* */")
+    return text.replace("\n", " ")
+
+
+def _preamble(text: Any) -> str:
+    """The application's preamble as given (lines kept: it may hold preprocessor lines)."""
+    if not isinstance(text, str):
+        raise TypeError(f"preamble must be a string of OpenCL C, not {type(text).__name__}")
+    return text
+
+
+class _Built:
+    def __init__(self, prg: cl.Program, wg: int, user: list) -> None:
+        self.reduce, self.top, self.down = prg.clt_gs_reduce, prg.clt_gs_top, prg.clt_gs_down
+        self.wg = wg
+        self.lock = threading.Lock()
+        i8 = np.int64
+        self.reduce.set_scalar_arg_dtypes([*user, None, i8, None, None, None, None])
+        self.top.set_scalar_arg_dtypes([None, None, i8])
+        self.down.set_scalar_arg_dtypes([*user, None, i8, None, None, None])
+
+
+class GenericScanKernel:
+    """pyopencl.scan.GenericScanKernel's constructor and call, on cltune's scan."""
+
+    def __init__(self, ctx: cl.Context, dtype: Any, arguments: Any, input_expr: str,
+                 scan_expr: str, neutral: str | None, output_statement: str,
+                 is_segment_start_expr: str | None = None,
+                 input_fetch_exprs: Sequence[tuple[str, str, int]] | None = None,
+                 index_dtype: Any = None, name_prefix: str = "scan", options: Any = None,
+                 preamble: str = "", devices: Sequence[cl.Device] | None = None) -> None:
+        if neutral is None:
+            raise ValueError("must provide a 'neutral' element in scan")
+        self.context, self.dtype = ctx, np.dtype(dtype)
+        if self.dtype.itemsize % 4:
+            raise TypeError("scan value type must have size divisible by 4 bytes")
+        self.index_dtype = np.dtype(index_dtype if index_dtype is not None else np.int32)
+        if self.index_dtype.kind != "i":
+            raise TypeError("index_dtype must be signed")
+        self.parsed_args = [VectorArg(a.dtype, a.name, with_offset=True)
+                            if isinstance(a, VectorArg) else a
+                            for a in parse_arg_list(arguments)]
+        try:
+            self.first_array_idx = next(i for i, a in enumerate(self.parsed_args)
+                                        if isinstance(a, VectorArg))
+        except StopIteration:
+            raise ValueError("the arguments need at least one array (it sizes the scan)") \
+                from None
+        self.devices = list(devices or ctx.devices)
+        if isinstance(options, str):
+            self.options = options.split()
+        else:
+            self.options = [str(o) for o in (options or [])]
+        fetch = []
+        by_name = {a.name: a for a in self.parsed_args}
+        for item in input_fetch_exprs or ():
+            name, arg, off = item
+            if arg not in by_name or not isinstance(by_name[arg], VectorArg):
+                raise ValueError(f"input_fetch_exprs: {arg!r} is not an array argument")
+            if int(off) not in (0, -1):
+                raise ValueError("input_fetch_exprs: OFFSET must be 0 or -1")
+            ct = dtype_to_ctype(by_name[arg].dtype)
+            fetch.append(f"{ct} {name}; if ((long)(i) + ({int(off)}) >= 0) "
+                         f"{name} = {arg}[(i) + ({int(off)})];")
+        seg = is_segment_start_expr
+        self._prelude = "\n".join([
+            "/* generated by cltune.families.scan.generic from the application's code */",
+            "#pragma OPENCL EXTENSION cl_khr_fp64: enable" if self._uses_double() else "",
+            _preamble(preamble),
+            "#define CLT_HAVE_USER 1",
+            f"typedef {dtype_to_ctype(self.dtype)} clt_scan_t;",
+            f"typedef {dtype_to_ctype(self.index_dtype)} clt_index_t;",
+            f"#define CLT_NEUTRAL ({_code(neutral, 'neutral')})",
+            f"#define CLT_INPUT(i) ({_code(input_expr, 'input_expr')})",
+            f"#define CLT_SCAN(a, b, across_seg_boundary) ({_code(scan_expr, 'scan_expr')})",
+            *(["#define CLT_SEGMENTED 1",
+               f"#define CLT_SEG_START(i, a) ({_code(seg, 'is_segment_start_expr')})"]
+              if seg else []),
+            "#define CLT_FETCH(i) " + " ".join(fetch),
+            "#define CLT_OUTPUT(i, item, prev_item, last_item) "
+            f"{{ {_code(output_statement, 'output_statement')}; }}",
+            "#define CLT_USER_ARGS " + " ".join(f"{a.declarator()},"
+                                                for a in self.parsed_args),
+            "#define CLT_USER_PREP " + get_arg_offset_adjuster_code(
+                self.parsed_args).replace("\n", " "),
+            "",
+        ])
+        self._user = list(get_arg_list_scalar_arg_dtypes(self.parsed_args))
+
+    def _uses_double(self) -> bool:
+        dts = [self.dtype] + [a.dtype for a in getattr(self, "parsed_args", [])]
+        return any(d == np.float64 or (d.names and any(d.fields[n][0] == np.float64
+                                                       for n in d.names)) for d in dts)
+
+    def _built(self, dev: cl.Device) -> _Built:
+        cpu = bool(dev.type & cl.device_type.CPU)
+        wg = pow2_at_most(min(8 if cpu else 128, dev.max_work_group_size))
+        src = self._prelude + f"\n#define CLT_WG {wg}\n" + kernel_file("generic_scan.cl")
+        return _programs.get(self.context, (dev.int_ptr, src, tuple(self.options)),
+                             lambda: _Built(compile_program(self.context, dev, src,
+                                                            self.options), wg, self._user))
+
+    def __call__(self, *args: Any, queue: cl.CommandQueue | None = None, allocator: Any = None,
+                 size: int | None = None, wait_for: Sequence[cl.Event] | None = None,
+                 **kwargs: Any) -> cl.Event:
+        if kwargs:
+            raise TypeError(f"unexpected keyword arguments: {', '.join(kwargs)}")
+        if len(args) != len(self.parsed_args):
+            raise TypeError(f"expected {len(self.parsed_args)} arguments, got {len(args)}")
+        first = args[self.first_array_idx]
+        queue = queue or first.queue
+        if queue is None:
+            raise TypeError("no queue: pass queue= (the first array has none)")
+        waits = list(wait_for or [])
+        n = size if size is not None else first.shape[0]
+        if n == 0:
+            return cl.enqueue_marker(queue, wait_for=waits or None)
+        inv: list[Any] = []
+        for d, v in zip(self.parsed_args, args, strict=True):
+            if isinstance(d, VectorArg):
+                inv += [v.base_data, v.offset]
+                waits += list(v.events)
+            else:
+                inv.append(v)
+        b = self._built(queue.device)
+        cus = max(1, queue.device.max_compute_units)
+        groups = max(1, min(cus * (4 if b.wg <= 8 else 8), -(-n // b.wg)))
+        chunk = -(-n // groups)
+        groups = -(-n // chunk)
+        pv = cla.empty(queue, (groups + 1,), self.dtype, allocator=allocator)
+        pf = cla.empty(queue, (groups,), np.uint32, allocator=allocator)
+        # every element's input value and segment flag, read once (pyopencl's contract: an
+        # output statement may overwrite inputs, e.g. ary[i + 1] = item in place)
+        tmp = cla.empty(queue, (n,), self.dtype, allocator=allocator)
+        tflag = cla.empty(queue, (n,), np.uint8, allocator=allocator)
+        ni = self.index_dtype.type(n)
+        with b.lock:
+            b.reduce.set_args(*inv, ni, chunk, pv.data, pf.data, tmp.data, tflag.data)
+            cl.enqueue_nd_range_kernel(queue, b.reduce, (groups * b.wg,), (b.wg,),
+                                       wait_for=waits or None)
+            b.top.set_args(pv.data, pf.data, groups)
+            cl.enqueue_nd_range_kernel(queue, b.top, (b.wg,), (b.wg,))
+            b.down.set_args(*inv, ni, chunk, pv.data, tmp.data, tflag.data)
+            ev = cl.enqueue_nd_range_kernel(queue, b.down, (groups * b.wg,), (b.wg,))
+        for d, v in zip(self.parsed_args, args, strict=True):
+            if isinstance(d, VectorArg):
+                v.add_event(ev)
+        return ev
+
+
+class _LegacyScan:
+    """pyopencl's InclusiveScanKernel / ExclusiveScanKernel: (ctx, dtype, scan_expr, neutral,
+    ...) and a call (input_ary, output_ary=None, ...) returning output_ary."""
+
+    _output = ""
+
+    def __init__(self, ctx: cl.Context, dtype: Any, scan_expr: str, neutral: str | None = None,
+                 name_prefix: str = "scan", options: Any = None, preamble: str = "",
+                 devices: Sequence[cl.Device] | None = None) -> None:
+        dtype = np.dtype(dtype)
+        ct = dtype_to_ctype(dtype)
+        self.dtype = dtype
+        self._knl = GenericScanKernel(
+            ctx, dtype, f"__global {ct} *input_ary, __global {ct} *output_ary",
+            "input_ary[i]", scan_expr, neutral, self._output, options=options,
+            preamble=preamble, devices=devices)
+
+    def __call__(self, input_ary: cla.Array, output_ary: cla.Array | None = None,
+                 allocator: Any = None, queue: cl.CommandQueue | None = None,
+                 size: int | None = None, wait_for: Sequence[cl.Event] | None = None,
+                 ) -> cla.Array:
+        if output_ary is None:
+            output_ary = input_ary
+        if isinstance(output_ary, str) and output_ary == "new":
+            output_ary = cla.empty_like(input_ary, allocator=allocator)
+        if input_ary.shape != output_ary.shape:
+            raise ValueError("input and output must have the same shape")
+        if not input_ary.flags.forc:
+            raise RuntimeError("InclusiveScanKernel cannot deal with non-contiguous arrays")
+        self._knl(input_ary, output_ary, allocator=allocator, queue=queue,
+                  size=size if size is not None else input_ary.size, wait_for=wait_for)
+        return output_ary
+
+
+class InclusiveScanKernel(_LegacyScan):
+    """pyopencl.scan.InclusiveScanKernel on cltune's scan."""
+
+    _output = "output_ary[i] = item;"
+
+
+class ExclusiveScanKernel(_LegacyScan):
+    """pyopencl.scan.ExclusiveScanKernel on cltune's scan."""
+
+    _output = "output_ary[i] = prev_item;"
+
+
+@contextlib.contextmanager
+def use_in_pyopencl() -> Iterator[None]:
+    """Within the block, pyopencl.scan's GenericScanKernel (and its legacy kernels) are
+    cltune's, and so are the scans pyopencl.algorithm builds (copy_if, remove_if, partition,
+    unique, RadixSort, ListOfListsBuilder); the templates' caches are emptied on the way in
+    and out, so that no kernel of one kind is served as the other."""
+    import pyopencl.algorithm as alg
+    import pyopencl.scan as pscan
+
+    saved = {(m, n): getattr(m, n) for m in (pscan, alg) for n in
+             ("GenericScanKernel", "InclusiveScanKernel", "ExclusiveScanKernel")
+             if hasattr(m, n)}
+    build = pscan.ScanTemplate.build_inner
+    defaults = build.__defaults__
+
+    def clear() -> None:
+        for v in vars(alg).values():
+            if isinstance(v, pscan.ScanTemplate):
+                v.build_cache.clear()
+
+    ours = {"GenericScanKernel": GenericScanKernel, "InclusiveScanKernel": InclusiveScanKernel,
+            "ExclusiveScanKernel": ExclusiveScanKernel}
+    try:
+        for (m, n) in saved:
+            setattr(m, n, ours[n])
+        if defaults:
+            build.__defaults__ = tuple(GenericScanKernel if d is saved[(pscan,
+                                                                         "GenericScanKernel")]
+                                       else d for d in defaults)
+        clear()
+        yield
+    finally:
+        for (m, n), v in saved.items():
+            setattr(m, n, v)
+        build.__defaults__ = defaults
+        clear()
