@@ -79,3 +79,38 @@ def test_negative_control_group_scan_without_barrier_races():
     res, summary = run_marked(SCRIPT, MARK, negative=True)
     assert summary, res.summary()
     assert any(r.kind == "data-race" for r in res.reports), res.summary(limit=4)
+
+
+GENERIC = r'''
+import numpy as np
+import pyopencl.array as cla
+from cltune.families.scan.generic import GenericScanKernel
+
+out = {"runs": []}
+h = (np.arange(301, dtype=np.int32) * 7) % 11 - 5
+fl = ((np.arange(301) % 37) == 0).astype(np.int32)
+x, f = cla.to_device(q, h), cla.to_device(q, fl)
+y = cla.empty(q, (301,), np.int32)
+k = GenericScanKernel(ctx, np.int32, "__global int *x, __global int *fl, __global int *y",
+                      "x[i]", "across_seg_boundary ? b : a+b", "0", "y[i] = prev_item",
+                      is_segment_start_expr="fl[i]")
+k(x, f, y)
+seg = np.cumsum(fl) - 1
+want = np.concatenate([np.concatenate([[0], np.cumsum(h[seg == s])[:-1]])
+                       for s in range(seg.max() + 1)])
+out["runs"].append({"what": "segmented exclusive", "ok": bool((y.get() == want).all())})
+a = cla.to_device(q, np.concatenate([h, [0]]).astype(np.int32))
+GenericScanKernel(ctx, np.int32, "__global int *ary", "ary[i]", "a+b", "0",
+                  "ary[i + 1] = item;")(a, size=301)
+out["runs"].append({"what": "in place, shifted", "ok": bool((a.get()[1:] == np.cumsum(h)).all())})
+print(MARK + json.dumps(out), flush=True)
+'''
+
+
+def test_generic_scan_kernels_are_clean_under_oclgrind():
+    """cltune.GenericScanKernel: segmented, exclusive through prev_item, and in place with
+    shifted outputs (the inputs are read once, before any output is written)."""
+    res, summary = run_marked(GENERIC, MARK)
+    assert res.returncode == 0 and summary, res.summary()
+    assert all(r["ok"] for r in summary["runs"]), summary["runs"]
+    assert res.reports == [], res.summary(limit=8)
