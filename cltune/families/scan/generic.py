@@ -251,8 +251,8 @@ def use_in_pyopencl() -> Iterator[None]:
     cltune's, and so are the scans pyopencl.algorithm builds (copy_if, remove_if, partition,
     unique, RadixSort, ListOfListsBuilder); the templates' caches are emptied on the way in
     and out, so that no kernel of one kind is served as the other."""
-    import pyopencl.algorithm as alg
-    import pyopencl.scan as pscan
+    import pyopencl.algorithm as alg  # lazy: only a swap needs pyopencl's algorithm (mako)
+    import pyopencl.scan as pscan  # lazy: as above
 
     saved = {(m, n): getattr(m, n) for m in (pscan, alg) for n in
              ("GenericScanKernel", "InclusiveScanKernel", "ExclusiveScanKernel")
