@@ -216,3 +216,23 @@ def test_a_baseline_that_disagrees_is_listed_not_cltunes_failure(info, db_url, m
     case = json.loads(r.stdout)["cases"][0]
     assert set(case["wrong"]) == {"numpy"} and "cltune" in case["rows"], case
     assert "numpy" not in case["rows"]
+
+
+@pytest.mark.parametrize("op,extra", [("cumsum", ["--sizes", "2^10,2^13"]),
+                                      ("cummax", ["--axis", "both", "--shapes", "64x48"])])
+def test_scan_mode(info, db_url, op, extra):
+    doc = _mode(info, db_url, "--op", op, *extra)
+    assert doc["mode"] == "scan"
+    for case in doc["cases"]:
+        assert case["wrong"] == {}, case
+        assert {"cltune", "cltune-batch", "numpy", "copy"} <= set(case["rows"])
+        assert ("pyopencl" in case["rows"]) == case["label"].startswith("n = ")
+        assert "cltune/numpy" in case["ratios"] and "cltune-batch/copy" in case["ratios"]
+
+
+@pytest.mark.parametrize("args,msg", [(["--op", "cumsum", "--segments"], "not --segments"),
+                                      (["--op", "cumsum", "--shapes", "8x8"], "--shapes goes"),
+                                      (["--op", "median"], "or a scan")])
+def test_scan_mode_errors(info, db_url, args, msg):
+    r = runner.invoke(app, ["bench", "--device", str(info.index), "--db", db_url, *args])
+    assert r.exit_code == 1 and msg in r.output and "Traceback" not in r.output, r.output

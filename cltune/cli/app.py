@@ -306,7 +306,9 @@ def bench(
     device: Annotated[str, typer.Option("--device", "-d", help="Index, P:D or name.")] = "0",
     op: Annotated[str, typer.Option(
         help="sum, prod, min or max; or a statistic (argmin, argmax, mean, var, std, norm, "
-        "count_nonzero, any, all), whole (--sizes) or along --axis.")] = "sum",
+        "count_nonzero, any, all), whole (--sizes) or along --axis; or a scan (cumsum, "
+        "cumprod, cummax, cummin) against the copy ceiling, numpy, pyopencl and torch.")]
+    = "sum",
     dtype: Annotated[str, typer.Option(help="float32, float64, float16, int32, int64, uint32, "
                                        "uint64.")] = "float32",
     sizes: Annotated[str | None, typer.Option(  # noqa: UP007
@@ -340,7 +342,8 @@ def bench(
     cltune bench --device 0 --axis 0 --shapes 4096x4096,65536x256;
     cltune bench --device 0 --segments --shapes 65536x256; cltune bench --device 0 --op var;
     cltune bench --device 0 --op argmax --axis 1 --shapes 65536x256;
-    cltune bench --device 0 --many 64 --sizes 2^12 --op norm
+    cltune bench --device 0 --many 64 --sizes 2^12 --op norm;
+    cltune bench --device 0 --op cumsum --sizes 2^20,2^24 (or --axis both --shapes 4096x4096)
     """
     from cltune.cli import bench as benchmark  # lazy: loads pyopencl.array and the runtime
     from cltune.cli import bench_modes  # lazy: loads the statistics

@@ -8,7 +8,9 @@ the operation), validated against numpy in float64 (cltune.cli.bench_cases):
 - `segments`: `r.segments(x, offsets)` of M CSR segments of about N elements vs
   `numpy.<ufunc>.reduceat` and `torch.segment_reduce` (else `index_add_` for sums);
 - `many`: `r.many([x1..xK])` (norm: cltune.norm_many) of K arrays of each of `--sizes` vs K
-  cltune calls, numpy, K pyopencl calls and `torch._foreach_norm` / K torch calls.
+  cltune calls, numpy, K pyopencl calls and `torch._foreach_norm` / K torch calls;
+- `scan`: `--op cumsum|cumprod|cummax|cummin` (cltune.cli.bench_scan) against the copy
+  ceiling, numpy, pyopencl's InclusiveScanKernel and torch.
 
 Rows: `cltune` (the call and its result read back, `.get()`; for `many`, a block of calls and
 one wait, as bench_many.py times it), `cltune-batch` (calls back to back, one finish: the rate
@@ -38,6 +40,7 @@ from cltune.cli.bench_cases import (
     torch_block,
     torch_module,
 )
+from cltune.cli.bench_scan import SCAN_OPS, scan_cases
 from cltune.core.buckets import parse_sizes
 from cltune.core.family import entry
 from cltune.core.ops import DTYPES, OPS
@@ -79,9 +82,19 @@ class BenchRequest:
 def mode_of(req: BenchRequest) -> str:
     """Which mode the options pick: `sizes` (cltune.cli.bench), `whole`, `axis`, `segments`
     or `many`; options that contradict each other are a ValueError (one line)."""
+    if req.op in SCAN_OPS:
+        if req.segments or req.many is not None or req.plot is not None:
+            raise ValueError(f"--op {req.op} measures whole arrays (--sizes) or --axis "
+                             "(--shapes); not --segments, --many or --plot")
+        if req.shapes is not None and req.axis is None:
+            raise ValueError("--shapes goes with --axis")
+        if req.axis not in (None, "0", "1", "both"):
+            raise ValueError(f"--axis takes 0, 1 or both, not {req.axis!r:.20}")
+        return "scan"
     if req.op not in OPS and req.op not in STATS_OPS:
-        raise ValueError(f"unknown op {req.op!r:.30}; choose one of {', '.join(PLAIN)}, or a "
-                         f"statistic: {', '.join(STATS_OPS)}")
+        raise ValueError(f"unknown op {req.op!r:.30}; choose one of {', '.join(PLAIN)}, a "
+                         f"statistic: {', '.join(STATS_OPS)}, or a scan: "
+                         f"{', '.join(SCAN_OPS)}")
     if req.op == "dot":
         raise ValueError("cltune bench measures one-array reductions; dot is not offered")
     if req.dtype not in DTYPES:
@@ -120,6 +133,11 @@ def run_mode(q: cl.CommandQueue, info: DeviceInfo, req: BenchRequest) -> ModeRep
     torch, why = torch_module(info)
     notes = [why] if why else []
     dtype = np.dtype(req.dtype)
+    if mode == "scan":
+        cases = scan_cases(q, req.op, dtype, req.sizes, req.axis, req.shapes, req.repeats,
+                           torch, notes, req.db)
+        return ModeReport(info.name, info.platform_version, mode, req.op, dtype.name,
+                          req.repeats, cases, notes)
     if req.op in STATS_OPS:
         if req.db is not None:
             notes.append("statistics are served from cltune's default database ($CLTUNE_DB);"
