@@ -248,3 +248,22 @@ def test_past_2_to_the_31(queue):
     got = s.segments(xd, np.array([0, big + 7, n], np.int64)).get()
     assert (got[1000:big + 7] == 100).all() and not got[big + 7:big + 500].any()
     assert (got[big + 500:n - 3] == 50).all() and (got[n - 3:] == 200).all()
+
+
+def test_out_of_order_queue(ctx, device):
+    """Calls back to back on an out-of-order queue: each call's launches wait for each other
+    and for the previous call's (they share the partials)."""
+    import pyopencl as cl
+
+    _, dev = device
+    try:
+        q = cl.CommandQueue(ctx, dev,
+                            cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
+    except cl.Error:
+        pytest.skip("the device has no out-of-order queues")
+    v = ScanVariant("sum", "int32")
+    hs = [sample(v, (70001 + k,), seed=k) for k in range(6)]
+    s = cltune.get_scanner(q, "sum", np.int32)
+    outs = [s(cla.to_device(q, h)) for h in hs]
+    for h, o in zip(hs, outs, strict=True):
+        assert np.array_equal(o.get(), np.cumsum(h))

@@ -46,9 +46,13 @@ def plan(cfg: ScanConfig, compute_units: int, outer: int, r: int, inner: int) ->
 
 
 class _Scratch:
-    __slots__ = ("pv", "pf", "capacity")
+    """Per-queue partials; on an out-of-order queue a call's first launch waits for the
+    previous call's last one (`last`), which read them."""
+
+    __slots__ = ("pv", "pf", "capacity", "last")
 
     def __init__(self) -> None:
+        self.last: cl.Event | None = None
         self.pv: cl.Buffer | None = None
         self.pf: cl.Buffer | None = None
         self.capacity = 0
@@ -112,6 +116,15 @@ class ScanLauncher:
                                   offsets, m, wait_for)
             return self._cols(queue, b, p, x, xoff, out, ooff, outer, r, inner, wg, wait_for)
 
+    def _before(self, queue: cl.CommandQueue, wait_for: list[cl.Event] | None,
+                ) -> list[cl.Event] | None:
+        """The first launch's wait list: the caller's, and on an out-of-order queue the
+        previous call's last launch (it read the partials this one overwrites)."""
+        last = self._scratch[queue.int_ptr].last
+        if self._in_order or last is None:
+            return wait_for
+        return [*(wait_for or []), last]
+
     def _after(self, e: cl.Event) -> list[cl.Event] | None:
         """The wait list of a launch that follows `e`: none on an in-order queue, which orders
         them already (NVIDIA's driver pays a host round trip, ~50 us, for every event waited
@@ -130,12 +143,14 @@ class ScanLauncher:
         pv, pf = self._partials(queue, p.groups, b.acc_dtype.itemsize)
         b.reduce.set_args(x, L(xoff), L(n), L(p.chunk), *seg, pv, pf)
         e1 = cl.enqueue_nd_range_kernel(queue, b.reduce, (p.groups * wg,), (wg,),
-                                        wait_for=wait_for)
+                                        wait_for=self._before(queue, wait_for))
         b.top.set_args(pv, pf, L(p.groups))
         e2 = cl.enqueue_nd_range_kernel(queue, b.top, (wg,), (wg,), wait_for=self._after(e1))
         b.down.set_args(x, L(xoff), L(n), L(p.chunk), *seg, pv, U(1), out, L(ooff))
-        return [e1, e2, cl.enqueue_nd_range_kernel(queue, b.down, (p.groups * wg,), (wg,),
-                                                   wait_for=self._after(e2))]
+        e3 = cl.enqueue_nd_range_kernel(queue, b.down, (p.groups * wg,), (wg,),
+                                        wait_for=self._after(e2))
+        self._scratch[queue.int_ptr].last = e3
+        return [e1, e2, e3]
 
     def _cols(self, queue, b: ScanBuilt, p: Plan, x, xoff, out, ooff, outer, r, inner, wg,
               wait_for):
@@ -149,10 +164,12 @@ class ScanLauncher:
         pv, _ = self._partials(queue, p.groups * ncols, b.acc_dtype.itemsize)
         b.reduce.set_args(x, L(xoff), *dims, pv)
         e1 = cl.enqueue_nd_range_kernel(queue, b.reduce, (gx, p.groups), (wg, 1),
-                                        wait_for=wait_for)
+                                        wait_for=self._before(queue, wait_for))
         b.top.set_args(pv, L(ncols), L(p.groups))
         gt = -(-ncols // wg) * wg  # the carries: a work-item per column
         e2 = cl.enqueue_nd_range_kernel(queue, b.top, (gt,), (wg,), wait_for=self._after(e1))
         b.down.set_args(x, L(xoff), *dims, pv, U(1), out, L(ooff))
-        return [e1, e2, cl.enqueue_nd_range_kernel(queue, b.down, (gx, p.groups), (wg, 1),
-                                                   wait_for=self._after(e2))]
+        e3 = cl.enqueue_nd_range_kernel(queue, b.down, (gx, p.groups), (wg, 1),
+                                        wait_for=self._after(e2))
+        self._scratch[queue.int_ptr].last = e3
+        return [e1, e2, e3]
