@@ -241,7 +241,7 @@ class Tuner:
             select(bucket)
         bench = Input(*self.remote.prepare(bucket))
         name = self.study_name(bucket)
-        study = self.study(name, fresh=fresh)
+        study = self.study(name) if fresh else self.study(name, fresh=False)
         if fresh and seeds and not study.get_trials(deepcopy=False):  # never on resume
             for p in seeds:
                 study.enqueue_trial(p, skip_if_exists=True)
