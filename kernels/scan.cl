@@ -63,7 +63,7 @@
 #define CLT_STAGE 1 /* 1: tiles pass through __local memory (coalesced loads and stores) */
 #endif
 #ifndef CLT_GROUP_SCAN
-#define CLT_GROUP_SCAN 0 /* 0 __local tree with barriers; 1 subgroup scans; 2 NVIDIA shuffles */
+#define CLT_GROUP_SCAN 0 /* 0 __local tree with barriers; 1 subgroup scans (sums) */
 #endif
 #ifndef CLT_SEG
 #define CLT_SEG 0
@@ -73,9 +73,6 @@
 #endif
 #ifndef CLT_EXCL
 #define CLT_EXCL 0 /* 1: exclusive (element i gets the value of the elements before it) */
-#endif
-#ifndef CLT_NV_PTX
-#define CLT_NV_PTX 0
 #endif
 
 #if CLT_NEEDS_FP64
@@ -102,11 +99,6 @@ typedef CLT_ACC_T acc_t;
 #define SG_SCAN 1
 #else
 #define SG_SCAN 0
-#endif
-#if CLT_GROUP_SCAN == 2 && (CLT_NV_PTX || defined(cl_nv_pragma_unroll))
-#define WARP_SCAN 1
-#else
-#define WARP_SCAN 0
 #endif
 
 /* ---- the operation ----------------------------------------------------------------------- */
@@ -489,8 +481,8 @@ clt_scan_cols_down(__global const CLT_IN_T *x, const long xoff, const long outer
     }
 }
 
-/* which paths the compiler took: [subgroup scan, warp scan] */
+/* which paths the compiler took: [subgroup scan, reserved] */
 __kernel void clt_scan_probe(__global int *flags) {
     flags[0] = SG_SCAN;
-    flags[1] = WARP_SCAN;
+    flags[1] = 0;
 }

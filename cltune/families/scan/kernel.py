@@ -40,8 +40,7 @@ class Form:
     off64: bool = False
 
 
-def build_defines(variant: ScanVariant, cfg: ScanConfig, form: Form, *, nv_ptx: bool = False,
-                  ) -> list[str]:
+def build_defines(variant: ScanVariant, cfg: ScanConfig, form: Form) -> list[str]:
     """The `-D` options of a build: produced here only, from validated values only."""
     if not (isinstance(cfg, ScanConfig) and isinstance(variant, ScanVariant)
             and isinstance(form, Form)):
@@ -65,7 +64,6 @@ def build_defines(variant: ScanVariant, cfg: ScanConfig, form: Form, *, nv_ptx: 
         "CLT_SEG": int(form.seg),
         "CLT_OFF64": int(bool(form.off64)),
         "CLT_EXCL": int(bool(form.exclusive)),
-        "CLT_NV_PTX": int(bool(nv_ptx)),
     }
     if not variant.is_float and variant.op in ("min", "max"):
         defs["CLT_IDENT_INT"] = variant.ident_int()  # a name from a fixed table
@@ -83,7 +81,7 @@ class ScanBuilt:
     top: cl.Kernel
     down: cl.Kernel
     acc_dtype: np.dtype
-    paths: tuple[int, int]  # what the compiler took: (subgroup scan, warp scan)
+    paths: tuple[int, int]  # what the compiler took: (subgroup scan, reserved)
 
 
 _builds: ContextCache[ScanBuilt] = ContextCache()
@@ -111,7 +109,7 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, variant: ScanVaria
         raise BuildError("needs cl_khr_fp64, which the device lacks")
     if cfg.layout != variant.layout:
         raise BuildError(f"a {cfg.layout} config for the {variant.layout} layout")
-    opts = [*build_defines(variant, cfg, form, nv_ptx=info.is_nvidia), *std_options(info)]
+    opts = [*build_defines(variant, cfg, form), *std_options(info)]
     prg = compile_program(ctx, dev, scan_source(), opts)
     acc = np.dtype(_NP[variant.acc_cl_type])
     if cfg.layout == "rows":
