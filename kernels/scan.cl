@@ -435,6 +435,22 @@ __kernel WG_ATTR void clt_scan_cols_top(__global acc_t *pv, const long ncols, co
     }
 }
 
+/* column k of the strip at row j: its output (before the element when exclusive), then on */
+#if CLT_EXCL
+#define COLS_STEP(j, k)                                                                          \
+    do {                                                                                       \
+        const acc_t v_ = LOAD(col[(j) * inner + (k)]);                                         \
+        STORE(oc + (j) * inner + (k), run[k]);                                                 \
+        run[k] = OP(run[k], v_);                                                               \
+    } while (0)
+#else
+#define COLS_STEP(j, k)                                                                          \
+    do {                                                                                       \
+        run[k] = OP(run[k], LOAD(col[(j) * inner + (k)]));                                     \
+        STORE(oc + (j) * inner + (k), run[k]);                                                 \
+    } while (0)
+#endif
+
 __kernel WG_ATTR void
 clt_scan_cols_down(__global const CLT_IN_T *x, const long xoff, const long outer, const long R,
                    const long inner, const long chunk, __global const acc_t *carries,
@@ -454,29 +470,11 @@ clt_scan_cols_down(__global const CLT_IN_T *x, const long xoff, const long outer
     if (width == CLT_ITEMS) {
         for (long j = j0; j < j1; ++j) {
 #pragma unroll
-            for (int k = 0; k < CLT_ITEMS; ++k) {
-                const acc_t v = LOAD(col[j * inner + k]);
-#if CLT_EXCL
-                STORE(oc + j * inner + k, run[k]);
-                run[k] = OP(run[k], v);
-#else
-                run[k] = OP(run[k], v);
-                STORE(oc + j * inner + k, run[k]);
-#endif
-            }
+            for (int k = 0; k < CLT_ITEMS; ++k) COLS_STEP(j, k);
         }
     } else {
         for (long j = j0; j < j1; ++j) {
-            for (int k = 0; k < width; ++k) {
-                const acc_t v = LOAD(col[j * inner + k]);
-#if CLT_EXCL
-                STORE(oc + j * inner + k, run[k]);
-                run[k] = OP(run[k], v);
-#else
-                run[k] = OP(run[k], v);
-                STORE(oc + j * inner + k, run[k]);
-#endif
-            }
+            for (int k = 0; k < width; ++k) COLS_STEP(j, k);
         }
     }
 }

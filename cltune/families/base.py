@@ -136,3 +136,27 @@ def known_config(rows: Iterable[object], bucket: int) -> Mapping | None:
     if not known:
         return None
     return min(known, key=lambda kr: (abs(kr[0] - bucket), -kr[0]))[1].config
+
+
+def tuned_shape_classes(info: Any, db: str | None, family: str, variant: str,
+                        parse: Callable[[Mapping[str, object]], Any], *,
+                        keep: Callable[[Any], bool] | None = None, stacklevel: int = 2,
+                        ) -> tuple[str, str, list[tuple[tuple[int, int], Any, float | None]]]:
+    """(level, why, [(size key, config, GB/s)]) of a shape-keyed family's variant along the
+    fallback chain: only rows whose size class and config validate (`parse`, then `keep`),
+    so nothing stored that does not reaches the compiler; none left: the builtin level."""
+    from cltune.tuning_db.answer import answer  # lazy: the database layer, only when serving
+
+    ans = answer(info, db, family, variant, stacklevel=stacklevel + 1)
+    tuned = []
+    for r in ans.rows:
+        try:
+            cfg = parse(r.config)
+            key = shapes.shape_key_of(r.size_class)
+        except ValueError:
+            continue
+        if keep is None or keep(cfg):
+            tuned.append((key, cfg, r.gbps))
+    if not tuned:
+        return "builtin", ans.why if ans.level == "builtin" else "stored configs invalid", []
+    return ans.level, ans.why, tuned

@@ -15,6 +15,7 @@ import pyopencl as cl
 
 from cltune.core import shapes
 from cltune.core.serving import CltuneWarning
+from cltune.families.base import tuned_shape_classes
 from cltune.families.many import family as many_family
 from cltune.families.many.config import ManyConfig
 from cltune.families.many.defaults import builtin_config, safest_config
@@ -23,7 +24,6 @@ from cltune.families.many.kernel import source_hash
 from cltune.families.many.launch import ManyLauncher
 from cltune.isolation.vetting import first_usable
 from cltune.opencl.build import BuildError
-from cltune.tuning_db.answer import answer
 
 
 @dataclass(frozen=True)
@@ -54,17 +54,10 @@ class ManyExplanation:
 def load(info: Any, variant: str, db: str | None) -> tuple[str, str, list[Tuned]]:
     """(level, why, the validated tuned classes) of a variant along the fallback chain (a
     stored config or class that does not validate never reaches the compiler)."""
-    ans = answer(info, db, many_family.NAME, variant, stacklevel=6)
-    tuned = []
-    for r in ans.rows:
-        try:
-            tuned.append(Tuned(shapes.shape_key_of(r.size_class),
-                               ManyConfig.from_mapping(r.config), r.gbps))
-        except ValueError:
-            continue
-    if not tuned:
-        return "builtin", ans.why if ans.level == "builtin" else "stored configs invalid", []
-    return ans.level, ans.why, tuned
+    level, why, rows = tuned_shape_classes(info, db, many_family.NAME, variant,
+                                           ManyConfig.from_mapping,
+                                           stacklevel=6)
+    return level, why, [Tuned(k, c, g) for k, c, g in rows]
 
 
 class ManyEngine:

@@ -15,6 +15,7 @@ import pyopencl as cl
 
 from cltune.core import shapes
 from cltune.core.serving import CltuneWarning
+from cltune.families.base import tuned_shape_classes
 from cltune.families.scan import family as fam
 from cltune.families.scan.config import ScanConfig
 from cltune.families.scan.defaults import builtin_config, safest_config
@@ -23,7 +24,6 @@ from cltune.families.scan.kernel import source_hash
 from cltune.families.scan.launch import ScanLauncher
 from cltune.isolation.vetting import first_usable
 from cltune.opencl.build import BuildError
-from cltune.tuning_db.answer import answer
 
 
 @dataclass(frozen=True)
@@ -55,20 +55,11 @@ class ScanExplanation:
 def load(info: Any, variant: str, db: str | None) -> tuple[str, str, list[Tuned]]:
     """(level, why, the validated tuned classes) of a variant along the fallback chain (a
     stored config or class that does not validate never reaches the compiler)."""
-    ans = answer(info, db, fam.NAME, variant, stacklevel=7)
     layout = variant.rsplit("/", 1)[-1]
-    tuned = []
-    for r in ans.rows:
-        try:
-            cfg = ScanConfig.from_mapping(r.config)
-            if cfg.layout != layout:
-                continue
-            tuned.append(Tuned(shapes.shape_key_of(r.size_class), cfg, r.gbps))
-        except ValueError:
-            continue
-    if not tuned:
-        return "builtin", ans.why if ans.level == "builtin" else "stored configs invalid", []
-    return ans.level, ans.why, tuned
+    level, why, rows = tuned_shape_classes(info, db, fam.NAME, variant,
+                                           ScanConfig.from_mapping,
+                                           keep=lambda c: c.layout == layout, stacklevel=7)
+    return level, why, [Tuned(k, c, g) for k, c, g in rows]
 
 
 class ScanEngine:
