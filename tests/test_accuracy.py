@@ -229,11 +229,23 @@ def test_the_bound_refuses_an_answer_less_accurate_than_numpy(ctx, queue, device
 def _no_worse_binade(got: np.ndarray, mine: np.ndarray, ref: np.ndarray) -> None:
     """As _no_worse, the ulp taken in the binade of the answer or the reference, whichever
     is higher: a float32 accumulator's sum of 4099 values near 0.5 lands at 2048, where an
-    answer above has twice the spacing of the reference below."""
+    answer above has twice the spacing of the reference below. Two sums of the same shape
+    of tree (cltune's blocks and partials, numpy's pairwise halves) have the same error
+    distribution, not the same worst output: over a few dozen outputs numpy's worst may be
+    0.6 ulp where its worst over hundreds is 1.6 (the H200's plans of a 4099-row axis failed
+    "+1 ulp" on 30 outputs at 1.8 ulp). So the views hold hundreds of outputs where they can
+    (_expr_views), and there the mean is compared as well. Measured on 400 columns of 100003
+    rows: numpy 0.35 mean / 1.27 worst ulp, cltune's plans 0.38-0.46 / 1.4-1.9 (the same
+    pairwise shape with restarts at 64 steps instead of 16)."""
     top = np.maximum(np.abs(ref), np.abs(got)).astype(np.float32)
-    mine_w, np_w, k = _worst_ulps(got, mine, ref, np.spacing(top).astype(np.float64))
+    ulp = np.spacing(top).astype(np.float64)
+    mine_w, np_w, k = _worst_ulps(got, mine, ref, ulp)
     assert mine_w <= np_w + 1, (f"output {k}: error {mine_w:.2f} ulp > numpy's worst "
                                 f"{np_w:.2f} ulp + 1")
+    if got.size >= 200:
+        mean = float(np.mean(np.abs(got - ref) / ulp))
+        np_mean = float(np.mean(np.abs(mine - ref) / ulp))
+        assert mean <= 1.4 * np_mean, f"mean error {mean:.3f} ulp > 1.4 x numpy's {np_mean:.3f}"
 
 
 def _expr_views(h2: np.ndarray) -> list[tuple[tuple[int, int, int], np.ndarray]]:
@@ -241,8 +253,8 @@ def _expr_views(h2: np.ndarray) -> list[tuple[tuple[int, int, int], np.ndarray]]
     o, r = h2.shape
     h3 = h2.reshape(o, r, 1)
     cols = np.ascontiguousarray(h2.T)
-    three = np.ascontiguousarray(h2[:6, :4099 * 5].reshape(6, 4099, 5))
-    return [((o, r, 1), h3), ((1, r, o), cols.reshape(1, r, o)), ((6, 4099, 5), three)]
+    three = np.ascontiguousarray(h2[:, :4099 * 16].reshape(o, 4099, 16))
+    return [((o, r, 1), h3), ((1, r, o), cols.reshape(1, r, o)), ((o, 4099, 16), three)]
 
 
 def _expr_configs(ctx, dev, info, spec, layout: str) -> list:
