@@ -74,6 +74,9 @@
 #ifndef CLT_EXCL
 #define CLT_EXCL 0 /* 1: exclusive (element i gets the value of the elements before it) */
 #endif
+#ifndef CLT_CHAIN
+#define CLT_CHAIN 0 /* 1: build clt_scan_chain (needs cl_khr_int64_base_atomics) */
+#endif
 
 #if CLT_NEEDS_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -301,6 +304,81 @@ __kernel WG_ATTR void clt_scan_top(__global acc_t *pv, __global const uint *pf, 
 
 /* ---- 3) scan each chunk with its carry-in --------------------------------------------------- */
 #define PAD(j) ((j) + ((j) >> 5)) /* __local index: a work-item's CLT_ITEMS avoid one bank */
+#if CLT_STAGE
+#define STAGE_DECL __local acc_t stage[PAD(TILE) + 1];
+#else
+#define STAGE_DECL
+#endif
+
+/* TILE_SCAN(t, b): the tile of elements [t, b) (t: its first) scanned without its carry, in
+ * the caller's names: r[k] this work-item's elements scanned in registers (restarting at
+ * heads, bit k of `heads`), (ef, ev) the pairs of the work-items before it, (tf, tv) the tile's
+ * total. TILE_STORE(t, b, in): the results, `in` being everything before this work-item's
+ * first element (the carry and the work-items before it), stored to op[t, b). Every
+ * work-item runs both (barriers). Macros, not functions: Debian's PoCL 3.1 aborts building
+ * the work-group loops of these barriers inside an inlined function inside the tile loop
+ * ("Could not find a dominating alternative variable", max/int32, wg=1). */
+#if CLT_STAGE
+#define TILE_LOAD(t, b)                                                                          \
+    _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k) {                                    \
+        const long i_ = (t) + (long)k * CLT_WG + lid;                                          \
+        stage[PAD(k * CLT_WG + lid)] = i_ < (b) ? LOAD(xp[i_]) : IDENT;                        \
+    }                                                                                          \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+    _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k) r[k] = stage[PAD(lid * CLT_ITEMS + k)];
+#define TILE_PUT(t, b)                                                                           \
+    barrier(CLK_LOCAL_MEM_FENCE); /* everyone has read its elements from the stage */          \
+    _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k) stage[PAD(lid * CLT_ITEMS + k)] = r[k]; \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+    _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k) {                                    \
+        const long i_ = (t) + (long)k * CLT_WG + lid;                                          \
+        if (i_ < (b)) STORE(op + i_, stage[PAD(k * CLT_WG + lid)]);                            \
+    }                                                                                          \
+    barrier(CLK_LOCAL_MEM_FENCE); /* the stage is free for the next tile */
+#else
+#define TILE_LOAD(t, b)                                                                          \
+    _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k)                                      \
+        r[k] = t0 + k < (b) ? LOAD(xp[t0 + k]) : IDENT;
+#define TILE_PUT(t, b)                                                                           \
+    _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k)                                      \
+        if (t0 + k < (b)) STORE(op + t0 + k, r[k]);
+#endif
+#define TILE_SCAN(t, b)                                                                          \
+    const long t0 = (t) + (long)lid * CLT_ITEMS; /* this work-item's first element */          \
+    TILE_LOAD(t, b)                                                                            \
+    HEADS_FROM(t0);                                                                            \
+    uint heads = 0;                                                                            \
+    _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k) {                                    \
+        if (t0 + k == h && t0 + k < (b)) {                                                     \
+            heads |= 1u << k;                                                                  \
+            HEADS_NEXT();                                                                      \
+        } else if (k > 0) {                                                                    \
+            r[k] = OP(r[k - 1], r[k]);                                                         \
+        }                                                                                      \
+    }                                                                                          \
+    uint ef, tf;                                                                               \
+    acc_t ev, tv;                                                                              \
+    group_scan(heads != 0, r[CLT_ITEMS - 1], &ef, &ev, &tf, &tv, sv, sf);
+#if CLT_EXCL
+#define TILE_APPLY(in)                                                                           \
+    do {                                                                                       \
+        acc_t prev_ = (in);                                                                    \
+        _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k) {                                \
+            const int hd_ = (heads >> k) & 1u;                                                 \
+            const acc_t incl_ = (heads & ((2u << k) - 1u)) ? r[k] : OP((in), r[k]);           \
+            const acc_t e_ = hd_ ? EMPTY : prev_;                                              \
+            prev_ = incl_;                                                                     \
+            r[k] = e_;                                                                         \
+        }                                                                                      \
+    } while (0)
+#else
+#define TILE_APPLY(in)                                                                           \
+    _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k)                                      \
+        if (!(heads & ((2u << k) - 1u))) r[k] = OP((in), r[k]);
+#endif
+#define TILE_STORE(t, b, in)                                                                     \
+    TILE_APPLY(in);                                                                            \
+    TILE_PUT(t, b)
 
 __kernel WG_ATTR void
 clt_scan_down(__global const CLT_IN_T *x, const long xoff, const long n, const long chunk
@@ -308,84 +386,158 @@ clt_scan_down(__global const CLT_IN_T *x, const long xoff, const long n, const l
               __global CLT_OUT_T *out, const long ooff) {
     __local acc_t sv[CLT_WG];
     __local uint sf[CLT_WG];
-#if CLT_STAGE
-    __local acc_t stage[PAD(TILE) + 1];
-#endif
-    const uint lid = get_local_id(0);
+    STAGE_DECL
     const long a = (long)get_group_id(0) * chunk;
     const long b = min(a + chunk, n);
     __global const CLT_IN_T *xp = x + xoff;
     __global CLT_OUT_T *op = out + ooff;
     acc_t carry = has_carries ? carries[get_group_id(0)] : IDENT;
+    const uint lid = get_local_id(0);
     for (long t = a; t < b; t += TILE) {
-        const long t0 = t + (long)lid * CLT_ITEMS; /* this work-item's first element */
         acc_t r[CLT_ITEMS];
-#if CLT_STAGE
-#pragma unroll
-        for (int k = 0; k < CLT_ITEMS; ++k) {
-            const long i = t + (long)k * CLT_WG + lid;
-            stage[PAD(k * CLT_WG + lid)] = i < b ? LOAD(xp[i]) : IDENT;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-#pragma unroll
-        for (int k = 0; k < CLT_ITEMS; ++k) r[k] = stage[PAD(lid * CLT_ITEMS + k)];
-#else
-#pragma unroll
-        for (int k = 0; k < CLT_ITEMS; ++k) r[k] = t0 + k < b ? LOAD(xp[t0 + k]) : IDENT;
-#endif
-        /* in registers: inclusive, restarting at heads */
-        HEADS_FROM(t0);
-        uint heads = 0, f = 0;
-#pragma unroll
-        for (int k = 0; k < CLT_ITEMS; ++k) {
-            if (t0 + k == h && t0 + k < b) {
-                heads |= 1u << k;
-                HEADS_NEXT();
-            } else if (k > 0) {
-                r[k] = OP(r[k - 1], r[k]);
-            }
-        }
-        f = heads != 0;
-        uint ef, tf;
-        acc_t ev, tv;
-        group_scan(f, r[CLT_ITEMS - 1], &ef, &ev, &tf, &tv, sv, sf);
+        TILE_SCAN(t, b)
         acc_t in;
         uint fi;
         SEG_COMBINE(0u, carry, ef, ev, fi, in); /* everything before my first element */
-#if CLT_EXCL
-        acc_t prev = in;
-#pragma unroll
-        for (int k = 0; k < CLT_ITEMS; ++k) {
-            const int hd = (heads >> k) & 1u;
-            const acc_t incl = (heads & ((2u << k) - 1u)) ? r[k] : OP(in, r[k]);
-            const acc_t e = hd ? EMPTY : prev;
-            prev = incl;
-            r[k] = e;
-        }
-#else
-#pragma unroll
-        for (int k = 0; k < CLT_ITEMS; ++k)
-            if (!(heads & ((2u << k) - 1u))) r[k] = OP(in, r[k]);
-#endif
+        TILE_STORE(t, b, in)
         SEG_COMBINE(0u, carry, tf, tv, fi, carry);
-#if CLT_STAGE
-        barrier(CLK_LOCAL_MEM_FENCE); /* everyone has read its elements from the stage */
-#pragma unroll
-        for (int k = 0; k < CLT_ITEMS; ++k) stage[PAD(lid * CLT_ITEMS + k)] = r[k];
-        barrier(CLK_LOCAL_MEM_FENCE);
-#pragma unroll
-        for (int k = 0; k < CLT_ITEMS; ++k) {
-            const long i = t + (long)k * CLT_WG + lid;
-            if (i < b) STORE(op + i, stage[PAD(k * CLT_WG + lid)]);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE); /* the stage is free for the next tile */
-#else
-#pragma unroll
-        for (int k = 0; k < CLT_ITEMS; ++k)
-            if (t0 + k < b) STORE(op + t0 + k, r[k]);
-#endif
     }
 }
+
+/* ---- rows in one pass: a chained scan with decoupled look-back ------------------------------
+ * A group takes a ticket (an atomic counter: tiles are handed out in the order groups start,
+ * so a group only ever waits on groups that already run, on any device that runs a started
+ * group to its end), scans its tile, publishes the tile's total (state A) in status[ticket],
+ * then walks back over its predecessors' states, CLT_LB at a time, combining totals until it
+ * meets an inclusive prefix (state P) or a tile holding a segment head, publishes its own
+ * inclusive prefix (P) and stores the tile with that carry: ~2n bytes moved (CUB's decoupled
+ * look-back), one launch, no partials buffer to clear between calls.
+ * A state word (64 bits, written and read only by 64-bit atomics) holds the value's 32 bits
+ * (high), the call's epoch (bits 3..31: words of earlier calls read as "not yet"), the tile's
+ * head flag (bit 2) and the state (bits 0..1: 0 not yet, 1 A, 2 P). A 64-bit accumulator
+ * takes two words, each with its half and the same flags: a reader takes the pair only when
+ * both carry the same epoch and state, so no fence orders the two stores. */
+#if CLT_CHAIN
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#ifndef CLT_ACC_BITS
+#define CLT_ACC_BITS 32
+#endif
+#ifndef CLT_LB
+#define CLT_LB (CLT_WG < 32 ? CLT_WG : 32)
+#endif
+#define ST_A 1u
+#define ST_P 2u
+#define EPOCH_MASK 0x1FFFFFFFu
+#if CLT_ACC_BITS == 64
+#define NW 2
+#if CLT_IS_FLOAT
+#define ENC(v) as_ulong(v)
+#define DEC(u) as_double(u)
+#else
+#define ENC(v) ((ulong)(v))
+#define DEC(u) ((acc_t)(u))
+#endif
+#else
+#define NW 1
+#if CLT_IS_FLOAT
+#define ENC(v) ((ulong)as_uint(v))
+#define DEC(u) as_float((uint)(u))
+#else
+#define ENC(v) ((ulong)(uint)(v))
+#define DEC(u) ((acc_t)(uint)(u))
+#endif
+#endif
+#define LOW(st, f, epoch) (((ulong)(epoch) << 3) | ((ulong)(f) << 2) | (ulong)(st))
+
+inline void publish(volatile __global ulong *status, const long g, const uint st,
+                    const uint f, const acc_t v, const uint epoch) {
+    const ulong e = ENC(v);
+#if NW == 2
+    atom_xchg(status + 2 * g, ((e & 0xFFFFFFFFul) << 32) | LOW(st, f, epoch));
+    atom_xchg(status + 2 * g + 1, (e & 0xFFFFFFFF00000000ul) | LOW(st, f, epoch));
+#else
+    atom_xchg(status + g, (e << 32) | LOW(st, f, epoch));
+#endif
+}
+
+__kernel WG_ATTR void
+clt_scan_chain(__global const CLT_IN_T *x, const long xoff, const long n, const long chunk
+               SEG_ARGS, volatile __global ulong *status, volatile __global uint *ticket,
+               const uint base, const uint epoch, __global CLT_OUT_T *out, const long ooff) {
+    __local acc_t sv[CLT_WG];
+    __local uint sf[CLT_WG];
+    STAGE_DECL
+    __local ulong win[CLT_LB * NW];
+    __local long s_g, s_look;
+    __local acc_t s_v;
+    __local uint s_f, s_done;
+    const uint lid = get_local_id(0);
+    if (lid == 0) s_g = (long)(atomic_inc(ticket) - base);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const long g = s_g;
+    const long a = g * chunk;
+    const long b = min(a + chunk, n);
+    __global const CLT_IN_T *xp = x + xoff;
+    __global CLT_OUT_T *op = out + ooff;
+    acc_t r[CLT_ITEMS];
+    TILE_SCAN(a, b)
+    if (lid == 0) {
+        publish(status, g, (g == 0 || tf) ? ST_P : ST_A, tf, tv, epoch);
+        s_v = IDENT;
+        s_f = 0;
+        s_look = g - 1;
+        s_done = g == 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    while (!s_done) { /* s_done is the group's: every work-item takes the same turns */
+        const long look = s_look;
+        if (lid < CLT_LB) {
+            const long j = look - (long)lid;
+#pragma unroll
+            for (int w = 0; w < NW; ++w) win[lid * NW + w] = j >= 0 ? atom_add(status + j * NW + w, 0ul) : 0ul;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid == 0) {
+            acc_t cv = s_v;
+            uint cf = s_f, done = 0;
+            int k = 0;
+            for (; k < CLT_LB && !done; ++k) {
+                const ulong w0 = win[k * NW];
+                const uint lo = (uint)w0;
+                uint st = ((lo >> 3) & EPOCH_MASK) == epoch ? (lo & 3u) : 0u;
+#if NW == 2
+                const ulong w1 = win[k * NW + 1];
+                if ((uint)w1 != lo) st = 0u; /* the halves of two different states */
+                const acc_t v = DEC((w0 >> 32) | (w1 & 0xFFFFFFFF00000000ul));
+#else
+                const acc_t v = DEC(w0 >> 32);
+#endif
+                if (st == 0u) break; /* not yet: read again from here */
+                const uint f = (lo >> 2) & 1u;
+                SEG_COMBINE(f, v, cf, cv, cf, cv); /* the predecessor's on the left */
+                done = st == ST_P || f;
+            }
+            s_v = cv;
+            s_f = cf;
+            s_look = look - k;
+            s_done = done;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const acc_t carry = s_v;
+    const uint cfl = s_f;
+    if (lid == 0 && g > 0 && !tf) {
+        uint pf;
+        acc_t pv;
+        SEG_COMBINE(cfl, carry, tf, tv, pf, pv);
+        publish(status, g, ST_P, pf, pv, epoch);
+    }
+    acc_t in;
+    uint fi;
+    SEG_COMBINE(0u, carry, ef, ev, fi, in);
+    TILE_STORE(a, b, in)
+}
+#endif
 
 /* ---- cols: (outer, R, inner), the scanned axis strided by inner ---------------------------- */
 /* Work-item c owns a strip of CLT_ITEMS neighbouring columns q0 .. q0 + CLT_ITEMS - 1 of outer

@@ -66,11 +66,15 @@ def sweep_configs(info, layout: str) -> list[ScanConfig]:
         return [ScanConfig("cols", wg=w, items=i, stage=0, group_scan=0, groups_per_cu=g)
                 for w, i, g in itertools.product(wgs, strips, (4, 16))]
     wgs = (128, 256, 512) if gpu else (4, 8)
-    items = (8, 16) if gpu else (16, 32)
+    items = (8, 16, 32) if gpu else (16, 32)
     stages = (1,) if gpu else (0,)
-    return [ScanConfig("rows", wg=w, items=i, stage=s, group_scan=0, groups_per_cu=g)
-            for w, i, s, g in itertools.product(wgs, items, stages, (2, 8))
-            if not gpu or w * i * 4 * 33 // 32 + w * 8 + 1024 <= info.local_mem]
+    fits = [(w, i, s) for w, i, s in itertools.product(wgs, items, stages)
+            if not gpu or w * i * 4 * 33 // 32 + w * 8 + 1536 <= info.local_mem]
+    out = [ScanConfig("rows", wg=w, items=i, stage=s, group_scan=0, groups_per_cu=g)
+           for (w, i, s), g in itertools.product(fits, (2, 8))]
+    if info.int64_atomics:  # the one-pass chained scan (groups_per_cu has no effect there)
+        out += [ScanConfig("rows", wg=w, items=i, stage=s, chain=1) for w, i, s in fits]
+    return out
 
 
 def main() -> None:

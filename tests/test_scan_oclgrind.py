@@ -35,6 +35,8 @@ if NEGATIVE:  # the group scan's tree without the barrier between its reads and 
         }""", 1)
 ROWS = [C("rows", wg=4, items=2, stage=1, group_scan=0, groups_per_cu=4),
         C("rows", wg=8, items=4, stage=0, group_scan=0, groups_per_cu=2)]
+if info.int64_atomics:  # the chained pass: a tile a group, look-back over the state words
+    ROWS += [C("rows", wg=4, items=2, stage=1, chain=1), C("rows", wg=8, items=4, chain=1)]
 COLS = [C("cols", wg=4, items=2, stage=0, group_scan=0, groups_per_cu=8)]
 CASES = [((301,), 0, False, None), ((301,), 0, True, None), ((7, 45), 1, False, None),
          ((120,), 0, True, np.array([0, 3, 3, 50, 51, 119, 120])), ((37, 6), 0, True, None),
@@ -71,6 +73,8 @@ def test_scan_kernels_are_clean_under_oclgrind():
     wrong = [r for r in summary["runs"] if r["error"]]
     assert not wrong, wrong[:10]
     assert any(r["groups"] > 1 for r in summary["runs"])  # the three-launch path ran
+    assert any(r["cfg"].endswith("chain") and r["groups"] > 4 for r in summary["runs"]), \
+        "Oclgrind has cl_khr_int64_base_atomics: the chained pass must be checked"
     assert any(r["variant"].endswith("/cols") for r in summary["runs"])
     assert res.reports == [], res.summary(limit=8)
 

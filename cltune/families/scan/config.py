@@ -3,12 +3,15 @@ door from stored or sampled values to kernels/scan.cl's build options).
 
     >>> ScanConfig("rows", wg=256, items=8, stage=1, group_scan=0, groups_per_cu=4).short()
     'rows wg256 i8 stage tree g/cu4'
+    >>> ScanConfig("rows", wg=256, items=8, chain=1).short()
+    'rows wg256 i8 stage tree chain'
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from cltune.core.config import ConfigError, MappedConfig
 from cltune.core.pow2 import is_pow2
@@ -32,7 +35,9 @@ class ScanConfig(MappedConfig):
     through __local memory (coalesced on GPUs), 0 reads a work-item's elements directly
     (CPUs); group_scan: 0 a __local tree, 1 subgroup scans where the device has them
     (unsegmented sums; the tree elsewhere); groups_per_cu: how many chunks per compute unit
-    the input is cut into (a launch parameter)."""
+    the input is cut into (a launch parameter); chain: 0 reduce-then-scan (three launches,
+    ~3n bytes), 1 one pass with decoupled look-back (rows: a tile a group, ~2n bytes; needs
+    64-bit atomics; groups_per_cu then has no effect)."""
 
     error: ClassVar[type[ValueError]] = ScanConfigError
 
@@ -42,6 +47,21 @@ class ScanConfig(MappedConfig):
     stage: int = 1
     group_scan: int = 0
     groups_per_cu: int = 4
+    chain: int = 0
+
+    @classmethod
+    def from_mapping(cls, m: Mapping[str, object]) -> ScanConfig:
+        """As MappedConfig's; a mapping stored before `chain` existed means chain=0."""
+        if isinstance(m, Mapping) and "chain" not in m:
+            m = {**m, "chain": 0}
+        return super().from_mapping(m)
+
+    def to_dict(self) -> dict[str, Any]:
+        """chain=0 is left out: a config's key (and its stored rows) as before the field."""
+        d = super().to_dict()
+        if not self.chain:
+            d.pop("chain")
+        return d
 
     def check(self) -> None:
         if self.layout not in LAYOUTS:
@@ -58,6 +78,10 @@ class ScanConfig(MappedConfig):
         if self.groups_per_cu not in GROUPS_PER_CU:
             raise ScanConfigError(f"groups_per_cu: {self.groups_per_cu} is not one of "
                                   f"{GROUPS_PER_CU}")
+        if self.chain not in (0, 1):
+            raise ScanConfigError(f"chain: {self.chain} is not 0 or 1")
+        if self.layout == "cols" and self.chain:
+            raise ScanConfigError("chain: the cols layout scans by reduce-then-scan")
         if self.layout == "cols" and (self.stage or self.group_scan):
             raise ScanConfigError("cols: a work-item scans its column alone (stage=0, "
                                   "group_scan=0)")
@@ -69,5 +93,6 @@ class ScanConfig(MappedConfig):
     def short(self) -> str:
         if self.layout == "cols":
             return f"cols wg{self.wg} i{self.items} g/cu{self.groups_per_cu}"
+        tail = "chain" if self.chain else f"g/cu{self.groups_per_cu}"
         return (f"rows wg{self.wg} i{self.items} {'stage' if self.stage else 'direct'} "
-                f"{GROUP_SCANS[self.group_scan]} g/cu{self.groups_per_cu}")
+                f"{GROUP_SCANS[self.group_scan]} {tail}")

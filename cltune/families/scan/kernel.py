@@ -64,6 +64,8 @@ def build_defines(variant: ScanVariant, cfg: ScanConfig, form: Form) -> list[str
         "CLT_SEG": int(form.seg),
         "CLT_OFF64": int(bool(form.off64)),
         "CLT_EXCL": int(bool(form.exclusive)),
+        "CLT_CHAIN": int(bool(cfg.chain)),
+        "CLT_ACC_BITS": 8 * np.dtype(_NP[acc]).itemsize,
     }
     if not variant.is_float and variant.op in ("min", "max"):
         defs["CLT_IDENT_INT"] = variant.ident_int()  # a name from a fixed table
@@ -72,7 +74,8 @@ def build_defines(variant: ScanVariant, cfg: ScanConfig, form: Form) -> list[str
 
 @dataclass(frozen=True, eq=False)
 class ScanBuilt:
-    """The three kernels of one build (rows: reduce, top, down; cols: the cols_ ones)."""
+    """The kernels of one build (rows: reduce, top, down, and chain for a chained config;
+    cols: the cols_ ones)."""
 
     variant: ScanVariant
     config: ScanConfig
@@ -82,6 +85,7 @@ class ScanBuilt:
     down: cl.Kernel
     acc_dtype: np.dtype
     paths: tuple[int, int]  # what the compiler took: (subgroup scan, reserved)
+    chain: cl.Kernel | None = None
 
 
 _builds: ContextCache[ScanBuilt] = ContextCache()
@@ -109,6 +113,8 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, variant: ScanVaria
         raise BuildError("needs cl_khr_fp64, which the device lacks")
     if cfg.layout != variant.layout:
         raise BuildError(f"a {cfg.layout} config for the {variant.layout} layout")
+    if cfg.chain and not info.int64_atomics:
+        raise BuildError("chain=1 needs cl_khr_int64_base_atomics, which the device lacks")
     opts = [*build_defines(variant, cfg, form), *std_options(info)]
     prg = compile_program(ctx, dev, scan_source(), opts)
     acc = np.dtype(_NP[variant.acc_cl_type])
@@ -126,7 +132,13 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, variant: ScanVaria
     else:
         dims = [None, i8, i8, i8, i8, i8]  # x, xoff, outer, R, inner, chunk
         types = ([*dims, None], [None, i8, i8], [*dims, None, u4, None, i8])
+    chain = None
+    if cfg.chain:  # x, xoff, n, chunk, seg, status, ticket, base, epoch, out, ooff
+        chain = prg.clt_scan_chain
+        ks, types = (*ks, chain), (*types, [None, i8, i8, i8, *seg, None, None, u4, u4, None,
+                                           i8])
     for k, t in zip(ks, types, strict=True):
         k.set_scalar_arg_dtypes(t)
         check_limits(k, dev, info, cfg.wg)
-    return ScanBuilt(variant, cfg, form, *ks, acc, _probe(ctx, dev, prg.clt_scan_probe))
+    return ScanBuilt(variant, cfg, form, *ks[:3], acc, _probe(ctx, dev, prg.clt_scan_probe),
+                     chain)

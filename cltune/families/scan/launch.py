@@ -1,6 +1,6 @@
 """Enqueue a built ScanConfig on a view (outer, r, inner) of a buffer: the plan (chunks per
 group, groups), scratch per queue, and the launches of kernels/scan.cl (one where a single
-chunk covers the input, else reduce -> carries -> scan).
+chunk covers the input, else reduce -> carries -> scan, or one chained pass).
 
 A `ScanLauncher` belongs to one (context, device, variant, config) and is thread-safe: kernel
 arguments are state shared by everyone using a build, so launches hold one lock.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+import numpy as np
 import pyopencl as cl
 
 from cltune.device.info import DeviceInfo
@@ -35,6 +36,8 @@ def plan(cfg: ScanConfig, compute_units: int, outer: int, r: int, inner: int) ->
     want = max(1, compute_units * cfg.groups_per_cu)
     if cfg.layout == "rows":
         n = outer * r * inner
+        if cfg.chain:  # a tile a group
+            return Plan(max(1, -(-n // cfg.tile)), cfg.tile)
         chunk = -(-max(1, n) // want)
         chunk = -(-chunk // cfg.tile) * cfg.tile  # whole tiles
         return Plan(max(1, -(-n // chunk)), chunk)
@@ -45,17 +48,29 @@ def plan(cfg: ScanConfig, compute_units: int, outer: int, r: int, inner: int) ->
     return Plan(max(1, -(-r // chunk)), chunk, colgroups)
 
 
+#: a chained call's epoch is 29 bits of its state words (kernels/scan.cl)
+EPOCH_LIMIT = (1 << 29) - 1
+
+
 class _Scratch:
     """Per-queue partials; on an out-of-order queue a call's first launch waits for the
-    previous call's last one (`last`), which read them."""
+    previous call's last one (`last`), which read them. A chained config's state words
+    (`status`, zeroed once: each call has its own epoch) and ticket counter (`base`: the
+    tickets handed out so far, mod 2^32)."""
 
-    __slots__ = ("pv", "pf", "capacity", "last")
+    __slots__ = ("pv", "pf", "capacity", "last", "status", "ticket", "status_cap", "epoch",
+                 "base")
 
     def __init__(self) -> None:
         self.last: cl.Event | None = None
         self.pv: cl.Buffer | None = None
         self.pf: cl.Buffer | None = None
         self.capacity = 0
+        self.status: cl.Buffer | None = None
+        self.ticket: cl.Buffer | None = None
+        self.status_cap = 0
+        self.epoch = 0
+        self.base = 0
 
 
 class ScanLauncher:
@@ -84,6 +99,25 @@ class ScanLauncher:
             s.pf = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, cap * 4)
             s.capacity = cap
         return s.pv, s.pf  # type: ignore[return-value]
+
+    def _chain_state(self, queue: cl.CommandQueue, words: int, wait_for):
+        """The state words (zeroed when new or when the epochs run out), the ticket counter,
+        this call's ticket base and epoch; the scratch remembers the next ones."""
+        s = self._scratch.setdefault(queue.int_ptr, _Scratch())
+        if s.ticket is None:
+            s.ticket = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                                 hostbuf=np.zeros(1, np.uint32))
+        fill = None
+        if s.status_cap < words or s.epoch >= EPOCH_LIMIT:
+            cap = max(words, 2 * s.status_cap) if s.status_cap < words else s.status_cap
+            if s.status_cap < words:
+                s.status = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, cap * 8)
+                s.status_cap = cap
+            fill = cl.enqueue_fill_buffer(queue, s.status, np.uint64(0), 0, cap * 8,
+                                          wait_for=self._before(queue, wait_for))
+            s.epoch = 0
+        s.epoch += 1
+        return s.status, s.ticket, fill
 
     def enqueue(self, queue: cl.CommandQueue, x: cl.Buffer, xoff: int, out: cl.Buffer,
                 ooff: int, view: tuple[int, int, int], *, exclusive: bool = False,
@@ -140,6 +174,18 @@ class ScanLauncher:
             b.down.set_args(x, L(xoff), L(n), L(p.chunk), *seg, self._dummy, U(0), out,
                             L(ooff))
             return [cl.enqueue_nd_range_kernel(queue, b.down, (wg,), (wg,), wait_for=wait_for)]
+        if b.chain is not None:
+            nw = 2 if b.acc_dtype.itemsize == 8 else 1
+            status, ticket, fill = self._chain_state(queue, p.groups * nw, wait_for)
+            s = self._scratch[queue.int_ptr]
+            b.chain.set_args(x, L(xoff), L(n), L(p.chunk), *seg, status, ticket, U(s.base),
+                             U(s.epoch), out, L(ooff))
+            before = self._after(fill) if fill is not None else self._before(queue, wait_for)
+            e = cl.enqueue_nd_range_kernel(queue, b.chain, (p.groups * wg,), (wg,),
+                                           wait_for=before)
+            s.base = (s.base + p.groups) & 0xFFFFFFFF
+            s.last = e
+            return [e] if fill is None else [fill, e]
         pv, pf = self._partials(queue, p.groups, b.acc_dtype.itemsize)
         b.reduce.set_args(x, L(xoff), L(n), L(p.chunk), *seg, pv, pf)
         e1 = cl.enqueue_nd_range_kernel(queue, b.reduce, (p.groups * wg,), (wg,),

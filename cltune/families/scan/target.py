@@ -57,13 +57,16 @@ class ScanSpace(LayoutSpace):
 
     def local_bytes(self, cfg: ScanConfig) -> int:
         stage = (cfg.tile + cfg.tile // 32 + 1) * self.acc_bytes if cfg.stage else 0
-        return stage + cfg.wg * (self.acc_bytes + 4)
+        chain = 32 * 2 * 8 + 64 if cfg.chain else 0  # the look-back window and its state
+        return stage + cfg.wg * (self.acc_bytes + 4) + chain
 
     def check(self, cfg: ScanConfig) -> str:
         """'' when cfg is feasible here, else why (nothing compiled)."""
         why = self.check_offered(cfg, self.info.max_wg)
         if why:
             return why
+        if cfg.chain and not self.info.int64_atomics:
+            return "chain=1: no cl_khr_int64_base_atomics on this device"
         if cfg.stage and cfg.wg < 4:
             # a tile through __local memory for one or two work-items gains nothing (and
             # Debian's PoCL 3.1 miscompiles wg=2 staged: validation refuses its answers)
@@ -82,12 +85,16 @@ def make_space(info: DeviceInfo, layout: str, acc_bytes: int) -> ScanSpace:
     if layout == "cols":
         vals = {"wg": wgs, "items": (1, 2, 4, 8, 16), "stage": (0,), "group_scan": (0,),
                 "groups_per_cu": GROUPS_PER_CU}
-        return ScanSpace(info, layout, acc_bytes, {"layout": ("cols",), **vals},
-                         {"stage": "cols: a work-item scans its column alone"})
+        return ScanSpace(info, layout, acc_bytes, {"layout": ("cols",), **vals, "chain": (0,)},
+                         {"stage": "cols: a work-item scans its column alone",
+                          "chain": "cols: reduce-then-scan"})
     vals = {"wg": wgs, "items": ITEMS, "stage": (0, 1),
             "group_scan": (0, 1) if info.subgroups else (0,),
-            "groups_per_cu": GROUPS_PER_CU}
+            "groups_per_cu": GROUPS_PER_CU,
+            "chain": (0, 1) if info.int64_atomics else (0,)}
     excluded = {} if info.subgroups else {"group_scan=1": "no subgroups on this device"}
+    if not info.int64_atomics:
+        excluded["chain=1"] = "no cl_khr_int64_base_atomics on this device"
     return ScanSpace(info, layout, acc_bytes, {"layout": ("rows",), **vals}, excluded)
 
 
