@@ -27,7 +27,7 @@ from cltune.families.many.family import ManyVariant, class_of
 from cltune.families.many.serve import ManyEngine, ManyExplanation
 from cltune.opencl.arrays import device_array
 from cltune.opencl.caches import ContextCache
-from cltune.opencl.events import pending
+from cltune.opencl.events import in_order, pending
 
 __all__ = ["explain_many", "norm_many", "reduce_many"]
 
@@ -85,7 +85,8 @@ def _run(eng: ManyEngine, pool: Any, xds: list[cla.Array], queue: cl.CommandQueu
         raise TypeError("wait_for must be a list of pyopencl Events")
     la, _ = eng.served(class_of(lengths))
     isz = v.spec.itemsize
-    waits = list(wait_for or []) + (pending(*(x.events for x in xds), out.events) or [])
+    waits = list(wait_for or []) + (pending(*(x.events for x in xds), out.events,
+                                            in_order=in_order(queue)) or [])
     evs = la.enqueue(queue, [(x.base_data, x.offset // isz, x.size) for x in xds],
                      out.base_data, out.offset // rdt.itemsize, waits or None)
     out.events = [evs[-1]]  # it waited for all of out's

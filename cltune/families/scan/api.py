@@ -23,7 +23,7 @@ from cltune.device.select import info_for, require_usable
 from cltune.families.scan.family import OPS, ScanVariant
 from cltune.families.scan.serve import ScanEngine, ScanExplanation
 from cltune.opencl.caches import ContextCache
-from cltune.opencl.events import pending
+from cltune.opencl.events import in_order, pending
 
 __all__ = ["Scanner", "cummax", "cummin", "cumprod", "cumsum", "get_scanner"]
 
@@ -130,12 +130,13 @@ class Scanner:
         if xd.size == 0:
             return res
         la, _ = self._engine(layout).served(view)
-        waits = list(wait_for or []) + (pending(xd.events, res.events) or [])
+        waits = list(wait_for or []) + (pending(xd.events, res.events,
+                                                in_order=in_order(self.queue)) or [])
         isz, osz = self.dtype.itemsize, self.result_dtype.itemsize
         evs = la.enqueue(self.queue, xd.base_data, xd.offset // isz, res.base_data,
                          res.offset // osz, view, exclusive=bool(exclusive),
                          wait_for=waits or None)
-        res.add_event(evs[-1])
+        res.events[:] = [evs[-1]]  # after everything it had: the launch waited or queued behind
         return res
 
     def segments(self, x: Any, offsets: Any, exclusive: bool = False, out: Any = None,
@@ -164,11 +165,11 @@ class Scanner:
         ob = cla.to_device(self.queue, o if off64 else o.astype(np.int32))
         la, _ = self._engine("rows").served((1, n, 1))
         isz, osz = self.dtype.itemsize, self.result_dtype.itemsize
-        waits = pending(xd.events, res.events, ob.events)
+        waits = pending(xd.events, res.events, ob.events, in_order=in_order(self.queue))
         evs = la.enqueue(self.queue, xd.base_data, xd.offset // isz, res.base_data,
                          res.offset // osz, (1, n, 1), exclusive=bool(exclusive),
                          offsets=ob.data, m=len(o) - 1, off64=off64, wait_for=waits or None)
-        res.add_event(evs[-1])
+        res.events[:] = [evs[-1]]  # after everything it had: the launch waited or queued behind
         return res
 
     def explain(self, shape: Any, axis: Any = None) -> ScanExplanation:
