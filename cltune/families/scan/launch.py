@@ -83,12 +83,25 @@ class ScanLauncher:
         self._lock = threading.Lock()
         self._scratch: dict[int, _Scratch] = {}
         self._dummy = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16)
+        self._builds: dict[Form, ScanBuilt] = {}
+        self._plans: dict[tuple[int, int, int], Plan] = {}
 
     def built(self, form: Form | None = None) -> ScanBuilt:
-        return build(self.ctx, self.dev, self.info, self.variant, self.cfg, form or Form())
+        form = form or Form()
+        b = self._builds.get(form)
+        if b is None:
+            b = self._builds[form] = build(self.ctx, self.dev, self.info, self.variant,
+                                           self.cfg, form)
+        return b
 
     def plan(self, outer: int, r: int, inner: int) -> Plan:
-        return plan(self.cfg, self.info.compute_units, outer, r, inner)
+        p = self._plans.get((outer, r, inner))
+        if p is None:
+            if len(self._plans) > 256:
+                self._plans.clear()
+            p = self._plans[(outer, r, inner)] = plan(self.cfg, self.info.compute_units,
+                                                      outer, r, inner)
+        return p
 
     def _partials(self, queue: cl.CommandQueue, count: int, acc_bytes: int,
                   ) -> tuple[cl.Buffer, cl.Buffer]:
