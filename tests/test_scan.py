@@ -269,3 +269,30 @@ def test_out_of_order_queue(ctx, device):
     outs = [s(cla.to_device(q, h)) for h in hs]
     for h, o in zip(hs, outs, strict=True):
         assert np.array_equal(o.get(), np.cumsum(h))
+
+
+def test_repeated_calls_of_one_shape_stay_right_and_checked(queue):
+    """The short way of a shape served before (Scanner._hot): other arrays of that shape,
+    views at an offset, out reused or not, exclusive; arrays it must not take (another dtype,
+    a wrong out, F order) still go the long way and get its answers and errors."""
+    s = cltune.get_scanner(queue, "sum", np.float32)
+    v = ScanVariant("sum", "float32")
+    base = sample(v, (3 * 4099 + 11,), seed=9)
+    xd = cla.to_device(queue, base)
+    out = cla.empty(queue, (4099,), np.float32)
+    for k in range(6):
+        part = xd[k:k + 4099]  # same shape, offsets 0..5 elements
+        got = s(part, out=out if k % 2 else None, exclusive=k >= 4)
+        _check(v, got.get(), base[k:k + 4099], None, exclusive=k >= 4)
+    assert len(s._hot) == 2  # (shape, axis, exclusive) pairs served before
+    s(xd[:4099], out=out)
+    assert len(out.events) == 1  # the launch only: it came after everything out had
+    with pytest.raises(TypeError, match="dtype"):
+        s(cla.to_device(queue, base[:4099].astype(np.float64)))
+    with pytest.raises(TypeError, match="out must be"):
+        s(xd[:4099], out=cla.empty(queue, (4099,), np.float64))
+    h2 = base[:40 * 101].reshape(40, 101)
+    for arr in (h2, np.asfortranarray(h2)):
+        for axis in (0, 1, None):
+            got = s(cla.to_device(queue, arr), axis=axis).get()
+            _check(v, got, np.ascontiguousarray(arr) if axis is None else arr, axis)

@@ -94,6 +94,8 @@ _builds: ContextCache[ScanBuilt] = ContextCache()
 def build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, variant: ScanVariant,
           cfg: ScanConfig, form: Form | None = None) -> ScanBuilt:
     form = form or Form()
+    if cfg.chain and not info.int64_atomics:
+        raise BuildError("chain=1 needs cl_khr_int64_base_atomics, which the device lacks")
     key = (dev.int_ptr, str(variant), cfg, form, scan_source())
     return _builds.get(ctx, key, lambda: _build(ctx, dev, info, variant, cfg, form))
 
@@ -113,8 +115,6 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, variant: ScanVaria
         raise BuildError("needs cl_khr_fp64, which the device lacks")
     if cfg.layout != variant.layout:
         raise BuildError(f"a {cfg.layout} config for the {variant.layout} layout")
-    if cfg.chain and not info.int64_atomics:
-        raise BuildError("chain=1 needs cl_khr_int64_base_atomics, which the device lacks")
     opts = [*build_defines(variant, cfg, form), *std_options(info)]
     prg = compile_program(ctx, dev, scan_source(), opts)
     acc = np.dtype(_NP[variant.acc_cl_type])
