@@ -140,3 +140,30 @@ def test_stored_configs_without_the_field_keep_their_meaning_and_key():
         ScanConfig.from_mapping({**old, "chain": 2})
     with pytest.raises(ScanConfigError, match="chain"):
         ScanConfig("cols", wg=64, items=1, stage=0, chain=1)
+
+
+def test_gpu_tuning_is_seeded_with_the_measured_chained_passes(device):
+    """On a GPU with 64-bit atomics the scan tuner's first trials are the builtin chained pass
+    and the H200 sweep's other winners (where local memory holds them); a CPU gets none."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from cltune.families.scan.target import ScanTarget
+
+    info, _ = device
+    for kind, atom, acc in (("gpu", True, 4), ("gpu", True, 8), ("cpu", True, 4),
+                            ("gpu", False, 4)):
+        fake_info = replace(info, type=kind, int64_atomics=atom, max_wg=1024,
+                            local_mem=49152, subgroups=False, warp_size=32)
+        t = SimpleNamespace(info=fake_info, scan=ScanVariant("sum", "float32"),
+                            acc_bytes=acc, space=make_space(fake_info, "rows", acc))
+        t._params = lambda cfg, t=t: ScanTarget._params(t, cfg)
+        got = [ScanConfig.from_mapping(d) for d in ScanTarget.seeds(t, [], (0, 20), None)]
+        chained = [c for c in got if c.chain]
+        if kind == "gpu" and atom:
+            assert got[0].short() == "rows wg128 i32 stage tree chain"  # the builtin
+            assert ScanConfig("rows", wg=128, items=16, stage=1, chain=1) in chained
+            assert (ScanConfig("rows", wg=256, items=32, stage=1, chain=1) in chained) == \
+                (acc == 4)  # 256 x 32 x 8 bytes does not fit 48 KiB
+        else:
+            assert not chained

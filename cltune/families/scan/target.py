@@ -186,7 +186,8 @@ class ScanTarget(Target):
 
     def seeds(self, known_rows: Iterable[object], key: tuple[int, int],
               previous: ScanConfig | None) -> list[dict]:
-        """The known best of this class, the previous class's winner, the builtin config."""
+        """The known best of this class, the previous class's winner, the builtin config (and
+        on GPUs with 64-bit atomics two more chained passes), each where the space offers it."""
         known = None
         for r in known_rows:
             if getattr(r, "size_class", None) == self.size_class(key):
@@ -195,8 +196,15 @@ class ScanTarget(Target):
                 except ValueError:
                     known = None
         out: list[dict] = []
+        extra: list[ScanConfig] = []
+        if self.scan.layout == "rows" and self.info.int64_atomics and self.info.type != "cpu":
+            # the H200 sweep's other winners beside the builtin (docs/benchmarks.md: chained
+            # passes of 256 x 32 at 2^20 and 128 x 16 on rows of 16): 8 trials over an
+            # 864-point space rarely draw them
+            extra = [ScanConfig("rows", wg=256, items=32, stage=1, chain=1),
+                     ScanConfig("rows", wg=128, items=16, stage=1, chain=1)]
         for cfg in (known, previous, builtin_config(self.info, self.scan.layout,
-                                                    self.acc_bytes)):
+                                                    self.acc_bytes), *extra):
             p = self._params(cfg)
             if p is not None and p not in out:
                 out.append(p)
