@@ -25,7 +25,8 @@
  *
  * Rounding: floating-point values are combined in the result type, as numpy's accumulate
  * does, but an element meets at most chunk / CLT_WG + CLT_ITEMS + chunk / tile +
- * 2 log2(CLT_WG) + log2(G) roundings where numpy's sequential scan has i (the bound
+ * 2 log2(CLT_WG) + log2(G) roundings (the chained pass: + G, its carry passes the tiles
+ * before it one by one) where numpy's sequential scan has i (the bound
  * families/scan/reference.py validates against).
  */
 
@@ -476,6 +477,7 @@ clt_scan_chain(__global const CLT_IN_T *x, const long xoff, const long n, const 
     barrier(CLK_LOCAL_MEM_FENCE);
     const long g = s_g;
     const long a = g * chunk;
+    if (a >= n) return; /* never with the host's ticket base (the group's, so uniform) */
     const long b = min(a + chunk, n);
     __global const CLT_IN_T *xp = x + xoff;
     __global CLT_OUT_T *op = out + ooff;

@@ -271,11 +271,17 @@ def test_out_of_order_queue(ctx, device):
         assert np.array_equal(o.get(), np.cumsum(h))
 
 
-def test_repeated_calls_of_one_shape_stay_right_and_checked(queue):
+def test_repeated_calls_of_one_shape_stay_right_and_checked(ctx, queue, monkeypatch):
     """The short way of a shape served before (Scanner._hot): other arrays of that shape,
-    views at an offset, out reused or not, exclusive; arrays it must not take (another dtype,
-    a wrong out, F order) still go the long way and get its answers and errors."""
+    views at an offset, out reused or not, exclusive; it waits for an unfinished event of
+    out's (a user event); arrays it must not take (another dtype, a wrong out, F order, an
+    axis that is not an int) still go the long way and get its answers and errors."""
+    import pyopencl as cl
+
     s = cltune.get_scanner(queue, "sum", np.float32)
+    short = []
+    real = s._hot_call
+    monkeypatch.setattr(s, "_hot_call", lambda *a: short.append(real(*a)) or short[-1])
     v = ScanVariant("sum", "float32")
     base = sample(v, (3 * 4099 + 11,), seed=9)
     xd = cla.to_device(queue, base)
@@ -284,13 +290,20 @@ def test_repeated_calls_of_one_shape_stay_right_and_checked(queue):
         part = xd[k:k + 4099]  # same shape, offsets 0..5 elements
         got = s(part, out=out if k % 2 else None, exclusive=k >= 4)
         _check(v, got.get(), base[k:k + 4099], None, exclusive=k >= 4)
-    assert len(s._hot) == 2  # (shape, axis, exclusive) pairs served before
-    s(xd[:4099], out=out)
-    assert len(out.events) == 1  # the launch only: it came after everything out had
+    assert len(short) == 4 and all(r is not None for r in short)  # calls 2, 3, 4 and 6
+    gate = cl.UserEvent(ctx)
+    out.events.append(gate)
+    res = s(xd[1:4100], out=out)
+    assert res is out and len(out.events) == 1
+    assert out.events[0].command_execution_status != cl.command_execution_status.COMPLETE
+    gate.set_status(cl.command_execution_status.COMPLETE)
+    _check(v, out.get(), base[1:4100], None)
     with pytest.raises(TypeError, match="dtype"):
         s(cla.to_device(queue, base[:4099].astype(np.float64)))
     with pytest.raises(TypeError, match="out must be"):
         s(xd[:4099], out=cla.empty(queue, (4099,), np.float64))
+    with pytest.raises(TypeError, match="axis"):
+        s(xd[:4099], axis=1.0)
     h2 = base[:40 * 101].reshape(40, 101)
     for arr in (h2, np.asfortranarray(h2)):
         for axis in (0, 1, None):

@@ -52,49 +52,64 @@ def test_every_awkward_case_validates(ctx, queue, device, atomics, op, dtype, cf
 
 
 def test_in_place_and_many_calls_on_one_scratch(ctx, queue, device, atomics):
-    """In place (out = x) at an offset, then 40 calls back to back of changing lengths on
-    one launcher: each call's tickets start where the last call's ended, its epoch is new."""
+    """40 calls queued back to back (one wait at the end) of changing lengths on one launcher
+    and queue: each call's tickets start where the last call's ended (the host's base), its
+    epoch is new; then in place (out = x) at an offset, one- and two-word accumulators."""
     info, dev = device
-    v = ScanVariant("sum", "int32")
-    la = ScanLauncher(ctx, dev, info, v.with_layout("rows"), CHAINS[0])
     v64 = ScanVariant("sum", "int32")  # the result is int64: a two-word accumulator
+    la = ScanLauncher(ctx, dev, info, v64, CHAINS[1])
     h = sample(v64, (9001,), seed=3)
-    la64 = ScanLauncher(ctx, dev, info, v64, CHAINS[1])
+    xd = cla.to_device(queue, h)
+    outs, tiles, last_fill = [], 0, -1
     for k in range(40):
         n = 3001 + 97 * k
-        got = run_view(la64, queue, h[:n], (1, n, 1), exclusive=bool(k % 2), xoff=k % 3)
-        want, scale = reference(v64, h[:n], 0, bool(k % 2), None)
-        assert compare(v64, got, want, scale, 0).ok, k
-    # in place: float32 sums, out is the input's own buffer at its offset
-    vf = ScanVariant("sum", "float32")
-    laf = ScanLauncher(ctx, dev, info, vf, CHAINS[0])
-    x = sample(vf, (12345,), seed=5)
-    d = cla.to_device(queue, np.concatenate([np.zeros(7, np.float32), x]))
-    evs = laf.enqueue(queue, d.base_data, 7, d.base_data, 7, (1, x.size, 1))
-    cl.wait_for_events(evs)
-    want, scale = reference(vf, x, 0, False, None)
-    assert compare(vf, d.get()[7:], want, scale, 64).ok
-    del la
+        o = cla.empty(queue, (n,), np.int64)
+        evs = la.enqueue(queue, xd.data, k % 3, o.data, 0, (1, n, 1), exclusive=bool(k % 2))
+        last_fill = k if len(evs) == 2 else last_fill  # the state words grew: cleared
+        outs.append((n, k, o))
+        tiles += la.plan(1, n, 1).groups
+    queue.finish()
+    for n, k, o in outs:
+        want, scale = reference(v64, h[k % 3:k % 3 + n], 0, bool(k % 2), None)
+        assert compare(v64, o.get(), want, scale, 0).ok, k
+    s = la._scratch[queue.int_ptr]
+    assert s.base == tiles % 2**32 and s.epoch == 40 - last_fill and last_fill > 0
+    for v in (ScanVariant("sum", "float32"), ScanVariant("prod", "float64")):
+        if v.needs_fp64 and not info.fp64:
+            continue
+        lap = ScanLauncher(ctx, dev, info, v, CHAINS[0])
+        x = sample(v, (12345,), seed=5)
+        d = cla.to_device(queue, np.concatenate([np.zeros(7, x.dtype), x]))
+        cl.wait_for_events(lap.enqueue(queue, d.base_data, 7, d.base_data, 7, (1, x.size, 1)))
+        want, scale = reference(v, x, 0, False, None)
+        assert compare(v, d.get()[7:], want, scale, 64 + x.size).ok, str(v)
 
 
 def test_the_epochs_running_out_clear_the_state_words(ctx, queue, device, atomics,
                                                       monkeypatch):
-    """With 3 epochs to a clearing: stale words of earlier calls never pass for this call's."""
+    """With 3 epochs to a clearing: every fourth call clears the state words first (a fill
+    before the launch), and no call takes a stale word of an earlier one."""
     info, dev = device
     monkeypatch.setattr(launch, "EPOCH_LIMIT", 3)
     v = ScanVariant("sum", "float32")
     la = ScanLauncher(ctx, dev, info, v, CHAINS[1])
+    fills = []
     for k in range(8):
         x = sample(v, (20000 - 1000 * (k % 3),), seed=k)
-        got = run_view(la, queue, x, (1, x.size, 1))
+        xb = cla.to_device(queue, x)
+        ob = cla.empty(queue, x.shape, np.float32)
+        evs = la.enqueue(queue, xb.data, 0, ob.data, 0, (1, x.size, 1))
+        fills.append(len(evs) == 2)  # [fill, chain]
         want, scale = reference(v, x, 0, False, None)
-        assert compare(v, got, want, scale, 64).ok, k
+        assert compare(v, ob.get(), want, scale, 64).ok, k
+    assert fills == [True, False, False, True, False, False, True, False]
     s = la._scratch[queue.int_ptr]
-    assert 1 <= s.epoch <= 3 and s.base == sum(-(-(20000 - 1000 * (k % 3)) // 32)
-                                               for k in range(8)) % 2**32
+    assert s.epoch == 2
 
 
 def test_out_of_order_queue(ctx, device, atomics):
+    """Growing lengths on an out-of-order queue: the state words are reallocated and cleared
+    (a fill the launch waits for) and every launch waits for the previous one."""
     _, dev = device
     info = atomics
     try:
@@ -103,15 +118,35 @@ def test_out_of_order_queue(ctx, device, atomics):
         pytest.skip("the device has no out-of-order queues")
     v = ScanVariant("max", "float32")
     la = ScanLauncher(ctx, dev, info, v, CHAINS[0])
-    hs = [sample(v, (30001 + k,), seed=k) for k in range(5)]
+    hs = [sample(v, (3001 * 3**k,), seed=k) for k in range(5)]
     xs = [cla.to_device(q, h) for h in hs]
     outs = [cla.empty(q, h.shape, np.float32) for h in hs]
     q.finish()
+    grew = 0
     for x, o in zip(xs, outs, strict=True):
-        la.enqueue(q, x.data, 0, o.data, 0, (1, x.size, 1))
+        grew += len(la.enqueue(q, x.data, 0, o.data, 0, (1, x.size, 1))) == 2
     q.finish()
+    assert grew >= 3  # reallocated as the lengths grew
     for h, o in zip(hs, outs, strict=True):
         assert np.array_equal(o.get(), np.maximum.accumulate(h), equal_nan=True)
+
+
+def test_a_chained_config_too_big_for_its_state_buffer_scans_by_reduce_then_scan(
+        ctx, queue, device, atomics):
+    info, dev = device
+    from cltune.families.scan.launch import plan
+
+    cfg = CHAINS[0]
+    assert plan(cfg, 2, 1, 100000, 1, state_words=10**6).chained
+    p = plan(cfg, 2, 1, 100000, 1, state_words=1000)
+    assert not p.chained and p.groups == 2 * 4 and p.chunk % cfg.tile == 0
+    v = ScanVariant("sum", "float32")
+    la = ScanLauncher(ctx, dev, info, v, cfg)
+    la._plans[(1, 100000, 1)] = p  # as a device with a small allocation limit would plan it
+    x = sample(v, (100000,), seed=2)
+    got = run_view(la, queue, x, (1, x.size, 1))
+    want, scale = reference(v, x, 0, False, None)
+    assert compare(v, got, want, scale, 64).ok
 
 
 def test_not_offered_without_64_bit_atomics(ctx, device):
@@ -140,6 +175,8 @@ def test_stored_configs_without_the_field_keep_their_meaning_and_key():
         ScanConfig.from_mapping({**old, "chain": 2})
     with pytest.raises(ScanConfigError, match="chain"):
         ScanConfig("cols", wg=64, items=1, stage=0, chain=1)
+    with pytest.raises(ScanConfigError, match="groups_per_cu"):
+        ScanConfig("rows", wg=64, items=4, groups_per_cu=8, chain=1)
 
 
 def test_gpu_tuning_is_seeded_with_the_measured_chained_passes(device):
@@ -158,7 +195,9 @@ def test_gpu_tuning_is_seeded_with_the_measured_chained_passes(device):
         t = SimpleNamespace(info=fake_info, scan=ScanVariant("sum", "float32"),
                             acc_bytes=acc, space=make_space(fake_info, "rows", acc))
         t._params = lambda cfg, t=t: ScanTarget._params(t, cfg)
-        got = [ScanConfig.from_mapping(d) for d in ScanTarget.seeds(t, [], (0, 20), None)]
+        seeds = ScanTarget.seeds(t, [], (0, 20), None)
+        assert all("chain" in d for d in seeds)  # a trial enqueued without it samples it
+        got = [ScanConfig.from_mapping(d) for d in seeds]
         chained = [c for c in got if c.chain]
         if kind == "gpu" and atom:
             assert got[0].short() == "rows wg128 i32 stage tree chain"  # the builtin

@@ -21,8 +21,10 @@ def pending(*lists: list, ours: cl.Event | None = None,
         for e in list(evs):
             if e is ours:
                 continue
-            if skip is not None and e.command_queue.int_ptr == skip:
-                continue
+            if skip is not None:
+                q = e.command_queue  # None for a user event
+                if q is not None and q.int_ptr == skip:
+                    continue
             if e.command_execution_status == _COMPLETE:
                 try:
                     evs.remove(e)

@@ -121,7 +121,8 @@ class Scanner:
     def __call__(self, x: Any, axis: Any = None, exclusive: bool = False, out: Any = None,
                  wait_for: list[cl.Event] | None = None) -> cla.Array:
         """The scan of x along `axis` (None: of the flattened array, C order, as numpy's)."""
-        if wait_for is None and type(x) is cla.Array:  # the repeated call: ~15 us less host
+        if wait_for is None and type(x) is cla.Array and (axis is None or type(axis) is int):
+            # the repeated call (~15 us less host); other axis types go the long way (errors)
             hot = self._hot.get((x.shape, axis, bool(exclusive)))
             if hot is not None:
                 res = self._hot_call(x, out, bool(exclusive), *hot)
@@ -138,7 +139,8 @@ class Scanner:
         if xd.size == 0:
             return res
         la, _ = self._engine(layout).served(view)
-        if xd is x and wait_for is None and not f_order and res.flags.c_contiguous:
+        if (xd is x and wait_for is None and not f_order and res.flags.c_contiguous
+                and (axis is None or type(axis) is int)):
             if len(self._hot) > 64:
                 self._hot.clear()
             self._hot[(x.shape, axis, bool(exclusive))] = (la, view, shape)

@@ -21,6 +21,7 @@ MAX_WG = 1024
 ITEMS = (1, 2, 4, 8, 16, 32)
 GROUP_SCANS = ("tree", "subgroup")
 GROUPS_PER_CU = (1, 2, 4, 8, 16, 32)
+CHAIN_GROUPS_PER_CU = 4  # a chained config's (it launches a group a tile)
 
 
 class ScanConfigError(ConfigError):
@@ -80,6 +81,9 @@ class ScanConfig(MappedConfig):
                                   f"{GROUPS_PER_CU}")
         if self.chain not in (0, 1):
             raise ScanConfigError(f"chain: {self.chain} is not 0 or 1")
+        if self.chain and self.groups_per_cu != CHAIN_GROUPS_PER_CU:
+            raise ScanConfigError(f"groups_per_cu: {self.groups_per_cu} with chain=1 (a group a "
+                                  f"tile: it has no effect; keep {CHAIN_GROUPS_PER_CU})")
         if self.layout == "cols" and self.chain:
             raise ScanConfigError("chain: the cols layout scans by reduce-then-scan")
         if self.layout == "cols" and (self.stage or self.group_scan):

@@ -30,14 +30,19 @@ class Plan:
     groups: int
     chunk: int
     colgroups: int = 1
+    chained: bool = False  # one chained pass (else reduce-then-scan, or one group)
 
 
-def plan(cfg: ScanConfig, compute_units: int, outer: int, r: int, inner: int) -> Plan:
+def plan(cfg: ScanConfig, compute_units: int, outer: int, r: int, inner: int,
+         state_words: int | None = None) -> Plan:
+    """`state_words`: how many state words a chained pass may use (one buffer's worth); a
+    chained config whose tiles need more scans this input by reduce-then-scan."""
     want = max(1, compute_units * cfg.groups_per_cu)
     if cfg.layout == "rows":
         n = outer * r * inner
-        if cfg.chain:  # a tile a group
-            return Plan(max(1, -(-n // cfg.tile)), cfg.tile)
+        tiles = max(1, -(-n // cfg.tile))
+        if cfg.chain and (state_words is None or tiles <= state_words):  # a tile a group
+            return Plan(tiles, cfg.tile, chained=tiles > 1)
         chunk = -(-max(1, n) // want)
         chunk = -(-chunk // cfg.tile) * cfg.tile  # whole tiles
         return Plan(max(1, -(-n // chunk)), chunk)
@@ -99,9 +104,14 @@ class ScanLauncher:
         if p is None:
             if len(self._plans) > 256:
                 self._plans.clear()
+            words = self.dev.max_mem_alloc_size // 8 // self._state_width()
             p = self._plans[(outer, r, inner)] = plan(self.cfg, self.info.compute_units,
-                                                      outer, r, inner)
+                                                      outer, r, inner, words)
         return p
+
+    def _state_width(self) -> int:
+        """State words per tile of a chained pass: two for a 64-bit accumulator."""
+        return 2 if self.variant.acc_cl_type in ("double", "long", "ulong") else 1
 
     def _partials(self, queue: cl.CommandQueue, count: int, acc_bytes: int,
                   ) -> tuple[cl.Buffer, cl.Buffer]:
@@ -117,6 +127,10 @@ class ScanLauncher:
         """The state words (zeroed when new or when the epochs run out), the ticket counter,
         this call's ticket base and epoch; the scratch remembers the next ones."""
         s = self._scratch.setdefault(queue.int_ptr, _Scratch())
+        if s.last is not None and s.last.command_execution_status < 0:
+            s.ticket = None  # a launch that failed may have left tickets taken: start over
+            s.status_cap = 0
+            s.base = 0
         if s.ticket is None:
             s.ticket = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                                  hostbuf=np.zeros(1, np.uint32))
@@ -187,8 +201,8 @@ class ScanLauncher:
             b.down.set_args(x, L(xoff), L(n), L(p.chunk), *seg, self._dummy, U(0), out,
                             L(ooff))
             return [cl.enqueue_nd_range_kernel(queue, b.down, (wg,), (wg,), wait_for=wait_for)]
-        if b.chain is not None:
-            nw = 2 if b.acc_dtype.itemsize == 8 else 1
+        if p.chained:
+            nw = self._state_width()
             status, ticket, fill = self._chain_state(queue, p.groups * nw, wait_for)
             s = self._scratch[queue.int_ptr]
             b.chain.set_args(x, L(xoff), L(n), L(p.chunk), *seg, status, ticket, U(s.base),

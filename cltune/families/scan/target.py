@@ -20,7 +20,7 @@ from cltune.core.space import LayoutSpace
 from cltune.device.info import DeviceInfo
 from cltune.families.base import Target
 from cltune.families.scan import family as fam
-from cltune.families.scan.config import GROUPS_PER_CU, ITEMS, ScanConfig
+from cltune.families.scan.config import CHAIN_GROUPS_PER_CU, GROUPS_PER_CU, ITEMS, ScanConfig
 from cltune.families.scan.defaults import builtin_config
 from cltune.families.scan.kernel import source_hash
 from cltune.families.scan.launch import ScanLauncher
@@ -173,7 +173,10 @@ class ScanTarget(Target):
 
     def suggest(self, trial: optuna.Trial) -> ScanConfig:
         v = self.space.values
-        return ScanConfig(**{k: trial.suggest_categorical(k, v[k]) for k in ScanConfig.names()})
+        d = {k: trial.suggest_categorical(k, v[k]) for k in ScanConfig.names()}
+        if d["chain"]:
+            d["groups_per_cu"] = CHAIN_GROUPS_PER_CU  # no effect there: one config, not six
+        return ScanConfig(**d)
 
     def builtin(self) -> ScanConfig | None:
         cfg = builtin_config(self.info, self.scan.layout, self.acc_bytes)
@@ -182,7 +185,9 @@ class ScanTarget(Target):
     def _params(self, cfg: ScanConfig | None) -> dict | None:
         if cfg is None or self.space.check(cfg):
             return None
-        return cfg.to_dict()
+        # every field: to_dict leaves chain=0 out (stable keys), and a trial enqueued without
+        # a parameter has the sampler draw it
+        return {**cfg.to_dict(), "chain": cfg.chain}
 
     def seeds(self, known_rows: Iterable[object], key: tuple[int, int],
               previous: ScanConfig | None) -> list[dict]:
