@@ -144,13 +144,19 @@ class Scanner:
             if len(self._hot) > 64:
                 self._hot.clear()
             self._hot[(x.shape, axis, bool(exclusive))] = (la, view, shape)
-        waits = list(wait_for or []) + (pending(xd.events, res.events,
-                                                in_order=self._in_order) or [])
+        return self._launch(la, xd, res, view, bool(exclusive), wait_for)
+
+    def _launch(self, la: Any, x: cla.Array, res: cla.Array, view: tuple[int, int, int],
+                exclusive: bool, wait_for: list[cl.Event] | None) -> cla.Array:
+        """Scan x as `view` into res after what they (and `wait_for`) wait on; res's events are
+        then the launch's only (it came after all of them: waited for, or queued behind)."""
+        waits = list(wait_for or [])
+        if x.events or res.events:
+            waits += pending(x.events, res.events, in_order=self._in_order) or []
         isz, osz = self.dtype.itemsize, self.result_dtype.itemsize
-        evs = la.enqueue(self.queue, xd.base_data, xd.offset // isz, res.base_data,
-                         res.offset // osz, view, exclusive=bool(exclusive),
-                         wait_for=waits or None)
-        res.events[:] = [evs[-1]]  # after everything it had: the launch waited or queued behind
+        evs = la.enqueue(self.queue, x.base_data, x.offset // isz, res.base_data,
+                         res.offset // osz, view, exclusive=exclusive, wait_for=waits or None)
+        res.events[:] = [evs[-1]]
         return res
 
     def _hot_call(self, x: cla.Array, out: Any, exclusive: bool, la: Any,
@@ -170,12 +176,7 @@ class Scanner:
             res = out
         else:
             return None
-        waits = pending(x.events, res.events, in_order=self._in_order) \
-            if x.events or res.events else None
-        evs = la.enqueue(self.queue, x.base_data, x.offset // isz, res.base_data,
-                         res.offset // rdt.itemsize, view, exclusive=exclusive, wait_for=waits)
-        res.events[:] = [evs[-1]]
-        return res
+        return self._launch(la, x, res, view, exclusive, None)
 
     def segments(self, x: Any, offsets: Any, exclusive: bool = False, out: Any = None,
                  ) -> cla.Array:

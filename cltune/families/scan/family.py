@@ -88,6 +88,11 @@ class ScanVariant:
         return self.out_cl_type
 
     @property
+    def acc_bytes(self) -> int:
+        """The accumulator's width in bytes (4 or 8)."""
+        return 8 if self.acc_cl_type in ("double", "long", "ulong") else 4
+
+    @property
     def needs_fp64(self) -> bool:
         return self.dtype == "float64"
 

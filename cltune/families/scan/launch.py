@@ -111,7 +111,7 @@ class ScanLauncher:
 
     def _state_width(self) -> int:
         """State words per tile of a chained pass: two for a 64-bit accumulator."""
-        return 2 if self.variant.acc_cl_type in ("double", "long", "ulong") else 1
+        return self.variant.acc_bytes // 4
 
     def _partials(self, queue: cl.CommandQueue, count: int, acc_bytes: int,
                   ) -> tuple[cl.Buffer, cl.Buffer]:
@@ -135,12 +135,12 @@ class ScanLauncher:
             s.ticket = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                                  hostbuf=np.zeros(1, np.uint32))
         fill = None
-        if s.status_cap < words or s.epoch >= EPOCH_LIMIT:
-            cap = max(words, 2 * s.status_cap) if s.status_cap < words else s.status_cap
-            if s.status_cap < words:
-                s.status = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, cap * 8)
-                s.status_cap = cap
-            fill = cl.enqueue_fill_buffer(queue, s.status, np.uint64(0), 0, cap * 8,
+        grow = s.status_cap < words
+        if grow or s.epoch >= EPOCH_LIMIT:
+            if grow:
+                s.status_cap = max(words, 2 * s.status_cap)
+                s.status = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, s.status_cap * 8)
+            fill = cl.enqueue_fill_buffer(queue, s.status, np.uint64(0), 0, s.status_cap * 8,
                                           wait_for=self._before(queue, wait_for))
             s.epoch = 0
         s.epoch += 1

@@ -68,7 +68,7 @@ class ScanEngine:
     def __init__(self, ctx: cl.Context, dev: cl.Device, info: Any, variant: ScanVariant,
                  db: str | None) -> None:
         self.ctx, self.dev, self.info, self.variant = ctx, dev, info, variant
-        self.acc_bytes = 8 if variant.acc_cl_type in ("double", "long", "ulong") else 4
+        self.acc_bytes = variant.acc_bytes
         self.level, self.why, self.tuned = load(info, str(variant), db)
         self._lock = threading.Lock()
         self._by_key: dict[tuple[int, int], tuple[ScanLauncher, ScanExplanation]] = {}

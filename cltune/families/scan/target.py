@@ -166,7 +166,7 @@ class ScanTarget(Target):
     def setup(self) -> None:
         self.scan = fam.variant_of(self.variant)
         self.source_hash = source_hash()
-        self.acc_bytes = 8 if self.scan.acc_cl_type in ("double", "long", "ulong") else 4
+        self.acc_bytes = self.scan.acc_bytes
 
     def make_space(self) -> Any:
         return make_space(self.info, self.scan.layout, self.acc_bytes)
