@@ -64,7 +64,10 @@
 #define CLT_STAGE 1 /* 1: tiles pass through __local memory (coalesced loads and stores) */
 #endif
 #ifndef CLT_GROUP_SCAN
-#define CLT_GROUP_SCAN 0 /* 0 __local tree with barriers; 1 subgroup scans (sums) */
+#define CLT_GROUP_SCAN 0 /* 0 __local tree with barriers; 1 subgroup scans (sums); 2 warp shuffles */
+#endif
+#ifndef CLT_NV_PTX
+#define CLT_NV_PTX 0 /* the host saw NVIDIA's platform: inline PTX may be used */
 #endif
 #ifndef CLT_SEG
 #define CLT_SEG 0
@@ -75,8 +78,12 @@
 #ifndef CLT_EXCL
 #define CLT_EXCL 0 /* 1: exclusive (element i gets the value of the elements before it) */
 #endif
+#ifndef CLT_ACC_BITS
+#define CLT_ACC_BITS 32 /* the accumulator's width */
+#endif
 #ifndef CLT_CHAIN
-#define CLT_CHAIN 0 /* 1: build clt_scan_chain (needs cl_khr_int64_base_atomics) */
+#define CLT_CHAIN 0 /* 1: build clt_scan_chain (needs cl_khr_int64_base_atomics); 2: the same,
+                       its look-back reading the state words by volatile 64-bit loads */
 #endif
 
 #if CLT_NEEDS_FP64
@@ -103,6 +110,19 @@ typedef CLT_ACC_T acc_t;
 #define SG_SCAN 1
 #else
 #define SG_SCAN 0
+#endif
+
+/* NVIDIA's warp shuffles (inline PTX; warps of 32 consecutive work-items), for any op and
+ * segment mode; the tree where there is no PTX or the group is not whole warps */
+#if CLT_NV_PTX || defined(cl_nv_pragma_unroll)
+#define HAVE_NV_PTX 1
+#else
+#define HAVE_NV_PTX 0
+#endif
+#if CLT_GROUP_SCAN == 2 && HAVE_NV_PTX && CLT_WG % 32 == 0
+#define WARP_SCAN 1
+#else
+#define WARP_SCAN 0
 #endif
 
 /* ---- the operation ----------------------------------------------------------------------- */
@@ -188,6 +208,26 @@ inline long first_at_or_after(__global const void *offs, const long m, const lon
 #define LAST_HEAD(a, b) ((a) == 0 && (b) > 0 ? 0L : -1L)
 #endif
 
+#if WARP_SCAN
+inline uint warp_up_u32(uint v, uint delta) {
+    uint r;
+    asm volatile("shfl.sync.up.b32 %0, %1, %2, 0x0, 0xffffffff;" : "=r"(r) : "r"(v), "r"(delta));
+    return r;
+}
+inline acc_t warp_up(acc_t v, uint delta) {
+#if CLT_ACC_BITS == 64
+    uint2 u = as_uint2(v);
+    u.x = warp_up_u32(u.x, delta);
+    u.y = warp_up_u32(u.y, delta);
+    return CAT(as_, CLT_ACC_T)(u);
+#elif CLT_ACC_BITS == 32
+    return CAT(as_, CLT_ACC_T)(warp_up_u32(as_uint(v), delta));
+#else
+    return (acc_t)warp_up_u32((uint)v, delta); /* 8 and 16 bits: integers only */
+#endif
+}
+#endif
+
 /* ---- a group's combine of per-work-item (flag, value) pairs ------------------------------- */
 /* (f1, v1) . (f2, v2) */
 #define SEG_COMBINE(f1, v1, f2, v2, fo, vo)                                                      \
@@ -218,6 +258,44 @@ inline void group_scan(uint f, acc_t v, uint *ef, acc_t *ev, uint *tf, acc_t *tv
     *ef = 0;
     *tv = all;
     *tf = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+#elif WARP_SCAN
+    /* the warp's inclusive scan of (f, v) by shfl.sync.up, then the warps' totals in __local
+     * (one barrier to publish them, one before sv/sf are reused) */
+    const uint lane = lid & 31u, w = lid >> 5;
+#if !CLT_SEG
+    f = 0u; /* no segments: the one head (element 0) has nothing before it to cut off */
+#endif
+    for (uint off = 1; off < 32; off <<= 1) {
+        const acc_t pv = warp_up(v, off); /* every lane shuffles: never under a condition */
+        const uint pf = CLT_SEG ? warp_up_u32(f, off) : 0u;
+        if (lane >= off) SEG_COMBINE(pf, pv, f, v, f, v);
+    }
+    acc_t xv = warp_up(v, 1u);
+    uint xf = CLT_SEG ? warp_up_u32(f, 1u) : 0u;
+    if (lane == 0) {
+        xv = IDENT;
+        xf = 0u;
+    }
+    if (lane == 31u) {
+        sv[w] = v;
+        sf[w] = f;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    acc_t bv = IDENT, av = IDENT;
+    uint bf = 0u, af = 0u;
+    for (uint k = 0; k < CLT_WG / 32; ++k) {
+        const acc_t t = sv[k];
+        const uint tfl = sf[k];
+        if (k == w) {
+            bv = av;
+            bf = af;
+        }
+        SEG_COMBINE(af, av, tfl, t, af, av);
+    }
+    SEG_COMBINE(bf, bv, xf, xv, *ef, *ev);
+    *tv = av;
+    *tf = af;
     barrier(CLK_LOCAL_MEM_FENCE);
 #else
     sv[lid] = v;
@@ -420,9 +498,6 @@ clt_scan_down(__global const CLT_IN_T *x, const long xoff, const long n, const l
  * both carry the same epoch and state, so no fence orders the two stores. */
 #if CLT_CHAIN
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
-#ifndef CLT_ACC_BITS
-#define CLT_ACC_BITS 32
-#endif
 #ifndef CLT_LB
 #define CLT_LB (CLT_WG < 32 ? CLT_WG : 32)
 #endif
@@ -447,6 +522,14 @@ clt_scan_down(__global const CLT_IN_T *x, const long xoff, const long n, const l
 #define ENC(v) ((ulong)(uint)(v))
 #define DEC(u) ((acc_t)(uint)(u))
 #endif
+#endif
+#if CLT_CHAIN == 2
+/* a volatile load of an aligned 64-bit word: one transaction on the GPUs this is offered on
+ * (the tuner validates it there); the word carries value, epoch and state together, so no
+ * other store needs ordering against it */
+#define LB_READ(p) (*(p))
+#else
+#define LB_READ(p) atom_add((p), 0ul)
 #endif
 #define LOW(st, f, epoch) (((ulong)(epoch) << 3) | ((ulong)(f) << 2) | (ulong)(st))
 
@@ -496,7 +579,7 @@ clt_scan_chain(__global const CLT_IN_T *x, const long xoff, const long n, const 
         if (lid < CLT_LB) {
             const long j = look - (long)lid;
 #pragma unroll
-            for (int w = 0; w < NW; ++w) win[lid * NW + w] = j >= 0 ? atom_add(status + j * NW + w, 0ul) : 0ul;
+            for (int w = 0; w < NW; ++w) win[lid * NW + w] = j >= 0 ? LB_READ(status + j * NW + w) : 0ul;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         if (lid == 0) {
@@ -633,8 +716,8 @@ clt_scan_cols_down(__global const CLT_IN_T *x, const long xoff, const long outer
     }
 }
 
-/* which paths the compiler took: [subgroup scan, reserved] */
+/* which paths the compiler took: [subgroup scan, warp shuffles] */
 __kernel void clt_scan_probe(__global int *flags) {
     flags[0] = SG_SCAN;
-    flags[1] = 0;
+    flags[1] = WARP_SCAN;
 }

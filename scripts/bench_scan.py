@@ -2,7 +2,8 @@
 """Scans side by side, in one process (#21): cltune's served `cumsum` (and, with --sweep, the
 best of a grid of configs launched directly: what tuning would find) against the device's
 copy of the same bytes (the ceiling: a scan reads n and writes n), pyopencl's
-InclusiveScanKernel, numpy.cumsum on the host and, when torch sees CUDA, torch.cumsum.
+InclusiveScanKernel, numpy.cumsum on the host, cltune's served sum of the same array (n <=
+2^20: a scan's per call beside a reduction's) and, when torch sees CUDA, torch.cumsum.
 
 Every answer is checked against numpy (float64) first. A sample is a block of --calls calls
 back to back and one wait at the end; the contenders' blocks follow each other (never call by
@@ -73,7 +74,11 @@ def sweep_configs(info, layout: str) -> list[ScanConfig]:
     out = [ScanConfig("rows", wg=w, items=i, stage=s, group_scan=0, groups_per_cu=g)
            for (w, i, s), g in itertools.product(fits, (2, 8))]
     if info.int64_atomics:  # the one-pass chained scan (groups_per_cu has no effect there)
-        out += [ScanConfig("rows", wg=w, items=i, stage=s, chain=1) for w, i, s in fits]
+        # on NVIDIA also its volatile look-back loads (chain=2) and warp-shuffle group scans
+        nv = info.is_nvidia
+        out += [ScanConfig("rows", wg=w, items=i, stage=s, group_scan=gs, chain=c)
+                for (w, i, s), gs, c in itertools.product(fits, (0, 2) if nv else (0,),
+                                                          (1, 2) if nv else (1,))]
     return out
 
 
@@ -156,6 +161,9 @@ def run_case(a, info, dev, ctx, q, s, pyo, torch, shape, axis) -> None:
                                        q.finish, a.calls)
     if axis is None:
         sam["pyopencl"] = block(lambda: pyo(x, out), q.finish, a.calls)
+        if n <= 1 << 20:  # the issue's small-call anchor: a scan per call beside a sum's
+            r = cltune.get_reducer(q, "sum", np.float32)
+            sam["reduce"] = block(lambda: r(x), q.finish, a.calls)
     if info.type == "cpu" or n <= 1 << 20:
         ho = np.empty(shape if axis is not None else (n,), np.float32)
         sam["numpy"] = block(lambda: np.cumsum(h, axis=axis, out=ho), lambda: None,

@@ -24,7 +24,11 @@ from cltune.opencl.build import BuildError
 
 CHAINS = [ScanConfig("rows", wg=4, items=2, stage=1, chain=1),
           ScanConfig("rows", wg=8, items=4, stage=0, chain=1),
-          ScanConfig("rows", wg=1, items=4, stage=0, chain=1)]
+          ScanConfig("rows", wg=1, items=4, stage=0, chain=1),
+          # volatile look-back loads (offered on NVIDIA; aligned 64-bit loads are whole on
+          # CPUs too, so the path is checked here) and the warp scan's setting (the tree off
+          # NVIDIA)
+          ScanConfig("rows", wg=8, items=2, stage=1, group_scan=2, chain=2)]
 
 
 @pytest.fixture(scope="module")
@@ -162,6 +166,35 @@ def test_not_offered_without_64_bit_atomics(ctx, device):
     assert make_space(info, "cols", 4).values["chain"] == (0,)
 
 
+def test_nvidia_only_paths_are_offered_on_nvidia_only(ctx, queue, device):
+    """group_scan=2 (warp shuffles by inline PTX) and chain=2 (volatile look-back loads) are
+    in the space only where the platform is NVIDIA's; elsewhere a build of group_scan=2 takes
+    the tree (the probe says which) and still validates."""
+    info, dev = device
+    from dataclasses import replace
+
+    sp = make_space(info, "rows", 4)
+    warp = ScanConfig("rows", wg=32, items=4, stage=1, group_scan=2)
+    if not info.is_nvidia:
+        assert 2 not in sp.values["group_scan"] and "group_scan=2" in sp.excluded
+        assert 2 not in sp.values["chain"] and "group_scan=2" in sp.check(warp)
+        la = ScanLauncher(ctx, dev, info, ScanVariant("max", "int16"), warp)
+        assert la.built().paths[1] == 0  # the tree
+        assert validate(la, queue, 5003).ok
+    else:  # the shuffles themselves: every op, widths of 8 to 64 bits, rows and CSR
+        for v in ("sum/float32", "max/int8", "prod/float64", "sum/int32", "min/uint16"):
+            for cfg in (warp, ScanConfig("rows", wg=128, items=8, stage=1, group_scan=2,
+                                         chain=2 if info.int64_atomics else 0)):
+                la = ScanLauncher(ctx, dev, info, ScanVariant(*v.split("/")), cfg)
+                assert la.built().paths[1] == 1
+                chk = validate(la, queue, 200003)
+                assert chk.ok, (v, cfg.short(), chk.reason)
+    nv = replace(info, vendor="nvidia", platform="NVIDIA CUDA", int64_atomics=True)
+    spn = make_space(nv, "rows", 4)
+    assert 2 in spn.values["group_scan"] and 2 in spn.values["chain"]
+    assert spn.check(ScanConfig("rows", wg=64, items=8, group_scan=2, chain=2)) == ""
+
+
 def test_stored_configs_without_the_field_keep_their_meaning_and_key():
     old = {"layout": "rows", "wg": 256, "items": 8, "stage": 1, "group_scan": 0,
            "groups_per_cu": 4}
@@ -172,7 +205,7 @@ def test_stored_configs_without_the_field_keep_their_meaning_and_key():
     assert chained.to_dict()["chain"] == 1 and chained.key() != cfg.key()
     assert chained.short().endswith("chain")
     with pytest.raises(ScanConfigError, match="chain"):
-        ScanConfig.from_mapping({**old, "chain": 2})
+        ScanConfig.from_mapping({**old, "chain": 3})
     with pytest.raises(ScanConfigError, match="chain"):
         ScanConfig("cols", wg=64, items=1, stage=0, chain=1)
     with pytest.raises(ScanConfigError, match="groups_per_cu"):

@@ -5,6 +5,8 @@ door from stored or sampled values to kernels/scan.cl's build options).
     'rows wg256 i8 stage tree g/cu4'
     >>> ScanConfig("rows", wg=256, items=8, chain=1).short()
     'rows wg256 i8 stage tree chain'
+    >>> ScanConfig("rows", wg=128, items=32, group_scan=2, chain=2).short()
+    'rows wg128 i32 stage warp chain-vload'
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from cltune.core.pow2 import is_pow2
 LAYOUTS = ("rows", "cols")
 MAX_WG = 1024
 ITEMS = (1, 2, 4, 8, 16, 32)
-GROUP_SCANS = ("tree", "subgroup")
+GROUP_SCANS = ("tree", "subgroup", "warp")
+CHAINS = ("", "chain", "chain-vload")
 GROUPS_PER_CU = (1, 2, 4, 8, 16, 32)
 CHAIN_GROUPS_PER_CU = 4  # a chained config's (it launches a group a tile)
 
@@ -35,10 +38,12 @@ class ScanConfig(MappedConfig):
     it scans side by side (cols: a strip, contiguous in every row); stage: 1 passes tiles
     through __local memory (coalesced on GPUs), 0 reads a work-item's elements directly
     (CPUs); group_scan: 0 a __local tree, 1 subgroup scans where the device has them
-    (unsegmented sums; the tree elsewhere); groups_per_cu: how many chunks per compute unit
+    (unsegmented sums; the tree elsewhere), 2 NVIDIA warp shuffles (inline PTX; any op and
+    segments; the tree elsewhere); groups_per_cu: how many chunks per compute unit
     the input is cut into (a launch parameter); chain: 0 reduce-then-scan (three launches,
     ~3n bytes), 1 one pass with decoupled look-back (rows: a tile a group, ~2n bytes; needs
-    64-bit atomics; groups_per_cu then has no effect)."""
+    64-bit atomics; groups_per_cu then has no effect), 2 the same with the look-back reading
+    its predecessors' state words by volatile loads instead of atomics (offered on NVIDIA))."""
 
     error: ClassVar[type[ValueError]] = ScanConfigError
 
@@ -73,17 +78,18 @@ class ScanConfig(MappedConfig):
             raise ScanConfigError(f"items: {self.items} is not one of {ITEMS}")
         if self.stage not in (0, 1):
             raise ScanConfigError(f"stage: {self.stage} is not 0 or 1")
-        if self.group_scan not in (0, 1):
-            raise ScanConfigError(f"group_scan: {self.group_scan} is not 0 (tree) or 1 "
-                                  "(subgroup)")
+        if self.group_scan not in (0, 1, 2):
+            raise ScanConfigError(f"group_scan: {self.group_scan} is not 0 (tree), 1 "
+                                  "(subgroup) or 2 (warp)")
         if self.groups_per_cu not in GROUPS_PER_CU:
             raise ScanConfigError(f"groups_per_cu: {self.groups_per_cu} is not one of "
                                   f"{GROUPS_PER_CU}")
-        if self.chain not in (0, 1):
-            raise ScanConfigError(f"chain: {self.chain} is not 0 or 1")
+        if self.chain not in (0, 1, 2):
+            raise ScanConfigError(f"chain: {self.chain} is not 0, 1 or 2")
         if self.chain and self.groups_per_cu != CHAIN_GROUPS_PER_CU:
-            raise ScanConfigError(f"groups_per_cu: {self.groups_per_cu} with chain=1 (a group a "
-                                  f"tile: it has no effect; keep {CHAIN_GROUPS_PER_CU})")
+            raise ScanConfigError(f"groups_per_cu: {self.groups_per_cu} with chain={self.chain} "
+                                  f"(a group a tile: it has no effect; keep "
+                                  f"{CHAIN_GROUPS_PER_CU})")
         if self.layout == "cols" and self.chain:
             raise ScanConfigError("chain: the cols layout scans by reduce-then-scan")
         if self.layout == "cols" and (self.stage or self.group_scan):
@@ -97,6 +103,6 @@ class ScanConfig(MappedConfig):
     def short(self) -> str:
         if self.layout == "cols":
             return f"cols wg{self.wg} i{self.items} g/cu{self.groups_per_cu}"
-        tail = "chain" if self.chain else f"g/cu{self.groups_per_cu}"
+        tail = CHAINS[self.chain] if self.chain else f"g/cu{self.groups_per_cu}"
         return (f"rows wg{self.wg} i{self.items} {'stage' if self.stage else 'direct'} "
                 f"{GROUP_SCANS[self.group_scan]} {tail}")

@@ -40,7 +40,8 @@ class Form:
     off64: bool = False
 
 
-def build_defines(variant: ScanVariant, cfg: ScanConfig, form: Form) -> list[str]:
+def build_defines(variant: ScanVariant, cfg: ScanConfig, form: Form, *,
+                  nv_ptx: bool = False) -> list[str]:
     """The `-D` options of a build: produced here only, from validated values only."""
     if not (isinstance(cfg, ScanConfig) and isinstance(variant, ScanVariant)
             and isinstance(form, Form)):
@@ -64,7 +65,8 @@ def build_defines(variant: ScanVariant, cfg: ScanConfig, form: Form) -> list[str
         "CLT_SEG": int(form.seg),
         "CLT_OFF64": int(bool(form.off64)),
         "CLT_EXCL": int(bool(form.exclusive)),
-        "CLT_CHAIN": int(bool(cfg.chain)),
+        "CLT_CHAIN": int(cfg.chain),
+        "CLT_NV_PTX": int(bool(nv_ptx)),
         "CLT_ACC_BITS": 8 * np.dtype(_NP[acc]).itemsize,
     }
     if not variant.is_float and variant.op in ("min", "max"):
@@ -84,7 +86,7 @@ class ScanBuilt:
     top: cl.Kernel
     down: cl.Kernel
     acc_dtype: np.dtype
-    paths: tuple[int, int]  # what the compiler took: (subgroup scan, reserved)
+    paths: tuple[int, int]  # what the compiler took: (subgroup scan, warp shuffles)
     chain: cl.Kernel | None = None
 
 
@@ -95,7 +97,8 @@ def build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, variant: ScanVarian
           cfg: ScanConfig, form: Form | None = None) -> ScanBuilt:
     form = form or Form()
     if cfg.chain and not info.int64_atomics:
-        raise BuildError("chain=1 needs cl_khr_int64_base_atomics, which the device lacks")
+        raise BuildError(f"chain={cfg.chain} needs cl_khr_int64_base_atomics, which the device "
+                         "lacks")
     key = (dev.int_ptr, str(variant), cfg, form, scan_source())
     return _builds.get(ctx, key, lambda: _build(ctx, dev, info, variant, cfg, form))
 
@@ -115,7 +118,7 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, variant: ScanVaria
         raise BuildError("needs cl_khr_fp64, which the device lacks")
     if cfg.layout != variant.layout:
         raise BuildError(f"a {cfg.layout} config for the {variant.layout} layout")
-    opts = [*build_defines(variant, cfg, form), *std_options(info)]
+    opts = [*build_defines(variant, cfg, form, nv_ptx=info.is_nvidia), *std_options(info)]
     prg = compile_program(ctx, dev, scan_source(), opts)
     acc = np.dtype(_NP[variant.acc_cl_type])
     if cfg.layout == "rows":

@@ -66,7 +66,11 @@ class ScanSpace(LayoutSpace):
         if why:
             return why
         if cfg.chain and not self.info.int64_atomics:
-            return "chain=1: no cl_khr_int64_base_atomics on this device"
+            return f"chain={cfg.chain}: no cl_khr_int64_base_atomics on this device"
+        if cfg.chain == 2 and not self.info.is_nvidia:
+            return "chain=2: volatile look-back loads are offered on NVIDIA only"
+        if cfg.group_scan == 2 and not (self.info.is_nvidia and cfg.wg % 32 == 0):
+            return "group_scan=2: warp shuffles need NVIDIA's inline PTX and whole warps"
         if cfg.stage and cfg.wg < 4:
             # a tile through __local memory for one or two work-items gains nothing (and
             # Debian's PoCL 3.1 miscompiles wg=2 staged: validation refuses its answers)
@@ -88,13 +92,18 @@ def make_space(info: DeviceInfo, layout: str, acc_bytes: int) -> ScanSpace:
         return ScanSpace(info, layout, acc_bytes, {"layout": ("cols",), **vals, "chain": (0,)},
                          {"stage": "cols: a work-item scans its column alone",
                           "chain": "cols: reduce-then-scan"})
+    nv = info.is_nvidia
     vals = {"wg": wgs, "items": ITEMS, "stage": (0, 1),
-            "group_scan": (0, 1) if info.subgroups else (0,),
+            "group_scan": (0, *((1,) if info.subgroups else ()), *((2,) if nv else ())),
             "groups_per_cu": GROUPS_PER_CU,
-            "chain": (0, 1) if info.int64_atomics else (0,)}
+            "chain": (0, *((1, 2) if nv else (1,))) if info.int64_atomics else (0,)}
     excluded = {} if info.subgroups else {"group_scan=1": "no subgroups on this device"}
+    if not nv:
+        excluded["group_scan=2"] = "warp shuffles: NVIDIA's inline PTX only"
     if not info.int64_atomics:
         excluded["chain=1"] = "no cl_khr_int64_base_atomics on this device"
+    elif not nv:
+        excluded["chain=2"] = "volatile look-back loads: offered on NVIDIA only"
     return ScanSpace(info, layout, acc_bytes, {"layout": ("rows",), **vals}, excluded)
 
 
