@@ -114,6 +114,26 @@ def test_bad_offsets_are_clear_errors(queue, offs, msg):
         s.segments(np.ones(5, np.float32), np.array(offs))
 
 
+def test_device_offsets_checked_on_first_use_and_used_in_place(queue):
+    """Device offsets (int32 or int64, also a view at an offset) serve in place; bad ones are
+    a clear error the first time and every time with check=True; check=False runs without
+    reading them back (a wrong answer, no load outside x, no error)."""
+    s = cltune.get_scanner(queue, "sum", np.int32)
+    x = cla.to_device(queue, np.arange(10, dtype=np.int32))
+    for dt in (np.int32, np.int64):
+        whole = cla.to_device(queue, np.array([7, 0, 3, 3, 10], dt))
+        got = s.segments(x, whole[1:]).get()  # a view: offsets start one element in
+        assert got.tolist() == [0, 1, 3, 3, 7, 12, 18, 25, 33, 42]
+    bad = cla.to_device(queue, np.array([0, 6, 3, 10], np.int32))
+    with pytest.raises(ValueError, match="non-decreasing"):
+        s.segments(x, bad)
+    assert s.segments(x, bad, check=False).get().shape == (10,)
+    with pytest.raises(ValueError, match="non-decreasing"):
+        s.segments(x, bad, check=True)
+    with pytest.raises(TypeError, match="int32 or int64"):
+        s.segments(x, cla.to_device(queue, np.array([0, 10], np.float32)))
+
+
 def test_in_place_and_offsets(queue):
     h = np.random.default_rng(2).random(50021).astype(np.float32)
     x = cla.to_device(queue, h)

@@ -45,6 +45,7 @@ class Scanner:
         self.info = require_usable(self.dev, info_for(self.dev))
         self._hot: dict[tuple, tuple] = {}  # (shape, axis, exclusive) -> (launcher, view)
         self._in_order = in_order(queue)
+        self._checked: dict[tuple, None] = {}  # device offsets read back and found good
         if self.variant.needs_fp64 and not self.info.fp64:
             raise TypeError(f"{self.dev.name} has no cl_khr_fp64: float64 scans cannot run "
                             "there")
@@ -178,36 +179,52 @@ class Scanner:
             return None
         return self._launch(la, x, res, view, exclusive, None)
 
-    def segments(self, x: Any, offsets: Any, exclusive: bool = False, out: Any = None,
-                 ) -> cla.Array:
+    def segments(self, x: Any, offsets: Any, exclusive: bool = False, out: Any = None, *,
+                 check: bool | None = None) -> cla.Array:
         """The scan of a 1-D x restarting at each CSR offset: offsets[0] == 0, non-decreasing,
-        offsets[-1] == x.size (empty segments allowed); a numpy or device array of integers."""
+        offsets[-1] == x.size (empty segments allowed); a numpy array of integers (checked on
+        the host every call, then copied without waiting on the queue) or a 1-D contiguous
+        int32/int64 device array (used in place; read back and checked the first time that
+        array is used with check=None, every call with check=True, never with check=False:
+        bad device offsets then give a wrong answer, never a load outside x)."""
         xd = self._input(x)
         if xd.ndim != 1:
             raise ValueError("segments() scans a 1-D array")
-        offs = offsets.get(self.queue) if isinstance(offsets, cla.Array) else np.asarray(offsets)
-        if offs.ndim != 1 or offs.size < 1 or not np.issubdtype(offs.dtype, np.integer):
-            raise ValueError("offsets must be a 1-D array of integers (m + 1 bounds)")
-        o = offs.astype(np.int64)
         n = xd.size
-        if o[0] != 0 or o[-1] != n:
-            raise ValueError(f"offsets must start at 0 and end at x.size ({n}); got "
-                             f"{o[0]} .. {o[-1]}")
-        if (np.diff(o) < 0).any():
-            i = int(np.flatnonzero(np.diff(o) < 0)[0])
-            raise ValueError(f"offsets must be non-decreasing (offsets[{i + 1}] = {o[i + 1]} "
-                             f"< offsets[{i}] = {o[i]})")
+        if isinstance(offsets, cla.Array):
+            if (offsets.dtype not in (np.int32, np.int64) or offsets.ndim != 1
+                    or not offsets.flags.c_contiguous or offsets.size < 1):
+                raise TypeError("device offsets must be a 1-D contiguous int32 or int64 array "
+                                "of m + 1 >= 1 bounds")
+            if offsets.context.int_ptr != self.ctx.int_ptr:
+                raise ValueError("offsets lives in another OpenCL context than this scanner")
+            key = (offsets.base_data.int_ptr, offsets.offset, offsets.size, offsets.dtype.num)
+            if check or (check is None and key not in self._checked):
+                _check_offsets(offsets.get(self.queue), n)
+                self._checked[key] = None
+                while len(self._checked) > 256:
+                    self._checked.pop(next(iter(self._checked)))
+            if offsets.offset:  # the kernel reads bounds from the start of a buffer
+                offsets = offsets.copy(queue=self.queue)
+            ob, off64, m, oevs = (offsets.base_data, offsets.dtype == np.int64,
+                                  offsets.size - 1, list(offsets.events))
+        else:
+            o = _check_offsets(np.asarray(offsets), n)
+            off64 = n >= 2**31 - 1
+            o = np.ascontiguousarray(o if off64 else o.astype(np.int32))
+            # copied at creation: no wait on the queue (a blocking upload would wait for it)
+            ob = cl.Buffer(self.ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                           hostbuf=o)
+            m, oevs = len(o) - 1, []
         res = self._out(out, (n,), "C")
         if n == 0:
             return res
-        off64 = n >= 2**31 - 1
-        ob = cla.to_device(self.queue, o if off64 else o.astype(np.int32))
         la, _ = self._engine("rows").served((1, n, 1))
         isz, osz = self.dtype.itemsize, self.result_dtype.itemsize
-        waits = pending(xd.events, res.events, ob.events, in_order=self._in_order)
+        waits = pending(xd.events, res.events, oevs, in_order=self._in_order)
         evs = la.enqueue(self.queue, xd.base_data, xd.offset // isz, res.base_data,
                          res.offset // osz, (1, n, 1), exclusive=bool(exclusive),
-                         offsets=ob.data, m=len(o) - 1, off64=off64, wait_for=waits or None)
+                         offsets=ob, m=m, off64=bool(off64), wait_for=waits or None)
         res.events[:] = [evs[-1]]  # after everything it had: the launch waited or queued behind
         return res
 
@@ -217,6 +234,22 @@ class Scanner:
         view, layout = self.view(shape, axis)
         _, ex = self._engine(layout).served(view)
         return ex
+
+
+def _check_offsets(offs: np.ndarray, n: int) -> np.ndarray:
+    """CSR bounds for n elements as int64, or ValueError saying what is wrong."""
+    if offs.ndim != 1 or offs.size < 1 or not np.issubdtype(offs.dtype, np.integer):
+        raise ValueError("offsets must be a 1-D array of integers (m + 1 bounds)")
+    o = offs.astype(np.int64)
+    if o[0] != 0 or o[-1] != n:
+        raise ValueError(f"offsets must start at 0 and end at x.size ({n}); got "
+                         f"{o[0]} .. {o[-1]}")
+    d = np.diff(o)
+    if (d < 0).any():
+        i = int(np.flatnonzero(d < 0)[0])
+        raise ValueError(f"offsets must be non-decreasing (offsets[{i + 1}] = {o[i + 1]} "
+                         f"< offsets[{i}] = {o[i]})")
+    return o
 
 
 def get_scanner(queue: cl.CommandQueue, op: str = "sum", dtype: Any = np.float32, *,
