@@ -1,6 +1,7 @@
-"""Compaction on the tuned scan (#21): cltune.copy_if / remove_if / partition / unique with
-pyopencl.algorithm's signatures and answers (extra scalar and array arguments, a preamble,
-offsets, empty input), and cltune.nonzero with numpy's."""
+"""Compaction (#21): cltune.copy_if / remove_if / partition / unique with pyopencl.algorithm's
+signatures and answers (extra scalar and array arguments, a preamble, offsets, empty input,
+strided views refused), and cltune.nonzero with numpy's; each through the device's own kernel
+shape and through the tiled one GPUs take (work-groups staging tiles in __local memory)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,18 @@ import pyopencl.array as cla
 import pytest
 
 import cltune
+import cltune.families.scan.compact as compact
+
+SHAPES = {"device": None, "tiled-8x4": (8, 4, 4), "tiled-64x8": (64, 8, 2),
+          "tiled-32x1": (32, 1, 3)}
+
+
+@pytest.fixture(params=list(SHAPES), autouse=True)
+def kernel_shape(request, monkeypatch):
+    """Every test once with the device's shape and with tiled ones of awkward sizes."""
+    if SHAPES[request.param]:
+        monkeypatch.setattr(compact, "_shape_of", lambda dev, size: SHAPES[request.param])
+    return request.param
 
 
 @pytest.fixture
@@ -31,6 +44,11 @@ def test_copy_if_matches_numpy_and_pyopencl(queue, data):
                                    preamble="#define BELOW(a, b) ((a) < (b))")
     k = h[7:]
     assert np.array_equal(out[:int(count.get())].get(), k[(k > 0.25) & (k < 0.75)])
+    # extra arguments may take any name but ary, i, n and clt_*: the kernels' own are clt_*
+    for name in ("c", "s", "t", "out", "chunk", "pos", "starts"):
+        out, count, _ = cltune.copy_if(x, f"ary[i] > {name}",
+                                       extra_args=[(name, np.float32(0.5))])
+        assert np.array_equal(out[:int(count.get())].get(), h[h > 0.5]), name
 
 
 def test_remove_if_partition_unique(queue, data):
@@ -76,3 +94,26 @@ def test_empty_and_errors(queue):
         cltune.copy_if(x, "ary[i] > 0", extra_args=[("ary", np.float32(1))])
     with pytest.raises(ValueError, match="0-d"):
         cltune.nonzero(cla.to_device(queue, np.float32(1.0)))
+    with pytest.raises(ValueError, match="contiguous"):
+        cltune.copy_if(cla.to_device(queue, np.ones(100, np.float32))[::2], "ary[i] > 0")
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.float64, np.int64, np.uint16])
+def test_many_tiles_and_widths(queue, device, dtype):
+    """Lengths that are not multiples of anything over many tiles and chunks, kept fractions
+    from none to all, elements of 1 to 8 bytes; partition's two sides."""
+    info, _ = device
+    if dtype == np.float64 and not info.fp64:
+        pytest.skip("no fp64")
+    rng = np.random.default_rng(3)
+    for n, frac in ((1, 0.5), (257, 0.0), (4099, 1.0), (70001, 0.3), (200003, 0.9)):
+        h = (rng.random(n) * 100).astype(dtype)
+        cut = dtype(np.quantile(h, 1 - frac)) if 0 < frac < 1 else (
+            dtype(h.max() + 1) if frac == 0 else dtype(0))
+        x = cla.to_device(queue, h)
+        keep = h >= cut
+        t, f, count, _ = cltune.partition(x, "ary[i] >= c", extra_args=[("c", cut)])
+        c = int(count.get())
+        assert c == keep.sum() and np.array_equal(t[:c].get(), h[keep]), (n, frac)
+        assert np.array_equal(f[:n - c].get(), h[~keep]), (n, frac)
+        assert np.array_equal(cltune.nonzero(x >= cut)[0].get(), np.flatnonzero(keep))

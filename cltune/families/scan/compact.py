@@ -6,10 +6,12 @@
     >>> kept = out[:int(count.get())]
     >>> idx = cltune.nonzero(x)            # a tuple of int64 device arrays, like numpy's
 
-Three steps: flags from the predicate (the application's OpenCL C expression of `ary[i]`, `i`
-and the extra arguments, compiled as pyopencl compiles it), the exclusive scan of the flags
-(cltune's scan family: tuned, validated), a scatter. The count stays on the device (pyopencl's
-contract) except for `nonzero`, whose result size numpy's semantics need.
+A reduce-then-scan over the predicate itself (the application's OpenCL C expression of
+`ary[i]`, `i` and the extra arguments, compiled as pyopencl compiles it; kernels/compact.cl):
+each chunk's kept elements counted, the counts scanned, each chunk's kept elements packed and
+written in order: about two reads of the input and one write of what is kept, no flags or
+positions arrays (pyopencl's copy_if writes and reads both). The count stays on the device
+(pyopencl's contract) except for `nonzero`, whose result size numpy's semantics need.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.tools import dtype_to_ctype
 
-from cltune.families.scan.api import get_scanner
 from cltune.opencl.build import compile_program
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.sources import kernel_file
@@ -94,9 +95,9 @@ class _Kernels:
         self.lock = threading.Lock()
 
 
-def _program(ctx: cl.Context, dev: cl.Device, source: str) -> Any:
-    return _programs.get(ctx, (dev.int_ptr, source),
-                         lambda: _Kernels(compile_program(ctx, dev, source, [])))
+def _program(ctx: cl.Context, dev: cl.Device, source: str, opts: tuple[str, ...]) -> Any:
+    return _programs.get(ctx, (dev.int_ptr, source, opts),
+                         lambda: _Kernels(compile_program(ctx, dev, source, list(opts))))
 
 
 def _args_of(ary: cla.Array, extra: list[tuple[str, Any]]) -> list[Any]:
@@ -109,55 +110,79 @@ def _args_of(ary: cla.Array, extra: list[tuple[str, Any]]) -> list[Any]:
     return args
 
 
-def _flags_and_positions(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
-                         queue: cl.CommandQueue | None, wait_for: Sequence[cl.Event] | None,
-                         ) -> tuple[Any, cla.Array, cla.Array, cl.CommandQueue]:
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _shape_of(dev: cl.Device, out_size: int) -> tuple[int, int, int]:
+    """(work-group size, items a work-item, groups per compute unit): CPUs walk a chunk a
+    work-item in order; GPUs stage tiles of 256 x 8 through __local memory (fewer items where
+    large elements would not fit)."""
+    if dev.type & cl.device_type.CPU:
+        return 1, 1, 4
+    wg = 1 << (min(256, dev.max_work_group_size).bit_length() - 1)
+    items = 8
+    while items > 1 and (wg * items * 33 // 32 + 1) * (1 + out_size) + wg * out_size \
+            + wg * items * out_size + 4 * wg + 256 > dev.local_mem_size:
+        items //= 2
+    while wg > 1 and (wg * items * 33 // 32 + 1) * (1 + out_size) + wg * items * out_size \
+            + 8 * wg + 256 > dev.local_mem_size:
+        wg //= 2
+    return wg, items, 4
+
+
+def _select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
+            queue: cl.CommandQueue | None, wait_for: Sequence[cl.Event] | None,
+            with_false: bool = False, index: bool = False,
+            ) -> tuple[cla.Array, cla.Array | None, cla.Array, cl.Event | None,
+                       cl.CommandQueue, Any]:
+    """(out, out_false, count, event, queue, program): the kept elements (their indices with
+    `index`) in order in out[:count], the others in out_false[:n - count] (with_false)."""
     if not isinstance(ary, cla.Array):
         raise TypeError(f"ary must be a pyopencl Array, not {type(ary).__name__}")
-    if ary.ndim != 1 and not ary.flags.forc:
-        raise ValueError("ary must be contiguous")
+    if ary.size and not ary.flags.forc:
+        raise ValueError("ary must be contiguous (a strided view would be read as if it were "
+                         "not: copy it first)")
     q = queue or ary.queue
     if q is None:
         raise TypeError("ary has no queue: pass queue=")
     extra = _extra(extra_args)
     if not isinstance(preamble, str):
         raise TypeError("preamble must be a string of OpenCL C")
+    odt = np.dtype(np.int64) if index else ary.dtype
+    dev = q.device
+    wg, items, per_cu = _shape_of(dev, odt.itemsize)
+    opts = (f"-DCLT_SEL_WG={wg}", f"-DCLT_SEL_ITEMS={items}", f"-DCLT_SEL_INDEX={int(index)}")
     src = _prelude(ary.dtype, pred, extra, preamble) + kernel_file("compact.cl")
-    prg = _program(q.context, q.device, src)
+    prg = _program(q.context, dev, src, opts)
     n = ary.size
-    flags = cla.empty(q, (max(1, n),), np.int32)
+    if n == 0:
+        empty = cla.empty(q, (0,), odt)
+        return empty, (empty if with_false else None), cla.zeros(q, (), np.int64), None, q, prg
+    out = cla.empty(q, (n,), odt)
+    out_false = cla.empty(q, (n,), odt) if with_false else None
+    count = cla.empty(q, (), np.int64)
+    tile = wg * items
+    groups = max(1, min(_cdiv(n, tile), per_cu * dev.max_compute_units))
+    chunk = max(1, _cdiv(_cdiv(n, groups), tile)) * tile  # whole tiles
+    groups = max(1, _cdiv(n, chunk))
+    starts = cla.empty(q, (groups,), np.int64)
     waits = list(wait_for or []) + list(ary.events)
-    if n:
-        gs = -(-n // 256) * 256
-        with prg.lock:
-            k = prg.clt_flags
-            k.set_args(*_args_of(ary, extra), _L(n), flags.data)
-            ev = cl.enqueue_nd_range_kernel(q, k, (gs,), (256,), wait_for=waits or None)
-        flags.add_event(ev)
-    pos = get_scanner(q, "sum", np.int32)(flags[:n] if n else flags[:0], exclusive=True)
-    return prg, flags, pos, q
-
-
-def _scatter(prg: Any, q: cl.CommandQueue, ary: cla.Array, flags: cla.Array,
-             pos: cla.Array, with_false: bool) -> tuple[cla.Array, cla.Array | None,
-                                                       cla.Array, cl.Event | None]:
-    n = ary.size
-    out = cla.empty(q, (n,), ary.dtype)
-    out_false = cla.empty(q, (n,), ary.dtype) if with_false else None
-    count = cla.zeros(q, (), np.int64)
-    if not n:
-        return out, out_false, count, None
-    gs = -(-n // 256) * 256
+    args = _args_of(ary, extra)
+    of = out_false if out_false is not None else out
     with prg.lock:
-        k = prg.clt_scatter
-        k.set_args(ary.base_data, _L(ary.offset // ary.dtype.itemsize), _L(n), flags.data,
-                   pos.data, out.data, (out_false if out_false is not None else out).data,
-                   np.uint32(with_false), count.data)
-        ev = cl.enqueue_nd_range_kernel(q, k, (gs,), (256,),
-                                        wait_for=list(pos.events) + list(count.events) or None)
-    for a in (out, count) + ((out_false,) if out_false is not None else ()):
+        k1, k2, k3 = prg.clt_sel_count, prg.clt_sel_top, prg.clt_sel_scatter
+        k1.set_args(*args, _L(n), _L(chunk), starts.data)
+        e1 = cl.enqueue_nd_range_kernel(q, k1, (groups * wg,), (wg,), wait_for=waits or None)
+        k2.set_args(starts.data, _L(groups), count.data)
+        e2 = cl.enqueue_nd_range_kernel(q, k2, (wg,), (wg,), wait_for=[e1])
+        k3.set_args(*args, _L(n), _L(chunk), starts.data, out.base_data, of.base_data,
+                    np.uint32(with_false))
+        ev = cl.enqueue_nd_range_kernel(q, k3, (groups * wg,), (wg,), wait_for=[e2])
+    count.add_event(e2)
+    for a in (out,) + ((out_false,) if out_false is not None else ()):
         a.add_event(ev)
-    return out, out_false, count, ev
+    return out, out_false, count, ev, q, prg
 
 
 def copy_if(ary: cla.Array, predicate: str, extra_args: Any = None, preamble: str = "",
@@ -167,8 +192,7 @@ def copy_if(ary: cla.Array, predicate: str, extra_args: Any = None, preamble: st
     for which `predicate` (OpenCL C of `ary[i]`, `i`, the extra arguments) holds, in order;
     count is a device scalar (int64)."""
     pred = _check_expr(predicate, "predicate")
-    prg, flags, pos, q = _flags_and_positions(ary, pred, extra_args, preamble, queue, wait_for)
-    out, _, count, ev = _scatter(prg, q, ary, flags, pos, False)
+    out, _, count, ev, _, _ = _select(ary, pred, extra_args, preamble, queue, wait_for)
     return out, count, ev
 
 
@@ -187,8 +211,8 @@ def partition(ary: cla.Array, predicate: str, extra_args: Any = None, preamble: 
     holds the elements for which `predicate` holds, out_false[:n - count] the others, each in
     order."""
     pred = _check_expr(predicate, "predicate")
-    prg, flags, pos, q = _flags_and_positions(ary, pred, extra_args, preamble, queue, wait_for)
-    out, out_false, count, ev = _scatter(prg, q, ary, flags, pos, True)
+    out, out_false, count, ev, _, _ = _select(ary, pred, extra_args, preamble, queue, wait_for,
+                                           with_false=True)
     return out, out_false, count, ev  # type: ignore[return-value]
 
 
@@ -220,18 +244,8 @@ def nonzero(x: Any, queue: cl.CommandQueue | None = None) -> tuple[cla.Array, ..
     flat = x.reshape(x.size)
     if flat.dtype == np.bool_:
         flat = flat.view(np.uint8)
-    prg, flags, pos, q = _flags_and_positions(flat, "ary[i] != 0", None, "", queue, None)
-    n = flat.size
-    idx = cla.empty(q, (max(1, n),), np.int64)
-    count = cla.zeros(q, (), np.int64)
-    if n:
-        gs = -(-n // 256) * 256
-        with prg.lock:
-            k = prg.clt_scatter_index
-            k.set_args(_L(n), flags.data, pos.data, idx.data, count.data)
-            cl.enqueue_nd_range_kernel(q, k, (gs,), (256,),
-                                       wait_for=list(pos.events) + list(count.events) or None)
-    c = int(count.get(q)) if n else 0
+    idx, _, count, _, q, prg = _select(flat, "ary[i] != 0", None, "", queue, None, index=True)
+    c = int(count.get(q)) if flat.size else 0
     if x.ndim == 1:
         return (idx[:c],)
     out = []
@@ -243,6 +257,6 @@ def nonzero(x: Any, queue: cl.CommandQueue | None = None) -> tuple[cla.Array, ..
             with prg.lock:
                 k = prg.clt_unravel
                 k.set_args(idx.data, _L(c), _L(stride), _L(d), o.data)
-                cl.enqueue_nd_range_kernel(q, k, (-(-c // 256) * 256,), (256,))
+                cl.enqueue_nd_range_kernel(q, k, (c,), None)
         out.append(o)
     return tuple(out)
