@@ -32,6 +32,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 import cltune
+import cltune.families.scan.compact as compact
 from cltune.device.select import select
 
 PRED = "ary[i] > 0.5"
@@ -153,8 +154,11 @@ def run_compact(a, info, q, torch, n: int) -> None:
         res, count = f(x, PRED)[:2]
         k = int(count.get())
         assert k == want.size and np.array_equal(res[:k].get(), want), (label, who, k)
+    assert np.array_equal(cltune.nonzero(x > 0.5)[0].get(), np.flatnonzero(h > 0.5))
     sam = {"cltune": block(lambda: cltune.copy_if(x, PRED), q.finish, a.calls),
-           "pyopencl": block(lambda: pyo_copy_if(x, PRED), q.finish, a.calls)}
+           "pyopencl": block(lambda: pyo_copy_if(x, PRED), q.finish, a.calls),
+           # numpy's/torch's nonzero: the comparison, the indices, the count read back
+           "cltune-nonzero": block(lambda: cltune.nonzero(x > 0.5), q.finish, a.calls)}
     if info.type == "cpu":
         sam["numpy"] = block(lambda: h[h > 0.5], lambda: None, a.calls)
     med = rounds(sam, a.repeats)
@@ -169,8 +173,9 @@ def run_compact(a, info, q, torch, n: int) -> None:
             "torch-mask": block(lambda: t[t > 0.5], torch.cuda.synchronize, a.calls)},
             a.repeats))
     _line(label, med, (n + want.size) * 4)
-    ex = cltune.get_scanner(q, "sum", np.int32).explain((n,))
-    print(f"{'':>24}  served (int32 exclusive scan of the flags): {ex.config.short()}")
+    wg, items, per_cu = compact._shape_of(q.device, 4)
+    print(f"{'':>24}  kernels/compact.cl: groups of {wg} x {items}, {per_cu} chunks a "
+          "compute unit")
 
 
 if __name__ == "__main__":

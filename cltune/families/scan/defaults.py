@@ -5,8 +5,9 @@ devices never tuned (measured starting points: scripts/bench_scan.py).
     >>> gpu = NS(type="gpu", max_wg=1024, local_mem=49152, subgroups=False)
     >>> builtin_config(gpu, "rows").short(), builtin_config(gpu, "cols").short()
     ('rows wg256 i8 stage tree g/cu4', 'cols wg256 i1 g/cu8')
-    >>> builtin_config(NS(**{**vars(gpu), "int64_atomics": True}), "rows").short()
-    'rows wg128 i32 stage tree chain'
+    >>> atom = NS(**{**vars(gpu), "int64_atomics": True})
+    >>> builtin_config(atom, "rows", 4).short(), builtin_config(atom, "rows", 8).short()
+    ('rows wg256 i32 stage tree chain', 'rows wg128 i32 stage tree chain')
 """
 
 from __future__ import annotations
@@ -30,11 +31,10 @@ def builtin_config(info: Any, layout: str, acc_bytes: int = 8) -> ScanConfig:
         return ScanConfig("rows", wg=min(4, pow2_at_most(info.max_wg)), items=32, stage=0,
                           group_scan=0, groups_per_cu=4)
     chain = int(bool(getattr(info, "int64_atomics", False)))
-    # the chained pass (H200: the best of scripts/bench_scan.py --sweep at 2^12-2^28 and on
-    # every rows-layout axis shape: 2^28 in 872 us, 2.46 TB/s, against 1232 us for the
+    # the chained pass (H200, scripts/bench_scan.py --sweep: groups of 256 x 32 the best at
+    # 2^16, 2^24 and 2^28, 2^28 in 800 us against 890 for 128 x 32 and 1232 for the
     # reduce-then-scan builtin); else reduce-then-scan, groups of 256 x 8
-    wg, items = (min(128, pow2_at_most(info.max_wg)), 32) if chain else \
-        (min(256, pow2_at_most(info.max_wg)), 8)
+    wg, items = (min(256, pow2_at_most(info.max_wg)), 32 if chain else 8)
     while wg > 1 and (wg * items * 33 // 32 + 2 * wg) * acc_bytes + 1024 > info.local_mem:
         wg //= 2
     return ScanConfig("rows", wg=wg, items=items, stage=1, group_scan=0, groups_per_cu=4,
