@@ -24,6 +24,7 @@ from cltune.families.scan.family import OPS, ScanVariant
 from cltune.families.scan.serve import ScanEngine, ScanExplanation
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.events import in_order, pending
+from cltune.opencl.pools import pool_for
 
 __all__ = ["Scanner", "cummax", "cummin", "cumprod", "cumsum", "get_scanner"]
 
@@ -46,6 +47,7 @@ class Scanner:
         self._hot: dict[tuple, tuple] = {}  # (shape, axis, exclusive) -> (launcher, view)
         self._in_order = in_order(queue)
         self._checked: dict[tuple, None] = {}  # device offsets read back and found good
+        self._pool = pool_for(queue)  # results: no free (NVIDIA: a device sync) per call
         if self.variant.needs_fp64 and not self.info.fp64:
             raise TypeError(f"{self.dev.name} has no cl_khr_fp64: float64 scans cannot run "
                             "there")
@@ -108,7 +110,8 @@ class Scanner:
     def _out(self, out: Any, shape: tuple[int, ...], order: str) -> cla.Array:
         rdt = self.result_dtype
         if out is None:
-            return cla.empty(self.queue, shape, rdt, order=order)
+            return cla.empty(self.queue, shape, rdt, order=order,
+                             allocator=pool_for(self.queue))
         if not (isinstance(out, cla.Array) and out.dtype == rdt and out.shape == shape):
             raise TypeError(f"out must be a pyopencl Array of shape {shape} and dtype {rdt}")
         ok = out.flags.c_contiguous if order == "C" else out.flags.f_contiguous
@@ -170,7 +173,7 @@ class Scanner:
                 or not (x._flags or x.flags).c_contiguous):
             return None
         if out is None:
-            res = cla.empty(self.queue, shape, rdt)
+            res = cla.empty(self.queue, shape, rdt, allocator=self._pool)
         elif (type(out) is cla.Array and out.dtype == rdt and out.shape == shape
               and out.context.int_ptr == self.ctx.int_ptr and not out.offset % rdt.itemsize
               and (out._flags or out.flags).c_contiguous):
@@ -212,10 +215,10 @@ class Scanner:
             o = _check_offsets(np.asarray(offsets), n)
             off64 = n >= 2**31 - 1
             o = np.ascontiguousarray(o if off64 else o.astype(np.int32))
-            # copied at creation: no wait on the queue (a blocking upload would wait for it)
-            ob = cl.Buffer(self.ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                           hostbuf=o)
-            m, oevs = len(o) - 1, []
+            # queued, not blocking (that would wait for the queue), into pooled memory (a
+            # buffer freed per call is a device sync on NVIDIA); pyopencl keeps o alive
+            od = cla.to_device(self.queue, o, allocator=pool_for(self.queue), async_=True)
+            ob, m, oevs = od.base_data, len(o) - 1, list(od.events)
         res = self._out(out, (n,), "C")
         if n == 0:
             return res

@@ -27,6 +27,7 @@ from pyopencl.tools import dtype_to_ctype
 
 from cltune.opencl.build import compile_program
 from cltune.opencl.caches import ContextCache
+from cltune.opencl.pools import pool_for
 from cltune.opencl.sources import kernel_file
 
 __all__ = ["copy_if", "nonzero", "partition", "remove_if", "unique"]
@@ -159,14 +160,15 @@ def _select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
     if n == 0:
         empty = cla.empty(q, (0,), odt)
         return empty, (empty if with_false else None), cla.zeros(q, (), np.int64), None, q, prg
-    out = cla.empty(q, (n,), odt)
-    out_false = cla.empty(q, (n,), odt) if with_false else None
-    count = cla.empty(q, (), np.int64)
+    pool = pool_for(q)  # no free (a device sync on NVIDIA) per call
+    out = cla.empty(q, (n,), odt, allocator=pool)
+    out_false = cla.empty(q, (n,), odt, allocator=pool) if with_false else None
+    count = cla.empty(q, (), np.int64, allocator=pool)
     tile = wg * items
     groups = max(1, min(_cdiv(n, tile), per_cu * dev.max_compute_units))
     chunk = max(1, _cdiv(_cdiv(n, groups), tile)) * tile  # whole tiles
     groups = max(1, _cdiv(n, chunk))
-    starts = cla.empty(q, (groups,), np.int64)
+    starts = cla.empty(q, (groups,), np.int64, allocator=pool)
     waits = list(wait_for or []) + list(ary.events)
     args = _args_of(ary, extra)
     of = out_false if out_false is not None else out
