@@ -13,6 +13,7 @@ in their own type (as numpy's accumulate) with a rounding depth of ~log n where 
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,7 @@ class Scanner:
         self._in_order = in_order(queue)
         self._checked: dict[tuple, None] = {}  # device offsets read back and found good
         self._pool = pool_for(queue)  # results: no free (NVIDIA: a device sync) per call
+        self._offsets: dict[tuple, cla.Array] = {}  # host offsets' device copies
         if self.variant.needs_fp64 and not self.info.fp64:
             raise TypeError(f"{self.dev.name} has no cl_khr_fp64: float64 scans cannot run "
                             "there")
@@ -214,10 +216,7 @@ class Scanner:
         else:
             o = _check_offsets(np.asarray(offsets), n)
             off64 = n >= 2**31 - 1
-            o = np.ascontiguousarray(o if off64 else o.astype(np.int32))
-            # queued, not blocking (that would wait for the queue), into pooled memory (a
-            # buffer freed per call is a device sync on NVIDIA); pyopencl keeps o alive
-            od = cla.to_device(self.queue, o, allocator=pool_for(self.queue), async_=True)
+            od = self._upload_offsets(np.ascontiguousarray(o if off64 else o.astype(np.int32)))
             ob, m, oevs = od.base_data, len(o) - 1, list(od.events)
         res = self._out(out, (n,), "C")
         if n == 0:
@@ -230,6 +229,21 @@ class Scanner:
                          offsets=ob, m=m, off64=bool(off64), wait_for=waits or None)
         res.events[:] = [evs[-1]]  # after everything it had: the launch waited or queued behind
         return res
+
+    def _upload_offsets(self, o: np.ndarray) -> cla.Array:
+        """The device copy of host offsets, kept for the next calls with the same values: an
+        upload waits for the queue to drain on some drivers even when asked not to block
+        (pageable host memory: NVIDIA's, Intel's CPU runtime), which costs a round trip per
+        call where the segments repeat (they usually do)."""
+        key = (o.dtype.num, o.size,
+               o.tobytes() if o.nbytes <= 1 << 15 else hashlib.blake2b(o).digest())
+        od = self._offsets.get(key)
+        if od is None:
+            od = cla.to_device(self.queue, o, allocator=self._pool)
+            self._offsets[key] = od
+            while len(self._offsets) > 8:
+                self._offsets.pop(next(iter(self._offsets)))
+        return od
 
     def explain(self, shape: Any, axis: Any = None) -> ScanExplanation:
         """Which config serves a scan of an array of `shape` along `axis`, and why."""
