@@ -27,6 +27,7 @@ from pyopencl.tools import dtype_to_ctype
 
 from cltune.opencl.build import compile_program
 from cltune.opencl.caches import ContextCache
+from cltune.opencl.events import in_order, pending
 from cltune.opencl.pools import pool_for
 from cltune.opencl.sources import kernel_file
 
@@ -169,18 +170,25 @@ def _select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
     chunk = max(1, _cdiv(_cdiv(n, groups), tile)) * tile  # whole tiles
     groups = max(1, _cdiv(n, chunk))
     starts = cla.empty(q, (groups,), np.int64, allocator=pool)
-    waits = list(wait_for or []) + list(ary.events)
+    # waited events: NVIDIA's driver pays a host round trip (~50 us) for each one a kernel
+    # waits on, even one already complete; an in-order queue orders its own commands anyway
+    ordered = in_order(q)
+    arrays = [v for _, v in extra if isinstance(v, cla.Array)]
+    waits = pending(list(wait_for or []), ary.events, *(v.events for v in arrays),
+                    in_order=ordered)
     args = _args_of(ary, extra)
     of = out_false if out_false is not None else out
     with prg.lock:
         k1, k2, k3 = prg.clt_sel_count, prg.clt_sel_top, prg.clt_sel_scatter
         k1.set_args(*args, _L(n), _L(chunk), starts.data)
-        e1 = cl.enqueue_nd_range_kernel(q, k1, (groups * wg,), (wg,), wait_for=waits or None)
+        e1 = cl.enqueue_nd_range_kernel(q, k1, (groups * wg,), (wg,), wait_for=waits)
         k2.set_args(starts.data, _L(groups), count.data)
-        e2 = cl.enqueue_nd_range_kernel(q, k2, (wg,), (wg,), wait_for=[e1])
+        e2 = cl.enqueue_nd_range_kernel(q, k2, (wg,), (wg,),
+                                        wait_for=None if ordered else [e1])
         k3.set_args(*args, _L(n), _L(chunk), starts.data, out.base_data, of.base_data,
                     np.uint32(with_false))
-        ev = cl.enqueue_nd_range_kernel(q, k3, (groups * wg,), (wg,), wait_for=[e2])
+        ev = cl.enqueue_nd_range_kernel(q, k3, (groups * wg,), (wg,),
+                                        wait_for=None if ordered else [e2])
     count.add_event(e2)
     for a in (out,) + ((out_false,) if out_false is not None else ()):
         a.add_event(ev)
