@@ -133,6 +133,29 @@ def _shape_of(dev: cl.Device, out_size: int) -> tuple[int, int, int]:
     return wg, items, 4
 
 
+_prepared: ContextCache[tuple] = ContextCache()
+
+
+def _prepare(q: cl.CommandQueue, elem: np.dtype, pred: str, extra: list[tuple[str, Any]],
+             preamble: str, index: bool, out_size: int) -> tuple:
+    """(program, work-group size, items, chunks per compute unit, compute units)."""
+    dev = q.device
+    wg, items, per_cu = _shape_of(dev, out_size)
+    opts = (f"-DCLT_SEL_WG={wg}", f"-DCLT_SEL_ITEMS={items}", f"-DCLT_SEL_INDEX={int(index)}")
+    src = _prelude(elem, pred, extra, preamble) + kernel_file("compact.cl")
+    prg = _program(q.context, dev, src, opts)
+    # typed scalars: pyopencl then packs each argument directly (untyped, it inspects each one:
+    # tens of us of host time per call)
+    user: list[Any] = [None, _L]
+    for _, v in extra:
+        user += [None, _L] if isinstance(v, cla.Array) else [v.dtype]
+    with prg.lock:
+        prg.clt_sel_count.set_scalar_arg_dtypes([*user, _L, _L, None])
+        prg.clt_sel_top.set_scalar_arg_dtypes([None, _L, None])
+        prg.clt_sel_scatter.set_scalar_arg_dtypes([*user, _L, _L, None, None, None, np.uint32])
+    return prg, wg, items, per_cu, dev.max_compute_units
+
+
 def _select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
             queue: cl.CommandQueue | None, wait_for: Sequence[cl.Event] | None,
             with_false: bool = False, index: bool = False,
@@ -152,11 +175,15 @@ def _select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
     if not isinstance(preamble, str):
         raise TypeError("preamble must be a string of OpenCL C")
     odt = np.dtype(np.int64) if index else ary.dtype
-    dev = q.device
-    wg, items, per_cu = _shape_of(dev, odt.itemsize)
-    opts = (f"-DCLT_SEL_WG={wg}", f"-DCLT_SEL_ITEMS={items}", f"-DCLT_SEL_INDEX={int(index)}")
-    src = _prelude(ary.dtype, pred, extra, preamble) + kernel_file("compact.cl")
-    prg = _program(q.context, dev, src, opts)
+    sig = tuple((name, "a" if isinstance(v, cla.Array) else "s", v.dtype.str)
+                for name, v in extra)
+    # the program and kernel shape of this predicate: made once (the source, the device's
+    # limits and the program lookup cost more host time per call than the kernels take)
+    prep = _prepared.get(q.context, (q.device.int_ptr, ary.dtype.str, pred, sig, preamble,
+                                     index, _shape_of),
+                         lambda: _prepare(q, ary.dtype, pred, extra, preamble, index,
+                                          odt.itemsize))
+    prg, wg, items, per_cu, cus = prep
     n = ary.size
     if n == 0:
         empty = cla.empty(q, (0,), odt)
@@ -166,10 +193,11 @@ def _select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
     out_false = cla.empty(q, (n,), odt, allocator=pool) if with_false else None
     count = cla.empty(q, (), np.int64, allocator=pool)
     tile = wg * items
-    groups = max(1, min(_cdiv(n, tile), per_cu * dev.max_compute_units))
+    groups = max(1, min(_cdiv(n, tile), per_cu * cus))
     chunk = max(1, _cdiv(_cdiv(n, groups), tile)) * tile  # whole tiles
     groups = max(1, _cdiv(n, chunk))
-    starts = cla.empty(q, (groups,), np.int64, allocator=pool)
+    starts = pool.allocate(groups * 8) if pool is not None else \
+        cl.Buffer(q.context, cl.mem_flags.READ_WRITE, groups * 8)
     # waited events: NVIDIA's driver pays a host round trip (~50 us) for each one a kernel
     # waits on, even one already complete; an in-order queue orders its own commands anyway
     ordered = in_order(q)
@@ -180,13 +208,12 @@ def _select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
     of = out_false if out_false is not None else out
     with prg.lock:
         k1, k2, k3 = prg.clt_sel_count, prg.clt_sel_top, prg.clt_sel_scatter
-        k1.set_args(*args, _L(n), _L(chunk), starts.data)
+        k1.set_args(*args, n, chunk, starts)
         e1 = cl.enqueue_nd_range_kernel(q, k1, (groups * wg,), (wg,), wait_for=waits)
-        k2.set_args(starts.data, _L(groups), count.data)
+        k2.set_args(starts, groups, count.data)
         e2 = cl.enqueue_nd_range_kernel(q, k2, (wg,), (wg,),
                                         wait_for=None if ordered else [e1])
-        k3.set_args(*args, _L(n), _L(chunk), starts.data, out.base_data, of.base_data,
-                    np.uint32(with_false))
+        k3.set_args(*args, n, chunk, starts, out.base_data, of.base_data, int(with_false))
         ev = cl.enqueue_nd_range_kernel(q, k3, (groups * wg,), (wg,),
                                         wait_for=None if ordered else [e2])
     count.add_event(e2)
