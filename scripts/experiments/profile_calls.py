@@ -43,9 +43,11 @@ def profile(name, call, q, calls=20):
     for kn, e in _events:
         per[kn].append((e.profile.end - e.profile.start) * 1e-3)
     evs = [e for _, e in _events]
-    gaps = [(b.profile.start - a.profile.end) * 1e-3 for a, b in zip(evs, evs[1:])]
+    gaps = [(b.profile.start - a.profile.end) * 1e-3
+            for a, b in zip(evs[:-1], evs[1:], strict=True)]
     span = (evs[-1].profile.end - evs[0].profile.start) * 1e-3 / calls if evs else 0
-    ks = ", ".join(f"{k} x{len(v) // calls} {statistics.median(v):.1f} us" for k, v in per.items())
+    ks = ", ".join(f"{k} x{len(v) // calls} {statistics.median(v):.1f} us"
+                   for k, v in per.items())
     print(f"{name:>22}: host {host * 1e6:7.1f} us/call, wall {wall * 1e6:7.1f}, device span "
           f"{span:7.1f}; gaps median {statistics.median(gaps) if gaps else 0:.1f} max "
           f"{max(gaps) if gaps else 0:.1f}; {ks}")
@@ -63,18 +65,20 @@ def main() -> None:
     s = cltune.get_scanner(q, "sum", np.float32)
     r = cltune.get_reducer(q, "sum", np.float32)
     for t in a.n.split(","):
-        n = 2 ** int(t[2:]) if t.startswith("2^") else int(t)
-        h = np.random.default_rng(0).random(n, dtype=np.float32)
-        x = cla.to_device(q, h)
-        o = cla.empty(q, (n,), np.float32)
-        offs = np.linspace(0, n, 1025).astype(np.int64)
-        print(f"# n = {n} on {info.name}: {s.explain((n,)).config.short()}")
-        profile("reduce", lambda: r(x), q)
-        profile("scan", lambda: s(x, out=o), q)
-        profile("segments", lambda: s.segments(x, offs, out=o), q)
-        profile("copy_if", lambda: cltune.copy_if(x, "ary[i] > 0.5"), q)
-        profile("nonzero", lambda: cltune.nonzero(x > 0.5), q)
+        run_size(info, q, s, r, 2 ** int(t[2:]) if t.startswith("2^") else int(t))
 
+
+def run_size(info, q, s, r, n: int) -> None:
+    h = np.random.default_rng(0).random(n, dtype=np.float32)
+    x = cla.to_device(q, h)
+    o = cla.empty(q, (n,), np.float32)
+    offs = np.linspace(0, n, 1025).astype(np.int64)
+    print(f"# n = {n} on {info.name}: {s.explain((n,)).config.short()}")
+    profile("reduce", lambda: r(x), q)
+    profile("scan", lambda: s(x, out=o), q)
+    profile("segments", lambda: s.segments(x, offs, out=o), q)
+    profile("copy_if", lambda: cltune.copy_if(x, "ary[i] > 0.5"), q)
+    profile("nonzero", lambda: cltune.nonzero(x > 0.5), q)
 
 if __name__ == "__main__":
     main()
