@@ -12,7 +12,9 @@
  *   clt_scan_down    each group scans its chunk a tile (CLT_WG * CLT_ITEMS elements) at a
  *                    time: a work-item scans CLT_ITEMS consecutive elements in registers, the
  *                    group scans the work-items' totals (CLT_GROUP_SCAN), the carry joins.
- * With G == 1 only clt_scan_down runs (one launch: small inputs).
+ * With G == 1 only clt_scan_down runs (one launch: small inputs). In one chained pass instead
+ * (CLT_CHAIN, below): clt_scan_chain a tile a group, clt_scan_chunks a chunk a group (its
+ * reduce, a look-back over the chunks before it, its scan).
  * Segments (CLT_SEG): 0 none; 1 rows of `seglen` elements (an axis scan of a C-ordered
  * array, heads at multiples of seglen); 2 CSR offsets offs[0..m] (offs[0] == 0, offs[m] == n,
  * heads at offs[k]). A value combines across a head only from the right: the scan of (head,
@@ -61,7 +63,9 @@
 #define CLT_ITEMS 4 /* consecutive elements a work-item scans per tile (<= 32) */
 #endif
 #ifndef CLT_STAGE
-#define CLT_STAGE 1 /* 1: tiles pass through __local memory (coalesced loads and stores) */
+#define CLT_STAGE 1 /* 1: tiles pass through __local memory (coalesced loads and stores); 2
+                       (CPUs, wg 1): a work-item scans its chunk 8 elements at a time in vector
+                       registers (VSCAN below; where that does not apply, as 0) */
 #endif
 #ifndef CLT_GROUP_SCAN
 #define CLT_GROUP_SCAN 0 /* 0 __local tree with barriers; 1 subgroup scans (sums); 2 warp shuffles */
@@ -83,7 +87,8 @@
 #endif
 #ifndef CLT_CHAIN
 #define CLT_CHAIN 0 /* 1: build clt_scan_chain (needs cl_khr_int64_base_atomics); 2: the same,
-                       its look-back reading the state words by volatile 64-bit loads */
+                       its look-back reading the state words by volatile 64-bit loads; 3:
+                       clt_scan_chunks (the chained pass over chunks of many tiles) */
 #endif
 
 #if CLT_NEEDS_FP64
@@ -228,6 +233,35 @@ inline acc_t warp_up(acc_t v, uint delta) {
 }
 #endif
 
+/* ---- CPUs: a chunk scanned 8 elements at a time in vector registers (CLT_STAGE == 2) -------
+ * One work-item a group walks its chunk: 8 elements loaded as a vector, scanned in registers
+ * (three shifted combines), the carry combined in, 8 stored. Unsegmented scans of sums,
+ * products and integer minima/maxima (floats' min/max keep NaN element by element: scalar). */
+#if CLT_STAGE == 2 && CLT_SEG == 0 && CLT_WG == 1 && !(CLT_IS_FLOAT && CLT_OP >= 2)
+#define VSCAN 1
+#define V8 CAT(CLT_ACC_T, 8)
+#define OUT8 CAT(CLT_OUT_T, 8)
+#define VLOAD(p) CAT(convert_, V8)(CAT(convert_, OUT8)(vload8(0, (p))))
+#if CLT_OUT_AS
+#define VSTORE(v, p) vstore8(CAT(as_, OUT8)(v), 0, (p))
+#else
+#define VSTORE(v, p) vstore8(CAT(convert_, OUT8)(v), 0, (p))
+#endif
+#define VOP(a, b) OP((a), (b)) /* +, * and integer min/max work on vectors */
+inline V8 vscan8(V8 v) {
+    const acc_t I = IDENT;
+    v = VOP((V8)(I, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6), v);
+    v = VOP((V8)(I, I, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5), v);
+    v = VOP((V8)(I, I, I, I, v.s0, v.s1, v.s2, v.s3), v);
+    return v;
+}
+inline acc_t vtotal8(V8 v) {
+    return OP(OP(OP(v.s0, v.s1), OP(v.s2, v.s3)), OP(OP(v.s4, v.s5), OP(v.s6, v.s7)));
+}
+#else
+#define VSCAN 0
+#endif
+
 /* ---- a group's combine of per-work-item (flag, value) pairs ------------------------------- */
 /* (f1, v1) . (f2, v2) */
 #define SEG_COMBINE(f1, v1, f2, v2, fo, vo)                                                      \
@@ -326,6 +360,44 @@ inline void group_scan(uint f, acc_t v, uint *ef, acc_t *ev, uint *tf, acc_t *tv
 }
 
 /* ---- rows: 1) reduce each chunk from its last head on -------------------------------------- */
+/* CHUNK_REDUCE(a, b): `last` (the chunk's last head, < a: none) and `total` (its elements
+ * from that head on, combined), for every work-item of the group (barriers; sv is scratch) */
+#if VSCAN
+#define CHUNK_REDUCE(a, b)                                                                       \
+    const long last = LAST_HEAD((a), (b));                                                     \
+    acc_t total;                                                                               \
+    {                                                                                          \
+        V8 va_ = (V8)(IDENT);                                                                  \
+        long i_ = last >= (a) ? last : (a);                                                    \
+        for (; i_ + 8 <= (b); i_ += 8) va_ = VOP(va_, VLOAD(xp + i_));                         \
+        total = vtotal8(va_);                                                                  \
+        for (; i_ < (b); ++i_) total = OP(total, LOAD(xp[i_]));                                \
+    }
+#else
+#define CHUNK_REDUCE(a, b)                                                                       \
+    const long last = LAST_HEAD((a), (b));                                                     \
+    acc_t total;                                                                               \
+    {                                                                                          \
+        acc_t acc_[CLT_ITEMS];                                                                 \
+        _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k) acc_[k] = IDENT;                 \
+        long i_ = (last >= (a) ? last : (a)) + lid;                                            \
+        for (; i_ + (long)(CLT_ITEMS - 1) * CLT_WG < (b); i_ += (long)TILE) {                 \
+            _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k)                              \
+                acc_[k] = OP(acc_[k], LOAD(xp[i_ + (long)k * CLT_WG]));                         \
+        }                                                                                      \
+        for (; i_ < (b); i_ += CLT_WG) acc_[0] = OP(acc_[0], LOAD(xp[i_]));                    \
+        _Pragma("unroll") for (int k = 1; k < CLT_ITEMS; ++k) acc_[0] = OP(acc_[0], acc_[k]);  \
+        sv[lid] = acc_[0];                                                                     \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                          \
+        for (uint s_ = CLT_WG / 2; s_ > 0; s_ >>= 1) {                                         \
+            if (lid < s_) sv[lid] = OP(sv[lid], sv[lid + s_]);                                 \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                      \
+        }                                                                                      \
+        total = sv[0];                                                                         \
+        barrier(CLK_LOCAL_MEM_FENCE); /* sv is free again */                                   \
+    }
+#endif
+
 __kernel WG_ATTR void
 clt_scan_reduce(__global const CLT_IN_T *x, const long xoff, const long n, const long chunk
                 SEG_ARGS, __global acc_t *pv, __global uint *pf) {
@@ -333,28 +405,10 @@ clt_scan_reduce(__global const CLT_IN_T *x, const long xoff, const long n, const
     const uint lid = get_local_id(0);
     const long a = (long)get_group_id(0) * chunk;
     const long b = min(a + chunk, n);
-    const long last = LAST_HEAD(a, b);
-    const long from = last >= a ? last : a;
     __global const CLT_IN_T *xp = x + xoff;
-    acc_t acc[CLT_ITEMS];
-#pragma unroll
-    for (int k = 0; k < CLT_ITEMS; ++k) acc[k] = IDENT;
-    long i = from + lid;
-    for (; i + (long)(CLT_ITEMS - 1) * CLT_WG < b; i += (long)TILE) {
-#pragma unroll
-        for (int k = 0; k < CLT_ITEMS; ++k) acc[k] = OP(acc[k], LOAD(xp[i + (long)k * CLT_WG]));
-    }
-    for (; i < b; i += CLT_WG) acc[0] = OP(acc[0], LOAD(xp[i]));
-#pragma unroll
-    for (int k = 1; k < CLT_ITEMS; ++k) acc[0] = OP(acc[0], acc[k]);
-    sv[lid] = acc[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint s = CLT_WG / 2; s > 0; s >>= 1) {
-        if (lid < s) sv[lid] = OP(sv[lid], sv[lid + s]);
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
+    CHUNK_REDUCE(a, b)
     if (lid == 0) {
-        pv[get_group_id(0)] = sv[0];
+        pv[get_group_id(0)] = total;
         pf[get_group_id(0)] = last >= a;
     }
 }
@@ -383,7 +437,7 @@ __kernel WG_ATTR void clt_scan_top(__global acc_t *pv, __global const uint *pf, 
 
 /* ---- 3) scan each chunk with its carry-in --------------------------------------------------- */
 #define PAD(j) ((j) + ((j) >> 5)) /* __local index: a work-item's CLT_ITEMS avoid one bank */
-#if CLT_STAGE
+#if CLT_STAGE == 1
 #define STAGE_DECL __local acc_t stage[PAD(TILE) + 1];
 #else
 #define STAGE_DECL
@@ -397,7 +451,7 @@ __kernel WG_ATTR void clt_scan_top(__global acc_t *pv, __global const uint *pf, 
  * work-item runs both (barriers). Macros, not functions: Debian's PoCL 3.1 aborts building
  * the work-group loops of these barriers inside an inlined function inside the tile loop
  * ("Could not find a dominating alternative variable", max/int32, wg=1). */
-#if CLT_STAGE
+#if CLT_STAGE == 1
 #define TILE_LOAD(t, b)                                                                          \
     _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k) {                                    \
         const long i_ = (t) + (long)k * CLT_WG + lid;                                          \
@@ -459,6 +513,48 @@ __kernel WG_ATTR void clt_scan_top(__global acc_t *pv, __global const uint *pf, 
     TILE_APPLY(in);                                                                            \
     TILE_PUT(t, b)
 
+/* CHUNK_SCAN(a, b, carry): the chunk [a, b) scanned a tile at a time into op, `carry` (a
+ * variable: everything before a) carried across the tiles */
+#if VSCAN && CLT_EXCL
+#define VPUT(v, carry, t)                                                                        \
+    do {                                                                                       \
+        V8 e_ = (V8)((carry), (v).s0, (v).s1, (v).s2, (v).s3, (v).s4, (v).s5, (v).s6);         \
+        if ((t) == 0) e_.s0 = EMPTY; /* numpy's empty prefix */                                \
+        VSTORE(e_, op + (t));                                                                  \
+    } while (0)
+#define SPUT(v, carry, t) STORE(op + (t), (t) == 0 ? EMPTY : (carry))
+#else
+#define VPUT(v, carry, t) VSTORE((v), op + (t))
+#define SPUT(v, carry, t) STORE(op + (t), (v))
+#endif
+#if VSCAN
+#define CHUNK_SCAN(a, b, carry)                                                                  \
+    {                                                                                          \
+        long t_ = (a);                                                                         \
+        for (; t_ + 8 <= (b); t_ += 8) {                                                       \
+            V8 v_ = VOP((V8)(carry), vscan8(VLOAD(xp + t_)));                                  \
+            VPUT(v_, carry, t_);                                                               \
+            carry = v_.s7;                                                                     \
+        }                                                                                      \
+        for (; t_ < (b); ++t_) {                                                               \
+            const acc_t v_ = OP(carry, LOAD(xp[t_]));                                          \
+            SPUT(v_, carry, t_);                                                               \
+            carry = v_;                                                                        \
+        }                                                                                      \
+    }
+#else
+#define CHUNK_SCAN(a, b, carry)                                                                  \
+    for (long t = (a); t < (b); t += TILE) {                                                   \
+        acc_t r[CLT_ITEMS];                                                                    \
+        TILE_SCAN(t, (b))                                                                      \
+        acc_t in;                                                                              \
+        uint fi;                                                                               \
+        SEG_COMBINE(0u, carry, ef, ev, fi, in); /* everything before my first element */       \
+        TILE_STORE(t, (b), in)                                                                 \
+        SEG_COMBINE(0u, carry, tf, tv, fi, carry);                                             \
+    }
+#endif
+
 __kernel WG_ATTR void
 clt_scan_down(__global const CLT_IN_T *x, const long xoff, const long n, const long chunk
               SEG_ARGS, __global const acc_t *carries, const uint has_carries,
@@ -472,15 +568,7 @@ clt_scan_down(__global const CLT_IN_T *x, const long xoff, const long n, const l
     __global CLT_OUT_T *op = out + ooff;
     acc_t carry = has_carries ? carries[get_group_id(0)] : IDENT;
     const uint lid = get_local_id(0);
-    for (long t = a; t < b; t += TILE) {
-        acc_t r[CLT_ITEMS];
-        TILE_SCAN(t, b)
-        acc_t in;
-        uint fi;
-        SEG_COMBINE(0u, carry, ef, ev, fi, in); /* everything before my first element */
-        TILE_STORE(t, b, in)
-        SEG_COMBINE(0u, carry, tf, tv, fi, carry);
-    }
+    CHUNK_SCAN(a, b, carry)
 }
 
 /* ---- rows in one pass: a chained scan with decoupled look-back ------------------------------
@@ -544,6 +632,60 @@ inline void publish(volatile __global ulong *status, const long g, const uint st
 #endif
 }
 
+/* LOOK_BACK: every work-item walks back from s_look over the predecessors' state words (a
+ * window of CLT_LB at a time, lid 0 combining) until an inclusive prefix or a segment head;
+ * then (s_f, s_v) is everything before this group's tile or chunk */
+/* READ_STATE(k, lo, st, v): window entry k's low word, state (0 unless this call's epoch and,
+ * for two words, both halves agree) and value */
+#if NW == 2
+#define READ_STATE(k, lo, st, v)                                                                 \
+    do {                                                                                       \
+        const ulong w0_ = win[(k) * NW], w1_ = win[(k) * NW + 1];                              \
+        lo = (uint)w0_;                                                                        \
+        st = ((lo >> 3) & EPOCH_MASK) == epoch ? (lo & 3u) : 0u;                               \
+        if ((uint)w1_ != lo) st = 0u; /* the halves of two different states */                 \
+        v = DEC((w0_ >> 32) | (w1_ & 0xFFFFFFFF00000000ul));                                   \
+    } while (0)
+#else
+#define READ_STATE(k, lo, st, v)                                                                 \
+    do {                                                                                       \
+        const ulong w0_ = win[(k) * NW];                                                       \
+        lo = (uint)w0_;                                                                        \
+        st = ((lo >> 3) & EPOCH_MASK) == epoch ? (lo & 3u) : 0u;                               \
+        v = DEC(w0_ >> 32);                                                                    \
+    } while (0)
+#endif
+
+#define LOOK_BACK(epoch)                                                                         \
+    while (!s_done) { /* s_done is the group's: every work-item takes the same turns */         \
+        const long look = s_look;                                                               \
+        if (lid < CLT_LB) {                                                                     \
+            const long j = look - (long)lid;                                                    \
+            _Pragma("unroll") for (int w = 0; w < NW; ++w)                                      \
+                win[lid * NW + w] = j >= 0 ? LB_READ(status + j * NW + w) : 0ul;                \
+        }                                                                                       \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                           \
+        if (lid == 0) {                                                                         \
+            acc_t cv = s_v;                                                                     \
+            uint cf = s_f, done = 0;                                                            \
+            int k = 0;                                                                          \
+            for (; k < CLT_LB && !done; ++k) {                                                  \
+                uint lo, st;                                                                    \
+                acc_t v;                                                                        \
+                READ_STATE(k, lo, st, v);                                                       \
+                if (st == 0u) break; /* not yet: read again from here */                        \
+                const uint f = (lo >> 2) & 1u;                                                  \
+                SEG_COMBINE(f, v, cf, cv, cf, cv); /* the predecessor's on the left */          \
+                done = st == ST_P || f;                                                         \
+            }                                                                                   \
+            s_v = cv;                                                                           \
+            s_f = cf;                                                                           \
+            s_look = look - k;                                                                  \
+            s_done = done;                                                                      \
+        }                                                                                       \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                           \
+    }
+
 __kernel WG_ATTR void
 clt_scan_chain(__global const CLT_IN_T *x, const long xoff, const long n, const long chunk
                SEG_ARGS, volatile __global ulong *status, volatile __global uint *ticket,
@@ -574,41 +716,7 @@ clt_scan_chain(__global const CLT_IN_T *x, const long xoff, const long n, const 
         s_done = g == 0;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    while (!s_done) { /* s_done is the group's: every work-item takes the same turns */
-        const long look = s_look;
-        if (lid < CLT_LB) {
-            const long j = look - (long)lid;
-#pragma unroll
-            for (int w = 0; w < NW; ++w) win[lid * NW + w] = j >= 0 ? LB_READ(status + j * NW + w) : 0ul;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (lid == 0) {
-            acc_t cv = s_v;
-            uint cf = s_f, done = 0;
-            int k = 0;
-            for (; k < CLT_LB && !done; ++k) {
-                const ulong w0 = win[k * NW];
-                const uint lo = (uint)w0;
-                uint st = ((lo >> 3) & EPOCH_MASK) == epoch ? (lo & 3u) : 0u;
-#if NW == 2
-                const ulong w1 = win[k * NW + 1];
-                if ((uint)w1 != lo) st = 0u; /* the halves of two different states */
-                const acc_t v = DEC((w0 >> 32) | (w1 & 0xFFFFFFFF00000000ul));
-#else
-                const acc_t v = DEC(w0 >> 32);
-#endif
-                if (st == 0u) break; /* not yet: read again from here */
-                const uint f = (lo >> 2) & 1u;
-                SEG_COMBINE(f, v, cf, cv, cf, cv); /* the predecessor's on the left */
-                done = st == ST_P || f;
-            }
-            s_v = cv;
-            s_f = cf;
-            s_look = look - k;
-            s_done = done;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
+    LOOK_BACK(epoch)
     const acc_t carry = s_v;
     const uint cfl = s_f;
     if (lid == 0 && g > 0 && !tf) {
@@ -621,6 +729,51 @@ clt_scan_chain(__global const CLT_IN_T *x, const long xoff, const long n, const 
     uint fi;
     SEG_COMBINE(0u, carry, ef, ev, fi, in);
     TILE_STORE(a, b, in)
+}
+
+/* The chained pass by chunks (CLT_CHAIN == 3; CPUs: a few large chunks, each read twice while
+ * it is in cache, so ~2n bytes from memory): a group takes a ticket for a chunk of many tiles,
+ * reduces it (from its last head on) and publishes the total, looks back as above, publishes
+ * its inclusive prefix and scans the chunk with that carry. */
+__kernel WG_ATTR void
+clt_scan_chunks(__global const CLT_IN_T *x, const long xoff, const long n, const long chunk
+                SEG_ARGS, volatile __global ulong *status, volatile __global uint *ticket,
+                const uint base, const uint epoch, __global CLT_OUT_T *out, const long ooff) {
+    __local acc_t sv[CLT_WG];
+    __local uint sf[CLT_WG];
+    STAGE_DECL
+    __local ulong win[CLT_LB * NW];
+    __local long s_g, s_look;
+    __local acc_t s_v;
+    __local uint s_f, s_done;
+    const uint lid = get_local_id(0);
+    if (lid == 0) s_g = (long)(atomic_inc(ticket) - base);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const long g = s_g;
+    const long a = g * chunk;
+    if (a >= n) return; /* never with the host's ticket base (the group's, so uniform) */
+    const long b = min(a + chunk, n);
+    __global const CLT_IN_T *xp = x + xoff;
+    __global CLT_OUT_T *op = out + ooff;
+    CHUNK_REDUCE(a, b)
+    const uint hf = last >= a;
+    if (lid == 0) {
+        publish(status, g, (g == 0 || hf) ? ST_P : ST_A, hf, total, epoch);
+        s_v = IDENT;
+        s_f = 0;
+        s_look = g - 1;
+        s_done = g == 0;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    LOOK_BACK(epoch)
+    acc_t carry = s_v;
+    if (lid == 0 && g > 0 && !hf) {
+        uint pf;
+        acc_t pv;
+        SEG_COMBINE(s_f, carry, hf, total, pf, pv);
+        publish(status, g, ST_P, pf, pv, epoch);
+    }
+    CHUNK_SCAN(a, b, carry)
 }
 #endif
 

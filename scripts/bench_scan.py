@@ -79,6 +79,9 @@ def sweep_configs(info, layout: str) -> list[ScanConfig]:
         out += [ScanConfig("rows", wg=w, items=i, stage=s, group_scan=gs, chain=c)
                 for (w, i, s), gs, c in itertools.product(fits, (0, 2) if nv else (0,),
                                                           (1, 2) if nv else (1,))]
+        # the chained pass over reduce-then-scan's chunks (each read twice while in cache)
+        out += [ScanConfig("rows", wg=w, items=i, stage=s, groups_per_cu=g, chain=3)
+                for (w, i, s), g in itertools.product(fits, (2, 8))]
     return out
 
 

@@ -28,7 +28,11 @@ CHAINS = [ScanConfig("rows", wg=4, items=2, stage=1, chain=1),
           # volatile look-back loads (offered on NVIDIA; aligned 64-bit loads are whole on
           # CPUs too, so the path is checked here) and the warp scan's setting (the tree off
           # NVIDIA)
-          ScanConfig("rows", wg=8, items=2, stage=1, group_scan=2, chain=2)]
+          ScanConfig("rows", wg=8, items=2, stage=1, group_scan=2, chain=2),
+          # the chained pass over chunks of many tiles (CPUs): staged and direct
+          ScanConfig("rows", wg=4, items=2, stage=1, groups_per_cu=32, chain=3),
+          ScanConfig("rows", wg=1, items=8, stage=0, groups_per_cu=32, chain=3),
+          ScanConfig("rows", wg=1, items=8, stage=2, groups_per_cu=64, chain=3)]
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +56,8 @@ def test_every_awkward_case_validates(ctx, queue, device, atomics, op, dtype, cf
     la = ScanLauncher(ctx, dev, info, v, cfg)
     chk = validate(la, queue, 20011)
     assert chk.ok, (str(v), cfg.short(), chk.reason)
-    assert la.plan(1, 20011, 1).groups > 600  # thousands of tiles looked back over
+    p = la.plan(1, 20011, 1)
+    assert p.chained and p.groups > (600 if cfg.chain != 3 else 16)  # many looked back over
 
 
 def test_in_place_and_many_calls_on_one_scratch(ctx, queue, device, atomics):
@@ -205,7 +210,7 @@ def test_stored_configs_without_the_field_keep_their_meaning_and_key():
     assert chained.to_dict()["chain"] == 1 and chained.key() != cfg.key()
     assert chained.short().endswith("chain")
     with pytest.raises(ScanConfigError, match="chain"):
-        ScanConfig.from_mapping({**old, "chain": 3})
+        ScanConfig.from_mapping({**old, "chain": 4})
     with pytest.raises(ScanConfigError, match="chain"):
         ScanConfig("cols", wg=64, items=1, stage=0, chain=1)
     with pytest.raises(ScanConfigError, match="groups_per_cu"):
@@ -239,5 +244,8 @@ def test_gpu_tuning_is_seeded_with_the_measured_chained_passes(device):
             assert ScanConfig("rows", wg=128, items=32, stage=1, chain=1) in chained
             warp = ScanConfig("rows", wg=256, items=16, stage=1, chain=1, group_scan=2)
             assert (warp in chained) == fake_info.is_nvidia  # warp shuffles: NVIDIA's PTX
+        elif kind == "cpu":  # the builtin: a work-item a chunk in vector registers, chained
+            assert chained == [ScanConfig("rows", wg=1, items=8, stage=2, groups_per_cu=128,
+                                          chain=3)]
         else:
             assert not chained

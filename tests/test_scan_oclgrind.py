@@ -34,9 +34,12 @@ if NEGATIVE:  # the group scan's tree without the barrier between its reads and 
     sk.scan_source = lambda: src.replace(cut, """            pf = sf[lid - off];
         }""", 1)
 ROWS = [C("rows", wg=4, items=2, stage=1, group_scan=0, groups_per_cu=4),
-        C("rows", wg=8, items=4, stage=0, group_scan=0, groups_per_cu=2)]
+        C("rows", wg=8, items=4, stage=0, group_scan=0, groups_per_cu=2),
+        C("rows", wg=1, items=8, stage=2, group_scan=0, groups_per_cu=8)]
 if info.int64_atomics:  # the chained pass: a tile a group, look-back over the state words
-    ROWS += [C("rows", wg=4, items=2, stage=1, chain=1), C("rows", wg=8, items=4, chain=1)]
+    ROWS += [C("rows", wg=4, items=2, stage=1, chain=1), C("rows", wg=8, items=4, chain=1),
+             C("rows", wg=4, items=2, stage=1, groups_per_cu=16, chain=3),
+             C("rows", wg=1, items=8, stage=2, groups_per_cu=16, chain=3)]
 COLS = [C("cols", wg=4, items=2, stage=0, group_scan=0, groups_per_cu=8)]
 CASES = [((301,), 0, False, None), ((301,), 0, True, None), ((7, 45), 1, False, None),
          ((120,), 0, True, np.array([0, 3, 3, 50, 51, 119, 120])), ((37, 6), 0, True, None),
@@ -75,6 +78,7 @@ def test_scan_kernels_are_clean_under_oclgrind():
     assert any(r["groups"] > 1 for r in summary["runs"])  # the three-launch path ran
     assert any(r["cfg"].endswith("chain") and r["groups"] > 4 for r in summary["runs"]), \
         "Oclgrind has cl_khr_int64_base_atomics: the chained pass must be checked"
+    assert any("chunks" in r["cfg"] and r["groups"] > 4 for r in summary["runs"])
     assert any(r["variant"].endswith("/cols") for r in summary["runs"])
     assert res.reports == [], res.summary(limit=8)
 

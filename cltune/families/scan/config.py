@@ -7,6 +7,8 @@ door from stored or sampled values to kernels/scan.cl's build options).
     'rows wg256 i8 stage tree chain'
     >>> ScanConfig("rows", wg=128, items=32, group_scan=2, chain=2).short()
     'rows wg128 i32 stage warp chain-vload'
+    >>> ScanConfig("rows", wg=1, items=8, stage=2, groups_per_cu=32, chain=3).short()
+    'rows wg1 i8 vector tree chunks g/cu32'
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ LAYOUTS = ("rows", "cols")
 MAX_WG = 1024
 ITEMS = (1, 2, 4, 8, 16, 32)
 GROUP_SCANS = ("tree", "subgroup", "warp")
-CHAINS = ("", "chain", "chain-vload")
-GROUPS_PER_CU = (1, 2, 4, 8, 16, 32)
+STAGES = ("direct", "stage", "vector")
+CHAINS = ("", "chain", "chain-vload", "chunks")
+GROUPS_PER_CU = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 CHAIN_GROUPS_PER_CU = 4  # a chained config's (it launches a group a tile)
 
 
@@ -37,13 +40,17 @@ class ScanConfig(MappedConfig):
     items: consecutive elements a work-item scans per tile (rows), or the neighbouring columns
     it scans side by side (cols: a strip, contiguous in every row); stage: 1 passes tiles
     through __local memory (coalesced on GPUs), 0 reads a work-item's elements directly
-    (CPUs); group_scan: 0 a __local tree, 1 subgroup scans where the device has them
+    (CPUs), 2 (CPUs; wg=1, items=8) a work-item scans its whole chunk 8 elements at a time in
+    vector registers (unsegmented sums, products, integer min/max; else as 0); group_scan:
+    0 a __local tree, 1 subgroup scans where the device has them
     (unsegmented sums; the tree elsewhere), 2 NVIDIA warp shuffles (inline PTX; any op and
     segments; the tree elsewhere); groups_per_cu: how many chunks per compute unit
     the input is cut into (a launch parameter); chain: 0 reduce-then-scan (three launches,
     ~3n bytes), 1 one pass with decoupled look-back (rows: a tile a group, ~2n bytes; needs
     64-bit atomics; groups_per_cu then has no effect), 2 the same with the look-back reading
-    its predecessors' state words by volatile loads instead of atomics (offered on NVIDIA))."""
+    its predecessors' state words by volatile loads instead of atomics (offered on NVIDIA), 3
+    the chained pass over the chunks of reduce-then-scan (groups_per_cu of them per compute
+    unit, each reduced then scanned by one group: CPUs, whose chunks stay in cache))."""
 
     error: ClassVar[type[ValueError]] = ScanConfigError
 
@@ -76,17 +83,20 @@ class ScanConfig(MappedConfig):
             raise ScanConfigError(f"wg: {self.wg} is not a power of two in 1..{MAX_WG}")
         if self.items not in ITEMS:
             raise ScanConfigError(f"items: {self.items} is not one of {ITEMS}")
-        if self.stage not in (0, 1):
-            raise ScanConfigError(f"stage: {self.stage} is not 0 or 1")
+        if self.stage not in (0, 1, 2):
+            raise ScanConfigError(f"stage: {self.stage} is not 0, 1 or 2")
+        if self.stage == 2 and (self.wg != 1 or self.items != 8 or self.chain in (1, 2)):
+            raise ScanConfigError("stage=2 (a work-item scans its chunk in vector registers) "
+                                  "takes wg=1, items=8 and chain 0 or 3")
         if self.group_scan not in (0, 1, 2):
             raise ScanConfigError(f"group_scan: {self.group_scan} is not 0 (tree), 1 "
                                   "(subgroup) or 2 (warp)")
         if self.groups_per_cu not in GROUPS_PER_CU:
             raise ScanConfigError(f"groups_per_cu: {self.groups_per_cu} is not one of "
                                   f"{GROUPS_PER_CU}")
-        if self.chain not in (0, 1, 2):
-            raise ScanConfigError(f"chain: {self.chain} is not 0, 1 or 2")
-        if self.chain and self.groups_per_cu != CHAIN_GROUPS_PER_CU:
+        if self.chain not in (0, 1, 2, 3):
+            raise ScanConfigError(f"chain: {self.chain} is not 0, 1, 2 or 3")
+        if self.chain in (1, 2) and self.groups_per_cu != CHAIN_GROUPS_PER_CU:
             raise ScanConfigError(f"groups_per_cu: {self.groups_per_cu} with chain={self.chain} "
                                   f"(a group a tile: it has no effect; keep "
                                   f"{CHAIN_GROUPS_PER_CU})")
@@ -103,6 +113,8 @@ class ScanConfig(MappedConfig):
     def short(self) -> str:
         if self.layout == "cols":
             return f"cols wg{self.wg} i{self.items} g/cu{self.groups_per_cu}"
-        tail = CHAINS[self.chain] if self.chain else f"g/cu{self.groups_per_cu}"
-        return (f"rows wg{self.wg} i{self.items} {'stage' if self.stage else 'direct'} "
+        tail = f"g/cu{self.groups_per_cu}"
+        if self.chain:
+            tail = f"chunks g/cu{self.groups_per_cu}" if self.chain == 3 else CHAINS[self.chain]
+        return (f"rows wg{self.wg} i{self.items} {STAGES[self.stage]} "
                 f"{GROUP_SCANS[self.group_scan]} {tail}")

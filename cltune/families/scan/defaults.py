@@ -8,6 +8,8 @@ devices never tuned (measured starting points: scripts/bench_scan.py).
     >>> atom = NS(**{**vars(gpu), "int64_atomics": True})
     >>> builtin_config(atom, "rows", 4).short(), builtin_config(atom, "rows", 8).short()
     ('rows wg256 i32 stage tree chain', 'rows wg128 i32 stage tree chain')
+    >>> builtin_config(NS(**{**vars(atom), "type": "cpu"}), "rows").short()
+    'rows wg1 i8 vector tree chunks g/cu128'
 """
 
 from __future__ import annotations
@@ -19,17 +21,23 @@ from cltune.families.scan.config import ScanConfig
 
 
 def builtin_config(info: Any, layout: str, acc_bytes: int = 8) -> ScanConfig:
-    """GPUs: groups of 256 staging tiles of 8 elements a work-item through __local memory
-    (coalesced); CPUs: groups of 4 that read 32 consecutive elements a work-item directly
-    (2.8-3.1x numpy.cumsum on Intel's runtime at 2^24, against 1.0-1.6x for larger groups)."""
+    """GPUs: a chained pass of groups of 256 staging tiles of 32 elements a work-item through
+    __local memory (coalesced), or reduce-then-scan by 256 x 8 without 64-bit atomics; CPUs: a
+    work-item a chunk, scanned in vector registers."""
     cpu = info.type == "cpu"
     if layout == "cols":  # CPUs: a strip of 16 columns is a cache line of float32
         wg = min(pow2_at_most(info.max_wg), 4 if cpu else 256)
         return ScanConfig("cols", wg=wg, items=16 if cpu else 1, stage=0, group_scan=0,
                           groups_per_cu=4 if cpu else 8)
     if cpu:
-        return ScanConfig("rows", wg=min(4, pow2_at_most(info.max_wg)), items=32, stage=0,
-                          group_scan=0, groups_per_cu=4)
+        # a work-item scans its chunk 8 elements at a time in vector registers; with 64-bit
+        # atomics in one chained pass over 128 chunks a compute unit (each read twice while in
+        # cache). 2^24 float32 on this 2-core AMD host: 5.6 ms on Intel's runtime (copy 3.7),
+        # 5.0 ms on Debian's PoCL (copy 5.8), against 17 / 42 ms for groups of 4 x 32
+        # (scripts/bench_scan.py; docs/benchmarks.md)
+        atom = bool(getattr(info, "int64_atomics", False))
+        return ScanConfig("rows", wg=1, items=8, stage=2, group_scan=0,
+                          groups_per_cu=128 if atom else 4, chain=3 if atom else 0)
     chain = int(bool(getattr(info, "int64_atomics", False)))
     # the chained pass (H200, scripts/bench_scan.py --sweep: groups of 256 x 32 the best at
     # 2^16, 2^24 and 2^28, 2^28 in 800 us against 890 for 128 x 32 and 1232 for the

@@ -41,11 +41,13 @@ def plan(cfg: ScanConfig, compute_units: int, outer: int, r: int, inner: int,
     if cfg.layout == "rows":
         n = outer * r * inner
         tiles = max(1, -(-n // cfg.tile))
-        if cfg.chain and (state_words is None or tiles <= state_words):  # a tile a group
-            return Plan(tiles, cfg.tile, chained=tiles > 1)
+        if cfg.chain in (1, 2) and (state_words is None or tiles <= state_words):
+            return Plan(tiles, cfg.tile, chained=tiles > 1)  # a tile a group
         chunk = -(-max(1, n) // want)
         chunk = -(-chunk // cfg.tile) * cfg.tile  # whole tiles
-        return Plan(max(1, -(-n // chunk)), chunk)
+        groups = max(1, -(-n // chunk))
+        # chain=3: the same chunks in one chained pass (a chunk a group)
+        return Plan(groups, chunk, chained=cfg.chain == 3 and groups > 1)
     strips = outer * -(-inner // cfg.items)  # a work-item's neighbouring columns
     colgroups = max(1, -(-strips // cfg.wg))
     splits = max(1, min(want // colgroups, r // 8))
@@ -90,6 +92,7 @@ class ScanLauncher:
         self._dummy = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16)
         self._builds: dict[Form, ScanBuilt] = {}
         self._plans: dict[tuple[int, int, int], Plan] = {}
+        self._forms: dict[tuple, Form] = {}
 
     def built(self, form: Form | None = None) -> ScanBuilt:
         form = form or Form()
@@ -161,17 +164,20 @@ class ScanLauncher:
             if inner != 1:
                 raise ValueError("the rows layout scans a contiguous axis (inner == 1)")
             seg = SEG_OFFSETS if offsets is not None else SEG_ROWS if outer > 1 else SEG_NONE
-            form = Form(exclusive, seg, off64 and seg == SEG_OFFSETS)
+            fk = (bool(exclusive), seg, bool(off64) and seg == SEG_OFFSETS)
         else:
             if offsets is not None:
                 raise ValueError("segments are scanned by the rows layout")
-            form = Form(exclusive)
+            fk = (bool(exclusive), SEG_NONE, False)
+        form = self._forms.get(fk)
+        if form is None:
+            form = self._forms[fk] = Form(*fk)
         b = self.built(form)
         p = self.plan(outer, r, inner)
         wg = cfg.wg
+        order = not (queue.properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
         with self._lock:  # the kernels' arguments, and _in_order, are shared state
-            self._in_order = not (queue.properties
-                                  & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
+            self._in_order = order
             if cfg.layout == "rows":
                 return self._rows(queue, b, p, x, xoff, out, ooff, outer * r, r,
                                   offsets, m, wait_for)

@@ -56,7 +56,7 @@ class ScanSpace(LayoutSpace):
         return math.prod(len(v) for v in self.values.values())
 
     def local_bytes(self, cfg: ScanConfig) -> int:
-        stage = (cfg.tile + cfg.tile // 32 + 1) * self.acc_bytes if cfg.stage else 0
+        stage = (cfg.tile + cfg.tile // 32 + 1) * self.acc_bytes if cfg.stage == 1 else 0
         chain = 32 * 2 * 8 + 64 if cfg.chain else 0  # the look-back window and its state
         return stage + cfg.wg * (self.acc_bytes + 4) + chain
 
@@ -71,7 +71,9 @@ class ScanSpace(LayoutSpace):
             return "chain=2: volatile look-back loads are offered on NVIDIA only"
         if cfg.group_scan == 2 and not (self.info.is_nvidia and cfg.wg % 32 == 0):
             return "group_scan=2: warp shuffles need NVIDIA's inline PTX and whole warps"
-        if cfg.stage and cfg.wg < 4:
+        if cfg.stage == 2 and self.info.type != "cpu":
+            return "stage=2: a work-item a chunk in vector registers is for CPUs"
+        if cfg.stage == 1 and cfg.wg < 4:
             # a tile through __local memory for one or two work-items gains nothing (and
             # Debian's PoCL 3.1 miscompiles wg=2 staged: validation refuses its answers)
             return f"stage=1 with wg={cfg.wg}: staging needs wg >= 4"
@@ -93,10 +95,10 @@ def make_space(info: DeviceInfo, layout: str, acc_bytes: int) -> ScanSpace:
                          {"stage": "cols: a work-item scans its column alone",
                           "chain": "cols: reduce-then-scan"})
     nv = info.is_nvidia
-    vals = {"wg": wgs, "items": ITEMS, "stage": (0, 1),
+    vals = {"wg": wgs, "items": ITEMS, "stage": (0, 1) if gpu else (0, 1, 2),
             "group_scan": (0, *((1,) if info.subgroups else ()), *((2,) if nv else ())),
             "groups_per_cu": GROUPS_PER_CU,
-            "chain": (0, *((1, 2) if nv else (1,))) if info.int64_atomics else (0,)}
+            "chain": (0, *((1, 2, 3) if nv else (1, 3))) if info.int64_atomics else (0,)}
     excluded = {} if info.subgroups else {"group_scan=1": "no subgroups on this device"}
     if not nv:
         excluded["group_scan=2"] = "warp shuffles: NVIDIA's inline PTX only"
@@ -183,7 +185,9 @@ class ScanTarget(Target):
     def suggest(self, trial: optuna.Trial) -> ScanConfig:
         v = self.space.values
         d = {k: trial.suggest_categorical(k, v[k]) for k in ScanConfig.names()}
-        if d["chain"]:
+        if d["stage"] == 2:  # a work-item its chunk in vector registers: one shape
+            d.update(wg=1, items=8, group_scan=0, chain=3 if d["chain"] else 0)
+        if d["chain"] in (1, 2):
             d["groups_per_cu"] = CHAIN_GROUPS_PER_CU  # no effect there: one config, not six
         return ScanConfig(**d)
 
