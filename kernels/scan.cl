@@ -235,9 +235,10 @@ inline acc_t warp_up(acc_t v, uint delta) {
 
 /* ---- CPUs: a chunk scanned 8 elements at a time in vector registers (CLT_STAGE == 2) -------
  * One work-item a group walks its chunk: 8 elements loaded as a vector, scanned in registers
- * (three shifted combines), the carry combined in, 8 stored. Unsegmented scans of sums,
- * products and integer minima/maxima (floats' min/max keep NaN element by element: scalar). */
-#if CLT_STAGE == 2 && CLT_SEG == 0 && CLT_WG == 1 && !(CLT_IS_FLOAT && CLT_OP >= 2)
+ * (three shifted combines), the carry combined in, 8 stored; the carry restarts at each
+ * segment head. Sums, products and integer minima/maxima (floats' min/max keep NaN element by
+ * element: the scalar path). */
+#if CLT_STAGE == 2 && CLT_WG == 1 && !(CLT_IS_FLOAT && CLT_OP >= 2)
 #define VSCAN 1
 #define V8 CAT(CLT_ACC_T, 8)
 #define OUT8 CAT(CLT_OUT_T, 8)
@@ -515,31 +516,41 @@ __kernel WG_ATTR void clt_scan_top(__global acc_t *pv, __global const uint *pf, 
 
 /* CHUNK_SCAN(a, b, carry): the chunk [a, b) scanned a tile at a time into op, `carry` (a
  * variable: everything before a) carried across the tiles */
-#if VSCAN && CLT_EXCL
-#define VPUT(v, carry, t)                                                                        \
+#if VSCAN && CLT_EXCL /* hd: the head the segment piece starts at (-1: none) */
+#define VPUT(v, carry, t, hd)                                                                    \
     do {                                                                                       \
         V8 e_ = (V8)((carry), (v).s0, (v).s1, (v).s2, (v).s3, (v).s4, (v).s5, (v).s6);         \
-        if ((t) == 0) e_.s0 = EMPTY; /* numpy's empty prefix */                                \
+        if ((t) == (hd)) e_.s0 = EMPTY; /* numpy's empty prefix */                             \
         VSTORE(e_, op + (t));                                                                  \
     } while (0)
-#define SPUT(v, carry, t) STORE(op + (t), (t) == 0 ? EMPTY : (carry))
+#define SPUT(v, carry, t, hd) STORE(op + (t), (t) == (hd) ? EMPTY : (carry))
 #else
-#define VPUT(v, carry, t) VSTORE((v), op + (t))
-#define SPUT(v, carry, t) STORE(op + (t), (v))
+#define VPUT(v, carry, t, hd) VSTORE((v), op + (t))
+#define SPUT(v, carry, t, hd) STORE(op + (t), (v))
 #endif
-#if VSCAN
+#if VSCAN /* segment piece by segment piece: the carry restarts at each head */
 #define CHUNK_SCAN(a, b, carry)                                                                  \
     {                                                                                          \
+        HEADS_FROM(a);                                                                         \
         long t_ = (a);                                                                         \
-        for (; t_ + 8 <= (b); t_ += 8) {                                                       \
-            V8 v_ = VOP((V8)(carry), vscan8(VLOAD(xp + t_)));                                  \
-            VPUT(v_, carry, t_);                                                               \
-            carry = v_.s7;                                                                     \
-        }                                                                                      \
-        for (; t_ < (b); ++t_) {                                                               \
-            const acc_t v_ = OP(carry, LOAD(xp[t_]));                                          \
-            SPUT(v_, carry, t_);                                                               \
-            carry = v_;                                                                        \
+        while (t_ < (b)) {                                                                     \
+            long hd_ = -1;                                                                     \
+            if (t_ == h) {                                                                     \
+                hd_ = t_;                                                                      \
+                carry = IDENT;                                                                 \
+                HEADS_NEXT();                                                                  \
+            }                                                                                  \
+            const long e_ = min(h, (long)(b));                                                 \
+            for (; t_ + 8 <= e_; t_ += 8) {                                                    \
+                V8 v_ = VOP((V8)(carry), vscan8(VLOAD(xp + t_)));                              \
+                VPUT(v_, carry, t_, hd_);                                                      \
+                carry = v_.s7;                                                                 \
+            }                                                                                  \
+            for (; t_ < e_; ++t_) {                                                            \
+                const acc_t v_ = OP(carry, LOAD(xp[t_]));                                      \
+                SPUT(v_, carry, t_, hd_);                                                      \
+                carry = v_;                                                                    \
+            }                                                                                  \
         }                                                                                      \
     }
 #else

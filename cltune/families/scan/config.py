@@ -41,7 +41,7 @@ class ScanConfig(MappedConfig):
     it scans side by side (cols: a strip, contiguous in every row); stage: 1 passes tiles
     through __local memory (coalesced on GPUs), 0 reads a work-item's elements directly
     (CPUs), 2 (CPUs; wg=1, items=8) a work-item scans its whole chunk 8 elements at a time in
-    vector registers (unsegmented sums, products, integer min/max; else as 0); group_scan:
+    vector registers (sums, products, integer min/max; else as 0); group_scan:
     0 a __local tree, 1 subgroup scans where the device has them
     (unsegmented sums; the tree elsewhere), 2 NVIDIA warp shuffles (inline PTX; any op and
     segments; the tree elsewhere); groups_per_cu: how many chunks per compute unit
