@@ -68,7 +68,8 @@
                        registers (VSCAN below; where that does not apply, as 0) */
 #endif
 #ifndef CLT_GROUP_SCAN
-#define CLT_GROUP_SCAN 0 /* 0 __local tree with barriers; 1 subgroup scans (sums); 2 warp shuffles */
+#define CLT_GROUP_SCAN 0 /* 0 __local tree with barriers; 1 subgroup scans (sums); 2 NVIDIA's
+                            warp shuffles (inline PTX) */
 #endif
 #ifndef CLT_NV_PTX
 #define CLT_NV_PTX 0 /* the host saw NVIDIA's platform: inline PTX may be used */
@@ -697,45 +698,56 @@ inline void publish(volatile __global ulong *status, const long g, const uint st
         barrier(CLK_LOCAL_MEM_FENCE);                                                           \
     }
 
-__kernel WG_ATTR void
-clt_scan_chain(__global const CLT_IN_T *x, const long xoff, const long n, const long chunk
-               SEG_ARGS, volatile __global ulong *status, volatile __global uint *ticket,
-               const uint base, const uint epoch, __global CLT_OUT_T *out, const long ooff) {
-    __local acc_t sv[CLT_WG];
-    __local uint sf[CLT_WG];
-    STAGE_DECL
-    __local ulong win[CLT_LB * NW];
-    __local long s_g, s_look;
-    __local acc_t s_v;
-    __local uint s_f, s_done;
-    const uint lid = get_local_id(0);
-    if (lid == 0) s_g = (long)(atomic_inc(ticket) - base);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const long g = s_g;
-    const long a = g * chunk;
-    if (a >= n) return; /* never with the host's ticket base (the group's, so uniform) */
-    const long b = min(a + chunk, n);
-    __global const CLT_IN_T *xp = x + xoff;
+/* The chained kernels' parameters, and their start: a ticket (every work-item gets the
+ * group's g), the range [a, b) it covers (a group past n returns: never with the host's ticket
+ * base, and the group's, so uniform), the pointers */
+#define CHAIN_PARAMS                                                                             \
+    __global const CLT_IN_T *x, const long xoff, const long n, const long chunk SEG_ARGS,      \
+        volatile __global ulong *status, volatile __global uint *ticket, const uint base,      \
+        const uint epoch, __global CLT_OUT_T *out, const long ooff
+#define CHAIN_START                                                                              \
+    __local acc_t sv[CLT_WG];                                                                  \
+    __local uint sf[CLT_WG];                                                                   \
+    STAGE_DECL                                                                                 \
+    __local ulong win[CLT_LB * NW];                                                            \
+    __local long s_g, s_look;                                                                  \
+    __local acc_t s_v;                                                                         \
+    __local uint s_f, s_done;                                                                  \
+    const uint lid = get_local_id(0);                                                          \
+    if (lid == 0) s_g = (long)(atomic_inc(ticket) - base);                                     \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+    const long g = s_g;                                                                        \
+    const long a = g * chunk;                                                                  \
+    if (a >= n) return;                                                                        \
+    const long b = min(a + chunk, n);                                                          \
+    __global const CLT_IN_T *xp = x + xoff;                                                    \
     __global CLT_OUT_T *op = out + ooff;
+/* CHAIN_CARRY(f, v): publish this group's total (f, v) (already inclusive, P, when it is the
+ * first group or holds a head; else A), look back, publish the inclusive prefix; leaves
+ * `carry` (everything before a) in every work-item */
+#define CHAIN_CARRY(f, v)                                                                        \
+    if (lid == 0) {                                                                            \
+        publish(status, g, (g == 0 || (f)) ? ST_P : ST_A, (f), (v), epoch);                    \
+        s_v = IDENT;                                                                           \
+        s_f = 0;                                                                               \
+        s_look = g - 1;                                                                        \
+        s_done = g == 0;                                                                       \
+    }                                                                                          \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+    LOOK_BACK(epoch)                                                                           \
+    acc_t carry = s_v;                                                                         \
+    if (lid == 0 && g > 0 && !(f)) {                                                           \
+        uint pf_;                                                                              \
+        acc_t pv_;                                                                             \
+        SEG_COMBINE(s_f, carry, (f), (v), pf_, pv_);                                           \
+        publish(status, g, ST_P, pf_, pv_, epoch);                                             \
+    }
+
+__kernel WG_ATTR void clt_scan_chain(CHAIN_PARAMS) {
+    CHAIN_START
     acc_t r[CLT_ITEMS];
     TILE_SCAN(a, b)
-    if (lid == 0) {
-        publish(status, g, (g == 0 || tf) ? ST_P : ST_A, tf, tv, epoch);
-        s_v = IDENT;
-        s_f = 0;
-        s_look = g - 1;
-        s_done = g == 0;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    LOOK_BACK(epoch)
-    const acc_t carry = s_v;
-    const uint cfl = s_f;
-    if (lid == 0 && g > 0 && !tf) {
-        uint pf;
-        acc_t pv;
-        SEG_COMBINE(cfl, carry, tf, tv, pf, pv);
-        publish(status, g, ST_P, pf, pv, epoch);
-    }
+    CHAIN_CARRY(tf, tv)
     acc_t in;
     uint fi;
     SEG_COMBINE(0u, carry, ef, ev, fi, in);
@@ -746,44 +758,11 @@ clt_scan_chain(__global const CLT_IN_T *x, const long xoff, const long n, const 
  * it is in cache, so ~2n bytes from memory): a group takes a ticket for a chunk of many tiles,
  * reduces it (from its last head on) and publishes the total, looks back as above, publishes
  * its inclusive prefix and scans the chunk with that carry. */
-__kernel WG_ATTR void
-clt_scan_chunks(__global const CLT_IN_T *x, const long xoff, const long n, const long chunk
-                SEG_ARGS, volatile __global ulong *status, volatile __global uint *ticket,
-                const uint base, const uint epoch, __global CLT_OUT_T *out, const long ooff) {
-    __local acc_t sv[CLT_WG];
-    __local uint sf[CLT_WG];
-    STAGE_DECL
-    __local ulong win[CLT_LB * NW];
-    __local long s_g, s_look;
-    __local acc_t s_v;
-    __local uint s_f, s_done;
-    const uint lid = get_local_id(0);
-    if (lid == 0) s_g = (long)(atomic_inc(ticket) - base);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const long g = s_g;
-    const long a = g * chunk;
-    if (a >= n) return; /* never with the host's ticket base (the group's, so uniform) */
-    const long b = min(a + chunk, n);
-    __global const CLT_IN_T *xp = x + xoff;
-    __global CLT_OUT_T *op = out + ooff;
+__kernel WG_ATTR void clt_scan_chunks(CHAIN_PARAMS) {
+    CHAIN_START
     CHUNK_REDUCE(a, b)
     const uint hf = last >= a;
-    if (lid == 0) {
-        publish(status, g, (g == 0 || hf) ? ST_P : ST_A, hf, total, epoch);
-        s_v = IDENT;
-        s_f = 0;
-        s_look = g - 1;
-        s_done = g == 0;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    LOOK_BACK(epoch)
-    acc_t carry = s_v;
-    if (lid == 0 && g > 0 && !hf) {
-        uint pf;
-        acc_t pv;
-        SEG_COMBINE(s_f, carry, hf, total, pf, pv);
-        publish(status, g, ST_P, pf, pv, epoch);
-    }
+    CHAIN_CARRY(hf, total)
     CHUNK_SCAN(a, b, carry)
 }
 #endif
