@@ -20,6 +20,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
+from cltune.core.shapes import empty_result
 from cltune.device.select import info_for, require_usable
 from cltune.families.scan.family import OPS, ScanVariant
 from cltune.families.scan.serve import ScanEngine, ScanExplanation
@@ -50,13 +51,14 @@ class Scanner:
         self._checked: dict[tuple, None] = {}  # device offsets read back and found good
         self._pool = pool_for(queue)  # results: no free (NVIDIA: a device sync) per call
         self._offsets: dict[tuple, cla.Array] = {}  # host offsets' device copies
+        self._rdt = self.variant.result_dtype
         if self.variant.needs_fp64 and not self.info.fp64:
             raise TypeError(f"{self.dev.name} has no cl_khr_fp64: float64 scans cannot run "
                             "there")
 
     @property
     def result_dtype(self) -> np.dtype:
-        return self.variant.result_dtype
+        return self._rdt
 
     def _engine(self, layout: str) -> ScanEngine:
         v = self.variant.with_layout(layout)
@@ -112,8 +114,7 @@ class Scanner:
     def _out(self, out: Any, shape: tuple[int, ...], order: str) -> cla.Array:
         rdt = self.result_dtype
         if out is None:
-            return cla.empty(self.queue, shape, rdt, order=order,
-                             allocator=pool_for(self.queue))
+            return empty_result(self.queue, shape, rdt, order, self._pool)
         if not (isinstance(out, cla.Array) and out.dtype == rdt and out.shape == shape):
             raise TypeError(f"out must be a pyopencl Array of shape {shape} and dtype {rdt}")
         ok = out.flags.c_contiguous if order == "C" else out.flags.f_contiguous
@@ -175,7 +176,7 @@ class Scanner:
                 or not (x._flags or x.flags).c_contiguous):
             return None
         if out is None:
-            res = cla.empty(self.queue, shape, rdt, allocator=self._pool)
+            res = empty_result(self.queue, shape, rdt, "C", self._pool)
         elif (type(out) is cla.Array and out.dtype == rdt and out.shape == shape
               and out.context.int_ptr == self.ctx.int_ptr and not out.offset % rdt.itemsize
               and (out._flags or out.flags).c_contiguous):
@@ -273,7 +274,7 @@ def get_scanner(queue: cl.CommandQueue, op: str = "sum", dtype: Any = np.float32
                 db: str | None = None) -> Scanner:
     """The scanner of `op` (sum, prod, min, max) over `dtype` on the queue's device, served by
     the tuned config of each call's class (else the builtin one)."""
-    key = (queue.int_ptr, op, np.dtype(dtype).name, db)
+    key = (queue.int_ptr, op, np.dtype(dtype), db)  # a dtype hashes as fast as its name
     return _scanners.get(queue.context, key, lambda: Scanner(queue, op, dtype, db))
 
 

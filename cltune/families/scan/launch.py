@@ -93,6 +93,7 @@ class ScanLauncher:
         self._builds: dict[Form, ScanBuilt] = {}
         self._plans: dict[tuple[int, int, int], Plan] = {}
         self._forms: dict[tuple, Form] = {}
+        self._words = variant.acc_bytes // 4
 
     def built(self, form: Form | None = None) -> ScanBuilt:
         form = form or Form()
@@ -114,7 +115,7 @@ class ScanLauncher:
 
     def _state_width(self) -> int:
         """State words per tile of a chained pass: two for a 64-bit accumulator."""
-        return self.variant.acc_bytes // 4
+        return self._words
 
     def _partials(self, queue: cl.CommandQueue, count: int, acc_bytes: int,
                   ) -> tuple[cl.Buffer, cl.Buffer]:
