@@ -4,7 +4,8 @@
 `abort` (SIGABRT, as LLVM's fatal errors), `segv` (a read of address 0, as a driver's bad pointer),
 `hang` (sleeps for an hour, as a compiler that never returns) or `wrong` (the worker reports a
 wrong answer, as a miscompiled kernel). A rule matches work whose fields (`family`, `variant`, the
-config's parameters, or `probe` for a health probe) have all the given values, compared as text.
+config's parameters, `probe` for a health probe, or `check` and `key` for a kernel vetted by
+`vetting.checked`) have all the given values, compared as text.
 `launch_error:status=NAME` (a `pyopencl.status_code` name) makes every kernel launch in the worker
 raise the error pyopencl raises for that status; `build_error:` makes every program build there
 fail as a compiler error does. Only the worker process (`worker_main`) reads it,

@@ -11,6 +11,10 @@ driver, family, variant, config and kernel source (`vetted.json` in the cache di
 crashed, hung or answered wrong there is never built here: the runtime steps to the next
 level of its fallback chain and `explain()` says why.
 
+A kernel outside the families (no config space, no target: `cltune.stats.argvec`) is vetted
+the same way by a check function of its own (`checked`): run once in the device's worker, its
+verdict kept in the same file.
+
 A config whose build fails cleanly (a compiler error, no crash) is `buildable`: building it
 here raises the same error (an application's expression that does not compile must still
 fail as pyopencl's does); so is one whose target or input the worker could not make
@@ -23,6 +27,7 @@ from __future__ import annotations
 import os
 import threading
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,7 +36,7 @@ from typing import Any
 from cltune.device.driver_cache import cache_dir, read_verdicts, write_verdicts
 from cltune.device.info import DeviceInfo
 from cltune.isolation.remote_target import RemoteTarget
-from cltune.isolation.worker import Worker, WorkerFailure, worker_for
+from cltune.isolation.worker import Worker, WorkerFailure, deadline_floor, worker_for
 
 VET_VERSION = 1
 _FILE = "vetted.json"
@@ -171,6 +176,41 @@ def verdict(info: DeviceInfo, family: str, variant: str, cfg: Any, size_key: Any
     with _lock:
         _memo[key] = v
         _save(key, v)
+    return v
+
+
+def checked(info: DeviceInfo, name: str, key: str, check: Callable[..., str],
+            *args: Any) -> Verdict:  # noqa: ANN401
+    """Whether a kernel outside the families built, ran and answered right on this device and
+    driver. `check(ctx, queue, dev, info, *args)` is a module-level function of cltune (it
+    reaches the worker by reference) that builds the kernel, runs it on inputs of its own and
+    returns '' or why not; `key` names what it builds (its source hash and build options). It
+    runs once per fingerprint and driver, in the device's worker (a crash, a hang or an error
+    there is a failed verdict, with its reason), and the verdict is kept with the families'."""
+    if trusted():
+        return TRUSTED
+    vkey = f"{info.fingerprint}:{info.driver}:check:{name}:{key}"
+    with _lock:
+        hit = _memo.get(vkey)
+        if hit is None:
+            hit = _load().get(vkey)
+            if hit is not None:
+                _memo[vkey] = hit
+    if hit is not None:
+        return hit
+    w = worker_for(info)
+    try:
+        why = w.call("check", name, key, check, args, deadline_s=deadline_floor())
+        step = "validate" if why else "timed"
+    except WorkerFailure as e:
+        if e.kind == "error":  # a context in that state is not trusted for the next request
+            w.close()
+        why, step = e.reason, e.kind
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    v = Verdict(not why, step, why[:500], now)
+    with _lock:
+        _memo[vkey] = v
+        _save(vkey, v)
     return v
 
 

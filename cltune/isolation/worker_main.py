@@ -4,8 +4,9 @@ It opens a context on the device it is given (`init`), then answers requests one
 `open` makes a family's tuning target (`targets.make_target`) for one variant, `prepare` its
 benchmark input for a size class, `evaluate` judges one config there (check -> build ->
 validate -> time, the family's own evaluate), `side_by_side` re-measures finalists, `probe`
-runs a health probe (`health_probes`). A crash or hang of the driver ends this process, never
-the one that asked (`worker.Worker`). The test hook `faults` acts here only.
+runs a health probe (`health_probes`), `check` runs a kernel outside the families through the
+check function the asking process names (`vetting.checked`). A crash or hang of the driver ends
+this process, never the one that asked (`worker.Worker`). The test hook `faults` acts here only.
 """
 
 from __future__ import annotations
@@ -157,9 +158,23 @@ def _probe(st: _State, name: str, src: str = "") -> str:
     return why
 
 
+def _check(st: _State, name: str, key: str, check: Any, args: tuple) -> str:  # noqa: ANN401
+    """`check(ctx, queue, dev, info, *args)`: '' when the kernel built, ran and answered right
+    here, else why not (vetting.checked; the function arrives by reference: its module is
+    imported here)."""
+    action = faults.matching({"check": name, "key": key})
+    if action and action != "wrong":
+        print(f"cltune test fault: {action} on check {name}", file=sys.stderr, flush=True)
+        faults.fire(action)
+    why = check(st.ctx, st.queue, st.dev, st.info, *args)
+    if action == "wrong" and not why:
+        return f"{name}: wrong answer (injected by CLTUNE_TEST_FAULT)"
+    return why
+
+
 HANDLERS = {"init": _init, "open": _open, "close": _close, "prepare": _prepare,
             "evaluate": _evaluate, "side_by_side": _side_by_side, "probe": _probe,
-            "ping": lambda st: os.getpid()}
+            "check": _check, "ping": lambda st: os.getpid()}
 
 
 def _watch_parent() -> None:

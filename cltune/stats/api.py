@@ -12,7 +12,8 @@ negative from the end, or a tuple of axes adjacent in memory; argmin/argmax take
 
 Semantics: `argmin`/`argmax` give the int64 index of the first occurrence (in C order, also
 for F-ordered inputs: cltune.stats.whole); a NaN wins (the first NaN), as in numpy; an empty
-input (or reduced axis) is a ValueError. `norm` (vector ord None/2, 1, inf; without axis a 2-D
+input (or reduced axis) is a ValueError. Without `axis`, on a CPU device, they run in vector
+registers (cltune.stats.argvec). `norm` (vector ord None/2, 1, inf; without axis a 2-D
 array's ord is a matrix norm, as numpy's) returns the input's float type (float64 for
 integers); L2 never overflows or
 underflows for finite inputs: float32 sums squares in double, float64 (and devices without
@@ -39,6 +40,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from cltune.families.reduce.api import get_reducer
+from cltune.stats import argvec
 from cltune.stats import axis as stats_axis
 from cltune.stats import whole as stats_whole
 from cltune.stats.kernels import OPS, kernel
@@ -52,6 +54,13 @@ def explain(op: str, queue: cl.CommandQueue, dtype: Any, shape: tuple[int, ...],
     """What `cltune.<op>(x, axis=axis)` runs for an array of this shape, order (`C`/`F`) and
     dtype: the config, the tuned size class serving it and its fallback level (`exact`, ...,
     `builtin`; `whole` for a reduction of every element). See cltune.stats.axis.explain."""
+    if op in ("argmin", "argmax") and axis is None and not (
+            order == "F" and sum(d > 1 for d in shape) >= 2):
+        n = int(np.prod(shape, dtype=np.int64))
+        vec = argvec.explain(queue, dtype, n)
+        if vec is not None:
+            return stats_axis.AxisStatExplanation(op, tuple(shape), (1, n, 1), "whole", None,
+                                                  None, str(vec))
     return stats_axis.explain(op, queue, dtype, shape, axis, order, ord)
 
 
@@ -67,6 +76,12 @@ def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
         raise TypeError(f"{op}: the array has no queue; pass queue=")
     if x.dtype == np.bool_:
         x = x.view(np.uint8)
+    if axis is None and op in ("argmin", "argmax"):
+        vec = argvec.served(x, q)  # CPU devices: the vector kernel (cltune.stats.argvec)
+        if vec is not None:
+            if x.size == 0:
+                raise ValueError(f"attempt to get {op} of an empty sequence")
+            return argvec.arg(vec, x, q, op == "argmax", keepdims)
     knl = kernel(op, q.context, x.dtype)
     if axis is not None:
         return stats_axis.along(op, knl, x, q, extra, axis, keepdims)

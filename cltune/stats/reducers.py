@@ -24,6 +24,7 @@ from cltune.core import family
 from cltune.families.reduce.api import Reducer
 from cltune.families.reduce.api import get_reducer as _reduce
 from cltune.stats import api as stats
+from cltune.stats import argvec
 from cltune.stats import axis as stats_axis
 
 #: ops served by cltune.stats.api (each a tuned cltune.ReductionKernel)
@@ -60,7 +61,12 @@ class StatsReducer:
         return family.entry("many", "api").norm_many(xs, queue or self.queue)
 
     def explain(self, n: int) -> Any:
-        """Which config of the statistic's ReductionKernel serves n elements, and why."""
+        """Which config of the statistic's ReductionKernel serves n elements, and why (for
+        argmin/argmax on a CPU: kernels/argvec.cl's plan, cltune.stats.argvec)."""
+        if self.op in ("argmin", "argmax"):
+            vec = argvec.explain(self.queue, self.dtype, n)
+            if vec is not None:
+                return vec
         return stats.kernel(self.op, self.queue.context, self.dtype).explain(n)
 
     def explain_axis(self, shape: tuple[int, ...], axis: Any, order: str = "C",
