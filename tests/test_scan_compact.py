@@ -14,14 +14,19 @@ import cltune
 import cltune.families.scan.compact as compact
 
 SHAPES = {"device": None, "tiled-8x4": (8, 4, 4), "tiled-64x8": (64, 8, 2),
-          "tiled-32x1": (32, 1, 3)}
+          "tiled-32x1": (32, 1, 3), "ballots-64x3": (64, 3, 4), "ballots-96x1": (96, 1, 2)}
 
 
 @pytest.fixture(params=list(SHAPES), autouse=True)
 def kernel_shape(request, monkeypatch):
-    """Every test once with the device's shape and with tiled ones of awkward sizes."""
-    if SHAPES[request.param]:
-        monkeypatch.setattr(compact, "_shape_of", lambda dev, size: SHAPES[request.param])
+    """Every test once with the device's shape, with tiled ones of awkward sizes, and with
+    NVIDIA's warp-ballot scatter (its warp operations emulated: 2 and 3 warps, rows of counts
+    that are not a multiple of a warp)."""
+    shape = SHAPES[request.param]
+    if shape:
+        monkeypatch.setattr(compact, "_shape_of", lambda dev, size, ballot=False: shape)
+        monkeypatch.setattr(compact, "_use_ballot",
+                            lambda dev: 2 if request.param.startswith("ballots") else 0)
     return request.param
 
 

@@ -133,23 +133,27 @@ import cltune.families.scan.compact as compact
 out = {"runs": []}
 h = ((np.arange(1001, dtype=np.int32) * 7) % 11 - 5).astype(np.int32)
 x = cla.to_device(q, h)
-for shape in ((8, 4, 3), (4, 2, 2), (1, 1, 2)):  # tiled (several tiles and chunks), and CPUs'
-    compact._shape_of = lambda dev, size, shape=shape: shape
+# tiled (several tiles and chunks), CPUs', and NVIDIA's ballots (emulated: 2 warps, 3 rows)
+for shape, ballot in (((8, 4, 3), 0), ((4, 2, 2), 0), ((1, 1, 2), 0), ((64, 3, 2), 2)):
+    compact._shape_of = lambda dev, size, ballot=False, shape=shape: shape
+    compact._use_ballot = lambda dev, ballot=ballot: ballot
     t, f, c, _ = cltune.partition(x[1:], "ary[i] > 0")
     k = h[1:]
     n = int(c.get())
     ok = n == (k > 0).sum() and (t.get()[:n] == k[k > 0]).all() and \
         (f.get()[:k.size - n] == k[k <= 0]).all()
     idx = cltune.nonzero(x)[0].get()
-    out["runs"].append({"shape": shape, "ok": bool(ok and (idx == np.flatnonzero(h)).all())})
+    out["runs"].append({"shape": shape, "ballot": ballot,
+                        "ok": bool(ok and (idx == np.flatnonzero(h)).all())})
 print(MARK + json.dumps(out), flush=True)
 '''
 
 
 def test_compaction_kernels_are_clean_under_oclgrind():
     """kernels/compact.cl's count, top and scatter (partition's two sides, nonzero's indices)
-    with tiled groups staging through __local memory and with one work-item a chunk."""
+    with tiled groups staging through __local memory, with one work-item a chunk, and by
+    warp ballots (emulated)."""
     res, summary = run_marked(COMPACT, MARK)
     assert res.returncode == 0 and summary, res.summary()
-    assert len(summary["runs"]) == 3 and all(r["ok"] for r in summary["runs"]), summary["runs"]
+    assert len(summary["runs"]) == 4 and all(r["ok"] for r in summary["runs"]), summary["runs"]
     assert res.reports == [], res.summary(limit=8)

@@ -19,10 +19,11 @@ ap.add_argument("--repeats", type=int, default=5)
 ap.add_argument("--wgs", default="128,256")
 ap.add_argument("--items", default="4,8,16")
 ap.add_argument("--per-cu", default="4,8,16")
+ap.add_argument("--ballot", default="0", help="scatter modes to sweep: 0 __local packing, 1 warp ballots (NVIDIA)")
 a = ap.parse_args()
 info, dev = select(a.device)
 ctx = cl.Context([dev]); q = cl.CommandQueue(ctx)
-served = compact._shape_of
+served, served_ballot = compact._shape_of, compact._use_ballot
 PRED = "ary[i] > 0.5"
 
 def timed(f):
@@ -39,24 +40,27 @@ for s in a.sizes.split(","):
     h = np.random.default_rng(0).random(n, dtype=np.float32)
     want = h[h > 0.5]
     x = cla.to_device(q, h)
-    compact._shape_of = served
+    compact._shape_of, compact._use_ballot = served, served_ballot
     base = timed(lambda: cltune.copy_if(x, PRED))
-    print(f"n={s}: served {served(dev, 4)}: {base:.1f} us", flush=True)
+    print(f"n={s}: served {served(dev, 4, bool(served_ballot(dev)))} ballot={served_ballot(dev)}: {base:.1f} us", flush=True)
     res = []
-    for wg in map(int, a.wgs.split(",")):
+    for bal, wg in [(b, w) for b in map(int, a.ballot.split(",")) for w in map(int, a.wgs.split(","))]:
+        compact._use_ballot = lambda d, bal=bal: bal
         for it in map(int, a.items.split(",")):
             for pc in map(int, a.per_cu.split(",")):
-                def shape(d, o, wg=wg, it=it, pc=pc): return wg, it, pc
+                def shape(d, o, b=False, wg=wg, it=it, pc=pc): return wg, it, pc
                 compact._shape_of = shape
                 try:
                     out, cnt, _ = cltune.copy_if(x, PRED)
                     c = int(cnt.get())
                     ok = c == want.size and np.array_equal(out.get()[:c], want)
                 except Exception as e:
-                    print(f"  {wg}x{it} per_cu={pc}: {type(e).__name__} {str(e)[:80]}"); continue
+                    print(f"  b{bal} {wg}x{it} per_cu={pc}: {type(e).__name__} {str(e)[:80]}"); continue
                 t = timed(lambda: cltune.copy_if(x, PRED))
-                res.append((t, wg, it, pc))
-                print(f"  {wg}x{it} per_cu={pc}: {t:.1f} us{'' if ok else '  WRONG'}", flush=True)
+                res.append((t, bal, wg, it, pc))
+                print(f"  b{bal} {wg}x{it} per_cu={pc}: {t:.1f} us{'' if ok else '  WRONG'}", flush=True)
     res.sort()
-    print(f"n={s}: best {res[0][1]}x{res[0][2]} per_cu={res[0][3]} {res[0][0]:.1f} us (served {base:.1f})")
-compact._shape_of = served
+    if res:
+        t, bal, wg, it, pc = res[0]
+        print(f"n={s}: best b{bal} {wg}x{it} per_cu={pc} {t:.1f} us (served {base:.1f})")
+compact._shape_of, compact._use_ballot = served, served_ballot

@@ -25,6 +25,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.tools import dtype_to_ctype
 
+from cltune.device.select import info_for
 from cltune.opencl.build import compile_program
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.events import in_order, pending
@@ -116,12 +117,21 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _shape_of(dev: cl.Device, out_size: int) -> tuple[int, int, int]:
+def _use_ballot(dev: cl.Device) -> int:
+    """1: the scatter by warp ballots (inline PTX) on NVIDIA's platform; 0 elsewhere: the kept
+    elements packed through __local memory (2, for tests: the ballots emulated)."""
+    return int(not (dev.type & cl.device_type.CPU) and info_for(dev).is_nvidia)
+
+
+def _shape_of(dev: cl.Device, out_size: int, ballot: bool = False) -> tuple[int, int, int]:
     """(work-group size, items a work-item, groups per compute unit): CPUs walk a chunk a
-    work-item in order; GPUs stage tiles of 256 x 8 through __local memory (fewer items where
+    work-item in order; NVIDIA's ballots take 256 x 8, 8 groups a compute unit (no tile in
+    __local); other GPUs stage tiles of 256 x 8 through __local memory (fewer items where
     large elements would not fit)."""
     if dev.type & cl.device_type.CPU:
         return 1, 1, 4
+    if ballot and dev.max_work_group_size >= 256:
+        return 256, 8, 8
     wg = 1 << (min(256, dev.max_work_group_size).bit_length() - 1)
     items = 8
     while items > 1 and (wg * items * 33 // 32 + 1) * (1 + out_size) + wg * out_size \
@@ -140,8 +150,11 @@ def _prepare(q: cl.CommandQueue, elem: np.dtype, pred: str, extra: list[tuple[st
              preamble: str, index: bool, out_size: int) -> tuple:
     """(program, work-group size, items, chunks per compute unit, compute units)."""
     dev = q.device
-    wg, items, per_cu = _shape_of(dev, out_size)
-    opts = (f"-DCLT_SEL_WG={wg}", f"-DCLT_SEL_ITEMS={items}", f"-DCLT_SEL_INDEX={int(index)}")
+    mode = _use_ballot(dev)
+    wg, items, per_cu = _shape_of(dev, out_size, bool(mode))
+    mode = mode if wg % 32 == 0 else 0  # a warp is 32 work-items
+    opts = (f"-DCLT_SEL_WG={wg}", f"-DCLT_SEL_ITEMS={items}", f"-DCLT_SEL_INDEX={int(index)}",
+            f"-DCLT_SEL_BALLOT={mode}")
     src = _prelude(elem, pred, extra, preamble) + kernel_file("compact.cl")
     prg = _program(q.context, dev, src, opts)
     # typed scalars: pyopencl then packs each argument directly (untyped, it inspects each one:
@@ -180,7 +193,7 @@ def _select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
     # the program and kernel shape of this predicate: made once (the source, the device's
     # limits and the program lookup cost more host time per call than the kernels take)
     prep = _prepared.get(q.context, (q.device.int_ptr, ary.dtype.str, pred, sig, preamble,
-                                     index, _shape_of),
+                                     index, _shape_of, _use_ballot),
                          lambda: _prepare(q, ary.dtype, pred, extra, preamble, index,
                                           odt.itemsize))
     prg, wg, items, per_cu, cus = prep
