@@ -1,0 +1,322 @@
+"""`argmax`/`argmin` of a whole contiguous array on a CPU device, in vector registers
+(kernels/argvec.cl), for cltune.stats.api.
+
+The expression path (cltune.stats.kernels: a struct fold per element) is not vectorised by
+either CPU runtime: 0.14x numpy.argmax at 2^20 float32 and 0.35x at 2^24 on Debian's PoCL
+(docs/benchmarks.md). Here each of `items` work-items scans its own contiguous chunk `lanes`
+elements at a time (a vector of the best values and one of their block numbers, a compare and
+two selects per block, `ACCUMULATORS` independent pairs), and a one-work-item kernel combines
+the chunks' winners on the device, so a call is as asynchronous as the expression path's (one
+chunk: one launch). numpy's semantics: the first occurrence wins, a NaN wins (the first NaN),
+the int64 index as a 0-d (keepdims: all-ones) device array; argmin is argmax of the
+order-reversed values (see the kernel).
+
+Served (`served`) on devices of type CPU (`DeviceInfo.type`), for the dtypes of
+cltune.stats.kernels.DTYPES (float64 where the device has fp64; bool arrives as uint8), when
+memory order is C order (C-contiguous, or one axis longer than 1: an F-ordered n-D array keeps
+cltune.stats.whole's C-order kernel). The program is built once per context, device and dtype
+(`ContextCache`), after it ran right once on this fingerprint and driver in the device's worker
+(`check`, through `isolation.vetting.checked`; house rule 17); where it did not, or does not
+build, the expression path serves, with a CltuneWarning.
+
+The plan, from the device's info (`plan`, `lanes_for`): lanes = the device's native (or
+preferred, whichever is wider) vector width of the compared lane type, a power of two in
+4..16, within the health check's vector cap; items = compute units x ITEMS_PER_CU, fewer so
+that a chunk holds MIN_CHUNK_BYTES (one chunk, one launch, below 256 KiB).
+
+    >>> from cltune.stats import argvec
+    >>> argvec.serves(x)              # True: cltune.argmax(x) runs kernels/argvec.cl here
+    >>> print(argvec.explain(queue, np.float32, 1 << 24))
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from cltune.core.serving import CltuneWarning, Explanation
+from cltune.core.shapes import empty_result
+from cltune.device.info import DeviceInfo
+from cltune.device.select import info_for
+from cltune.isolation.vetting import checked
+from cltune.opencl.build import BuildError, compile_program
+from cltune.opencl.caches import ContextCache
+from cltune.opencl.events import in_order, pending
+from cltune.opencl.kernel_args import setter
+from cltune.opencl.pools import pool_for
+from cltune.opencl.scalars import new_scalar
+from cltune.opencl.sources import kernel_file, text_hash
+from cltune.stats.whole import needs_c_order
+
+#: CLT_AV_TYPE of each dtype served (kernels/argvec.cl)
+TYPE_CODES = {np.dtype(t): i for i, t in enumerate(
+    (np.float32, np.float64, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
+     np.int64, np.uint64))}
+#: work-items per compute unit (2^24 float32 on the 2-core EPYC host: 2-8 per CU within noise
+#: on both CPU runtimes, 1 per CU 1.1-1.4x slower, one work-item 1.3-2x slower)
+ITEMS_PER_CU = 4
+#: the least a chunk holds (2^20 float32 on that host: chunks of 256 KiB to 1 MiB within
+#: noise on both runtimes, 0.9-1.0x of one chunk; 2^22: 4 chunks 1.7-2.4x faster than 1)
+MIN_CHUNK_BYTES = 1 << 18
+#: CLT_AV_U: independent (values, block numbers) pairs per work-item; one pair is bound by
+#: the compare -> select latency (2^20 float32 on one work-item: 2 pairs 2.4x faster than
+#: one with the NaN test in the chain)
+ACCUMULATORS = 2
+#: block numbers live in 32-bit lanes for 32-bit values: a chunk holds fewer blocks
+MAX_BLOCKS = 1 << 30
+
+_INT64 = np.dtype(np.int64)
+_CHUNK_TYPES = {4: (None, np.int64, np.int64, np.int64, np.int32, None, np.int64),
+                8: (None, np.int64, np.int64, np.int64, np.int64, None, np.int64)}
+_FINISH_TYPES = {4: (None, np.int64, np.int64, np.int32, None, None, np.int64),
+                 8: (None, np.int64, np.int64, np.int64, None, None, np.int64)}
+
+
+def lane_bytes(dt: np.dtype) -> int:
+    """Bytes of a lane values are compared in: small integers are widened to int."""
+    return max(4, dt.itemsize)
+
+
+def lanes_for(dev: cl.Device, info: DeviceInfo, dt: np.dtype) -> int:
+    """Vector width: the device's native or preferred width of the compared lane type,
+    whichever is wider (Intel's CPU runtime prefers 1 but is natively 16 wide), as a power of
+    two in 4..16, within the health check's cap (`DeviceInfo.vector_cap`)."""
+    kind = {(4, "f"): "float", (8, "f"): "double", (4, "i"): "int", (8, "i"): "long"}[
+        (lane_bytes(dt), "f" if dt.kind == "f" else "i")]
+    widths = [0]
+    for attr in (f"native_vector_width_{kind}", f"preferred_vector_width_{kind}"):
+        try:
+            widths.append(int(getattr(dev, attr)))
+        except (cl.Error, AttributeError, TypeError, ValueError):
+            pass
+    w = 1 << (min(16, max(4, *widths)).bit_length() - 1)
+    return max(2, info.vector_cap(lane_bytes(dt), w))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a call is cut: `items` work-items of `chunk` elements (a multiple of `lanes`)."""
+
+    lanes: int
+    items: int
+    chunk: int
+
+    def short(self) -> str:
+        fin = ", + a finish" if self.items > 1 else ""
+        return (f"argvec lanes={self.lanes} acc={ACCUMULATORS} items={self.items} "
+                f"chunk={self.chunk}{fin}")
+
+
+def plan(n: int, lanes: int, compute_units: int, itemsize: int) -> Plan:
+    """The cut of n elements (n >= 1): compute_units x ITEMS_PER_CU chunks, fewer where a
+    chunk would hold less than MIN_CHUNK_BYTES."""
+    least = max(1, MIN_CHUNK_BYTES // itemsize)
+    items = max(1, min(max(1, compute_units) * ITEMS_PER_CU, -(-n // least)))
+    chunk = -(-n // items)
+    chunk = min(-(-chunk // lanes) * lanes, MAX_BLOCKS * lanes)
+    return Plan(lanes, -(-n // chunk), chunk)
+
+
+@dataclass
+class Built:
+    """The two kernels of one (context, device, dtype): their arguments are shared state, so
+    launches take `lock`."""
+
+    dtype: np.dtype
+    lanes: int
+    compute_units: int
+    chunks: cl.Kernel
+    finish: cl.Kernel
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def flip_argmin(self) -> int:
+        """kernels/argvec.cl's `flip` of argmin: a float's sign bit, every bit of an integer."""
+        if self.dtype.kind == "f":
+            return -(1 << (8 * lane_bytes(self.dtype) - 1))
+        return -1
+
+
+@lru_cache(maxsize=1)
+def source() -> str:
+    return kernel_file("argvec.cl")
+
+
+def source_hash() -> str:
+    return text_hash(source())
+
+
+def build_options(dt: np.dtype, lanes: int) -> list[str]:
+    """The `-D` integers of a build (house rule 2): the dtype's code, the lanes, the pairs."""
+    if dt not in TYPE_CODES or lanes not in (2, 4, 8, 16):
+        raise ValueError(f"argvec builds no {dt} x {lanes}")
+    return [f"-DCLT_AV_TYPE={TYPE_CODES[dt]}", f"-DCLT_AV_W={int(lanes)}",
+            f"-DCLT_AV_U={ACCUMULATORS}"]
+
+
+def compile_kernels(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, dt: np.dtype,
+                    lanes: int) -> Built:
+    """Build kernels/argvec.cl for dt (BuildError with the compiler's words)."""
+    prg = compile_program(ctx, dev, source(), build_options(dt, lanes))
+    return Built(dt, lanes, info.compute_units, prg.clt_argvec_chunks, prg.clt_argvec_finish)
+
+
+@dataclass(frozen=True)
+class _Served:
+    built: Built | None
+    why: str  # why not, when built is None
+
+
+_served: ContextCache[_Served] = ContextCache()
+
+
+def _make(ctx: cl.Context, dev: cl.Device, dt: np.dtype) -> _Served:
+    info = info_for(dev)
+    if info.type != "cpu":
+        return _Served(None, f"a {info.type} device (served on CPUs)")
+    if dt == np.float64 and not info.fp64:
+        return _Served(None, "the device has no fp64")
+    lanes = lanes_for(dev, info, dt)
+    key = f"{dt.name}/w{lanes}/u{ACCUMULATORS}/{source_hash()}"
+    v = checked(info, "argvec", key, check, dt.str, lanes)
+    why = "" if v.ok else f"it failed on this driver ({v.step}: {v.reason[:300]})"
+    if not why:
+        try:
+            return _Served(compile_kernels(ctx, dev, info, dt, lanes), "")
+        except BuildError as e:  # it built in the worker: not expected, but not fatal
+            why = f"it does not build here ({str(e)[:300]})"
+    # stacklevel: the application's call (through ContextCache.get, served and stats.api)
+    warnings.warn(f"cltune: the CPU argmax/argmin kernel (kernels/argvec.cl, {dt.name}) is not "
+                  f"used: {why}; the expression kernel serves", CltuneWarning, stacklevel=8)
+    return _Served(None, why)
+
+
+def _entry(q: cl.CommandQueue, dt: np.dtype) -> _Served:
+    return _served.get(q.context, (q.device.int_ptr, dt.str), lambda: _make(q.context, q.device,
+                                                                             dt))
+
+
+def served(x: cla.Array, q: cl.CommandQueue) -> Built | None:
+    """The kernels that serve argmax/argmin of every element of x on q, or None where the
+    expression path serves (not a CPU, a dtype or layout this does not take, vetting failed).
+    x is contiguous (cltune.stats.api checks) and not bool (viewed as uint8 there)."""
+    dt = x.dtype
+    if dt not in TYPE_CODES or x.offset % dt.itemsize or needs_c_order(x):
+        return None
+    return _entry(q, dt).built
+
+
+def serves(x: cla.Array, queue: cl.CommandQueue | None = None) -> bool:
+    """Whether `cltune.argmax(x)` / `cltune.argmin(x)` (no axis) run kernels/argvec.cl."""
+    q = queue if queue is not None else x.queue
+    if x.dtype == np.bool_:
+        x = x.view(np.uint8)
+    return x.flags.forc and served(x, q) is not None
+
+
+def arg(b: Built, x: cla.Array, q: cl.CommandQueue, largest: bool, keepdims: bool, *,
+        cut: Plan | None = None) -> cla.Array:
+    """numpy.argmax (largest) / numpy.argmin of every element of x (non-empty, as `served`
+    took it) in memory order, enqueued on q: an int64 array of shape () (keepdims: all ones)
+    whose event is the last launch. `cut` overrides the plan (the vetting check's inputs)."""
+    n = x.size
+    pl = cut or plan(n, b.lanes, b.compute_units, x.dtype.itemsize)
+    pool = pool_for(q)
+    alloc = x.allocator if x.allocator is not None else pool
+    shape = (1,) * x.ndim if keepdims else ()
+    res = empty_result(q, shape, _INT64, "C", alloc) if shape else new_scalar(q, _INT64, alloc)
+    flip = 0 if largest else b.flip_argmin
+    xoff = x.offset // x.dtype.itemsize
+    lane = lane_bytes(b.dtype)
+    wait = pending(x.events, in_order=in_order(q))
+    with b.lock:
+        chunks = setter(b.chunks, _CHUNK_TYPES[lane])
+        if pl.items == 1:  # the chunk's winner is the answer: one launch
+            ev = chunks.launch(q, (1,), (1,), (x.base_data, xoff, n, pl.chunk, flip,
+                                               res.base_data, res.offset // 8), wait)
+        else:
+            part = pool(8 * pl.items) if pool is not None else \
+                cl.Buffer(q.context, cl.mem_flags.READ_WRITE, 8 * pl.items)
+            ev1 = chunks.launch(q, (pl.items,), (1,), (x.base_data, xoff, n, pl.chunk, flip,
+                                                      part, 0), wait)
+            # an in-order queue runs the finish after the chunks (and hands the pooled
+            # partials to nothing before it); an out-of-order one waits for them
+            ev = setter(b.finish, _FINISH_TYPES[lane]).launch(
+                q, (1,), (1,), (x.base_data, xoff, pl.items, flip, part, res.base_data,
+                                res.offset // 8), None if pool is not None else [ev1])
+    res.events.append(ev)
+    return res
+
+
+def explain(queue: cl.CommandQueue, dtype: Any, n: int) -> Explanation | None:
+    """What serves argmax/argmin of n elements of dtype on the queue's device when
+    kernels/argvec.cl does (its plan, level `builtin`: from the device's info), else None."""
+    dt = np.dtype(dtype)
+    dt = np.dtype(np.uint8) if dt == np.bool_ else dt
+    if dt not in TYPE_CODES:
+        return None
+    b = _entry(queue, dt).built
+    if b is None:
+        return None
+    pl = plan(max(1, n), b.lanes, b.compute_units, dt.itemsize)
+    return Explanation(n, pl, "builtin", "kernels/argvec.cl: the CPU arg-reduction in vector "
+                       "registers, its plan from the device's info (vetted on this driver)",
+                       None, "", "", None)
+
+
+# ---- vetting -----------------------------------------------------------------------------
+def _sample(rng: np.random.Generator, dt: np.dtype, n: int, case: int) -> np.ndarray:
+    """Check inputs: ties of both extremes (the first must win), the type's limits, and for
+    floats infinities and NaNs (case 2: two NaNs, the first must win)."""
+    if dt.kind == "f":
+        h = rng.standard_normal(n).astype(dt)
+        if n > 8:
+            h[[n // 5, n - 2]] = np.inf if case == 1 else h.max() + 1
+            h[[n // 3, n - 1]] = -np.inf if case == 1 else h.min() - 1
+        if case == 2:
+            h[[n // 2, n - 1]] = np.nan
+        return h
+    info = np.iinfo(dt)
+    h = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+    if n > 8:
+        h[[n // 5, n - 2]] = info.max
+        h[[n // 3, n - 1]] = info.min
+    return h
+
+
+def check(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: DeviceInfo,
+          dtype: str, lanes: int) -> str:
+    """The vetting check (run in the device's worker by `isolation.vetting.checked`): build
+    kernels/argvec.cl for dtype and lanes, run argmax and argmin on one and several chunks,
+    tails, ties, limits, infinities and NaNs, an offset view; '' when every index is numpy's."""
+    dt = np.dtype(dtype)
+    try:
+        b = compile_kernels(ctx, dev, info, dt, lanes)
+    except BuildError as e:
+        return str(e)
+    rng = np.random.default_rng(7)
+    step = lanes * ACCUMULATORS
+    cases = [(1, 1, 0), (2, 1, 0), (lanes - 1, 1, 0), (lanes + 1, 1, 2), (4 * step + 3, 1, 1),
+             (1031, 1, 2), (1031, 3, 0), (20011, 7, 1), (20011, 5, 2)]
+    for n, items, case in cases:
+        h = _sample(rng, dt, n + 3, case)
+        x = cla.to_device(queue, h)[3:]  # an offset view
+        h = h[3:]
+        chunk = -(-n // items)
+        chunk = -(-chunk // lanes) * lanes
+        cut = Plan(lanes, -(-n // chunk), chunk)
+        for largest in (True, False):
+            got = int(arg(b, x, queue, largest, False, cut=cut).get())
+            want = int(np.argmax(h) if largest else np.argmin(h))
+            if got != want:
+                what = "argmax" if largest else "argmin"
+                return (f"wrong answer: {what} of {n} {dt.name} in {cut.items} chunk(s) gave "
+                        f"{got}, numpy {want}")
+    return ""
