@@ -104,6 +104,25 @@ def test_segments(queue):
     assert got.tolist() == [0, 1, 2, 5, 9]
 
 
+def test_host_offsets_kept_by_their_values(queue):
+    """Host offsets are checked and uploaded once per distinct value (and n): the same array
+    changed in place, the same values in another dtype, and the same values against another n
+    each get their own answer or their own error."""
+    s = cltune.get_scanner(queue, "sum", np.int32)
+    x = cla.to_device(queue, np.arange(1, 9, dtype=np.int32))
+    offs = np.array([0, 3, 8], np.int64)
+    assert s.segments(x, offs).get().tolist() == [1, 3, 6, 4, 9, 15, 22, 30]
+    assert s.segments(x, offs).get().tolist() == [1, 3, 6, 4, 9, 15, 22, 30]  # kept
+    offs[1] = 5  # changed in place: new values, a new answer
+    assert s.segments(x, offs).get().tolist() == [1, 3, 6, 10, 15, 6, 13, 21]
+    assert s.segments(x, offs.astype(np.int32)).get().tolist() == [1, 3, 6, 10, 15, 6, 13, 21]
+    offs[1] = 9  # past the end: refused, though an array of this length was accepted before
+    with pytest.raises(ValueError, match="non-decreasing"):
+        s.segments(x, offs)
+    with pytest.raises(ValueError, match="end at x.size"):  # the kept values, another n
+        s.segments(x[:7], np.array([0, 3, 8], np.int64))
+
+
 @pytest.mark.parametrize("offs,msg", [([1, 5], "start at 0"), ([0, 4], "end at x.size"),
                                       ([0, 3, 2, 5], "non-decreasing"),
                                       ([[0, 5]], "1-D array of integers"),

@@ -50,7 +50,8 @@ class Scanner:
         self._in_order = in_order(queue)
         self._checked: dict[tuple, None] = {}  # device offsets read back and found good
         self._pool = pool_for(queue)  # results: no free (NVIDIA: a device sync) per call
-        self._offsets: dict[tuple, cla.Array] = {}  # host offsets' device copies
+        self._offsets: dict[tuple, tuple] = {}  # host offsets' device copies (checked)
+        self._seg_la: dict[int, Any] = {}  # n -> the launcher serving segments of n
         self._rdt = self.variant.result_dtype
         self._isz, self._osz = self.dtype.itemsize, self._rdt.itemsize
         self._last: cl.Event | None = None  # the last launch's event (in-order queues)
@@ -221,36 +222,56 @@ class Scanner:
             ob, off64, m, oevs = (offsets.base_data, offsets.dtype == np.int64,
                                   offsets.size - 1, list(offsets.events))
         else:
-            o = _check_offsets(np.asarray(offsets), n)
-            off64 = n >= 2**31 - 1
-            od = self._upload_offsets(np.ascontiguousarray(o if off64 else o.astype(np.int32)))
-            ob, m, oevs = od.base_data, len(o) - 1, list(od.events)
+            od, m, off64 = self._host_offsets(offsets, n)
+            ob, oevs = od.base_data, list(od.events)
         res = self._out(out, (n,), "C")
         if n == 0:
             return res
-        la, _ = self._engine("rows").served((1, n, 1))
-        isz, osz = self.dtype.itemsize, self.result_dtype.itemsize
-        waits = pending(xd.events, res.events, oevs, in_order=self._in_order)
+        la = self._seg_la.get(n)
+        if la is None:
+            la, _ = self._engine("rows").served((1, n, 1))
+            if len(self._seg_la) > 64:
+                self._seg_la.clear()
+            self._seg_la[n] = la
+        isz, osz = self._isz, self._osz
+        oe = res.events
+        if xd.events or oevs or oe and not (len(oe) == 1 and oe[0] is self._last
+                                          and self._in_order):
+            waits = pending(xd.events, oe, oevs, in_order=self._in_order)
+        else:  # only our own last launch, on this in-order queue: ordered anyway
+            waits = None
         evs = la.enqueue(self.queue, xd.base_data, xd.offset // isz, res.base_data,
                          res.offset // osz, (1, n, 1), exclusive=bool(exclusive),
                          offsets=ob, m=m, off64=bool(off64), wait_for=waits or None)
         res.events[:] = [evs[-1]]  # after everything it had: the launch waited or queued behind
+        self._last = evs[-1]
         return res
 
-    def _upload_offsets(self, o: np.ndarray) -> cla.Array:
-        """The device copy of host offsets, kept for the next calls with the same values: an
-        upload waits for the queue to drain on some drivers even when asked not to block
-        (pageable host memory: NVIDIA's, Intel's CPU runtime), which costs a round trip per
-        call where the segments repeat (they usually do)."""
-        key = (o.dtype.num, o.size,
-               o.tobytes() if o.nbytes <= 1 << 15 else hashlib.blake2b(o).digest())
-        od = self._offsets.get(key)
-        if od is None:
-            od = cla.to_device(self.queue, o, allocator=self._pool)
-            self._offsets[key] = od
+    def _host_offsets(self, offsets: Any, n: int) -> tuple[cla.Array, int, bool]:
+        """(device copy, m, 64-bit) of host offsets, checked; kept, by the caller's bytes and
+        n, for the next calls with the same values (they usually repeat): no checks and no
+        upload then. An upload waits for the queue to drain on some drivers even when asked
+        not to block (pageable host memory: NVIDIA's, Intel's CPU runtime), and the checks
+        cost more host time than a small scan."""
+        o = np.asarray(offsets)
+        key = None
+        if o.ndim == 1 and o.dtype.kind in "iu":
+            oc = np.ascontiguousarray(o)
+            key = (oc.dtype.str, oc.size, n,
+                   oc.tobytes() if oc.nbytes <= 1 << 15 else hashlib.blake2b(oc).digest())
+            hit = self._offsets.get(key)
+            if hit is not None:
+                return hit
+        o = _check_offsets(o, n)
+        off64 = n >= 2**31 - 1
+        od = cla.to_device(self.queue, np.ascontiguousarray(o if off64 else o.astype(np.int32)),
+                           allocator=self._pool)
+        val = (od, len(o) - 1, off64)
+        if key is not None:
+            self._offsets[key] = val
             while len(self._offsets) > 8:
                 self._offsets.pop(next(iter(self._offsets)))
-        return od
+        return val
 
     def explain(self, shape: Any, axis: Any = None) -> ScanExplanation:
         """Which config serves a scan of an array of `shape` along `axis`, and why."""
