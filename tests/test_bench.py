@@ -150,8 +150,10 @@ def test_axis_table(info, db_url):
     assert "cltune/numpy" in r.output and "wrong result" not in r.output
 
 
-def test_statistic_whole(info, db_url):
-    doc = _mode(info, db_url, "--op", "std", "--sizes", "2^10,2^12")
+@pytest.mark.parametrize("op", ["std", "norm", "argmin"])
+def test_statistic_whole(info, db_url, op):
+    """Every statistic the error message offers runs whole (norm: its kernel is L2's)."""
+    doc = _mode(info, db_url, "--op", op, "--sizes", "2^10,2^12")
     assert doc["mode"] == "whole" and [c["label"] for c in doc["cases"]] == ["n = 2^10",
                                                                              "n = 2^12"]
     _check_rows(doc, ROWS, ["cltune/numpy"])

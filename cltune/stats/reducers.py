@@ -67,7 +67,8 @@ class StatsReducer:
             vec = argvec.explain(self.queue, self.dtype, n)
             if vec is not None:
                 return vec
-        return stats.kernel(self.op, self.queue.context, self.dtype).explain(n)
+        op = "norm2" if self.op == "norm" else self.op  # the kernel of norm's default ord
+        return stats.kernel(op, self.queue.context, self.dtype).explain(n)
 
     def explain_axis(self, shape: tuple[int, ...], axis: Any, order: str = "C",
                      **options: Any) -> Any:
