@@ -25,11 +25,13 @@ import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.tools import dtype_to_ctype
 
+from cltune.core.shapes import empty_result
 from cltune.device.select import info_for
 from cltune.opencl.build import compile_program
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.events import in_order, pending
 from cltune.opencl.pools import pool_for
+from cltune.opencl.scalars import new_scalar
 from cltune.opencl.sources import kernel_file
 
 __all__ = ["copy_if", "nonzero", "partition", "remove_if", "unique"]
@@ -125,13 +127,14 @@ def _use_ballot(dev: cl.Device) -> int:
 
 def _shape_of(dev: cl.Device, out_size: int, ballot: bool = False) -> tuple[int, int, int]:
     """(work-group size, items a work-item, groups per compute unit): CPUs walk a chunk a
-    work-item in order; NVIDIA's ballots take 256 x 8, 8 groups a compute unit (no tile in
-    __local); other GPUs stage tiles of 256 x 8 through __local memory (fewer items where
+    work-item in order; NVIDIA's ballots take 256 x 4, 8 groups a compute unit (no tile in
+    __local; the H200's best or within 1 us of it at 2^20 and 2^24, 210 us at 2^26 where
+    256 x 8 takes 288: scripts/experiments/compact_shapes.py); other GPUs stage tiles of 256 x 8 through __local memory (fewer items where
     large elements would not fit)."""
     if dev.type & cl.device_type.CPU:
         return 1, 1, 4
     if ballot and dev.max_work_group_size >= 256:
-        return 256, 8, 8
+        return 256, 4, 8
     wg = 1 << (min(256, dev.max_work_group_size).bit_length() - 1)
     items = 8
     while items > 1 and (wg * items * 33 // 32 + 1) * (1 + out_size) + wg * out_size \
@@ -144,6 +147,7 @@ def _shape_of(dev: cl.Device, out_size: int, ballot: bool = False) -> tuple[int,
 
 
 _prepared: ContextCache[tuple] = ContextCache()
+_I64 = np.dtype(np.int64)
 
 
 def _prepare(q: cl.CommandQueue, elem: np.dtype, pred: str, extra: list[tuple[str, Any]],
@@ -202,9 +206,10 @@ def _select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
         empty = cla.empty(q, (0,), odt)
         return empty, (empty if with_false else None), cla.zeros(q, (), np.int64), None, q, prg
     pool = pool_for(q)  # no free (a device sync on NVIDIA) per call
-    out = cla.empty(q, (n,), odt, allocator=pool)
-    out_false = cla.empty(q, (n,), odt, allocator=pool) if with_false else None
-    count = cla.empty(q, (), np.int64, allocator=pool)
+    # pyopencl's fast constructor: its general one spends ~15 us of host time on checks
+    out = empty_result(q, (n,), odt, "C", pool)
+    out_false = empty_result(q, (n,), odt, "C", pool) if with_false else None
+    count = new_scalar(q, _I64, pool)
     tile = wg * items
     groups = max(1, min(_cdiv(n, tile), per_cu * cus))
     chunk = max(1, _cdiv(_cdiv(n, groups), tile)) * tile  # whole tiles
