@@ -129,8 +129,8 @@ def _shape_of(dev: cl.Device, out_size: int, ballot: bool = False) -> tuple[int,
     """(work-group size, items a work-item, groups per compute unit): CPUs walk a chunk a
     work-item in order; NVIDIA's ballots take 256 x 4, 8 groups a compute unit (no tile in
     __local; the H200's best or within 1 us of it at 2^20 and 2^24, 210 us at 2^26 where
-    256 x 8 takes 288: scripts/experiments/compact_shapes.py); other GPUs stage tiles of 256 x 8 through __local memory (fewer items where
-    large elements would not fit)."""
+    256 x 8 takes 288: scripts/experiments/compact_shapes.py); other GPUs stage tiles of
+    256 x 8 through __local memory (fewer items where large elements would not fit)."""
     if dev.type & cl.device_type.CPU:
         return 1, 1, 4
     if ballot and dev.max_work_group_size >= 256:
