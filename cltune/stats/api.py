@@ -17,9 +17,10 @@ registers (cltune.stats.argvec). `norm` (vector ord None/2, 1, inf; without axis
 array's ord is a matrix norm, as numpy's) returns the input's float type (float64 for
 integers); L2 never overflows or
 underflows for finite inputs: float32 sums squares in double, float64 (and devices without
-fp64) use LAPACK's scaled sum of squares. `mean`/`var`/`std` accumulate in double where the
-device has fp64 (float32 results for float32 inputs, float64 otherwise); `var` is one pass:
-each accumulator sums d and d^2 for d = x - c, c its own first element (no division per
+fp64) use LAPACK's scaled sum of squares; the L2 norm of a whole float32 array runs in vector
+registers on a CPU device (cltune.stats.normvec). `mean`/`var`/`std` accumulate in double
+where the device has fp64 (float32 results for float32 inputs, float64 otherwise); `var` is
+one pass: each accumulator sums d and d^2 for d = x - c, c its own first element (no division per
 element), and accumulators are merged with Chan et al.'s pairwise formula, so its relative
 error is about (L * (1 + (c - m)^2 / v) + log2 P) * u (L elements per accumulator with mean m
 and variance v, P accumulators, u the unit roundoff of the accumulator: 1.1e-16 with double);
@@ -40,7 +41,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from cltune.families.reduce.api import get_reducer
-from cltune.stats import argvec
+from cltune.stats import argvec, normvec
 from cltune.stats import axis as stats_axis
 from cltune.stats import whole as stats_whole
 from cltune.stats.kernels import OPS, kernel
@@ -61,7 +62,17 @@ def explain(op: str, queue: cl.CommandQueue, dtype: Any, shape: tuple[int, ...],
         if vec is not None:
             return stats_axis.AxisStatExplanation(op, tuple(shape), (1, n, 1), "whole", None,
                                                   None, str(vec))
+    if op == "norm" and axis is None and _l2(ord) and (ord is None or len(shape) < 2):
+        n = int(np.prod(shape, dtype=np.int64))
+        vec = normvec.explain(queue, dtype, n)
+        if vec is not None:
+            return stats_axis.AxisStatExplanation(op, tuple(shape), (1, n, 1), "whole", None,
+                                                  None, str(vec))
     return stats_axis.explain(op, queue, dtype, shape, axis, order, ord)
+
+
+def _l2(ord: Any) -> bool:  # noqa: A002
+    return ord is None or (isinstance(ord, (int, float)) and ord == 2)
 
 
 def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
@@ -82,6 +93,10 @@ def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
             if x.size == 0:
                 raise ValueError(f"attempt to get {op} of an empty sequence")
             return argvec.arg(vec, x, q, op == "argmax", keepdims)
+    if axis is None and op == "norm2":
+        vec = normvec.served(x, q)  # CPU devices: the vector kernel (cltune.stats.normvec)
+        if vec is not None:
+            return normvec.norm(vec, x, q, keepdims)
     knl = kernel(op, q.context, x.dtype)
     if axis is not None:
         return stats_axis.along(op, knl, x, q, extra, axis, keepdims)
@@ -120,7 +135,7 @@ def norm(x: cla.Array, ord: Any = None, queue: cl.CommandQueue | None = None, *,
     if axis is None and ord is not None and isinstance(x, cla.Array) and x.ndim >= 2:
         return _matrix_norm(x, ord, queue, keepdims)
     axis = stats_axis.norm_axes(axis, ord)
-    if ord is None or (isinstance(ord, (int, float)) and ord == 2):
+    if _l2(ord):
         return _run("norm2", x, queue, axis=axis, keepdims=keepdims)
     if isinstance(ord, (int, float)) and ord == 1:
         return _run("norm1", x, queue, axis=axis, keepdims=keepdims)

@@ -32,7 +32,6 @@ that a chunk holds MIN_CHUNK_BYTES (one chunk, one launch, below 256 KiB).
 from __future__ import annotations
 
 import threading
-import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -41,11 +40,10 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from cltune.core.serving import CltuneWarning, Explanation
+from cltune.core.serving import Explanation
 from cltune.core.shapes import empty_result
 from cltune.device.info import DeviceInfo
 from cltune.device.select import info_for
-from cltune.isolation.vetting import checked
 from cltune.opencl.build import BuildError, compile_program
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.events import in_order, pending
@@ -53,6 +51,8 @@ from cltune.opencl.kernel_args import setter
 from cltune.opencl.pools import pool_for
 from cltune.opencl.scalars import new_scalar
 from cltune.opencl.sources import kernel_file, text_hash
+from cltune.stats import cpuvec
+from cltune.stats.cpuvec import Plan, partials, vector_width, vetted
 from cltune.stats.whole import needs_c_order
 
 #: CLT_AV_TYPE of each dtype served (kernels/argvec.cl)
@@ -90,38 +90,15 @@ def lanes_for(dev: cl.Device, info: DeviceInfo, dt: np.dtype) -> int:
     two in 4..16, within the health check's cap (`DeviceInfo.vector_cap`)."""
     kind = {(4, "f"): "float", (8, "f"): "double", (4, "i"): "int", (8, "i"): "long"}[
         (lane_bytes(dt), "f" if dt.kind == "f" else "i")]
-    widths = [0]
-    for attr in (f"native_vector_width_{kind}", f"preferred_vector_width_{kind}"):
-        try:
-            widths.append(int(getattr(dev, attr)))
-        except (cl.Error, AttributeError, TypeError, ValueError):
-            pass
-    w = 1 << (min(16, max(4, *widths)).bit_length() - 1)
-    return max(2, info.vector_cap(lane_bytes(dt), w))
-
-
-@dataclass(frozen=True)
-class Plan:
-    """How a call is cut: `items` work-items of `chunk` elements (a multiple of `lanes`)."""
-
-    lanes: int
-    items: int
-    chunk: int
-
-    def short(self) -> str:
-        fin = ", + a finish" if self.items > 1 else ""
-        return (f"argvec lanes={self.lanes} acc={ACCUMULATORS} items={self.items} "
-                f"chunk={self.chunk}{fin}")
+    return vector_width(dev, info, kind, lane_bytes(dt))
 
 
 def plan(n: int, lanes: int, compute_units: int, itemsize: int) -> Plan:
-    """The cut of n elements (n >= 1): compute_units x ITEMS_PER_CU chunks, fewer where a
-    chunk would hold less than MIN_CHUNK_BYTES."""
-    least = max(1, MIN_CHUNK_BYTES // itemsize)
-    items = max(1, min(max(1, compute_units) * ITEMS_PER_CU, -(-n // least)))
-    chunk = -(-n // items)
-    chunk = min(-(-chunk // lanes) * lanes, MAX_BLOCKS * lanes)
-    return Plan(lanes, -(-n // chunk), chunk)
+    """The cut of n elements (n >= 1; a `cpuvec.Plan` named argvec): compute_units x
+    ITEMS_PER_CU chunks, fewer where a chunk would hold less than MIN_CHUNK_BYTES."""
+    return cpuvec.cut("argvec", n, lanes, ACCUMULATORS, compute_units, itemsize,
+                      per_cu=ITEMS_PER_CU, min_chunk_bytes=MIN_CHUNK_BYTES,
+                      max_blocks=MAX_BLOCKS)
 
 
 @dataclass
@@ -185,17 +162,11 @@ def _make(ctx: cl.Context, dev: cl.Device, dt: np.dtype) -> _Served:
         return _Served(None, "the device has no fp64")
     lanes = lanes_for(dev, info, dt)
     key = f"{dt.name}/w{lanes}/u{ACCUMULATORS}/{source_hash()}"
-    v = checked(info, "argvec", key, check, dt.str, lanes)
-    why = "" if v.ok else f"it failed on this driver ({v.step}: {v.reason[:300]})"
-    if not why:
-        try:
-            return _Served(compile_kernels(ctx, dev, info, dt, lanes), "")
-        except BuildError as e:  # it built in the worker: not expected, but not fatal
-            why = f"it does not build here ({str(e)[:300]})"
     # stacklevel: the application's call (through ContextCache.get, served and stats.api)
-    warnings.warn(f"cltune: the CPU argmax/argmin kernel (kernels/argvec.cl, {dt.name}) is not "
-                  f"used: {why}; the expression kernel serves", CltuneWarning, stacklevel=8)
-    return _Served(None, why)
+    built, why = vetted(info, "argvec", key, check, (dt.str, lanes),
+                        lambda: compile_kernels(ctx, dev, info, dt, lanes),
+                        f"the CPU argmax/argmin kernel (kernels/argvec.cl, {dt.name})", 8)
+    return _Served(built, why)
 
 
 def _entry(q: cl.CommandQueue, dt: np.dtype) -> _Served:
@@ -242,8 +213,7 @@ def arg(b: Built, x: cla.Array, q: cl.CommandQueue, largest: bool, keepdims: boo
             ev = chunks.launch(q, (1,), (1,), (x.base_data, xoff, n, pl.chunk, flip,
                                                res.base_data, res.offset // 8), wait)
         else:
-            part = pool(8 * pl.items) if pool is not None else \
-                cl.Buffer(q.context, cl.mem_flags.READ_WRITE, 8 * pl.items)
+            part = partials(q, pool, 8 * pl.items)
             ev1 = chunks.launch(q, (pl.items,), (1,), (x.base_data, xoff, n, pl.chunk, flip,
                                                       part, 0), wait)
             # an in-order queue runs the finish after the chunks (and hands the pooled
@@ -311,12 +281,12 @@ def check(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: DeviceI
         h = h[3:]
         chunk = -(-n // items)
         chunk = -(-chunk // lanes) * lanes
-        cut = Plan(lanes, -(-n // chunk), chunk)
+        pl = Plan("argvec", lanes, ACCUMULATORS, -(-n // chunk), chunk)
         for largest in (True, False):
-            got = int(arg(b, x, queue, largest, False, cut=cut).get())
+            got = int(arg(b, x, queue, largest, False, cut=pl).get())
             want = int(np.argmax(h) if largest else np.argmin(h))
             if got != want:
                 what = "argmax" if largest else "argmin"
-                return (f"wrong answer: {what} of {n} {dt.name} in {cut.items} chunk(s) gave "
+                return (f"wrong answer: {what} of {n} {dt.name} in {pl.items} chunk(s) gave "
                         f"{got}, numpy {want}")
     return ""

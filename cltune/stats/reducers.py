@@ -24,7 +24,7 @@ from cltune.core import family
 from cltune.families.reduce.api import Reducer
 from cltune.families.reduce.api import get_reducer as _reduce
 from cltune.stats import api as stats
-from cltune.stats import argvec
+from cltune.stats import argvec, normvec
 from cltune.stats import axis as stats_axis
 
 #: ops served by cltune.stats.api (each a tuned cltune.ReductionKernel)
@@ -62,9 +62,14 @@ class StatsReducer:
 
     def explain(self, n: int) -> Any:
         """Which config of the statistic's ReductionKernel serves n elements, and why (for
-        argmin/argmax on a CPU: kernels/argvec.cl's plan, cltune.stats.argvec)."""
+        argmin/argmax on a CPU: kernels/argvec.cl's plan, cltune.stats.argvec; for norm, its
+        default ord, on a CPU: kernels/normvec.cl's, cltune.stats.normvec)."""
         if self.op in ("argmin", "argmax"):
             vec = argvec.explain(self.queue, self.dtype, n)
+            if vec is not None:
+                return vec
+        if self.op == "norm":
+            vec = normvec.explain(self.queue, self.dtype, n)
             if vec is not None:
                 return vec
         op = "norm2" if self.op == "norm" else self.op  # the kernel of norm's default ord

@@ -1,0 +1,257 @@
+"""The L2 norm (`cltune.norm(x)`, ord None or 2, no axis) of a whole contiguous float32 array on
+a CPU device, in vector registers (kernels/normvec.cl), for cltune.stats.api.
+
+The expression path (cltune.stats.kernels' `norm2`: a double sum of squares per element) is
+not vectorised by either CPU runtime (a floating-point reduction cannot be reassociated by the
+compiler): 0.63x numpy.linalg.norm at 2^24 float32 on Debian's PoCL, 0.84x on Intel's runtime
+(docs/benchmarks.md). Here each of `items` work-items sums the squares of its own contiguous
+chunk `lanes` floats at a time, converted to double vectors (`ACCUMULATORS` independent
+ones), and a one-work-item kernel adds the chunks' sums and takes the root on the device, so a
+call is as asynchronous as the expression path's (one chunk: one launch). The same numbers as
+that path: squares of floats summed in double never overflow nor underflow, an infinity makes
++inf, a NaN NaN (numpy's); the float32 result as a 0-d (keepdims: all-ones) device array.
+
+Served (`served`) on devices of type CPU (`DeviceInfo.type`) with fp64, for float32 only:
+float64 keeps the expression path's scaled sum of squares (LAPACK's: its squares could
+overflow or underflow a double), integers and float16 are not taken. Memory order does not
+matter to a sum of squares: any C- or F-contiguous array is served. The program is built once
+per context and device (`ContextCache`), after it ran right once on this fingerprint and driver
+in the device's worker (`check`, through `cpuvec.vetted`; house rule 17); where it did not, or
+does not build, the expression path serves, with a CltuneWarning.
+
+The plan, from the device's info (`plan`, `lanes_for`): lanes = the device's native (or
+preferred, whichever is wider) float vector width, a power of two in 4..16, within the health
+check's cap for the double accumulators; items = compute units x ITEMS_PER_CU, fewer so that a
+chunk holds MIN_CHUNK_BYTES (one chunk, one launch, below 256 KiB).
+
+    >>> from cltune.stats import normvec
+    >>> normvec.serves(x)             # True: cltune.norm(x) runs kernels/normvec.cl here
+    >>> print(normvec.explain(queue, np.float32, 1 << 24))
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from cltune.core.serving import Explanation
+from cltune.core.shapes import empty_result
+from cltune.device.info import DeviceInfo
+from cltune.device.select import info_for
+from cltune.opencl.build import BuildError, compile_program
+from cltune.opencl.caches import ContextCache
+from cltune.opencl.events import in_order, pending
+from cltune.opencl.kernel_args import setter
+from cltune.opencl.pools import pool_for
+from cltune.opencl.scalars import new_scalar
+from cltune.opencl.sources import kernel_file, text_hash
+from cltune.stats import cpuvec
+from cltune.stats.cpuvec import Plan, partials, vector_width, vetted
+
+#: the dtype served (float64 keeps the scaled sum of squares of cltune.stats.kernels)
+DTYPE = np.dtype(np.float32)
+#: work-items per compute unit (2^24 float32 on the 2-core EPYC host, kernel time: 2 to 8 per
+#: CU within noise on both CPU runtimes, one work-item 1.2-1.7x slower)
+ITEMS_PER_CU = 4
+#: the least a chunk holds (2^20 float32 on that host, kernel time: one to eight chunks
+#: within noise on PoCL, 1 chunk 1.5-3x slower than 2 on Intel's runtime)
+MIN_CHUNK_BYTES = 1 << 18
+#: CLT_NV_U: independent double-vector accumulators per work-item; one is bound by the fma
+#: latency (2^20 float32 in one work-item, W=8: 2 accumulators 2x faster than 1 on PoCL, 4
+#: 1.4x faster again; W=16: 4 within noise of 2 on PoCL, 1.1x faster on Intel's runtime)
+ACCUMULATORS = 4
+
+_F32 = np.dtype(np.float32)
+_CHUNK_TYPES = (None, np.int64, np.int64, np.int64, None, np.int64, None, np.int64, np.int32)
+_FINISH_TYPES = (None, np.int64, None, np.int64)
+
+
+def lanes_for(dev: cl.Device, info: DeviceInfo) -> int:
+    """Vector width: the device's native or preferred float width, whichever is wider, as a
+    power of two in 4..16, within the health check's cap for its double accumulators."""
+    return vector_width(dev, info, "float", 8)
+
+
+def plan(n: int, lanes: int, compute_units: int) -> Plan:
+    """The cut of n float32 elements (a `cpuvec.Plan` named normvec): compute_units x
+    ITEMS_PER_CU chunks, fewer where a chunk would hold less than MIN_CHUNK_BYTES."""
+    return cpuvec.cut("normvec", n, lanes, ACCUMULATORS, compute_units, _F32.itemsize,
+                      per_cu=ITEMS_PER_CU, min_chunk_bytes=MIN_CHUNK_BYTES)
+
+
+@dataclass
+class Built:
+    """The two kernels of one (context, device): their arguments are shared state, so
+    launches take `lock`."""
+
+    lanes: int
+    compute_units: int
+    chunks: cl.Kernel
+    finish: cl.Kernel
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+
+@lru_cache(maxsize=1)
+def source() -> str:
+    return kernel_file("normvec.cl")
+
+
+def source_hash() -> str:
+    return text_hash(source())
+
+
+def build_options(lanes: int) -> list[str]:
+    """The `-D` integers of a build (house rule 2): the lanes, the accumulators."""
+    if lanes not in (2, 4, 8, 16):
+        raise ValueError(f"normvec builds no {lanes} lanes")
+    return [f"-DCLT_NV_W={int(lanes)}", f"-DCLT_NV_U={ACCUMULATORS}"]
+
+
+def compile_kernels(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, lanes: int) -> Built:
+    """Build kernels/normvec.cl (BuildError with the compiler's words)."""
+    prg = compile_program(ctx, dev, source(), build_options(lanes))
+    return Built(lanes, info.compute_units, prg.clt_normvec_chunks, prg.clt_normvec_finish)
+
+
+@dataclass(frozen=True)
+class _Served:
+    built: Built | None
+    why: str  # why not, when built is None
+
+
+_served: ContextCache[_Served] = ContextCache()
+
+
+def _make(ctx: cl.Context, dev: cl.Device) -> _Served:
+    info = info_for(dev)
+    if info.type != "cpu":
+        return _Served(None, f"a {info.type} device (served on CPUs)")
+    if not info.fp64:
+        return _Served(None, "the device has no fp64 (the squares are summed in double)")
+    lanes = lanes_for(dev, info)
+    key = f"float32/w{lanes}/u{ACCUMULATORS}/{source_hash()}"
+    # stacklevel: the application's call (through ContextCache.get, served and stats.api)
+    built, why = vetted(info, "normvec", key, check, (lanes,),
+                        lambda: compile_kernels(ctx, dev, info, lanes),
+                        "the CPU L2 norm kernel (kernels/normvec.cl, float32)", 8)
+    return _Served(built, why)
+
+
+def _entry(q: cl.CommandQueue) -> _Served:
+    return _served.get(q.context, q.device.int_ptr, lambda: _make(q.context, q.device))
+
+
+def served(x: cla.Array, q: cl.CommandQueue) -> Built | None:
+    """The kernels that serve the L2 norm of every element of x on q, or None where the
+    expression path serves (not a CPU, a dtype this does not take, vetting failed). x is C- or
+    F-contiguous (cltune.stats.api checks)."""
+    if x.dtype != DTYPE or x.offset % DTYPE.itemsize:
+        return None
+    return _entry(q).built
+
+
+def serves(x: cla.Array, queue: cl.CommandQueue | None = None) -> bool:
+    """Whether `cltune.norm(x)` (ord None or 2, no axis) runs kernels/normvec.cl."""
+    q = queue if queue is not None else x.queue
+    return x.flags.forc and served(x, q) is not None
+
+
+def norm(b: Built, x: cla.Array, q: cl.CommandQueue, keepdims: bool, *,
+         cut: Plan | None = None) -> cla.Array:
+    """numpy.linalg.norm of every element of x (float32, as `served` took it; empty: 0),
+    enqueued on q: a float32 array of shape () (keepdims: all ones) whose event is the last
+    launch. `cut` overrides the plan (the vetting check's inputs)."""
+    n = x.size
+    pl = cut or plan(n, b.lanes, b.compute_units)
+    pool = pool_for(q)
+    alloc = x.allocator if x.allocator is not None else pool
+    shape = (1,) * x.ndim if keepdims else ()
+    res = empty_result(q, shape, _F32, "C", alloc) if shape else new_scalar(q, _F32, alloc)
+    xoff = x.offset // 4
+    roff = res.offset // 4
+    wait = pending(x.events, in_order=in_order(q))
+    with b.lock:
+        chunks = setter(b.chunks, _CHUNK_TYPES)
+        if pl.items == 1:  # the chunk's sum is the whole: one launch takes the root
+            ev = chunks.launch(q, (1,), (1,), (x.base_data, xoff, n, pl.chunk, res.base_data,
+                                               0, res.base_data, roff, 1), wait)
+        else:
+            part = partials(q, pool, 8 * pl.items)
+            ev1 = chunks.launch(q, (pl.items,), (1,), (x.base_data, xoff, n, pl.chunk, part, 0,
+                                                      res.base_data, roff, 0), wait)
+            # an in-order queue runs the finish after the chunks (and hands the pooled
+            # partials to nothing before it); an out-of-order one waits for them
+            ev = setter(b.finish, _FINISH_TYPES).launch(
+                q, (1,), (1,), (part, pl.items, res.base_data, roff),
+                None if pool is not None else [ev1])
+    res.events.append(ev)
+    return res
+
+
+def explain(queue: cl.CommandQueue, dtype: Any, n: int) -> Explanation | None:
+    """What serves the L2 norm of n elements of dtype on the queue's device when
+    kernels/normvec.cl does (its plan, level `builtin`: from the device's info), else None."""
+    if np.dtype(dtype) != DTYPE:
+        return None
+    b = _entry(queue).built
+    if b is None:
+        return None
+    pl = plan(n, b.lanes, b.compute_units)
+    return Explanation(n, pl, "builtin", "kernels/normvec.cl: the CPU L2 norm in vector "
+                       "registers (squares summed in double), its plan from the device's info "
+                       "(vetted on this driver)", None, "", "", None)
+
+
+# ---- vetting -----------------------------------------------------------------------------
+def _sample(rng: np.random.Generator, n: int, case: int) -> np.ndarray:
+    """Check inputs: values whose squares overflow (case 1) or underflow (case 2) a float,
+    an infinity (case 3), an infinity and a NaN (case 4), else plain normal values."""
+    h = rng.standard_normal(n).astype(np.float32)
+    if case == 1:
+        h *= np.float32(1e30)
+    elif case == 2:
+        h *= np.float32(1e-30)
+    elif case == 3:
+        h[n // 2] = -np.inf
+    elif case == 4:
+        h[[n // 3, n - 1]] = (np.inf, np.nan)
+    return h
+
+
+def check(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: DeviceInfo,
+          lanes: int) -> str:
+    """The vetting check (run in the device's worker by `isolation.vetting.checked`): build
+    kernels/normvec.cl for lanes, run it on one and several chunks, tails, huge and tiny
+    values, an infinity and a NaN, an offset view; '' when every result is the float64
+    reference's, rounded (within 2 float32 ulps)."""
+    try:
+        b = compile_kernels(ctx, dev, info, lanes)
+    except BuildError as e:
+        return str(e)
+    rng = np.random.default_rng(7)
+    step = lanes * ACCUMULATORS
+    cases = [(0, 1, 0), (1, 1, 0), (2, 1, 1), (lanes - 1, 1, 0), (lanes + 1, 1, 2),
+             (4 * step + 3, 1, 0), (1031, 1, 3), (1031, 3, 1), (20011, 7, 2), (20011, 5, 4),
+             (20011, 4, 0)]
+    for n, items, case in cases:
+        h = _sample(rng, n + 3, case)
+        x = cla.to_device(queue, h)[3:]  # an offset view
+        h = h[3:]
+        chunk = -(-max(1, n) // items)
+        chunk = -(-chunk // lanes) * lanes
+        pl = Plan("normvec", lanes, ACCUMULATORS, -(-max(1, n) // chunk), chunk)
+        got = float(norm(b, x, queue, False, cut=pl).get())
+        with np.errstate(all="ignore"):
+            want = float(np.float32(np.sqrt(np.sum(np.square(h.astype(np.float64))))))
+        same = got == want if not np.isfinite(want) or want == 0 else \
+            abs(got - want) <= 2 * float(np.spacing(np.float32(want)))
+        if not same and not (np.isnan(got) and np.isnan(want)):
+            return (f"wrong answer: the L2 norm of {n} float32 in {pl.items} chunk(s) gave "
+                    f"{got!r}, the float64 reference {want!r}")
+    return ""

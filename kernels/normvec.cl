@@ -1,0 +1,129 @@
+/* cltune: the L2 norm of a whole contiguous float32 array on a CPU device, in vector registers
+ * (served by cltune.stats.normvec on devices of type CPU).
+ *
+ * Every option has a default below, so the file compiles on its own; values reach it only as
+ * -D integers made by cltune.stats.normvec from the device's vector width (house rule 2).
+ *
+ *   clt_normvec_chunks  work-item g sums the squares of its own contiguous chunk
+ *                       [g * chunk, (g + 1) * chunk) of the n elements CLT_NV_W at a time
+ *                       (vloadW, converted to doubleW, one fma per lane) into CLT_NV_U
+ *                       independent accumulators (one is bound by the fma latency); then the
+ *                       accumulators, the lanes and the tail (fewer than W elements) are
+ *                       added. With `root` (one chunk: the host skips the finish) it writes
+ *                       (float)sqrt(sum) to out[outoff], else the sum to part[partoff + g]
+ *                       (0 for an empty chunk).
+ *   clt_normvec_finish  one work-item adds the `parts` sums in order and writes
+ *                       (float)sqrt(sum) to out[outoff].
+ * The kernel boundary orders the partials: no atomics, no inter-group race.
+ *
+ * Why double: the square of a float is exact in double (24-bit significands, 48-bit product)
+ * and can neither overflow (FLT_MAX^2 ~ 1.2e77, times 2^40 elements is still finite) nor
+ * underflow (the smallest subnormal float squared is ~2e-90), so the only rounding is that of
+ * the additions (relative error ~ (chunk / (W * U) + parts) * 1.1e-16) and the final sqrt and
+ * conversion: as accurate as cltune.stats.kernels' expression path, and more than numpy's
+ * float32 sum of squares. NaN and infinity follow IEEE arithmetic as numpy's: an infinity
+ * squares to +inf, a NaN to NaN, and inf + NaN is NaN (no fast-math options: the additions
+ * keep their order within an accumulator and the compiler may not drop NaN or inf).
+ */
+
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+
+#ifndef CLT_NV_W
+#define CLT_NV_W 16 /* lanes of a vector: 2, 4, 8 or 16 */
+#endif
+#ifndef CLT_NV_U
+#define CLT_NV_U 2 /* accumulators a work-item keeps (1, 2 or 4): independent fma chains */
+#endif
+#if CLT_NV_W != 2 && CLT_NV_W != 4 && CLT_NV_W != 8 && CLT_NV_W != 16
+#error "CLT_NV_W must be 2, 4, 8 or 16"
+#endif
+#if CLT_NV_U != 1 && CLT_NV_U != 2 && CLT_NV_U != 4
+#error "CLT_NV_U must be 1, 2 or 4"
+#endif
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define NV_DV CAT(double, CLT_NV_W)
+
+/* block b (W elements from p) squared into accumulator a */
+#define STEP(a, b)                                                                             \
+    {                                                                                          \
+        const NV_DV v_ = CAT(convert_, NV_DV)(CAT(vload, CLT_NV_W)(b, p));                     \
+        a = fma(v_, v_, a);                                                                    \
+    }
+
+/* the sum of a vector's lanes, halves first */
+inline double clt_nv_lanes(const NV_DV a) {
+#if CLT_NV_W == 16
+    const double8 h8 = a.lo + a.hi;
+    const double4 h4 = h8.lo + h8.hi;
+    const double2 h2 = h4.lo + h4.hi;
+#elif CLT_NV_W == 8
+    const double4 h4 = a.lo + a.hi;
+    const double2 h2 = h4.lo + h4.hi;
+#elif CLT_NV_W == 4
+    const double2 h2 = a.lo + a.hi;
+#else
+    const double2 h2 = a;
+#endif
+    return h2.x + h2.y;
+}
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
+clt_normvec_chunks(__global const float *x, const long xoff, const long n, const long chunk,
+                   __global double *part, const long partoff, __global float *out,
+                   const long outoff, const int root) {
+    const long g = get_global_id(0);
+    const long begin = g * chunk;
+    const long len = min(chunk, n - begin); /* <= 0: a chunk past the end */
+    __global const float *p = x + xoff + begin;
+    const long nb = len > 0 ? len / CLT_NV_W : 0;
+    double s = 0.0;
+    if (nb > 0) {
+        NV_DV a0 = (NV_DV)(0.0);
+#if CLT_NV_U >= 2
+        NV_DV a1 = (NV_DV)(0.0);
+#endif
+#if CLT_NV_U >= 4
+        NV_DV a2 = (NV_DV)(0.0), a3 = (NV_DV)(0.0);
+#endif
+        long b = 0;
+        for (; b <= nb - CLT_NV_U; b += CLT_NV_U) {
+            STEP(a0, b)
+#if CLT_NV_U >= 2
+            STEP(a1, b + 1)
+#endif
+#if CLT_NV_U >= 4
+            STEP(a2, b + 2)
+            STEP(a3, b + 3)
+#endif
+        }
+        for (; b < nb; ++b)
+            STEP(a0, b)
+#if CLT_NV_U >= 4
+        a0 += a2;
+        a1 += a3;
+#endif
+#if CLT_NV_U >= 2
+        a0 += a1;
+#endif
+        s = clt_nv_lanes(a0);
+    }
+    for (long i = nb * CLT_NV_W; i < len; ++i) {
+        const double v = (double)p[i];
+        s = fma(v, v, s);
+    }
+    if (root)
+        out[outoff] = (float)sqrt(s);
+    else
+        part[partoff + g] = s;
+}
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
+clt_normvec_finish(__global const double *part, const long parts, __global float *out,
+                   const long outoff) {
+    double s = 0.0;
+    for (long g = 0; g < parts; ++g)
+        s += part[g];
+    out[outoff] = (float)sqrt(s);
+}

@@ -1,0 +1,311 @@
+"""cltune.stats.normvec (kernels/normvec.cl): the L2 norm of a whole float32 array on a CPU
+device in vector registers, against a float64 reference: sizes around the vector width, the
+accumulator step and the chunk edges; at least as accurate as numpy's float32 answer and
+today's expression path; values whose squares overflow or underflow a float (and subnormals);
+infinities and NaNs (in the vector part, the tail, the last element, across chunks); empty
+arrays, offset views, keepdims, n-D C and F arrays; that the path is the one taken on CPU
+devices (and not where it must not be); the call is asynchronous; a driver that crashes on it
+(the expression path serves); the kernel under Oclgrind."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+import pytest
+from support.oclgrind import run_marked
+
+import cltune
+from cltune.core.serving import CltuneWarning
+from cltune.device import health
+from cltune.isolation import vetting
+from cltune.isolation.worker import shutdown_workers
+from cltune.opencl.caches import clear_caches
+from cltune.stats import api as stats
+from cltune.stats import normvec
+from cltune.stats.cpuvec import Plan
+
+SIZES = (0, 1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 129, 1000, 4099, 65537, 1000003)
+
+
+@pytest.fixture(scope="module")
+def rng():
+    return np.random.default_rng(22)
+
+
+@pytest.fixture(scope="module")
+def cpu(info):
+    """The test device is a CPU with fp64 (every test device is, so far): the vector path
+    serves."""
+    if info.type != "cpu" or not info.fp64:
+        pytest.skip("kernels/normvec.cl serves CPU devices with fp64; the test device is a "
+                    f"{info.type} (fp64: {info.fp64})")
+    return info
+
+
+def dev(queue, a):
+    return cla.to_device(queue, a if a.flags.f_contiguous else np.ascontiguousarray(a))
+
+
+def reference(h) -> np.float32:
+    """The float64 answer, rounded to float32 (overflowing to inf only where the norm does)."""
+    with np.errstate(all="ignore"):
+        return np.float32(np.sqrt(np.sum(np.square(np.asarray(h, np.float64)))))
+
+
+def ulp(v) -> float:
+    return float(np.spacing(np.float32(abs(v)))) if np.isfinite(v) else 0.0
+
+
+def got_of(queue, h, x=None, **kw) -> float:
+    """cltune.norm(x) (x uploaded from h unless given), checked to be a float32 0-d array."""
+    x = dev(queue, h) if x is None else x
+    r = cltune.norm(x, **kw)
+    assert isinstance(r, cla.Array) and r.shape == () and r.dtype == np.float32
+    return float(r.get())
+
+
+def close(got, want) -> bool:
+    """Correctly rounded (half an ulp of float32, with room for the double sum's error)."""
+    if np.isnan(want):
+        return bool(np.isnan(got))
+    if not np.isfinite(want) or want == 0:
+        return got == want
+    return abs(got - float(want)) <= 0.5001 * ulp(want)
+
+
+def test_the_vector_path_serves_cpu_devices(queue, cpu, monkeypatch):
+    calls = []
+    real = normvec.norm
+    monkeypatch.setattr(normvec, "norm", lambda *a, **k: calls.append(a[1].size) or real(*a, **k))
+    h = np.arange(100, dtype=np.float32)
+    x = dev(queue, h)
+    assert normvec.serves(x)
+    for kw in ({}, {"ord": 2}, {"ord": None}):
+        assert close(got_of(queue, h, x, **kw), reference(h))
+    assert len(calls) == 3
+    assert close(float(cltune.get_reducer(queue, "norm", np.float32)(x).get()), reference(h))
+    assert len(calls) == 4
+    # any C or F n-D array: memory order does not change a sum of squares
+    f2 = cla.to_device(queue, np.asfortranarray(h.reshape(10, 10)))
+    assert normvec.serves(f2) and normvec.serves(x.reshape(4, 25))
+    assert close(float(cltune.norm(f2).get()), reference(h))
+    assert len(calls) == 5
+    # what it does not take goes the other ways, still numpy's answers
+    assert not normvec.serves(dev(queue, np.ones(7, np.int32)))
+    assert not normvec.serves(dev(queue, np.ones(7, np.float64)))
+    if cpu.fp64:
+        d = np.linspace(-3, 3, 101)
+        assert float(cltune.norm(dev(queue, d)).get()) == pytest.approx(np.linalg.norm(d))
+    assert float(cltune.norm(x, 1).get()) == pytest.approx(np.abs(h).sum())
+    assert float(cltune.norm(x, np.inf).get()) == 99
+    r = cltune.norm(x.reshape(10, 10), axis=1).get()
+    np.testing.assert_allclose(r, np.linalg.norm(h.reshape(10, 10), axis=1), rtol=1e-6)
+    assert float(cltune.norm(f2, "fro").get()) == pytest.approx(np.linalg.norm(h), rel=1e-6)
+    with pytest.raises(ValueError):
+        cltune.norm(x.reshape(10, 10), 2)  # a matrix 2-norm, as before
+    assert len(calls) == 5
+    e = stats.explain("norm", queue, np.float32, (1 << 24,))
+    assert e.level == "whole" and "normvec" in str(e), e
+    assert "normvec" in str(stats.explain("norm", queue, np.float32, (4, 5), None, "F"))
+    assert "normvec" not in str(stats.explain("norm", queue, np.float32, (1 << 20,), None,
+                                              "C", 1))
+    assert "normvec" not in str(stats.explain("norm", queue, np.float32, (4, 5), 1))
+    r = cltune.get_reducer(queue, "norm", np.float32).explain(1 << 20)
+    assert isinstance(r.config, Plan) and r.config.kernel == "normvec", r
+    assert r.level == "builtin", r
+    # the other statistics' reducers keep their kernels (norm of float64: the expression's)
+    assert "normvec" not in str(cltune.get_reducer(queue, "mean", np.float32).explain(1 << 20))
+    if cpu.fp64:
+        e64 = cltune.get_reducer(queue, "norm", np.float64).explain(1 << 20)
+        assert not isinstance(e64.config, Plan), e64
+
+
+def test_plan_from_the_device(cpu, device):
+    _, d = device
+    lanes = normvec.lanes_for(d, cpu)
+    assert lanes in (4, 8, 16)
+    for n in (0, 1, 15, 1 << 16, 1 << 18, 1 << 20, (1 << 24) + 5, 3 << 31):
+        p = normvec.plan(n, lanes, cpu.compute_units)
+        assert p.kernel == "normvec" and p.accumulators == normvec.ACCUMULATORS
+        m = max(1, n)  # an empty array: one empty chunk
+        assert p.chunk % lanes == 0 and p.items * p.chunk >= m > (p.items - 1) * p.chunk
+        assert p.items <= max(1, cpu.compute_units * normvec.ITEMS_PER_CU)
+    assert normvec.plan(1000, lanes, cpu.compute_units).items == 1
+    assert normvec.plan(0, lanes, cpu.compute_units).items == 1
+    assert normvec.plan(1 << 24, lanes, 2).items == 2 * normvec.ITEMS_PER_CU
+
+
+def test_random_inputs_of_every_size_as_accurate_as_numpy_and_the_expression(ctx, queue, cpu,
+                                                                             rng):
+    lanes = normvec.lanes_for(queue.device, cpu)
+    step = lanes * normvec.ACCUMULATORS
+    p = normvec.plan(1000003, lanes, cpu.compute_units)
+    sizes = SIZES + (step - 1, step, step + 1, 3 * step + lanes - 1, p.chunk - 1, p.chunk + 1,
+                     2 * p.chunk + 7)
+    expr = stats.kernel("norm2", ctx, np.float32)
+    for n in sizes:
+        for scale in (1.0, 100.0):
+            h = (rng.standard_normal(n) * scale).astype(np.float32)
+            want = reference(h)
+            got = got_of(queue, h)
+            assert close(got, want), (n, scale, got, want)
+            err = abs(got - float(want))
+            assert err <= abs(float(np.linalg.norm(h)) - float(want)), (n, "numpy")
+            x = dev(queue, h)
+            assert err <= abs(float(expr(x).get()) - float(want)) + 1e-3 * ulp(want), (n, "expr")
+    assert got_of(queue, np.zeros(0, np.float32)) == 0.0
+    assert got_of(queue, np.zeros(1003, np.float32)) == 0.0
+    h = np.full(1000003, -1.5, np.float32)  # all equal: no cancellation, exactly 1.5 sqrt(n)
+    assert close(got_of(queue, h), reference(h))
+
+
+def test_huge_and_tiny_values_neither_overflow_nor_underflow(queue, cpu, rng):
+    for n in (1, 2, 17, 1000, 1000003):
+        base = rng.standard_normal(n).astype(np.float32)
+        for scale in (1e30, 1e-30, 3e18, 1e-20):  # squares beyond float32's range, both ways
+            h = (base * np.float32(scale)).astype(np.float32)
+            want = reference(h)
+            assert np.isfinite(want) and want > 0
+            got = got_of(queue, h)
+            assert close(got, want), (n, scale, got, want)
+        h = np.full(n, 1e30, np.float32)
+        h[::3] = np.float32(1e-30)
+        assert close(got_of(queue, h), reference(h))
+    # subnormal inputs (the device keeps them: CPU runtimes do)
+    for v in (1e-40, 1.4e-45):
+        h = np.full(1001, v, np.float32)
+        assert close(got_of(queue, h), reference(h)), v
+    # a norm beyond float32 is inf, as the float64 answer rounded is
+    h = np.full(1000, 3e38, np.float32)
+    assert got_of(queue, h) == np.inf == reference(h)
+    h = np.array([3e38, 3e38], np.float32)  # sqrt(2) * 3e38 > FLT_MAX
+    assert got_of(queue, h) == np.inf
+    h = np.array([3e38, 1e38], np.float32)  # squares overflow float32, the norm does not
+    assert close(got_of(queue, h), reference(h)) and np.isfinite(reference(h))
+
+
+def test_infinities_and_nans_as_numpy(queue, cpu, rng):
+    lanes = normvec.lanes_for(queue.device, cpu)
+    for n in (1, 2, 17, 33, 1000, 1000003):
+        h0 = rng.standard_normal(n).astype(np.float32)
+        p = normvec.plan(n, lanes, cpu.compute_units)
+        places = {0, n - 1, n // 2, max(0, n - 3), min(n - 1, 5), min(n - 1, p.chunk)}
+        for i in sorted(places):  # in a block, in the tail, the last element, a chunk's first
+            for bad, want in ((np.inf, np.inf), (-np.inf, np.inf), (np.nan, np.nan)):
+                h = h0.copy()
+                h[i] = bad
+                got = got_of(queue, h)
+                assert close(got, want), (n, i, bad, got)
+                with np.errstate(all="ignore"):
+                    assert close(got, np.float32(np.linalg.norm(h))), (n, i, bad)
+        if n > 40:
+            h = h0.copy()
+            h[[3, n - 1]] = (np.inf, np.nan)  # inf and NaN, in different chunks or lanes: NaN
+            assert np.isnan(got_of(queue, h))
+            h[[3, n - 1]] = (np.nan, -np.inf)
+            assert np.isnan(got_of(queue, h))
+            h = h0.copy()
+            h[[n // 2, n - 2]] = (np.inf, -np.inf)
+            assert got_of(queue, h) == np.inf
+    assert got_of(queue, np.full(1001, -np.inf, np.float32)) == np.inf
+    assert np.isnan(got_of(queue, np.full(1001, np.nan, np.float32)))
+
+
+def test_offsets_keepdims_and_nd(queue, cpu, rng):
+    h = rng.standard_normal(1000003).astype(np.float32)
+    x = dev(queue, h)
+    for lo, hi in ((5, None), (1, -1), (17, 1000), (999990, None), (1000002, None),
+                   (1000003, None), (3, 3 + 2 * 4099)):
+        v = x[lo:hi]
+        assert v.offset == lo * 4 and normvec.serves(v)
+        assert close(got_of(queue, h[lo:hi], v), reference(h[lo:hi])), (lo, hi)
+    for shape in ((7, 11), (3, 5, 67), (1, 1000), (2, 1, 3, 1, 5), (513, 2049)):
+        c = rng.standard_normal(int(np.prod(shape))).astype(np.float32).reshape(shape)
+        for a in (np.ascontiguousarray(c), np.asfortranarray(c)):
+            xa = dev(queue, a)
+            assert normvec.serves(xa)
+            want = reference(a)
+            assert close(float(cltune.norm(xa).get()), want), (shape, a.flags.f_contiguous)
+            k = cltune.norm(xa, keepdims=True)
+            assert isinstance(k, cla.Array) and k.dtype == np.float32
+            assert k.shape == (1,) * len(shape) == np.linalg.norm(a, keepdims=True).shape
+            assert close(float(k.get().ravel()[0]), want)
+    k = cltune.norm(x, 2, keepdims=True)
+    assert k.shape == (1,) and close(float(k.get()[0]), reference(h))
+
+
+def test_the_call_is_asynchronous_and_takes_other_queues(ctx, queue, cpu, rng):
+    h = rng.standard_normal(1 << 20).astype(np.float32)
+    x = dev(queue, h)
+    r = cltune.norm(x)
+    assert len(r.events) == 1 and isinstance(r.events[0], cl.Event)
+    assert close(float(r.get()), reference(h))
+    ooo = cl.CommandQueue(ctx, queue.device,
+                          properties=cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
+    y = x.copy(queue=ooo)
+    assert close(float(cltune.norm(y, queue=ooo).get(queue=ooo)), reference(h))
+    assert close(float(cltune.norm(x[7:], queue=ooo).get(queue=ooo)), reference(h[7:]))
+    # calls back to back on one queue, results read afterwards
+    rs = [cltune.norm(x[i:]) for i in range(4)]
+    assert all(close(float(r.get()), reference(h[i:])) for i, r in enumerate(rs))
+
+
+def _fresh() -> None:
+    shutdown_workers()
+    vetting.forget()
+    health.forget()
+    clear_caches()
+
+
+def test_a_driver_that_crashes_on_it_leaves_the_expression_path(queue, cpu, monkeypatch,
+                                                                 tmp_path):
+    monkeypatch.setenv("CLTUNE_TEST_FAULT", "abort:check=normvec")
+    monkeypatch.setenv("CLTUNE_CACHE_DIR", str(tmp_path / "cache"))
+    _fresh()
+    try:
+        h = np.arange(5003, dtype=np.float32)
+        x = dev(queue, h)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            assert not normvec.serves(x)
+            assert close(got_of(queue, h, x), reference(h))
+        said = [str(i.message) for i in w if issubclass(i.category, CltuneWarning)]
+        assert any("normvec" in s and "SIGABRT" in s for s in said), said
+        assert "normvec" not in str(stats.explain("norm", queue, np.float32, (5003,)))
+        assert "check:normvec" in (tmp_path / "cache" / "vetted.json").read_text()
+        # argmax is vetted on its own: the crash of the norm's check leaves it alone
+        assert int(cltune.argmax(x).get()) == 5002
+    finally:
+        _fresh()
+
+
+OCLGRIND_MARK = "CLTUNE-NORMVEC-OCLGRIND "
+OCLGRIND_SCRIPT = r'''
+import numpy as np
+from cltune.stats import normvec
+out = {"runs": []}
+if info.fp64:
+    for lanes in (16, 4):
+        why = normvec.check(ctx, q, dev, info, lanes)
+        out["runs"].append({"lanes": lanes, "error": why})
+print(MARK + json.dumps(out), flush=True)
+'''
+
+
+@pytest.mark.oclgrind
+@pytest.mark.multiprocess
+@pytest.mark.slow
+def test_the_kernel_is_clean_under_oclgrind():
+    """The vetting check's cases (one chunk and several with the finish, tails, huge and tiny
+    values, an infinity and a NaN, an offset view, an empty array) for two widths under
+    Oclgrind: right answers, no invalid access, no race."""
+    res, summary = run_marked(OCLGRIND_SCRIPT, OCLGRIND_MARK)
+    assert res.returncode == 0 and summary, res.summary()
+    if not summary["runs"]:
+        pytest.skip("Oclgrind's device has no fp64")
+    wrong = [r for r in summary["runs"] if r["error"]]
+    assert not wrong, wrong
+    assert res.reports == [], res.summary(limit=8)
