@@ -173,9 +173,11 @@ def run_compact(a, info, q, torch, n: int) -> None:
             "torch-mask": block(lambda: t[t > 0.5], torch.cuda.synchronize, a.calls)},
             a.repeats))
     _line(label, med, (n + want.size) * 4)
-    wg, items, per_cu = compact._shape_of(q.device, 4)
+    ballot = compact._use_ballot(q.device)
+    wg, items, per_cu = compact._shape_of(q.device, 4, bool(ballot))
+    how = ", warp ballots" if ballot and wg % 32 == 0 else ""
     print(f"{'':>24}  kernels/compact.cl: groups of {wg} x {items}, {per_cu} chunks a "
-          "compute unit")
+          f"compute unit{how}")
 
 
 if __name__ == "__main__":
