@@ -57,6 +57,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="0")
     ap.add_argument("--n", default="2^12,2^20,2^24")
+    ap.add_argument("--stats", action="store_true",
+                    help="also the statistics (argmax, var, norm, mean) and norm_many of 16 "
+                         "and 64 arrays of 4096")
     a = ap.parse_args()
     info, dev = select(a.device)
     ctx = cl.Context([dev])
@@ -65,7 +68,24 @@ def main() -> None:
     s = cltune.get_scanner(q, "sum", np.float32)
     r = cltune.get_reducer(q, "sum", np.float32)
     for t in a.n.split(","):
-        run_size(info, q, s, r, 2 ** int(t[2:]) if t.startswith("2^") else int(t))
+        n = 2 ** int(t[2:]) if t.startswith("2^") else int(t)
+        run_size(info, q, s, r, n)
+        if a.stats:
+            run_stats(q, r, n)
+
+
+def run_stats(q, r, n: int) -> None:
+    x = cla.to_device(q, np.random.default_rng(1).random(n, dtype=np.float32))
+    print(f"# statistics, n = {n}")
+    profile("r(x)", lambda: r(x), q)
+    for name in ("argmax", "var", "norm", "mean"):
+        f = getattr(cltune, name)
+        profile(name, lambda f=f: f(x), q)
+    for k in (16, 64):
+        xs = [cla.to_device(q, np.random.default_rng(i).random(4096, dtype=np.float32))
+              for i in range(k)]
+        profile(f"norm_many k={k}", lambda xs=xs: cltune.norm_many(xs), q)
+        profile(f"sum many k={k}", lambda xs=xs: r.many(xs), q)
 
 
 def run_size(info, q, s, r, n: int) -> None:
