@@ -131,6 +131,78 @@ def test_out_and_repeated_layouts(queue):
     assert np.isnan(r.many([cla.to_device(queue, hs[0]), xs[1]]).get()[0])
 
 
+def test_warm_calls_follow_changed_arrays_lengths_and_offsets(queue, monkeypatch):
+    """The plan of a call (launcher and layout, kept per lengths and offsets) and the kernel
+    arguments kept between launches never serve a stale answer: other arrays of the same
+    lengths, a changed length or offset, fewer arrays (slots back to the dummy), arrays freed
+    and replaced, an `out` at another offset, and more layouts than the engine keeps."""
+    from cltune.families.many import serve
+
+    monkeypatch.setattr(serve, "MAX_PLANS", 3)
+    rng = np.random.default_rng(11)
+    r = cltune.get_reducer(queue, "sum", np.float32)
+
+    def fresh(lengths):
+        hs = [rng.uniform(-1, 2, n).astype(np.float32) for n in lengths]
+        return hs, [cla.to_device(queue, h) for h in hs]
+
+    def both(hs, xs, out=None):
+        got = r.many(xs, out=out)
+        assert out is None or got is out
+        _check(got.get(), hs, "sum", "float32")
+        _check(cltune.norm_many(xs).get(), hs, "norm", "float32")
+
+    ha, xa = fresh([4096] * 16)
+    hb, xb = fresh([4096] * 16)
+    for _ in range(2):  # the same lengths and offsets, other buffers, back and forth
+        both(ha, xa)
+        both(hb, xb)
+    flat = np.concatenate([*hb, hb[0][:5]])
+    base = cla.to_device(queue, flat)
+    for o in (5, 0):  # other offsets, the same lengths
+        views = [base[i * 4096 + o:(i + 1) * 4096 + o] for i in range(16)]
+        both([flat[i * 4096 + o:(i + 1) * 4096 + o] for i in range(16)], views)
+    views = [base[i * 4096 + 3:(i + 1) * 4096] for i in range(16)]  # other lengths
+    both([h[3:] for h in hb], views)
+    both(ha[:5], xa[:5])  # fewer arrays than slots: the rest back to the dummy
+    both(ha[:1] + hb[1:], xa[:1] + xb[1:])
+    del xb, views, base  # freed: the buffers of the next arrays may take their handles
+    hc, xc = fresh([4096] * 16)
+    both(hc, xc)
+    hd, xd = fresh([5000, 9000, 0, 70000] * 10)  # several launches, arrays of several groups
+    big = cla.empty(queue, (len(xd) + 7,), np.float32)
+    for o in (0, 7, 0):
+        both(hd, xd, big[o:o + len(xd)])
+    both(ha, xa)
+
+
+def test_waits_for_wait_for_and_the_arrays_events(ctx, device, queue):
+    """A launch waits for `wait_for` and for the arrays' pending events (an out-of-order
+    queue's too), and its result carries the event to wait for."""
+    done = cl.command_execution_status.COMPLETE
+    ooo = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+    queues = [queue]
+    if device[1].queue_properties & ooo:
+        queues.append(cl.CommandQueue(ctx, device[1], properties=ooo))
+    hs = [np.arange(n, dtype=np.float32) for n in (100, 4096, 7)]
+    for q in queues:
+        r = cltune.get_reducer(q, "sum", np.float32)
+        xs = [cla.to_device(q, h) for h in hs]
+        for _ in range(2):
+            gate = cl.UserEvent(ctx)
+            res = r.many(xs, wait_for=[gate])
+            assert res.events[-1].command_execution_status != done
+            gate.set_status(done)
+            assert list(res.get()) == [h.sum() for h in hs]
+        if q is not queue:  # an array whose pending event is of this queue: waited for
+            gate = cl.UserEvent(ctx)
+            xs[1].add_event(cl.enqueue_marker(q, wait_for=[gate]))
+            res = r.many(xs)
+            assert res.events[-1].command_execution_status != done
+            gate.set_status(done)
+            assert list(res.get()) == [h.sum() for h in hs]
+
+
 def test_errors_are_clear(queue, ctx, device):
     r = cltune.get_reducer(queue, "sum", np.float32)
     x = cla.to_device(queue, np.ones(10, np.float32))

@@ -32,63 +32,94 @@ from cltune.opencl.events import in_order, pending
 __all__ = ["explain_many", "norm_many", "reduce_many"]
 
 _engines: ContextCache[tuple[ManyEngine, Any]] = ContextCache()
+_COMPLETE = cl.command_execution_status.COMPLETE
 
 
-def _engine(ctx: cl.Context, dev: cl.Device, info: Any, variant: ManyVariant,
+def _engine(ctx: cl.Context, dev: cl.Device, info: Any, op: str, dtype: np.dtype,
             db: str | None) -> tuple[ManyEngine, Any]:
-    """The engine of (context, device, variant, database) and its memory pool; `info` None:
-    the device's, checked usable (once, when the engine is made)."""
+    """The engine of (context, device, op/dtype, database) and its memory pool; `info` None:
+    the device's, checked usable (once, when the engine is made). Keyed by the dtype object
+    (its name costs ~1.5 us a call); an op/dtype that is no variant raises OpError."""
     def make() -> tuple[ManyEngine, Any]:
+        variant = ManyVariant(op, dtype.name)
         pool = cltools.MemoryPool(cltools.ImmediateAllocator(cl.CommandQueue(ctx, dev)))
         usable = info if info is not None else require_usable(dev, info_for(dev))
         return ManyEngine(ctx, dev, usable, variant, db), pool
 
-    return _engines.get(ctx, (dev.int_ptr, str(variant), db), make)
+    return _engines.get(ctx, (dev.int_ptr, op, dtype, db), make)
 
 
-def _arrays(xs: Any, dtype: np.dtype, ctx: cl.Context, queue: cl.CommandQueue) -> list[cla.Array]:
-    if isinstance(xs, (np.ndarray, cla.Array)) or not isinstance(xs, Sequence):
+def _gather(xs: Any, dtype: np.dtype, ctx: cl.Context, queue: cl.CommandQueue,
+            ) -> tuple[list[cl.Buffer | None], list[int], list[int], list[list[cl.Event]]]:
+    """The call's arrays as (buffers, lengths, byte offsets, the event lists not empty)."""
+    if type(xs) not in (list, tuple) and (isinstance(xs, (np.ndarray, cla.Array))
+                                          or not isinstance(xs, Sequence)):
         raise TypeError("many() takes a list (or tuple) of arrays, not "
                         f"{type(xs).__name__}")
     if not xs:
         raise ValueError("many() needs at least one array (got an empty list)")
     # a contiguous device array of our dtype and context passes as it is (checked by
-    # identity, ~0.3 us); anything else is checked (and uploaded) by device_array, whose
+    # identity, ~0.1 us); anything else is checked (and uploaded) by device_array, whose
     # messages name the argument (~5 us: the training loop's k arrays must not pay that)
     ptr = ctx.int_ptr
-    out = []
+    bufs, lengths, offsets, events = [], [], [], []
     for i, x in enumerate(xs):
-        if (type(x) is cla.Array and x.dtype is dtype and (x._flags or x.flags).forc
+        if not (type(x) is cla.Array and x.dtype is dtype and (x._flags or x.flags).forc
                 and x.context.int_ptr == ptr):
-            out.append(x)
-        else:
-            out.append(device_array(x, dtype, ctx, queue, f"xs[{i}]", flat=True))
-    return out
+            x = device_array(x, dtype, ctx, queue, f"xs[{i}]", flat=True)
+        bufs.append(x.base_data)
+        lengths.append(x.size)
+        offsets.append(x.offset)
+        if x.events:
+            events.append(x.events)
+    return bufs, lengths, offsets, events
 
 
-def _run(eng: ManyEngine, pool: Any, xds: list[cla.Array], queue: cl.CommandQueue,
+def _drop_complete(lists: list[list[cl.Event]]) -> None:
+    """Completed events leave the arrays' lists (as pyopencl's `Array.finish()` does): the
+    upload of an array on the call's in-order queue, which `pending` skips but keeps, is
+    then not looked at again by every later call (~0.5 us an array)."""
+    for evs in lists:
+        for e in list(evs):
+            if e.command_execution_status == _COMPLETE:
+                try:
+                    evs.remove(e)
+                except ValueError:  # another thread removed it
+                    pass
+
+
+def _result(queue: cl.CommandQueue, dtype: np.dtype, k: int, pool: Any) -> cla.Array:
+    """k results from the pool through pyopencl's fast constructor (cla.empty spends ~8 us on
+    shape checks), falling back to cla.empty if that path changes."""
+    try:
+        return cla.Array(None, (k,), dtype, allocator=pool, strides=(dtype.itemsize,),
+                         _fast=True, _size=k, _context=queue.context, _queue=queue)
+    except TypeError:  # pragma: no cover - other pyopencl versions
+        return cla.empty(queue, (k,), dtype, allocator=pool)
+
+
+def _run(eng: ManyEngine, pool: Any, xs: Any, dtype: np.dtype, queue: cl.CommandQueue,
          out: cla.Array | None, wait_for: list[cl.Event] | None) -> cla.Array:
-    v = eng.variant
-    lengths = [x.size for x in xds]
-    if v.op in ("min", "max") and 0 in lengths:
-        i = lengths.index(0)
-        raise ValueError(f"xs[{i}]: zero-size array to reduction operation "
-                         f"{'minimum' if v.op == 'min' else 'maximum'} which has no identity")
-    rdt = v.result_dtype
-    k = len(xds)
+    bufs, lengths, offsets, events = _gather(xs, dtype, eng.ctx, queue)
+    la, lay = eng.plan(tuple(lengths), tuple(offsets))
+    rdt = eng.result_dtype
+    k = len(bufs)
     if out is None:
-        out = cla.empty(queue, (k,), rdt, allocator=pool)
+        out = _result(queue, rdt, k, pool)
     elif not (isinstance(out, cla.Array) and out.dtype == rdt and out.size == k
               and out.flags.forc):
         raise TypeError(f"out must be a contiguous pyopencl Array of {k} {rdt}")
-    if wait_for is not None and not all(isinstance(e, cl.Event) for e in wait_for):
-        raise TypeError("wait_for must be a list of pyopencl Events")
-    la, _ = eng.served(class_of(lengths))
-    isz = v.spec.itemsize
-    waits = list(wait_for or []) + (pending(*(x.events for x in xds), out.events,
-                                            in_order=in_order(queue)) or [])
-    evs = la.enqueue(queue, [(x.base_data, x.offset // isz, x.size) for x in xds],
-                     out.base_data, out.offset // rdt.itemsize, waits or None)
+    waits = None
+    if wait_for is not None:
+        if not all(isinstance(e, cl.Event) for e in wait_for):
+            raise TypeError("wait_for must be a list of pyopencl Events")
+        waits = list(wait_for)
+    if events or out.events:
+        _drop_complete(events)
+        more = pending(*events, out.events, in_order=in_order(queue))
+        if more:
+            waits = [*(waits or ()), *more]
+    evs = la.launch(queue, lay, bufs, out.base_data, out.offset // rdt.itemsize, waits)
     out.events = [evs[-1]]  # it waited for all of out's
     return out
 
@@ -102,9 +133,8 @@ def reduce_many(reducer: Any, xs: Sequence[Any], queue: cl.CommandQueue,
     if spec.op == "dot":
         raise TypeError("many() takes sum, prod, min or max reducers (dot is not offered)")
     eng = reducer._eng
-    xds = _arrays(xs, spec.np_dtype, eng.ctx, queue)
-    e, pool = _engine(eng.ctx, eng.dev, eng.info, ManyVariant(spec.op, spec.dtype), eng.db)
-    return _run(e, pool, xds, queue, out, wait_for)
+    e, pool = _engine(eng.ctx, eng.dev, eng.info, spec.op, spec.np_dtype, eng.db)
+    return _run(e, pool, xs, spec.np_dtype, queue, out, wait_for)
 
 
 def _queue_of(xs: Sequence[Any], queue: cl.CommandQueue | None) -> cl.CommandQueue:
@@ -129,23 +159,19 @@ def norm_many(xs: Sequence[Any], queue: cl.CommandQueue | None = None, *,
     q = _queue_of(xs, queue)
     first = xs[0] if isinstance(xs, Sequence) and xs else None
     dtype = np.dtype(getattr(first, "dtype", np.float32))
-    variant = ManyVariant("norm", dtype.name)
-    ctx = q.context
-    xds = _arrays(xs, dtype, ctx, q)
-    e, pool = _engine(ctx, q.device, None, variant, db)
-    return _run(e, pool, xds, q, out, wait_for)
+    e, pool = _engine(q.context, q.device, None, "norm", dtype, db)
+    return _run(e, pool, xs, dtype, q, out, wait_for)
 
 
 def explain_many(target: Any, op: str, dtype: Any, k: int, n: int, *,
                  db: str | None = None) -> ManyExplanation:
     """Which config serves `op` over k arrays of mean length n on the target (a Reducer, or
     a pyopencl CommandQueue), and why (its level of the fallback chain)."""
-    variant = ManyVariant(op, np.dtype(dtype).name)
     if isinstance(target, cl.CommandQueue):
         ctx, dev, info = target.context, target.device, None
     else:
         eng = target._eng
         ctx, dev, info, db = eng.ctx, eng.dev, eng.info, eng.db
-    e, _ = _engine(ctx, dev, info, variant, db)
+    e, _ = _engine(ctx, dev, info, op, np.dtype(dtype), db)
     _, ex = e.served(class_of([max(0, int(n))] * max(1, int(k))))
     return dataclasses.replace(ex, shape=(int(k), int(n)))

@@ -3,23 +3,30 @@ limits, for devices (or classes) never tuned.
 
     >>> from types import SimpleNamespace as NS
     >>> gpu = NS(type="gpu", max_wg=1024, local_mem=49152, compute_units=132)
-    >>> builtin_config(gpu, (6, 12)).short()
-    'wg256 v4 i2 s1 K32'
+    >>> builtin_config(gpu, (6, 12)).short(), builtin_config(gpu, (5, 18)).short()
+    ('wg256 v4 i2 s4 K32', 'wg256 v4 i2 s2 K32')
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from cltune.core.pow2 import pow2_at_most
+from cltune.core.pow2 import pow2_at_least, pow2_at_most
 from cltune.families.many.config import ManyConfig
+
+#: classes of arrays this long (mean length) or shorter take a group per array: a finishing
+#: launch (a second enqueue, the host cost that dominates small reductions) costs more than
+#: the groups it would add to arrays that one group reduces in a few blocks
+ONE_GROUP = 1 << 13
 
 
 def builtin_config(info: Any, key: tuple[int, int], element_bytes: int = 8) -> ManyConfig:
     """GPUs: groups of 256 with 4-wide loads, two in flight; CPUs: groups of 8 (16 where the
     runtime has subgroups) with 8-wide loads. A group's chunk (steps) is sized so that the
-    call makes about 8 groups per compute unit, and no fewer groups than arrays; the slots are
-    the fewest of 8, 16, 32 that hold the call's arrays (each slot is an argument to set)."""
+    call makes about 8 groups per compute unit, and no fewer groups than arrays; arrays of a
+    class up to ONE_GROUP long get a chunk of twice the class's length (one group for each
+    array up to that long: no finishing launch). The slots are the fewest of 8, 16, 32
+    that hold the call's arrays (each slot is an argument to set)."""
     cap = info.vector_cap(element_bytes) if hasattr(info, "vector_cap") else 16
     cpu = info.type == "cpu"
     if cpu:
@@ -31,7 +38,10 @@ def builtin_config(info: Any, key: tuple[int, int], element_bytes: int = 8) -> M
         wg //= 2
     k, n = 1 << key[0], 1 << key[1]
     want = max(1, -(-8 * max(1, info.compute_units) // k))  # groups per array
-    steps = pow2_at_most(max(1, n // (wg * vec * items * want)))
+    block = wg * vec * items
+    steps = pow2_at_most(max(1, n // (block * want)))
+    if n <= ONE_GROUP:
+        steps = max(steps, pow2_at_least(2 * n // block))
     slots = 8 if k <= 8 else 16 if k <= 16 else 32
     return ManyConfig(wg=wg, vec=vec, items=items, steps=min(steps, 64), slots=slots)
 

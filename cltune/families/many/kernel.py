@@ -33,13 +33,6 @@ def many_args(slots: int) -> KernelArgs:
 FIN_ARGS = KernelArgs(("meta", "k", "partials", "pbase", "out", "obase", "tile"))
 
 
-def scalar_types(args: KernelArgs, index_dtype: type) -> tuple:
-    """For ArgSetter: counts as uint32, element indices as the build's index type, buffers and
-    local memory None."""
-    return tuple(np.uint32 if n in ("k", "obase") else index_dtype if n == "pbase" else None
-                 for n in args.names)
-
-
 def many_source() -> str:
     return kernel_file("reduce.cl") + "\n" + kernel_file("many.cl")
 

@@ -1,7 +1,8 @@
 """What serves many reductions in one launch: the database's answer for a variant (`op/dtype`)
 validated into tuned classes, the nearest tuned class of a call (else the builtin config of
-its own class), vetted before this process builds what was not tuned here, and the
-launchers. Never writes the database, never loads the tuner.
+its own class), vetted before this process builds what was not tuned here, the launchers,
+and the plan of each call's lengths and offsets (its launcher and layout, kept: the warm
+call). Never writes the database, never loads the tuner.
 """
 
 from __future__ import annotations
@@ -19,11 +20,16 @@ from cltune.families.base import tuned_shape_classes
 from cltune.families.many import family as many_family
 from cltune.families.many.config import ManyConfig
 from cltune.families.many.defaults import builtin_config, safest_config
-from cltune.families.many.family import ManyVariant
+from cltune.families.many.family import ManyVariant, class_of
 from cltune.families.many.kernel import source_hash
-from cltune.families.many.launch import ManyLauncher
+from cltune.families.many.launch import Layout, ManyLauncher
 from cltune.isolation.vetting import first_usable
 from cltune.opencl.build import BuildError
+
+#: plans (lengths and offsets of a call) kept per engine; more: they are forgotten and remade
+MAX_PLANS = 256
+#: (launcher, layout) of a call
+Plan = tuple[ManyLauncher, Layout]
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,32 @@ class ManyEngine:
         self._lock = threading.Lock()
         self._by_key: dict[tuple[int, int], tuple[ManyLauncher, ManyExplanation]] = {}
         self._launchers: dict[ManyConfig, ManyLauncher] = {}
+        self._plans: dict[tuple[tuple[int, ...], tuple[int, ...]], Plan] = {}
+        self._isz = variant.spec.itemsize
+        self.result_dtype = variant.result_dtype
+
+    def plan(self, lengths: tuple[int, ...], offsets: tuple[int, ...]) -> Plan:
+        """The launcher of a call's class and the layout of its arrays: `lengths` in elements,
+        `offsets` in bytes (as pyopencl Arrays keep them); kept, so that the warm call of the
+        same arrays (or any of the same lengths and offsets) neither classifies them nor
+        looks up the served config again."""
+        key = (lengths, offsets)
+        hit = self._plans.get(key)
+        if hit is not None:
+            return hit
+        op = self.variant.op
+        if op in ("min", "max") and 0 in lengths:
+            raise ValueError(f"xs[{lengths.index(0)}]: zero-size array to reduction operation "
+                             f"{'minimum' if op == 'min' else 'maximum'} which has no identity")
+        la, _ = self.served(class_of(lengths))
+        isz = self._isz
+        lay = la.layout(tuple(o // isz for o in offsets), lengths)
+        la.built(lay.index64)
+        with self._lock:
+            if len(self._plans) >= MAX_PLANS:
+                self._plans.clear()
+            self._plans[key] = (la, lay)
+        return la, lay
 
     def _choose(self, key: tuple[int, int]) -> tuple[ManyConfig, str, str, Tuned | None]:
         near = shapes.nearest(key, [t.key for t in self.tuned])
