@@ -41,7 +41,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from cltune.families.reduce.api import get_reducer
-from cltune.stats import argvec, normvec
+from cltune.stats import argvec, normvec, warm
 from cltune.stats import axis as stats_axis
 from cltune.stats import whole as stats_whole
 from cltune.stats.kernels import OPS, kernel
@@ -77,6 +77,11 @@ def _l2(ord: Any) -> bool:  # noqa: A002
 
 def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
          empty_error: bool = False, axis: Any = None, keepdims: bool = False) -> cla.Array:
+    if axis is None and not keepdims and type(x) is cla.Array:  # a kept call (stats.warm)
+        run = warm.calls.get((op, queue if queue is not None else x.queue, x.dtype, x.size))
+        if (run is not None and (x._flags or x.flags).c_contiguous
+                and (res := run(x, extra)) is not None):
+            return res
     if not isinstance(x, cla.Array):
         raise TypeError(f"{op} takes a pyopencl Array, not {type(x).__name__}")
     if not x.flags.forc:
@@ -85,6 +90,7 @@ def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
     q = queue if queue is not None else x.queue
     if q is None:
         raise TypeError(f"{op}: the array has no queue; pass queue=")
+    given = x  # the warm call's key: bool arrays are reduced as their uint8 view
     if x.dtype == np.bool_:
         x = x.view(np.uint8)
     if axis is None and op in ("argmin", "argmax"):
@@ -92,11 +98,17 @@ def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
         if vec is not None:
             if x.size == 0:
                 raise ValueError(f"attempt to get {op} of an empty sequence")
-            return argvec.arg(vec, x, q, op == "argmax", keepdims)
+            res, c = argvec.call(vec, x, q, op == "argmax", keepdims)
+            if not keepdims:
+                warm.keep_vector(op, given, q, c)
+            return res
     if axis is None and op == "norm2":
         vec = normvec.served(x, q)  # CPU devices: the vector kernel (cltune.stats.normvec)
         if vec is not None:
-            return normvec.norm(vec, x, q, keepdims)
+            res, c = normvec.call(vec, x, q, keepdims)
+            if not keepdims:
+                warm.keep_vector(op, given, q, c)
+            return res
     knl = kernel(op, q.context, x.dtype)
     if axis is not None:
         return stats_axis.along(op, knl, x, q, extra, axis, keepdims)
@@ -104,7 +116,10 @@ def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
         raise ValueError(f"attempt to get {op} of an empty sequence")
     if op in ("argmin", "argmax") and stats_whole.needs_c_order(x):
         return stats_whole.arg_c_order(x, q, op == "argmax", keepdims)
-    return stats_axis.whole(knl, x, q, extra, stats_axis.keep_shape(x.ndim, keepdims))
+    res = stats_axis.whole(knl, x, q, extra, stats_axis.keep_shape(x.ndim, keepdims))
+    if not keepdims:
+        warm.keep_expr(op, given, q, knl)
+    return res
 
 
 def argmax(x: cla.Array, queue: cl.CommandQueue | None = None, *, axis: int | None = None,
@@ -151,6 +166,8 @@ def mean(x: cla.Array, queue: cl.CommandQueue | None = None, *, axis: Any = None
 
 
 def _ddof(ddof: Any) -> float:
+    if type(ddof) is int and ddof >= 0:  # the common case first (the warm call's cost)
+        return float(ddof)
     if isinstance(ddof, bool) or not isinstance(ddof, (int, np.integer)) or ddof < 0:
         raise ValueError(f"ddof must be a non-negative integer, got {ddof!r}")
     return float(ddof)

@@ -49,7 +49,7 @@ from cltune.opencl.caches import ContextCache
 from cltune.opencl.events import in_order, pending
 from cltune.opencl.kernel_args import setter
 from cltune.opencl.pools import pool_for
-from cltune.opencl.scalars import new_scalar
+from cltune.opencl.scalars import ScalarFactory, new_scalar
 from cltune.opencl.sources import kernel_file, text_hash
 from cltune.stats import cpuvec
 from cltune.stats.cpuvec import Plan, partials, vector_width, vetted
@@ -192,37 +192,77 @@ def serves(x: cla.Array, queue: cl.CommandQueue | None = None) -> bool:
     return x.flags.forc and served(x, q) is not None
 
 
+class Call:
+    """argmax (largest) / argmin of n elements on q with kernels b, prepared: the plan, the
+    queue's pool and order, what `arg` derives per call; cltune.stats.warm keeps one per
+    (queue, dtype, size) for the warm call (`warm`: the result from a factory)."""
+
+    __slots__ = ("b", "q", "n", "pl", "pool", "inq", "flip", "types", "results")
+
+    def __init__(self, b: Built, q: cl.CommandQueue, n: int, largest: bool,
+                 cut: Plan | None = None) -> None:
+        self.b, self.q, self.n = b, q, n
+        self.pl = cut or plan(n, b.lanes, b.compute_units, b.dtype.itemsize)
+        self.pool = pool_for(q)
+        self.inq = in_order(q)
+        self.flip = 0 if largest else b.flip_argmin
+        lane = lane_bytes(b.dtype)
+        self.types = (_CHUNK_TYPES[lane], _FINISH_TYPES[lane])
+        self.results: ScalarFactory | None = None  # the warm call's, made at its first
+
+    def launch(self, x: cla.Array, res: cla.Array) -> cla.Array:
+        """Enqueue the index of x's extreme into res (int64, offset a multiple of 8)."""
+        b, q, pl, n = self.b, self.q, self.pl, self.n
+        flip, pool = self.flip, self.pool
+        xoff = x.offset // b.dtype.itemsize
+        wait = pending(x.events, in_order=self.inq) if x.events else None
+        with b.lock:
+            chunks = setter(b.chunks, self.types[0])
+            if pl.items == 1:  # the chunk's winner is the answer: one launch
+                ev = chunks.launch(q, (1,), (1,), (x.base_data, xoff, n, pl.chunk, flip,
+                                                   res.base_data, res.offset // 8), wait)
+            else:
+                part = partials(q, pool, 8 * pl.items)
+                ev1 = chunks.launch(q, (pl.items,), (1,), (x.base_data, xoff, n, pl.chunk, flip,
+                                                          part, 0), wait)
+                # an in-order queue runs the finish after the chunks (and hands the pooled
+                # partials to nothing before it); an out-of-order one waits for them
+                ev = setter(b.finish, self.types[1]).launch(
+                    q, (1,), (1,), (x.base_data, xoff, pl.items, flip, part, res.base_data,
+                                    res.offset // 8), None if pool is not None else [ev1])
+        res.events.append(ev)
+        return res
+
+    def warm(self, x: cla.Array, extra: tuple = ()) -> cla.Array | None:
+        """`launch` into a fresh 0-d result (from x's allocator, else from the queue's pool: an
+        in-order queue's); None where x's offset is not a whole element's (the expression path
+        serves that). `extra`: the statistic's scalars (none)."""
+        if x.offset % self.b.dtype.itemsize:
+            return None
+        if x.allocator is not None:
+            return self.launch(x, new_scalar(self.q, _INT64, x.allocator))
+        f = self.results
+        if f is None:
+            f = self.results = ScalarFactory(self.q, _INT64, self.pool)
+        return self.launch(x, f())
+
+
 def arg(b: Built, x: cla.Array, q: cl.CommandQueue, largest: bool, keepdims: bool, *,
         cut: Plan | None = None) -> cla.Array:
     """numpy.argmax (largest) / numpy.argmin of every element of x (non-empty, as `served`
     took it) in memory order, enqueued on q: an int64 array of shape () (keepdims: all ones)
     whose event is the last launch. `cut` overrides the plan (the vetting check's inputs)."""
-    n = x.size
-    pl = cut or plan(n, b.lanes, b.compute_units, x.dtype.itemsize)
-    pool = pool_for(q)
-    alloc = x.allocator if x.allocator is not None else pool
+    return call(b, x, q, largest, keepdims, cut=cut)[0]
+
+
+def call(b: Built, x: cla.Array, q: cl.CommandQueue, largest: bool, keepdims: bool, *,
+         cut: Plan | None = None) -> tuple[cla.Array, Call]:
+    """`arg`'s result and the prepared call that made it (for cltune.stats.warm)."""
+    c = Call(b, q, x.size, largest, cut)
+    alloc = x.allocator if x.allocator is not None else c.pool
     shape = (1,) * x.ndim if keepdims else ()
     res = empty_result(q, shape, _INT64, "C", alloc) if shape else new_scalar(q, _INT64, alloc)
-    flip = 0 if largest else b.flip_argmin
-    xoff = x.offset // x.dtype.itemsize
-    lane = lane_bytes(b.dtype)
-    wait = pending(x.events, in_order=in_order(q))
-    with b.lock:
-        chunks = setter(b.chunks, _CHUNK_TYPES[lane])
-        if pl.items == 1:  # the chunk's winner is the answer: one launch
-            ev = chunks.launch(q, (1,), (1,), (x.base_data, xoff, n, pl.chunk, flip,
-                                               res.base_data, res.offset // 8), wait)
-        else:
-            part = partials(q, pool, 8 * pl.items)
-            ev1 = chunks.launch(q, (pl.items,), (1,), (x.base_data, xoff, n, pl.chunk, flip,
-                                                      part, 0), wait)
-            # an in-order queue runs the finish after the chunks (and hands the pooled
-            # partials to nothing before it); an out-of-order one waits for them
-            ev = setter(b.finish, _FINISH_TYPES[lane]).launch(
-                q, (1,), (1,), (x.base_data, xoff, pl.items, flip, part, res.base_data,
-                                res.offset // 8), None if pool is not None else [ev1])
-    res.events.append(ev)
-    return res
+    return c.launch(x, res), c
 
 
 def explain(queue: cl.CommandQueue, dtype: Any, n: int) -> Explanation | None:

@@ -49,7 +49,7 @@ from cltune.opencl.caches import ContextCache
 from cltune.opencl.events import in_order, pending
 from cltune.opencl.kernel_args import setter
 from cltune.opencl.pools import pool_for
-from cltune.opencl.scalars import new_scalar
+from cltune.opencl.scalars import ScalarFactory, new_scalar
 from cltune.opencl.sources import kernel_file, text_hash
 from cltune.stats import cpuvec
 from cltune.stats.cpuvec import Plan, partials, vector_width, vetted
@@ -162,36 +162,74 @@ def serves(x: cla.Array, queue: cl.CommandQueue | None = None) -> bool:
     return x.flags.forc and served(x, q) is not None
 
 
+class Call:
+    """The L2 norm of n float32 elements on q with kernels b, prepared: the plan, the queue's
+    pool and order, what `norm` derives per call; cltune.stats.warm keeps one per (queue,
+    size) for the warm call (`warm`: the result from a factory)."""
+
+    __slots__ = ("b", "q", "n", "pl", "pool", "inq", "results")
+
+    def __init__(self, b: Built, q: cl.CommandQueue, n: int, cut: Plan | None = None) -> None:
+        self.b, self.q, self.n = b, q, n
+        self.pl = cut or plan(n, b.lanes, b.compute_units)
+        self.pool = pool_for(q)
+        self.inq = in_order(q)
+        self.results: ScalarFactory | None = None  # the warm call's, made at its first
+
+    def launch(self, x: cla.Array, res: cla.Array) -> cla.Array:
+        """Enqueue the norm of x into res (float32)."""
+        b, q, pl, n, pool = self.b, self.q, self.pl, self.n, self.pool
+        xoff = x.offset // 4
+        roff = res.offset // 4
+        wait = pending(x.events, in_order=self.inq) if x.events else None
+        with b.lock:
+            chunks = setter(b.chunks, _CHUNK_TYPES)
+            if pl.items == 1:  # the chunk's sum is the whole: one launch takes the root
+                ev = chunks.launch(q, (1,), (1,), (x.base_data, xoff, n, pl.chunk,
+                                                   res.base_data, 0, res.base_data, roff, 1),
+                                   wait)
+            else:
+                part = partials(q, pool, 8 * pl.items)
+                ev1 = chunks.launch(q, (pl.items,), (1,), (x.base_data, xoff, n, pl.chunk, part,
+                                                          0, res.base_data, roff, 0), wait)
+                # an in-order queue runs the finish after the chunks (and hands the pooled
+                # partials to nothing before it); an out-of-order one waits for them
+                ev = setter(b.finish, _FINISH_TYPES).launch(
+                    q, (1,), (1,), (part, pl.items, res.base_data, roff),
+                    None if pool is not None else [ev1])
+        res.events.append(ev)
+        return res
+
+    def warm(self, x: cla.Array, extra: tuple = ()) -> cla.Array | None:
+        """`launch` into a fresh 0-d result (from x's allocator, else from the queue's pool: an
+        in-order queue's); None where x's offset is not a whole element's (the expression path
+        serves that). `extra`: the statistic's scalars (none)."""
+        if x.offset % 4:
+            return None
+        if x.allocator is not None:
+            return self.launch(x, new_scalar(self.q, _F32, x.allocator))
+        f = self.results
+        if f is None:
+            f = self.results = ScalarFactory(self.q, _F32, self.pool)
+        return self.launch(x, f())
+
+
 def norm(b: Built, x: cla.Array, q: cl.CommandQueue, keepdims: bool, *,
          cut: Plan | None = None) -> cla.Array:
     """numpy.linalg.norm of every element of x (float32, as `served` took it; empty: 0),
     enqueued on q: a float32 array of shape () (keepdims: all ones) whose event is the last
     launch. `cut` overrides the plan (the vetting check's inputs)."""
-    n = x.size
-    pl = cut or plan(n, b.lanes, b.compute_units)
-    pool = pool_for(q)
-    alloc = x.allocator if x.allocator is not None else pool
+    return call(b, x, q, keepdims, cut=cut)[0]
+
+
+def call(b: Built, x: cla.Array, q: cl.CommandQueue, keepdims: bool, *,
+         cut: Plan | None = None) -> tuple[cla.Array, Call]:
+    """`norm`'s result and the prepared call that made it (for cltune.stats.warm)."""
+    c = Call(b, q, x.size, cut)
+    alloc = x.allocator if x.allocator is not None else c.pool
     shape = (1,) * x.ndim if keepdims else ()
     res = empty_result(q, shape, _F32, "C", alloc) if shape else new_scalar(q, _F32, alloc)
-    xoff = x.offset // 4
-    roff = res.offset // 4
-    wait = pending(x.events, in_order=in_order(q))
-    with b.lock:
-        chunks = setter(b.chunks, _CHUNK_TYPES)
-        if pl.items == 1:  # the chunk's sum is the whole: one launch takes the root
-            ev = chunks.launch(q, (1,), (1,), (x.base_data, xoff, n, pl.chunk, res.base_data,
-                                               0, res.base_data, roff, 1), wait)
-        else:
-            part = partials(q, pool, 8 * pl.items)
-            ev1 = chunks.launch(q, (pl.items,), (1,), (x.base_data, xoff, n, pl.chunk, part, 0,
-                                                      res.base_data, roff, 0), wait)
-            # an in-order queue runs the finish after the chunks (and hands the pooled
-            # partials to nothing before it); an out-of-order one waits for them
-            ev = setter(b.finish, _FINISH_TYPES).launch(
-                q, (1,), (1,), (part, pl.items, res.base_data, roff),
-                None if pool is not None else [ev1])
-    res.events.append(ev)
-    return res
+    return c.launch(x, res), c
 
 
 def explain(queue: cl.CommandQueue, dtype: Any, n: int) -> Explanation | None:

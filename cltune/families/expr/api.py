@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import threading
 import warnings
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -308,6 +309,41 @@ class ReductionKernel:
         # the events waited for are complete before ours: ours is the result's only one
         res.events[:] = [evs[-1]]
         return (res, evs[-1]) if return_event else res
+
+    def warm_call(self, q: cl.CommandQueue, n: int) -> Callable[..., cla.Array | None] | None:
+        """For a kernel of one vector argument then scalars (cltune.stats' kernels): its call
+        over every element of n-element vectors on the in-order queue `q`, prepared for calls
+        in a loop (cltune.stats.warm keeps them). `call(x, scalars)` returns what
+        `self(x, *scalars, queue=q)` would for an n-element contiguous array x of the declared
+        dtype (the caller has checked these), without checking them again; None once the
+        launch no longer serves n (the database was read again, the scratch grew): `__call__`
+        serves then. None here where calls must take `__call__` (first-use tuning, other
+        arguments, an out-of-order queue)."""
+        args = self.spec.arguments
+        if (self.tune_mode is not None or not args or not isinstance(args[0], VectorArg)
+                or builtins.any(isinstance(a, VectorArg) for a in args[1:])):
+            return None
+        hit = self._queues.get(q.int_ptr)
+        if hit is None or hit[0] is not q:
+            hit = self._queue_entry(q)
+        st, results = hit[1], hit[2]
+        by_n = st.by_n
+        served = st.launcher_for(n)
+        pr = served[0].prepared(q, n, True)
+        if not pr.s.in_order:
+            return None
+        launch, scratch, partials = pr.warm, pr.s, pr.partials
+        rdt = self.spec.dtype_result
+
+        def call(x: cla.Array, scalars: tuple) -> cla.Array | None:
+            # the database read again (`load` makes a new by_n), the scratch grown
+            if st.by_n is not by_n or scratch.partials is not partials:
+                return None
+            res = results() if x.allocator is None else new_scalar(q, rdt, x.allocator)
+            res.events.append(launch(q, (x.base_data, x.offset, *scalars), res.base_data,
+                                     pending(x.events) if x.events else None))
+            return res
+        return call
 
     def _queue_entry(self, q: cl.CommandQueue) -> tuple:
         """(queue, device state, result factory) for calls on `q`, checked and cached (the

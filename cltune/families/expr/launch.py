@@ -74,58 +74,107 @@ class _Prepared:
         # stage 2: user..., n, partials, m, res, res_off
         self.fixed2 = ((nu, np.int64(p.n)), (nu + 1, s.partials), (nu + 2, np.uint32(p.groups)))
 
-    def _user(self, k: cl.Kernel, last: list, user_args: Sequence[object], owned: bool) -> None:
-        for i in self.bufs:
-            k.set_arg(i, user_args[i])  # every call: never kept, so never held alive
-        for i, t in self.vals:
+    def launch(self, queue: cl.CommandQueue, user_args: Sequence[object], start: int,
+               step: int, res: cl.Buffer, res_off: int,
+               wait_for: Sequence[cl.Event] | None) -> list[cl.Event]:
+        with self.b.lock:
+            return self._launch(queue, user_args, start, step, res, res_off, wait_for)
+
+    def warm(self, queue: cl.CommandQueue, user_args: Sequence[object], res: cl.Buffer,
+             wait_for: Sequence[cl.Event] | None) -> cl.Event:
+        """`launch(queue, user_args, 0, 1, res, 0, wait_for)` on an in-order queue (the warm
+        call of ReductionKernel.warm_call), returning the last event: where the build's last
+        launch was this one's warm one, every argument but the application's and the result
+        is still set (~0.2 us less than `launch`)."""
+        b, bufs, vals = self.b, self.bufs, self.vals
+        with b.lock:
+            if b.owner.get("warm") is not self:
+                ev = self._launch(queue, user_args, 0, 1, res, 0, wait_for)[-1]
+                b.owner["warm"] = self
+                return ev
+            k = b.stage1
+            last = self.last1
+            for i in bufs:
+                k.set_arg(i, user_args[i])
+            for i, t in vals:
+                a = user_args[i]
+                if last[i] != a:
+                    set_scalar(k, i, t(a))
+                    last[i] = a
+            k.set_arg(self.nu + 6, res)
+            ev = cl.enqueue_nd_range_kernel(queue, k, self.g1, self.l1, None, wait_for)
+            if not self.two:
+                return ev
+            k = b.stage2
+            last = self.last2
+            for i in bufs:
+                k.set_arg(i, user_args[i])
+            for i, t in vals:
+                a = user_args[i]
+                if last[i] != a:
+                    set_scalar(k, i, t(a))
+                    last[i] = a
+            k.set_arg(self.nu + 3, res)
+            return cl.enqueue_nd_range_kernel(queue, k, self.g2, self.g2, None, None)
+
+    def _launch(self, queue: cl.CommandQueue, user_args: Sequence[object], start: int,
+                step: int, res: cl.Buffer, res_off: int,
+                wait_for: Sequence[cl.Event] | None) -> list[cl.Event]:
+        """`launch` with the build's lock held."""
+        b, s, nu, bufs, vals = self.b, self.s, self.nu, self.bufs, self.vals
+        b.owner["warm"] = None  # arguments are set here: no launch's warm state holds
+        if not s.in_order and s.last is not None:
+            wait_for = [*(wait_for or ()), s.last]
+        k = b.stage1
+        last = self.last1
+        owned = b.owner.get("s1") is self
+        if not owned:  # another launch set this kernel last: every argument again
+            for j, v in self.fixed1:
+                set_value(k, j, v)
+            b.owner["s1"] = self
+        # the application's arguments (inline: this is the warm call's path): buffers on
+        # every call (never kept, so never held alive), values when they changed
+        for i in bufs:
+            k.set_arg(i, user_args[i])
+        for i, t in vals:
             a = user_args[i]
             if not owned or last[i] != a:
                 set_scalar(k, i, t(a))
                 last[i] = a
-
-    def launch(self, queue: cl.CommandQueue, user_args: Sequence[object], start: int,
-               step: int, res: cl.Buffer, res_off: int,
-               wait_for: Sequence[cl.Event] | None) -> list[cl.Event]:
-        b, s, nu = self.b, self.s, self.nu
-        with b.lock:
-            if not s.in_order and s.last is not None:
-                wait_for = [*(wait_for or ()), s.last]
-            k = b.stage1
-            last = self.last1
-            owned = b.owner.get("s1") is self
-            if not owned:  # another launch set this kernel last: every argument again
-                for j, v in self.fixed1:
-                    set_value(k, j, v)
-                b.owner["s1"] = self
-            self._user(k, last, user_args, owned)
-            if not owned or last[nu] != start or last[nu + 1] != step:
-                set_scalar(k, nu, np.int64(start))
-                set_scalar(k, nu + 1, np.int64(step))
-                last[nu], last[nu + 1] = start, step
-            k.set_arg(nu + 6, res)
-            if not owned or last[nu + 7] != res_off:
-                set_scalar(k, nu + 7, np.int64(res_off))
-                last[nu + 7] = res_off
-            ev1 = cl.enqueue_nd_range_kernel(queue, k, self.g1, self.l1, None, wait_for)
-            if not self.two:
-                s.last = ev1
-                return [ev1]
-            k = b.stage2
-            last = self.last2
-            owned = b.owner.get("s2") is self
-            if not owned:
-                for j, v in self.fixed2:
-                    set_value(k, j, v)
-                b.owner["s2"] = self
-            self._user(k, last, user_args, owned)
-            k.set_arg(nu + 3, res)
-            if not owned or last[nu + 4] != res_off:
-                set_scalar(k, nu + 4, np.int64(res_off))
-                last[nu + 4] = res_off
-            ev2 = cl.enqueue_nd_range_kernel(queue, k, self.g2, self.g2, None,
-                                             None if s.in_order else [ev1])
-            s.last = ev2
-            return [ev1, ev2]
+        if not owned or last[nu] != start or last[nu + 1] != step:
+            set_scalar(k, nu, np.int64(start))
+            set_scalar(k, nu + 1, np.int64(step))
+            last[nu], last[nu + 1] = start, step
+        k.set_arg(nu + 6, res)
+        if not owned or last[nu + 7] != res_off:
+            set_scalar(k, nu + 7, np.int64(res_off))
+            last[nu + 7] = res_off
+        ev1 = cl.enqueue_nd_range_kernel(queue, k, self.g1, self.l1, None, wait_for)
+        if not self.two:
+            s.last = ev1
+            return [ev1]
+        k = b.stage2
+        last = self.last2
+        owned = b.owner.get("s2") is self
+        if not owned:
+            for j, v in self.fixed2:
+                set_value(k, j, v)
+            b.owner["s2"] = self
+        for i in bufs:
+            k.set_arg(i, user_args[i])
+        for i, t in vals:
+            a = user_args[i]
+            if not owned or last[i] != a:
+                set_scalar(k, i, t(a))
+                last[i] = a
+        k.set_arg(nu + 3, res)
+        if not owned or last[nu + 4] != res_off:
+            set_scalar(k, nu + 4, np.int64(res_off))
+            last[nu + 4] = res_off
+        ev2 = cl.enqueue_nd_range_kernel(queue, k, self.g2, self.g2, None,
+                                         None if s.in_order else [ev1])
+        s.last = ev2
+        return [ev1, ev2]
 
 
 class ExprLauncher:
