@@ -22,6 +22,28 @@ from cltune.opencl.measure import profiling_queue
 #: `space=LATER`: the target is made without its space, which the caller sets afterwards (the
 #: tuner takes it from the worker, where the 1-D family's probe builds run)
 LATER = object()
+#: `space=ON_USE`: the space is made when something first reads it (`DeferredSpace`): the
+#: worker's vetting of one config never does, and some spaces cost probe builds (the
+#: expressions' along axes: a minute of NVIDIA's compiler for float64 `var`)
+ON_USE = object()
+
+
+class DeferredSpace:
+    """A target's space, made on the first attribute read (then every read goes to it)."""
+
+    __slots__ = ("_make", "_space")
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make: Callable[[], Any] = make
+        self._space: Any = None
+
+    def get(self) -> Any:  # noqa: ANN401
+        if self._space is None:
+            self._space = self._make()
+        return self._space
+
+    def __getattr__(self, name: str) -> Any:  # noqa: ANN401
+        return getattr(self.get(), name)
 
 
 def make_target(family: str, ctx: cl.Context, dev: cl.Device, info: DeviceInfo, variant: str,
@@ -34,7 +56,8 @@ def make_target(family: str, ctx: cl.Context, dev: cl.Device, info: DeviceInfo, 
 class Target:
     """What every family's tuning target shares: the device, the variant, the space (made by
     `make_space()` unless the caller hands one over: the tuner takes it from the worker;
-    `restrict` limits it for sweeps and tests), a profiling queue, the launcher per config
+    `restrict` limits it for sweeps and tests; `space=ON_USE` defers it to its first use), a
+    profiling queue, the launcher per config
     (`make_launcher`), the size-class keys (`2^k`, or `2^ax2^b` with `shapes_2d`) and the
     validation of a stored config (`config_type`). A family's target adds `setup()` (what it
     reads from its variant), `suggest`, `bench` and `evaluate` (through `judge`)."""
@@ -56,9 +79,18 @@ class Target:
         self.queue = profiling_queue(self.ctx, self.dev)
         self._launchers: dict[Any, Any] = {}
         self.setup()
-        if self.space is None:
-            space = self.make_space()
-            self.space = space.restrict(**self.restrict) if self.restrict else space
+        if self.space is ON_USE:
+            self.space = DeferredSpace(self._made_space)
+        elif self.space is None:
+            self.space = self._made_space()
+
+    def _made_space(self) -> Any:  # noqa: ANN401
+        space = self.make_space()
+        return space.restrict(**self.restrict) if self.restrict else space
+
+    def real_space(self) -> Any:  # noqa: ANN401
+        """The space itself (made now if it was deferred), e.g. to send it to the caller."""
+        return self.space.get() if isinstance(self.space, DeferredSpace) else self.space
 
     def setup(self) -> None:
         """Read the variant (and the family's own options) before the space is made."""

@@ -47,15 +47,16 @@ class RemoteTarget:
     def deadline_s(self) -> float:
         return max(deadline_floor(), SLOWEST_FACTOR * self.slowest_ok_s)
 
-    def _open(self) -> Any:  # noqa: ANN401
-        """Make the target in the worker unless the running worker has it; its space."""
+    def _open(self) -> None:
+        """Make the target in the worker unless the running worker has it (without its
+        space, which `space()` asks for: vetting one config needs none)."""
         gen = self.worker.ensure()
         if gen != self._generation:
-            self._space = self.worker.call(
+            self._space = None
+            self.worker.call(
                 "open", self.key, self.family, self.variant, self.options, strategies.added(),
                 deadline_s=max(60.0, deadline_floor() * PREPARE_FACTOR))
             self._generation = gen
-        return self._space
 
     def _call(self, op: str, *args: Any, deadline_s: float) -> Any:  # noqa: ANN401
         with self._lock:
@@ -63,11 +64,15 @@ class RemoteTarget:
             return self.worker.call(op, self.key, *args, deadline_s=deadline_s)
 
     def space(self) -> Any:  # noqa: ANN401
-        """The target's space as the worker made it (the 1-D family's needs probe builds,
-        which are driver work: they run there, never in the caller). WorkerFailure when
-        that crashes or hangs."""
+        """The target's space as the worker made it (the 1-D family's and the expressions'
+        along axes need probe builds, which are driver work: they run there, never in the
+        caller). WorkerFailure when that crashes or hangs."""
         with self._lock:
-            return self._open()
+            self._open()
+            if self._space is None:
+                self._space = self.worker.call(
+                    "space", self.key, deadline_s=max(60.0, deadline_floor() * PREPARE_FACTOR))
+            return self._space
 
     def prepare(self, size_key: Any) -> tuple[int, int]:  # noqa: ANN401
         """(elements, bytes read) of the size class's input, made in the worker; raises

@@ -1,7 +1,8 @@
 """The evaluation worker process (`python -m cltune.isolation.worker_main READ_FD WRITE_FD`).
 
 It opens a context on the device it is given (`init`), then answers requests one at a time:
-`open` makes a family's tuning target (`targets.make_target`) for one variant, `prepare` its
+`open` makes a family's tuning target (`targets.make_target`) for one variant (`space` its
+space, made on first use), `prepare` its
 benchmark input for a size class, `evaluate` judges one config there (check -> build ->
 validate -> time, the family's own evaluate), `side_by_side` re-measures finalists, `probe`
 runs a health probe (`health_probes`), `check` runs a kernel outside the families through the
@@ -24,7 +25,7 @@ import pyopencl as cl
 from cltune.core import strategies
 from cltune.core.outcome import Timing
 from cltune.device.info import DeviceInfo, describe, platform_devices
-from cltune.families.base import make_target
+from cltune.families.base import ON_USE, make_target
 from cltune.isolation import codec, faults
 
 
@@ -61,17 +62,23 @@ def _init(st: _State, info: DeviceInfo) -> int:
 
 
 def _open(st: _State, key: int, family: str, variant: str, options: dict,
-          added_strategies: tuple = ()) -> Any:  # noqa: ANN401 - the family's space
+          added_strategies: tuple = ()) -> None:
     # the strategies the asking process added (strategies.register), exactly: a worker lives
     # longer than a registration there
     for s in strategies.added():
         strategies.unregister(s.name)
     for s in added_strategies:
         strategies.register(s)
-    target = make_target(family, st.ctx, st.dev, st.info, variant, **options)
+    # the space is made when first used (`_space`, or a checked evaluate): vetting one
+    # config needs none, and some spaces cost probe builds of the heaviest kernel
+    target = make_target(family, st.ctx, st.dev, st.info, variant, space=ON_USE, **options)
     st.targets[key] = target
     st.benches.pop(key, None)
-    return target.space  # made here: its probe builds are driver work too
+
+
+def _space(st: _State, key: int) -> Any:  # noqa: ANN401 - the family's space
+    """The target's space, made here: its probe builds are driver work too."""
+    return st.targets[key].real_space()
 
 
 def _close(st: _State, key: int) -> None:
@@ -172,7 +179,8 @@ def _check(st: _State, name: str, key: str, check: Any, args: tuple) -> str:  # 
     return why
 
 
-HANDLERS = {"init": _init, "open": _open, "close": _close, "prepare": _prepare,
+HANDLERS = {"init": _init, "open": _open, "space": _space, "close": _close,
+            "prepare": _prepare,
             "evaluate": _evaluate, "side_by_side": _side_by_side, "probe": _probe,
             "check": _check, "ping": lambda st: os.getpid()}
 
