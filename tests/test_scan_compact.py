@@ -6,6 +6,7 @@ shape and through the tiled one GPUs take (work-groups staging tiles in __local 
 from __future__ import annotations
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.algorithm as alg
 import pyopencl.array as cla
 import pytest
@@ -83,6 +84,27 @@ def test_nonzero_matches_numpy(queue):
     b = rng.random(999) > 0.5
     assert np.array_equal(cltune.nonzero(b, queue=queue)[0].get(), np.nonzero(b)[0])
     assert cltune.nonzero(np.zeros(5, np.int32), queue=queue)[0].shape == (0,)
+    everything = cltune.nonzero(np.ones(777, np.int8), queue=queue)[0]
+    assert everything.shape == (777,) and np.array_equal(everything.get(), np.arange(777))
+    assert cltune.nonzero(cla.empty(queue, (0,), np.float32))[0].shape == (0,)
+
+
+def test_nonzero_on_an_out_of_order_queue_and_in_a_loop(ctx):
+    """The count is read after the kernels that make it (an out-of-order queue orders
+    nothing by itself); results of earlier calls stay right while later ones run."""
+    ooo = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+    try:
+        q = cl.CommandQueue(ctx, properties=ooo)
+    except cl.Error:
+        pytest.skip("no out-of-order queues here")
+    rng = np.random.default_rng(5)
+    kept = []
+    for i in range(6):
+        m = rng.random(5000 + 997 * i) > 0.3
+        (got,) = cltune.nonzero(cla.to_device(q, m))
+        kept.append((got, np.flatnonzero(m)))
+    for got, want in kept:
+        assert np.array_equal(got.get(), want)
 
 
 def test_empty_and_errors(queue):
