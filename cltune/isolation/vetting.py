@@ -115,6 +115,17 @@ def _save(key: str, verdict: Verdict) -> None:
                    {k: asdict(v) for k, v in stored.items()})
 
 
+def _cached(key: str) -> Verdict | None:
+    """The verdict kept for `key`: this process's, else the file's (then kept here too)."""
+    with _lock:
+        hit = _memo.get(key)
+        if hit is None:
+            hit = _load().get(key)
+            if hit is not None:
+                _memo[key] = hit
+    return hit
+
+
 def forget() -> None:
     """Drop the verdicts remembered in this process (the file stays)."""
     with _lock:
@@ -144,12 +155,7 @@ def verdict(info: DeviceInfo, family: str, variant: str, cfg: Any, size_key: Any
         return Verdict(False, "check", why)
     vsize = vet_size(family, size_key)
     key = _key(info, family, variant, cfg, source_hash, vsize)
-    with _lock:
-        hit = _memo.get(key)
-        if hit is None:
-            hit = _load().get(key)
-            if hit is not None:
-                _memo[key] = hit
+    hit = _cached(key)
     if hit is not None:
         return hit
     # the process's worker keeps a target per variant; a health check's own worker and an
@@ -190,12 +196,7 @@ def checked(info: DeviceInfo, name: str, key: str, check: Callable[..., str],
     if trusted():
         return TRUSTED
     vkey = f"{info.fingerprint}:{info.driver}:check:{name}:{key}"
-    with _lock:
-        hit = _memo.get(vkey)
-        if hit is None:
-            hit = _load().get(vkey)
-            if hit is not None:
-                _memo[vkey] = hit
+    hit = _cached(vkey)
     if hit is not None:
         return hit
     w = worker_for(info)
