@@ -14,6 +14,7 @@ import numpy as np
 import pyopencl as cl
 
 from cltune.device.info import DeviceInfo
+from cltune.device.wg_limits import kept_limit
 from cltune.families.expr.config import ExprConfig
 from cltune.opencl.build import check_limits, compile_program
 from cltune.opencl.caches import ContextCache
@@ -77,10 +78,14 @@ def kernel_wg_limit(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: Exp
     need more registers than a group of the device's maximum size has (argmax on the H200:
     256, where the device takes 1024)."""
     opts = [*build_options(cfg, unit_step=True, nv_ptx=info.is_nvidia), *spec.options]
-    prg = compile_program(ctx, dev, source(spec, info.fp64), opts)
-    wgs = cl.kernel_work_group_info.WORK_GROUP_SIZE
-    return min(int(k.get_work_group_info(wgs, dev))
-               for k in (prg.clt_expr_stage1, prg.clt_expr_stage2))
+    src = source(spec, info.fp64)
+
+    def probe() -> int:
+        prg = compile_program(ctx, dev, src, opts)
+        wgs = cl.kernel_work_group_info.WORK_GROUP_SIZE
+        return min(int(k.get_work_group_info(wgs, dev))
+                   for k in (prg.clt_expr_stage1, prg.clt_expr_stage2))
+    return kept_limit(info, src, opts, probe)  # once per driver: NVIDIA's builds are slow
 
 
 def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec, cfg: ExprConfig,

@@ -14,6 +14,7 @@ import numpy as np
 import pyopencl as cl
 
 from cltune.device.info import DeviceInfo
+from cltune.device.wg_limits import kept_limit
 from cltune.families.expr_axis.config import AxisExprConfig
 from cltune.opencl.build import check_limits, compile_program
 from cltune.opencl.caches import ContextCache
@@ -84,11 +85,14 @@ def kernel_wg_limit(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: Exp
     (CL_KERNEL_WORK_GROUP_SIZE, both stages): the accumulators and the cascade's counter can
     need more registers than a group of the device's maximum size has (a float32 sum along
     rows on the H200: 256, where the device takes 1024). BuildError when it does not build."""
-    prg = compile_program(ctx, dev, axis_source(spec, info.fp64),
-                          [*build_options(cfg), *spec.options])
-    wgs = cl.kernel_work_group_info.WORK_GROUP_SIZE
-    return min(int(k.get_work_group_info(wgs, dev))
-               for k in (prg.clt_axis_stage1, prg.clt_axis_stage2))
+    src, opts = axis_source(spec, info.fp64), [*build_options(cfg), *spec.options]
+
+    def probe() -> int:
+        prg = compile_program(ctx, dev, src, opts)
+        wgs = cl.kernel_work_group_info.WORK_GROUP_SIZE
+        return min(int(k.get_work_group_info(wgs, dev))
+                   for k in (prg.clt_axis_stage1, prg.clt_axis_stage2))
+    return kept_limit(info, src, opts, probe)  # once per driver: a probe took NVIDIA 20-48 s
 
 
 def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec,
