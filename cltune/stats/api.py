@@ -25,7 +25,8 @@ element), and accumulators are merged with Chan et al.'s pairwise formula, so it
 error is about (L * (1 + (c - m)^2 / v) + log2 P) * u (L elements per accumulator with mean m
 and variance v, P accumulators, u the unit roundoff of the accumulator: 1.1e-16 with double);
 since c is one of the L elements, (c - m)^2 / v <= L. `count_nonzero` is int64 (NaN counts as
-nonzero); `any`/`all` are bool.
+nonzero); `any`/`all` are bool (without `axis`, on a CPU device, in vector registers, each
+chunk stopping at its first deciding element: cltune.stats.anyvec).
 
 `kernel(op, ctx, dtype)` is the ReductionKernel behind a function, e.g. to tune it:
 `cltune.stats.api.kernel("argmax", ctx, np.float32).tune(x)`, or along an axis:
@@ -41,7 +42,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from cltune.families.reduce.api import get_reducer
-from cltune.stats import argvec, normvec, warm
+from cltune.stats import anyvec, argvec, normvec, warm
 from cltune.stats import axis as stats_axis
 from cltune.stats import whole as stats_whole
 from cltune.stats.kernels import OPS, kernel
@@ -65,6 +66,12 @@ def explain(op: str, queue: cl.CommandQueue, dtype: Any, shape: tuple[int, ...],
     if op == "norm" and axis is None and _l2(ord) and (ord is None or len(shape) < 2):
         n = int(np.prod(shape, dtype=np.int64))
         vec = normvec.explain(queue, dtype, n)
+        if vec is not None:
+            return stats_axis.AxisStatExplanation(op, tuple(shape), (1, n, 1), "whole", None,
+                                                  None, str(vec))
+    if op in ("any", "all") and axis is None:
+        n = int(np.prod(shape, dtype=np.int64))
+        vec = anyvec.explain(queue, dtype, n)
         if vec is not None:
             return stats_axis.AxisStatExplanation(op, tuple(shape), (1, n, 1), "whole", None,
                                                   None, str(vec))
@@ -106,6 +113,13 @@ def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
         vec = normvec.served(x, q)  # CPU devices: the vector kernel (cltune.stats.normvec)
         if vec is not None:
             res, c = normvec.call(vec, x, q, keepdims)
+            if not keepdims:
+                warm.keep_vector(op, given, q, c)
+            return res
+    if axis is None and op in ("any", "all"):
+        vec = anyvec.served(x, q)  # CPU devices: the vector kernel (cltune.stats.anyvec)
+        if vec is not None:
+            res, c = anyvec.call(vec, x, q, op == "all", keepdims)
             if not keepdims:
                 warm.keep_vector(op, given, q, c)
             return res

@@ -23,8 +23,8 @@ import pyopencl.array as cla
 from cltune.core import family
 from cltune.families.reduce.api import Reducer
 from cltune.families.reduce.api import get_reducer as _reduce
+from cltune.stats import anyvec, argvec, normvec, warm
 from cltune.stats import api as stats
-from cltune.stats import argvec, normvec, warm
 from cltune.stats import axis as stats_axis
 
 #: ops served by cltune.stats.api (each a tuned cltune.ReductionKernel)
@@ -72,9 +72,14 @@ class StatsReducer:
     def explain(self, n: int) -> Any:
         """Which config of the statistic's ReductionKernel serves n elements, and why (for
         argmin/argmax on a CPU: kernels/argvec.cl's plan, cltune.stats.argvec; for norm, its
-        default ord, on a CPU: kernels/normvec.cl's, cltune.stats.normvec)."""
+        default ord, on a CPU: kernels/normvec.cl's, cltune.stats.normvec; any/all on a CPU:
+        kernels/anyvec.cl's, cltune.stats.anyvec)."""
         if self.op in ("argmin", "argmax"):
             vec = argvec.explain(self.queue, self.dtype, n)
+            if vec is not None:
+                return vec
+        if self.op in ("any", "all"):
+            vec = anyvec.explain(self.queue, self.dtype, n)
             if vec is not None:
                 return vec
         if self.op == "norm":

@@ -1,11 +1,12 @@
 """The warm call of a statistic of a whole array (cltune.stats.api without `axis` and
 `keepdims`, and its reducers): the first call of a statistic on a (queue, dtype, size) takes
 the general path, which keeps what served it here (the expression kernel's prepared launch,
-`ReductionKernel.warm_call`, or kernels/argvec.cl's / normvec.cl's prepared `Call`); a later
-call checks the array by identity and launches, the result from the fast constructor. The
-general path's checks, lookups, plan and result cost ~5-7 us a call on the CPU runtimes here
-(cltune.argmax 9.3 -> 4.0 us a call at 2^12 on Intel's, var 10.4 -> 6.5 where r(x) takes 5.6);
-the plain reducer's warm call is kept lean the same way (cltune.families.reduce.api).
+`ReductionKernel.warm_call`, or kernels/argvec.cl's / normvec.cl's / anyvec.cl's prepared
+`Call`); a later call checks the array by identity and launches, the result from the fast
+constructor. The general path's checks, lookups, plan and result cost ~5-7 us a call on the
+CPU runtimes here (cltune.argmax 9.3 -> 4.0 us a call at 2^12 on Intel's, var 10.4 -> 6.5
+where r(x) takes 5.6); the plain reducer's warm call is kept lean the same way
+(cltune.families.reduce.api).
 
 An entry is keyed by (kernel op, queue, dtype, size) and holds its queue (so the queue's
 address, what it compares by, is not reused while the entry is kept); it serves a C-contiguous
@@ -24,7 +25,7 @@ import pyopencl.array as cla
 
 from cltune.families.expr.api import ReductionKernel
 from cltune.opencl import caches
-from cltune.stats import argvec, normvec
+from cltune.stats import anyvec, argvec, normvec
 
 #: entries kept (then all are dropped: sizes seen once do not pile up)
 MAX_CALLS = 64
@@ -62,8 +63,8 @@ def keep_expr(op: str, x: cla.Array, q: cl.CommandQueue, knl: ReductionKernel) -
 
 
 def keep_vector(op: str, x: cla.Array, q: cl.CommandQueue,
-                c: argvec.Call | normvec.Call) -> None:
+                c: anyvec.Call | argvec.Call | normvec.Call) -> None:
     """After the general path served `op` of every element of x on q with the vector
-    kernels' prepared call c (argvec, normvec; 0-d result)."""
+    kernels' prepared call c (anyvec, argvec, normvec; 0-d result)."""
     if _servable(x) and c.pool is not None:  # out-of-order queues have no pool for results
         _keep(op, x, q, c.warm)
