@@ -243,3 +243,25 @@ def test_warm_calls_follow_every_change(queue, db):
         want = [max([*h[a:b].astype(np.float64)] + ([init] if init is not None else []),
                     default=-np.inf) for a, b in zip(offs[:-1], offs[1:], strict=True)]
         np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"segments {j} init {init}")
+
+
+@pytest.mark.parametrize("op,dtype", [("sum", np.float32), ("sum", np.int32), ("max", np.int64),
+                                      ("prod", np.float16), ("min", np.float64)])
+def test_an_axis_of_length_one_is_a_converting_copy(queue, db, device, op, dtype):
+    """(CPUs serve it with the strided layout as 1 x n): values and result dtypes kept."""
+    if np.dtype(dtype) == np.float64 and not device[0].fp64:
+        pytest.skip("no fp64")
+    rng = np.random.default_rng(5)
+    x = rng.integers(-9, 9, (1031, 1, 3)).astype(dtype)
+    r, f = _r(queue, op, dtype, db=db), getattr(np, op)
+    xd = cla.to_device(queue, x)
+    for axis in (1, (1,)):
+        got, want = r(xd, axis=axis).get(), f(x, axis=axis)
+        _close(got, want, dtype)
+    _close(r(cla.to_device(queue, x[:, :, 0].copy()), axis=1).get(), f(x[:, :, 0], axis=1), dtype)
+    xf = np.asfortranarray(x)  # F order: the result's order follows, element for element
+    got = r(cla.to_device(queue, xf), axis=1, keepdims=True).get()
+    _close(got, f(xf, axis=1, keepdims=True), dtype)
+    big = cla.to_device(queue, rng.integers(-9, 9, 7 + 1031 * 3).astype(dtype))
+    view = big[7:].reshape(1031, 1, 3)  # at an offset
+    _close(r(view, axis=1).get(), f(big.get()[7:].reshape(1031, 1, 3), axis=1), dtype)

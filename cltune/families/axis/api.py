@@ -81,6 +81,8 @@ def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
         return res
     isz = spec.itemsize
     yb, yoff = (yd.base_data, yd.offset // isz) if yd is not None else (None, 0)
+    if r == 1 and eng.info.type == "cpu":  # a copy: the strided layout streams it (1 x n)
+        outer, inner = 1, outer * inner
     if inner == 1:
         la = eng.launcher(eng.choose("rows", outer, r)[0], "rows")
         evs = la.rows(q, xd.base_data, xd.offset // isz, outer, r, res.base_data, y=yb,
@@ -97,6 +99,8 @@ def explain_axis(reducer: Any, shape: tuple[int, ...], axis: Any,
                  order: str = "C") -> AxisExplanation:
     """Which config `r(x, axis=axis)` runs for an array of this shape and order."""
     g = geometry(tuple(shape), order == "C" or len(shape) < 2, axis, False)
+    if g.r == 1 and axis_engine(reducer).info.type == "cpu":
+        return explain(reducer, "cols", 1, g.outer * g.inner)
     if g.inner == 1:
         return explain(reducer, "rows", g.outer, g.r)
     return explain(reducer, "cols", g.r, g.inner)

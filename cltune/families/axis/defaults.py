@@ -16,6 +16,11 @@ from cltune.core.pow2 import pow2_at_least, pow2_at_most
 from cltune.families.axis.config import AxisConfig
 from cltune.families.axis.kernel import source_hash
 
+#: CPUs, strided axis: vectors per work-item's strip of columns. Strips of 4096 columns
+#: (256 x 16) kept 32 KiB of double accumulators per work-item and left few work-items on
+#: shapes of few rows; 64 x 16 measured best or near it on both CPU runtimes (2026-12-03)
+CPU_STRIP_VECTORS = 64
+
 
 def builtin_axis_config(info: Any, layout: str, a: int, b: int,
                         element_bytes: int = 8) -> AxisConfig:
@@ -24,25 +29,27 @@ def builtin_axis_config(info: Any, layout: str, a: int, b: int,
     GPUs: rows get a lane per vector up to a work-group per row, so that neighbouring lanes
     load neighbouring vectors (warp shuffles combine up to 32 lanes on NVIDIA); columns get
     one work-item per vector of columns. CPUs: a work-item per row (vectorised along the
-    row); columns are streamed row after row in strips of up to 4096 columns (`stream`, as
-    numpy does). Long rows and columns are split over groups by groups_per_cu. Vectors stay
-    within the device's restriction (`DeviceInfo.vector_cap`) for lanes of `element_bytes`."""
+    row); columns are streamed row after row, 8 rows a pass, in strips of up to 1024
+    columns (`stream`, as numpy does). Long rows and columns are split over groups by
+    groups_per_cu. Vectors stay within the device's restriction (`DeviceInfo.vector_cap`)
+    for lanes of `element_bytes`."""
     cap = info.vector_cap(element_bytes) if hasattr(info, "vector_cap") else 16
     cpu = info.type == "cpu"
     wg = min(pow2_at_most(info.max_wg), 8 if cpu else 256)
     if layout in ("rows", "segs"):
-        vec = min(8 if cpu else 4, pow2_at_most(b), cap)
-        if cpu:
-            return AxisConfig(wg=wg, lanes=1, vec=vec, items=2, groups_per_cu=8)
+        vec = min(16 if cpu else 4, pow2_at_most(b), cap)
+        if cpu:  # up to 8 vectors in flight: as many as a row has (docs/benchmarks.md)
+            items = min(8, pow2_at_most(max(1, b // vec)))
+            return AxisConfig(wg=wg, lanes=1, vec=vec, items=items, groups_per_cu=8)
         lanes = min(wg, pow2_at_least(-(-b // vec)))
         warp = int(bool(getattr(info, "is_nvidia", False)) and 2 <= lanes <= 32)
         return AxisConfig(wg=wg, lanes=lanes, vec=vec, items=2 if b >= 2 * lanes * vec else 1,
                           groups_per_cu=8, warp=warp)
-    if cpu:  # stream strips of up to 4096 columns, as numpy adds rows (measured best)
+    if cpu:  # stream strips of up to 1024 columns, 8 rows a pass (docs/benchmarks.md)
         vec = min(16, pow2_at_most(b), cap)
-        cols = min(256, pow2_at_least(-(-b // vec)))
+        cols = min(CPU_STRIP_VECTORS, pow2_at_least(-(-b // vec)))
         return AxisConfig(wg=max(cols, min(pow2_at_most(info.max_wg), 16)), lanes=0,
-                          cols=cols, vec=vec, items=2, groups_per_cu=8, stream=1)
+                          cols=cols, vec=vec, items=8, groups_per_cu=8, stream=1)
     vec = min(4, pow2_at_most(b), cap)
     while wg * vec * 8 > info.local_mem and vec > 1:
         vec //= 2
