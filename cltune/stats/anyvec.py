@@ -13,11 +13,11 @@ semantics: an element is true where `x != 0` (a NaN is, -0.0 is not), an empty a
 any False and all True, the bool result as a 0-d (keepdims: all-ones) device array.
 
 Served (`served`) on devices of type CPU (`DeviceInfo.type`), for the dtypes of
-cltune.stats.kernels.DTYPES (float64 where the device has fp64; bool arrives as uint8), in
-any memory order (any/all do not depend on it). The program is built once per context, device
-and dtype (`ContextCache`), after it ran right once on this fingerprint and driver in the
-device's worker (`check`, through `cpuvec.vetted`; house rule 17); where it did not, or does
-not build, the expression path serves, with a CltuneWarning.
+cltune.stats.kernels.DTYPES (float64 where the device has fp64; bool arrives as uint8), in any
+memory order (any/all do not depend on it). The program is built once per context, device and
+dtype (`KERNELS`, a `cpuvec.Kernels`), after it ran right once on this fingerprint and driver
+in the device's worker (`check`, through `cpuvec.vetted`; house rule 17); where it did not, or
+does not build, the expression path serves, with a CltuneWarning.
 
 The plan, from the device's info (`plan`, `lanes_for`): lanes = the device's native (or
 preferred, whichever is wider) vector width of the element type, a power of two in 4..16,
@@ -31,9 +31,6 @@ holds MIN_CHUNK_BYTES (one chunk, one launch, below 256 KiB).
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -43,16 +40,13 @@ import pyopencl.array as cla
 from cltune.core.serving import Explanation
 from cltune.core.shapes import empty_result
 from cltune.device.info import DeviceInfo
-from cltune.device.select import info_for
-from cltune.opencl.build import BuildError, compile_program
-from cltune.opencl.caches import ContextCache
+from cltune.opencl.build import BuildError
 from cltune.opencl.events import in_order, pending
 from cltune.opencl.kernel_args import setter
 from cltune.opencl.pools import pool_for
 from cltune.opencl.scalars import ScalarFactory, new_scalar
-from cltune.opencl.sources import kernel_file, text_hash
 from cltune.stats import cpuvec
-from cltune.stats.cpuvec import Plan, partials, vector_width, vetted
+from cltune.stats.cpuvec import Built, Plan, partials, vector_width
 
 #: CLT_ZV_TYPE of each dtype served (kernels/anyvec.cl)
 TYPE_CODES = {np.dtype(t): i for i, t in enumerate(
@@ -87,72 +81,6 @@ def plan(n: int, lanes: int, compute_units: int, itemsize: int) -> Plan:
                       per_cu=ITEMS_PER_CU, min_chunk_bytes=MIN_CHUNK_BYTES)
 
 
-@dataclass
-class Built:
-    """The two kernels of one (context, device, dtype): their arguments are shared state, so
-    launches take `lock`."""
-
-    dtype: np.dtype
-    lanes: int
-    compute_units: int
-    chunks: cl.Kernel
-    finish: cl.Kernel
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-
-@lru_cache(maxsize=1)
-def source() -> str:
-    return kernel_file("anyvec.cl")
-
-
-def source_hash() -> str:
-    return text_hash(source())
-
-
-def build_options(dt: np.dtype, lanes: int) -> list[str]:
-    """The `-D` integers of a build (house rule 2): the dtype's code, the lanes, the group."""
-    if dt not in TYPE_CODES or lanes not in (2, 4, 8, 16):
-        raise ValueError(f"anyvec builds no {dt} x {lanes}")
-    return [f"-DCLT_ZV_TYPE={TYPE_CODES[dt]}", f"-DCLT_ZV_W={int(lanes)}",
-            f"-DCLT_ZV_U={ACCUMULATORS}"]
-
-
-def compile_kernels(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, dt: np.dtype,
-                    lanes: int) -> Built:
-    """Build kernels/anyvec.cl for dt (BuildError with the compiler's words)."""
-    prg = compile_program(ctx, dev, source(), build_options(dt, lanes))
-    return Built(dt, lanes, info.compute_units, prg.clt_anyvec_chunks, prg.clt_anyvec_finish)
-
-
-@dataclass(frozen=True)
-class _Served:
-    built: Built | None
-    why: str  # why not, when built is None
-
-
-_served: ContextCache[_Served] = ContextCache()
-
-
-def _make(ctx: cl.Context, dev: cl.Device, dt: np.dtype) -> _Served:
-    info = info_for(dev)
-    if info.type != "cpu":
-        return _Served(None, f"a {info.type} device (served on CPUs)")
-    if dt == np.float64 and not info.fp64:
-        return _Served(None, "the device has no fp64")
-    lanes = lanes_for(dev, info, dt)
-    key = f"{dt.name}/w{lanes}/u{ACCUMULATORS}/{source_hash()}"
-    # stacklevel: the application's call (through ContextCache.get, served and stats.api)
-    built, why = vetted(info, "anyvec", key, check, (dt.str, lanes),
-                        lambda: compile_kernels(ctx, dev, info, dt, lanes),
-                        f"the CPU any/all kernel (kernels/anyvec.cl, {dt.name})", 8)
-    return _Served(built, why)
-
-
-def _entry(q: cl.CommandQueue, dt: np.dtype) -> _Served:
-    return _served.get(q.context, (q.device.int_ptr, dt.str), lambda: _make(q.context, q.device,
-                                                                             dt))
-
-
 def served(x: cla.Array, q: cl.CommandQueue) -> Built | None:
     """The kernels that serve any/all of every element of x on q, or None where the expression
     path serves (not a CPU, a dtype this does not take, vetting failed). x is C- or
@@ -160,7 +88,7 @@ def served(x: cla.Array, q: cl.CommandQueue) -> Built | None:
     dt = x.dtype
     if dt not in TYPE_CODES or x.offset % dt.itemsize:
         return None
-    return _entry(q, dt).built
+    return KERNELS.built(q, dt)
 
 
 def serves(x: cla.Array, queue: cl.CommandQueue | None = None) -> bool:
@@ -250,7 +178,7 @@ def explain(queue: cl.CommandQueue, dtype: Any, n: int) -> Explanation | None:
     dt = np.dtype(np.uint8) if dt == _BOOL else dt
     if dt not in TYPE_CODES:
         return None
-    b = _entry(queue, dt).built
+    b = KERNELS.built(queue, dt)
     if b is None:
         return None
     pl = plan(n, b.lanes, b.compute_units, dt.itemsize)
@@ -286,7 +214,7 @@ def check(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: DeviceI
     all nonzero, an empty array, an offset view; '' when every answer is numpy's."""
     dt = np.dtype(dtype)
     try:
-        b = compile_kernels(ctx, dev, info, dt, lanes)
+        b = KERNELS.compile(ctx, dev, info, dt, lanes)
     except BuildError as e:
         return str(e)
     step = lanes * ACCUMULATORS
@@ -308,3 +236,8 @@ def check(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: DeviceI
                 return (f"wrong answer: {what} of {n} {dt.name} in {pl.items} chunk(s) gave "
                         f"{got}, numpy {want}")
     return ""
+
+
+#: the kernel file, its builds and their vetting (cltune.stats.cpuvec.Kernels)
+KERNELS = cpuvec.Kernels("anyvec", "ZV", TYPE_CODES, ACCUMULATORS,
+                         "the CPU any/all kernel", check, lanes_for)

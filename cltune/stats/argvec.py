@@ -15,9 +15,9 @@ Served (`served`) on devices of type CPU (`DeviceInfo.type`), for the dtypes of
 cltune.stats.kernels.DTYPES (float64 where the device has fp64; bool arrives as uint8), when
 memory order is C order (C-contiguous, or one axis longer than 1: an F-ordered n-D array keeps
 cltune.stats.whole's C-order kernel). The program is built once per context, device and dtype
-(`ContextCache`), after it ran right once on this fingerprint and driver in the device's worker
-(`check`, through `isolation.vetting.checked`; house rule 17); where it did not, or does not
-build, the expression path serves, with a CltuneWarning.
+(`KERNELS`, a `cpuvec.Kernels`), after it ran right once on this fingerprint and driver in the
+device's worker (`check`, through `isolation.vetting.checked`; house rule 17); where it did
+not, or does not build, the expression path serves, with a CltuneWarning.
 
 The plan, from the device's info (`plan`, `lanes_for`): lanes = the device's native (or
 preferred, whichever is wider) vector width of the compared lane type, a power of two in
@@ -31,9 +31,6 @@ that a chunk holds MIN_CHUNK_BYTES (one chunk, one launch, below 256 KiB).
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -43,16 +40,13 @@ import pyopencl.array as cla
 from cltune.core.serving import Explanation
 from cltune.core.shapes import empty_result
 from cltune.device.info import DeviceInfo
-from cltune.device.select import info_for
-from cltune.opencl.build import BuildError, compile_program
-from cltune.opencl.caches import ContextCache
+from cltune.opencl.build import BuildError
 from cltune.opencl.events import in_order, pending
 from cltune.opencl.kernel_args import setter
 from cltune.opencl.pools import pool_for
 from cltune.opencl.scalars import ScalarFactory, new_scalar
-from cltune.opencl.sources import kernel_file, text_hash
 from cltune.stats import cpuvec
-from cltune.stats.cpuvec import Plan, partials, vector_width, vetted
+from cltune.stats.cpuvec import Built, Plan, partials, vector_width
 from cltune.stats.whole import needs_c_order
 
 #: CLT_AV_TYPE of each dtype served (kernels/argvec.cl)
@@ -84,6 +78,13 @@ def lane_bytes(dt: np.dtype) -> int:
     return max(4, dt.itemsize)
 
 
+def flip_argmin(dt: np.dtype) -> int:
+    """kernels/argvec.cl's `flip` of argmin: a float's sign bit, every bit of an integer."""
+    if dt.kind == "f":
+        return -(1 << (8 * lane_bytes(dt) - 1))
+    return -1
+
+
 def lanes_for(dev: cl.Device, info: DeviceInfo, dt: np.dtype) -> int:
     """Vector width: the device's native or preferred width of the compared lane type,
     whichever is wider (Intel's CPU runtime prefers 1 but is natively 16 wide), as a power of
@@ -101,79 +102,6 @@ def plan(n: int, lanes: int, compute_units: int, itemsize: int) -> Plan:
                       max_blocks=MAX_BLOCKS)
 
 
-@dataclass
-class Built:
-    """The two kernels of one (context, device, dtype): their arguments are shared state, so
-    launches take `lock`."""
-
-    dtype: np.dtype
-    lanes: int
-    compute_units: int
-    chunks: cl.Kernel
-    finish: cl.Kernel
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    @property
-    def flip_argmin(self) -> int:
-        """kernels/argvec.cl's `flip` of argmin: a float's sign bit, every bit of an integer."""
-        if self.dtype.kind == "f":
-            return -(1 << (8 * lane_bytes(self.dtype) - 1))
-        return -1
-
-
-@lru_cache(maxsize=1)
-def source() -> str:
-    return kernel_file("argvec.cl")
-
-
-def source_hash() -> str:
-    return text_hash(source())
-
-
-def build_options(dt: np.dtype, lanes: int) -> list[str]:
-    """The `-D` integers of a build (house rule 2): the dtype's code, the lanes, the pairs."""
-    if dt not in TYPE_CODES or lanes not in (2, 4, 8, 16):
-        raise ValueError(f"argvec builds no {dt} x {lanes}")
-    return [f"-DCLT_AV_TYPE={TYPE_CODES[dt]}", f"-DCLT_AV_W={int(lanes)}",
-            f"-DCLT_AV_U={ACCUMULATORS}"]
-
-
-def compile_kernels(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, dt: np.dtype,
-                    lanes: int) -> Built:
-    """Build kernels/argvec.cl for dt (BuildError with the compiler's words)."""
-    prg = compile_program(ctx, dev, source(), build_options(dt, lanes))
-    return Built(dt, lanes, info.compute_units, prg.clt_argvec_chunks, prg.clt_argvec_finish)
-
-
-@dataclass(frozen=True)
-class _Served:
-    built: Built | None
-    why: str  # why not, when built is None
-
-
-_served: ContextCache[_Served] = ContextCache()
-
-
-def _make(ctx: cl.Context, dev: cl.Device, dt: np.dtype) -> _Served:
-    info = info_for(dev)
-    if info.type != "cpu":
-        return _Served(None, f"a {info.type} device (served on CPUs)")
-    if dt == np.float64 and not info.fp64:
-        return _Served(None, "the device has no fp64")
-    lanes = lanes_for(dev, info, dt)
-    key = f"{dt.name}/w{lanes}/u{ACCUMULATORS}/{source_hash()}"
-    # stacklevel: the application's call (through ContextCache.get, served and stats.api)
-    built, why = vetted(info, "argvec", key, check, (dt.str, lanes),
-                        lambda: compile_kernels(ctx, dev, info, dt, lanes),
-                        f"the CPU argmax/argmin kernel (kernels/argvec.cl, {dt.name})", 8)
-    return _Served(built, why)
-
-
-def _entry(q: cl.CommandQueue, dt: np.dtype) -> _Served:
-    return _served.get(q.context, (q.device.int_ptr, dt.str), lambda: _make(q.context, q.device,
-                                                                             dt))
-
-
 def served(x: cla.Array, q: cl.CommandQueue) -> Built | None:
     """The kernels that serve argmax/argmin of every element of x on q, or None where the
     expression path serves (not a CPU, a dtype or layout this does not take, vetting failed).
@@ -181,7 +109,7 @@ def served(x: cla.Array, q: cl.CommandQueue) -> Built | None:
     dt = x.dtype
     if dt not in TYPE_CODES or x.offset % dt.itemsize or needs_c_order(x):
         return None
-    return _entry(q, dt).built
+    return KERNELS.built(q, dt)
 
 
 def serves(x: cla.Array, queue: cl.CommandQueue | None = None) -> bool:
@@ -205,7 +133,7 @@ class Call:
         self.pl = cut or plan(n, b.lanes, b.compute_units, b.dtype.itemsize)
         self.pool = pool_for(q)
         self.inq = in_order(q)
-        self.flip = 0 if largest else b.flip_argmin
+        self.flip = 0 if largest else flip_argmin(b.dtype)
         lane = lane_bytes(b.dtype)
         self.types = (_CHUNK_TYPES[lane], _FINISH_TYPES[lane])
         self.results: ScalarFactory | None = None  # the warm call's, made at its first
@@ -272,7 +200,7 @@ def explain(queue: cl.CommandQueue, dtype: Any, n: int) -> Explanation | None:
     dt = np.dtype(np.uint8) if dt == np.bool_ else dt
     if dt not in TYPE_CODES:
         return None
-    b = _entry(queue, dt).built
+    b = KERNELS.built(queue, dt)
     if b is None:
         return None
     pl = plan(max(1, n), b.lanes, b.compute_units, dt.itemsize)
@@ -308,7 +236,7 @@ def check(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: DeviceI
     tails, ties, limits, infinities and NaNs, an offset view; '' when every index is numpy's."""
     dt = np.dtype(dtype)
     try:
-        b = compile_kernels(ctx, dev, info, dt, lanes)
+        b = KERNELS.compile(ctx, dev, info, dt, lanes)
     except BuildError as e:
         return str(e)
     rng = np.random.default_rng(7)
@@ -330,3 +258,8 @@ def check(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: DeviceI
                 return (f"wrong answer: {what} of {n} {dt.name} in {pl.items} chunk(s) gave "
                         f"{got}, numpy {want}")
     return ""
+
+
+#: the kernel file, its builds and their vetting (cltune.stats.cpuvec.Kernels)
+KERNELS = cpuvec.Kernels("argvec", "AV", TYPE_CODES, ACCUMULATORS,
+                         "the CPU argmax/argmin kernel", check, lanes_for)

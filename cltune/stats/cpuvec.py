@@ -2,7 +2,9 @@
 (cltune.stats.argvec: argmax/argmin, cltune.stats.normvec: the L2 norm) share: the vector
 width from the device's info, the cut of n elements into one contiguous chunk per work-item
 (`Plan`, `cut`), their vetting in the device's worker with the warning when it failed
-(`vetted`), and the scratch of the chunks' partial results (`partials`).
+(`vetted`), the scratch of the chunks' partial results (`partials`), and what serves a
+kernel file on a device (`Kernels`: its source, build options, build, and the vetted build
+kept per context, device and dtype).
 
 Both kernels are a work-item per contiguous chunk (an explicit-vector loop with several
 independent accumulators) and a one-work-item finish on the device that combines the
@@ -12,17 +14,22 @@ path's; their plan comes from the device's info, not from tuning.
 
 from __future__ import annotations
 
+import threading
 import warnings
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import numpy as np
 import pyopencl as cl
 
 from cltune.core.serving import CltuneWarning
 from cltune.device.info import DeviceInfo
+from cltune.device.select import info_for
 from cltune.isolation.vetting import checked
-from cltune.opencl.build import BuildError
+from cltune.opencl.build import BuildError, compile_program
+from cltune.opencl.caches import ContextCache
+from cltune.opencl.sources import kernel_file, text_hash
 
 T = TypeVar("T")
 
@@ -98,3 +105,80 @@ def partials(q: cl.CommandQueue, pool: Any, nbytes: int) -> Any:  # noqa: ANN401
     nothing before the finish that reads it has run), else a buffer of its own."""
     return pool(nbytes) if pool is not None else \
         cl.Buffer(q.context, cl.mem_flags.READ_WRITE, nbytes)
+
+
+@dataclass
+class Built:
+    """The two kernels (`chunks`, `finish`) of one (context, device, dtype) of a kernel file:
+    their arguments are shared state, so launches take `lock`."""
+
+    dtype: np.dtype
+    lanes: int
+    compute_units: int
+    chunks: cl.Kernel
+    finish: cl.Kernel
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+
+@dataclass(frozen=True, eq=False)
+class Kernels:
+    """One file of kernels/ that whole-array statistics run on CPU devices: `name` (the file
+    kernels/<name>.cl, its kernels clt_<name>_chunks and clt_<name>_finish, its vetting
+    name), the `-D` prefix of its integers (CLT_<prefix>_TYPE: the dtype's code in
+    `type_codes`, where `typed`; _W the lanes; _U the accumulators), what the warning calls
+    it, the module-level `check` it is vetted by (it reaches the worker by reference: called
+    with (dtype str, lanes) where `typed`, else (lanes,)), the lanes of a dtype on a device,
+    and whether every build needs fp64 (it sums in double) or only float64's."""
+
+    name: str
+    prefix: str
+    type_codes: Mapping[np.dtype, int]
+    accumulators: int
+    what: str
+    check: Callable[..., str]
+    lanes_for: Callable[[cl.Device, DeviceInfo, np.dtype], int]
+    typed: bool = True
+    needs_fp64: bool = False
+    _served: ContextCache[tuple[Built | None, str]] = field(default_factory=ContextCache)
+
+    def source(self) -> str:
+        return kernel_file(f"{self.name}.cl")
+
+    def source_hash(self) -> str:
+        return text_hash(self.source())
+
+    def build_options(self, dt: np.dtype, lanes: int) -> list[str]:
+        """The `-D` integers of a build (house rule 2)."""
+        if dt not in self.type_codes or lanes not in (2, 4, 8, 16):
+            raise ValueError(f"{self.name} builds no {dt} x {lanes}")
+        p = self.prefix
+        typ = [f"-DCLT_{p}_TYPE={int(self.type_codes[dt])}"] if self.typed else []
+        return [*typ, f"-DCLT_{p}_W={int(lanes)}", f"-DCLT_{p}_U={int(self.accumulators)}"]
+
+    def compile(self, ctx: cl.Context, dev: cl.Device, info: DeviceInfo, dt: np.dtype,
+                lanes: int) -> Built:
+        """Build the file for dt and lanes (BuildError with the compiler's words)."""
+        prg = compile_program(ctx, dev, self.source(), self.build_options(dt, lanes))
+        return Built(dt, lanes, info.compute_units, getattr(prg, f"clt_{self.name}_chunks"),
+                     getattr(prg, f"clt_{self.name}_finish"))
+
+    def built(self, q: cl.CommandQueue, dt: np.dtype) -> Built | None:
+        """The vetted build for dt on q's device, or None where the expression path serves
+        (not a CPU, no fp64 where it needs it, vetting or the build failed: warned once)."""
+        return self._served.get(q.context, (q.device.int_ptr, dt.str),
+                                lambda: self._make(q.context, q.device, dt))[0]
+
+    def _make(self, ctx: cl.Context, dev: cl.Device, dt: np.dtype) -> tuple[Built | None, str]:
+        info = info_for(dev)
+        if info.type != "cpu":
+            return None, f"a {info.type} device (served on CPUs)"
+        if (self.needs_fp64 or dt == np.float64) and not info.fp64:
+            return None, "the device has no fp64"
+        lanes = self.lanes_for(dev, info, dt)
+        key = f"{dt.name}/w{lanes}/u{self.accumulators}/{self.source_hash()}"
+        args = (dt.str, lanes) if self.typed else (lanes,)
+        # stacklevel: the application's call (through ContextCache.get, built, served and
+        # cltune.stats.api)
+        return vetted(info, self.name, key, self.check, args,
+                      lambda: self.compile(ctx, dev, info, dt, lanes),
+                      f"{self.what} (kernels/{self.name}.cl, {dt.name})", 8)

@@ -12,12 +12,12 @@ that path: squares of floats summed in double never overflow nor underflow, an i
 +inf, a NaN NaN (numpy's); the float32 result as a 0-d (keepdims: all-ones) device array.
 
 Served (`served`) on devices of type CPU (`DeviceInfo.type`) with fp64, for float32 only:
-float64 keeps the expression path's scaled sum of squares (LAPACK's: its squares could
-overflow or underflow a double), integers and float16 are not taken. Memory order does not
-matter to a sum of squares: any C- or F-contiguous array is served. The program is built once
-per context and device (`ContextCache`), after it ran right once on this fingerprint and driver
-in the device's worker (`check`, through `cpuvec.vetted`; house rule 17); where it did not, or
-does not build, the expression path serves, with a CltuneWarning.
+float64 keeps the expression path's scaled sum of squares (LAPACK's: its squares could overflow
+or underflow a double), integers and float16 are not taken. Memory order does not matter to a
+sum of squares: any C- or F-contiguous array is served. The program is built once per context
+and device (`KERNELS`, a `cpuvec.Kernels`), after it ran right once on this fingerprint and
+driver in the device's worker (`check`, through `cpuvec.vetted`; house rule 17); where it did
+not, or does not build, the expression path serves, with a CltuneWarning.
 
 The plan, from the device's info (`plan`, `lanes_for`): lanes = the device's native (or
 preferred, whichever is wider) float vector width, a power of two in 4..16, within the health
@@ -31,9 +31,6 @@ chunk holds MIN_CHUNK_BYTES (one chunk, one launch, below 256 KiB).
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -43,16 +40,13 @@ import pyopencl.array as cla
 from cltune.core.serving import Explanation
 from cltune.core.shapes import empty_result
 from cltune.device.info import DeviceInfo
-from cltune.device.select import info_for
-from cltune.opencl.build import BuildError, compile_program
-from cltune.opencl.caches import ContextCache
+from cltune.opencl.build import BuildError
 from cltune.opencl.events import in_order, pending
 from cltune.opencl.kernel_args import setter
 from cltune.opencl.pools import pool_for
 from cltune.opencl.scalars import ScalarFactory, new_scalar
-from cltune.opencl.sources import kernel_file, text_hash
 from cltune.stats import cpuvec
-from cltune.stats.cpuvec import Plan, partials, vector_width, vetted
+from cltune.stats.cpuvec import Built, Plan, partials, vector_width
 
 #: the dtype served (float64 keeps the scaled sum of squares of cltune.stats.kernels)
 DTYPE = np.dtype(np.float32)
@@ -85,75 +79,13 @@ def plan(n: int, lanes: int, compute_units: int) -> Plan:
                       per_cu=ITEMS_PER_CU, min_chunk_bytes=MIN_CHUNK_BYTES)
 
 
-@dataclass
-class Built:
-    """The two kernels of one (context, device): their arguments are shared state, so
-    launches take `lock`."""
-
-    lanes: int
-    compute_units: int
-    chunks: cl.Kernel
-    finish: cl.Kernel
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-
-@lru_cache(maxsize=1)
-def source() -> str:
-    return kernel_file("normvec.cl")
-
-
-def source_hash() -> str:
-    return text_hash(source())
-
-
-def build_options(lanes: int) -> list[str]:
-    """The `-D` integers of a build (house rule 2): the lanes, the accumulators."""
-    if lanes not in (2, 4, 8, 16):
-        raise ValueError(f"normvec builds no {lanes} lanes")
-    return [f"-DCLT_NV_W={int(lanes)}", f"-DCLT_NV_U={ACCUMULATORS}"]
-
-
-def compile_kernels(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, lanes: int) -> Built:
-    """Build kernels/normvec.cl (BuildError with the compiler's words)."""
-    prg = compile_program(ctx, dev, source(), build_options(lanes))
-    return Built(lanes, info.compute_units, prg.clt_normvec_chunks, prg.clt_normvec_finish)
-
-
-@dataclass(frozen=True)
-class _Served:
-    built: Built | None
-    why: str  # why not, when built is None
-
-
-_served: ContextCache[_Served] = ContextCache()
-
-
-def _make(ctx: cl.Context, dev: cl.Device) -> _Served:
-    info = info_for(dev)
-    if info.type != "cpu":
-        return _Served(None, f"a {info.type} device (served on CPUs)")
-    if not info.fp64:
-        return _Served(None, "the device has no fp64 (the squares are summed in double)")
-    lanes = lanes_for(dev, info)
-    key = f"float32/w{lanes}/u{ACCUMULATORS}/{source_hash()}"
-    # stacklevel: the application's call (through ContextCache.get, served and stats.api)
-    built, why = vetted(info, "normvec", key, check, (lanes,),
-                        lambda: compile_kernels(ctx, dev, info, lanes),
-                        "the CPU L2 norm kernel (kernels/normvec.cl, float32)", 8)
-    return _Served(built, why)
-
-
-def _entry(q: cl.CommandQueue) -> _Served:
-    return _served.get(q.context, q.device.int_ptr, lambda: _make(q.context, q.device))
-
-
 def served(x: cla.Array, q: cl.CommandQueue) -> Built | None:
     """The kernels that serve the L2 norm of every element of x on q, or None where the
     expression path serves (not a CPU, a dtype this does not take, vetting failed). x is C- or
     F-contiguous (cltune.stats.api checks)."""
     if x.dtype != DTYPE or x.offset % DTYPE.itemsize:
         return None
-    return _entry(q).built
+    return KERNELS.built(q, DTYPE)
 
 
 def serves(x: cla.Array, queue: cl.CommandQueue | None = None) -> bool:
@@ -237,7 +169,7 @@ def explain(queue: cl.CommandQueue, dtype: Any, n: int) -> Explanation | None:
     kernels/normvec.cl does (its plan, level `builtin`: from the device's info), else None."""
     if np.dtype(dtype) != DTYPE:
         return None
-    b = _entry(queue).built
+    b = KERNELS.built(queue, DTYPE)
     if b is None:
         return None
     pl = plan(n, b.lanes, b.compute_units)
@@ -269,7 +201,7 @@ def check(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: DeviceI
     values, an infinity and a NaN, an offset view; '' when every result is the float64
     reference's, rounded (within 2 float32 ulps)."""
     try:
-        b = compile_kernels(ctx, dev, info, lanes)
+        b = KERNELS.compile(ctx, dev, info, DTYPE, lanes)
     except BuildError as e:
         return str(e)
     rng = np.random.default_rng(7)
@@ -293,3 +225,10 @@ def check(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: DeviceI
             return (f"wrong answer: the L2 norm of {n} float32 in {pl.items} chunk(s) gave "
                     f"{got!r}, the float64 reference {want!r}")
     return ""
+
+
+#: the kernel file, its builds and their vetting (cltune.stats.cpuvec.Kernels)
+KERNELS = cpuvec.Kernels("normvec", "NV", {DTYPE: 0}, ACCUMULATORS,
+                         "the CPU L2 norm kernel", check,
+                         lambda dev, info, _dt: lanes_for(dev, info),
+                         typed=False, needs_fp64=True)
