@@ -14,14 +14,11 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 import pytest
+from support.faults import injected
 from support.oclgrind import run_marked
 
 import cltune
 from cltune.core.serving import CltuneWarning
-from cltune.device import health
-from cltune.isolation import vetting
-from cltune.isolation.worker import shutdown_workers
-from cltune.opencl.caches import clear_caches
 from cltune.stats import anyvec
 from cltune.stats import api as stats
 from cltune.stats.cpuvec import Plan
@@ -196,19 +193,9 @@ def test_the_call_is_asynchronous_and_takes_other_queues(ctx, queue, cpu):
     assert [bool(r.get()) for r in rs] == [False, True, True, True]
 
 
-def _fresh() -> None:
-    shutdown_workers()
-    vetting.forget()
-    health.forget()
-    clear_caches()
-
-
 def test_a_driver_that_crashes_on_it_leaves_the_expression_path(queue, cpu, monkeypatch,
                                                                  tmp_path):
-    monkeypatch.setenv("CLTUNE_TEST_FAULT", "abort:check=anyvec")
-    monkeypatch.setenv("CLTUNE_CACHE_DIR", str(tmp_path / "cache"))
-    _fresh()
-    try:
+    with injected(monkeypatch, tmp_path, "abort:check=anyvec") as cache:
         h = np.arange(5003, dtype=np.float32)
         x = dev(queue, h)
         with warnings.catch_warnings(record=True) as w:
@@ -218,11 +205,9 @@ def test_a_driver_that_crashes_on_it_leaves_the_expression_path(queue, cpu, monk
         said = [str(i.message) for i in w if issubclass(i.category, CltuneWarning)]
         assert any("anyvec" in s and "SIGABRT" in s for s in said), said
         assert "anyvec" not in str(stats.explain("any", queue, np.float32, (5003,)))
-        assert "check:anyvec" in (tmp_path / "cache" / "vetted.json").read_text()
+        assert "check:anyvec" in (cache / "vetted.json").read_text()
         # argmax is vetted on its own: the crash of this check leaves it alone
         assert int(cltune.argmax(x).get()) == 5002
-    finally:
-        _fresh()
 
 
 OCLGRIND_MARK = "CLTUNE-ANYVEC-OCLGRIND "

@@ -14,14 +14,11 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 import pytest
+from support.faults import injected
 from support.oclgrind import run_marked
 
 import cltune
 from cltune.core.serving import CltuneWarning
-from cltune.device import health
-from cltune.isolation import vetting
-from cltune.isolation.worker import shutdown_workers
-from cltune.opencl.caches import clear_caches
 from cltune.stats import api as stats
 from cltune.stats import argvec
 
@@ -253,19 +250,9 @@ def test_an_index_past_2_31(queue, cpu):
     del x
 
 
-def _fresh() -> None:
-    shutdown_workers()
-    vetting.forget()
-    health.forget()
-    clear_caches()
-
-
 def test_a_driver_that_crashes_on_it_leaves_the_expression_path(queue, cpu, monkeypatch,
                                                                  tmp_path):
-    monkeypatch.setenv("CLTUNE_TEST_FAULT", "abort:check=argvec")
-    monkeypatch.setenv("CLTUNE_CACHE_DIR", str(tmp_path / "cache"))
-    _fresh()
-    try:
+    with injected(monkeypatch, tmp_path, "abort:check=argvec") as cache:
         h = np.arange(5003, dtype=np.float32)[::-1].copy()
         x = dev(queue, h)
         with warnings.catch_warnings(record=True) as w:
@@ -275,9 +262,7 @@ def test_a_driver_that_crashes_on_it_leaves_the_expression_path(queue, cpu, monk
         said = [str(i.message) for i in w if issubclass(i.category, CltuneWarning)]
         assert any("argvec" in s and "SIGABRT" in s for s in said), said
         assert "argvec" not in str(stats.explain("argmax", queue, np.float32, (5003,)))
-        assert "check:argvec" in (tmp_path / "cache" / "vetted.json").read_text()
-    finally:
-        _fresh()
+        assert "check:argvec" in (cache / "vetted.json").read_text()
 
 
 OCLGRIND_MARK = "CLTUNE-ARGVEC-OCLGRIND "

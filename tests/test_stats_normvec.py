@@ -15,14 +15,11 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 import pytest
+from support.faults import injected
 from support.oclgrind import run_marked
 
 import cltune
 from cltune.core.serving import CltuneWarning
-from cltune.device import health
-from cltune.isolation import vetting
-from cltune.isolation.worker import shutdown_workers
-from cltune.opencl.caches import clear_caches
 from cltune.stats import api as stats
 from cltune.stats import normvec
 from cltune.stats.cpuvec import Plan
@@ -253,19 +250,9 @@ def test_the_call_is_asynchronous_and_takes_other_queues(ctx, queue, cpu, rng):
     assert all(close(float(r.get()), reference(h[i:])) for i, r in enumerate(rs))
 
 
-def _fresh() -> None:
-    shutdown_workers()
-    vetting.forget()
-    health.forget()
-    clear_caches()
-
-
 def test_a_driver_that_crashes_on_it_leaves_the_expression_path(queue, cpu, monkeypatch,
                                                                  tmp_path):
-    monkeypatch.setenv("CLTUNE_TEST_FAULT", "abort:check=normvec")
-    monkeypatch.setenv("CLTUNE_CACHE_DIR", str(tmp_path / "cache"))
-    _fresh()
-    try:
+    with injected(monkeypatch, tmp_path, "abort:check=normvec") as cache:
         h = np.arange(5003, dtype=np.float32)
         x = dev(queue, h)
         with warnings.catch_warnings(record=True) as w:
@@ -275,11 +262,9 @@ def test_a_driver_that_crashes_on_it_leaves_the_expression_path(queue, cpu, monk
         said = [str(i.message) for i in w if issubclass(i.category, CltuneWarning)]
         assert any("normvec" in s and "SIGABRT" in s for s in said), said
         assert "normvec" not in str(stats.explain("norm", queue, np.float32, (5003,)))
-        assert "check:normvec" in (tmp_path / "cache" / "vetted.json").read_text()
+        assert "check:normvec" in (cache / "vetted.json").read_text()
         # argmax is vetted on its own: the crash of the norm's check leaves it alone
         assert int(cltune.argmax(x).get()) == 5002
-    finally:
-        _fresh()
 
 
 OCLGRIND_MARK = "CLTUNE-NORMVEC-OCLGRIND "
