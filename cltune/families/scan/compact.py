@@ -326,7 +326,7 @@ def nonzero(x: Any, queue: cl.CommandQueue | None = None) -> tuple[cla.Array, ..
     stride = x.size
     for d in x.shape:
         stride //= max(1, d)
-        o = cla.empty(q, (c,), np.int64)
+        o = empty_result(q, (c,), _I64, "C", pool_for(q)) if c else cla.empty(q, (0,), _I64)
         if c:
             with prg.lock:
                 k = prg.clt_unravel
