@@ -64,8 +64,8 @@
 #endif
 #ifndef CLT_STAGE
 #define CLT_STAGE 1 /* 1: tiles pass through __local memory (coalesced loads and stores); 2
-                       (CPUs, wg 1): a work-item scans its chunk 8 elements at a time in vector
-                       registers (VSCAN below; where that does not apply, as 0) */
+                       (CPUs, wg 1): a work-item scans its chunk CLT_ITEMS (8 or 16) elements
+                       at a time in vector registers (VSCAN below; elsewhere as 0) */
 #endif
 #ifndef CLT_GROUP_SCAN
 #define CLT_GROUP_SCAN 0 /* 0 __local tree with barriers; 1 subgroup scans (sums); 2 NVIDIA's
@@ -234,32 +234,85 @@ inline acc_t warp_up(acc_t v, uint delta) {
 }
 #endif
 
-/* ---- CPUs: a chunk scanned 8 elements at a time in vector registers (CLT_STAGE == 2) -------
- * One work-item a group walks its chunk: 8 elements loaded as a vector, scanned in registers
- * (three shifted combines), the carry combined in, 8 stored; the carry restarts at each
- * segment head. Sums, products and integer minima/maxima (floats' min/max keep NaN element by
- * element: the scalar path). */
-#if CLT_STAGE == 2 && CLT_WG == 1 && !(CLT_IS_FLOAT && CLT_OP >= 2)
+/* ---- CPUs: a chunk scanned VW (CLT_ITEMS: 8 or 16) elements at a time in vector registers
+ * (CLT_STAGE == 2) ---------------------------------------------------------------------------
+ * One work-item a group walks its chunk: VW elements loaded as a vector, scanned in registers
+ * (log2 VW shifted combines), the carry combined in, VW stored; the carry restarts at each
+ * segment head. CLT_VU vectors a step: their scans are independent, the carry chain takes
+ * one combine a step (carry . the step's own prefix of the vectors' totals), so neither pass
+ * waits on an add's latency every vector. Sums, products and integer minima/maxima (floats'
+ * min/max keep NaN element by element: the scalar path). */
+#ifndef CLT_NT
+#define CLT_NT 1 /* 1: the vector scan streams outputs of CLT_NT_BYTES and more past the caches
+                    (where the compiler has __builtin_nontemporal_store) */
+#endif
+#ifndef CLT_NT_BYTES
+#define CLT_NT_BYTES (8L << 20)
+#endif
+#ifndef CLT_VU
+#define CLT_VU 4 /* vectors a step of the vector scan and reduce (1, 2, 4) */
+#endif
+#if CLT_STAGE == 2 && CLT_WG == 1 && (CLT_ITEMS == 8 || CLT_ITEMS == 16) &&                    \
+    !(CLT_IS_FLOAT && CLT_OP >= 2)
 #define VSCAN 1
-#define V8 CAT(CLT_ACC_T, 8)
-#define OUT8 CAT(CLT_OUT_T, 8)
-#define VLOAD(p) CAT(convert_, V8)(CAT(convert_, OUT8)(vload8(0, (p))))
+#define VW CLT_ITEMS
+#define VV CAT(CLT_ACC_T, VW)
+#define OUTV CAT(CLT_OUT_T, VW)
+#define VLOAD(p) CAT(convert_, VV)(CAT(convert_, OUTV)(CAT(vload, VW)(0, (p))))
 #if CLT_OUT_AS
-#define VSTORE(v, p) vstore8(CAT(as_, OUT8)(v), 0, (p))
+#define VOUT(v) CAT(as_, OUTV)(v)
 #else
-#define VSTORE(v, p) vstore8(CAT(convert_, OUT8)(v), 0, (p))
+#define VOUT(v) CAT(convert_, OUTV)(v)
+#endif
+#define VSTORE(v, p) CAT(vstore, VW)(VOUT(v), 0, (p))
+/* streaming stores (past the caches: a large output is not read back by the scan, and its
+ * lines are then not fetched before being written), at addresses aligned to the vector */
+#if CLT_NT && defined(__has_builtin)
+#if __has_builtin(__builtin_nontemporal_store)
+#define HAVE_NT 1
+#define VSTORE_NT(v, p) __builtin_nontemporal_store(VOUT(v), (__global OUTV *)(p))
+#define MISALIGNED(p) (((ulong)(p)) & (ulong)(sizeof(OUTV) - 1))
+#endif
+#endif
+#ifndef HAVE_NT
+#define HAVE_NT 0
 #endif
 #define VOP(a, b) OP((a), (b)) /* +, * and integer min/max work on vectors */
-inline V8 vscan8(V8 v) {
+#if VW == 16
+#define VLAST(v) ((v).sf)
+/* (carry, v0 .. v14): an exclusive scan's shift by one */
+#define VSHIFT1(c, v)                                                                            \
+    ((VV)((c), (v).s0, (v).s1, (v).s2, (v).s3, (v).s4, (v).s5, (v).s6, (v).s7, (v).s8, (v).s9,  \
+          (v).sa, (v).sb, (v).sc, (v).sd, (v).se))
+inline VV vscan(VV v) {
     const acc_t I = IDENT;
-    v = VOP((V8)(I, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6), v);
-    v = VOP((V8)(I, I, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5), v);
-    v = VOP((V8)(I, I, I, I, v.s0, v.s1, v.s2, v.s3), v);
+    v = VOP(VSHIFT1(I, v), v);
+    v = VOP((VV)(I, I, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6, v.s7, v.s8, v.s9, v.sa, v.sb,
+                 v.sc, v.sd), v);
+    v = VOP((VV)(I, I, I, I, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6, v.s7, v.s8, v.s9, v.sa,
+                 v.sb), v);
+    v = VOP((VV)(I, I, I, I, I, I, I, I, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6, v.s7), v);
     return v;
 }
-inline acc_t vtotal8(V8 v) {
+inline acc_t vtotal(VV v) {
+    const CAT(CLT_ACC_T, 8) h = VOP(v.lo, v.hi);
+    return OP(OP(OP(h.s0, h.s1), OP(h.s2, h.s3)), OP(OP(h.s4, h.s5), OP(h.s6, h.s7)));
+}
+#else
+#define VLAST(v) ((v).s7)
+#define VSHIFT1(c, v) ((VV)((c), (v).s0, (v).s1, (v).s2, (v).s3, (v).s4, (v).s5, (v).s6))
+inline VV vscan(VV v) {
+    const acc_t I = IDENT;
+    v = VOP(VSHIFT1(I, v), v);
+    v = VOP((VV)(I, I, v.s0, v.s1, v.s2, v.s3, v.s4, v.s5), v);
+    v = VOP((VV)(I, I, I, I, v.s0, v.s1, v.s2, v.s3), v);
+    return v;
+}
+inline acc_t vtotal(VV v) {
     return OP(OP(OP(v.s0, v.s1), OP(v.s2, v.s3)), OP(OP(v.s4, v.s5), OP(v.s6, v.s7)));
 }
+#endif
+#define VSTEP (VW * CLT_VU)
 #else
 #define VSCAN 0
 #endif
@@ -369,10 +422,16 @@ inline void group_scan(uint f, acc_t v, uint *ef, acc_t *ev, uint *tf, acc_t *tv
     const long last = LAST_HEAD((a), (b));                                                     \
     acc_t total;                                                                               \
     {                                                                                          \
-        V8 va_ = (V8)(IDENT);                                                                  \
+        VV va_[CLT_VU];                                                                        \
+        _Pragma("unroll") for (int u_ = 0; u_ < CLT_VU; ++u_) va_[u_] = (VV)(IDENT);           \
         long i_ = last >= (a) ? last : (a);                                                    \
-        for (; i_ + 8 <= (b); i_ += 8) va_ = VOP(va_, VLOAD(xp + i_));                         \
-        total = vtotal8(va_);                                                                  \
+        for (; i_ + VSTEP <= (b); i_ += VSTEP) {                                               \
+            _Pragma("unroll") for (int u_ = 0; u_ < CLT_VU; ++u_)                              \
+                va_[u_] = VOP(va_[u_], VLOAD(xp + i_ + u_ * VW));                              \
+        }                                                                                      \
+        for (; i_ + VW <= (b); i_ += VW) va_[0] = VOP(va_[0], VLOAD(xp + i_));                 \
+        _Pragma("unroll") for (int u_ = 1; u_ < CLT_VU; ++u_) va_[0] = VOP(va_[0], va_[u_]);   \
+        total = vtotal(va_[0]);                                                                \
         for (; i_ < (b); ++i_) total = OP(total, LOAD(xp[i_]));                                \
     }
 #else
@@ -518,18 +577,60 @@ __kernel WG_ATTR void clt_scan_top(__global acc_t *pv, __global const uint *pf, 
 /* CHUNK_SCAN(a, b, carry): the chunk [a, b) scanned a tile at a time into op, `carry` (a
  * variable: everything before a) carried across the tiles */
 #if VSCAN && CLT_EXCL /* hd: the head the segment piece starts at (-1: none) */
-#define VPUT(v, carry, t, hd)                                                                    \
+#define VPUT(S, v, carry, t, hd)                                                                 \
     do {                                                                                       \
-        V8 e_ = (V8)((carry), (v).s0, (v).s1, (v).s2, (v).s3, (v).s4, (v).s5, (v).s6);         \
+        VV e_ = VSHIFT1((carry), (v));                                                         \
         if ((t) == (hd)) e_.s0 = EMPTY; /* numpy's empty prefix */                             \
-        VSTORE(e_, op + (t));                                                                  \
+        S(e_, op + (t));                                                                       \
     } while (0)
 #define SPUT(v, carry, t, hd) STORE(op + (t), (t) == (hd) ? EMPTY : (carry))
 #else
-#define VPUT(v, carry, t, hd) VSTORE((v), op + (t))
+#define VPUT(S, v, carry, t, hd) S((v), op + (t))
 #define SPUT(v, carry, t, hd) STORE(op + (t), (v))
 #endif
 #if VSCAN /* segment piece by segment piece: the carry restarts at each head */
+/* VLOOPS(S): the vectors of the piece [t_, e_), stored by S: CLT_VU at a time (their scans
+ * independent, the carry's chain one combine a step), then one at a time */
+#define VLOOPS(S)                                                                                \
+    for (; t_ + VSTEP <= e_; t_ += VSTEP) {                                                    \
+        VV s_[CLT_VU];                                                                         \
+        acc_t c_[CLT_VU]; /* the carry before each vector */                                   \
+        _Pragma("unroll") for (int u_ = 0; u_ < CLT_VU; ++u_)                                  \
+            s_[u_] = vscan(VLOAD(xp + t_ + u_ * VW));                                          \
+        acc_t p_ = VLAST(s_[0]); /* the step's own prefix: off the carry's chain */            \
+        c_[0] = carry;                                                                         \
+        _Pragma("unroll") for (int u_ = 1; u_ < CLT_VU; ++u_) {                                \
+            c_[u_] = OP(carry, p_);                                                            \
+            p_ = OP(p_, VLAST(s_[u_]));                                                        \
+        }                                                                                      \
+        _Pragma("unroll") for (int u_ = 0; u_ < CLT_VU; ++u_) {                                \
+            const VV v_ = VOP((VV)(c_[u_]), s_[u_]);                                           \
+            VPUT(S, v_, c_[u_], t_ + u_ * VW, hd_);                                            \
+        }                                                                                      \
+        carry = OP(carry, p_);                                                                 \
+    }                                                                                          \
+    for (; t_ + VW <= e_; t_ += VW) {                                                          \
+        VV v_ = VOP((VV)(carry), vscan(VLOAD(xp + t_)));                                       \
+        VPUT(S, v_, carry, t_, hd_);                                                           \
+        carry = VLAST(v_);                                                                     \
+    }
+#define SSTEPS(cond)                                                                             \
+    for (; t_ < e_ && (cond); ++t_) {                                                          \
+        const acc_t v_ = OP(carry, LOAD(xp[t_]));                                              \
+        SPUT(v_, carry, t_, hd_);                                                              \
+        carry = v_;                                                                            \
+    }
+#if HAVE_NT /* large outputs: up to the vectors' alignment one at a time, then streamed */
+#define VPIECE                                                                                   \
+    if (n * (long)sizeof(CLT_OUT_T) >= CLT_NT_BYTES) {                                         \
+        SSTEPS(MISALIGNED(op + t_))                                                            \
+        VLOOPS(VSTORE_NT)                                                                      \
+    } else {                                                                                   \
+        VLOOPS(VSTORE)                                                                         \
+    }
+#else
+#define VPIECE VLOOPS(VSTORE)
+#endif
 #define CHUNK_SCAN(a, b, carry)                                                                  \
     {                                                                                          \
         HEADS_FROM(a);                                                                         \
@@ -542,16 +643,8 @@ __kernel WG_ATTR void clt_scan_top(__global acc_t *pv, __global const uint *pf, 
                 HEADS_NEXT();                                                                  \
             }                                                                                  \
             const long e_ = min(h, (long)(b));                                                 \
-            for (; t_ + 8 <= e_; t_ += 8) {                                                    \
-                V8 v_ = VOP((V8)(carry), vscan8(VLOAD(xp + t_)));                              \
-                VPUT(v_, carry, t_, hd_);                                                      \
-                carry = v_.s7;                                                                 \
-            }                                                                                  \
-            for (; t_ < e_; ++t_) {                                                            \
-                const acc_t v_ = OP(carry, LOAD(xp[t_]));                                      \
-                SPUT(v_, carry, t_, hd_);                                                      \
-                carry = v_;                                                                    \
-            }                                                                                  \
+            VPIECE                                                                             \
+            SSTEPS(1)                                                                          \
         }                                                                                      \
     }
 #else

@@ -32,7 +32,8 @@ CHAINS = [ScanConfig("rows", wg=4, items=2, stage=1, chain=1),
           # the chained pass over chunks of many tiles (CPUs): staged and direct
           ScanConfig("rows", wg=4, items=2, stage=1, groups_per_cu=32, chain=3),
           ScanConfig("rows", wg=1, items=8, stage=0, groups_per_cu=32, chain=3),
-          ScanConfig("rows", wg=1, items=8, stage=2, groups_per_cu=64, chain=3)]
+          ScanConfig("rows", wg=1, items=8, stage=2, groups_per_cu=64, chain=3),
+          ScanConfig("rows", wg=1, items=16, stage=2, groups_per_cu=16, chain=3)]
 
 
 @pytest.fixture(scope="module")
@@ -245,7 +246,41 @@ def test_gpu_tuning_is_seeded_with_the_measured_chained_passes(device):
             warp = ScanConfig("rows", wg=256, items=16, stage=1, chain=1, group_scan=2)
             assert (warp in chained) == fake_info.is_nvidia  # warp shuffles: NVIDIA's PTX
         elif kind == "cpu":  # the builtin: a work-item a chunk in vector registers, chained
-            assert chained == [ScanConfig("rows", wg=1, items=8, stage=2, groups_per_cu=128,
+            assert chained == [ScanConfig("rows", wg=1, items=16, stage=2, groups_per_cu=128,
                                           chain=3)]
         else:
             assert not chained
+
+
+@pytest.mark.parametrize("chain", [0, 3])
+@pytest.mark.parametrize("items", [8, 16])
+def test_large_outputs_stream_from_their_vectors_alignment(ctx, queue, device, chain, items):
+    """Outputs of 8 MiB and more leave the CPU vector scan by streaming stores, which need
+    the vectors' alignment: an output at an odd element offset, whole and in rows of an odd
+    length (a segment head every 1001 elements), inclusive and exclusive."""
+    info, dev = device
+    if info.type != "cpu":
+        pytest.skip("stage=2 is for CPUs")
+    if chain and not info.int64_atomics:
+        pytest.skip("no cl_khr_int64_base_atomics")
+    cfg = ScanConfig("rows", wg=1, items=items, stage=2, groups_per_cu=16, chain=chain)
+    rng = np.random.default_rng(items + chain)
+    n, ooff, xoff = 2100 * 1001, 3, 1
+    for dtype, view, excl in [("float32", (1, n, 1), False), ("int32", (2100, 1001, 1), True)]:
+        v = ScanVariant("sum", dtype)
+        la = ScanLauncher(ctx, dev, info, v, cfg)
+        h = (rng.random(n, dtype=np.float32) if dtype == "float32"
+             else rng.integers(-50, 50, n, dtype=np.int32))
+        xb = cla.to_device(queue, np.concatenate([np.zeros(xoff, h.dtype), h]))
+        ob = cla.zeros(queue, n + ooff, v.result_dtype)  # int32 sums to int64, as numpy
+        la.enqueue(queue, xb.data, xoff, ob.data, ooff, view, exclusive=excl)
+        got = ob.get()
+        assert not got[:ooff].any()  # nothing written before the output
+        rows = h.reshape(view[0], view[1])
+        if dtype == "float32":
+            want = np.cumsum(rows.astype(np.float64), axis=1).reshape(-1)
+            assert np.max(np.abs(got[ooff:] - want) / np.maximum(np.abs(want), 1)) < 1e-3
+        else:
+            incl = np.cumsum(rows, axis=1)
+            want = np.concatenate([np.zeros((view[0], 1), incl.dtype), incl[:, :-1]], axis=1)
+            assert np.array_equal(got[ooff:], want.reshape(-1))

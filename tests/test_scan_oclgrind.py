@@ -39,7 +39,8 @@ ROWS = [C("rows", wg=4, items=2, stage=1, group_scan=0, groups_per_cu=4),
 if info.int64_atomics:  # the chained pass: a tile a group, look-back over the state words
     ROWS += [C("rows", wg=4, items=2, stage=1, chain=1), C("rows", wg=8, items=4, chain=1),
              C("rows", wg=4, items=2, stage=1, groups_per_cu=16, chain=3),
-             C("rows", wg=1, items=8, stage=2, groups_per_cu=16, chain=3)]
+             C("rows", wg=1, items=8, stage=2, groups_per_cu=16, chain=3),
+             C("rows", wg=1, items=16, stage=2, groups_per_cu=4, chain=3)]
 COLS = [C("cols", wg=4, items=2, stage=0, group_scan=0, groups_per_cu=8)]
 CASES = [((301,), 0, False, None), ((301,), 0, True, None), ((7, 45), 1, False, None),
          ((120,), 0, True, np.array([0, 3, 3, 50, 51, 119, 120])), ((37, 6), 0, True, None),

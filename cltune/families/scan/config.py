@@ -27,6 +27,7 @@ GROUP_SCANS = ("tree", "subgroup", "warp")
 STAGES = ("direct", "stage", "vector")
 CHAINS = ("", "chain", "chain-vload", "chunks")
 GROUPS_PER_CU = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+VECTOR_ITEMS = (8, 16)  # stage=2: the vectors' width
 CHAIN_GROUPS_PER_CU = 4  # a chained config's (it launches a group a tile)
 
 
@@ -40,8 +41,8 @@ class ScanConfig(MappedConfig):
     items: consecutive elements a work-item scans per tile (rows), or the neighbouring columns
     it scans side by side (cols: a strip, contiguous in every row); stage: 1 passes tiles
     through __local memory (coalesced on GPUs), 0 reads a work-item's elements directly
-    (CPUs), 2 (CPUs; wg=1, items=8) a work-item scans its whole chunk 8 elements at a time in
-    vector registers (sums, products, integer min/max; else as 0); group_scan:
+    (CPUs), 2 (CPUs; wg=1, items=8 or 16) a work-item scans its whole chunk `items` elements at
+    a time in vector registers (sums, products, integer min/max; else as 0); group_scan:
     0 a __local tree, 1 subgroup scans where the device has them
     (unsegmented sums; the tree elsewhere), 2 NVIDIA warp shuffles (inline PTX; any op and
     segments; the tree elsewhere); groups_per_cu: how many chunks per compute unit
@@ -85,9 +86,11 @@ class ScanConfig(MappedConfig):
             raise ScanConfigError(f"items: {self.items} is not one of {ITEMS}")
         if self.stage not in (0, 1, 2):
             raise ScanConfigError(f"stage: {self.stage} is not 0, 1 or 2")
-        if self.stage == 2 and (self.wg != 1 or self.items != 8 or self.chain in (1, 2)):
+        if self.stage == 2 and (self.wg != 1 or self.items not in VECTOR_ITEMS
+                                or self.chain in (1, 2)):
             raise ScanConfigError("stage=2 (a work-item scans its chunk in vector registers) "
-                                  "takes wg=1, items=8 and chain 0 or 3")
+                                  "takes wg=1, items=8 or 16 (the vectors' width) and chain 0 "
+                                  "or 3")
         if self.group_scan not in (0, 1, 2):
             raise ScanConfigError(f"group_scan: {self.group_scan} is not 0 (tree), 1 "
                                   "(subgroup) or 2 (warp)")

@@ -9,6 +9,8 @@ devices never tuned (measured starting points: scripts/bench_scan.py).
     >>> builtin_config(atom, "rows", 4).short(), builtin_config(atom, "rows", 8).short()
     ('rows wg256 i32 stage tree chain', 'rows wg128 i32 stage tree chain')
     >>> builtin_config(NS(**{**vars(atom), "type": "cpu"}), "rows").short()
+    'rows wg1 i16 vector tree chunks g/cu128'
+    >>> builtin_config(NS(**{**vars(atom), "type": "cpu", "max_vector_bytes": 32}), "rows").short()
     'rows wg1 i8 vector tree chunks g/cu128'
 """
 
@@ -30,13 +32,17 @@ def builtin_config(info: Any, layout: str, acc_bytes: int = 8) -> ScanConfig:
         return ScanConfig("cols", wg=wg, items=16 if cpu else 1, stage=0, group_scan=0,
                           groups_per_cu=4 if cpu else 8)
     if cpu:
-        # a work-item scans its chunk 8 elements at a time in vector registers; with 64-bit
+        # a work-item scans its chunk 16 elements at a time in vector registers (8 where the
+        # device's health allows no vector of 16 accumulators), 4 vectors a step; with 64-bit
         # atomics in one chained pass over 128 chunks a compute unit (each read twice while in
-        # cache). 2^24 float32 on this 2-core AMD host: 5.6 ms on Intel's runtime (copy 3.7),
-        # 5.0 ms on Debian's PoCL (copy 5.8), against 17 / 42 ms for groups of 4 x 32
-        # (scripts/bench_scan.py; docs/benchmarks.md)
+        # cache: 2^24 float32, chunks of 256 KiB). 2^24 float32 on this 2-core AMD host (L2 of
+        # 1 MiB a core), scripts/experiments/scan_cpu_chunks.py side by side: 8 wide a vector
+        # a step 0.71 / 0.86 of the copy on Intel's runtime / Debian's PoCL, 16 wide 4 a step
+        # with streaming stores 1.11 / 1.36 (docs/benchmarks.md)
         atom = bool(getattr(info, "int64_atomics", False))
-        return ScanConfig("rows", wg=1, items=8, stage=2, group_scan=0,
+        cap = int(getattr(info, "max_vector_bytes", 0) or 0)
+        items = 16 if not cap or 16 * acc_bytes <= cap else 8
+        return ScanConfig("rows", wg=1, items=items, stage=2, group_scan=0,
                           groups_per_cu=128 if atom else 4, chain=3 if atom else 0)
     chain = int(bool(getattr(info, "int64_atomics", False)))
     # the chained pass (H200, scripts/bench_scan.py --sweep: groups of 256 x 32 the best at

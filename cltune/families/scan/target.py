@@ -20,7 +20,13 @@ from cltune.core.space import LayoutSpace
 from cltune.device.info import DeviceInfo
 from cltune.families.base import Target
 from cltune.families.scan import family as fam
-from cltune.families.scan.config import CHAIN_GROUPS_PER_CU, GROUPS_PER_CU, ITEMS, ScanConfig
+from cltune.families.scan.config import (
+    CHAIN_GROUPS_PER_CU,
+    GROUPS_PER_CU,
+    ITEMS,
+    VECTOR_ITEMS,
+    ScanConfig,
+)
 from cltune.families.scan.defaults import builtin_config
 from cltune.families.scan.kernel import source_hash
 from cltune.families.scan.launch import ScanLauncher
@@ -186,7 +192,8 @@ class ScanTarget(Target):
         v = self.space.values
         d = {k: trial.suggest_categorical(k, v[k]) for k in ScanConfig.names()}
         if d["stage"] == 2:  # a work-item its chunk in vector registers: one shape
-            d.update(wg=1, items=8, group_scan=0, chain=3 if d["chain"] else 0)
+            d.update(wg=1, items=d["items"] if d["items"] in VECTOR_ITEMS else 8,
+                     group_scan=0, chain=3 if d["chain"] else 0)
         if d["chain"] in (1, 2):
             d["groups_per_cu"] = CHAIN_GROUPS_PER_CU  # no effect there: one config, not six
         return ScanConfig(**d)
