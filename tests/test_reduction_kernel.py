@@ -6,6 +6,7 @@ errors, the fingerprint, tuning and its provenance (explain), tuning at first us
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 import textwrap
 
@@ -227,6 +228,15 @@ def _record_sum_best(db_url, info, cfg):
         store.close()
 
 
+def _stored(db_url):
+    """(fingerprint, family, status, size class, config) of every stored result: what a
+    failed lookup assertion shows."""
+    with sqlite3.connect(db_url.removeprefix("sqlite:///")) as c:
+        return c.execute("SELECT d.fingerprint, r.family, r.status, r.size_class, r.config_json, "
+                         "b.id FROM cltune_results r JOIN cltune_devices d ON d.id = r.device_id "
+                         "LEFT JOIN cltune_best b ON b.result_id = r.id").fetchall()
+
+
 def test_a_tuned_size_class_serves_only_sizes_near_it(ctx, device, data, db_url):
     """An expression tuned for 2^20 serves 2^(20 - MAX_BUCKET_STEPS) .. 2^(20 +
     MAX_BUCKET_STEPS) from that class; sizes further away get the fallback (derived from the
@@ -262,6 +272,31 @@ def test_a_tuned_size_class_serves_only_sizes_near_it(ctx, device, data, db_url)
         same(knl(x[:k], y[:k]), PyRK(ctx, np.float32, **DOT)(x[:k], y[:k]))
 
 
+def test_a_tuned_config_equal_to_the_fallback_is_served_as_tuned(ctx, device, db_url):
+    """The tuner may store the very config the fallback serves (it is one of its seeds): a
+    kernel that served it for a size far from the tuned class first still says `exact` for
+    sizes near that class (once the verdict of a config was cached with its first level)."""
+    info, _ = device
+    knl = ReductionKernel(ctx, np.float32, **DOT, db=db_url)
+    fallback = knl.explain(1)
+    store = Store.open(db_url)
+    try:
+        dev_id = store.upsert_device(info.fingerprint_parts(), info.fingerprint,
+                                     info.hardware_key, info.name)
+        cfg = fallback.config
+        rid = store.record(dev_id, Measurement("expr", knl.fingerprint, "2^12", cfg.to_dict(),
+                                               cfg.key(), "ok", 1 << 12, "test", "test", "",
+                                               1e-6, 4.0))
+        store.set_best(dev_id, rid)
+    finally:
+        store.close()
+    again = ReductionKernel(ctx, np.float32, **DOT, db=db_url)  # serves n=1 when built
+    assert again.explain(1).level == fallback.level
+    e = again.explain(5000)
+    assert (e.level, e.bucket, e.config) == ("exact", 12, cfg), e
+    assert again.explain(1).level == fallback.level  # and the far size stays the fallback
+
+
 def test_tune_explain_and_derived_from_the_tuned_sum(ctx, device, queue, data, db_url,
                                                      storage_url):
     info, _ = device
@@ -287,11 +322,13 @@ def test_tune_explain_and_derived_from_the_tuned_sum(ctx, device, queue, data, d
     results = knl.tune(x, y, trials=4, timeout=30, storage=storage_url)
     assert results[0].size_class == "2^12" and results[0].config is not None
     e = knl.explain(4096)
-    assert e.level == "exact" and e.bucket == 12 and e.config == results[0].config
+    assert e.level == "exact", (e.why, results, _stored(db_url), info.fingerprint)
+    assert e.bucket == 12 and e.config == results[0].config
     same(knl(x, y), PyRK(ctx, np.float32, **DOT)(x, y))
     # a second kernel object of the same expression finds the result in the database
     again = ReductionKernel(ctx, np.float32, **DOT, db=db_url)
-    assert again.explain(5000).level == "exact"
+    e = again.explain(5000)
+    assert e.level == "exact", (e.why, e.config, results, _stored(db_url))
 
 
 def test_first_use_tunes_in_the_background_and_switches(ctx, queue, data, db_url):

@@ -170,6 +170,21 @@ def test_tuned_db_is_used_and_explained(queue, device, tmp_path):
     assert r(x).get() == 3 * 10**6 + 1
 
 
+def test_one_config_stored_for_two_classes_explains_each_class(queue, device, tmp_path):
+    """Two size classes whose tuned bests are the same config: each size is explained by its
+    own class (the vetting verdict is cached per config, not the first size's choice)."""
+    from support.tuned import store_bests
+
+    from cltune.families.reduce.config import Config
+
+    url = f"sqlite:///{tmp_path / 't.db'}"
+    cfg = Config("serial", 8, 0, 2, 4, 2, 2, "native")
+    store_bests(url, device[0], {10: cfg, 20: cfg})
+    r = get_reducer(queue, db=url)
+    assert (r.explain(1000).bucket, r.explain(1 << 20).bucket) == (10, 20)
+    assert r.explain(1 << 20).config == cfg and r.explain(1 << 20).level == "exact"
+
+
 def test_runtime_never_writes_the_database(queue, device, tmp_path):
     import hashlib
 

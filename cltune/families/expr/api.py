@@ -79,6 +79,7 @@ class _DeviceState:
             self.choices: Choices = ch
             self.by_n: dict[int, tuple[ExprLauncher, ExprChoice]] = {}
             self.served: dict[int, tuple[str, str]] = {}  # n -> (level, why) of by_n's choice
+            # config -> its vetting verdict: itself, or the substitute served instead and why
             self.vetted: dict[ExprConfig, tuple[ExprChoice, str, str]] = {}
 
     def launcher_for(self, n: int) -> tuple[ExprLauncher, ExprChoice]:
@@ -87,10 +88,13 @@ class _DeviceState:
             return hit
         ch, level, why = self.choices.serve(n)
         with self.lock:
-            served = self.vetted.get(ch.config)
-            if served is None:  # never build here what has not run right on this driver
-                served = self.vetted[ch.config] = self._vet(ch, level, why)
-            ch, level, why = served
+            verdict = self.vetted.get(ch.config)
+            if verdict is None:  # never build here what has not run right on this driver
+                verdict = self.vetted[ch.config] = self._vet(ch, level, why)
+            if verdict[0].config != ch.config:  # passed over: its substitute, and why
+                ch, level, why = verdict
+            # else the config itself serves, as this size's choice (its level and size class:
+            # a tuned class may store the config a fallback served first)
             la = self.launchers.get(ch.config)
             if la is None:
                 la = ExprLauncher(self.ctx, self.dev, self.info, self.spec, ch.config)

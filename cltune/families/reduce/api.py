@@ -53,7 +53,7 @@ class _Engine:
         self.buckets = sorted(c.bucket for c in self.choices if c.bucket is not None)
         self._launchers: dict[Config, Launcher] = {}
         self._by_n: dict[int, tuple[Launcher, Choice]] = {}
-        self._vetted: dict[Config, Choice] = {}  # a choice's config -> what serves it
+        self._vetted: dict[Config, Choice] = {}  # a config -> itself or its substitute
         self._lock = threading.Lock()
         self.queue = cl.CommandQueue(ctx, dev)
         self.allocator = cltools.MemoryPool(cltools.ImmediateAllocator(self.queue))
@@ -76,7 +76,8 @@ class _Engine:
                 # never build here what has not run right on this driver (vetting)
                 level = self.level if ch.bucket is not None else "builtin"
                 served = self._vetted[ch.config] = vetted(self.info, self.spec, ch, level)
-            ch = served
+            if served.config != ch.config:  # passed over: the substitute, and why
+                ch = served
             la = self._launchers.get(ch.config)
             if la is None:
                 la = Launcher(self.ctx, self.dev, self.info, self.spec, ch.config)
