@@ -1,5 +1,6 @@
 """The tuning database: round trip, schema versions and migration, errors that name the fix."""
 
+import os
 import sqlite3
 
 import pytest
@@ -120,6 +121,78 @@ def test_wal_and_busy_timeout(db_url):
     with s.engine.connect() as c:
         assert c.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert c.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 10000
+
+
+def _refuse_reads(monkeypatch, message: str, times: int) -> list[int]:
+    """Store.open's read check fails `times` times with SQLite's `message` (what a reader meets
+    while another connection checkpoints or recovers the WAL, or in a read-only directory)."""
+    import sqlalchemy.exc
+
+    import cltune.tuning_db.store as store_mod
+
+    calls = [0]
+    real = store_mod.check_readable
+
+    def check(conn):  # noqa: ANN001
+        calls[0] += 1
+        if calls[0] <= times:
+            raise sqlalchemy.exc.OperationalError("SELECT", {}, sqlite3.OperationalError(message))
+        return real(conn)
+
+    monkeypatch.setattr(store_mod, "check_readable", check)
+    return calls
+
+
+def _with_unflushed_wal(db_url):
+    """A database whose newest best lives only in its write-ahead log: a second connection
+    stays open, so the writer's close does not checkpoint. Returns that connection."""
+    s = Store.open(db_url)
+    dev, rid = add(s, median=2e-3)
+    s.set_best(dev, rid)
+    keep = sqlite3.connect(db_url.removeprefix("sqlite:///"))
+    keep.execute("SELECT count(*) FROM cltune_results").fetchone()
+    dev, rid = add(s, bucket=12, median=1e-3, key="k2")
+    s.set_best(dev, rid)
+    s.close()
+    return keep
+
+
+def test_a_locked_read_is_retried_and_sees_the_write_ahead_log(db_url, monkeypatch):
+    """A read-only open that SQLite refuses for a moment (locked) is retried, and reads what the
+    WAL holds: never an `immutable` read that would skip the newest results."""
+    keep = _with_unflushed_wal(db_url)
+    try:
+        wal = db_url.removeprefix("sqlite:///") + "-wal"
+        assert os.path.getsize(wal) > 0
+        calls = _refuse_reads(monkeypatch, "database is locked", 2)
+        ro = Store.open(db_url, readonly=True)
+        try:
+            assert sorted(r.size_class for r in ro.bests(ro.device_ids())) == ["2^12", "2^20"]
+        finally:
+            ro.close()
+        assert calls[0] >= 3
+    finally:
+        keep.close()
+
+
+def test_an_unreadable_file_with_a_full_write_ahead_log_is_an_error_not_stale_data(
+        db_url, monkeypatch):
+    """Where SQLite cannot read normally (as in a read-only directory) and the WAL holds rows,
+    opening is a clear error (callers warn and use the levels without a database), never an
+    immutable read of the file without its newest rows; with no WAL data it reads the file."""
+    keep = _with_unflushed_wal(db_url)
+    try:
+        _refuse_reads(monkeypatch, "unable to open database file", 1)
+        with pytest.raises(DatabaseError, match="write-ahead log"):
+            Store.open(db_url, readonly=True)
+    finally:
+        keep.close()  # the last connection: SQLite checkpoints and removes the WAL
+    _refuse_reads(monkeypatch, "unable to open database file", 1)
+    ro = Store.open(db_url, readonly=True)
+    try:
+        assert sorted(r.size_class for r in ro.bests(ro.device_ids())) == ["2^12", "2^20"]
+    finally:
+        ro.close()
 
 
 # ------------------------------------------------------------------ the vendor tally (v3)

@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, func, select
@@ -52,6 +53,46 @@ def _measured(m: Measurement) -> dict[str, object]:
             "cltune_version": m.cltune_version, "source_hash": m.source_hash}
 
 
+#: how long a read-only open retries a transient refusal (another process checkpointing or
+#: recovering the WAL) before judging the file unreadable
+RO_RETRY_S = 2.0
+
+
+def _readable_sqlite(engine: Engine, url: str, path: Path) -> Engine:
+    """`engine` (SQLite, `mode=ro`) once it reads. While SQLite refuses with a lock (another
+    connection checkpointing or recovering the WAL) it is retried for RO_RETRY_S. Where it
+    still cannot read (a read-only directory: no WAL index can be made there), an `immutable`
+    engine, but only while no write-ahead log holds data: immutable reads skip the WAL and
+    its locks, so with a log that holds rows they would miss the newest results (a tuned
+    class served as untuned). Errors other than refusals are left to the caller's check (its
+    usual message)."""
+    deadline = time.monotonic() + RO_RETRY_S
+    pause = 0.01
+    while True:
+        try:
+            with engine.connect() as conn:
+                check_readable(conn)
+            return engine
+        except OperationalError as e:
+            err = e
+        except (DatabaseError, SQLAlchemyError):
+            return engine  # reported by the caller with the usual message
+        transient = any(w in str(err.orig).lower() for w in ("locked", "busy"))
+        if not transient or time.monotonic() > deadline:
+            break
+        time.sleep(pause)
+        pause = min(0.2, pause * 2)
+    wal = path.with_name(path.name + "-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        engine.dispose()
+        raise DatabaseError(f"cannot read {path} ({_short(err)}) and its write-ahead log "
+                            f"{wal.name} holds results not yet in the file: open it once "
+                            "where its directory is writable (any cltune command that "
+                            "writes, e.g. `cltune migrate`), then read it here")
+    engine.dispose()  # e.g. a read-only directory: no -shm can be made, the file is whole
+    return make_engine(url, readonly=True, immutable=True)
+
+
 class Store:
     """A tuning database. `Store.open(url)` creates/migrates; `readonly=True` never writes."""
 
@@ -62,15 +103,9 @@ class Store:
     def open(cls, url: str | None = None, *, readonly: bool = False) -> Store:
         url = normalise_url(url or default_url())
         engine = make_engine(url, readonly=readonly)
-        if readonly and sqlite_path(url) is not None:
-            try:
-                with engine.connect() as conn:
-                    check_readable(conn)
-            except OperationalError:  # e.g. a WAL file in a read-only directory
-                engine.dispose()
-                engine = make_engine(url, readonly=True, immutable=True)
-            except (DatabaseError, SQLAlchemyError):
-                pass  # reported below with the usual message
+        path = sqlite_path(url)
+        if readonly and path is not None:
+            engine = _readable_sqlite(engine, url, path)
         try:
             if readonly:
                 with engine.connect() as conn:
