@@ -228,6 +228,20 @@ def _record_sum_best(db_url, info, cfg):
         store.close()
 
 
+def _record_expr_best(db_url, info, fingerprint, bucket, cfg):
+    """Store `cfg` as the tuned best of the expression `fingerprint` for class 2^bucket."""
+    store = Store.open(db_url)
+    try:
+        dev_id = store.upsert_device(info.fingerprint_parts(), info.fingerprint,
+                                     info.hardware_key, info.name)
+        rid = store.record(dev_id, Measurement("expr", fingerprint, f"2^{bucket}", cfg.to_dict(),
+                                               cfg.key(), "ok", 1 << bucket, "test", "test", "",
+                                               1e-4, 40.0))
+        store.set_best(dev_id, rid)
+    finally:
+        store.close()
+
+
 def _stored(db_url):
     """(fingerprint, family, status, size class, config) of every stored result: what a
     failed lookup assertion shows."""
@@ -249,16 +263,7 @@ def test_a_tuned_size_class_serves_only_sizes_near_it(ctx, device, data, db_url)
     fallback = knl.explain(1 << 10)
     tuned = ExprConfig("contiguous" if info.type == "cpu" else "strided", 2, 2, 1, 2)
     assert tuned != fallback.config
-    store = Store.open(db_url)
-    try:
-        dev_id = store.upsert_device(info.fingerprint_parts(), info.fingerprint,
-                                     info.hardware_key, info.name)
-        rid = store.record(dev_id, Measurement("expr", knl.fingerprint, "2^20", tuned.to_dict(),
-                                               tuned.key(), "ok", 1 << 20, "test", "test", "",
-                                               1e-4, 40.0))
-        store.set_best(dev_id, rid)
-    finally:
-        store.close()
+    _record_expr_best(db_url, info, knl.fingerprint, 20, tuned)
     knl.reload()
     for b in (20 - MAX_BUCKET_STEPS, 20, 20 + MAX_BUCKET_STEPS):
         e = knl.explain(1 << b)
@@ -279,17 +284,8 @@ def test_a_tuned_config_equal_to_the_fallback_is_served_as_tuned(ctx, device, db
     info, _ = device
     knl = ReductionKernel(ctx, np.float32, **DOT, db=db_url)
     fallback = knl.explain(1)
-    store = Store.open(db_url)
-    try:
-        dev_id = store.upsert_device(info.fingerprint_parts(), info.fingerprint,
-                                     info.hardware_key, info.name)
-        cfg = fallback.config
-        rid = store.record(dev_id, Measurement("expr", knl.fingerprint, "2^12", cfg.to_dict(),
-                                               cfg.key(), "ok", 1 << 12, "test", "test", "",
-                                               1e-6, 4.0))
-        store.set_best(dev_id, rid)
-    finally:
-        store.close()
+    cfg = fallback.config
+    _record_expr_best(db_url, info, knl.fingerprint, 12, cfg)
     again = ReductionKernel(ctx, np.float32, **DOT, db=db_url)  # serves n=1 when built
     assert again.explain(1).level == fallback.level
     e = again.explain(5000)
