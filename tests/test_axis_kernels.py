@@ -50,11 +50,33 @@ def test_every_layout_and_finish_validates(ctx, queue, device, cfg):
     assert chk.ok, chk.reason
 
 
-def test_splits_really_happen(device):
-    """The validation shapes exercise both finishes: long rows/columns are split."""
+def test_splits_really_happen(ctx, device):
+    """The validation shapes exercise both finishes: long rows/columns are split, by the
+    plans the launchers make (the streamed strips' too, whose pieces have a least size)."""
     info = device[0]
     assert plan_rows(ROWS[1], info.compute_units, 1, 100003).split > 1
     assert plan_cols(COLS[1], info.compute_units, 1, 100003, 2).split > 1
+    for cfg in (ROWS[1], COLS[1], COLS[5], COLS[6]):
+        la = _launcher(ctx, device, "sum", "float32", cfg)
+        layout, shape = ("rows", (1, 100003, 1)) if cfg.lanes else ("cols", (1, 100003, 2))
+        assert la.plan(layout, *shape).split > 1, cfg
+
+
+def test_streamed_strips_split_only_for_more_units_and_big_pieces():
+    """A streamed strip is split only where that at least doubles the work-items (never past
+    groups_per_cu x compute units) and each piece reads MIN_PIECE_BYTES or more: a split's
+    finishing launch cost more than it saved (docs/benchmarks.md, CPU axis reductions)."""
+    from cltune.families.axis.launch import MIN_PIECE_BYTES, plan_stream
+
+    cfg = AxisConfig(wg=64, lanes=0, cols=64, vec=16, items=8, groups_per_cu=8, stream=1)
+    assert plan_stream(cfg, 2, 1, 200, 200, 4).split == 1  # 160 KB: one piece
+    assert plan_stream(cfg, 2, 1, 100, 10000, 4).split == 1  # 10 strips for 2 CUs
+    assert plan_stream(cfg, 2, 1, 10000, 1000, 4).split == 16  # one strip: 16 pieces
+    p = plan_stream(cfg, 2, 1, 3000, 5000, 4)  # 5 strips: 3 pieces each, 15 work-items
+    assert (p.split, p.groups) == (3, 15)
+    rows = 4 * MIN_PIECE_BYTES // (4 * 1024)  # a 1024-column strip of 4 pieces' bytes
+    assert plan_stream(cfg, 2, 1, rows, 1024, 4).split == 4
+    assert plan_stream(cfg, 2, 1, rows, 1024, 0).split == 16  # no element size: no least
 
 
 @pytest.mark.parametrize("op,dtype", [("max", "float32"), ("min", "uint64"), ("sum", "int32"),

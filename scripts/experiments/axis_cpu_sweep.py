@@ -35,7 +35,7 @@ las = {}
 for k, c in cfgs.items():
     la = AxisLauncher(ctx, dev, info, sp, c); call(la); q.finish()
     err = np.max(np.abs(out.get() - want) / np.maximum(1, np.abs(want)))
-    p = la._plan(kind, *( (g.outer, g.r, 1) if kind == "rows" else (g.outer, g.r, g.inner)))
+    p = la.plan(kind, *( (g.outer, g.r, 1) if kind == "rows" else (g.outer, g.r, g.inner)))
     print(f"{k:50s} {c.short():36s} groups {p.groups} split {p.split} err {err:.1e}")
     las[k] = la
 nrep = max(1, int(3e8 / max(h.nbytes, 1) / len(cfgs)))

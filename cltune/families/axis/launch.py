@@ -32,6 +32,16 @@ from cltune.families.axis.kernel import (
 from cltune.opencl.kernel_args import ArgSetter, setter
 
 MAX_SPLIT = 4096
+#: CPUs: outputs per group of the columns' finishing kernel, so that a work-item adds its own
+#: output's pieces and the tree in __local memory has no steps (was 32 outputs per group, two
+#: work-items per output: 10000 x 1000 float32 along axis 0, 16 pieces, finishing kernel
+#: 20.0 -> 15.7 us on Intel's runtime, 33.7 -> 14.9 on PoCL: scripts/experiments/axis_splits.py)
+FIN_COLS_CPU = 1024
+#: the least a piece of a split streamed column strip reads (CPUs, the stream layout): a
+#: 200 x 200 float32 sum along axis 0 was 16 pieces of 10 KB and a finishing launch, 6.7 us of
+#: device time where one piece takes 3.6 (Intel's runtime); 100 x 10000 was 2 pieces of each
+#: of its 10 strips, 98.6 us where one piece each takes 39.9 (PoCL: 161 -> 76)
+MIN_PIECE_BYTES = 1 << 18
 _IDX32_LIMIT = (1 << 32) - (1 << 20)
 _LOCK = threading.RLock()
 
@@ -70,21 +80,28 @@ def plan_rows(cfg: AxisConfig, cus: int, rows: int, length: int) -> AxisPlan:
     return AxisPlan(_groups(cfg, cus, base * split), split, chunk)
 
 
-def plan_stream(cfg: AxisConfig, cus: int, outer: int, r: int, inner: int) -> AxisPlan:
+def plan_stream(cfg: AxisConfig, cus: int, outer: int, r: int, inner: int,
+                elem_bytes: int = 0) -> AxisPlan:
     """Strips of cols * vec columns, each streamed by one work-item over a piece of rows;
-    rows are split only as far as the device needs units (and never below 4 rows)."""
+    rows are split only as far as the device needs units, never below 4 rows, and (given
+    the bytes an element reads, `elem_bytes`) never into pieces of fewer than
+    MIN_PIECE_BYTES: below that a piece's work costs less than the finishing launch."""
     ctiles = -(-inner // (cfg.cols * cfg.vec))
     base = outer * ctiles
     target = cfg.groups_per_cu * max(1, cus)
-    split = max(1, min(-(-target // base), -(-r // 4), MAX_SPLIT))
+    most = -(-r // 4)
+    if elem_bytes:
+        most = min(most, max(1, outer * r * inner * elem_bytes // (base * MIN_PIECE_BYTES)))
+    split = max(1, min(target // base, most, MAX_SPLIT))
     chunk = -(-r // split)
     split = -(-r // chunk)
     return AxisPlan(base * split, split, chunk, ctiles)
 
 
-def plan_cols(cfg: AxisConfig, cus: int, outer: int, r: int, inner: int) -> AxisPlan:
+def plan_cols(cfg: AxisConfig, cus: int, outer: int, r: int, inner: int,
+              elem_bytes: int = 0) -> AxisPlan:
     if cfg.stream:
-        return plan_stream(cfg, cus, outer, r, inner)
+        return plan_stream(cfg, cus, outer, r, inner, elem_bytes)
     ctiles = -(-inner // (cfg.cols * cfg.vec))
     base = outer * ctiles
     split, chunk = _split(cfg, cus, base, r, (cfg.wg // cfg.cols) * cfg.items)
@@ -183,7 +200,7 @@ class AxisLauncher:
              out: cl.Buffer, *, y: cl.Buffer | None = None, yoff: int = 0,
              wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
         """out[r] = reduce(x[xoff + r*length : ... + length]) for r < rows (length >= 1)."""
-        p = self._plan("rows", rows, length, 1)
+        p = self.plan("rows", rows, length, 1)
         i64 = max(xoff, yoff) + rows * length > _IDX32_LIMIT
         b = self.built(i64)
         k = self._sets[i64]
@@ -209,7 +226,7 @@ class AxisLauncher:
              inner: int, out: cl.Buffer, *, y: cl.Buffer | None = None, yoff: int = 0,
              wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
         """out[o*inner + i] = reduce over k of x[xoff + (o*r + k)*inner + i] (r >= 1)."""
-        p = self._plan("cols", outer, r, inner)
+        p = self.plan("cols", outer, r, inner)
         i64 = max(xoff, yoff) + outer * r * inner + p.partials(outer * inner) > _IDX32_LIMIT
         b = self.built(i64)
         k = self._sets[i64]
@@ -233,7 +250,8 @@ class AxisLauncher:
             evs = [ev]
             if p.split > 1 and (self.cfg.stream or not self.cfg.onepass):
                 kept = outer * inner
-                fcols = min(wg, 32, 1 << max(0, (kept - 1).bit_length()))
+                fcols = min(wg, FIN_COLS_CPU if self.info.type == "cpu" else 32,
+                            1 << max(0, (kept - 1).bit_length()))
                 evs.append(k["cols_fin"].launch(
                     queue, (-(-kept // fcols) * wg,), (wg,),
                     (s.partials, outer, inner, p.split, fcols, out, self._local),
@@ -267,12 +285,14 @@ class AxisLauncher:
             s.last = ev2
             return [ev, ev2]
 
-    def _plan(self, layout: str, a: int, b: int, c: int) -> AxisPlan:
+    def plan(self, layout: str, a: int, b: int, c: int) -> AxisPlan:
+        """The plan of a `rows` (rows a of length b; c = 1) or `cols` (outer a, reduced b,
+        inner c) launch."""
         p = self._plans.get((layout, a, b, c))
         if p is None:
             cus = self.info.compute_units
             p = plan_rows(self.cfg, cus, a, b) if layout == "rows" else plan_cols(
-                self.cfg, cus, a, b, c)
+                self.cfg, cus, a, b, c, self.spec.itemsize * self.spec.n_inputs)
             if len(self._plans) > 256:
                 self._plans.clear()
             self._plans[(layout, a, b, c)] = p
@@ -280,4 +300,4 @@ class AxisLauncher:
 
     def count_split(self, rows: int, length: int) -> int:
         """How many pieces `rows` splits a row into (for tests and the docs)."""
-        return plan_rows(self.cfg, self.info.compute_units, rows, length).split
+        return self.plan("rows", rows, length, 1).split

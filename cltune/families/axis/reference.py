@@ -26,7 +26,7 @@ from cltune.core.inputs import Check, make_input
 from cltune.core.ops import OpSpec
 from cltune.families.axis.family import NO_ERROR, identity
 from cltune.families.axis.kernel import acc_type
-from cltune.families.axis.launch import AxisLauncher, plan_cols, plan_rows
+from cltune.families.axis.launch import AxisLauncher
 
 _U = {"float": 2.0**-24, "double": 2.0**-53}
 #: the largest validation input (elements): a tuning class's shape is scaled down to it
@@ -133,16 +133,15 @@ def depth(launcher: AxisLauncher, p: Problem) -> int:
         longest = int(np.max(np.diff(p.offsets))) if p.offsets.size > 1 else 0
         serial = -(-longest // (cfg.lanes * cfg.vec * cfg.items)) + cfg.items
         return serial + lg(cfg.vec) + lg(cfg.items) + lg(cfg.lanes) + 4
-    cus = launcher.info.compute_units
     if cfg.lanes:
-        plan = plan_rows(cfg, cus, p.outer * p.inner, p.r)
+        plan = launcher.plan("rows", p.outer * p.inner, p.r, 1)
         serial = -(-plan.chunk // (cfg.lanes * cfg.vec * cfg.items)) + cfg.items + cfg.vec
         tree = lg(cfg.vec) + lg(cfg.items) + lg(cfg.lanes)
     elif cfg.stream:  # each output: its piece's rows one after the other
-        plan = plan_cols(cfg, cus, p.outer, p.r, p.inner)
+        plan = launcher.plan("cols", p.outer, p.r, p.inner)
         serial, tree = plan.chunk + 1, 0
     else:
-        plan = plan_cols(cfg, cus, p.outer, p.r, p.inner)
+        plan = launcher.plan("cols", p.outer, p.r, p.inner)
         rt = cfg.wg // cfg.cols
         serial = -(-plan.chunk // (rt * cfg.items)) + cfg.items
         tree = lg(cfg.items) + lg(rt)
