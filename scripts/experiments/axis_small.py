@@ -1,18 +1,30 @@
 # ruff: noqa  (one-off experiment, kept terse)
-"""Strided-axis reductions on a CPU device: the stream plan's least piece size
-(cltune.families.axis.launch.MIN_PIECE_BYTES) and groups per compute unit side by side, end to
-end (`r(x, axis=0).get()` on a device array), numpy beside; one process, interleaved blocks.
-Usage (a variant `g=G,min=BYTES`; g=0: the builtin config's):
-    python scripts/experiments/axis_small.py DEVICE SHAPE[,SHAPE...] [VARIANT;VARIANT...]"""
-from dataclasses import replace
+"""Strided-axis sums (float32, axis 0 of 2-D C arrays) on a CPU device, end to end
+(`launch + .get()` of the result, the input on the device) with the builtin config: the
+current plan (`new`) beside the one before 2026-12-03 (`old`: strips split up to
+groups_per_cu x CUs work-items, rounded up, pieces of any size; the finishing kernel 32
+outputs a group), numpy beside; one process, interleaved blocks, the order rotated each
+block. Usage:
+    python scripts/experiments/axis_small.py DEVICE SHAPE[,SHAPE...]"""
 import sys, time, statistics, numpy as np, pyopencl as cl, pyopencl.array as cla
 import cltune
 import cltune.families.axis.launch as L
 from cltune.device.select import select
 
 info, dev = select(sys.argv[1]); ctx = cl.Context([dev]); q = cl.CommandQueue(ctx)
-variants = (sys.argv[3] if len(sys.argv) > 3 else "g=0,min=0;g=0,min=65536").split(";")
 r = cltune.get_reducer(q, "sum", np.float32)
+new_plan, new_fin = L.plan_stream, L.FIN_COLS_CPU
+
+
+def old_plan(cfg, cus, outer, r_, inner, elem_bytes=0):
+    ctiles = -(-inner // (cfg.cols * cfg.vec))
+    base = outer * ctiles
+    target = cfg.groups_per_cu * max(1, cus)
+    split = max(1, min(-(-target // base), -(-r_ // 4), L.MAX_SPLIT))
+    chunk = -(-r_ // split)
+    return L.AxisPlan(base * split, -(-r_ // chunk), chunk, ctiles)
+
+
 print(f"{info.name[:30]}: us per call (median of 10 blocks, order rotated), numpy/this")
 for s in sys.argv[2].split(","):
     shape = tuple(int(v) for v in s.split("x"))
@@ -20,30 +32,33 @@ for s in sys.argv[2].split(","):
     want = h.astype(np.float64).sum(axis=0)
     cfg = r.explain(shape, 0).config
     las = {}
-    for v in variants:  # one launcher per variant (its plans are cached per launcher)
-        kw = dict(p.split("=") for p in v.split(","))
-        L.MIN_PIECE_BYTES = int(kw["min"]) or 1  # 0: no least piece
-        c = replace(cfg, groups_per_cu=int(kw["g"])) if int(kw["g"]) else cfg
-        la = L.AxisLauncher(ctx, dev, info, r.spec, c)
-        las[v if v not in las else v + " (again)"] = (la, la.plan("cols", 1, shape[0],
-                                                                 int(np.prod(shape[1:]))))
+    pairs = (("old", old_plan, 32), ("new", new_plan, new_fin))
+    for name, plan, fin in (pairs[::-1] if "--new-first" in sys.argv else pairs):
+        L.plan_stream = plan
+        la = L.AxisLauncher(ctx, dev, info, r.spec, cfg)
+        las[name] = (la, la.plan("cols", 1, shape[0], shape[1]), fin)
+    L.plan_stream = new_plan
     out = cla.empty(q, want.shape, np.float32)
-    def run(la):
-        la.cols(q, x.base_data, 0, 1, shape[0], int(np.prod(shape[1:])), out.base_data)
+
+    def run(name):
+        la, _, fin = las[name]
+        L.FIN_COLS_CPU = fin
+        la.cols(q, x.base_data, 0, 1, shape[0], shape[1], out.base_data)
         return out.get()
-    for v, (la, _) in las.items():
-        got = run(la)
-        assert np.allclose(got, want, rtol=1e-5), v
+
+    for name in las:
+        assert np.allclose(run(name), want, rtol=1e-5), name
     nrep = max(3, min(300, int(2e7 / h.nbytes)))
     names = [*las, "numpy"]
     ts = {k: [] for k in names}
-    for i in range(10):  # each contender in every position of the order equally often
-        for k in names[i % len(names):] + names[:i % len(names)]:
+    for i in range(10):
+        for k in names[i % 3:] + names[:i % 3]:
             t0 = time.perf_counter()
             for _ in range(nrep):
-                h.sum(axis=0) if k == "numpy" else run(las[k][0])
+                h.sum(axis=0) if k == "numpy" else run(k)
             ts[k].append((time.perf_counter() - t0) / nrep * 1e6)
     md = {k: statistics.median(v) for k, v in ts.items()}
-    row = "  ".join(f"[{k}] {md[k]:7.1f} (split {las[k][1].split}) {md['numpy'] / md[k]:4.2f}x"
-                    for k in las)
-    print(f"{s:>11s} {cfg.short():28s} numpy {md['numpy']:7.1f}  {row}")
+    print(f"{s:>11s} {cfg.short():34s} numpy {md['numpy']:8.1f} | "
+          + " | ".join(f"{k} {md[k]:8.1f} (split {las[k][1].split:2d}) {md['numpy'] / md[k]:4.2f}x"
+                       for k in las) + f" | old/new {md['old'] / md['new']:4.2f}")
+L.FIN_COLS_CPU = new_fin
