@@ -11,15 +11,21 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 
+def _dtype_hint(name: str, got: np.dtype, want: np.dtype) -> str:
+    return (f"{name} has dtype {got}, this reducer is for {want} (cast with .astype or use "
+            f"get_reducer(..., dtype={got}))")
+
+
 def device_array(a: Any, want: np.dtype, ctx: cl.Context, queue: cl.CommandQueue, name: str,
                  *, flat: bool = False) -> cla.Array:
     """`a` (a numpy array or a pyopencl Array of dtype `want` in `ctx`) on the device; a numpy
     array is uploaded (C-contiguous, flattened with `flat`)."""
-    dtype_hint = (f"{name} has dtype {{}}, this reducer is for {want} "
-                  "(cast with .astype or use get_reducer(..., dtype={}))")
+    if type(a) is cla.Array and a.dtype is want and a.context is ctx and (
+            a._flags or a.flags).forc:
+        return a  # the hot path: checked by identity, as the checks below would pass it
     if isinstance(a, np.ndarray):
         if a.dtype != want:
-            raise TypeError(dtype_hint.format(a.dtype, a.dtype))
+            raise TypeError(_dtype_hint(name, a.dtype, want))
         if not (a.flags.c_contiguous or a.flags.f_contiguous):
             a = np.ascontiguousarray(a)
         return cla.to_device(queue, np.ascontiguousarray(a).reshape(-1) if flat else a)
@@ -27,7 +33,7 @@ def device_array(a: Any, want: np.dtype, ctx: cl.Context, queue: cl.CommandQueue
         raise TypeError(f"{name} must be a pyopencl.array.Array or numpy array, "
                         f"not {type(a).__name__}")
     if a.dtype != want:
-        raise TypeError(dtype_hint.format(a.dtype, a.dtype))
+        raise TypeError(_dtype_hint(name, a.dtype, want))
     if a.context.int_ptr != ctx.int_ptr:
         raise ValueError(f"{name} lives in another OpenCL context than this reducer")
     if a.size and not (a.flags.c_contiguous or a.flags.f_contiguous):

@@ -21,11 +21,12 @@ from cltune.families.axis.segments import reduce_segments  # noqa: F401 - the fa
 from cltune.families.axis.serve import AxisExplanation, axis_engine, device_array, explain
 
 
-def _out_array(reducer: Any, q: cl.CommandQueue, g: Geometry, out: Any) -> cla.Array:
+def _out_array(reducer: Any, q: cl.CommandQueue, g: Geometry, out: Any,
+               allocator: Any) -> cla.Array:
     rdt = reducer.spec.result_dtype
     shape, order = g.kept, g.order
     if out is None:
-        return empty_result(q, shape, rdt, order, axis_engine(reducer).allocator)
+        return empty_result(q, shape, rdt, order, allocator)
     if not isinstance(out, cla.Array) or out.dtype != rdt or tuple(out.shape) != shape:
         raise TypeError(f"out must be a pyopencl Array of shape {shape} and dtype {rdt}")
     ok = out.flags.c_contiguous if order == "C" else out.flags.f_contiguous
@@ -60,7 +61,7 @@ def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
             if len(eng.geometries) > 256:
                 eng.geometries.clear()
             eng.geometries[key] = g
-    res = _out_array(reducer, q, g, out)
+    res = _out_array(reducer, q, g, out, eng.allocator)
     waits = [*(wait_for or ()), *xd.events, *res.events]
     if yd is not None:
         waits += yd.events

@@ -170,6 +170,9 @@ _engines_lock = threading.Lock()
 
 def axis_engine(reducer: Any) -> AxisEngine:
     eng = reducer._eng
+    a = _engines.get(eng)  # a dict read: safe without the lock (made once, under it)
+    if a is not None:
+        return a
     with _engines_lock:
         a = _engines.get(eng)
         if a is None:

@@ -36,10 +36,16 @@ from cltune.opencl.scalars import ScalarFactory, new_scalar
 __all__ = ["Reducer", "get_reducer"]
 
 
+_AXIS_API: list[Any] = []  # the axis family's api module, once imported
+
+
 def _axis() -> Any:
     """The axis family's api (`r(x, axis=k)`, `r.segments`), through the registry: the 1-D
-    family imports no other family (and a 1-D reduction never loads the axis family)."""
-    return family.entry("axis", "api")
+    family imports no other family (and a 1-D reduction never loads the axis family).
+    Resolved once: a call along an axis is on the hot path."""
+    if not _AXIS_API:
+        _AXIS_API.append(family.entry("axis", "api"))
+    return _AXIS_API[0]
 
 
 class _Engine:
