@@ -245,6 +245,42 @@ def test_warm_calls_follow_every_change(queue, db):
         np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"segments {j} init {init}")
 
 
+def test_repeated_calls_reuse_their_launch_and_stay_right(queue, db, ctx):
+    """A call seen before (shape, strides, offset, axis, keepdims, queue) launches what the
+    first one prepared: other data of that shape, other queues, F order, keepdims, negative
+    axes, inputs still being written on another queue, and a bigger shape growing the
+    scratch between two warm calls all give numpy's answer."""
+    from cltune.families.axis.serve import axis_engine
+
+    rng = np.random.default_rng(11)
+    r = _r(queue, db=db)
+    q2 = cl.CommandQueue(ctx)
+    cases = [((300, 70001), 1), ((70001, 3), 0), ((257, 129), 0), ((257, 129), -1)]
+    for shape, axis in cases:
+        for rep in range(3):
+            h = rng.random(shape, dtype=np.float32)
+            for order in ("C", "F"):
+                ho = np.asarray(h, order=order)
+                x = cla.to_device(queue, ho)
+                for keep in (False, True):
+                    got = r(x, axis=axis, keepdims=keep).get()
+                    want = ho.astype(np.float64).sum(axis=axis, keepdims=keep)
+                    assert got.shape == want.shape
+                    np.testing.assert_allclose(got, want, rtol=1e-5,
+                                               err_msg=f"{shape} {order} axis {axis} rep {rep}")
+            # an input still being written on another queue: its event is waited for
+            x2 = cla.to_device(q2, h)
+            doubled = x2 * 2  # enqueued on q2, pending when the reducer's queue launches
+            got = r(doubled, axis=axis).get()
+            np.testing.assert_allclose(got, 2 * h.astype(np.float64).sum(axis=axis), rtol=1e-5)
+            # the same shape on another queue, and a scratch grown in between
+            got = r(x, axis=axis, queue=q2).get(queue=q2)
+            np.testing.assert_allclose(got, ho.astype(np.float64).sum(axis=axis), rtol=1e-5)
+            big = cla.to_device(queue, rng.random((4, 1 << 20), dtype=np.float32))
+            r(big, axis=1).get()
+    assert axis_engine(r).warm, "no call was prepared for reuse"
+
+
 @pytest.mark.parametrize("op,dtype", [("sum", np.float32), ("sum", np.int32), ("max", np.int64),
                                       ("prod", np.float16), ("min", np.float64)])
 def test_an_axis_of_length_one_is_a_converting_copy(queue, db, device, op, dtype):

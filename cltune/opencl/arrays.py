@@ -20,7 +20,7 @@ def device_array(a: Any, want: np.dtype, ctx: cl.Context, queue: cl.CommandQueue
                  *, flat: bool = False) -> cla.Array:
     """`a` (a numpy array or a pyopencl Array of dtype `want` in `ctx`) on the device; a numpy
     array is uploaded (C-contiguous, flattened with `flat`)."""
-    if type(a) is cla.Array and a.dtype is want and a.context is ctx and (
+    if type(a) is cla.Array and a.dtype is want and (a.context is ctx or a.context == ctx) and (
             a._flags or a.flags).forc:
         return a  # the hot path: checked by identity, as the checks below would pass it
     if isinstance(a, np.ndarray):

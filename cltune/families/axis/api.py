@@ -40,6 +40,18 @@ def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
                 q: cl.CommandQueue, out: Any, wait_for: Any) -> cla.Array:
     """`r(x, axis=..., keepdims=...)`: numpy's shape and result dtype, on the device."""
     spec = reducer.spec
+    eng = axis_engine(reducer)
+    # the warm path: a call seen before (same shape, strides, offset, axis and queue) of our
+    # dtype and context, into a fresh result: its launch was prepared by that call
+    if (y is None and out is None and wait_for is None and type(x) is cla.Array
+            and x.dtype is spec.np_dtype and (x.context is reducer._ctx or x.context == eng.ctx)
+            and (type(axis) is int or type(axis) is tuple and all(type(a) is int for a in axis))):
+        w = eng.warm.get((x.shape, x.strides, x.offset, axis, bool(keepdims), q.int_ptr))
+        if w is not None:
+            kept, order, launch = w
+            res = empty_result(q, kept, spec.result_dtype, order, eng.allocator)
+            res.add_event(launch(x.base_data, res.base_data, None, x.events or None)[-1])
+            return res
     if (y is None) != (spec.op != "dot"):
         raise TypeError("dot takes two arrays (x, y)" if spec.op == "dot"
                         else f"{spec.op} takes one array")
@@ -49,7 +61,6 @@ def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
     yd = device_array(reducer, y, q, "y") if y is not None else None
     if yd is not None and (yd.shape != xd.shape or yd.strides != xd.strides):
         raise ValueError(f"x and y differ in shape or layout ({xd.shape} vs {yd.shape})")
-    eng = axis_engine(reducer)
     # cached for plain ints only: 1.0 == 1 and True == 1 as dict keys, and geometry() must
     # see those to reject them
     plain = type(axis) is int or (type(axis) is tuple and all(type(a) is int for a in axis))
@@ -86,13 +97,16 @@ def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
         outer, inner = 1, outer * inner
     if inner == 1:
         la = eng.launcher(eng.choose("rows", outer, r)[0], "rows")
-        evs = la.rows(q, xd.base_data, xd.offset // isz, outer, r, res.base_data, y=yb,
-                      yoff=yoff, wait_for=waits or None)
+        launch = la.prepare_rows(q, xd.offset // isz, yoff, outer, r)
     else:
         la = eng.launcher(eng.choose("cols", r, inner)[0], "cols")
-        evs = la.cols(q, xd.base_data, xd.offset // isz, outer, r, inner, res.base_data,
-                      y=yb, yoff=yoff, wait_for=waits or None)
-    res.add_event(evs[-1])
+        launch = la.prepare_cols(q, xd.offset // isz, yoff, outer, r, inner)
+    res.add_event(launch(xd.base_data, res.base_data, yb, waits or None)[-1])
+    if yd is None and plain and xd is x:
+        if len(eng.warm) > 256:
+            eng.warm.clear()
+        eng.warm[(x.shape, x.strides, x.offset, axis, bool(keepdims), q.int_ptr)] = (
+            g.kept, g.order, launch)
     return res
 
 

@@ -141,6 +141,49 @@ class _Scratch:
         self.in_order = not (queue.properties & ooo)
 
 
+class Prepared:
+    """One rows/cols launch (and its finishing launch) of a shape, offsets and queue with all
+    but the buffers set: called with x, out (and y) on every call. The scratch's partials and
+    tickets are read at each call (another shape may have grown them), the application's
+    buffers are never kept."""
+
+    __slots__ = ("queue", "s", "two", "kern", "gsize", "lsize", "args", "tickets", "fin")
+    # tickets: the argument list ends (partials, tickets, out, local); else (partials, out)
+
+    def __init__(self, queue: cl.CommandQueue, s: _Scratch, two: bool, kern: ArgSetter,
+                 gsize: tuple, lsize: tuple, args: list, tickets: bool,
+                 fin: tuple | None) -> None:
+        self.queue, self.s, self.two, self.kern = queue, s, two, kern
+        self.gsize, self.lsize, self.args, self.tickets, self.fin = gsize, lsize, args, \
+            tickets, fin
+
+    def __call__(self, x: cl.Buffer, out: cl.Buffer, y: cl.Buffer | None = None,
+                 wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
+        a = list(self.args)  # [x, xoff, (y, yoff,) ..., partials, (tickets,) out, (local)]
+        a[0] = x
+        if self.two:
+            a[2] = y
+        s, q = self.s, self.queue
+        tail = len(a) - (4 if self.tickets else 2)  # partials' place (then tickets, out, local)
+        with _LOCK:
+            a[tail] = s.partials
+            if self.tickets:
+                a[tail + 1] = s.tickets
+            a[-2 if self.tickets else -1] = out
+            w = list(wait_for) if wait_for else []
+            if not s.in_order and s.last is not None:
+                w.append(s.last)
+            ev = self.kern.launch(q, self.gsize, self.lsize, a, w or None)
+            evs = [ev]
+            if self.fin is not None:
+                kern, gsize, lsize, fa, at = self.fin
+                fa = list(fa)
+                fa[0], fa[at] = s.partials, out
+                evs.append(kern.launch(q, gsize, lsize, fa, None if s.in_order else [ev]))
+            s.last = evs[-1]
+        return evs
+
+
 class AxisLauncher:
     """Launches one AxisConfig (rows, cols or segments); thread-safe."""
 
@@ -200,64 +243,63 @@ class AxisLauncher:
              out: cl.Buffer, *, y: cl.Buffer | None = None, yoff: int = 0,
              wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
         """out[r] = reduce(x[xoff + r*length : ... + length]) for r < rows (length >= 1)."""
-        p = self.plan("rows", rows, length, 1)
-        i64 = max(xoff, yoff) + rows * length > _IDX32_LIMIT
-        b = self.built(i64)
-        k = self._sets[i64]
-        blocks = -(-rows // (self.cfg.wg // self.cfg.lanes))
-        with _LOCK:
-            s = self._scratch_for(queue, p.partials(rows), b.acc_dtype.itemsize, blocks)
-            waits = self._waits(s, wait_for)
-            wg = self.cfg.wg
-            v = self.cfg.vec
-            aligned = v > 1 and xoff % v == 0 and yoff % v == 0 and length % v == 0
-            ev = k["rows"].launch(queue, (p.groups * wg,), (wg,),
-                                  (*self._x(x, xoff, y, yoff), rows, length, p.split, p.chunk,
-                                   int(aligned), s.partials, s.tickets, out, self._local), waits)
-            evs = [ev]
-            if p.split > 1 and not self.cfg.onepass:
-                evs.append(k["rows_fin"].launch(queue, (blocks * wg,), (wg,),
-                                                (s.partials, rows, p.split, out, self._local),
-                                                None if s.in_order else [ev]))
-            s.last = evs[-1]
-        return evs
+        return self.prepare_rows(queue, xoff, yoff, rows, length)(x, out, y, wait_for)
 
     def cols(self, queue: cl.CommandQueue, x: cl.Buffer, xoff: int, outer: int, r: int,
              inner: int, out: cl.Buffer, *, y: cl.Buffer | None = None, yoff: int = 0,
              wait_for: Sequence[cl.Event] | None = None) -> list[cl.Event]:
         """out[o*inner + i] = reduce over k of x[xoff + (o*r + k)*inner + i] (r >= 1)."""
+        return self.prepare_cols(queue, xoff, yoff, outer, r, inner)(x, out, y, wait_for)
+
+    def prepare_rows(self, queue: cl.CommandQueue, xoff: int, yoff: int, rows: int,
+                     length: int) -> Prepared:
+        """`rows` on this queue, offsets and shape, all but the buffers worked out: what a
+        repeated call launches (its scratch made large enough now)."""
+        p = self.plan("rows", rows, length, 1)
+        i64 = max(xoff, yoff) + rows * length > _IDX32_LIMIT
+        b = self.built(i64)
+        k = self._sets[i64]
+        wg, v = self.cfg.wg, self.cfg.vec
+        blocks = -(-rows // (wg // self.cfg.lanes))
+        aligned = v > 1 and xoff % v == 0 and yoff % v == 0 and length % v == 0
+        with _LOCK:
+            s = self._scratch_for(queue, p.partials(rows), b.acc_dtype.itemsize, blocks)
+        fin = None
+        if p.split > 1 and not self.cfg.onepass:
+            fin = (k["rows_fin"], (blocks * wg,), (wg,),
+                   [None, rows, p.split, None, self._local], 3)
+        return Prepared(queue, s, self.spec.n_inputs == 2, k["rows"], (p.groups * wg,), (wg,),
+                        [None, xoff, *((None, yoff) if self.spec.n_inputs == 2 else ()), rows,
+                         length, p.split, p.chunk, int(aligned), None, None, None,
+                         self._local], True, fin)
+
+    def prepare_cols(self, queue: cl.CommandQueue, xoff: int, yoff: int, outer: int, r: int,
+                     inner: int) -> Prepared:
+        """`cols` as `prepare_rows` does `rows`."""
         p = self.plan("cols", outer, r, inner)
         i64 = max(xoff, yoff) + outer * r * inner + p.partials(outer * inner) > _IDX32_LIMIT
         b = self.built(i64)
         k = self._sets[i64]
+        wg, v = self.cfg.wg, self.cfg.vec
+        aligned = v > 1 and xoff % v == 0 and yoff % v == 0 and inner % v == 0
         with _LOCK:
             s = self._scratch_for(queue, p.partials(outer * inner), b.acc_dtype.itemsize,
                                   outer * p.ctiles)
-            waits = self._waits(s, wait_for)
-            wg = self.cfg.wg
-            v = self.cfg.vec
-            aligned = v > 1 and xoff % v == 0 and yoff % v == 0 and inner % v == 0
-            if self.cfg.stream:
-                ev = k["cols_stream"].launch(
-                    queue, (p.groups,), (1,), (*self._x(x, xoff, y, yoff), outer, r, inner,
-                                               p.split, p.chunk, p.ctiles, int(aligned),
-                                               s.partials, out), waits)
-            else:
-                ev = k["cols"].launch(
-                    queue, (p.groups * wg,), (wg,),
-                    (*self._x(x, xoff, y, yoff), outer, r, inner, p.split, p.chunk, p.ctiles,
-                     int(aligned), s.partials, s.tickets, out, self._local), waits)
-            evs = [ev]
-            if p.split > 1 and (self.cfg.stream or not self.cfg.onepass):
-                kept = outer * inner
-                fcols = min(wg, FIN_COLS_CPU if self.info.type == "cpu" else 32,
-                            1 << max(0, (kept - 1).bit_length()))
-                evs.append(k["cols_fin"].launch(
-                    queue, (-(-kept // fcols) * wg,), (wg,),
-                    (s.partials, outer, inner, p.split, fcols, out, self._local),
-                    None if s.in_order else [ev]))
-            s.last = evs[-1]
-        return evs
+        xs = [None, xoff, *((None, yoff) if self.spec.n_inputs == 2 else ())]
+        shape = [outer, r, inner, p.split, p.chunk, p.ctiles, int(aligned)]
+        fin = None
+        if p.split > 1 and (self.cfg.stream or not self.cfg.onepass):
+            kept = outer * inner
+            fcols = min(wg, FIN_COLS_CPU if self.info.type == "cpu" else 32,
+                        1 << max(0, (kept - 1).bit_length()))
+            fin = (k["cols_fin"], (-(-kept // fcols) * wg,), (wg,),
+                   [None, outer, inner, p.split, fcols, None, self._local], 5)
+        two = self.spec.n_inputs == 2
+        if self.cfg.stream:  # its arguments end (partials, out): no tickets, no local memory
+            return Prepared(queue, s, two, k["cols_stream"], (p.groups,), (1,),
+                            [*xs, *shape, None, None], False, fin)
+        return Prepared(queue, s, two, k["cols"], (p.groups * wg,), (wg,),
+                        [*xs, *shape, None, None, None, self._local], True, fin)
 
     def segs(self, queue: cl.CommandQueue, x: cl.Buffer, xoff: int, n: int, offs: cl.Buffer,
              off64: bool, m: int, init: object, err: cl.Buffer, out: cl.Buffer, *,

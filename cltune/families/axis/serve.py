@@ -86,6 +86,9 @@ class AxisEngine:
         self._chosen: dict[tuple, tuple[AxisConfig, _Tuned | None]] = {}
         self.notes: dict[tuple, tuple[str, str]] = {}  # (kind, a, b) -> vetting's (level, why)
         self.geometries: dict[tuple, Geometry] = {}  # (shape, strides, axis, keepdims)
+        # (shape, strides, offset, axis, keepdims, queue) -> (kept shape, order, Prepared):
+        # what a call seen before launches (api.reduce_axis' warm path)
+        self.warm: dict[tuple, tuple] = {}
         self._lock = threading.Lock()
 
     def kind(self, kind: str) -> _Kind:
