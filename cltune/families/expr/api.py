@@ -182,6 +182,8 @@ class ReductionKernel:
         self._lock = threading.Lock()
         self._pool: Any = None  # result_allocator's, made at first need
         self._queues: dict[int, tuple] = {}  # _queue_entry's cache
+        # queue address -> (queue, its AxisReducer): calls along axes (expr_axis.api)
+        self._along_reducers: dict[int, tuple] = {}
         self.background: Any = None  # the first-use tuning thread, once started
         # first-use tuning along axes: one background run per (layout, size class) seen
         self.background_axes: dict[tuple, Any] = {}
@@ -191,8 +193,8 @@ class ReductionKernel:
             self._state(dev).launcher_for(1)
 
     #: per-process state that never crosses to the evaluation worker (isolation.codec)
-    _LOCAL_STATE = ("_states", "_lock", "_pool", "_queues", "background", "background_axes",
-                    "background_error")
+    _LOCAL_STATE = ("_states", "_lock", "_pool", "_queues", "_along_reducers", "background",
+                    "background_axes", "background_error")
 
     def __getstate__(self) -> dict[str, Any]:
         """The expression and its helpers (`sample`, a `reference`), without this process's
@@ -211,6 +213,7 @@ class ReductionKernel:
             cltools.get_or_register_dtype(name, dt)
         self.__dict__.update(state)
         self._states, self._lock, self._pool, self._queues = {}, threading.Lock(), None, {}
+        self._along_reducers = {}
         self.background, self.background_axes, self.background_error = None, {}, None
 
     @property
@@ -464,10 +467,15 @@ class ReductionKernel:
                 self.background = start_background(self, dev, n, self.budget_s)
 
 
+_ALONG_API: list[Any] = []  # the expr_axis family's api module, once imported
+
+
 def _along_api() -> Any:
     """The expr_axis family's api (a kernel's call with `axis=`), through the registry: this
-    family imports no other family."""
-    return family.entry("expr_axis", "api")
+    family imports no other family. Resolved once (the call's hot path)."""
+    if not _ALONG_API:
+        _ALONG_API.append(family.entry("expr_axis", "api"))
+    return _ALONG_API[0]
 
 
 def _index_range(rng: builtins.slice | None, slc: builtins.slice | None,

@@ -199,6 +199,22 @@ def axis_reducer(ctx: cl.Context, dev: cl.Device, spec: ExprSpec,
 
 
 # ---- a ReductionKernel's call along axes ---------------------------------------------------
+def _reducer_of(knl: Any, q: cl.CommandQueue) -> AxisReducer:
+    """The AxisReducer of `knl` for calls on `q`, kept on the kernel per queue (the queue is
+    held, so its address is not reused while kept): `q.context`, `q.device` and the shared
+    cache's key (the spec's hash) cost the host ~2 us a call otherwise."""
+    cache = getattr(knl, "_along_reducers", None)
+    hit = cache.get(q.int_ptr) if cache is not None else None
+    if hit is not None and hit[0] is q:
+        return hit[1]
+    red = axis_reducer(q.context, q.device, knl.spec, knl.db, knl)
+    if cache is not None:
+        if len(cache) >= 8:
+            cache.clear()
+        cache[q.int_ptr] = (q, red)
+    return red
+
+
 _geometries: dict[tuple, Geometry] = {}
 
 
@@ -244,7 +260,7 @@ def reduce_along(knl: Any, args: tuple, x: cla.Array, q: cl.CommandQueue,
     user: list[Any] = []
     for a, t in zip(args, knl.spec.arguments, strict=True):
         user += (a.base_data, a.offset) if isinstance(t, VectorArg) else [a]
-    red = axis_reducer(q.context, q.device, knl.spec, knl.db, knl)
+    red = _reducer_of(knl, q)
     evs = red.enqueue(q, user, g.outer, g.r, g.inner, res.base_data, res.offset,
                       wait_for=list(waits) or None)
     res.add_event(evs[-1])
