@@ -516,6 +516,13 @@ clt_ax_cols_stream(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const id
     }
     const idx_t dst = split == 1 ? o * inner + c0 : (o * split + piece) * inner + c0;
     for (uint j = 0; j < nv; ++j) {
+#if CLT_IS_FLOAT && !CLT_IS_HALF && CLT_VEC > 1
+        if (split == 1) { /* a float result: the vector converted and stored at once */
+            CAT(vstore, CLT_VEC)(CAT(convert_, CAT(CLT_OUT_T, CLT_VEC))(acc[j]), 0,
+                                 out + dst + (idx_t)j * CLT_VEC);
+            continue;
+        }
+#endif
         acc_t m[CLT_VEC];
 #if CLT_VEC == 1
         m[0] = acc[j];
