@@ -141,6 +141,15 @@ class _Scratch:
         self.in_order = not (queue.properties & ooo)
 
 
+def _waits(s: _Scratch, wait_for: Sequence[cl.Event] | None) -> list | None:
+    """What a launch waits for: the caller's events and, on an out-of-order queue, the last
+    launch that used this scratch."""
+    w = list(wait_for or ())
+    if not s.in_order and s.last is not None:
+        w.append(s.last)
+    return w or None
+
+
 class Prepared:
     """One rows/cols launch (and its finishing launch) of a shape, offsets and queue with all
     but the buffers set: called with x, out (and y) on every call. The scratch's partials and
@@ -170,10 +179,7 @@ class Prepared:
             if self.tickets:
                 a[tail + 1] = s.tickets
             a[-2 if self.tickets else -1] = out
-            w = list(wait_for) if wait_for else []
-            if not s.in_order and s.last is not None:
-                w.append(s.last)
-            ev = self.kern.launch(q, self.gsize, self.lsize, a, w or None)
+            ev = self.kern.launch(q, self.gsize, self.lsize, a, _waits(s, wait_for))
             evs = [ev]
             if self.fin is not None:
                 kern, gsize, lsize, fa, at = self.fin
@@ -229,12 +235,6 @@ class AxisLauncher:
         if s.n_long < segments:
             s.long_list, s.n_long = _zeros(self.ctx, 4 * segments), segments
         return s
-
-    def _waits(self, s: _Scratch, wait_for: Sequence[cl.Event] | None) -> list | None:
-        w = list(wait_for or ())
-        if not s.in_order and s.last is not None:
-            w.append(s.last)
-        return w or None
 
     def _x(self, x: cl.Buffer, xoff: int, y: cl.Buffer | None, yoff: int) -> list:
         return [x, xoff, y, yoff] if self.spec.n_inputs == 2 else [x, xoff]
@@ -314,7 +314,7 @@ class AxisLauncher:
         groups = _groups(self.cfg, self.info.compute_units, -(-m // (wg // self.cfg.lanes)))
         with _LOCK:
             s = self._scratch_for(queue, 0, 1, segments=m)
-            waits = self._waits(s, wait_for)
+            waits = _waits(s, wait_for)
             xs = self._x(x, xoff, y, yoff)
             ev = k["segs"].launch(queue, (groups * wg,), (wg,),
                                   (*xs, n, offs, int(off64), m, init, err, s.long_list,

@@ -203,15 +203,14 @@ def _reducer_of(knl: Any, q: cl.CommandQueue) -> AxisReducer:
     """The AxisReducer of `knl` for calls on `q`, kept on the kernel per queue (the queue is
     held, so its address is not reused while kept): `q.context`, `q.device` and the shared
     cache's key (the spec's hash) cost the host ~2 us a call otherwise."""
-    cache = getattr(knl, "_along_reducers", None)
-    hit = cache.get(q.int_ptr) if cache is not None else None
+    cache = knl._along_reducers
+    hit = cache.get(q.int_ptr)
     if hit is not None and hit[0] is q:
         return hit[1]
     red = axis_reducer(q.context, q.device, knl.spec, knl.db, knl)
-    if cache is not None:
-        if len(cache) >= 8:
-            cache.clear()
-        cache[q.int_ptr] = (q, red)
+    if len(cache) >= 8:
+        cache.clear()
+    cache[q.int_ptr] = (q, red)
     return red
 
 
