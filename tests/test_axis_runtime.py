@@ -245,6 +245,29 @@ def test_warm_calls_follow_every_change(queue, db):
         np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"segments {j} init {init}")
 
 
+def test_warm_launches_sharing_a_kernel_reset_each_others_arguments(queue, db):
+    """Warm calls set only their buffers while the kernel still holds their own scalars
+    (ArgSetter.launch_again): calls of one config at other row counts, offsets and axes, a
+    max reducer and a cold call in between must each set theirs again."""
+    rng = np.random.default_rng(8)
+    h = rng.random(40000).astype(np.float32)
+    base = cla.to_device(queue, h)
+    r, rm = _r(queue, db=db), _r(queue, "max", db=db)
+    views = [(50, 64, 0), (70, 64, 3), (50, 64, 3), (33, 64, 1)]
+    order = [0, 0, 1, 0, 1, 1, 2, 3, 0, 3, 3, 2, 1, 0]
+    for step, v in enumerate(order):
+        rows, cols, off = views[v]
+        x = base[off:off + rows * cols].reshape(rows, cols)
+        hx = h[off:off + rows * cols].reshape(rows, cols).astype(np.float64)
+        for axis in (1, 0):
+            np.testing.assert_allclose(r(x, axis=axis).get(), hx.sum(axis=axis), rtol=1e-5,
+                                       err_msg=f"step {step}: {rows}x{cols}+{off} axis {axis}")
+        if step % 3 == 2:  # another reducer's launch, then a cold shape, on the same queue
+            np.testing.assert_allclose(rm(x, axis=1).get(), hx.max(axis=1), rtol=1e-6)
+            y = base[:step * 7 + 64].reshape(-1, 1)
+            np.testing.assert_allclose(r(y, axis=0).get(), h[:step * 7 + 64].sum(), rtol=1e-5)
+
+
 def test_repeated_calls_reuse_their_launch_and_stay_right(queue, db, ctx):
     """A call seen before (shape, strides, offset, axis, keepdims, queue) launches what the
     first one prepared: other data of that shape, other queues, F order, keepdims, negative

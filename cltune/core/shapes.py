@@ -68,11 +68,11 @@ def log2_key(a: int, b: int) -> tuple[float, float]:
 MAX_CLASS_STEPS = 3
 
 
-def nearest(key: tuple[float, float], tuned: list[tuple[int, int]]) -> tuple[int, int] | None:
+def nearest(key: tuple[float, float], tuned: list[tuple[int, int]],
+            steps: float = MAX_CLASS_STEPS) -> tuple[int, int] | None:
     """The tuned class nearest to a shape (log2 space; ties to the larger); None when none is
-    within MAX_CLASS_STEPS in both dimensions."""
-    near = [t for t in tuned
-            if abs(t[0] - key[0]) <= MAX_CLASS_STEPS and abs(t[1] - key[1]) <= MAX_CLASS_STEPS]
+    within `steps` powers of two in both dimensions."""
+    near = [t for t in tuned if abs(t[0] - key[0]) <= steps and abs(t[1] - key[1]) <= steps]
     if not near:
         return None
     return min(near, key=lambda t: ((t[0] - key[0]) ** 2 + (t[1] - key[1]) ** 2,

@@ -4,7 +4,9 @@ device's limits, for devices (or shapes) never tuned.
     >>> from types import SimpleNamespace as NS
     >>> gpu = NS(type="gpu", max_wg=1024, local_mem=49152, is_nvidia=True)
     >>> builtin_axis_config(gpu, "rows", 1 << 20, 16).short()
-    'rows wg256 L4 v4 i1 g8 warp'
+    'rows wg256 L1 v4 i1 g8'
+    >>> builtin_axis_config(gpu, "rows", 12345, 678).short()
+    'rows wg256 L64 v1 i4 g8'
 """
 
 from __future__ import annotations
@@ -21,14 +23,22 @@ from cltune.families.axis.kernel import source_hash
 #: shapes of few rows; 64 x 16 measured best or near it on both CPU runtimes (2026-12-03)
 CPU_STRIP_VECTORS = 64
 
+#: GPUs (rows): elements of a row per lane, and the work-items a launch aims for at least
+ROW_ELEMS_PER_LANE = 16
+MIN_WORK_ITEMS = 1 << 19
+#: GPUs (strided): columns per tile, and rows per work-item along the reduced axis at least
+COL_TILE = 64
+COL_ROWS_PER_LANE = 8
+
 
 def builtin_axis_config(info: Any, layout: str, a: int, b: int,
                         element_bytes: int = 8) -> AxisConfig:
     """rows/segs: a rows (segments) of mean length b; cols: a reduced rows of b columns.
 
-    GPUs: rows get a lane per vector up to a work-group per row, so that neighbouring lanes
-    load neighbouring vectors (warp shuffles combine up to 32 lanes on NVIDIA); columns get
-    one work-item per vector of columns. CPUs: a work-item per row (vectorised along the
+    GPUs: rows get a lane per ~16 elements up to a work-group per row, neighbouring lanes
+    loading neighbouring vectors (warp shuffles combine up to 32 lanes on NVIDIA); columns
+    get tiles of ~64 columns, a work-item per vector of them (`_gpu_rows`, `_gpu_cols`: fitted
+    to an H200 sweep). CPUs: a work-item per row (vectorised along the
     row); columns are streamed row after row, 8 rows a pass, in strips of up to 1024
     columns (`stream`, as numpy does). Long rows and columns are split over groups by
     groups_per_cu. Vectors stay within the device's restriction (`DeviceInfo.vector_cap`)
@@ -37,24 +47,56 @@ def builtin_axis_config(info: Any, layout: str, a: int, b: int,
     cpu = info.type == "cpu"
     wg = min(pow2_at_most(info.max_wg), 8 if cpu else 256)
     if layout in ("rows", "segs"):
-        vec = min(16 if cpu else 4, pow2_at_most(b), cap)
-        if cpu:  # up to 8 vectors in flight: as many as a row has (docs/benchmarks.md)
-            items = min(8, pow2_at_most(max(1, b // vec)))
-            return AxisConfig(wg=wg, lanes=1, vec=vec, items=items, groups_per_cu=8)
-        lanes = min(wg, pow2_at_least(-(-b // vec)))
-        warp = int(bool(getattr(info, "is_nvidia", False)) and 2 <= lanes <= 32)
-        return AxisConfig(wg=wg, lanes=lanes, vec=vec, items=2 if b >= 2 * lanes * vec else 1,
-                          groups_per_cu=8, warp=warp)
+        if not cpu:
+            return _gpu_rows(info, wg, a, b, cap)
+        vec = min(16, pow2_at_most(b), cap)
+        # up to 8 vectors in flight: as many as a row has (docs/benchmarks.md)
+        items = min(8, pow2_at_most(max(1, b // vec)))
+        return AxisConfig(wg=wg, lanes=1, vec=vec, items=items, groups_per_cu=8)
     if cpu:  # stream strips of up to 1024 columns, 8 rows a pass (docs/benchmarks.md)
         vec = min(16, pow2_at_most(b), cap)
         cols = min(CPU_STRIP_VECTORS, pow2_at_least(-(-b // vec)))
         return AxisConfig(wg=max(cols, min(pow2_at_most(info.max_wg), 16)), lanes=0,
                           cols=cols, vec=vec, items=8, groups_per_cu=8, stream=1)
-    vec = min(4, pow2_at_most(b), cap)
+    return _gpu_cols(info, wg, a, b, cap)
+
+
+def _onepass(info: Any) -> int:
+    """GPUs finish split rows/columns in the same launch (the last group of each, behind an
+    atomic ticket) where 64-bit accumulators can take part too; a second launch costs NVIDIA's
+    driver 5-8 us."""
+    return int(bool(getattr(info, "int64_atomics", False)))
+
+
+def _gpu_rows(info: Any, wg: int, rows: int, b: int, cap: int) -> AxisConfig:
+    """A lane per ~ROW_ELEMS_PER_LANE elements of a row, more lanes while the whole launch
+    has fewer than MIN_WORK_ITEMS work-items; 4-wide loads only where every row starts
+    aligned to them (b % 4 == 0: unaligned vloads cost up to 2.4x on the H200), else scalar
+    loads four in flight. Fitted to an H200 sweep of 15 untuned shapes (geometric mean 1.13x
+    the best of ~200 configs per shape, against 1.52x for the earlier rule; docs/benchmarks.md,
+    scripts/experiments/axis_gpu_sweep.py)."""
+    vec = min(4, cap) if b % 4 == 0 else 1
+    lanes = max(1, min(wg, pow2_at_least(-(-b // ROW_ELEMS_PER_LANE))))
+    while rows * lanes < MIN_WORK_ITEMS and lanes < wg and lanes * vec < b:
+        lanes *= 2
+    warp = int(bool(getattr(info, "is_nvidia", False)) and 2 <= lanes <= 32)
+    return AxisConfig(wg=wg, lanes=lanes, vec=vec, items=1 if vec > 1 else 4, groups_per_cu=8,
+                      warp=warp, onepass=_onepass(info))
+
+
+def _gpu_cols(info: Any, wg: int, r: int, inner: int, cap: int) -> AxisConfig:
+    """Tiles of ~COL_TILE columns (2-wide loads where the row stride allows), widened while
+    a group would have fewer than COL_ROWS_PER_LANE rows per work-item along the reduced axis;
+    groups_per_cu 16 from 2^24 elements on, else 4 (fitted with the rows rule above: 1.15x the
+    best per shape against 1.91x for the earlier rule)."""
+    vec = min(2, cap) if inner % 2 == 0 else 1
     while wg * vec * 8 > info.local_mem and vec > 1:
         vec //= 2
-    cols = min(wg, pow2_at_least(-(-b // vec)))
-    return AxisConfig(wg=wg, lanes=0, cols=cols, vec=vec, items=2, groups_per_cu=8)
+    cols = max(1, min(wg, COL_TILE // vec, pow2_at_least(-(-inner // vec))))
+    while cols < wg and (wg // cols) * COL_ROWS_PER_LANE > r:
+        cols *= 2
+    return AxisConfig(wg=wg, lanes=0, cols=cols, vec=vec, items=4,
+                      groups_per_cu=16 if r * inner >= 1 << 24 else 4, onepass=_onepass(info))
 
 
 def safest_axis_config(info: Any, layout: str) -> AxisConfig:

@@ -133,9 +133,9 @@ class AxisEngine:
 
     def _choose(self, kind: str, a: int, b: int) -> tuple[AxisConfig, _Tuned | None]:
         k = self.kind(kind)
-        best = shapes.nearest(shapes.log2_key(a, b), k.keys)
+        best = shapes.nearest(shapes.log2_key(a, b), k.keys, class_steps(self.info))
         for t in k.tuned:
-            if t.key == best:
+            if t.key == best and fits(self.info, kind, t.config, b):
                 return t.config, t
         return builtin_axis_config(self.info, kind, a, b, self.spec.vector_element_bytes), None
 
@@ -183,6 +183,28 @@ def axis_engine(reducer: Any) -> AxisEngine:
         return a
 
 
+#: GPUs: a tuned class serves shapes at most this many powers of two away in each dimension
+#: (CPUs: shapes.MAX_CLASS_STEPS). On the H200 the classes shipped (tuned at 2^24 elements)
+#: ran 1.34x (rows) and 1.38x (columns) the best launch of 15 untuned shapes in geometric
+#: mean when they served up to 2^3 away; served up to 2^1 away, and only where the row
+#: stride is a multiple of their vector width, with the builtin rule elsewhere: 1.13x / 1.15x
+#: (docs/benchmarks.md, "Axis sums on the H200: shapes nobody tuned")
+GPU_CLASS_STEPS = 1
+
+
+def class_steps(info: Any) -> float:
+    """How far (powers of two per dimension) a tuned class serves on this device."""
+    return shapes.MAX_CLASS_STEPS if info.type == "cpu" else GPU_CLASS_STEPS
+
+
+def fits(info: Any, kind: str, cfg: AxisConfig, b: int) -> bool:
+    """On GPUs a tuned config serves another shape only where its vector loads stay aligned
+    there (the row length, or the kept axis's length, a multiple of its vector width): its
+    class, a power of two, always was, and unaligned vector loads ran up to 2.4x slower on
+    the H200 (rows of 678 floats: 31.1 us with the tuned v8 config, 13.5 with scalar loads)."""
+    return info.type == "cpu" or kind == "segs" or b % cfg.vec == 0
+
+
 def _load(info: Any, variant: str, db: str | None) -> _Kind:
     """The validated tuned configs of a variant along the fallback chain (a stored config or
     class that does not validate never reaches the compiler)."""
@@ -213,7 +235,8 @@ def explain(reducer: Any, kind: str, a: int, b: int) -> AxisExplanation:
     level, why = eng.notes.get((kind, a, b)) or (
         k.level if t else "builtin", k.why if t else
         "no tuned class for this variant" if not k.tuned else
-        f"no tuned class within 2^{shapes.MAX_CLASS_STEPS} of this shape: the builtin "
-        "config")
+        f"no tuned class within 2^{class_steps(eng.info):g} of this shape"
+        f"{'' if eng.info.type == 'cpu' else ' whose vector loads stay aligned here'}: "
+        "the builtin config")
     return AxisExplanation(f"{spec.op}/{spec.dtype}/{kind}", (a, b), cfg, level, why,
                            shapes.size_class(t.key) if t else None, t.gbps if t else None)

@@ -1,0 +1,69 @@
+"""The GPU rules of the axis family that no CPU run reaches: the builtin configs for shapes
+nobody tuned and which tuned class may serve a shape (fitted to an H200 sweep,
+docs/benchmarks.md "Axis sums on the H200: shapes nobody tuned")."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace as NS
+
+import pytest
+
+from cltune.core import shapes
+from cltune.families.axis.config import AxisConfig
+from cltune.families.axis.defaults import MIN_WORK_ITEMS, builtin_axis_config
+from cltune.families.axis.launch import plan_cols
+from cltune.families.axis.serve import GPU_CLASS_STEPS, class_steps, fits
+
+H200 = NS(type="gpu", max_wg=1024, local_mem=49152, is_nvidia=True, int64_atomics=True,
+          compute_units=132, vector_cap=lambda b: 16)
+OTHER_GPU = NS(type="gpu", max_wg=256, local_mem=32768, is_nvidia=False, int64_atomics=False,
+               compute_units=64, vector_cap=lambda b: 16)
+CPU = NS(type="cpu", max_wg=8192, local_mem=32768, is_nvidia=False, compute_units=2)
+
+
+@pytest.mark.parametrize("rows,length", [(12345, 678), (10007, 1009), (200000, 50),
+                                         (5000000, 3), (3, 5000000), (1000, 1000),
+                                         (1, 1), (7, 2), (1 << 20, 16)])
+def test_gpu_rows_load_aligned_vectors_only_and_fill_the_device(rows, length):
+    cfg = builtin_axis_config(H200, "rows", rows, length, 4)
+    assert cfg.vec == 1 or length % cfg.vec == 0, cfg.short()  # aligned on every row
+    assert cfg.warp == (2 <= cfg.lanes <= 32)
+    assert cfg.onepass == 1
+    # a lane per ~16 elements, more (up to a work-group per row) while the launch is small
+    assert cfg.lanes >= min(cfg.wg, -(-length // 16))
+    assert (rows * cfg.lanes >= MIN_WORK_ITEMS or cfg.lanes == cfg.wg
+            or cfg.lanes * cfg.vec >= length)
+    assert AxisConfig.from_mapping(cfg.to_dict()) == cfg  # a valid point of the space
+    # no warp shuffles or single-pass finishes where the device lacks them
+    other = builtin_axis_config(OTHER_GPU, "rows", rows, length, 4)
+    assert not other.warp and not other.onepass
+
+
+@pytest.mark.parametrize("r,inner", [(3000, 5000), (524288, 24), (3, 5000000), (5000000, 3),
+                                     (300, 301), (1, 1)])
+def test_gpu_cols_tiles_widen_for_few_rows(r, inner):
+    cfg = builtin_axis_config(H200, "cols", r, inner, 4)
+    assert cfg.cols * cfg.vec <= max(64, cfg.wg * cfg.vec) and inner % cfg.vec == 0
+    if r < 8:  # few reduced rows: the tile takes the whole work-group along the kept axis
+        assert cfg.cols == cfg.wg
+    p = plan_cols(cfg, H200.compute_units, 1, r, inner)
+    assert p.split * p.ctiles <= max(p.ctiles, cfg.groups_per_cu * H200.compute_units)
+
+
+def test_split_units_never_exceed_the_groups_launched():
+    """One unit over the groups launched made one group take two in turn (3000x5000 along
+    axis 0 on the H200: 553 units on 528 groups, 41 us against 29)."""
+    cfg = AxisConfig(wg=256, lanes=0, cols=32, vec=2, items=4, groups_per_cu=4, onepass=1)
+    p = plan_cols(cfg, 132, 1, 3000, 5000)
+    assert p.groups * 1 >= p.ctiles * p.split and p.ctiles * p.split <= 528, p
+
+
+def test_tuned_classes_serve_gpus_near_and_aligned_only():
+    assert class_steps(CPU) == shapes.MAX_CLASS_STEPS and class_steps(H200) == GPU_CLASS_STEPS
+    tuned = [(12, 12), (16, 8)]
+    assert shapes.nearest(shapes.log2_key(1000, 1000), tuned) == (12, 12)
+    assert shapes.nearest(shapes.log2_key(1000, 1000), tuned, class_steps(H200)) is None
+    assert shapes.nearest(shapes.log2_key(3000, 5000), tuned, class_steps(H200)) == (12, 12)
+    v8 = AxisConfig(wg=256, lanes=16, vec=8, items=1, groups_per_cu=16, warp=1)
+    assert not fits(H200, "rows", v8, 678) and fits(H200, "rows", v8, 680)
+    assert fits(CPU, "rows", v8, 678) and fits(H200, "segs", v8, 678)
