@@ -13,6 +13,6 @@ python3 -m pip install -q --no-deps --no-build-isolation --no-index --upgrade --
 mkdir -p /tmp/icd
 echo /usr/local/nvidia/lib64/libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd
 cp /etc/OpenCL/vendors/*.icd /tmp/icd/ 2>/dev/null || true
-export OCL_ICD_VENDORS=/tmp/icd PYTHONUNBUFFERED=1
+export OCL_ICD_VENDORS=/tmp/icd PYTHONUNBUFFERED=1 PATH=/tmp/site/bin:$PATH  # the console script
 alias cltune="python3 -m cltune"
 cd /tmp && python3 -c "import cltune; print('cltune from', cltune.__file__)"; cd - >/dev/null
