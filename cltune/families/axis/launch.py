@@ -161,7 +161,7 @@ class Prepared:
     buffers are never kept."""
 
     __slots__ = ("queue", "s", "two", "kern", "gsize", "lsize", "args", "tickets", "fin",
-                 "bufs", "fin_token")
+                 "bufs", "kept", "fin_token")
     # tickets: the argument list ends (partials, tickets, out, local); else (partials, out)
 
     def __init__(self, queue: cl.CommandQueue, s: _Scratch, two: bool, kern: ArgSetter,
@@ -170,7 +170,10 @@ class Prepared:
         self.queue, self.s, self.two, self.kern = queue, s, two, kern
         self.gsize, self.lsize, self.args, self.tickets, self.fin = gsize, lsize, args, \
             tickets, fin
-        self.bufs = kern.buffers(args)
+        # the scratch's partials (and tickets): ours, set only when the scratch has grown
+        tail = len(args) - (4 if tickets else 2)
+        self.kept = (tail, tail + 1) if tickets else (tail,)
+        self.bufs = kern.buffers(args, self.kept)
         self.fin_token = object()  # the finishing kernel's own token (its ArgSetter's owner)
 
     def __call__(self, x: cl.Buffer, out: cl.Buffer, y: cl.Buffer | None = None,
@@ -186,14 +189,14 @@ class Prepared:
             if self.tickets:
                 a[tail + 1] = s.tickets
             a[-2 if self.tickets else -1] = out
-            ev = self.kern.launch_again(q, self.gsize, self.lsize, a, self.bufs, self,
-                                        _waits(s, wait_for))
+            ev = self.kern.launch_again(q, self.gsize, self.lsize, a, self.bufs, self.kept,
+                                        self, _waits(s, wait_for))
             evs = [ev]
             if self.fin is not None:
                 kern, gsize, lsize, fa, at = self.fin
                 fa = list(fa)
                 fa[0], fa[at] = s.partials, out
-                evs.append(kern.launch_again(q, gsize, lsize, fa, (0, at), self.fin_token,
+                evs.append(kern.launch_again(q, gsize, lsize, fa, (at,), (0,), self.fin_token,
                                              None if s.in_order else [ev]))
             s.last = evs[-1]
         return evs
