@@ -22,8 +22,9 @@
  * chunks, tiles and work-items cut the input anywhere.
  * Layout cols (the scanned axis is strided, inner > 1): a work-item scans a strip of
  * CLT_ITEMS neighbouring columns serially along r, neighbouring work-items neighbouring strips
- * (coalesced); the columns are split into `S` chunks of rows over dimension 1 of the launch
- * (the same three steps).
+ * (coalesced); the columns are split into `S` chunks of rows (the same three steps; a group
+ * is wc strips by CLT_WG / wc chunks, and the top step spreads each column's S partials over
+ * tr lanes).
  *
  * Rounding: floating-point values are combined in the result type, as numpy's accumulate
  * does, but an element meets at most chunk / CLT_WG + CLT_ITEMS + chunk / tile +
@@ -862,23 +863,28 @@ __kernel WG_ATTR void clt_scan_chunks(CHAIN_PARAMS) {
 
 /* ---- cols: (outer, R, inner), the scanned axis strided by inner ---------------------------- */
 /* Work-item c owns a strip of CLT_ITEMS neighbouring columns q0 .. q0 + CLT_ITEMS - 1 of outer
- * block o (c = o * strips + q0 / CLT_ITEMS) and scans them over rows [s * chunk, +chunk),
- * s = group 1: a row's strip is contiguous (CPUs: one cache line, SIMD across the columns),
- * neighbouring work-items neighbouring strips (GPUs: coalesced). */
+ * block o (c = o * strips + q0 / CLT_ITEMS) and scans them over the rows of chunk s,
+ * [s * chunk, +chunk): a row's strip is contiguous (CPUs: one cache line, SIMD across the
+ * columns), neighbouring work-items neighbouring strips (GPUs: coalesced). A group is wc
+ * strips by CLT_WG / wc chunks (wc: a power of two <= CLT_WG from the host; few columns, as
+ * 2^20 x 16, then still give every work-item of the group a chunk of its own). */
 #define COLS_SETUP                                                                               \
     const long strips = (inner + CLT_ITEMS - 1) / CLT_ITEMS;                                   \
-    const long c = get_global_id(0);                                                           \
-    if (c >= outer * strips) return;                                                           \
+    const uint lid_ = get_local_id(0);                                                         \
+    const long c = (long)get_group_id(0) * wc + lid_ % wc;                                     \
+    const long s = (long)get_group_id(1) * (CLT_WG / wc) + lid_ / wc;                          \
+    if (c >= outer * strips || s * chunk >= R) return;                                         \
     const long o = c / strips, q0 = (c - o * strips) * CLT_ITEMS;                               \
     const int width = (int)min((long)CLT_ITEMS, inner - q0);                                    \
     const long ncols = outer * inner;                                                          \
-    const long j0 = (long)get_group_id(1) * chunk, j1 = min(j0 + chunk, R);                    \
+    const long j0 = s * chunk, j1 = min(j0 + chunk, R);                                        \
     const long at = o * R * inner + q0;                                                        \
     const long pcol = o * inner + q0; /* this strip's first column among all columns */
 
 __kernel WG_ATTR void
 clt_scan_cols_reduce(__global const CLT_IN_T *x, const long xoff, const long outer,
-                     const long R, const long inner, const long chunk, __global acc_t *pv) {
+                     const long R, const long inner, const long chunk, const uint wc,
+                     __global acc_t *pv) {
     COLS_SETUP
     __global const CLT_IN_T *col = x + xoff + at;
     acc_t acc[CLT_ITEMS];
@@ -893,18 +899,45 @@ clt_scan_cols_reduce(__global const CLT_IN_T *x, const long xoff, const long out
         for (long j = j0; j < j1; ++j)
             for (int k = 0; k < width; ++k) acc[k] = OP(acc[k], LOAD(col[j * inner + k]));
     }
-    for (int k = 0; k < width; ++k) pv[(long)get_group_id(1) * ncols + pcol + k] = acc[k];
+    for (int k = 0; k < width; ++k) pv[s * ncols + pcol + k] = acc[k];
 }
 
-/* each column's S partials -> its chunks' carries (exclusive), in place */
-__kernel WG_ATTR void clt_scan_cols_top(__global acc_t *pv, const long ncols, const long S) {
-    const long c = get_global_id(0);
-    if (c >= ncols) return;
-    acc_t carry = IDENT;
-    for (long s = 0; s < S; ++s) {
-        const acc_t v = pv[s * ncols + c];
-        pv[s * ncols + c] = carry;
-        carry = OP(carry, v);
+/* each column's S partials -> its chunks' carries (exclusive), in place. A group holds
+ * CLT_WG / tr columns, tr lanes each (tr: a power of two <= CLT_WG from the host): a lane
+ * reduces its run of S / tr partials, the lanes' totals are scanned in order in __local
+ * memory, and each lane turns its run into carries (tr == 1: one work-item a column, serial;
+ * few columns of many chunks, as 2^20 x 16, spread each column over up to CLT_WG lanes).
+ * Every work-item reaches both barriers. */
+__kernel WG_ATTR void clt_scan_cols_top(__global acc_t *pv, const long ncols, const long S,
+                                        const uint tr) {
+    __local acc_t tot[CLT_WG];
+    const uint lid = get_local_id(0), tc = CLT_WG / tr;
+    const uint lane = lid / tc, cl = lid - lane * tc;
+    const long c = (long)get_group_id(0) * tc + cl;
+    const long per = (S + tr - 1) / tr;
+    const long s0 = min((long)lane * per, S), s1 = min(s0 + per, S);
+    acc_t t = IDENT;
+    if (c < ncols) {
+        for (long s = s0; s < s1; ++s) t = OP(t, pv[s * ncols + c]);
+    }
+    tot[lid] = t;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lane == 0) {
+        acc_t carry = IDENT;
+        for (uint l = 0; l < tr; ++l) {
+            const acc_t v = tot[l * tc + cl];
+            tot[l * tc + cl] = carry;
+            carry = OP(carry, v);
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (c < ncols) {
+        acc_t carry = tot[lid];
+        for (long s = s0; s < s1; ++s) {
+            const acc_t v = pv[s * ncols + c];
+            pv[s * ncols + c] = carry;
+            carry = OP(carry, v);
+        }
     }
 }
 
@@ -926,15 +959,16 @@ __kernel WG_ATTR void clt_scan_cols_top(__global acc_t *pv, const long ncols, co
 
 __kernel WG_ATTR void
 clt_scan_cols_down(__global const CLT_IN_T *x, const long xoff, const long outer, const long R,
-                   const long inner, const long chunk, __global const acc_t *carries,
-                   const uint has_carries, __global CLT_OUT_T *out, const long ooff) {
+                   const long inner, const long chunk, const uint wc,
+                   __global const acc_t *carries, const uint has_carries,
+                   __global CLT_OUT_T *out, const long ooff) {
     COLS_SETUP
     __global const CLT_IN_T *col = x + xoff + at;
     __global CLT_OUT_T *oc = out + ooff + at;
     acc_t run[CLT_ITEMS];
 #pragma unroll
     for (int k = 0; k < CLT_ITEMS; ++k) {
-        run[k] = (has_carries && k < width) ? carries[(long)get_group_id(1) * ncols + pcol + k]
+        run[k] = (has_carries && k < width) ? carries[s * ncols + pcol + k]
                                             : IDENT;
 #if CLT_EXCL
         if (j0 == 0) run[k] = EMPTY; /* numpy's empty prefix (+0.0 for sums) */

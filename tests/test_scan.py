@@ -234,6 +234,40 @@ def test_every_config_of_a_small_space_validates(ctx, queue, device, layout):
     assert tried >= 8
 
 
+@pytest.mark.parametrize("op,dtype", [("sum", "float32"), ("sum", "int32"), ("max", "float32"),
+                                      ("prod", "float64")])
+def test_cols_in_the_gpu_geometry(ctx, queue, device, op, dtype):
+    """GPUs cut strided scans in two dimensions (launch.plan(gpu=True)): a group of wc strips
+    by wg / wc chunks, the top step's lanes per column; run here on the CPU device with that
+    plan forced, over few and many columns, long and short axes, exclusive and inclusive, at
+    an offset: numpy's answers within the plan's rounding bound."""
+    from cltune.families.scan import launch as sl
+    from cltune.families.scan.reference import roundings, run_view
+
+    info, dev = device
+    if dtype == "float64" and not info.fp64:
+        pytest.skip("no fp64")
+    cfg = ScanConfig("cols", wg=16, items=1, stage=0, group_scan=0, groups_per_cu=64)
+    v = ScanVariant(op, dtype, "cols")
+    la = ScanLauncher(ctx, dev, info, v, cfg)
+    la.plan = lambda o, r, i: sl.plan(cfg, info.compute_units, o, r, i, gpu=True)
+    seen = set()
+    for j, (shape, axis, excl) in enumerate([((20000, 3), 0, False), ((5001, 16), 0, True),
+                                             ((3, 2999, 5), 1, False), ((777, 40), 0, True),
+                                             ((64, 300), 0, False), ((1, 7), 0, False)]):
+        x = sample(v, shape, seed=j)
+        outer = int(np.prod(shape[:axis]))
+        r, inner = shape[axis], int(np.prod(shape[axis + 1:]))
+        p = la.plan(outer, r, inner)
+        seen.add((p.wc < cfg.wg, p.lanes > 1))
+        got = run_view(la, queue, x, (outer, r, inner), excl, None, xoff=j % 3)
+        want, scale = reference(v, x, axis, excl, None)
+        chk = compare(v, got.reshape(shape), want.reshape(shape), scale,
+                      roundings(v, cfg, p.groups, p.chunk, r, p.lanes))
+        assert chk.ok, (shape, axis, excl, p, chk.reason)
+    assert (True, True) in seen and (False, False) in seen  # both cuts ran
+
+
 def test_validation_refuses_a_wrong_answer(queue):
     v = ScanVariant("sum", "float32")
     x = sample(v, (1000,), seed=1)

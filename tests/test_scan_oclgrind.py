@@ -22,7 +22,7 @@ import numpy as np
 import cltune.families.scan.kernel as sk
 from cltune.families.scan.config import ScanConfig as C
 from cltune.families.scan.family import ScanVariant
-from cltune.families.scan.launch import ScanLauncher
+from cltune.families.scan.launch import ScanLauncher, plan
 from cltune.families.scan.reference import compare, reference, roundings, run_view, sample
 
 if NEGATIVE:  # the group scan's tree without the barrier between its reads and writes
@@ -42,31 +42,36 @@ if info.int64_atomics:  # the chained pass: a tile a group, look-back over the s
              C("rows", wg=1, items=8, stage=2, groups_per_cu=16, chain=3),
              C("rows", wg=1, items=16, stage=2, groups_per_cu=4, chain=3)]
 COLS = [C("cols", wg=4, items=2, stage=0, group_scan=0, groups_per_cu=8)]
+# the GPUs' cut, forced: groups of wc strips by wg / wc chunks, top lanes per column
+GPU_COLS = [C("cols", wg=8, items=1, stage=0, group_scan=0, groups_per_cu=64)]
 CASES = [((301,), 0, False, None), ((301,), 0, True, None), ((7, 45), 1, False, None),
          ((120,), 0, True, np.array([0, 3, 3, 50, 51, 119, 120])), ((37, 6), 0, True, None),
-         ((3, 29, 5), 1, False, None)]
+         ((3, 29, 5), 1, False, None), ((1500, 3), 0, True, None)]
 VARIANTS = [("sum", "float32"), ("sum", "int32"), ("max", "float32")]
 if NEGATIVE:
-    ROWS, COLS, CASES, VARIANTS = ROWS[:1], [], CASES[:1], VARIANTS[:1]
+    ROWS, COLS, GPU_COLS, CASES, VARIANTS = ROWS[:1], [], [], CASES[:1], VARIANTS[:1]
 out = {"runs": []}
 for op, dtype in VARIANTS:
     for shape, axis, excl, offs in CASES:
         outer = int(np.prod(shape[:axis])); r = shape[axis]; inner = int(np.prod(shape[axis + 1:]))
-        for cfg in (COLS if inner > 1 else ROWS):
+        for cfg in ([*COLS, *GPU_COLS] if inner > 1 else ROWS):
             v = ScanVariant(op, dtype, cfg.layout)
             la = ScanLauncher(ctx, dev, info, v, cfg)
+            if cfg in GPU_COLS:
+                la.plan = (lambda c: lambda o, r, i: plan(c, 1, o, r, i, gpu=True))(cfg)
             x = sample(v, shape, seed=len(out["runs"]))
             try:
                 got = run_view(la, q, x, (outer, r, inner), excl, offs, xoff=1)
                 want, scale = reference(v, x, axis, excl, offs)
                 p = la.plan(outer, r, inner)
                 chk = compare(v, got.reshape(shape), want.reshape(shape), scale,
-                              roundings(v, cfg, p.groups, p.chunk, r))
+                              roundings(v, cfg, p.groups, p.chunk, r, p.lanes))
                 err, groups = chk.reason, p.groups
             except Exception as e:
                 err, groups = f"{type(e).__name__}: {e}"[:300], 0
             out["runs"].append({"cfg": cfg.short(), "variant": str(v), "shape": shape,
-                                "error": err, "groups": groups})
+                                "error": err, "groups": groups, "gpu": cfg in GPU_COLS,
+                                "lanes": getattr(p, "lanes", 1) if groups else 0})
 print(MARK + json.dumps(out), flush=True)
 '''
 
@@ -77,6 +82,7 @@ def test_scan_kernels_are_clean_under_oclgrind():
     wrong = [r for r in summary["runs"] if r["error"]]
     assert not wrong, wrong[:10]
     assert any(r["groups"] > 1 for r in summary["runs"])  # the three-launch path ran
+    assert any(r["gpu"] and r["lanes"] > 1 for r in summary["runs"])  # GPUs' top lanes ran
     assert any(r["cfg"].endswith("chain") and r["groups"] > 4 for r in summary["runs"]), \
         "Oclgrind has cl_khr_int64_base_atomics: the chained pass must be checked"
     assert any("chunks" in r["cfg"] and r["groups"] > 4 for r in summary["runs"])

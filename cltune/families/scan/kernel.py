@@ -133,8 +133,8 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, variant: ScanVaria
         types = ([None, i8, i8, i8, *seg, None, None], [None, None, i8],
                  [None, i8, i8, i8, *seg, None, u4, None, i8])
     else:
-        dims = [None, i8, i8, i8, i8, i8]  # x, xoff, outer, R, inner, chunk
-        types = ([*dims, None], [None, i8, i8], [*dims, None, u4, None, i8])
+        dims = [None, i8, i8, i8, i8, i8, u4]  # x, xoff, outer, R, inner, chunk, wc
+        types = ([*dims, None], [None, i8, i8, u4], [*dims, None, u4, None, i8])
     chain = None
     if cfg.chain:  # x, xoff, n, chunk, seg, status, ticket, base, epoch, out, ooff
         chain = prg.clt_scan_chunks if cfg.chain == 3 else prg.clt_scan_chain

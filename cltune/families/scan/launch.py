@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyopencl as cl
 
+from cltune.core.pow2 import pow2_at_least
 from cltune.device.info import DeviceInfo
 from cltune.families.scan.config import ScanConfig
 from cltune.families.scan.family import ScanVariant
@@ -26,18 +27,32 @@ _OOO = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
 @dataclass(frozen=True)
 class Plan:
     """How a call is cut: `groups` chunks of `chunk` elements (rows) or `groups` chunks of
-    `chunk` rows per column (cols; `colgroups` groups across the columns)."""
+    `chunk` rows per column (cols: `colgroups` groups across the columns, each `wc` strips
+    by wg / wc chunks; the top step's `lanes` work-items a column)."""
 
     groups: int
     chunk: int
     colgroups: int = 1
     chained: bool = False  # one chained pass (else reduce-then-scan, or one group)
+    wc: int = 0
+    lanes: int = 1
+
+
+#: GPUs, strided scans: partials a top-step lane takes at most (it reads them twice, serially)
+TOP_RUN = 32
 
 
 def plan(cfg: ScanConfig, compute_units: int, outer: int, r: int, inner: int,
-         state_words: int | None = None) -> Plan:
+         state_words: int | None = None, gpu: bool = False) -> Plan:
     """`state_words`: how many state words a chained pass may use (one buffer's worth); a
-    chained config whose tiles need more scans this input by reduce-then-scan."""
+    chained config whose tiles need more scans this input by reduce-then-scan.
+
+    Strided (cols) on GPUs: a group is wc strips (as many as there are, up to wg) by wg / wc
+    chunks, so that few columns still fill the device: 2^20 x 16 float32 had 16 busy
+    work-items a group of 256 and 1056 chunks of 993 rows scanned serially (498 us on the
+    H200 against a 37 us copy); the top step gives each column up to wg lanes of TOP_RUN
+    partials (a work-item a column read 1056 partials serially: ~100 us of 65536 x 256's
+    182). CPUs keep a work-item's strip along the group (wc = wg) and one lane a column."""
     want = max(1, compute_units * cfg.groups_per_cu)
     if cfg.layout == "rows":
         n = outer * r * inner
@@ -50,10 +65,13 @@ def plan(cfg: ScanConfig, compute_units: int, outer: int, r: int, inner: int,
         # chain=3: the same chunks in one chained pass (a chunk a group)
         return Plan(groups, chunk, chained=cfg.chain == 3 and groups > 1)
     strips = outer * -(-inner // cfg.items)  # a work-item's neighbouring columns
-    colgroups = max(1, -(-strips // cfg.wg))
-    splits = max(1, min(want // colgroups, r // 8))
+    wc = min(cfg.wg, pow2_at_least(strips)) if gpu else cfg.wg
+    colgroups = max(1, -(-strips // wc))
+    splits = max(1, min(want * (cfg.wg // wc) // colgroups, r // 8))
     chunk = -(-max(1, r) // splits)
-    return Plan(max(1, -(-r // chunk)), chunk, colgroups)
+    groups = max(1, -(-r // chunk))
+    lanes = min(cfg.wg, pow2_at_least(-(-groups // TOP_RUN))) if gpu else 1
+    return Plan(groups, chunk, colgroups, wc=wc, lanes=lanes)
 
 
 #: a chained call's epoch is 29 bits of its state words (kernels/scan.cl)
@@ -112,7 +130,8 @@ class ScanLauncher:
                 self._plans.clear()
             words = self.dev.max_mem_alloc_size // 8 // self._state_width()
             p = self._plans[(outer, r, inner)] = plan(self.cfg, self.info.compute_units,
-                                                      outer, r, inner, words)
+                                                      outer, r, inner, words,
+                                                      gpu=self.info.type != "cpu")
         return p
 
     def _state_width(self) -> int:
@@ -251,20 +270,21 @@ class ScanLauncher:
               wait_for):
         ncols = outer * inner
         gx = p.colgroups * wg
-        dims = (L(outer), L(r), L(inner), L(p.chunk))
+        gy = -(-p.groups // (wg // p.wc))  # groups along the chunks: wg / wc chunks each
+        dims = (L(outer), L(r), L(inner), L(p.chunk), U(p.wc))
         if p.groups == 1:
             b.down.set_args(x, L(xoff), *dims, self._dummy, U(0), out, L(ooff))
             return [cl.enqueue_nd_range_kernel(queue, b.down, (gx, 1), (wg, 1),
                                                wait_for=wait_for)]
         pv, _ = self._partials(queue, p.groups * ncols, b.acc_dtype.itemsize)
         b.reduce.set_args(x, L(xoff), *dims, pv)
-        e1 = cl.enqueue_nd_range_kernel(queue, b.reduce, (gx, p.groups), (wg, 1),
+        e1 = cl.enqueue_nd_range_kernel(queue, b.reduce, (gx, gy), (wg, 1),
                                         wait_for=self._before(queue, wait_for))
-        b.top.set_args(pv, L(ncols), L(p.groups))
-        gt = -(-ncols // wg) * wg  # the carries: a work-item per column
+        b.top.set_args(pv, L(ncols), L(p.groups), U(p.lanes))
+        gt = -(-ncols // (wg // p.lanes)) * wg  # the carries: lanes work-items a column
         e2 = cl.enqueue_nd_range_kernel(queue, b.top, (gt,), (wg,), wait_for=self._after(e1))
         b.down.set_args(x, L(xoff), *dims, pv, U(1), out, L(ooff))
-        e3 = cl.enqueue_nd_range_kernel(queue, b.down, (gx, p.groups), (wg, 1),
+        e3 = cl.enqueue_nd_range_kernel(queue, b.down, (gx, gy), (wg, 1),
                                         wait_for=self._after(e2))
         self._scratch[queue.int_ptr].last = e3
         return [e1, e2, e3]

@@ -83,25 +83,27 @@ def _shift(a: np.ndarray, axis: int, first: float | int) -> np.ndarray:
     return np.moveaxis(out, -1, axis)
 
 
-def depth(cfg: object, groups: int, chunk: int) -> int:
+def depth(cfg: object, groups: int, chunk: int, lanes: int = 1) -> int:
     """The roundings an element of a float scan meets at most in this plan (kernels/scan.cl):
     a work-item's serial share of its chunk's reduce and scan, the group's tree, the carries
-    across tiles and chunks."""
+    across tiles and chunks (cols: a top lane's run of the partials, then the lanes before
+    it, `lanes` a column)."""
     wg, items = cfg.wg, cfg.items  # type: ignore[attr-defined]
     tiles = -(-chunk // (wg * items))
     if getattr(cfg, "layout", "rows") == "cols":
-        return chunk + groups + 4
+        return chunk + min(groups, -(-groups // lanes) + lanes) + 4
     return (-(-chunk // wg) + items + tiles + 2 * max(1, wg.bit_length()) + groups
             + max(1, groups.bit_length()) + 8)
 
 
-def roundings(variant: ScanVariant, cfg: object, groups: int, chunk: int, r: int) -> int:
+def roundings(variant: ScanVariant, cfg: object, groups: int, chunk: int, r: int,
+              lanes: int = 1) -> int:
     """The bound's roundings: `depth` for sums (an element's error is its terms' magnitudes
     times the additions above them); a product's relative error is the sum of every
     multiplication's, r - 1 of them in any order (numpy's sequential bound)."""
     if variant.op == "prod":
-        return max(r, depth(cfg, groups, chunk))
-    return depth(cfg, groups, chunk)
+        return max(r, depth(cfg, groups, chunk, lanes))
+    return depth(cfg, groups, chunk, lanes)
 
 
 def compare(variant: ScanVariant, got: np.ndarray, want: np.ndarray,
@@ -234,7 +236,7 @@ def validate(la: object, queue: cl.CommandQueue, n: int) -> Check:
         want, scale = reference(v, x, axis, excl, offs)
         p = la.plan(outer, r, inner)  # type: ignore[attr-defined]
         chk = compare(v, got.reshape(shape), want.reshape(shape), scale,
-                      roundings(v, cfg, p.groups, p.chunk, r))
+                      roundings(v, cfg, p.groups, p.chunk, r, p.lanes))
         if not chk.ok:
             what = f"segments x{len(offs) - 1}" if offs is not None else f"axis {axis}"
             return Check(False, f"{shape} {what}{' exclusive' if excl else ''}: {chk.reason}")

@@ -163,7 +163,8 @@ class ScanBench(Timed):
         cl.enqueue_copy(self.queue, got, self.out, wait_for=evs)
         p = la.plan(*self.view)
         mine = compare(self.variant, got.reshape(self.shape), want, scale,
-                       roundings(self.variant, la.cfg, p.groups, p.chunk, self.view[1]))
+                       roundings(self.variant, la.cfg, p.groups, p.chunk, self.view[1],
+                                 p.lanes))
         if not mine.ok:
             return f"class input: {mine.reason}", None
         err = max(mine.max_rel_error, chk.max_rel_error)
