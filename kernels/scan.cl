@@ -868,6 +868,10 @@ __kernel WG_ATTR void clt_scan_chunks(CHAIN_PARAMS) {
  * columns), neighbouring work-items neighbouring strips (GPUs: coalesced). A group is wc
  * strips by CLT_WG / wc chunks (wc: a power of two <= CLT_WG from the host; few columns, as
  * 2^20 x 16, then still give every work-item of the group a chunk of its own). */
+#ifndef CLT_COLS_BATCH
+#define CLT_COLS_BATCH 1 /* GPUs: rows (and partials) loaded together before their stores */
+#endif
+#define COLS_BATCH CLT_COLS_BATCH
 #define COLS_SETUP                                                                               \
     const long strips = (inner + CLT_ITEMS - 1) / CLT_ITEMS;                                   \
     const uint lid_ = get_local_id(0);                                                         \
@@ -933,7 +937,20 @@ __kernel WG_ATTR void clt_scan_cols_top(__global acc_t *pv, const long ncols, co
     barrier(CLK_LOCAL_MEM_FENCE);
     if (c < ncols) {
         acc_t carry = tot[lid];
-        for (long s = s0; s < s1; ++s) {
+        long s = s0;
+#if COLS_BATCH > 1 /* a batch of partials loaded before any is overwritten (see cols_down) */
+        for (; s + COLS_BATCH <= s1; s += COLS_BATCH) {
+            acc_t v[COLS_BATCH];
+#pragma unroll
+            for (int b = 0; b < COLS_BATCH; ++b) v[b] = pv[(s + b) * ncols + c];
+#pragma unroll
+            for (int b = 0; b < COLS_BATCH; ++b) {
+                pv[(s + b) * ncols + c] = carry;
+                carry = OP(carry, v[b]);
+            }
+        }
+#endif
+        for (; s < s1; ++s) {
             const acc_t v = pv[s * ncols + c];
             pv[s * ncols + c] = carry;
             carry = OP(carry, v);
@@ -941,21 +958,23 @@ __kernel WG_ATTR void clt_scan_cols_top(__global acc_t *pv, const long ncols, co
     }
 }
 
-/* column k of the strip at row j: its output (before the element when exclusive), then on */
+/* column k of the strip at row j, value v: its output (before the element when exclusive),
+ * then on */
 #if CLT_EXCL
-#define COLS_STEP(j, k)                                                                          \
+#define COLS_STEPV(j, k, v)                                                                      \
     do {                                                                                       \
-        const acc_t v_ = LOAD(col[(j) * inner + (k)]);                                         \
+        const acc_t v_ = (v);                                                                  \
         STORE(oc + (j) * inner + (k), run[k]);                                                 \
         run[k] = OP(run[k], v_);                                                               \
     } while (0)
 #else
-#define COLS_STEP(j, k)                                                                          \
+#define COLS_STEPV(j, k, v)                                                                      \
     do {                                                                                       \
-        run[k] = OP(run[k], LOAD(col[(j) * inner + (k)]));                                     \
+        run[k] = OP(run[k], (v));                                                              \
         STORE(oc + (j) * inner + (k), run[k]);                                                 \
     } while (0)
 #endif
+#define COLS_STEP(j, k) COLS_STEPV(j, k, LOAD(col[(j) * inner + (k)]))
 
 __kernel WG_ATTR void
 clt_scan_cols_down(__global const CLT_IN_T *x, const long xoff, const long outer, const long R,
@@ -974,13 +993,32 @@ clt_scan_cols_down(__global const CLT_IN_T *x, const long xoff, const long outer
         if (j0 == 0) run[k] = EMPTY; /* numpy's empty prefix (+0.0 for sums) */
 #endif
     }
+    long j = j0;
+#if COLS_BATCH > 1
+    /* GPUs: a batch of rows loaded before any of them is stored (x and out may be one
+     * buffer, so the compiler could not hoist a load above the previous row's store: a
+     * memory round trip a row) */
     if (width == CLT_ITEMS) {
-        for (long j = j0; j < j1; ++j) {
+        for (; j + COLS_BATCH <= j1; j += COLS_BATCH) {
+            acc_t v[COLS_BATCH][CLT_ITEMS];
+#pragma unroll
+            for (int b = 0; b < COLS_BATCH; ++b)
+#pragma unroll
+                for (int k = 0; k < CLT_ITEMS; ++k) v[b][k] = LOAD(col[(j + b) * inner + k]);
+#pragma unroll
+            for (int b = 0; b < COLS_BATCH; ++b)
+#pragma unroll
+                for (int k = 0; k < CLT_ITEMS; ++k) COLS_STEPV(j + b, k, v[b][k]);
+        }
+    }
+#endif
+    if (width == CLT_ITEMS) {
+        for (; j < j1; ++j) {
 #pragma unroll
             for (int k = 0; k < CLT_ITEMS; ++k) COLS_STEP(j, k);
         }
     } else {
-        for (long j = j0; j < j1; ++j) {
+        for (; j < j1; ++j) {
             for (int k = 0; k < width; ++k) COLS_STEP(j, k);
         }
     }

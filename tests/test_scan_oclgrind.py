@@ -44,6 +44,8 @@ if info.int64_atomics:  # the chained pass: a tile a group, look-back over the s
 COLS = [C("cols", wg=4, items=2, stage=0, group_scan=0, groups_per_cu=8)]
 # the GPUs' cut, forced: groups of wc strips by wg / wc chunks, top lanes per column
 GPU_COLS = [C("cols", wg=8, items=1, stage=0, group_scan=0, groups_per_cu=64)]
+_defines = sk.build_defines  # and the GPUs' build: rows loaded in batches before their stores
+sk.build_defines = lambda v, c, f, **kw: _defines(v, c, f, **{**kw, "gpu": c in GPU_COLS})
 CASES = [((301,), 0, False, None), ((301,), 0, True, None), ((7, 45), 1, False, None),
          ((120,), 0, True, np.array([0, 3, 3, 50, 51, 119, 120])), ((37, 6), 0, True, None),
          ((3, 29, 5), 1, False, None), ((1500, 3), 0, True, None)]

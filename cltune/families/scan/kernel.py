@@ -40,8 +40,13 @@ class Form:
     off64: bool = False
 
 
+#: GPUs, strided scans: rows loaded together before their stores (a work-item's strip of
+#: CLT_ITEMS columns up to 4; CPUs, and wider strips, one row at a time)
+COLS_BATCH = 8
+
+
 def build_defines(variant: ScanVariant, cfg: ScanConfig, form: Form, *,
-                  nv_ptx: bool = False) -> list[str]:
+                  nv_ptx: bool = False, gpu: bool = False) -> list[str]:
     """The `-D` options of a build: produced here only, from validated values only."""
     if not (isinstance(cfg, ScanConfig) and isinstance(variant, ScanVariant)
             and isinstance(form, Form)):
@@ -68,6 +73,7 @@ def build_defines(variant: ScanVariant, cfg: ScanConfig, form: Form, *,
         "CLT_CHAIN": int(cfg.chain),
         "CLT_NV_PTX": int(bool(nv_ptx)),
         "CLT_ACC_BITS": 8 * np.dtype(_NP[acc]).itemsize,
+        "CLT_COLS_BATCH": COLS_BATCH if gpu and cfg.layout == "cols" and cfg.items <= 4 else 1,
     }
     if not variant.is_float and variant.op in ("min", "max"):
         defs["CLT_IDENT_INT"] = variant.ident_int()  # a name from a fixed table
@@ -118,7 +124,8 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, variant: ScanVaria
         raise BuildError("needs cl_khr_fp64, which the device lacks")
     if cfg.layout != variant.layout:
         raise BuildError(f"a {cfg.layout} config for the {variant.layout} layout")
-    opts = [*build_defines(variant, cfg, form, nv_ptx=info.is_nvidia), *std_options(info)]
+    opts = [*build_defines(variant, cfg, form, nv_ptx=info.is_nvidia, gpu=info.type != "cpu"),
+            *std_options(info)]
     prg = compile_program(ctx, dev, scan_source(), opts)
     acc = np.dtype(_NP[variant.acc_cl_type])
     if cfg.layout == "rows":
