@@ -19,7 +19,6 @@ from cltune.device.info import DeviceInfo
 from cltune.families.scan.config import ScanConfig
 from cltune.families.scan.family import ScanVariant
 from cltune.families.scan.kernel import SEG_NONE, SEG_OFFSETS, SEG_ROWS, Form, ScanBuilt, build
-from cltune.opencl.kernel_args import setter
 
 L = U = int  # the kernels' scalar types are set at build (kernel.py)
 _OOO = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
@@ -74,10 +73,6 @@ def plan(cfg: ScanConfig, compute_units: int, outer: int, r: int, inner: int,
     lanes = min(cfg.wg, pow2_at_least(-(-groups // TOP_RUN))) if gpu else 1
     return Plan(groups, chunk, colgroups, wc=wc, lanes=lanes)
 
-
-#: the chained kernel's argument types (kernels/scan.cl CHAIN_PARAMS; None: a buffer)
-CHAIN_TYPES = (None, np.int64, np.int64, np.int64, np.int64, None, np.int64, None, None,
-               np.uint32, np.uint32, None, np.int64)
 
 #: a chained call's epoch is 29 bits of its state words (kernels/scan.cl)
 EPOCH_LIMIT = (1 << 29) - 1
@@ -251,13 +246,11 @@ class ScanLauncher:
             nw = self._state_width()
             status, ticket, fill = self._chain_state(queue, p.groups * nw, wait_for)
             s = self._scratch[queue.int_ptr]
+            b.chain.set_args(x, L(xoff), L(n), L(p.chunk), *seg, status, ticket, U(s.base),
+                             U(s.epoch), out, L(ooff))
             before = self._after(fill) if fill is not None else self._before(queue, wait_for)
-            # the scalars that repeat (offsets, sizes) are set only when they change: 13
-            # arguments converted and set per call cost NVIDIA's host ~5 us
-            e = setter(b.chain, CHAIN_TYPES).launch(
-                queue, (p.groups * wg,), (wg,),
-                (x, xoff, n, p.chunk, seglen, offs, m, status, ticket, s.base, s.epoch, out,
-                 ooff), before)
+            e = cl.enqueue_nd_range_kernel(queue, b.chain, (p.groups * wg,), (wg,), None,
+                                           before)
             s.base = (s.base + p.groups) & 0xFFFFFFFF
             s.last = e
             return [e] if fill is None else [fill, e]
