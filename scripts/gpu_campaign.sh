@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The H200 campaign behind docs/benchmarks.md, run on the lent GPU machine from the repo root:
-#   source scripts/gpu_setup.sh && bash scripts/gpu_campaign.sh tests|tune|tune-ops|bench|expr
+#   source scripts/gpu_setup.sh && bash scripts/gpu_campaign.sh tests|tune|tune-ops|bench|expr|axis-scan
 # Results (databases, logs, plot) go to $OUT.
 set -u
 case "${1:-}" in
--h|--help) sed -n '2,4p' "$0" | cut -c3-; echo "usage: $0 tests|tune|tune-ops|bench|expr"; exit 0 ;;
+-h|--help) sed -n '2,4p' "$0" | cut -c3-; echo "usage: $0 tests|tune|tune-ops|bench|expr|axis-scan"; exit 0 ;;
 esac
 OUT=${OUT:-/tmp/cltune-out}
 mkdir -p "$OUT"
@@ -49,5 +49,16 @@ expr)  # issue 13 on the GPU: expression kernels and statistics, whole and along
         --repeats 7 --tune-trials 12 --json "$OUT/expr.json" 2>&1 | quiet | tail -60
     timeout 120 python3 scripts/bench_stats_axis.py --device NVIDIA --repeats 7 2>&1 | quiet
     ;;
-*) echo "usage: $0 tests|tune|tune-ops|bench|expr"; exit 2 ;;
+axis-scan)  # issues 21/22: strided scans (the GPU cut, rows loaded in batches), the small scan
+    # call, axis sums and statistics on shapes nobody tuned (docs/benchmarks.md, 2026-12-03)
+    timeout 200 python3 scripts/bench_scan.py --device NVIDIA --sizes 2^12,2^16,2^20,2^24,2^26 \
+        --axis --shapes 1048576x16,65536x256,4096x4096,3000x5000,100000x77 --repeats 5 2>&1 | quiet
+    N=4000x3000,1500x1500,6000x777,250000x40,40x250000,123x45678,65432x123,9999x999,20000x20
+    N=$N,1000000x7,7x1000000,500x500,2500x6400,800x20000,31x31
+    timeout 200 python3 scripts/bench_axis.py --device NVIDIA --no-segments --repeats 5 \
+        --shapes "$N" --json "$OUT/axis_unseen.json" 2>&1 | quiet
+    timeout 200 python3 scripts/bench_stats_axis.py --device NVIDIA --repeats 5 --ops var,argmax \
+        --shapes 3000x5000,524288x24,1000x1000,16x1048576 2>&1 | quiet
+    ;;
+*) echo "usage: $0 tests|tune|tune-ops|bench|expr|axis-scan"; exit 2 ;;
 esac
