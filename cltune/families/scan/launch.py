@@ -85,9 +85,10 @@ class _Scratch:
     tickets handed out so far, mod 2^32)."""
 
     __slots__ = ("pv", "pf", "capacity", "last", "status", "ticket", "status_cap", "epoch",
-                 "base")
+                 "base", "in_order")
 
-    def __init__(self) -> None:
+    def __init__(self, in_order: bool = True) -> None:
+        self.in_order = in_order  # the queue's (its properties are fixed at creation)
         self.last: cl.Event | None = None
         self.pv: cl.Buffer | None = None
         self.pf: cl.Buffer | None = None
@@ -108,6 +109,8 @@ class ScanLauncher:
         self.ctx, self.dev, self.info, self.variant, self.cfg = ctx, dev, info, variant, cfg
         self._lock = threading.Lock()
         self._scratch: dict[int, _Scratch] = {}
+        self._q_last: cl.CommandQueue | None = None  # the last call's queue and its scratch
+        self._q_scratch: _Scratch | None = None
         self._dummy = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16)
         self._builds: dict[Form, ScanBuilt] = {}
         self._plans: dict[tuple[int, int, int], Plan] = {}
@@ -138,9 +141,20 @@ class ScanLauncher:
         """State words per tile of a chained pass: two for a 64-bit accumulator."""
         return self._words
 
+    def _scratch_of(self, queue: cl.CommandQueue) -> _Scratch:
+        """The queue's scratch; the queue of the last call is recognised by identity (its
+        int_ptr and properties are queries of the driver, three of them a call before)."""
+        if queue is self._q_last:
+            return self._q_scratch
+        s = self._scratch.get(queue.int_ptr)
+        if s is None:
+            s = self._scratch[queue.int_ptr] = _Scratch(not (queue.properties & _OOO))
+        self._q_last, self._q_scratch = queue, s
+        return s
+
     def _partials(self, queue: cl.CommandQueue, count: int, acc_bytes: int,
                   ) -> tuple[cl.Buffer, cl.Buffer]:
-        s = self._scratch.setdefault(queue.int_ptr, _Scratch())
+        s = self._scratch_of(queue)
         if s.capacity < count:
             cap = max(count, 2 * s.capacity)
             s.pv = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, cap * acc_bytes)
@@ -151,7 +165,7 @@ class ScanLauncher:
     def _chain_state(self, queue: cl.CommandQueue, words: int, wait_for):
         """The state words (zeroed when new or when the epochs run out), the ticket counter,
         this call's ticket base and epoch; the scratch remembers the next ones."""
-        s = self._scratch.setdefault(queue.int_ptr, _Scratch())
+        s = self._scratch_of(queue)
         if s.last is not None and s.last.command_execution_status < 0:
             s.ticket = None  # a launch that failed may have left tickets taken: start over
             s.status_cap = 0
@@ -182,7 +196,7 @@ class ScanLauncher:
         if hot is not None:  # a plain call of a view launched before: its build and plan
             b, p, n, r = hot
             with self._lock:
-                self._in_order = not (queue.properties & _OOO)
+                self._in_order = self._scratch_of(queue).in_order
                 if self.cfg.layout == "rows":
                     return self._rows(queue, b, p, x, xoff, out, ooff, n, r, None, 0, wait_for)
                 return self._cols(queue, b, p, x, xoff, out, ooff, view[0], r, view[2],
@@ -210,9 +224,8 @@ class ScanLauncher:
                 self._hot.clear()
             self._hot[(view, exclusive)] = (b, p, outer * r, r)
         wg = cfg.wg
-        order = not (queue.properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
         with self._lock:  # the kernels' arguments, and _in_order, are shared state
-            self._in_order = order
+            self._in_order = self._scratch_of(queue).in_order
             if cfg.layout == "rows":
                 return self._rows(queue, b, p, x, xoff, out, ooff, outer * r, r,
                                   offsets, m, wait_for)
@@ -222,7 +235,7 @@ class ScanLauncher:
                 ) -> list[cl.Event] | None:
         """The first launch's wait list: the caller's, and on an out-of-order queue the
         previous call's last launch (it read the partials this one overwrites)."""
-        last = self._scratch[queue.int_ptr].last
+        last = self._scratch_of(queue).last
         if self._in_order or last is None:
             return wait_for
         return [*(wait_for or []), last]
@@ -245,7 +258,7 @@ class ScanLauncher:
         if p.chained:
             nw = self._state_width()
             status, ticket, fill = self._chain_state(queue, p.groups * nw, wait_for)
-            s = self._scratch[queue.int_ptr]
+            s = self._scratch_of(queue)
             b.chain.set_args(x, L(xoff), L(n), L(p.chunk), *seg, status, ticket, U(s.base),
                              U(s.epoch), out, L(ooff))
             before = self._after(fill) if fill is not None else self._before(queue, wait_for)
@@ -263,7 +276,7 @@ class ScanLauncher:
         b.down.set_args(x, L(xoff), L(n), L(p.chunk), *seg, pv, U(1), out, L(ooff))
         e3 = cl.enqueue_nd_range_kernel(queue, b.down, (p.groups * wg,), (wg,),
                                         wait_for=self._after(e2))
-        self._scratch[queue.int_ptr].last = e3
+        self._scratch_of(queue).last = e3
         return [e1, e2, e3]
 
     def _cols(self, queue, b: ScanBuilt, p: Plan, x, xoff, out, ooff, outer, r, inner, wg,
@@ -286,5 +299,5 @@ class ScanLauncher:
         b.down.set_args(x, L(xoff), *dims, pv, U(1), out, L(ooff))
         e3 = cl.enqueue_nd_range_kernel(queue, b.down, (gx, gy), (wg, 1),
                                         wait_for=self._after(e2))
-        self._scratch[queue.int_ptr].last = e3
+        self._scratch_of(queue).last = e3
         return [e1, e2, e3]
