@@ -55,6 +55,7 @@ class Scanner:
         self._rdt = self.variant.result_dtype
         self._isz, self._osz = self.dtype.itemsize, self._rdt.itemsize
         self._last: cl.Event | None = None  # the last launch's event (in-order queues)
+        self._seen: cl.Event | None = None  # an input's event found on this in-order queue
         if self.variant.needs_fp64 and not self.info.fp64:
             raise TypeError(f"{self.dev.name} has no cl_khr_fp64: float64 scans cannot run "
                             "there")
@@ -162,10 +163,16 @@ class Scanner:
         then the launch's only (it came after all of them: waited for, or queued behind)."""
         waits = list(wait_for or [])
         xe, oe = x.events, res.events
+        # an input whose one event was found on this in-order queue before (its upload,
+        # scanned call after call): nothing to ask (0.86 us of queries a call here)
+        if xe and len(xe) == 1 and xe[0] is self._seen:
+            xe = ()
         # the launch we enqueued last on this in-order queue (an `out` reused call after call
         # holds it) runs before this one anyway: no event queries (~4 us a call on NVIDIA)
         if xe or oe and not (len(oe) == 1 and oe[0] is self._last and self._in_order):
             waits += pending(xe, oe, in_order=self._in_order) or []
+            if self._in_order is not None and len(xe) == 1 and xe[0] not in waits:
+                self._seen = xe[0]  # kept, not waited for: on this in-order queue
         evs = la.enqueue(self.queue, x.base_data, x.offset // self._isz, res.base_data,
                          res.offset // self._osz, view, exclusive=exclusive,
                          wait_for=waits or None)
