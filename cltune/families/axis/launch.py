@@ -170,7 +170,8 @@ class Prepared:
         self.queue, self.s, self.two, self.kern = queue, s, two, kern
         self.gsize, self.lsize, self.args, self.tickets, self.fin = gsize, lsize, args, \
             tickets, fin
-        # the scratch's partials (and tickets): ours, set only when the scratch has grown
+        # the scratch's partials (and tickets): ours, set only when the scratch has grown;
+        # the argument list ends (partials, tickets, out, local) or (partials, out)
         tail = len(args) - (4 if tickets else 2)
         self.kept = (tail, tail + 1) if tickets else (tail,)
         self.bufs = kern.buffers(args, self.kept)
@@ -183,7 +184,7 @@ class Prepared:
         if self.two:
             a[2] = y
         s, q = self.s, self.queue
-        tail = len(a) - (4 if self.tickets else 2)  # partials' place (then tickets, out, local)
+        tail = self.kept[0]  # partials' place (then tickets, out, local)
         with _LOCK:
             a[tail] = s.partials
             if self.tickets:
