@@ -14,9 +14,7 @@
  *                    group scans the work-items' totals (CLT_GROUP_SCAN), the carry joins.
  * With G == 1 only clt_scan_down runs (one launch: small inputs). In one chained pass instead
  * (CLT_CHAIN, below): clt_scan_chain a tile a group, clt_scan_chunks a chunk a group (its
- * reduce, a look-back over the chunks before it, its scan), clt_scan_persist tile after tile
- * by a few persistent groups (each tile's loads issued while the tile before it is looked
- * back and stored).
+ * reduce, a look-back over the chunks before it, its scan).
  * Segments (CLT_SEG): 0 none; 1 rows of `seglen` elements (an axis scan of a C-ordered
  * array, heads at multiples of seglen); 2 CSR offsets offs[0..m] (offs[0] == 0, offs[m] == n,
  * heads at offs[k]). A value combines across a head only from the right: the scan of (head,
@@ -92,8 +90,7 @@
 #ifndef CLT_CHAIN
 #define CLT_CHAIN 0 /* 1: build clt_scan_chain (needs cl_khr_int64_base_atomics); 2: the same,
                        its look-back reading the state words by volatile 64-bit loads; 3:
-                       clt_scan_chunks (the chained pass over chunks of many tiles); 4:
-                       clt_scan_persist (persistent groups, the next tile loaded ahead) */
+                       clt_scan_chunks (the chained pass over chunks of many tiles) */
 #endif
 
 #if CLT_NEEDS_FP64
@@ -520,18 +517,10 @@ __kernel WG_ATTR void clt_scan_top(__global acc_t *pv, __global const uint *pf, 
 #define TILE_LOAD(t, b)                                                                          \
     _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k) {                                    \
         const long i_ = (t) + (long)k * CLT_WG + lid;                                          \
-        stage[PAD(k * CLT_WG + lid)] = i_ < (b) ? LOAD(TILE_SRC(k, i_)) : IDENT;               \
+        stage[PAD(k * CLT_WG + lid)] = i_ < (b) ? LOAD(xp[i_]) : IDENT;                        \
     }                                                                                          \
-    TILE_BEFORE_BARRIER                                                                        \
     barrier(CLK_LOCAL_MEM_FENCE);                                                              \
-    _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k) r[k] = stage[PAD(lid * CLT_ITEMS + k)]; \
-    TILE_AFTER_BARRIER
-/* where TILE_LOAD's elements come from, and what runs beside its barrier (the persistent
- * chained pass below loads a tile's elements ahead, into registers, and takes its next ticket
- * there) */
-#define TILE_SRC(k, i) xp[i]
-#define TILE_BEFORE_BARRIER
-#define TILE_AFTER_BARRIER
+    _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k) r[k] = stage[PAD(lid * CLT_ITEMS + k)];
 #define TILE_PUT(t, b)                                                                           \
     barrier(CLK_LOCAL_MEM_FENCE); /* everyone has read its elements from the stage */          \
     _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k) stage[PAD(lid * CLT_ITEMS + k)] = r[k]; \
@@ -870,69 +859,6 @@ __kernel WG_ATTR void clt_scan_chunks(CHAIN_PARAMS) {
     CHAIN_CARRY(hf, total)
     CHUNK_SCAN(a, b, carry)
 }
-
-#if CLT_CHAIN == 4 && CLT_STAGE == 1
-/* The chained pass by persistent groups (CLT_CHAIN == 4, GPUs): a launch of a few groups per
- * compute unit, each taking tile after tile by ticket (a tile per state word, as above). A
- * group takes its next ticket while it stages the current tile and issues that tile's loads
- * into registers (nx) right after, so they are in flight while it scans, looks back and
- * stores the current one: a group a tile waited on its look-back with no loads of its own
- * outstanding (the H200: 0.64 of the copy at 2^28 where the same kernel without its
- * look-back reached 0.77-0.85, scripts/experiments/scan_ceiling.py). A group only ever
- * waits on tiles of smaller tickets, all held by groups that run (a group holds at most its
- * current tile and the next, and finishes the current one first), so no launch size or
- * schedule can deadlock; every group stops at its first ticket past the last tile (the host
- * advances its ticket base by tiles + groups). */
-#define PFETCH(gn)                                                                               \
-    _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k) {                                    \
-        const long i_ = (gn) * chunk + (long)k * CLT_WG + lid;                                 \
-        nx[k] = i_ < n ? xp[i_] : (CLT_IN_T)0;                                                 \
-    }
-#undef TILE_SRC
-#undef TILE_BEFORE_BARRIER
-#undef TILE_AFTER_BARRIER
-#define TILE_SRC(k, i) nx[k]
-#define TILE_BEFORE_BARRIER                                                                      \
-    if (lid == 0) s_n = (long)(atomic_inc(ticket) - base); /* everyone read the last one */
-#define TILE_AFTER_BARRIER                                                                       \
-    const long gn = s_n;                                                                       \
-    PFETCH(gn)
-__kernel WG_ATTR void clt_scan_persist(CHAIN_PARAMS) {
-    __local acc_t sv[CLT_WG];
-    __local uint sf[CLT_WG];
-    STAGE_DECL
-    __local ulong win[CLT_LB * NW];
-    __local long s_g, s_n, s_look; /* the first ticket, the next one */
-    __local acc_t s_v;
-    __local uint s_f, s_done;
-    const uint lid = get_local_id(0);
-    __global const CLT_IN_T *xp = x + xoff;
-    __global CLT_OUT_T *op = out + ooff;
-    if (lid == 0) s_g = (long)(atomic_inc(ticket) - base);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    long g = s_g; /* the same in every work-item: the loop's turns are the group's */
-    CLT_IN_T nx[CLT_ITEMS];
-    PFETCH(g)
-    while (g * chunk < n) {
-        const long a = g * chunk;
-        const long b = min(a + chunk, n);
-        acc_t r[CLT_ITEMS];
-        TILE_SCAN(a, b) /* stages nx, takes the next ticket gn and loads its tile into nx */
-        CHAIN_CARRY(tf, tv)
-        acc_t in;
-        uint fi;
-        SEG_COMBINE(0u, carry, ef, ev, fi, in);
-        TILE_STORE(a, b, in)
-        g = gn;
-    }
-}
-#undef TILE_SRC
-#undef TILE_BEFORE_BARRIER
-#undef TILE_AFTER_BARRIER
-#define TILE_SRC(k, i) xp[i]
-#define TILE_BEFORE_BARRIER
-#define TILE_AFTER_BARRIER
-#endif
 #endif
 
 /* ---- cols: (outer, R, inner), the scanned axis strided by inner ---------------------------- */

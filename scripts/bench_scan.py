@@ -82,9 +82,6 @@ def sweep_configs(info, layout: str) -> list[ScanConfig]:
         # the chained pass over reduce-then-scan's chunks (each read twice while in cache)
         out += [ScanConfig("rows", wg=w, items=i, stage=s, groups_per_cu=g, chain=3)
                 for (w, i, s), g in itertools.product(fits, (2, 8))]
-        if gpu:  # persistent groups taking tile after tile, the next one loaded ahead
-            out += [ScanConfig("rows", wg=w, items=i, stage=1, groups_per_cu=g, chain=4)
-                    for (w, i, s), g in itertools.product(fits, (2, 4, 8)) if s == 1]
     if not gpu:  # a work-item a chunk in vector registers (chained where there are atomics)
         out += [ScanConfig("rows", wg=1, items=i, stage=2, groups_per_cu=g,
                            chain=3 if info.int64_atomics else 0)

@@ -33,11 +33,7 @@ CHAINS = [ScanConfig("rows", wg=4, items=2, stage=1, chain=1),
           ScanConfig("rows", wg=4, items=2, stage=1, groups_per_cu=32, chain=3),
           ScanConfig("rows", wg=1, items=8, stage=0, groups_per_cu=32, chain=3),
           ScanConfig("rows", wg=1, items=8, stage=2, groups_per_cu=64, chain=3),
-          ScanConfig("rows", wg=1, items=16, stage=2, groups_per_cu=16, chain=3),
-          # persistent groups taking tile after tile, the next one loaded ahead (GPUs; the
-          # path is the same here): fewer groups than tiles by far
-          ScanConfig("rows", wg=4, items=2, stage=1, groups_per_cu=2, chain=4),
-          ScanConfig("rows", wg=8, items=4, stage=1, groups_per_cu=1, group_scan=2, chain=4)]
+          ScanConfig("rows", wg=1, items=16, stage=2, groups_per_cu=16, chain=3)]
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +59,6 @@ def test_every_awkward_case_validates(ctx, queue, device, atomics, op, dtype, cf
     assert chk.ok, (str(v), cfg.short(), chk.reason)
     p = la.plan(1, 20011, 1)
     assert p.chained and p.groups > (600 if cfg.chain != 3 else 16)  # many looked back over
-    if cfg.chain == 4:  # a few groups take every tile
-        assert p.launch == info.compute_units * cfg.groups_per_cu < p.groups
 
 
 def test_in_place_and_many_calls_on_one_scratch(ctx, queue, device, atomics):
@@ -99,33 +93,6 @@ def test_in_place_and_many_calls_on_one_scratch(ctx, queue, device, atomics):
         cl.wait_for_events(lap.enqueue(queue, d.base_data, 7, d.base_data, 7, (1, x.size, 1)))
         want, scale = reference(v, x, 0, False, None)
         assert compare(v, d.get()[7:], want, scale, 64 + x.size).ok, str(v)
-
-
-def test_persistent_groups_leave_the_ticket_base_past_every_ticket_they_took(
-        ctx, queue, device, atomics):
-    """chain=4: calls of changing lengths back to back on one scratch (one wait at the end),
-    some with fewer tiles than groups: every group takes the tiles' tickets and one more past
-    the last, so the host's base advances by tiles + groups launched, and no call takes a
-    ticket or state word of another."""
-    info, dev = device
-    v = ScanVariant("sum", "float32")
-    cfg = ScanConfig("rows", wg=4, items=2, stage=1, groups_per_cu=4, chain=4)
-    la = ScanLauncher(ctx, dev, info, v, cfg)
-    h = sample(v, (40001,), seed=11)
-    xd = cla.to_device(queue, h)
-    outs, taken = [], 0
-    for k in range(16):
-        n = 9 + (k * 7919) % 40000  # from one tile to thousands
-        o = cla.empty(queue, (n,), np.float32)
-        la.enqueue(queue, xd.data, k, o.data, 0, (1, n, 1), exclusive=bool(k % 3 == 1))
-        p = la.plan(1, n, 1)
-        taken += p.groups + p.launch if p.chained else 0
-        outs.append((n, k, o))
-    queue.finish()
-    for n, k, o in outs:
-        want, scale = reference(v, h[k:k + n], 0, k % 3 == 1, None)
-        assert compare(v, o.get(), want, scale, 64).ok, k
-    assert la._scratch[queue.int_ptr].base == taken % 2**32
 
 
 def test_the_epochs_running_out_clear_the_state_words(ctx, queue, device, atomics,
@@ -244,9 +211,7 @@ def test_stored_configs_without_the_field_keep_their_meaning_and_key():
     assert chained.to_dict()["chain"] == 1 and chained.key() != cfg.key()
     assert chained.short().endswith("chain")
     with pytest.raises(ScanConfigError, match="chain"):
-        ScanConfig.from_mapping({**old, "chain": 5})
-    with pytest.raises(ScanConfigError, match="stage=1"):
-        ScanConfig("rows", wg=64, items=4, stage=0, chain=4)
+        ScanConfig.from_mapping({**old, "chain": 4})
     with pytest.raises(ScanConfigError, match="chain"):
         ScanConfig("cols", wg=64, items=1, stage=0, chain=1)
     with pytest.raises(ScanConfigError, match="groups_per_cu"):

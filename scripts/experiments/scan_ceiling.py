@@ -9,9 +9,8 @@ rounds), GB/s counting 2n bytes:
 - tc_stage WGxI: the same through the scan's padded __local transpose (two barriers each way)
 - tc_persist WGxI: persistent groups taking tiles by an atomic ticket, the next tile's loads
   issued before the current tile's stores (software pipelining)
-- chain <cfg>: the real chained kernels (ScanLauncher: a group a tile, chain=1/2, and
-  persistent groups loading ahead, chain=4), and `nolook <cfg>`: the same with the look-back
-  removed (wrong answers, the time without the chain's wait)
+- chain <cfg>: the real clt_scan_chain (ScanLauncher), and `nolook <cfg>`: the same with its
+  look-back removed (wrong answers, the time without the chain's wait)
 
     python scripts/experiments/scan_ceiling.py --device NVIDIA --sizes 2^24,2^26,2^28
 """
@@ -24,7 +23,6 @@ ap.add_argument("--sizes", default="2^24,2^26,2^28")
 ap.add_argument("--calls", type=int, default=10)
 ap.add_argument("--repeats", type=int, default=5)
 ap.add_argument("--small", action="store_true", help="a tiny grid (a smoke test on CPUs)")
-ap.add_argument("--chains-only", action="store_true", help="no tile copies: the scan configs")
 a = ap.parse_args()
 warnings.simplefilter("ignore")
 from cltune.device.select import select
@@ -113,7 +111,7 @@ def sizes(t):
     return [2 ** int(s[2:]) if s.startswith("2^") else int(s) for s in t.split(",")]
 
 
-grid = [] if a.chains_only else [(64, 8)] if a.small else [(128, 16), (128, 32), (256, 16), (256, 32), (512, 16), (1024, 8)]
+grid = [(64, 8)] if a.small else [(128, 16), (128, 32), (256, 16), (256, 32), (512, 16), (1024, 8)]
 progs = {}
 for wg, it in grid:
     try:
@@ -121,17 +119,10 @@ for wg, it in grid:
     except Exception as e:
         print("build", wg, it, str(e)[:200])
 v = ScanVariant("sum", "float32", "rows")
-chain_cfgs = ([ScanConfig("rows", wg=64, items=8, chain=1),
-               ScanConfig("rows", wg=64, items=8, chain=4, groups_per_cu=2)] if a.small else
+chain_cfgs = ([ScanConfig("rows", wg=64, items=8, chain=1)] if a.small else
               [ScanConfig("rows", wg=256, items=32, chain=1), ScanConfig("rows", wg=128, items=32, chain=1),
                ScanConfig("rows", wg=256, items=16, chain=1), ScanConfig("rows", wg=512, items=16, chain=1),
-               ScanConfig("rows", wg=256, items=32, chain=2, group_scan=2),
-               # persistent groups, the next tile loaded ahead (chain=4)
-               *[ScanConfig("rows", wg=w, items=i, chain=4, groups_per_cu=g, group_scan=gs)
-                 for w, i, g, gs in ((256, 16, 2, 0), (256, 16, 4, 0), (256, 32, 1, 0),
-                                     (256, 32, 2, 0), (128, 32, 4, 0), (128, 32, 8, 0),
-                                     (128, 16, 8, 0), (256, 8, 8, 0), (256, 16, 4, 2),
-                                     (512, 8, 4, 0))]])
+               ScanConfig("rows", wg=256, items=32, chain=2, group_scan=2)])
 orig = sk.scan_source()
 nolook = orig.replace("    LOOK_BACK(epoch)                                                                           \\\n", "")
 assert nolook != orig, "the LOOK_BACK line moved: update the experiment"

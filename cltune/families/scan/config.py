@@ -9,8 +9,6 @@ door from stored or sampled values to kernels/scan.cl's build options).
     'rows wg128 i32 stage warp chain-vload'
     >>> ScanConfig("rows", wg=1, items=8, stage=2, groups_per_cu=32, chain=3).short()
     'rows wg1 i8 vector tree chunks g/cu32'
-    >>> ScanConfig("rows", wg=256, items=16, groups_per_cu=2, chain=4).short()
-    'rows wg256 i16 stage tree persist g/cu2'
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ MAX_WG = 1024
 ITEMS = (1, 2, 4, 8, 16, 32)
 GROUP_SCANS = ("tree", "subgroup", "warp")
 STAGES = ("direct", "stage", "vector")
-CHAINS = ("", "chain", "chain-vload", "chunks", "persist")
+CHAINS = ("", "chain", "chain-vload", "chunks")
 GROUPS_PER_CU = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 VECTOR_ITEMS = (8, 16)  # stage=2: the vectors' width
 CHAIN_GROUPS_PER_CU = 4  # a chained config's (it launches a group a tile)
@@ -53,10 +51,7 @@ class ScanConfig(MappedConfig):
     64-bit atomics; groups_per_cu then has no effect), 2 the same with the look-back reading
     its predecessors' state words by volatile loads instead of atomics (offered on NVIDIA), 3
     the chained pass over the chunks of reduce-then-scan (groups_per_cu of them per compute
-    unit, each reduced then scanned by one group: CPUs, whose chunks stay in cache), 4 the
-    one pass of 1 by groups_per_cu persistent groups per compute unit taking tile after tile,
-    each tile's loads issued before the tile ahead of it is looked back and stored (stage=1:
-    GPUs)."""
+    unit, each reduced then scanned by one group: CPUs, whose chunks stay in cache))."""
 
     error: ClassVar[type[ValueError]] = ScanConfigError
 
@@ -102,10 +97,8 @@ class ScanConfig(MappedConfig):
         if self.groups_per_cu not in GROUPS_PER_CU:
             raise ScanConfigError(f"groups_per_cu: {self.groups_per_cu} is not one of "
                                   f"{GROUPS_PER_CU}")
-        if self.chain not in (0, 1, 2, 3, 4):
-            raise ScanConfigError(f"chain: {self.chain} is not 0, 1, 2, 3 or 4")
-        if self.chain == 4 and self.stage != 1:
-            raise ScanConfigError("chain=4 (persistent groups) stages its tiles: stage=1")
+        if self.chain not in (0, 1, 2, 3):
+            raise ScanConfigError(f"chain: {self.chain} is not 0, 1, 2 or 3")
         if self.chain in (1, 2) and self.groups_per_cu != CHAIN_GROUPS_PER_CU:
             raise ScanConfigError(f"groups_per_cu: {self.groups_per_cu} with chain={self.chain} "
                                   f"(a group a tile: it has no effect; keep "
@@ -125,7 +118,6 @@ class ScanConfig(MappedConfig):
             return f"cols wg{self.wg} i{self.items} g/cu{self.groups_per_cu}"
         tail = f"g/cu{self.groups_per_cu}"
         if self.chain:
-            tail = (f"{CHAINS[self.chain]} g/cu{self.groups_per_cu}" if self.chain in (3, 4)
-                    else CHAINS[self.chain])
+            tail = f"chunks g/cu{self.groups_per_cu}" if self.chain == 3 else CHAINS[self.chain]
         return (f"rows wg{self.wg} i{self.items} {STAGES[self.stage]} "
                 f"{GROUP_SCANS[self.group_scan]} {tail}")

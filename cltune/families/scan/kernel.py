@@ -144,8 +144,7 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, variant: ScanVaria
         types = ([*dims, None], [None, i8, i8, u4], [*dims, None, u4, None, i8])
     chain = None
     if cfg.chain:  # x, xoff, n, chunk, seg, status, ticket, base, epoch, out, ooff
-        chain = getattr(prg, {3: "clt_scan_chunks", 4: "clt_scan_persist"}.get(
-            cfg.chain, "clt_scan_chain"))
+        chain = prg.clt_scan_chunks if cfg.chain == 3 else prg.clt_scan_chain
         ks, types = (*ks, chain), (*types, [None, i8, i8, i8, *seg, None, None, u4, u4, None,
                                            i8])
     for k, t in zip(ks, types, strict=True):

@@ -34,7 +34,6 @@ class Plan:
     chunk: int
     colgroups: int = 1
     chained: bool = False  # one chained pass (else reduce-then-scan, or one group)
-    launch: int = 0  # chain=4: the persistent groups launched (0: `groups`, a group each)
     wc: int = 0
     lanes: int = 1
 
@@ -60,9 +59,6 @@ def plan(cfg: ScanConfig, compute_units: int, outer: int, r: int, inner: int,
         tiles = max(1, -(-n // cfg.tile))
         if cfg.chain in (1, 2) and (state_words is None or tiles <= state_words):
             return Plan(tiles, cfg.tile, chained=tiles > 1)  # a tile a group
-        if cfg.chain == 4 and (state_words is None or tiles <= state_words):
-            # a tile a ticket, taken by up to groups_per_cu persistent groups per compute unit
-            return Plan(tiles, cfg.tile, chained=tiles > 1, launch=min(tiles, want))
         chunk = -(-max(1, n) // want)
         chunk = -(-chunk // cfg.tile) * cfg.tile  # whole tiles
         groups = max(1, -(-n // chunk))
@@ -266,10 +262,9 @@ class ScanLauncher:
             b.chain.set_args(x, L(xoff), L(n), L(p.chunk), *seg, status, ticket, U(s.base),
                              U(s.epoch), out, L(ooff))
             before = self._after(fill) if fill is not None else self._before(queue, wait_for)
-            groups = p.launch or p.groups
-            e = cl.enqueue_nd_range_kernel(queue, b.chain, (groups * wg,), (wg,), None, before)
-            # persistent groups take every tile's ticket and each one more, past the last
-            s.base = (s.base + p.groups + (p.launch and groups)) & 0xFFFFFFFF
+            e = cl.enqueue_nd_range_kernel(queue, b.chain, (p.groups * wg,), (wg,), None,
+                                           before)
+            s.base = (s.base + p.groups) & 0xFFFFFFFF
             s.last = e
             return [e] if fill is None else [fill, e]
         pv, pf = self._partials(queue, p.groups, b.acc_dtype.itemsize)

@@ -75,8 +75,6 @@ class ScanSpace(LayoutSpace):
             return f"chain={cfg.chain}: no cl_khr_int64_base_atomics on this device"
         if cfg.chain == 2 and not self.info.is_nvidia:
             return "chain=2: volatile look-back loads are offered on NVIDIA only"
-        if cfg.chain == 4 and self.info.type == "cpu":
-            return "chain=4: persistent groups loading ahead are offered on GPUs"
         if cfg.group_scan == 2 and not (self.info.is_nvidia and cfg.wg % 32 == 0):
             return "group_scan=2: warp shuffles need NVIDIA's inline PTX and whole warps"
         if cfg.stage == 2 and self.info.type != "cpu":
@@ -106,8 +104,7 @@ def make_space(info: DeviceInfo, layout: str, acc_bytes: int) -> ScanSpace:
     vals = {"wg": wgs, "items": ITEMS, "stage": (0, 1) if gpu else (0, 1, 2),
             "group_scan": (0, *((1,) if info.subgroups else ()), *((2,) if nv else ())),
             "groups_per_cu": GROUPS_PER_CU,
-            "chain": (0, *((1, 2, 3) if nv else (1, 3)), *((4,) if gpu else ()))
-            if info.int64_atomics else (0,)}
+            "chain": (0, *((1, 2, 3) if nv else (1, 3))) if info.int64_atomics else (0,)}
     excluded = {} if info.subgroups else {"group_scan=1": "no subgroups on this device"}
     if not nv:
         excluded["group_scan=2"] = "warp shuffles: NVIDIA's inline PTX only"
@@ -115,8 +112,6 @@ def make_space(info: DeviceInfo, layout: str, acc_bytes: int) -> ScanSpace:
         excluded["chain=1"] = "no cl_khr_int64_base_atomics on this device"
     elif not nv:
         excluded["chain=2"] = "volatile look-back loads: offered on NVIDIA only"
-    if info.int64_atomics and not gpu:
-        excluded["chain=4"] = "persistent groups loading ahead: offered on GPUs"
     return ScanSpace(info, layout, acc_bytes, {"layout": ("rows",), **vals}, excluded)
 
 
@@ -202,8 +197,6 @@ class ScanTarget(Target):
                      group_scan=0, chain=3 if d["chain"] else 0)
         if d["chain"] in (1, 2):
             d["groups_per_cu"] = CHAIN_GROUPS_PER_CU  # no effect there: one config, not six
-        if d["chain"] == 4:
-            d["stage"] = 1  # persistent groups stage their tiles
         return ScanConfig(**d)
 
     def builtin(self) -> ScanConfig | None:
