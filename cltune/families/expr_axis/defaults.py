@@ -23,8 +23,15 @@ from cltune.opencl.expression import ExprSpec
 CPU_ACC_BYTES = 256
 
 
-#: accumulator bytes per lane of a GPU rows config (registers; more spill)
-GPU_ACC_BYTES = 64
+#: GPUs (fitted to an H200 sweep of var and argmax on 10 untuned shapes, see `choose`): rows
+#: get a lane per ROW_ELEMS_PER_ACC_BYTE * accumulator bytes elements of a row (var's 32: a
+#: lane per 256), more lanes while the launch has fewer than MIN_ROW_ITEMS work-items;
+#: strided columns get lanes along the axis until the launch has ~COL_ITEM_BYTES /
+#: accumulator bytes work-items (var: 2^16), at most MAX_COL_LANES
+ROW_ELEMS_PER_ACC_BYTE = 8
+MIN_ROW_ITEMS = 1 << 13
+COL_ITEM_BYTES = 1 << 21
+MAX_COL_LANES = 32
 
 
 def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8) -> AxisExprConfig:
@@ -32,31 +39,52 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8) -> Axis
     accumulators of `acc_size` bytes. CPUs: rows a work-item each (1, 2 or 4 accumulators by
     length; 8 rows a group, 16 for argmin/argmax's 16-byte accumulators), columns a work-item
     per strip of 16 neighbouring outputs folding row after row (2 accumulators per output
-    within CPU_ACC_BYTES). GPUs: rows a lane per 16 elements up to 256, columns up to 256
-    neighbouring columns a group. Why, with the measurements behind each choice:
-    docs/expressions.md, "The heuristic along an axis"."""
+    within CPU_ACC_BYTES). GPUs: 4 accumulators a work-item for 32-byte ones (var), else 2;
+    rows a lane per 8 x (accumulator bytes) elements, doubled while the launch is small;
+    columns split along the axis over up to 32 lanes while outputs x lanes stay under
+    2^21 / (accumulator bytes). On an H200 sweep (scripts/experiments/stats_axis_gpu_sweep.py,
+    docs/logs/h200-stats-axis-sweep-2026-12-03.json) these ran 1.08x (rows) / 1.02x (columns)
+    the best of ~50 configs per case in geometric mean, where the earlier rule (a lane per 16
+    elements, one lane per column from 256 columns on) ran 1.40x / 1.52x. Why, with the
+    measurements behind each choice: docs/expressions.md, "The heuristic along an axis"."""
     cpu = getattr(info, "type", "gpu") == "cpu"
     cap = pow2_at_most(min(int(info.max_wg), MAX_WG))
     items = 1 if r < 64 else 2 if r < 1024 else 4
     if inner == 1:
         if cpu:  # 16-byte accumulators are argmin/argmax's (index, value): see above
             return AxisExprConfig("rows", min(cap, 16 if acc_size == 16 else 8), 1, items)
-        wg = min(cap, 256)
-        # a lane per 16 elements (the plain axis sums tuned on the H200: rows of 16 and of 4
-        # one work-item each, of 64 8 lanes, of 256 16), 64 bytes of accumulators a lane
-        items = max(1, min(4, GPU_ACC_BYTES // max(1, acc_size)))
-        lanes = min(wg, pow2_at_most(max(1, r // 16)))
-        return AxisExprConfig("rows", wg, lanes, items)
+        return _gpu_rows(cap, outer, r, acc_size)
     if cpu:
         strip = min(16, pow2_at_most(inner))
         items = 2 if r >= 2 and strip * 2 * acc_size <= CPU_ACC_BYTES else 1
         return AxisExprConfig("cols", min(cap, 8), 1, items, strip)
+    return _gpu_cols(cap, outer, r, inner, acc_size)
+
+
+def _gpu_items(acc_size: int) -> int:
+    """Accumulators a GPU work-item keeps: var's 32-byte ones 4 (2: 1.1-1.2x slower on the
+    H200), argmin/argmax's 16-byte ones 2 (4 ran up to 1.8x slower along columns)."""
+    return 4 if acc_size >= 32 else 2
+
+
+def _gpu_rows(cap: int, outer: int, r: int, acc_size: int) -> AxisExprConfig:
     wg = min(cap, 256)
-    cols = min(wg, pow2_at_least(inner))
-    lanes = wg // cols
+    items = _gpu_items(acc_size)
+    per_lane = ROW_ELEMS_PER_ACC_BYTE * max(1, acc_size)
+    lanes = min(wg, pow2_at_least(-(-r // per_lane)))
+    while outer * lanes < MIN_ROW_ITEMS and lanes < wg and lanes * items < r:
+        lanes *= 2
+    return AxisExprConfig("rows", wg, lanes, items)
+
+
+def _gpu_cols(cap: int, outer: int, r: int, inner: int, acc_size: int) -> AxisExprConfig:
+    wg = min(cap, 256)
+    items = _gpu_items(acc_size)
+    work = COL_ITEM_BYTES // max(1, acc_size) // max(1, outer * inner)
+    lanes = max(1, min(MAX_COL_LANES, wg, pow2_at_most(max(1, work))))
     while lanes > 1 and lanes * items > max(1, r):
         lanes //= 2
-    return AxisExprConfig("cols", cols * lanes, lanes, items)
+    return AxisExprConfig("cols", wg, lanes, items, 1, 16)
 
 
 def _smaller(cfg: AxisExprConfig) -> AxisExprConfig | None:

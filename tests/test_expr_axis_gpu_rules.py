@@ -1,0 +1,113 @@
+"""The GPU heuristic of expressions along an axis (statistics: var's 32-byte accumulators,
+argmin/argmax's 16-byte ones), which no CPU run reaches: fitted to an H200 sweep of ~50
+configs per case on 10 untuned shapes (scripts/experiments/stats_axis_gpu_sweep.py,
+docs/logs/h200-stats-axis-sweep-2026-12-03.json, docs/expressions.md)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace as NS
+
+import pytest
+
+from cltune.families.expr_axis.config import AxisExprConfig
+from cltune.families.expr_axis.defaults import (
+    COL_ITEM_BYTES,
+    MAX_COL_LANES,
+    MIN_ROW_ITEMS,
+    ROW_ELEMS_PER_ACC_BYTE,
+    choose,
+)
+from cltune.families.expr_axis.launch import axis_plan
+
+H200 = NS(type="gpu", max_wg=1024, compute_units=132)
+SMALL_GPU = NS(type="gpu", max_wg=64, compute_units=8)
+
+
+@pytest.mark.parametrize("acc", [8, 16, 32])
+@pytest.mark.parametrize("outer,r", [(4000, 3000), (6000, 777), (123, 45678), (65432, 123),
+                                     (500, 500), (1000000, 7), (16, 1 << 20), (1, 1),
+                                     (3, 2), (1 << 20, 16)])
+def test_gpu_rows_a_lane_per_slice_of_the_row_more_for_small_launches(acc, outer, r):
+    cfg = choose(H200, outer, r, 1, acc)
+    assert cfg.layout == "rows" and cfg.wg == 256 and cfg.items == (4 if acc >= 32 else 2)
+    per_lane = ROW_ELEMS_PER_ACC_BYTE * acc
+    assert cfg.lanes >= min(cfg.wg, -(-r // per_lane))  # every lane a slice of the row
+    assert cfg.lanes < 2 * max(1, -(-r // per_lane)) or outer * cfg.lanes // 2 < MIN_ROW_ITEMS
+    assert (outer * cfg.lanes >= MIN_ROW_ITEMS or cfg.lanes == cfg.wg
+            or cfg.lanes * cfg.items >= r)
+    assert AxisExprConfig.from_mapping(cfg.to_dict()) == cfg
+    assert choose(SMALL_GPU, outer, r, 1, acc).wg <= 64
+
+
+@pytest.mark.parametrize("acc", [8, 16, 32])
+@pytest.mark.parametrize("r,inner", [(4000, 3000), (6000, 777), (123, 45678), (65432, 123),
+                                     (16, 1 << 20), (1 << 20, 16), (3, 5), (1, 7), (2500, 6400)])
+def test_gpu_cols_split_the_axis_over_lanes_while_outputs_are_few(acc, r, inner):
+    cfg = choose(H200, 1, r, inner, acc)
+    assert cfg.layout == "cols" and cfg.strip == 1 and cfg.items == (4 if acc >= 32 else 2)
+    assert 1 <= cfg.lanes <= MAX_COL_LANES and (cfg.lanes == 1 or cfg.lanes * cfg.items <= r)
+    want = COL_ITEM_BYTES // acc // inner
+    if cfg.lanes < MAX_COL_LANES and cfg.lanes * 2 * cfg.items <= r:
+        assert cfg.lanes * 2 > want  # no more lanes would fit the launch's budget
+    assert cfg.lanes <= max(1, want)
+    p = axis_plan(cfg, H200.compute_units, 1, r, inner)
+    assert p.groups * cfg.outputs_per_group >= inner and p.split * p.chunk >= r
+
+
+def test_the_fitted_cases():
+    """The sweep's winners (or within 1.05x of them) for var (32-byte accumulators) and
+    argmax (16-byte ones)."""
+    assert choose(H200, 4000, 3000, 1, 32).short() == "rows wg=256 lanes=16 items=4"
+    assert choose(H200, 6000, 777, 1, 32).short() == "rows wg=256 lanes=4 items=4"
+    assert choose(H200, 123, 45678, 1, 32).short() == "rows wg=256 lanes=256 items=4"
+    assert choose(H200, 2500, 6400, 1, 16).short() == "rows wg=256 lanes=64 items=2"
+    assert choose(H200, 1, 4000, 3000, 32).short() == "cols wg=256 lanes=16 items=4 g/cu=16"
+    assert choose(H200, 1, 65432, 123, 16).short() == "cols wg=256 lanes=32 items=2 g/cu=16"
+    assert choose(H200, 1, 16, 1 << 20, 32).short() == "cols wg=256 lanes=1 items=4 g/cu=16"
+
+
+def test_cpus_keep_their_rules():
+    cpu = NS(type="cpu", max_wg=8192, compute_units=2)
+    assert choose(cpu, 1 << 16, 256, 1).short() == "rows wg=8 lanes=1 items=2"
+    assert choose(cpu, 1, 1 << 20, 16, acc_size=8).short() == "cols wg=8 lanes=1 items=2 strip=16"
+
+
+@pytest.mark.parametrize("op", ["var", "argmax", "mean"])
+@pytest.mark.parametrize("shape,axis", [((301, 77), 1), ((301, 77), 0), ((3, 5000), 1),
+                                        ((2000, 9), 0), ((9, 2000), 0)])
+def test_the_gpu_configs_give_numpys_answers(ctx, queue, device, op, shape, axis):
+    """The configs the GPU rule picks (many lanes a row or column, 2 or 4 accumulators, the
+    axis split over groups) run here as they would there: numpy's answers."""
+    import numpy as np
+    import pyopencl.array as cla
+    from pyopencl.tools import VectorArg
+
+    from cltune.core.shapes import geometry
+    from cltune.families.expr_axis.api import axis_reducer
+    from cltune.families.expr_axis.kernel import build
+    from cltune.stats.kernels import kernel
+
+    info, dev = device
+    knl = kernel(op, ctx, np.float32)
+    spec = knl.spec
+    g = geometry(shape, True, axis, False)
+    cfg = choose(H200, g.outer, g.r, g.inner, spec.dtype_out.itemsize)
+    cfg = AxisExprConfig.from_mapping({**cfg.to_dict(), "wg": min(cfg.wg, 64),  # CPUs' cap
+                                       "lanes": min(cfg.lanes, 64)})
+    h = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+    x = cla.to_device(queue, h)
+    res = cla.empty(queue, g.outer * g.inner, spec.dtype_result)
+    user: list = []
+    for v, t in zip((x, *((0.0,) if op == "var" else ())), spec.arguments, strict=True):
+        user += (v.base_data, v.offset) if isinstance(t, VectorArg) else [v]
+    red = axis_reducer(ctx, dev, spec)
+    b = build(ctx, dev, info, spec, cfg)
+    p = axis_plan(cfg, H200.compute_units, g.outer, g.r, g.inner)
+    red.launch(queue, b, p, user, g.outer, g.r, g.inner, res.base_data, 0)
+    got = res.get()
+    want = {"var": np.var, "argmax": np.argmax, "mean": np.mean}[op](
+        h.astype(np.float64), axis=axis)
+    if op == "argmax":
+        assert np.array_equal(got, want), cfg.short()
+    else:
+        assert np.allclose(got, want, rtol=1e-5, atol=1e-6), cfg.short()
