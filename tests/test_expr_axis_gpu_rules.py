@@ -39,7 +39,7 @@ def test_gpu_rows_a_lane_per_slice_of_the_row_more_for_small_launches(acc, outer
     assert choose(SMALL_GPU, outer, r, 1, acc).wg <= 64
 
 
-@pytest.mark.parametrize("acc", [8, 16, 32])
+@pytest.mark.parametrize("acc", [16, 32])
 @pytest.mark.parametrize("r,inner", [(4000, 3000), (6000, 777), (123, 45678), (65432, 123),
                                      (16, 1 << 20), (1 << 20, 16), (3, 5), (1, 7), (2500, 6400)])
 def test_gpu_cols_split_the_axis_over_lanes_while_outputs_are_few(acc, r, inner):
@@ -52,6 +52,16 @@ def test_gpu_cols_split_the_axis_over_lanes_while_outputs_are_few(acc, r, inner)
     assert cfg.lanes <= max(1, want)
     p = axis_plan(cfg, H200.compute_units, 1, r, inner)
     assert p.groups * cfg.outputs_per_group >= inner and p.split * p.chunk >= r
+
+
+@pytest.mark.parametrize("r,inner", [(3000, 5000), (20000, 20), (100000, 100), (31, 31),
+                                     (3, 5)])
+def test_gpu_cols_of_small_accumulators_take_neighbouring_columns(r, inner):
+    """mean/norm (8-byte accumulators): up to 256 neighbouring columns a group (the lanes
+    of the var/argmax rule lost on 4 of 10 unseen H200 shapes and won on 4)."""
+    cfg = choose(H200, 1, r, inner, 8)
+    assert cfg.wg // cfg.lanes == min(256, 1 << (inner - 1).bit_length())
+    assert cfg.lanes == 1 or cfg.lanes * cfg.items <= r
 
 
 def test_the_fitted_cases():

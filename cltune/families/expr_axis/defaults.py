@@ -41,8 +41,10 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8) -> Axis
     per strip of 16 neighbouring outputs folding row after row (2 accumulators per output
     within CPU_ACC_BYTES). GPUs: 4 accumulators a work-item for 32-byte ones (var), else 2;
     rows a lane per 8 x (accumulator bytes) elements, doubled while the launch is small;
-    columns split along the axis over up to 32 lanes while outputs x lanes stay under
-    2^21 / (accumulator bytes). On an H200 sweep (scripts/experiments/stats_axis_gpu_sweep.py,
+    columns (accumulators of 16 bytes and more) split along the axis over up to 32 lanes
+    while outputs x lanes stay under 2^21 / (accumulator bytes); smaller accumulators up to
+    256 neighbouring columns a group, the rest of it along the axis. On an H200 sweep
+    (scripts/experiments/stats_axis_gpu_sweep.py,
     docs/logs/h200-stats-axis-sweep-2026-12-03.json) these ran 1.08x (rows) / 1.02x (columns)
     the best of ~50 configs per case in geometric mean, where the earlier rule (a lane per 16
     elements, one lane per column from 256 columns on) ran 1.40x / 1.52x. Why, with the
@@ -58,6 +60,18 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8) -> Axis
         strip = min(16, pow2_at_most(inner))
         items = 2 if r >= 2 and strip * 2 * acc_size <= CPU_ACC_BYTES else 1
         return AxisExprConfig("cols", min(cap, 8), 1, items, strip)
+    if acc_size < 16:
+        # 8-byte accumulators (mean, norms, sums) along columns: up to 256 neighbouring
+        # columns a group, the rest of its work-items along the axis. The lanes of the rule
+        # below (fitted on var and argmax) ran 0.7-0.8x this on 4 of 10 unseen H200 shapes
+        # (mean along axis 0 of 3000x5000, 20000x20, 100000x100, 250000x40) and 1.1-1.6x on
+        # 4 others: no better overall, so this stays until a sweep of them says otherwise
+        wg = min(cap, 256)
+        cols = min(wg, pow2_at_least(inner))
+        lanes = wg // cols
+        while lanes > 1 and lanes * items > max(1, r):
+            lanes //= 2
+        return AxisExprConfig("cols", cols * lanes, lanes, items)
     return _gpu_cols(cap, outer, r, inner, acc_size)
 
 
