@@ -162,6 +162,9 @@ for text in a.shapes.split(","):
               f"{by.get(builtin.short(), float('nan')):7.1f} [{builtin.short()}] e2e {e2e:7.1f}"
               + (f" torch {tt:7.1f} torch/best {tt / best['us']:.2f} torch/e2e {tt / e2e:.2f}" if tt else "")
               + f"  ({len(found)} cfgs, {time.time() - t_start:.0f}s)", flush=True)
+        if a.json:  # after every case: a run cut short keeps what it measured
+            with open(a.json, "w") as f:
+                json.dump({"device": info.name, "rows": rows_out}, f, indent=1)
     del x
 if a.json:
     with open(a.json, "w") as f:
