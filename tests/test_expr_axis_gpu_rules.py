@@ -1,7 +1,8 @@
 """The GPU heuristic of expressions along an axis (statistics: var's 32-byte accumulators,
-argmin/argmax's 16-byte ones), which no CPU run reaches: fitted to an H200 sweep of ~50
-configs per case on 10 untuned shapes (scripts/experiments/stats_axis_gpu_sweep.py,
-docs/logs/h200-stats-axis-sweep-2026-12-03.json, docs/expressions.md)."""
+argmin/argmax's 16-byte ones, mean's and the norms' 8-byte ones), which no CPU run reaches:
+fitted to H200 sweeps of ~50 configs per case on 24 untuned shapes
+(scripts/experiments/stats_axis_gpu_sweep.py, docs/logs/h200-stats-axis-sweep-*.json; scored
+by scripts/experiments/stats_axis_rule_fit.py; docs/expressions.md)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from cltune.families.expr_axis.config import AxisExprConfig
 from cltune.families.expr_axis.defaults import (
     COL_ITEM_BYTES,
     MAX_COL_LANES,
+    MIN_ROW_ELEMS_PER_LANE,
     MIN_ROW_ITEMS,
     ROW_ELEMS_PER_ACC_BYTE,
     choose,
@@ -29,8 +31,8 @@ SMALL_GPU = NS(type="gpu", max_wg=64, compute_units=8)
                                      (3, 2), (1 << 20, 16)])
 def test_gpu_rows_a_lane_per_slice_of_the_row_more_for_small_launches(acc, outer, r):
     cfg = choose(H200, outer, r, 1, acc)
-    assert cfg.layout == "rows" and cfg.wg == 256 and cfg.items == (4 if acc >= 32 else 2)
-    per_lane = ROW_ELEMS_PER_ACC_BYTE * acc
+    assert cfg.layout == "rows" and cfg.wg == 256 and cfg.items == 4
+    per_lane = max(MIN_ROW_ELEMS_PER_LANE, ROW_ELEMS_PER_ACC_BYTE * acc)
     assert cfg.lanes >= min(cfg.wg, -(-r // per_lane))  # every lane a slice of the row
     assert cfg.lanes < 2 * max(1, -(-r // per_lane)) or outer * cfg.lanes // 2 < MIN_ROW_ITEMS
     assert (outer * cfg.lanes >= MIN_ROW_ITEMS or cfg.lanes == cfg.wg
@@ -39,12 +41,14 @@ def test_gpu_rows_a_lane_per_slice_of_the_row_more_for_small_launches(acc, outer
     assert choose(SMALL_GPU, outer, r, 1, acc).wg <= 64
 
 
-@pytest.mark.parametrize("acc", [16, 32])
+@pytest.mark.parametrize("acc", [8, 16, 32])
 @pytest.mark.parametrize("r,inner", [(4000, 3000), (6000, 777), (123, 45678), (65432, 123),
                                      (16, 1 << 20), (1 << 20, 16), (3, 5), (1, 7), (2500, 6400)])
 def test_gpu_cols_split_the_axis_over_lanes_while_outputs_are_few(acc, r, inner):
     cfg = choose(H200, 1, r, inner, acc)
-    assert cfg.layout == "cols" and cfg.strip == 1 and cfg.items == (4 if acc >= 32 else 2)
+    assert cfg.layout == "cols" and cfg.strip == 1
+    # var 4 accumulators, argmax 2, 8-byte ones 4 on few lanes and 1 on many
+    assert cfg.items == {32: 4, 16: 2}.get(acc, 4 if cfg.lanes <= 8 else 1)
     assert 1 <= cfg.lanes <= MAX_COL_LANES and (cfg.lanes == 1 or cfg.lanes * cfg.items <= r)
     want = COL_ITEM_BYTES // acc // inner
     if cfg.lanes < MAX_COL_LANES and cfg.lanes * 2 * cfg.items <= r:
@@ -54,26 +58,21 @@ def test_gpu_cols_split_the_axis_over_lanes_while_outputs_are_few(acc, r, inner)
     assert p.groups * cfg.outputs_per_group >= inner and p.split * p.chunk >= r
 
 
-@pytest.mark.parametrize("r,inner", [(3000, 5000), (20000, 20), (100000, 100), (31, 31),
-                                     (3, 5)])
-def test_gpu_cols_of_small_accumulators_take_neighbouring_columns(r, inner):
-    """mean/norm (8-byte accumulators): up to 256 neighbouring columns a group (the lanes
-    of the var/argmax rule lost on 4 of 10 unseen H200 shapes and won on 4)."""
-    cfg = choose(H200, 1, r, inner, 8)
-    assert cfg.wg // cfg.lanes == min(256, 1 << (inner - 1).bit_length())
-    assert cfg.lanes == 1 or cfg.lanes * cfg.items <= r
-
-
 def test_the_fitted_cases():
-    """The sweep's winners (or within 1.05x of them) for var (32-byte accumulators) and
-    argmax (16-byte ones)."""
+    """Picks of the sweeps (the winners, or within 1.15x of them) for var (32-byte
+    accumulators), argmax (16-byte ones), mean and norms (8-byte ones)."""
     assert choose(H200, 4000, 3000, 1, 32).short() == "rows wg=256 lanes=16 items=4"
     assert choose(H200, 6000, 777, 1, 32).short() == "rows wg=256 lanes=4 items=4"
     assert choose(H200, 123, 45678, 1, 32).short() == "rows wg=256 lanes=256 items=4"
-    assert choose(H200, 2500, 6400, 1, 16).short() == "rows wg=256 lanes=64 items=2"
+    assert choose(H200, 2500, 6400, 1, 16).short() == "rows wg=256 lanes=64 items=4"
     assert choose(H200, 1, 4000, 3000, 32).short() == "cols wg=256 lanes=16 items=4 g/cu=16"
     assert choose(H200, 1, 65432, 123, 16).short() == "cols wg=256 lanes=32 items=2 g/cu=16"
     assert choose(H200, 1, 16, 1 << 20, 32).short() == "cols wg=256 lanes=1 items=4 g/cu=16"
+    # mean and norms (8-byte accumulators), the second sweep
+    assert choose(H200, 4000, 3000, 1, 8).short() == "rows wg=256 lanes=32 items=4"
+    assert choose(H200, 777, 12345, 1, 8).short() == "rows wg=256 lanes=128 items=4"
+    assert choose(H200, 1, 3000, 5000, 8).short() == "cols wg=256 lanes=32 items=1 g/cu=16"
+    assert choose(H200, 1, 777, 12345, 8).short() == "cols wg=256 lanes=16 items=1 g/cu=16"
 
 
 def test_cpus_keep_their_rules():

@@ -23,12 +23,14 @@ from cltune.opencl.expression import ExprSpec
 CPU_ACC_BYTES = 256
 
 
-#: GPUs (fitted to an H200 sweep of var and argmax on 10 untuned shapes, see `choose`): rows
-#: get a lane per ROW_ELEMS_PER_ACC_BYTE * accumulator bytes elements of a row (var's 32: a
-#: lane per 256), more lanes while the launch has fewer than MIN_ROW_ITEMS work-items;
+#: GPUs (fitted to H200 sweeps of var, argmax, mean and norm on 24 untuned shapes, see
+#: `choose`): rows get a lane per max(MIN_ROW_ELEMS_PER_LANE, ROW_ELEMS_PER_ACC_BYTE *
+#: accumulator bytes) elements of a row (var's 32: a lane per 256; mean's 8: per 128), more
+#: lanes while the launch has fewer than MIN_ROW_ITEMS work-items;
 #: strided columns get lanes along the axis until the launch has ~COL_ITEM_BYTES /
 #: accumulator bytes work-items (var: 2^16), at most MAX_COL_LANES
 ROW_ELEMS_PER_ACC_BYTE = 8
+MIN_ROW_ELEMS_PER_LANE = 128
 MIN_ROW_ITEMS = 1 << 13
 COL_ITEM_BYTES = 1 << 21
 MAX_COL_LANES = 32
@@ -39,16 +41,16 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8) -> Axis
     accumulators of `acc_size` bytes. CPUs: rows a work-item each (1, 2 or 4 accumulators by
     length; 8 rows a group, 16 for argmin/argmax's 16-byte accumulators), columns a work-item
     per strip of 16 neighbouring outputs folding row after row (2 accumulators per output
-    within CPU_ACC_BYTES). GPUs: 4 accumulators a work-item for 32-byte ones (var), else 2;
-    rows a lane per 8 x (accumulator bytes) elements, doubled while the launch is small;
-    columns (accumulators of 16 bytes and more) split along the axis over up to 32 lanes
-    while outputs x lanes stay under 2^21 / (accumulator bytes); smaller accumulators up to
-    256 neighbouring columns a group, the rest of it along the axis. On an H200 sweep
-    (scripts/experiments/stats_axis_gpu_sweep.py,
-    docs/logs/h200-stats-axis-sweep-2026-12-03.json) these ran 1.08x (rows) / 1.02x (columns)
-    the best of ~50 configs per case in geometric mean, where the earlier rule (a lane per 16
-    elements, one lane per column from 256 columns on) ran 1.40x / 1.52x. Why, with the
-    measurements behind each choice: docs/expressions.md, "The heuristic along an axis"."""
+    within CPU_ACC_BYTES). GPUs: rows a lane per max(128, 8 x accumulator bytes) elements,
+    doubled while the launch is small, 4 accumulators a work-item; columns split along the
+    axis over up to 32 lanes while outputs x lanes stay under 2^21 / (accumulator bytes),
+    with 4 accumulators (var), 2 (argmin/argmax) or, for 8-byte ones, 4 on up to 8 lanes and
+    1 on more. On H200 sweeps (scripts/experiments/stats_axis_gpu_sweep.py,
+    docs/logs/h200-stats-axis-sweep-*2026-12-03.json: var and argmax on 10 shapes, mean and
+    norm on 14) these ran 1.07x (rows) / 1.04x (columns) the best of ~50 configs per case in
+    geometric mean, where the earlier rule (a lane per 16 elements, one lane per column from
+    256 columns on) ran 1.40x / 1.52x on the first. Why, with the measurements behind each
+    choice: docs/expressions.md, "The heuristic along an axis"."""
     cpu = getattr(info, "type", "gpu") == "cpu"
     cap = pow2_at_most(min(int(info.max_wg), MAX_WG))
     items = 1 if r < 64 else 2 if r < 1024 else 4
@@ -60,31 +62,13 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8) -> Axis
         strip = min(16, pow2_at_most(inner))
         items = 2 if r >= 2 and strip * 2 * acc_size <= CPU_ACC_BYTES else 1
         return AxisExprConfig("cols", min(cap, 8), 1, items, strip)
-    if acc_size < 16:
-        # 8-byte accumulators (mean, norms, sums) along columns: up to 256 neighbouring
-        # columns a group, the rest of its work-items along the axis. The lanes of the rule
-        # below (fitted on var and argmax) ran 0.7-0.8x this on 4 of 10 unseen H200 shapes
-        # (mean along axis 0 of 3000x5000, 20000x20, 100000x100, 250000x40) and 1.1-1.6x on
-        # 4 others: no better overall, so this stays until a sweep of them says otherwise
-        wg = min(cap, 256)
-        cols = min(wg, pow2_at_least(inner))
-        lanes = wg // cols
-        while lanes > 1 and lanes * items > max(1, r):
-            lanes //= 2
-        return AxisExprConfig("cols", cols * lanes, lanes, items)
     return _gpu_cols(cap, outer, r, inner, acc_size)
-
-
-def _gpu_items(acc_size: int) -> int:
-    """Accumulators a GPU work-item keeps: var's 32-byte ones 4 (2: 1.1-1.2x slower on the
-    H200), argmin/argmax's 16-byte ones 2 (4 ran up to 1.8x slower along columns)."""
-    return 4 if acc_size >= 32 else 2
 
 
 def _gpu_rows(cap: int, outer: int, r: int, acc_size: int) -> AxisExprConfig:
     wg = min(cap, 256)
-    items = _gpu_items(acc_size)
-    per_lane = ROW_ELEMS_PER_ACC_BYTE * max(1, acc_size)
+    items = 4
+    per_lane = max(MIN_ROW_ELEMS_PER_LANE, ROW_ELEMS_PER_ACC_BYTE * max(1, acc_size))
     lanes = min(wg, pow2_at_least(-(-r // per_lane)))
     while outer * lanes < MIN_ROW_ITEMS and lanes < wg and lanes * items < r:
         lanes *= 2
@@ -93,12 +77,17 @@ def _gpu_rows(cap: int, outer: int, r: int, acc_size: int) -> AxisExprConfig:
 
 def _gpu_cols(cap: int, outer: int, r: int, inner: int, acc_size: int) -> AxisExprConfig:
     wg = min(cap, 256)
-    items = _gpu_items(acc_size)
     work = COL_ITEM_BYTES // max(1, acc_size) // max(1, outer * inner)
     lanes = max(1, min(MAX_COL_LANES, wg, pow2_at_most(max(1, work))))
-    while lanes > 1 and lanes * items > max(1, r):
+    # var's 32-byte accumulators 4 a work-item; argmin/argmax's 16-byte ones 2 (4: up to
+    # 1.8x slower); 8-byte ones (mean, norms) 4 on few lanes, 1 on many (2 on 32 lanes ran
+    # 1.5-2.3x the best)
+    def items(lanes: int) -> int:
+        return 4 if acc_size >= 32 else 2 if acc_size >= 16 else 4 if lanes <= 8 else 1
+
+    while lanes > 1 and lanes * items(lanes) > max(1, r):
         lanes //= 2
-    return AxisExprConfig("cols", wg, lanes, items, 1, 16)
+    return AxisExprConfig("cols", wg, lanes, items(lanes), 1, 16)
 
 
 def _smaller(cfg: AxisExprConfig) -> AxisExprConfig | None:
