@@ -47,9 +47,9 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8) -> Axis
     with 4 accumulators (var), 2 (argmin/argmax) or, for 8-byte ones, 4 on up to 8 lanes and
     1 on more. On H200 sweeps (scripts/experiments/stats_axis_gpu_sweep.py,
     docs/logs/h200-stats-axis-sweep-*2026-12-03.json: var and argmax on 10 shapes, mean and
-    norm on 14) these ran 1.07x (rows) / 1.04x (columns) the best of ~50 configs per case in
+    norm on 14) these ran 1.07x (rows) / 1.05x (columns) the best of ~50 configs per case in
     geometric mean, where the earlier rule (a lane per 16 elements, one lane per column from
-    256 columns on) ran 1.40x / 1.52x on the first. Why, with the measurements behind each
+    256 columns on) ran 1.25x / 1.44x. Why, with the measurements behind each
     choice: docs/expressions.md, "The heuristic along an axis"."""
     cpu = getattr(info, "type", "gpu") == "cpu"
     cap = pow2_at_most(min(int(info.max_wg), MAX_WG))
