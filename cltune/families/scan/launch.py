@@ -329,8 +329,6 @@ class ScanLauncher:
     def _rows(self, queue, b: ScanBuilt, p: Plan, x, xoff, out, ooff, n, seglen, offsets, m,
               wait_for):
         wg = self.cfg.wg
-        offs = offsets if offsets is not None else self._dummy
-        seg = (L(seglen), offs, L(m))
         if p.groups == 1:
             self._rows_args(b, p, x, xoff, out, ooff, n, seglen, None, offsets, m)
             return [cl.enqueue_nd_range_kernel(queue, b.down, (wg,), (wg,), None, wait_for)]
@@ -341,6 +339,7 @@ class ScanLauncher:
             self._rows_args(b, p, x, xoff, out, ooff, n, seglen, (status, ticket, s), offsets,
                             m)
             return self._chain_launch(queue, b.chain, p, s, fill, wait_for)
+        seg = (L(seglen), offsets if offsets is not None else self._dummy, L(m))
         pv, pf = self._partials(queue, p.groups, b.acc_dtype.itemsize)
         b.reduce.set_args(x, L(xoff), L(n), L(p.chunk), *seg, pv, pf)
         e1 = cl.enqueue_nd_range_kernel(queue, b.reduce, (p.groups * wg,), (wg,),
