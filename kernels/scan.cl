@@ -762,6 +762,135 @@ inline void publish(volatile __global ulong *status, const long g, const uint st
     } while (0)
 #endif
 
+/* CLT_LB_WARP (NVIDIA, whole warps, a window of 32): the first warp alone walks back, a
+ * predecessor a lane: two ballots find the first "not yet" (m) and the first inclusive prefix
+ * or head (s), a butterfly of shuffles combines the window's entries before both, no barrier
+ * until the walk ends (the group's other warps wait at one). Else every round takes two
+ * barriers and work-item 0 combines the window one entry after another. */
+#ifndef CLT_LB_WARP
+#define CLT_LB_WARP 1
+#endif
+#if CLT_LB_WARP && HAVE_NV_PTX && CLT_WG % 32 == 0 && CLT_LB == 32
+#define LB_WARP 1
+inline uint lb_ballot(const int p) {
+    uint r;
+    asm volatile("{ .reg .pred q; setp.ne.s32 q, %1, 0; vote.sync.ballot.b32 %0, q, 0xffffffff; }"
+                 : "=r"(r) : "r"(p));
+    return r;
+}
+inline uint lb_xor_u32(const uint v, const uint lane_mask) {
+    uint r;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;"
+                 : "=r"(r) : "r"(v), "r"(lane_mask));
+    return r;
+}
+inline acc_t lb_xor(const acc_t v, const uint lane_mask) {
+#if CLT_ACC_BITS == 64
+    uint2 u = as_uint2(v);
+    u.x = lb_xor_u32(u.x, lane_mask);
+    u.y = lb_xor_u32(u.y, lane_mask);
+    return CAT(as_, CLT_ACC_T)(u);
+#elif CLT_ACC_BITS == 32
+    return CAT(as_, CLT_ACC_T)(lb_xor_u32(as_uint(v), lane_mask));
+#else
+    return (acc_t)lb_xor_u32((uint)v, lane_mask);
+#endif
+}
+#elif CLT_LB_WARP == 2 && CLT_WG == 32 && CLT_LB == 32
+/* tests on any device: the same walk with the ballots and shuffles emulated in __local memory
+ * (the group is the one warp, so every work-item reaches their barriers) */
+#define LB_WARP 2
+inline uint lb_ballot_emu(__local uint *sh, const int p) {
+    const uint lid = get_local_id(0);
+    sh[lid] = p ? (1u << lid) : 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint r = 0;
+    for (int k = 0; k < 32; ++k) r |= sh[k];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+inline acc_t lb_xor_emu(__local acc_t *sh, const acc_t v, const uint lane_mask) {
+    const uint lid = get_local_id(0);
+    sh[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const acc_t r = sh[lid ^ lane_mask];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+#define lb_ballot(p) lb_ballot_emu(lb_sh, (p))
+#define lb_xor(v, m) lb_xor_emu(lb_shv, (v), (m))
+#else
+#define LB_WARP 0
+#endif
+#if LB_WARP
+/* the lowest set bit's index (x != 0; OpenCL C 1.2 has clz, not ctz) */
+#define LB_LOW(x) (31 - (int)clz((x) & (0u - (x))))
+#endif
+#if LB_WARP == 2
+#define LB_EMU_DECL                                                                              \
+    __local uint lb_sh[32];                                                                    \
+    __local acc_t lb_shv[32];
+#else
+#define LB_EMU_DECL
+#endif
+
+#if LB_WARP
+#if NW == 2
+#define LB_LOAD(j, w0_, w1_)                                                                     \
+    const ulong w0_ = (j) >= 0 ? LB_READ(status + (j) * NW) : 0ul;                             \
+    const ulong w1_ = (j) >= 0 ? LB_READ(status + (j) * NW + 1) : 0ul
+#define LB_DECODE(w0_, w1_, lo, st, v)                                                           \
+    lo = (uint)w0_;                                                                            \
+    st = ((lo >> 3) & EPOCH_MASK) == epoch && (uint)w1_ == lo ? (lo & 3u) : 0u;                \
+    v = DEC((w0_ >> 32) | (w1_ & 0xFFFFFFFF00000000ul))
+#else
+#define LB_LOAD(j, w0_, w1_) const ulong w0_ = (j) >= 0 ? LB_READ(status + (j)) : 0ul
+#define LB_DECODE(w0_, w1_, lo, st, v)                                                           \
+    lo = (uint)w0_;                                                                            \
+    st = ((lo >> 3) & EPOCH_MASK) == epoch ? (lo & 3u) : 0u;                                   \
+    v = DEC(w0_ >> 32)
+#endif
+/* lane k holds predecessor look - k; lanes before min(s, m) (and s itself when s < m) are
+ * combined (they hold no head: s is the first), the nearest on the right */
+#define LOOK_BACK(epoch)                                                                         \
+    if (lid < 32) {                                                                            \
+        /* (s_v, s_f): lane 0's result is written back, only after a walk (its ballots order  \
+           the lanes' reads before that write) */                                              \
+        acc_t cv = s_v;                                                                        \
+        uint cf = s_f, done = s_done;                                                          \
+        const uint walk = !done;                                                               \
+        long look = s_look;                                                                    \
+        while (!done) { /* ballots: every lane takes the same turns */                         \
+            const long j = look - (long)lid;                                                   \
+            LB_LOAD(j, w0_, w1_);                                                              \
+            uint lo, st;                                                                       \
+            acc_t v;                                                                           \
+            LB_DECODE(w0_, w1_, lo, st, v);                                                    \
+            const uint f = (lo >> 2) & 1u;                                                     \
+            const uint ny = lb_ballot(st == 0u), stop = lb_ballot(st == ST_P || f);            \
+            const uint heads = lb_ballot(f);                                                   \
+            const int m_ = ny ? LB_LOW(ny) : 32, s_ = stop ? LB_LOW(stop) : 32;                \
+            const int lim = s_ < m_ ? s_ : m_ - 1;                                             \
+            acc_t t = (int)lid <= lim ? v : IDENT;                                             \
+            _Pragma("unroll") for (uint d = 1; d < 32; d <<= 1) {                               \
+                const acc_t o_ = lb_xor(t, d); /* every lane shuffles: OP reads twice */       \
+                t = OP(t, o_);                                                                 \
+            }                                                                                  \
+            if (lim >= 0) cv = OP(t, cv);                                                      \
+            if (s_ < m_) {                                                                     \
+                done = 1;                                                                      \
+                cf = (heads >> s_) & 1u;                                                       \
+            } else {                                                                           \
+                look -= m_;                                                                    \
+            }                                                                                  \
+        }                                                                                      \
+        if (lid == 0 && walk) {                                                                \
+            s_v = cv;                                                                          \
+            s_f = cf;                                                                          \
+        }                                                                                      \
+    }                                                                                          \
+    barrier(CLK_LOCAL_MEM_FENCE);
+#else
 #define LOOK_BACK(epoch)                                                                         \
     while (!s_done) { /* s_done is the group's: every work-item takes the same turns */         \
         const long look = s_look;                                                               \
@@ -791,6 +920,7 @@ inline void publish(volatile __global ulong *status, const long g, const uint st
         }                                                                                       \
         barrier(CLK_LOCAL_MEM_FENCE);                                                           \
     }
+#endif
 
 /* The chained kernels' parameters, and their start: a ticket (every work-item gets the
  * group's g), the range [a, b) it covers (a group past n returns: never with the host's ticket
@@ -804,6 +934,7 @@ inline void publish(volatile __global ulong *status, const long g, const uint st
     __local uint sf[CLT_WG];                                                                   \
     STAGE_DECL                                                                                 \
     __local ulong win[CLT_LB * NW];                                                            \
+    LB_EMU_DECL                                                                                \
     __local long s_g, s_look;                                                                  \
     __local acc_t s_v;                                                                         \
     __local uint s_f, s_done;                                                                  \

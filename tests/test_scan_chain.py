@@ -322,3 +322,32 @@ def test_warm_one_launch_calls_reset_what_others_set(ctx, queue, device, atomics
     # full sets: a's first two calls (the long way, then arming), after b's calls and on a
     # new offset; the warm calls (3rd, 7th, 12th) set only what changes per call
     assert len(full) < len(calls) - 2, len(full)
+
+
+@pytest.mark.parametrize("op,dtype", [("sum", "float32"), ("sum", "int32"), ("max", "int8"),
+                                      ("prod", "float64"), ("min", "uint16"),
+                                      ("max", "float32")])
+@pytest.mark.parametrize("cfg", [ScanConfig("rows", wg=32, items=1, stage=1, chain=1),
+                                 ScanConfig("rows", wg=32, items=2, stage=0, chain=2)],
+                         ids=["staged", "vload"])
+def test_the_warp_wide_look_back_validates(ctx, queue, device, atomics, op, dtype, cfg,
+                                           monkeypatch):
+    """NVIDIA's look-back (a warp walks back, a predecessor a lane, ballots find the first
+    "not yet" and the first inclusive prefix or head, shuffles combine) with its ballots and
+    shuffles emulated in __local memory (CLT_LB_WARP 2: groups of one warp), so the walk's
+    logic runs on every device: hundreds of groups, segments, exclusive, offsets, NaNs in
+    max, one and two state words. (Both the shuffle and the ballot are taken by every lane:
+    an operator that read its operand twice once left a lane out.)"""
+    import cltune.families.scan.kernel as sk
+    info, dev = device
+    v = ScanVariant(op, dtype)
+    if v.needs_fp64 and not info.fp64:
+        pytest.skip("no fp64")
+    src = sk.scan_source()
+    # the build fails unless the emulated walk is the one compiled
+    monkeypatch.setattr(sk, "scan_source", lambda: "#define CLT_LB_WARP 2\n" + src +
+                        "\n#if LB_WARP != 2\n#error not the emulated walk\n#endif\n")
+    la = ScanLauncher(ctx, dev, info, v, cfg)
+    chk = validate(la, queue, 20011)
+    assert chk.ok, (str(v), cfg.short(), chk.reason)
+    assert la.plan(1, 20011, 1).groups > 300

@@ -166,3 +166,46 @@ def test_compaction_kernels_are_clean_under_oclgrind():
     assert res.returncode == 0 and summary, res.summary()
     assert len(summary["runs"]) == 4 and all(r["ok"] for r in summary["runs"]), summary["runs"]
     assert res.reports == [], res.summary(limit=8)
+
+
+LB_WARP = r'''
+import numpy as np
+import cltune.families.scan.kernel as sk
+from cltune.families.scan.config import ScanConfig as C
+from cltune.families.scan.family import ScanVariant
+from cltune.families.scan.launch import ScanLauncher
+from cltune.families.scan.reference import compare, reference, roundings, run_view, sample
+
+src = sk.scan_source()
+sk.scan_source = lambda: ("#define CLT_LB_WARP 2\n" + src +
+                          "\n#if LB_WARP != 2\n#error not the emulated walk\n#endif\n")
+out = {"runs": []}
+for op, dtype in (("sum", "float32"), ("sum", "int32"), ("max", "float32")):
+    v = ScanVariant(op, dtype)
+    # chain=1: the state words read by atomics (chain=2's volatile loads race by the rules)
+    for cfg in (C("rows", wg=32, items=1, stage=1, chain=1), C("rows", wg=32, items=2, chain=1)):
+        la = ScanLauncher(ctx, dev, info, v, cfg)
+        for n, excl, offs in ((1201, False, None), (1201, True, np.array([0, 40, 40, 700, 1201]))):
+            x = sample(v, (n,), seed=len(out["runs"]))
+            got = run_view(la, q, x, (1, n, 1), excl, offs, xoff=1)
+            want, scale = reference(v, x, 0, excl, offs)
+            p = la.plan(1, n, 1)
+            chk = compare(v, got, want, scale, roundings(v, cfg, p.groups, p.chunk, n, p.lanes))
+            out["runs"].append({"cfg": cfg.short(), "variant": str(v), "error": chk.reason,
+                                "groups": p.groups})
+print(MARK + json.dumps(out), flush=True)
+'''
+
+
+def test_warp_wide_look_back_is_clean_under_oclgrind():
+    """NVIDIA's look-back walk (a warp, ballots and shuffles) with those emulated in __local
+    memory (groups of one warp): no races over the state words or the emulation's scratch, no
+    divergent barriers, right answers over 19 and 38 groups, segments and exclusive."""
+    res, summary = run_marked(LB_WARP, MARK)
+    if res.returncode == 0 and summary and not summary["runs"]:
+        pytest.skip("no 64-bit atomics")
+    assert res.returncode == 0 and summary, res.summary()
+    wrong = [r for r in summary["runs"] if r["error"]]
+    assert not wrong, wrong[:10]
+    assert all(r["groups"] >= 19 for r in summary["runs"])
+    assert res.reports == [], res.summary(limit=8)
