@@ -770,7 +770,7 @@ inline void publish(volatile __global ulong *status, const long g, const uint st
 #ifndef CLT_LB_WARP
 #define CLT_LB_WARP 1
 #endif
-#if CLT_LB_WARP && HAVE_NV_PTX && CLT_WG % 32 == 0 && CLT_LB == 32
+#if CLT_LB_WARP == 1 && HAVE_NV_PTX && CLT_WG % 32 == 0 && CLT_LB == 32
 #define LB_WARP 1
 inline uint lb_ballot(const int p) {
     uint r;

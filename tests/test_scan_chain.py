@@ -330,14 +330,17 @@ def test_warm_one_launch_calls_reset_what_others_set(ctx, queue, device, atomics
 @pytest.mark.parametrize("cfg", [ScanConfig("rows", wg=32, items=1, stage=1, chain=1),
                                  ScanConfig("rows", wg=32, items=2, stage=0, chain=2)],
                          ids=["staged", "vload"])
+@pytest.mark.parametrize("emulated", [True, False], ids=["emulated", "native"])
 def test_the_warp_wide_look_back_validates(ctx, queue, device, atomics, op, dtype, cfg,
-                                           monkeypatch):
+                                           emulated, monkeypatch):
     """NVIDIA's look-back (a warp walks back, a predecessor a lane, ballots find the first
     "not yet" and the first inclusive prefix or head, shuffles combine) with its ballots and
     shuffles emulated in __local memory (CLT_LB_WARP 2: groups of one warp), so the walk's
     logic runs on every device: hundreds of groups, segments, exclusive, offsets, NaNs in
     max, one and two state words. (Both the shuffle and the ballot are taken by every lane:
-    an operator that read its operand twice once left a lane out.)"""
+    an operator that read its operand twice once left a lane out.) "native": the device's own
+    build of groups of whole warps (NVIDIA: the real ballots and shuffles; elsewhere the walk
+    by one work-item)."""
     import cltune.families.scan.kernel as sk
     info, dev = device
     v = ScanVariant(op, dtype)
@@ -345,8 +348,12 @@ def test_the_warp_wide_look_back_validates(ctx, queue, device, atomics, op, dtyp
         pytest.skip("no fp64")
     src = sk.scan_source()
     # the build fails unless the emulated walk is the one compiled
-    monkeypatch.setattr(sk, "scan_source", lambda: "#define CLT_LB_WARP 2\n" + src +
-                        "\n#if LB_WARP != 2\n#error not the emulated walk\n#endif\n")
+    if emulated:
+        monkeypatch.setattr(sk, "scan_source", lambda: "#define CLT_LB_WARP 2\n" + src +
+                            "\n#if LB_WARP != 2\n#error not the emulated walk\n#endif\n")
+    else:  # and on NVIDIA unless the real one is
+        monkeypatch.setattr(sk, "scan_source", lambda: src + "\n#if HAVE_NV_PTX && LB_WARP != 1"
+                            "\n#error not the warp's walk\n#endif\n")
     la = ScanLauncher(ctx, dev, info, v, cfg)
     chk = validate(la, queue, 20011)
     assert chk.ok, (str(v), cfg.short(), chk.reason)
