@@ -8,6 +8,9 @@ devices never tuned (measured starting points: scripts/bench_scan.py).
     >>> atom = NS(**{**vars(gpu), "int64_atomics": True})
     >>> builtin_config(atom, "rows", 4).short(), builtin_config(atom, "rows", 8).short()
     ('rows wg256 i32 stage tree chain', 'rows wg128 i32 stage tree chain')
+    >>> nv = NS(**{**vars(atom), "is_nvidia": True})
+    >>> builtin_config(nv, "rows", 4).short(), builtin_config(nv, "rows", 8).short()
+    ('rows wg128 i32 stage warp chain-vload', 'rows wg128 i32 stage warp chain-vload')
     >>> builtin_config(NS(**{**vars(atom), "type": "cpu"}), "rows").short()
     'rows wg1 i16 vector tree chunks g/cu128'
     >>> builtin_config(NS(**{**vars(atom), "type": "cpu", "max_vector_bytes": 32}), "rows").short()
@@ -47,12 +50,17 @@ def builtin_config(info: Any, layout: str, acc_bytes: int = 8) -> ScanConfig:
     chain = int(bool(getattr(info, "int64_atomics", False)))
     # the chained pass (H200, scripts/bench_scan.py --sweep: groups of 256 x 32 the best at
     # 2^16, 2^24 and 2^28, 2^28 in 800 us against 890 for 128 x 32 and 1232 for the
-    # reduce-then-scan builtin); else reduce-then-scan, groups of 256 x 8
-    wg, items = (min(256, pow2_at_most(info.max_wg)), 32 if chain else 8)
+    # reduce-then-scan builtin); else reduce-then-scan, groups of 256 x 8. NVIDIA, since the
+    # look-back walks by a warp (scripts/experiments/scan_lookback_ab.py, H200): groups of
+    # 128 x 32 scanned by warp shuffles, looking back by volatile loads, 13.1 / 49.7 / 595 us
+    # at 2^20 / 2^24 / 2^28 against 15.5 / 53.7 / 658 for 256 x 32 by the tree
+    nv = chain and bool(getattr(info, "is_nvidia", False))
+    wg, items = (min(128 if nv else 256, pow2_at_most(info.max_wg)), 32 if chain else 8)
     while wg > 1 and (wg * items * 33 // 32 + 2 * wg) * acc_bytes + 1024 > info.local_mem:
         wg //= 2
-    return ScanConfig("rows", wg=wg, items=items, stage=1, group_scan=0, groups_per_cu=4,
-                      chain=chain)
+    nv = nv and wg % 32 == 0
+    return ScanConfig("rows", wg=wg, items=items, stage=1, group_scan=2 if nv else 0,
+                      groups_per_cu=4, chain=2 if nv else chain)
 
 
 def safest_config(info: Any, layout: str) -> ScanConfig:
