@@ -227,10 +227,12 @@ def test_gpu_tuning_is_seeded_with_the_measured_chained_passes(device):
     from cltune.families.scan.target import ScanTarget
 
     info, _ = device
-    for kind, atom, acc in (("gpu", True, 4), ("gpu", True, 8), ("cpu", True, 4),
-                            ("gpu", False, 4)):
+    nv = {"vendor": "nvidia", "platform": "NVIDIA CUDA"}
+    for kind, atom, acc, vendor in (("gpu", True, 4, {}), ("gpu", True, 8, {}),
+                                    ("gpu", True, 4, nv), ("gpu", True, 8, nv),
+                                    ("cpu", True, 4, {}), ("gpu", False, 4, {})):
         fake_info = replace(info, type=kind, int64_atomics=atom, max_wg=1024,
-                            local_mem=49152, subgroups=False, warp_size=32)
+                            local_mem=49152, subgroups=False, warp_size=32, **vendor)
         t = SimpleNamespace(info=fake_info, scan=ScanVariant("sum", "float32"),
                             acc_bytes=acc, space=make_space(fake_info, "rows", acc))
         t._params = lambda cfg, t=t: ScanTarget._params(t, cfg)
@@ -239,8 +241,13 @@ def test_gpu_tuning_is_seeded_with_the_measured_chained_passes(device):
         got = [ScanConfig.from_mapping(d) for d in seeds]
         chained = [c for c in got if c.chain]
         if kind == "gpu" and atom:
-            # the builtin: 256 x 32 (x 8 bytes does not fit 48 KiB: 128 x 32)
-            assert got[0].short() == f"rows wg{256 if acc == 4 else 128} i32 stage tree chain"
+            # the builtin: 256 x 32 (x 8 bytes does not fit 48 KiB: 128 x 32); NVIDIA's:
+            # 128 x 32 by warp shuffles, looking back by volatile loads
+            want = ("rows wg128 i32 stage warp chain-vload" if fake_info.is_nvidia else
+                    f"rows wg{256 if acc == 4 else 128} i32 stage tree chain")
+            assert got[0].short() == want
+            if acc == 4:  # the tuner's pick at 2^12 and 2^20 on the H200
+                assert ScanConfig("rows", wg=256, items=32, stage=1, chain=1) in chained
             assert ScanConfig("rows", wg=128, items=16, stage=1, chain=1) in chained
             assert ScanConfig("rows", wg=128, items=32, stage=1, chain=1) in chained
             warp = ScanConfig("rows", wg=256, items=16, stage=1, chain=1, group_scan=2)

@@ -225,11 +225,13 @@ class ScanTarget(Target):
         extra: list[ScanConfig] = []
         if self.scan.layout == "rows" and self.info.int64_atomics and self.info.type != "cpu":
             # the H200 sweeps' other winners beside the builtin (docs/benchmarks.md: chained
-            # passes of 256 x 16 with warp shuffles at 2^20, 128 x 16 on rows of 16, 128 x 32):
-            # a few trials over a space of thousands of points rarely draw them
+            # passes of 256 x 16 with warp shuffles at 2^20, 128 x 16 on rows of 16, 128 x 32,
+            # 256 x 32 by the tree: the tuner's pick at 2^12 and 2^20 with the warp's
+            # look-back): a few trials over a space of thousands of points rarely draw them
             extra = [ScanConfig("rows", wg=256, items=16, stage=1, chain=1, group_scan=2),
                      ScanConfig("rows", wg=128, items=16, stage=1, chain=1),
-                     ScanConfig("rows", wg=128, items=32, stage=1, chain=1)]
+                     ScanConfig("rows", wg=128, items=32, stage=1, chain=1),
+                     ScanConfig("rows", wg=256, items=32, stage=1, chain=1)]
         for cfg in (known, previous, builtin_config(self.info, self.scan.layout,
                                                     self.acc_bytes), *extra):
             p = self._params(cfg)
