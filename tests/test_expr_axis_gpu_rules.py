@@ -120,3 +120,28 @@ def test_the_gpu_configs_give_numpys_answers(ctx, queue, device, op, shape, axis
         assert np.array_equal(got, want), cfg.short()
     else:
         assert np.allclose(got, want, rtol=1e-5, atol=1e-6), cfg.short()
+
+
+@pytest.mark.parametrize("shape,axis", [((300, 300), 0), ((1000, 100), 0), ((100, 1000), 1),
+                                        ((7, 100000), 1), ((250000, 40), 0), ((20000, 20), 0)])
+def test_cpus_split_an_axis_only_past_cpu_max_unsplit_elements(shape, axis):
+    """On CPUs the second launch of a split axis costs more than the groups it adds on small
+    views (up to 2x there): the split starts past CPU_MAX_UNSPLIT elements; GPUs split as
+    before (their rules were fitted with it)."""
+    from cltune.families.expr_axis.launch import CPU_MAX_UNSPLIT, device_plan
+
+    cpu = NS(type="cpu", max_wg=8192, compute_units=2)
+    gpu = NS(**{**vars(H200), "type": "gpu"})
+    outer = 1 if axis == 0 else shape[0]
+    r, inner = shape[axis], (shape[1] if axis == 0 else 1)
+    size = outer * r * inner
+    for info in (cpu, gpu):
+        cfg = choose(info, outer, r, inner)
+        planned = axis_plan(cfg, info.compute_units, outer, r, inner)
+        p = device_plan(cfg, info, outer, r, inner)
+        if info is cpu and size <= CPU_MAX_UNSPLIT:
+            assert p.split == 1 and p.chunk == r and p.groups == planned.groups
+        else:
+            assert p == planned
+    if size > 4 * CPU_MAX_UNSPLIT:  # long axes of few outputs still split on CPUs
+        assert device_plan(choose(cpu, outer, r, inner), cpu, outer, r, inner).split > 1

@@ -40,7 +40,7 @@ from cltune.families.expr_axis.config import AxisExprConfig
 from cltune.families.expr_axis.defaults import choose, heuristic_build
 from cltune.families.expr_axis.family import NAME
 from cltune.families.expr_axis.kernel import AxisBuilt, build, template_hash
-from cltune.families.expr_axis.launch import AxisPlan, AxisScratch, axis_plan, enqueue
+from cltune.families.expr_axis.launch import AxisPlan, AxisScratch, device_plan, enqueue
 from cltune.families.expr_axis.serve import AxisChoices, AxisTuned, resolve
 from cltune.isolation.vetting import NoConfigRuns, verdict
 from cltune.opencl.build import BuildError
@@ -115,7 +115,7 @@ class AxisReducer:
         if hit is not None:
             return hit
         built, pick = self._serve(outer, r, inner)
-        hit = (built, axis_plan(built.config, self.info.compute_units, outer, r, inner))
+        hit = (built, device_plan(built.config, self.info, outer, r, inner))
         with self._lock:
             if len(self._plans) > 256:
                 self._plans.clear()

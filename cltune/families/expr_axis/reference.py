@@ -25,7 +25,7 @@ from cltune.core.inputs import close
 from cltune.families.expr_axis.config import AxisExprConfig
 from cltune.families.expr_axis.defaults import heuristic_build
 from cltune.families.expr_axis.kernel import AxisBuilt, build
-from cltune.families.expr_axis.launch import AxisPlan, axis_plan
+from cltune.families.expr_axis.launch import AxisPlan, device_plan
 from cltune.opencl.expression import ExprSpec
 from cltune.opencl.measure import Timed
 
@@ -191,5 +191,5 @@ class AxisLaunch:
     def plan(self, view: View) -> AxisPlan:
         p = self._plans.get(view)
         if p is None:
-            p = self._plans[view] = axis_plan(self.cfg, self.target.info.compute_units, *view)
+            p = self._plans[view] = device_plan(self.cfg, self.target.info, *view)
         return p

@@ -42,7 +42,7 @@ from cltune.families.expr_axis.kernel import (
     restarts,
     template_hash,
 )
-from cltune.families.expr_axis.launch import axis_plan
+from cltune.families.expr_axis.launch import device_plan
 from cltune.families.expr_axis.reference import AxisLaunch, ExprAxisBench, View
 from cltune.opencl.build import BuildError
 from cltune.opencl.expression import LOCAL_RESERVE, ExprSpec
@@ -181,7 +181,7 @@ class ExprAxisTarget(Target):
         """One config per behaviour: groups_per_cu only matters where the axis is split."""
         if view is not None and cfg.groups_per_cu != GROUPS_PER_CU:
             top = replace(cfg, groups_per_cu=max(GROUPS_PER_CU_VALUES))
-            if axis_plan(top, self.info.compute_units, *view).split == 1:
+            if device_plan(top, self.info, *view).split == 1:
                 return replace(cfg, groups_per_cu=GROUPS_PER_CU)
         return cfg
 
