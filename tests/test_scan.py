@@ -400,6 +400,13 @@ def test_repeated_calls_of_one_shape_stay_right_and_checked(ctx, queue, monkeypa
         s(xd[:4099], out=cla.empty(queue, (4099,), np.float64))
     with pytest.raises(TypeError, match="axis"):
         s(xd[:4099], axis=1.0)
+    # a 2-D shape's fresh results on the short way: the long way's shape and C strides
+    x2 = cla.to_device(queue, base[:40 * 101].reshape(40, 101))
+    first, n_short = s(x2, axis=1), len(short)
+    again = s(x2, axis=1)
+    assert len(short) == n_short + 1 and short[-1] is again
+    assert (again.shape, again.strides) == (first.shape, first.strides) == ((40, 101), (404, 4))
+    _check(v, again.get(), base[:40 * 101].reshape(40, 101), 1)
     h2 = base[:40 * 101].reshape(40, 101)
     for arr in (h2, np.asfortranarray(h2)):
         for axis in (0, 1, None):
