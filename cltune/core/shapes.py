@@ -126,17 +126,24 @@ def geometry(shape: tuple[int, ...], c_contiguous: bool, axis: Any,
                     math.prod(mem_shape[hi:]), mem)
 
 
-def empty_result(q: cl.CommandQueue, shape: tuple[int, ...], dtype: np.dtype, order: str,
-           allocator: Any) -> cla.Array:
-    """A result array through pyopencl's fast constructor (its general one spends ~15 us on
-    checks here), `cla.empty` where that path is not there."""
-    size = math.prod(shape)
+def result_layout(shape: tuple[int, ...], itemsize: int,
+                  order: str = "C") -> tuple[tuple[int, ...], int]:
+    """The strides and size of a fresh `order`-contiguous array of `shape` (kept by callers
+    that make results of one shape call after call)."""
     strides = []
-    acc = dtype.itemsize
+    acc = itemsize
     for n in (shape if order == "F" else shape[::-1]):
         strides.append(acc)
         acc *= n
-    strides = tuple(strides) if order == "F" else tuple(strides[::-1])
+    return (tuple(strides) if order == "F" else tuple(strides[::-1])), math.prod(shape)
+
+
+def empty_result(q: cl.CommandQueue, shape: tuple[int, ...], dtype: np.dtype, order: str,
+           allocator: Any, layout: tuple[tuple[int, ...], int] | None = None) -> cla.Array:
+    """A result array through pyopencl's fast constructor (its general one spends ~15 us on
+    checks here), `cla.empty` where that path is not there; `layout`: result_layout's answer
+    for (shape, dtype's itemsize, order), kept from an earlier call."""
+    strides, size = layout or result_layout(shape, dtype.itemsize, order)
     try:
         return cla.Array(None, shape, dtype, allocator=allocator, strides=strides, _fast=True,
                          _size=size, _context=q.context, _queue=q)

@@ -14,14 +14,13 @@ in their own type (as numpy's accumulate) with a rounding depth of ~log n where 
 from __future__ import annotations
 
 import hashlib
-import math
 from typing import Any
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from cltune.core.shapes import empty_result
+from cltune.core.shapes import empty_result, result_layout
 from cltune.device.select import info_for, require_usable
 from cltune.families.scan.family import OPS, ScanVariant
 from cltune.families.scan.serve import ScanEngine, ScanExplanation
@@ -156,10 +155,9 @@ class Scanner:
                 and (axis is None or type(axis) is int)):
             if len(self._hot) > 64:
                 self._hot.clear()
-            isz = self.result_dtype.itemsize  # a fresh result's C strides (not out's own)
-            strides = tuple(math.prod(shape[k + 1:]) * isz for k in range(len(shape)))
-            self._hot[(x.shape, axis, bool(exclusive))] = (la, view, shape, strides,
-                                                            math.prod(shape))
+            # a fresh result's layout (not out's own strides)
+            self._hot[(x.shape, axis, bool(exclusive))] = (
+                la, view, shape, result_layout(shape, self.result_dtype.itemsize))
         return self._launch(la, xd, res, view, bool(exclusive), wait_for)
 
     def _launch(self, la: Any, x: cla.Array, res: cla.Array, view: tuple[int, int, int],
@@ -187,7 +185,7 @@ class Scanner:
 
     def _hot_call(self, x: cla.Array, out: Any, exclusive: bool, la: Any,
                   view: tuple[int, int, int], shape: tuple[int, ...],
-                  strides: tuple[int, ...], size: int) -> cla.Array | None:
+                  layout: tuple[tuple[int, ...], int]) -> cla.Array | None:
         """A call of a shape served before: the checks that can differ between arrays of one
         shape, then the launch; None sends the call the long way (which explains errors)."""
         isz, rdt = self.dtype.itemsize, self.result_dtype
@@ -195,12 +193,8 @@ class Scanner:
                 or not (x._flags or x.flags).c_contiguous):
             return None
         if out is None:
-            # the result's layout kept from the first call (empty_result's arithmetic: ~0.5 us)
-            try:
-                res = cla.Array(None, shape, rdt, allocator=self._pool, strides=strides,
-                                _fast=True, _size=size, _context=self.ctx, _queue=self.queue)
-            except TypeError:  # pragma: no cover - other pyopencl versions
-                res = empty_result(self.queue, shape, rdt, "C", self._pool)
+            # the layout kept from the first call (its arithmetic: ~0.5 us a call)
+            res = empty_result(self.queue, shape, rdt, "C", self._pool, layout)
         elif (type(out) is cla.Array and out.dtype == rdt and out.shape == shape
               and out.context.int_ptr == self.ctx.int_ptr and not out.offset % rdt.itemsize
               and (out._flags or out.flags).c_contiguous):
