@@ -826,12 +826,16 @@ inline acc_t lb_xor_emu(__local acc_t *sh, const acc_t v, const uint lane_mask) 
 /* the lowest set bit's index (x != 0; OpenCL C 1.2 has clz, not ctz) */
 #define LB_LOW(x) (31 - (int)clz((x) & (0u - (x))))
 #endif
+/* the look-back's __local state: the window of work-item 0's walk, or the emulation's
+ * scratch (the warp's walk keeps its window in registers) */
 #if LB_WARP == 2
-#define LB_EMU_DECL                                                                              \
+#define LB_DECL                                                                                  \
     __local uint lb_sh[32];                                                                    \
     __local acc_t lb_shv[32];
+#elif LB_WARP
+#define LB_DECL
 #else
-#define LB_EMU_DECL
+#define LB_DECL __local ulong win[CLT_LB * NW];
 #endif
 
 #if LB_WARP
@@ -933,8 +937,7 @@ inline acc_t lb_xor_emu(__local acc_t *sh, const acc_t v, const uint lane_mask) 
     __local acc_t sv[CLT_WG];                                                                  \
     __local uint sf[CLT_WG];                                                                   \
     STAGE_DECL                                                                                 \
-    __local ulong win[CLT_LB * NW];                                                            \
-    LB_EMU_DECL                                                                                \
+    LB_DECL                                                                                    \
     __local long s_g, s_look;                                                                  \
     __local acc_t s_v;                                                                         \
     __local uint s_f, s_done;                                                                  \
