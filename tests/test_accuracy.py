@@ -310,3 +310,77 @@ def test_expression_sums_along_axes_are_no_less_accurate_than_numpy(ctx, queue, 
                 _no_worse_binade(got, mine, ref)
             except AssertionError as e:
                 raise AssertionError(f"{cfg.short()} view {(o, r, i)} {p}: {e}") from None
+
+
+# ---- wide accumulators along axes: no cascade, still numpy's accuracy ------------------------
+def test_only_wide_accumulators_of_narrow_data_leave_the_cascade_out(ctx):
+    """A double accumulator of float32 (or 32-bit integer) data folds without restarts
+    (kernel.wide_accumulator); a float32 accumulator, float64 data and int64 data keep the
+    cascade, and so does the source."""
+    from cltune.families.expr_axis.kernel import axis_source, restarts, wide_accumulator
+    from cltune.stats.kernels import kernel
+
+    fp64 = all(bool(d.double_fp_config) for d in ctx.devices)
+    narrow = [kernel(op, ctx, dt).spec for op in ("mean", "var", "norm1")
+              for dt in (np.float32, np.int32, np.uint8)]
+    wide_in = [kernel(op, ctx, dt).spec for op in ("mean", "var", "norm1")
+               for dt in (np.float64, np.int64)] if fp64 else []
+    f32 = cltune.ReductionKernel(ctx, np.float32, "0", "a+b", "x[i]",
+                                 "__global const float *x").spec
+    for spec in narrow:
+        assert wide_accumulator(spec) is fp64 and restarts(spec) is not fp64, spec.map_expr
+        if fp64:
+            assert "#define CLT_BLOCK 0" in axis_source(spec, True)
+    for spec in [*wide_in, f32]:
+        assert not wide_accumulator(spec) and restarts(spec), (spec.dtype_out, spec.map_expr)
+        assert "#ifndef CLT_BLOCK\n#define CLT_BLOCK 0" not in axis_source(spec, fp64)
+    # exact kernels keep theirs (argmax sets CLT_BLOCK 0 itself; counts are integers)
+    assert not restarts(kernel("argmax", ctx, np.float32).spec)
+    assert not restarts(kernel("count_nonzero", ctx, np.float32).spec)
+
+
+@pytest.mark.parametrize("op", ["mean", "norm2", "var"])
+def test_statistics_of_float32_along_axes_without_the_cascade_beat_numpy(
+        ctx, queue, device, quiet, op, monkeypatch):
+    """mean, L2 norm and var of float32 (double accumulators, no restarts) along both axes of
+    37 x 100003 and of a 3-D shape, served, and again with launch.MAX_STEPS at 1000 (so every
+    plan splits the axis: the chain cap), each output within numpy's own float32 error + 1 ulp
+    (numpy's float32 answer against a float64 reference)."""
+    import cltune.families.expr_axis.launch as launch
+
+    info, _ = device
+    if not info.fp64:
+        pytest.skip("no fp64: the accumulators are float32 and keep the cascade")
+    rows = _rows(op, (37, 100003)) + np.float32(0.25)
+    f = {"mean": (cltune.mean, lambda a, ax: np.mean(a, axis=ax)),
+         "norm2": (cltune.norm, lambda a, ax: np.linalg.norm(a, axis=ax)),
+         "var": (cltune.var, lambda a, ax: np.var(a, axis=ax))}[op]
+    for cap in (None, 1000):
+        h2 = rows if cap is None else rows[1:]  # new shapes: plans are kept per shape
+        if cap:
+            monkeypatch.setattr(launch, "MAX_STEPS", cap)
+        o = h2.shape[0]
+        for v, ax in [(h2, 1), (np.ascontiguousarray(h2.T), 0),
+                      (np.ascontiguousarray(h2[:, :4099 * 16].reshape(o, 4099, 16)), 1)]:
+            got = f[0](cla.to_device(queue, v), axis=ax).get().astype(np.float64).reshape(-1)
+            mine = f[1](v, ax).astype(np.float64).reshape(-1)
+            ref = f[1](v.astype(np.float64), ax).reshape(-1)
+            try:
+                _no_worse_binade(got, mine, ref)
+            except AssertionError as e:
+                raise AssertionError(f"{op} of {v.shape} along {ax}, cap {cap}: {e}") from None
+
+
+def test_the_chain_cap_splits_long_axes_only():
+    """axis_plan splits an axis wherever an accumulator would fold more than MAX_STEPS steps,
+    and leaves shorter axes as they were."""
+    from cltune.families.expr_axis.config import AxisExprConfig
+    from cltune.families.expr_axis.launch import MAX_STEPS, axis_plan
+
+    cfg = AxisExprConfig("rows", wg=256, lanes=16, items=4, strip=1, groups_per_cu=1)
+    block = cfg.lanes * cfg.items
+    long_r = MAX_STEPS * block * 3 + 5
+    p = axis_plan(cfg, 1, 1 << 20, long_r, 1)  # many outputs: no split of its own
+    assert p.split >= 4 and -(-p.chunk // block) <= MAX_STEPS and p.split * p.chunk >= long_r
+    assert axis_plan(cfg, 1, 1 << 20, 100003, 1).split == 1
+    assert axis_plan(cfg, 1, 1 << 20, 0, 1).split == 1

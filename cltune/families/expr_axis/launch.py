@@ -29,12 +29,17 @@ class AxisPlan:
 #: 0.92-0.93x on Intel's; from 4096x64 on Intel's split wins, up to 2x)
 CPU_MAX_UNSPLIT = 1 << 17
 
+#: the most steps one accumulator folds in a launch: longer axes are split (an accumulator that
+#: does not restart, kernel.wide_accumulator, keeps its rounding below float32's this way)
+MAX_STEPS = 1 << 24
+
 
 def axis_plan(cfg: AxisExprConfig, compute_units: int, outer: int, r: int,
               inner: int, max_unsplit: int = 0) -> AxisPlan:
     """Groups across the outputs; when they are fewer than cfg.groups_per_cu per compute
     unit, the axis is split over groups too, as long as every work-item keeps
-    MIN_ROWS_PER_ITEM rows or more and the view holds more than `max_unsplit` elements."""
+    MIN_ROWS_PER_ITEM rows or more and the view holds more than `max_unsplit` elements; and
+    wherever an accumulator would fold more than MAX_STEPS steps."""
     outputs = outer * inner
     groups = max(1, -(-outputs // cfg.outputs_per_group))
     want = cfg.groups_per_cu * max(1, compute_units)
@@ -42,9 +47,10 @@ def axis_plan(cfg: AxisExprConfig, compute_units: int, outer: int, r: int,
     if groups < want and r > 0 and outputs * r > max_unsplit:
         per_group = cfg.lanes * cfg.items * MIN_ROWS_PER_ITEM  # the fewest rows worth a group
         split = max(1, min(-(-want // groups), r // per_group))
+    block = cfg.lanes * cfg.items
+    split = max(split, -(-r // (MAX_STEPS * block)))
     chunk = -(-r // split) if r else 0
     if split > 1:
-        block = cfg.lanes * cfg.items
         chunk = -(-chunk // block) * block
         split = -(-r // chunk)
     return AxisPlan(groups, split, chunk)
