@@ -84,11 +84,19 @@ def _l2(ord: Any) -> bool:  # noqa: A002
 
 def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
          empty_error: bool = False, axis: Any = None, keepdims: bool = False) -> cla.Array:
-    if axis is None and not keepdims and type(x) is cla.Array:  # a kept call (stats.warm)
-        run = warm.calls.get((op, queue if queue is not None else x.queue, x.dtype, x.size))
-        if (run is not None and (x._flags or x.flags).c_contiguous
-                and (res := run(x, extra)) is not None):
-            return res
+    if type(x) is cla.Array:  # a kept call (stats.warm)
+        if axis is None:
+            if not keepdims:
+                run = warm.calls.get((op, queue if queue is not None else x.queue, x.dtype,
+                                      x.size))
+                if (run is not None and (x._flags or x.flags).c_contiguous
+                        and (res := run(x, extra)) is not None):
+                    return res
+        elif type(axis) is int or type(axis) is tuple:
+            run = warm.along_calls.get(warm.along_key(
+                op, x, queue if queue is not None else x.queue, axis, keepdims))
+            if run is not None and (res := run(x, extra)) is not None:
+                return res
     if not isinstance(x, cla.Array):
         raise TypeError(f"{op} takes a pyopencl Array, not {type(x).__name__}")
     if not x.flags.forc:
@@ -125,7 +133,9 @@ def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
             return res
     knl = kernel(op, q.context, x.dtype)
     if axis is not None:
-        return stats_axis.along(op, knl, x, q, extra, axis, keepdims)
+        res = stats_axis.along(op, knl, x, q, extra, axis, keepdims)
+        warm.keep_along(op, given, q, knl, axis, keepdims)
+        return res
     if empty_error and x.size == 0:
         raise ValueError(f"attempt to get {op} of an empty sequence")
     if op in ("argmin", "argmax") and stats_whole.needs_c_order(x):

@@ -18,10 +18,11 @@ from __future__ import annotations
 import builtins
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.tools import VectorArg
@@ -45,7 +46,9 @@ from cltune.families.expr_axis.serve import AxisChoices, AxisTuned, resolve
 from cltune.isolation.vetting import NoConfigRuns, verdict
 from cltune.opencl.build import BuildError
 from cltune.opencl.caches import ContextCache
+from cltune.opencl.events import in_order, pending
 from cltune.opencl.expression import ExprSpec
+from cltune.opencl.kernel_args import set_scalar
 
 _reducers: ContextCache[AxisReducer] = ContextCache()
 
@@ -185,6 +188,59 @@ class AxisReducer:
             return enqueue(queue, s, b, p, user_args, outer, r, inner, res, res_off,
                            self._item, wait_for)
 
+    def warm(self, q: cl.CommandQueue, outer: int, r: int,
+             inner: int) -> Callable[..., cl.Event | None] | None:
+        """The launch of the (outer, r, inner) view on the in-order queue `q`, prepared for
+        calls in a loop: `launch(user_args, res, res_off, wait_for)` enqueues what `enqueue`
+        would, every kernel argument set from values converted once (no plan, lookup or
+        argument conversion a call); it returns None, launching nothing, once the view's
+        plan no longer serves (the database read again, plans dropped) or the queue's scratch
+        is smaller than its split needs (`enqueue` grows it). None here for an out-of-order
+        queue."""
+        key = (outer, r, inner)
+        hit = self.plan(outer, r, inner)
+        b, p = hit
+        with self._lock:
+            s = self._scratch.get(q.int_ptr)
+            if s is None:
+                s = self._scratch[q.int_ptr] = AxisScratch(self.ctx, q)
+        if not s.in_order:
+            return None
+        need = p.split * outer * inner * self._item if p.split > 1 else 0
+        types = [None if t is None else np.dtype(t).type for t in self.spec.scalar_arg_dtypes()]
+        nu, wg, two = len(types), b.config.wg, p.split > 1
+        k1, k2 = b.stage1, b.stage2
+        g1, l1 = (p.groups * wg, p.split), (wg, 1)
+        g2, l2 = (-(-(outer * inner) // wg) * wg,), (wg,)
+        dims = (np.int64(r), np.int64(outer), np.int64(inner))
+        last1, last2 = np.int64(p.chunk), np.int64(p.split)
+        plans, lock, block = self._plans, self._lock, b.lock
+
+        def launch(user: Sequence[Any], res: cl.Buffer, res_off: int,
+                   wait_for: list[cl.Event] | None) -> cl.Event | None:
+            if plans.get(key) is not hit or s.capacity < need:
+                return None
+            off = np.int64(res_off)
+            with lock, block:
+                for k, tail in ((k1, last1), (k2, last2)) if two else ((k1, last1),):
+                    for i, t in enumerate(types):
+                        if t is None:
+                            k.set_arg(i, user[i])
+                        else:
+                            set_scalar(k, i, t(user[i]))
+                    for j, v in enumerate(dims):
+                        set_scalar(k, nu + j, v)
+                    set_scalar(k, nu + 3, tail)
+                    k.set_arg(nu + 4, s.partials)
+                    k.set_arg(nu + 5, res)
+                    set_scalar(k, nu + 6, off)
+                ev = cl.enqueue_nd_range_kernel(q, k1, g1, l1, None, wait_for)
+                if two:
+                    ev = cl.enqueue_nd_range_kernel(q, k2, g2, l2, None, None)
+                s.last = ev
+            return ev
+        return launch
+
 
 def axis_reducer(ctx: cl.Context, dev: cl.Device, spec: ExprSpec,
                  db: str | None = None, kernel: Any = None) -> AxisReducer:
@@ -199,7 +255,7 @@ def axis_reducer(ctx: cl.Context, dev: cl.Device, spec: ExprSpec,
 
 
 # ---- a ReductionKernel's call along axes ---------------------------------------------------
-def _reducer_of(knl: Any, q: cl.CommandQueue) -> AxisReducer:
+def reducer_of(knl: Any, q: cl.CommandQueue) -> AxisReducer:
     """The AxisReducer of `knl` for calls on `q`, kept on the kernel per queue (the queue is
     held, so its address is not reused while kept): `q.context`, `q.device` and the shared
     cache's key (the spec's hash) cost the host ~2 us a call otherwise."""
@@ -259,8 +315,10 @@ def reduce_along(knl: Any, args: tuple, x: cla.Array, q: cl.CommandQueue,
     user: list[Any] = []
     for a, t in zip(args, knl.spec.arguments, strict=True):
         user += (a.base_data, a.offset) if isinstance(t, VectorArg) else [a]
-    red = _reducer_of(knl, q)
+    red = reducer_of(knl, q)
+    # completed events and those of q itself (in order) are not waited for: NVIDIA's driver
+    # pays a host round trip for each event in a wait list
     evs = red.enqueue(q, user, g.outer, g.r, g.inner, res.base_data, res.offset,
-                      wait_for=list(waits) or None)
+                      wait_for=pending(waits, in_order=in_order(q)))
     res.add_event(evs[-1])
     return res
