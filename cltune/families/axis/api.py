@@ -19,6 +19,7 @@ import pyopencl.array as cla
 from cltune.core.shapes import Geometry, empty_result, geometry
 from cltune.families.axis.segments import reduce_segments  # noqa: F401 - the family's api
 from cltune.families.axis.serve import AxisExplanation, axis_engine, device_array, explain
+from cltune.opencl.events import in_order, pending
 
 
 def _out_array(reducer: Any, q: cl.CommandQueue, g: Geometry, out: Any,
@@ -48,9 +49,10 @@ def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
             and (type(axis) is int or type(axis) is tuple and all(type(a) is int for a in axis))):
         w = eng.warm.get((x.shape, x.strides, x.offset, axis, bool(keepdims), q.int_ptr))
         if w is not None:
-            kept, order, launch = w
+            kept, order, launch, ordered = w
             res = empty_result(q, kept, spec.result_dtype, order, eng.allocator)
-            res.add_event(launch(x.base_data, res.base_data, None, x.events or None)[-1])
+            waits = pending(x.events, in_order=ordered) if x.events else None
+            res.add_event(launch(x.base_data, res.base_data, None, waits)[-1])
             return res
     if (y is None) != (spec.op != "dot"):
         raise TypeError("dot takes two arrays (x, y)" if spec.op == "dot"
@@ -101,12 +103,15 @@ def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
     else:
         la = eng.launcher(eng.choose("cols", r, inner)[0], "cols")
         launch = la.prepare_cols(q, xd.offset // isz, yoff, outer, r, inner)
-    res.add_event(launch(xd.base_data, res.base_data, yb, waits or None)[-1])
+    # completed events and those of q itself (in order) are not waited for: NVIDIA's driver
+    # pays a host round trip for each event in a wait list
+    ordered = in_order(q)
+    res.add_event(launch(xd.base_data, res.base_data, yb, pending(waits, in_order=ordered))[-1])
     if yd is None and plain and xd is x:
         if len(eng.warm) > 256:
             eng.warm.clear()
         eng.warm[(x.shape, x.strides, x.offset, axis, bool(keepdims), q.int_ptr)] = (
-            g.kept, g.order, launch)
+            g.kept, g.order, launch, ordered)
     return res
 
 
