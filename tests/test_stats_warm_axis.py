@@ -192,3 +192,13 @@ def test_threads_share_warm_calls_along_axes(queue):
     for t in ts:
         t.join()
     assert not bad
+
+
+def test_an_axis_that_is_no_int_keeps_numpys_error_after_warm_calls(queue):
+    """An axis tuple holding a list (unhashable) is not looked up among the kept calls: the
+    general path's message, not a TypeError from a dict."""
+    x = cla.to_device(queue, np.ones((4, 5), np.float32))
+    for _ in range(2):
+        cltune.mean(x, axis=(0,))
+    with pytest.raises((TypeError, ValueError), match="axis|integer"):
+        cltune.mean(x, axis=([0],))

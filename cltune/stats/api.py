@@ -35,6 +35,7 @@ chunk stopping at its first deciding element: cltune.stats.anyvec).
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import numpy as np
@@ -92,7 +93,8 @@ def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
                 if (run is not None and (x._flags or x.flags).c_contiguous
                         and (res := run(x, extra)) is not None):
                     return res
-        elif type(axis) is int or type(axis) is tuple:
+        elif type(axis) is int or (type(axis) is tuple
+                                   and builtins.all(type(a) is int for a in axis)):
             run = warm.along_calls.get(warm.along_key(
                 op, x, queue if queue is not None else x.queue, axis, keepdims))
             if run is not None and (res := run(x, extra)) is not None:
