@@ -58,7 +58,7 @@ from cltune.cli.bench import (
     torch_rows,
     wall,
 )
-from cltune.core.buckets import parse_sizes
+from cltune.core.buckets import count_label, parse_counts, parse_sizes
 from cltune.device.select import info_for, select
 from cltune.families.reduce.api import Reducer
 from cltune.families.reduce.launch import Launcher
@@ -153,9 +153,9 @@ def table(head: list[str], rows: list[list[str]], markdown: bool) -> str:
 def run_sizes(args: argparse.Namespace, ctx: cl.Context, q: cl.CommandQueue,
               pq: cl.CommandQueue, r: Reducer, use_torch: bool) -> dict[str, Any]:
     rng = np.random.default_rng(0)
-    sizes = parse_sizes(args.sizes or (GPU_SIZES if args.torch else "2^20,2^24,2^26"))
-    return {str(1 << b): bench_size(args, ctx, q, pq, r, use_torch,
-                                    rng.random(1 << b, dtype=np.float32)) for b in sizes}
+    sizes = parse_counts(args.sizes or (GPU_SIZES if args.torch else "2^20,2^24,2^26"))
+    return {str(n): bench_size(args, ctx, q, pq, r, use_torch,
+                               rng.random(n, dtype=np.float32)) for n in sizes}
 
 
 def bench_size(args: argparse.Namespace, ctx: cl.Context, q: cl.CommandQueue,
@@ -165,7 +165,7 @@ def bench_size(args: argparse.Namespace, ctx: cl.Context, q: cl.CommandQueue,
     x = cla.to_device(q, host)
     x.finish()
     size = f"{n * 4 / 2**20:g} MiB" if n >= 2**18 else f"{n * 4 / 2**10:g} KiB"
-    print(f"\n== {op}/float32, n = 2^{n.bit_length() - 1} ({size}) ==")
+    print(f"\n== {op}/float32, n = {count_label(n)} ({size}) ==")
     print(f"  config: {r.explain(n)}")
     check("cltune", float(r(x).get()), host, op)
     check("pyopencl", float(CLA_OP[op](x).get()), host, op)

@@ -33,13 +33,14 @@ import pyopencl.array as cla
 
 import cltune
 import cltune.families.scan.compact as compact
+from cltune.core.buckets import parse_counts
 from cltune.device.select import select
 
 PRED = "ary[i] > 0.5"
 
 
 def _sizes(text: str) -> list[int]:
-    return [2 ** int(t[2:]) if t.startswith("2^") else int(t) for t in text.split(",")]
+    return list(parse_counts(text))
 
 
 def block(call: Callable[[], object], finish: Callable[[], object], calls: int,
@@ -155,21 +156,28 @@ def run_compact(a, info, q, torch, n: int) -> None:
         k = int(count.get())
         assert k == want.size and np.array_equal(res[:k].get(), want), (label, who, k)
     assert np.array_equal(cltune.nonzero(x > 0.5)[0].get(), np.flatnonzero(h > 0.5))
+    mask = x > 0.5
     sam = {"cltune": block(lambda: cltune.copy_if(x, PRED), q.finish, a.calls),
            "pyopencl": block(lambda: pyo_copy_if(x, PRED), q.finish, a.calls),
            # numpy's/torch's nonzero: the comparison, the indices, the count read back
-           "cltune-nonzero": block(lambda: cltune.nonzero(x > 0.5), q.finish, a.calls)}
+           "cltune-nonzero": block(lambda: cltune.nonzero(x > 0.5), q.finish, a.calls),
+           # where nonzero's time goes: the mask made once, and pyopencl's comparison alone
+           "cltune-nonzero-mask": block(lambda: cltune.nonzero(mask), q.finish, a.calls),
+           "pyopencl-compare": block(lambda: x > 0.5, q.finish, a.calls)}
     if info.type == "cpu":
         sam["numpy"] = block(lambda: h[h > 0.5], lambda: None, a.calls)
     med = rounds(sam, a.repeats)
     if torch is not None:
         t = torch.from_numpy(h).cuda()
+        tm = t > 0.5
         assert np.array_equal(t[t > 0.5].cpu().numpy(), want)
         assert np.array_equal(torch.nonzero(t > 0.5).cpu().numpy().ravel(),
                               np.flatnonzero(h > 0.5))
         med.update(rounds({
             "torch-nonzero": block(lambda: torch.nonzero(t > 0.5), torch.cuda.synchronize,
                                    a.calls),
+            "torch-nonzero-mask": block(lambda: torch.nonzero(tm), torch.cuda.synchronize,
+                                        a.calls),
             "torch-mask": block(lambda: t[t > 0.5], torch.cuda.synchronize, a.calls)},
             a.repeats))
     _line(label, med, (n + want.size) * 4)

@@ -28,6 +28,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 import cltune
+from cltune.core.buckets import count_label, parse_counts
 from cltune.device.select import select
 from cltune.families.scan.config import ScanConfig
 from cltune.families.scan.family import ScanVariant
@@ -35,7 +36,7 @@ from cltune.families.scan.launch import ScanLauncher
 
 
 def _sizes(text: str) -> list[int]:
-    return [2 ** int(t[2:]) if t.startswith("2^") else int(t) for t in text.split(",")]
+    return list(parse_counts(text))
 
 
 def block(call: Callable[[], object], finish: Callable[[], object], calls: int,
@@ -136,7 +137,7 @@ def run_case(a, info, dev, ctx, q, s, pyo, torch, shape, axis) -> None:
     got = s(x, axis=axis, out=y if axis is not None else None).get().reshape(want.shape)
     rel = np.max(np.abs(got - want) / np.maximum(np.abs(want), 1))
     assert rel < 1e-3, (shape, axis, rel)
-    label = f"n=2^{n.bit_length() - 1}" if axis is None else f"{shape[0]}x{shape[1]} axis {axis}"
+    label = f"n={count_label(n)}" if axis is None else f"{shape[0]}x{shape[1]} axis {axis}"
     ex = s.explain(shape, axis)
     sam: dict[str, Callable[[], float]] = {}
     sam["copy"] = block(lambda: cl.enqueue_copy(q, y.data, x.data, byte_count=n * 4),

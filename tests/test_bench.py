@@ -93,12 +93,29 @@ def test_missing_matplotlib_is_one_line_before_any_work(info, tuned_db, tmp_path
     assert "contender" not in r.output  # refused before benchmarking
 
 
-@pytest.mark.parametrize("args,msg", [(["--op", "dot"], "dot"), (["--sizes", "3000"],
-                                                                  "power of two"),
+@pytest.mark.parametrize("args,msg", [(["--op", "dot"], "dot"), (["--sizes", "3000x"],
+                                                                  "not a size"),
+                                      (["--sizes", "0"], "outside 1..2^40"),
+                                      (["--sizes", "2.5e0"], "not a whole number"),
                                       (["--op", "median"], "unknown op")])
 def test_bad_options_are_one_line(info, db_url, args, msg):
     r = runner.invoke(app, ["bench", "--device", str(info.index), "--db", db_url, *args])
     assert r.exit_code == 1 and msg in r.output and "Traceback" not in r.output, r.output
+
+
+def test_sizes_that_are_not_powers_of_two(info, tuned_db):
+    """The sizes applications have (primes, 2^k+7, decimal millions) are measured and checked
+    like powers of two: the tail of every kernel counts."""
+    r = runner.invoke(app, ["bench", "--device", str(info.index), "--sizes", "1021,2^12+7,1e4",
+                            "--repeats", "2", "--db", tuned_db, "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert [s["n"] for s in doc["sizes"]] == [1021, 4103, 10000]
+    for s in doc["sizes"]:
+        assert s["wrong"] == {} and s["rows"]["cltune"]["median_s"] > 0
+    table = runner.invoke(app, ["bench", "--device", str(info.index), "--sizes", "1021",
+                                "--repeats", "2", "--db", tuned_db])
+    assert table.exit_code == 0 and "n = 1021" in table.output, table.output
 
 
 def _mode(info, db, *args):
@@ -153,9 +170,9 @@ def test_axis_table(info, db_url):
 @pytest.mark.parametrize("op", ["std", "norm", "argmin"])
 def test_statistic_whole(info, db_url, op):
     """Every statistic the error message offers runs whole (norm: its kernel is L2's)."""
-    doc = _mode(info, db_url, "--op", op, "--sizes", "2^10,2^12")
+    doc = _mode(info, db_url, "--op", op, "--sizes", "2^10,4099")
     assert doc["mode"] == "whole" and [c["label"] for c in doc["cases"]] == ["n = 2^10",
-                                                                             "n = 2^12"]
+                                                                             "n = 4099"]
     _check_rows(doc, ROWS, ["cltune/numpy"])
 
 
@@ -169,9 +186,9 @@ def test_segments_mode(info, db_url, op):
 
 @pytest.mark.parametrize("op,extra", [("sum", ("pyopencl-k-calls",)), ("norm", ())])
 def test_many_mode(info, db_url, op, extra):
-    doc = _mode(info, db_url, "--op", op, "--many", "5", "--sizes", "2^9,2^11")
+    doc = _mode(info, db_url, "--op", op, "--many", "5", "--sizes", "2^9,2001")
     assert doc["mode"] == "many"
-    assert [c["label"] for c in doc["cases"]] == ["5 arrays of 2^9", "5 arrays of 2^11"]
+    assert [c["label"] for c in doc["cases"]] == ["5 arrays of 2^9", "5 arrays of 2001"]
     assert doc["cases"][0]["nbytes"] == 5 * 512 * 4
     _check_rows(doc, ("cltune", "cltune-k-calls", "numpy", *extra),
                 ["cltune/cltune-k-calls", "cltune/numpy"]
@@ -220,7 +237,7 @@ def test_a_baseline_that_disagrees_is_listed_not_cltunes_failure(info, db_url, m
     assert "numpy" not in case["rows"]
 
 
-@pytest.mark.parametrize("op,extra", [("cumsum", ["--sizes", "2^10,2^13"]),
+@pytest.mark.parametrize("op,extra", [("cumsum", ["--sizes", "2^10,2^13-3"]),
                                       ("cummax", ["--axis", "both", "--shapes", "64x48"])])
 def test_scan_mode(info, db_url, op, extra):
     doc = _mode(info, db_url, "--op", op, *extra)

@@ -29,7 +29,7 @@ from cltune.cli.render import (
     render_sizes,
     render_verify,
 )
-from cltune.core.buckets import parse_sizes
+from cltune.core.buckets import parse_counts
 from cltune.core.ops import OPS
 from cltune.opencl.errors import one_line
 
@@ -312,7 +312,8 @@ def bench(
     dtype: Annotated[str, typer.Option(help="float32, float64, float16, int32, int64, uint32, "
                                        "uint64.")] = "float32",
     sizes: Annotated[str | None, typer.Option(  # noqa: UP007
-        help="Sizes, e.g. 2^12,2^20 (powers of two; default 2^12,2^16,2^20,2^24); with --many "
+        help="Sizes, e.g. 2^12,2^20,1000003,2^24+7,3e6 (any count; default 2^12,2^16,2^20,2^24); "
+        "with --many "
         "the length of each array (default 2^12).")] = None,
     axis: Annotated[str | None, typer.Option(  # noqa: UP007
         help="Reduce 2-D arrays of --shapes along axis 1 (rows), 0 (columns) or both: "
@@ -356,8 +357,8 @@ def bench(
         if plot:
             benchmark.require_matplotlib()
         if mode == "sizes":
-            report = _service().bench(device, op, dtype, [1 << b for b in parse_sizes(
-                sizes or bench_modes.DEFAULT_SIZES)], repeats, db)
+            report = _service().bench(device, op, dtype, list(parse_counts(
+                sizes or bench_modes.DEFAULT_SIZES)), repeats, db)
         else:
             report = _service().bench_mode(device, req)
         if plot:

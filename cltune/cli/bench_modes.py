@@ -41,7 +41,7 @@ from cltune.cli.bench_cases import (
     torch_module,
 )
 from cltune.cli.bench_scan import SCAN_OPS, scan_cases
-from cltune.core.buckets import parse_sizes
+from cltune.core.buckets import count_label, parse_counts
 from cltune.core.family import entry
 from cltune.core.ops import DTYPES, OPS
 from cltune.device.info import DeviceInfo
@@ -152,7 +152,7 @@ def run_mode(q: cl.CommandQueue, info: DeviceInfo, req: BenchRequest) -> ModeRep
 
 
 def _sizes(req: BenchRequest, default: str) -> list[int]:
-    return [1 << b for b in parse_sizes(req.sizes or default)]
+    return list(parse_counts(req.sizes or default))
 
 
 def _rtol(dtype: np.dtype, length: int) -> float:
@@ -219,7 +219,7 @@ def _reduction(q: cl.CommandQueue, r: Any, op: str, h: np.ndarray, axis: int | N
 def _whole(q: cl.CommandQueue, r: Any, req: BenchRequest, dtype: np.dtype, torch: Any,
            notes: list[str]) -> list[Case]:
     return [_reduction(q, r, req.op, random_input(req.op, dtype, (n,), n), None,
-                       f"n = 2^{n.bit_length() - 1}", str(r.explain(n)), torch, notes,
+                       f"n = {count_label(n)}", str(r.explain(n)), torch, notes,
                        req.repeats) for n in _sizes(req, DEFAULT_SIZES)]
 
 
@@ -342,7 +342,7 @@ def _many_case(q: cl.CommandQueue, r: Any, req: BenchRequest, dtype: np.dtype, n
     served = (entry("many", "api").explain_many(q, "norm", dtype, k, n)
               if isinstance(r, StatsReducer) else r.explain_many(k, n))
     want = np.array([f(h.astype(np.float64)) for h in hs])
-    case = Case(f"{k} arrays of 2^{n.bit_length() - 1}", k * hs[0].nbytes, str(served))
+    case = Case(f"{k} arrays of {count_label(n)}", k * hs[0].nbytes, str(served))
     return measure_case(case, want, close_to(_rtol(dtype, n), op in EXACT), contenders,
                         MANY_RATIOS, req.repeats)
 

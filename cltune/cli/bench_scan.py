@@ -23,7 +23,7 @@ from cltune.cli.bench_cases import (
     random_input,
     torch_block,
 )
-from cltune.core.buckets import parse_sizes
+from cltune.core.buckets import count_label, parse_counts
 from cltune.families.scan.api import get_scanner
 
 #: `cltune bench --op` name -> the scan family's op
@@ -43,7 +43,7 @@ def scan_cases(q: cl.CommandQueue, op_name: str, dtype: np.dtype, sizes: str | N
     s = get_scanner(q, op, dtype, db=db)
     cases: list[tuple[tuple[int, ...], int | None]] = []
     if axis is None:
-        cases = [((1 << b,), None) for b in parse_sizes(sizes or "2^12,2^16,2^20,2^24")]
+        cases = [((n,), None) for n in parse_counts(sizes or "2^12,2^16,2^20,2^24")]
     else:
         axes = {"0": [0], "1": [1], "both": [0, 1]}[axis]
         for shape in parse_shapes(shapes or "4096x4096,65536x256", "ROWSxCOLS"):
@@ -112,7 +112,7 @@ def _case(q: cl.CommandQueue, s: Any, op: str, h: np.ndarray, axis: int | None, 
     want = f(a64.reshape(-1), axis=0) if axis is None else f(a64, axis=axis)
     length = h.size if axis is None else h.shape[axis]
     eps = float(np.finfo(h.dtype).eps) if h.dtype.kind == "f" else 0.0
-    label = (f"n = 2^{h.size.bit_length() - 1}" if axis is None
+    label = (f"n = {count_label(h.size)}" if axis is None
              else f"{h.shape[0]}x{h.shape[1]}, axis {axis}")
     served = s.explain(h.shape, axis)
     case = Case(label, 2 * h.nbytes, str(served))

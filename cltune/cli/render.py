@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from cltune.core.buckets import count_label
 from cltune.core.family import get as get_family
 
 if TYPE_CHECKING:  # annotations only: importing these loads the tuner and OpenCL
@@ -257,7 +258,7 @@ def render_bench(report: Report, out: Console, err: Console) -> None:
               f"tuned answer: {report.level}; {report.repeats} interleaved samples per "
               "contender, medians", highlight=False)
     for s in report.sizes:
-        t = Table(title=f"n = 2^{s.n.bit_length() - 1}: {s.config}", title_justify="left")
+        t = Table(title=f"n = {count_label(s.n)}: {s.config}", title_justify="left")
         for c in ("contender", "median µs", "GB/s", "IQR"):
             t.add_column(c, justify="left" if c == "contender" else "right")
         for name, row in s.rows.items():
