@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The H200 campaign behind docs/benchmarks.md, run on the lent GPU machine from the repo root:
-#   source scripts/gpu_setup.sh && bash scripts/gpu_campaign.sh tests|tune|tune-ops|bench|expr|axis-scan
+#   source scripts/gpu_setup.sh && bash scripts/gpu_campaign.sh tests|tune|tune-ops|bench|expr|axis-scan|suite|closing-1d|closing-axis
 # Results (databases, logs, plot) go to $OUT.
 set -u
 case "${1:-}" in
--h|--help) sed -n '2,4p' "$0" | cut -c3-; echo "usage: $0 tests|tune|tune-ops|bench|expr|axis-scan"; exit 0 ;;
+-h|--help) sed -n '2,4p' "$0" | cut -c3-; echo "usage: $0 tests|tune|tune-ops|bench|expr|axis-scan|suite|closing-1d|closing-axis"; exit 0 ;;
 esac
 OUT=${OUT:-/tmp/cltune-out}
 mkdir -p "$OUT"
@@ -60,5 +60,40 @@ axis-scan)  # issues 21/22: strided scans (the GPU cut, rows loaded in batches),
     timeout 200 python3 scripts/bench_stats_axis.py --device NVIDIA --repeats 5 --ops var,argmax \
         --shapes 3000x5000,524288x24,1000x1000,16x1048576 2>&1 | quiet
     ;;
-*) echo "usage: $0 tests|tune|tune-ops|bench|expr|axis-scan"; exit 2 ;;
+suite)  # the whole suite on the H200 (#22 item 7): no PostgreSQL or Oclgrind there
+    CLTUNE_TEST_DEVICE=NVIDIA timeout 530 python3 -m pytest -v -n 16 -p no:cacheprovider \
+        -m "not postgres and not oclgrind" --durations=15 tests > "$OUT/suite.txt" 2>&1
+    tail -25 "$OUT/suite.txt"
+    ;;
+closing-1d)  # #21/#22's closing tables, whole arrays: powers of two and sizes that are not
+    Z=2^12,2^16,2^20,2^24,2^28,1000,100003,1000003,1e7,123456789
+    timeout 150 python3 -m cltune bench --device NVIDIA --sizes "$Z" --repeats 5 --json \
+        > "$OUT/bench-sum.json" 2> "$OUT/bench-sum.err"; echo "sum rc=$?"
+    for op in argmax var norm mean; do
+        timeout 75 python3 -m cltune bench --device NVIDIA --op $op --repeats 5 --json \
+            --sizes 2^12,2^20,2^24,2^28,100003,1e7 > "$OUT/bench-$op.json" 2> "$OUT/bench-$op.err"
+        echo "$op rc=$?"
+    done
+    timeout 60 python3 scripts/bench_many.py --device NVIDIA --ks 16,64,256 --op norm \
+        > "$OUT/many.txt" 2>&1; echo "many rc=$?"
+    timeout 100 python3 scripts/bench_scan.py --device NVIDIA --repeats 5 \
+        --sizes 2^12,2^16,2^20,2^24,2^26,2^28,1000003,1e7 > "$OUT/scan.txt" 2>&1; echo "scan rc=$?"
+    timeout 70 python3 scripts/bench_compact.py --device NVIDIA --repeats 5 \
+        --sizes 2^20,2^24,2^26,1e7 > "$OUT/compact.txt" 2>&1; echo "compact rc=$?"
+    ;;
+closing-axis)  # the issue's axis cases and shapes nobody tuned: sums, statistics, scans
+    A=3000x5000,1024x16384,16x1048576,4096x4096,524288x24,65536x256,1048576x16,16384x16384
+    N=4000x3000,1500x1500,6000x777,250000x40,40x250000,123x45678,65432x123,9999x999
+    N=$N,20000x20,1000000x7,7x1000000,500x500,2500x6400,800x20000,31x31
+    timeout 200 python3 scripts/bench_axis.py --device NVIDIA --no-segments --repeats 5 \
+        --shapes "$A,$N" --json "$OUT/axis.json" > "$OUT/axis.txt" 2>&1; echo "axis rc=$?"
+    timeout 200 python3 scripts/bench_stats_axis.py --device NVIDIA --repeats 5 \
+        --ops argmax,var,norm,mean --json "$OUT/stats-axis.json" \
+        --shapes 16x1048576,4096x4096,1048576x16,65536x256,3000x5000,777x12345,250000x40,40x250000,9999x999,31x31 \
+        > "$OUT/stats-axis.txt" 2>&1; echo "stats-axis rc=$?"
+    timeout 80 python3 scripts/bench_scan.py --device NVIDIA --repeats 5 --sizes 2^20 --axis \
+        --shapes 1048576x16,65536x256,4096x4096,3000x5000,100000x77 > "$OUT/scan-axis.txt" 2>&1
+    echo "scan-axis rc=$?"
+    ;;
+*) echo "usage: $0 tests|tune|tune-ops|bench|expr|axis-scan|suite|closing-1d|closing-axis"; exit 2 ;;
 esac
