@@ -197,3 +197,23 @@ def test_devices_table_names_the_problem_and_the_fix(device, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "status" in r.stdout and "unusable" in r.stdout
     assert "unknown target CPU 'generic'; fix: PoCL 3.0-rc2" in " ".join(r.stderr.split())
+
+
+def test_a_kept_verdict_from_a_worker_that_never_started_is_probed_again(device, tmp_path,
+                                                                         monkeypatch):
+    """Versions before 2026-12-03 kept 'unusable' when the worker could not even start (an
+    import error: the environment, not the driver); such a verdict reads as unknown."""
+    info, dev = device
+    monkeypatch.setenv("CLTUNE_CACHE_DIR", str(tmp_path))
+    why = ("the evaluation worker did not start: the evaluation worker exited (exit status 1): "
+           "ImportError: cltune was imported from the source checkout /src")
+    _write_cache(tmp_path, {_key(info): H.Health(False, why, "update or reinstall",
+                                                 "2026-12-03T19:42:50+00:00")})
+    H.forget()
+    try:
+        h = H.health(dev, info)
+        assert h.ok, h
+        doc = json.loads((tmp_path / "device-health.json").read_text())
+        assert doc["verdicts"][_key(info)]["ok"] is True
+    finally:
+        H.forget()

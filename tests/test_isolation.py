@@ -337,3 +337,62 @@ def test_the_real_thing_where_a_driver_breaks_on_512_bit_vectors(tmp_path):
                             f"sqlite:///{tmp_path / 's.db'}"], capture_output=True, text=True,
                            timeout=600)
         assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_a_worker_that_cannot_start_leaves_no_verdict(device, faults, tmp_path, monkeypatch):
+    """A worker whose Python cannot run cltune (here an interpreter that fails as one does
+    importing a source checkout that was never installed) says so; the device and its configs
+    get no verdict from it, on disk or in the process, and once the environment is right the
+    probe and vetting run as usual."""
+    info, dev = device
+    faults("")  # a fresh verdict cache under tmp_path/cache
+    cache = tmp_path / "cache"
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
+                    "echo 'ImportError: cltune was imported from the source checkout /src "
+                    "without being installed' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    real = sys.executable
+    monkeypatch.setattr(sys, "executable", str(fake))
+    w = Worker(info)
+    try:
+        with pytest.raises(WorkerFailure) as e:
+            w.call("ping", deadline_s=60)
+        assert e.value.kind == "unstarted" and "did not start" in e.value.reason
+        assert "exit status 1" in e.value.reason and "ImportError" in e.value.reason
+    finally:
+        w.close()
+    h = health.health(dev, info, recheck=True)
+    assert not h.ok and "did not start" in h.message
+    assert "Python environment" in h.fix and "driver" not in h.fix.split("(")[0], h.fix
+    family, variant, chain, size, src_hash, lane = health._builtins(info)[0]
+    v = vetting.verdict(info, family, variant, chain[0], size, source_hash=src_hash,
+                        element_bytes=lane, worker=Worker(info))
+    assert not v.ok and v.step == "unstarted" and not v.buildable
+    for name in ("device-health.json", "vetted.json"):
+        path = cache / name
+        assert not path.exists() or "did not start" not in path.read_text(), name
+    monkeypatch.setattr(sys, "executable", real)  # the environment put right: nothing stands
+    assert health.health(dev, info).ok             # in the way of the usual verdicts
+    assert vetting.verdict(info, family, variant, chain[0], size, source_hash=src_hash,
+                           element_bytes=lane).ok
+
+
+def test_the_worker_runs_the_applications_cltune_from_any_directory(device, faults, tmp_path,
+                                                                     monkeypatch):
+    """An application started in a folder that holds another `cltune` (a source checkout
+    never installed) runs the installed package; its worker must run the same one, not the
+    folder's (`python -m` would put the working directory first on the worker's path)."""
+    info, dev = device
+    faults("")
+    shadow = tmp_path / "checkout"
+    (shadow / "cltune" / "isolation").mkdir(parents=True)
+    (shadow / "cltune" / "__init__.py").write_text('raise ImportError("the shadow")\n')
+    (shadow / "cltune" / "isolation" / "__init__.py").write_text("")
+    monkeypatch.chdir(shadow)
+    w = Worker(info)
+    try:
+        assert w.call("ping", deadline_s=60) != os.getpid()
+    finally:
+        w.close()
+    assert health.health(dev, info, recheck=True).ok

@@ -39,7 +39,7 @@ from cltune.core.ops import OpSpec
 from cltune.device.driver_cache import cache_dir, read_verdicts, write_verdicts
 from cltune.device.info import DeviceInfo
 from cltune.isolation.vetting import verdict
-from cltune.isolation.worker import Worker, WorkerFailure, deadline_floor
+from cltune.isolation.worker import Worker, WorkerFailure, deadline_floor, unstarted
 
 PROBE_VERSION = 2
 _FILE = "device-health.json"
@@ -98,6 +98,10 @@ class Health:
 #: What to tell a user, as data: (pattern on the message, pattern on the platform version, fix).
 #: `{impl}` and `{llvm}` are filled from the platform version. First match wins.
 ADVICE: tuple[tuple[str, str, str], ...] = (
+    (r"evaluation worker did not start: the evaluation worker exited \(exit status", r"",
+     "cltune's worker process could not run in this Python environment (nothing of the "
+     "driver's): reinstall cltune (`pip install cltune`, or `pip install -e .` in a source "
+     "checkout) or run from another directory than the checkout; no verdict was kept"),
     (r"unknown target CPU", r"PoCL",
      "{impl} uses LLVM {llvm}, which does not know this CPU: install your distribution's PoCL "
      "(`apt install pocl-opencl-icd`) or Intel's CPU runtime (`pip install 'cltune[intel]'`)"),
@@ -122,10 +126,13 @@ def advice(message: str, platform_version: str) -> str:
 
 
 def _ask(w: Worker, name: str, src: str = "") -> str:
-    """A probe's answer: '' when it passed, else why not (a crash or hang included)."""
+    """A probe's answer: '' when it passed, else why not (a crash or hang included).
+    WorkerFailure `unstarted` when the worker cannot run at all (no verdict on the device)."""
     try:
         return w.call("probe", name, src, deadline_s=_probe_deadline())
     except WorkerFailure as e:
+        if e.kind == "unstarted":
+            raise
         return e.reason
 
 
@@ -194,7 +201,8 @@ def _parse(v: dict) -> Health | None:
     if (isinstance(v.get("ok"), bool)
             and all(isinstance(v.get(f, ""), str)
                     for f in ("message", "fix", "checked_at", "notes"))
-            and type(v.get("max_vector_bytes", 0)) is int):
+            and type(v.get("max_vector_bytes", 0)) is int
+            and not unstarted(v.get("message", ""))):
         return Health(v["ok"], v.get("message", ""), v.get("fix", ""),
                       v.get("checked_at", ""), max(0, v.get("max_vector_bytes", 0)),
                       v.get("notes", ""))
@@ -234,8 +242,12 @@ def health(dev: cl.Device, info: DeviceInfo, *, recheck: bool = False) -> Health
         hit = cached(info)
         if hit is not None:
             return hit
-    found = probe(dev, info)
     key, path = _key(info), cache_dir() / _FILE
+    try:
+        found = probe(dev, info)
+    except WorkerFailure as e:  # `unstarted`: this environment, not the device; nothing kept
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        return Health(False, e.reason, advice(e.reason, info.platform_version), now)
     with _lock:
         _memo[key] = found
         stored = _load(path)

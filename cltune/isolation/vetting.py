@@ -36,7 +36,7 @@ from typing import Any
 from cltune.device.driver_cache import cache_dir, read_verdicts, write_verdicts
 from cltune.device.info import DeviceInfo
 from cltune.isolation.remote_target import RemoteTarget
-from cltune.isolation.worker import Worker, WorkerFailure, deadline_floor, worker_for
+from cltune.isolation.worker import Worker, WorkerFailure, deadline_floor, unstarted, worker_for
 
 VET_VERSION = 1
 _FILE = "vetted.json"
@@ -97,7 +97,8 @@ def _path() -> Path:
 
 def _parse(v: dict) -> Verdict | None:
     if isinstance(v.get("ok"), bool) and all(isinstance(v.get(f, ""), str)
-                                             for f in ("step", "reason", "checked_at")):
+                                             for f in ("step", "reason", "checked_at")) \
+            and not unstarted(v.get("reason", "")):
         return Verdict(v["ok"], v.get("step", "timed"), v.get("reason", ""),
                        v.get("checked_at", ""))
     return None
@@ -177,6 +178,8 @@ def verdict(info: DeviceInfo, family: str, variant: str, cfg: Any, size_key: Any
         # does not compile, no reference to check it by): nothing crashed, and building it
         # here fails (or runs) the same way; no verdict is kept
         return Verdict(True, "build", f"not vetted: {out.reason}"[:300])
+    if out.step == "unstarted":  # the worker cannot run here: no verdict on the config kept
+        return Verdict(False, out.step, out.reason[:500])
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     v = Verdict(out.ok, out.step, "" if out.ok else out.reason[:500], now)
     with _lock:
@@ -207,6 +210,8 @@ def checked(info: DeviceInfo, name: str, key: str, check: Callable[..., str],
         if e.kind == "error":  # a context in that state is not trusted for the next request
             w.close()
         why, step = e.reason, e.kind
+        if step == "unstarted":  # the worker cannot run here: no verdict kept
+            return Verdict(False, step, why[:500])
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     v = Verdict(not why, step, why[:500], now)
     with _lock:

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cltune.isolation import codec
@@ -38,8 +39,11 @@ _TAIL_BYTES = 16384
 
 
 class WorkerFailure(RuntimeError):
-    """The worker could not answer: `kind` is `crashed`, `hung` or `error`; `reason` is one
-    line for a user (the signal and the driver's message, or the error)."""
+    """The worker could not answer: `kind` is `crashed`, `hung` or `error`, or `unstarted`
+    when it exited with a status before it answered its first request (Python could not run
+    cltune there: an import error, a broken environment — nothing of the driver's, so no
+    verdict on a device or config may be drawn from it or kept); `reason` is one line for a
+    user (the signal and the driver's message, or the error)."""
 
     def __init__(self, kind: str, reason: str, value_error: bool = False) -> None:
         super().__init__(reason)
@@ -73,6 +77,20 @@ def last_words(text: str) -> str:
     return pick[:300]
 
 
+#: the worker runs the cltune this process runs: its folder goes first on the worker's path
+#: (`python -m` would put the working directory first, and a source checkout there, never
+#: installed, would shadow the installed package the application imported)
+_PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
+_BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
+         "from cltune.isolation.worker_main import main; sys.exit(main(sys.argv))")
+
+
+def unstarted(reason: str) -> bool:
+    """Whether a stored verdict's reason is a worker that could not start with an exit
+    status (kept by cltune before 2026-12-03): not a verdict on the driver; read as unknown."""
+    return "evaluation worker did not start: the evaluation worker exited (exit status" in reason
+
+
 class Worker:
     """One worker process for one device, started on the first request and again after it
     died. `generation` counts the starts (a target opened in an older one is gone)."""
@@ -81,6 +99,7 @@ class Worker:
         self.info = info
         self.generation = 0
         self.proc: subprocess.Popen | None = None
+        self._exit_status = 0  # the last worker's exit status (< 0: a signal)
         self._rfd = self._wfd = -1
         self._log: Any = None
         self._starting = False  # the init request is sent, its answer not read yet
@@ -106,17 +125,23 @@ class Worker:
             try:
                 self._answer("init", START_DEADLINE_S, 0)
             except WorkerFailure as e:
-                raise WorkerFailure(e.kind, f"the evaluation worker did not start: "
-                                    f"{e.reason}") from None
+                raise self._not_started(e) from None
+
+    def _not_started(self, e: WorkerFailure) -> WorkerFailure:
+        """The failure of a worker that never answered its init request: `unstarted` when it
+        exited with a status (Python could not run cltune there), else as it failed."""
+        kind = "unstarted" if self._exit_status > 0 else e.kind
+        return WorkerFailure(kind, f"the evaluation worker did not start: {e.reason}")
 
     def _start(self) -> None:
         self._reset()
+        self._exit_status = 0
         c_read, p_write = os.pipe()
         p_read, c_write = os.pipe()
         self._log = tempfile.TemporaryFile(prefix="cltune-worker-")
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "cltune.isolation.worker_main", str(c_read), str(c_write)],
+                [sys.executable, "-c", _BOOT, _PACKAGE_ROOT, str(c_read), str(c_write)],
                 pass_fds=(c_read, c_write), stdin=subprocess.DEVNULL, stdout=self._log,
                 stderr=self._log, start_new_session=True)
         except OSError as e:  # no interpreter to start (an embedded Python, say)
@@ -131,8 +156,8 @@ class Worker:
         self.generation += 1
         try:
             codec.send(self._wfd, codec.dumps(("init", (self.info,))))
-        except OSError:
-            raise self._died(0) from None
+        except OSError:  # it exited before it read its first request
+            raise self._not_started(self._died(0)) from None
         self._starting = True
 
     def call(self, op: str, *args: Any, deadline_s: float) -> Any:  # noqa: ANN401
@@ -172,6 +197,7 @@ class Worker:
 
     def _died(self, start: int) -> WorkerFailure:
         rc = self.proc.wait() if self.proc is not None else -1
+        self._exit_status = rc
         text = ""
         try:
             self._log.seek(max(start, self._log_size() - _TAIL_BYTES))
