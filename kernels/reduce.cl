@@ -434,9 +434,12 @@ clt_stage1(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n, c
             }
         }
     }
-    /* the remainder of the chunk, element by element (out-of-range items are never loaded) */
+    /* the remainder of the chunk, element by element (out-of-range items are never loaded);
+     * unrolled so that a work-item's loads of it are in flight together, not one after another
+     * (only the last group has a remainder, but the whole launch waits for it) */
     acc_t s = IDENT;
     acc_t c = (acc_t)0;
+#pragma unroll 8
     for (idx_t j = i + MY_LANE; j < end; j += STEP_WG) ACCUM1(s, c, LOAD1(j));
     s = ACC_FIN(s, c);
 
