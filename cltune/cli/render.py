@@ -258,7 +258,8 @@ def render_bench(report: Report, out: Console, err: Console) -> None:
               f"tuned answer: {report.level}; {report.repeats} interleaved samples per "
               "contender, medians", highlight=False)
     for s in report.sizes:
-        t = Table(title=f"n = {count_label(s.n)}: {s.config}", title_justify="left")
+        served = s.config.split(": ", 1)[1] if s.config.startswith(f"n={s.n}: ") else s.config
+        t = Table(title=f"n = {count_label(s.n)}: {served}", title_justify="left")
         for c in ("contender", "median µs", "GB/s", "IQR"):
             t.add_column(c, justify="left" if c == "contender" else "right")
         for name, row in s.rows.items():

@@ -8,9 +8,14 @@ the shape, else `expr_axis/defaults.choose`'s heuristic); the application's expr
 compiled as given, the config reaches the compiler only as integer `-D` values of a
 validated `AxisExprConfig`.
 
-    >>> red = axis_reducer(ctx, dev, cltune.stats.api.kernel("mean", ctx, np.float32).spec)
-    >>> red.enqueue(queue, [x.base_data, x.offset], outer, r, inner, out.base_data, 0)
-    >>> red.choice(outer, r, inner).level      # 'exact', ..., or 'builtin'
+    >>> knl = cltune.ReductionKernel(ctx, np.float32, neutral="0", reduce_expr="a+b",
+    ...                              map_expr="x[i]*x[i]", arguments="__global const float *x")
+    >>> red = axis_reducer(ctx, dev, knl.spec)
+    >>> x = cla.to_device(queue, np.ones((64, 100), np.float32))  # (outer, r, inner): 64, 100, 1
+    >>> out = cla.empty(queue, (64,), np.float32)
+    >>> events = red.enqueue(queue, [x.base_data, x.offset], 64, 100, 1, out.base_data, 0)
+    >>> out.get()[:3], red.pick(64, 100, 1).level   # level: 'exact', ..., or 'builtin'
+    (array([100., 100., 100.], dtype=float32), 'builtin')
 """
 
 from __future__ import annotations
