@@ -77,11 +77,15 @@ def last_words(text: str) -> str:
     return pick[:300]
 
 
-#: the worker runs the cltune this process runs: its folder goes first on the worker's path
-#: (`python -m` would put the working directory first, and a source checkout there, never
-#: installed, would shadow the installed package the application imported)
+#: the worker runs the cltune this process runs: `-c` (like `-m`) puts the working directory
+#: first on the worker's path ('' unless PYTHONSAFEPATH is set), and a source checkout there,
+#: never installed, would shadow the installed package the application imported; that entry
+#: goes, and this package's folder is put first unless it is on the path already (then
+#: nothing moves ahead of the rest: the worker resolves other packages as before)
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
-_BOOT = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
+_BOOT = ("import sys; root = sys.argv.pop(1)\n"
+         "if sys.path and sys.path[0] == '': del sys.path[0]\n"
+         "if root not in sys.path: sys.path.insert(0, root)\n"
          "from cltune.isolation.worker_main import main; sys.exit(main(sys.argv))")
 
 
