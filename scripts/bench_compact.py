@@ -33,7 +33,7 @@ import pyopencl.array as cla
 
 import cltune
 import cltune.families.scan.compact as compact
-from cltune.core.buckets import parse_counts
+from cltune.core.buckets import count_label, parse_counts
 from cltune.device.select import select
 
 PRED = "ary[i] > 0.5"
@@ -69,10 +69,6 @@ def _line(label: str, med: dict[str, float], nbytes: int) -> None:
     parts = [f"{k} {v * 1e6:9.1f} us ({nbytes / v / 1e9:7.1f} GB/s, x{v / c:5.2f})"
              for k, v in med.items()]
     print(f"{label:>24}: " + " | ".join(parts))
-
-
-def _n(n: int) -> str:
-    return f"2^{n.bit_length() - 1}" if n & (n - 1) == 0 else str(n)
 
 
 def _rel(got: np.ndarray, want: np.ndarray) -> float:
@@ -129,7 +125,7 @@ def run_segments(a, q, s, pyo, n: int) -> None:
     want = cs - np.repeat(np.concatenate([[0.0], cs])[offsets[:-1]], np.diff(offsets))
     x, fd = cla.to_device(q, h), cla.to_device(q, flags)
     y, out = cla.empty(q, (n,), np.float32), cla.empty(q, (n,), np.float32)
-    label = f"segments n={_n(n)} m={m}"
+    label = f"segments n={count_label(n)} m={m}"
     for who, run in (("cltune", lambda: s.segments(x, offsets, out=out)),
                      ("pyopencl", lambda: pyo(x, fd, out))):
         out.fill(np.float32(np.nan))
@@ -150,7 +146,7 @@ def run_compact(a, info, q, torch, n: int) -> None:
     h = np.random.default_rng(n).random(n, dtype=np.float32)
     want = h[h > 0.5]
     x = cla.to_device(q, h)
-    label = f"copy_if n={_n(n)}"
+    label = f"copy_if n={count_label(n)}"
     for who, f in (("cltune", cltune.copy_if), ("pyopencl", pyo_copy_if)):
         res, count = f(x, PRED)[:2]
         k = int(count.get())
