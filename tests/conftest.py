@@ -6,8 +6,15 @@ device whose health verdict is fully working, else the first such device, else t
 system component skip with a reason, unless `CLTUNE_REQUIRE_ALL=1` (set by .ci/run) turns the skip
 into a failure so CI always runs everything.
 
-The device-health verdicts and ICD folders go to a private cache directory (`CLTUNE_CACHE_DIR`), so
-a test run neither reads nor writes the user's cache.
+One cache folder serves the whole test session (`CLTUNE_TEST_SESSION_DIR`, made by the first
+pytest process and inherited by its xdist workers and every process they start): cltune's own
+cache (`CLTUNE_CACHE_DIR`: device-health, vetting and work-group-limit verdicts, ICD folders)
+and the drivers' compiled programs (`POCL_CACHE_DIR` for PoCL, `XDG_CACHE_HOME` for pyopencl's
+binary cache of the other drivers). So a device is probed and a config vetted or built once per
+session, not once per worker, through the same on-disk formats and locks the product uses; a
+run neither reads nor writes the user's caches, and the folder is removed at the end. Point
+`CLTUNE_TEST_SESSION_DIR` at a folder of your own to keep it between runs. Tests that need a
+fresh cache, worker or fault make their own (`support.faults.injected`).
 
 The tests run against the *installed* cltune (`pip install .` or `pip install -e .`), never against
 the checkout's cltune/ directory by accident: `python -m pytest` from the repository root puts the
@@ -22,6 +29,7 @@ support.require import need`); no test imports this file.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -29,7 +37,23 @@ from pathlib import Path
 _ROOT = Path(__file__).resolve().parent.parent
 sys.path[:] = [p for p in sys.path if Path(p or os.curdir).resolve() != _ROOT]
 os.environ["PYTHONSAFEPATH"] = "1"
-os.environ.setdefault("CLTUNE_CACHE_DIR", tempfile.mkdtemp(prefix="cltune-test-cache-"))
+
+
+def _session_caches() -> str | None:
+    """Set the session's cache folders; returns the folder when this process made it (then it
+    removes it when the session ends), None when it was inherited or given."""
+    made = None
+    root = os.environ.get("CLTUNE_TEST_SESSION_DIR", "").strip()
+    if not root:
+        root = made = tempfile.mkdtemp(prefix="cltune-test-session-")
+        os.environ["CLTUNE_TEST_SESSION_DIR"] = root
+    os.environ.setdefault("CLTUNE_CACHE_DIR", os.path.join(root, "cltune"))
+    os.environ["POCL_CACHE_DIR"] = os.path.join(root, "pocl")
+    os.environ["XDG_CACHE_HOME"] = os.path.join(root, "xdg")
+    return made
+
+
+_MADE_SESSION_DIR = _session_caches()
 
 import pyopencl as cl  # noqa: E402
 import pytest  # noqa: E402
@@ -82,3 +106,14 @@ def db_url(tmp_path):
 @pytest.fixture
 def storage_url(tmp_path):
     return f"sqlite:///{tmp_path / 'studies.db'}"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked slow run first (a stable sort): with several xdist workers the long ones
+    start early instead of leaving one worker busy at the end while the others idle."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_unconfigure(config):
+    if _MADE_SESSION_DIR and not hasattr(config, "workerinput"):
+        shutil.rmtree(_MADE_SESSION_DIR, ignore_errors=True)

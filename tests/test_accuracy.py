@@ -129,15 +129,19 @@ def _check_configs(ctx, queue, device, op: str, dtype: str, full: bool) -> None:
     shapes = {"rows": [Problem(37, 100003, 1), Problem(3, 4099, 1)],
               "cols": [Problem(1, 100003, 37), Problem(3, 4099, 5)]}
     for layout, probs in shapes.items():
-        xs_of = {p: [_rows(op, (p.n,), spec.np_dtype, seed=p.r)] for p in probs}
+        # the inputs, the float64 reference and numpy's answer of each problem, made once for
+        # every config (they do not depend on it)
+        cases = {}
+        for p in probs:
+            xs = [_rows(op, (p.n,), spec.np_dtype, seed=p.r)]
+            v = np.moveaxis(xs[0].reshape(p.outer, p.r, p.inner), 1, -1)
+            cases[p] = (xs, reference(spec, p, xs)[0],
+                        _np(op, np.ascontiguousarray(v).reshape(-1, p.r))[0])
         for cfg in _axis_configs(info, layout, full):
             la = AxisLauncher(ctx, dev, info, spec, cfg)
             for p in probs:
-                xs = xs_of[p]
+                xs, want, mine = cases[p]
                 got = run_once(la, queue, p, xs).astype(np.float64)
-                want, _ = reference(spec, p, xs)
-                v = np.moveaxis(xs[0].reshape(p.outer, p.r, p.inner), 1, -1)
-                mine, _ = _np(op, np.ascontiguousarray(v).reshape(-1, p.r))
                 try:
                     _no_worse(got, mine, want, spec.np_dtype)
                 except AssertionError as e:

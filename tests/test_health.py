@@ -185,8 +185,14 @@ def test_no_usable_device_is_one_line_and_recheck_restores(tmp_path):
     assert rows and all(d["status"].startswith("unusable: ") and d["fix"] for d in rows)
     r = _cli(tmp_path, "devices", "--recheck", "--json", "--db", str(tmp_path / "t.db"))
     assert r.returncode == 0, r.stderr
-    statuses = {d["fingerprint"]: d["status"] for d in json.loads(r.stdout)}
-    assert {i.fingerprint: device_health(i).status for i in list_devices()} == statuses
+    # the verdict's kind, not its reason: a driver that fails a probe may fail it another way
+    # each time (pyopencl's bundled PoCL on Zen 4: a hang, SIGABRT or a missing kernel)
+    statuses = {d["fingerprint"]: _kind(d["status"]) for d in json.loads(r.stdout)}
+    assert {i.fingerprint: _kind(device_health(i).status) for i in list_devices()} == statuses
+
+
+def _kind(status: str) -> str:
+    return status.split(" (", 1)[0]
 
 
 @pytest.mark.multiprocess

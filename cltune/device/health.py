@@ -25,6 +25,7 @@ again. An unwritable cache only costs a probe per process.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 from dataclasses import asdict, dataclass, replace
@@ -36,7 +37,13 @@ import pyopencl as cl
 
 from cltune.core import family
 from cltune.core.ops import OpSpec
-from cltune.device.driver_cache import cache_dir, read_verdicts, write_verdicts
+from cltune.device.driver_cache import (
+    add_verdicts,
+    cache_dir,
+    exclusive,
+    lock_path,
+    read_verdicts,
+)
 from cltune.device.info import DeviceInfo
 from cltune.isolation.vetting import verdict
 from cltune.isolation.worker import Worker, WorkerFailure, deadline_floor, unstarted
@@ -45,6 +52,8 @@ PROBE_VERSION = 2
 _FILE = "device-health.json"
 #: the widest vectors where 512-bit ones fail (`vec512`): 256 bits
 CAPPED_VECTOR_BYTES = 32
+#: how long a process waits for another one's probe of the same device before probing itself
+_PROBE_WAIT_S = 900.0
 
 #: A local-memory tree with barriers and an exact integer answer: what every strategy relies on.
 PROBE_SRC = r"""
@@ -214,10 +223,10 @@ def _load(path: Path) -> dict[str, Health]:
     return read_verdicts(path, "probe_version", PROBE_VERSION, _parse)
 
 
-def _save(path: Path, verdicts: dict[str, Health]) -> None:
-    """Write all verdicts (a failure is not an error: the next process probes again)."""
-    write_verdicts(path, "probe_version", PROBE_VERSION,
-                   {k: asdict(h) for k, h in verdicts.items()})
+def _save(path: Path, key: str, found: Health) -> None:
+    """Add one verdict, keeping the other processes' (a failure is not an error: the next
+    process probes again)."""
+    add_verdicts(path, "probe_version", PROBE_VERSION, _parse, asdict, {key: found})
 
 
 def _key(info: DeviceInfo) -> str:
@@ -243,17 +252,25 @@ def health(dev: cl.Device, info: DeviceInfo, *, recheck: bool = False) -> Health
         if hit is not None:
             return hit
     key, path = _key(info), cache_dir() / _FILE
-    try:
-        found = probe(dev, info)
-    except WorkerFailure as e:  # `unstarted`: this environment, not the device; nothing kept
-        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        return Health(False, e.reason, advice(e.reason, info.platform_version), now)
-    with _lock:
-        _memo[key] = found
-        stored = _load(path)
-        if stored.get(key) != found:
-            stored[key] = found
-            _save(path, stored)
+    # one probe of a device at a time on this machine: a process that finds another probing
+    # it waits for that verdict instead of probing again (two applications starting at once,
+    # pytest-xdist workers); a recheck probes anyway
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    with exclusive(lock_path(path.with_name(f"probe-{digest}")), wait_s=_PROBE_WAIT_S):
+        if not recheck:
+            hit = _load(path).get(key)
+            if hit is not None:
+                with _lock:
+                    _memo[key] = hit
+                return hit
+        try:
+            found = probe(dev, info)
+        except WorkerFailure as e:  # `unstarted`: this environment, not the device: not kept
+            now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            return Health(False, e.reason, advice(e.reason, info.platform_version), now)
+        with _lock:
+            _memo[key] = found
+        _save(path, key, found)
     return found
 
 

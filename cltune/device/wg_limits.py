@@ -11,7 +11,7 @@ import hashlib
 import threading
 from collections.abc import Callable, Sequence
 
-from cltune.device.driver_cache import cache_dir, read_verdicts, write_verdicts
+from cltune.device.driver_cache import add_verdicts, cache_dir, read_verdicts
 from cltune.device.info import DeviceInfo
 
 VERSION = 1
@@ -48,9 +48,7 @@ def kept_limit(info: DeviceInfo, source: str, options: Sequence[str],
     limit = int(probe())
     with _lock:
         _memo[key] = limit
-        stored = read_verdicts(path, _VKEY, VERSION, _parse)
-        stored[key] = limit
-        write_verdicts(path, _VKEY, VERSION, {k: {"wg": w} for k, w in stored.items()})
+    add_verdicts(path, _VKEY, VERSION, _parse, lambda w: {"wg": w}, {key: limit})
     return limit
 
 

@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from cltune.device.driver_cache import cache_dir, read_verdicts, write_verdicts
+from cltune.device.driver_cache import add_verdicts, cache_dir, read_verdicts
 from cltune.device.info import DeviceInfo
 from cltune.isolation.remote_target import RemoteTarget
 from cltune.isolation.worker import Worker, WorkerFailure, deadline_floor, unstarted, worker_for
@@ -109,11 +109,9 @@ def _load() -> dict[str, Verdict]:
 
 
 def _save(key: str, verdict: Verdict) -> None:
-    """Add one verdict to the file (failures cost a re-vet)."""
-    stored = _load()
-    stored[key] = verdict
-    write_verdicts(_path(), "vet_version", VET_VERSION,
-                   {k: asdict(v) for k, v in stored.items()})
+    """Add one verdict to the file, keeping what other processes added (failures cost a
+    re-vet)."""
+    add_verdicts(_path(), "vet_version", VET_VERSION, _parse, asdict, {key: verdict})
 
 
 def _cached(key: str) -> Verdict | None:
