@@ -28,6 +28,7 @@ support.require import need`); no test imports this file.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -108,10 +109,39 @@ def storage_url(tmp_path):
     return f"sqlite:///{tmp_path / 'studies.db'}"
 
 
+#: a test that took longer than this on a 2-core machine (tests/durations.json) is `slow`
+SLOW_S = 2.0
+#: what a test missing from tests/durations.json (a new one) is taken to take
+NEW_TEST_S = 1.0
+
+
+def _durations() -> dict[str, float]:
+    try:
+        got = json.loads((Path(__file__).parent / "durations.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: float(v) for k, v in got.items() if isinstance(v, (int, float))}
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config, items):
-    """Tests marked slow run first (a stable sort): with several xdist workers the long ones
+    """Every test that took more than SLOW_S seconds in the measured run
+    (tests/durations.json, written by scripts/test_durations.py) is marked `slow`, so the
+    README's quick set stays quick; and the longest tests run first (a stable sort by the
+    same figures, `slow` ones unknown there first): with several xdist workers the long ones
     start early instead of leaving one worker busy at the end while the others idle."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    took = _durations()
+    for item in items:
+        if took.get(item.nodeid, 0.0) > SLOW_S and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
+
+    def longest_first(item) -> float:
+        known = took.get(item.nodeid)
+        if known is None:
+            known = 60.0 if item.get_closest_marker("slow") is not None else NEW_TEST_S
+        return -known
+
+    items.sort(key=longest_first)
 
 
 def pytest_unconfigure(config):
