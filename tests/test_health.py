@@ -151,6 +151,35 @@ def test_usable_devices_come_first_and_index_0_is_usable(tmp_path):
         assert oks[0], rows
 
 
+def test_unknown_devices_are_probed_side_by_side(monkeypatch):
+    """A listing probes the devices it has no verdict on at once (each probe is a worker
+    process of its own): a machine waits for its slowest probe, not for their sum. The fake
+    probes meet at a barrier that breaks unless all of them run together; a device with a
+    verdict is not probed; the verdicts come back in the devices' order."""
+    import threading
+
+    from cltune.device import select as S
+    found = [(i, i.cl_device()) for i in list_devices()]
+    if len(found) < 3:
+        pytest.skip("needs three OpenCL devices")
+    known = found[0][0].fingerprint
+    probed = [i for i, _ in found[1:]]
+    meet = threading.Barrier(len(probed), timeout=60)
+    calls = []
+
+    def fake_probe(dev, info, *, recheck=False):
+        calls.append(info.fingerprint)
+        meet.wait()  # BrokenBarrierError unless every unknown device is probed at once
+        return H.Health(True, info.fingerprint)
+
+    monkeypatch.setattr(S, "health", fake_probe)
+    monkeypatch.setattr(S, "cached", lambda info: H.Health(True, "kept")
+                        if info.fingerprint == known else None)
+    got = S._verdicts(found, recheck=False)
+    assert [h.message for h in got] == ["kept"] + [i.fingerprint for i in probed]
+    assert sorted(calls) == sorted(i.fingerprint for i in probed)
+
+
 @pytest.mark.multiprocess
 def test_get_reducer_on_an_unusable_device_raises_at_once(device, tmp_path):
     info, _ = device

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import pyopencl as cl
@@ -38,14 +39,33 @@ def _enumerate(recheck: bool = False) -> tuple[tuple[DeviceInfo, cl.Device, Heal
     with _listing_lock:
         if _listed is not None and not recheck:
             return _listed
-        rows = []
-        for p, d, dev in platform_devices():
-            info = describe(dev, -1, p, d)
-            h = health(dev, info, recheck=recheck)
-            rows.append((restricted(info, h), dev, h))
+        found = [(describe(dev, -1, p, d), dev) for p, d, dev in platform_devices()]
+        verdicts = _verdicts(found, recheck)
+        rows = [(restricted(info, h), dev, h) for (info, dev), h in zip(found, verdicts,
+                                                                        strict=True)]
         rows.sort(key=lambda r: order_key(r[0], r[2]))
         _listed = tuple((replace(info, index=i), dev, h) for i, (info, dev, h) in enumerate(rows))
         return _listed
+
+
+def _verdicts(found: list[tuple[DeviceInfo, cl.Device]], recheck: bool) -> list[Health]:
+    """Each device's health, the unknown ones probed side by side: every probe runs in a worker
+    process of its own, so a machine whose drivers need probing waits for its slowest probe,
+    not for their sum (a driver that hangs until the probe's deadline beside two that build)."""
+    hits: list[Health | None] = [None if recheck else cached(info) for info, _ in found]
+    todo = [i for i, h in enumerate(hits) if h is None]
+
+    def one(i: int) -> Health:
+        return health(found[i][1], found[i][0], recheck=recheck)
+
+    if len(todo) > 1:
+        with ThreadPoolExecutor(len(todo), thread_name_prefix="cltune-probe") as pool:
+            for i, h in zip(todo, pool.map(one, todo), strict=True):
+                hits[i] = h
+    else:
+        for i in todo:
+            hits[i] = one(i)
+    return [h for h in hits if h is not None]
 
 
 def _release_numbers(info: DeviceInfo) -> tuple[int, ...]:
