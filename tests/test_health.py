@@ -252,3 +252,26 @@ def test_a_kept_verdict_from_a_worker_that_never_started_is_probed_again(device,
         assert doc["verdicts"][_key(info)]["ok"] is True
     finally:
         H.forget()
+
+
+def test_vec512_waits_ten_times_what_the_tree_probe_took(device, monkeypatch):
+    """The `vec512` probe's deadline scales with the `tree` probe before it (which started and
+    warmed the worker): 10x, at least the deadline floor, at most a probe's deadline; a probe
+    that hangs is named after it (pyopencl's bundled PoCL on Zen 4: ~20 s instead of 60)."""
+    info, dev = device
+    monkeypatch.setenv("CLTUNE_DEADLINE_S", "20")
+    assert [H._vec512_deadline(t) for t in (0.0, 0.5, 3.0, 100.0)] == [20, 20, 30, 60]
+    asked = {}
+
+    def fake_ask(w, name, src="", deadline_s=None):
+        asked[name] = deadline_s
+        if name == "vec512":
+            return f"hung: no answer within {deadline_s:.0f} s (the worker was killed)"
+        return ""
+
+    monkeypatch.setattr(H, "_ask", fake_ask)
+    monkeypatch.setattr(H, "_builtins", lambda info: [])
+    h = H.probe(dev, info)
+    assert asked == {"tree": None, "vec512": 20.0, "expressions": None}
+    assert h.ok and h.max_vector_bytes == H.CAPPED_VECTOR_BYTES
+    assert "512-bit vectors fail: hung: no answer within 20 s" in h.notes

@@ -9,7 +9,8 @@ hangs there is named instead of taking the caller down. In order:
 2. `vec512`: 512-bit vectors handed to builtins, per lane type; where they crash, hang or
    answer wrong (the bundled PoCL on AMD Zen 4 links an AVX-512 builtin library into code
    compiled without AVX-512), vectors are capped at 256 bits: the spaces and the builtin
-   configs step down (`DeviceInfo.max_vector_bytes`).
+   configs step down (`DeviceInfo.max_vector_bytes`). It may take ten times what `tree` took
+   (between the deadline floor and a probe's deadline): a hang is named in ~20 s, not 60.
 3. What cltune serves untuned: the builtin configs of the 1-D and axis families for every
    dtype class (4- and 8-byte, float and integer, rows and columns) are vetted (`vetting`:
    built, launched, answers checked), their verdicts cached for the runtime; one that still
@@ -28,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+import time
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from importlib.util import find_spec
@@ -134,11 +136,11 @@ def advice(message: str, platform_version: str) -> str:
     return ""  # pragma: no cover - the last rule matches everything
 
 
-def _ask(w: Worker, name: str, src: str = "") -> str:
+def _ask(w: Worker, name: str, src: str = "", deadline_s: float | None = None) -> str:
     """A probe's answer: '' when it passed, else why not (a crash or hang included).
     WorkerFailure `unstarted` when the worker cannot run at all (no verdict on the device)."""
     try:
-        return w.call("probe", name, src, deadline_s=_probe_deadline())
+        return w.call("probe", name, src, deadline_s=deadline_s or _probe_deadline())
     except WorkerFailure as e:
         if e.kind == "unstarted":
             raise
@@ -147,6 +149,18 @@ def _ask(w: Worker, name: str, src: str = "") -> str:
 
 def _probe_deadline() -> float:
     return 3 * deadline_floor()  # building and running a probe: 60 s by default
+
+
+#: the `vec512` probe (a few small kernels, in the worker the `tree` probe started and warmed)
+#: may take this many times what `tree` took (worker start and cold compiler included)
+VEC512_FACTOR = 10.0
+
+
+def _vec512_deadline(tree_s: float) -> float:
+    """`vec512`'s deadline after a `tree` probe of `tree_s` seconds: ten times that, at least
+    the deadline floor (20 s) and at most a probe's (60 s). A driver that hangs on 512-bit
+    vectors (pyopencl's bundled PoCL on Zen 4) is named after ~20 s instead of 60."""
+    return min(_probe_deadline(), max(deadline_floor(), VEC512_FACTOR * tree_s))
 
 
 def _builtins(info: DeviceInfo) -> list[tuple]:
@@ -170,11 +184,12 @@ def probe(dev: cl.Device, info: DeviceInfo) -> Health:
     pv = info.platform_version
     w = Worker(replace(info, max_vector_bytes=0))
     try:
+        t0 = time.monotonic()
         why = _ask(w, "tree", PROBE_SRC)
         if why:
             return Health(False, why, advice(why, pv), now)
         cap, notes = 0, []
-        why = _ask(w, "vec512")
+        why = _ask(w, "vec512", deadline_s=_vec512_deadline(time.monotonic() - t0))
         if why:
             cap = CAPPED_VECTOR_BYTES
             notes.append(f"vectors capped at {cap * 8} bits (512-bit vectors fail: {why})")
