@@ -1,0 +1,267 @@
+"""The host part of every warm public call beside the device's bare-enqueue floor (issue 39).
+
+For each public call of issue 39's table (the 1-D reducer, reductions along axes, statistics
+whole and along an axis, ReductionKernel, the scanner and cumsum), all in ONE process on the
+same data, in interleaved blocks (the starting row rotates per round; a block is CALLS
+back-to-back calls then one `queue.finish()`), medians over BLOCKS blocks, µs per call:
+
+- `wall`: the block's time / CALLS: what an application waits per call, device work included;
+- `host`: the calling thread's CPU time per call (`time.thread_time`): cltune's Python plus
+  the driver's enqueue entry points;
+- `stubbed`: the same with `clEnqueueNDRangeKernel` stubbed (pyopencl's entry point answers
+  a completed event at once): cltune's Python alone, what issue 39 item 3 calls the per-call
+  host part; `launches` is how many enqueues a call made there, and `per launch` the
+  stubbed figure divided by them (issue 39's CPU target: <= 3 µs);
+- `bare enqueue`: one `cl.enqueue_nd_range_kernel` of a one-work-item kernel, arguments set
+  once: the floor any call from Python pays (its `stubbed` is the stub's own cost).
+
+Every call's answer is checked against numpy before it is timed and again after the real
+blocks; a wrong answer stops the script. The stubbed blocks come last: a stubbed call leaves
+host and device out of step (a chained scan's ticket base moves on while no kernel takes a
+ticket), so no real call is timed after them. `torch`: the same operation through torch on a CUDA device, when one
+is there (blocks of its own, never interleaved call by call with OpenCL).
+
+    python scripts/call_floor.py --device 1 --calls 1000 --blocks 9
+    python scripts/call_floor.py --device 0 --json $OUT/call-floor.json --markdown   # H200
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl._cl as _cl
+import pyopencl.array as cla
+
+import cltune
+from cltune.device.select import select
+
+TRIVIAL = "__kernel void trivial(__global float *o) { o[get_global_id(0)] = 1.0f; }"
+
+
+@dataclass
+class Case:
+    name: str
+    call: Callable[[], Any]
+    want: np.ndarray  # numpy's answer (float64 where numpy's own dtype would round)
+    rtol: float
+    torch: Callable[[], Any] | None = None
+    rows: dict[str, list[float]] = field(default_factory=dict)
+
+
+def _check(c: Case, when: str) -> None:
+    got = np.asarray(c.call().get(), np.float64)
+    want = np.asarray(c.want, np.float64)
+    if got.shape != want.shape or not np.allclose(got, want, rtol=c.rtol, atol=c.rtol):
+        err = np.max(np.abs(got - want)) if got.shape == want.shape else "shape"
+        raise SystemExit(f"{c.name} {when}: answered unlike numpy (worst {err}): not timed")
+
+
+@contextlib.contextmanager
+def stubbed_enqueue(done: cl.Event, count: list[int]) -> Iterator[None]:
+    """pyopencl's ND-range entry points (the module's and the extension's, which generated
+    kernel invokers call) answer `done` at once and count the calls."""
+    saved = (cl.enqueue_nd_range_kernel, _cl.enqueue_nd_range_kernel)
+
+    def stub(*args: Any, **kw: Any) -> cl.Event:
+        count[0] += 1
+        return done
+
+    cl.enqueue_nd_range_kernel = stub
+    _cl.enqueue_nd_range_kernel = stub
+    try:
+        yield
+    finally:
+        cl.enqueue_nd_range_kernel, _cl.enqueue_nd_range_kernel = saved
+
+
+def block(call: Callable[[], Any], finish: Callable[[], Any], calls: int) -> tuple[float, float]:
+    """(wall, calling thread's CPU) seconds per call over `calls` calls and one finish."""
+    t, c = time.perf_counter(), time.thread_time()
+    for _ in range(calls):
+        call()
+    c = time.thread_time() - c
+    finish()
+    return (time.perf_counter() - t) / calls, c / calls
+
+
+def cases(q: cl.CommandQueue, rng: np.random.Generator, torch: Any) -> list[Case]:
+    """Issue 39's table: each public call at the sizes it names (float32)."""
+    out: list[Case] = []
+    dev = "cuda" if torch is not None else None
+
+    def t_of(h: np.ndarray) -> Any:
+        return torch.from_numpy(h).to(dev) if dev else None
+
+    def add(name: str, call: Callable[[], Any], want: Any, rtol: float = 1e-4,
+            tcall: Callable[[], Any] | None = None) -> None:
+        out.append(Case(name, call, np.asarray(want), rtol, tcall))
+
+    r = cltune.get_reducer(q, "sum", np.float32)
+    h1 = rng.random(4096, dtype=np.float32)
+    x1 = cla.to_device(q, h1)
+    t1 = t_of(h1)
+    add("r(x) 4096", lambda: r(x1), h1.astype(np.float64).sum(),
+        tcall=(lambda: torch.sum(t1)) if dev else None)
+    for shape in ((100, 100), (1000, 1000)):
+        h = rng.random(shape, dtype=np.float32)
+        x = cla.to_device(q, h)
+        t = t_of(h)
+        for axis in (1, 0):
+            add(f"r(x, axis={axis}) {shape[0]}x{shape[1]}",
+                (lambda x=x, a=axis: r(x, axis=a)), h.astype(np.float64).sum(axis=axis),
+                tcall=(lambda t=t, a=axis: torch.sum(t, dim=a)) if dev else None)
+    h = rng.random((1000, 1000), dtype=np.float32)
+    x2 = cla.to_device(q, h)
+    t2 = t_of(h)
+    add("cltune.mean(x, axis=1) 1000x1000", lambda: cltune.mean(x2, axis=1),
+        h.astype(np.float64).mean(axis=1), tcall=(lambda: torch.mean(t2, dim=1)) if dev else None)
+    add("cltune.argmax(x) 4096", lambda: cltune.argmax(x1), np.argmax(h1), rtol=0,
+        tcall=(lambda: torch.argmax(t1)) if dev else None)
+    add("cltune.norm(x) 4096", lambda: cltune.norm(x1), np.linalg.norm(h1.astype(np.float64)),
+        tcall=(lambda: torch.linalg.vector_norm(t1)) if dev else None)
+    h3 = rng.random(3_000_000, dtype=np.float32)
+    x3 = cla.to_device(q, h3)
+    t3 = t_of(h3)
+    add("cltune.var(x) 3e6", lambda: cltune.var(x3), h3.astype(np.float64).var(),
+        tcall=(lambda: torch.var(t3, unbiased=False)) if dev else None)
+    knl = cltune.ReductionKernel(q.context, np.float32, neutral="0", reduce_expr="a+b",
+                                 map_expr="x[i]*y[i]", arguments="__global const float *x, "
+                                 "__global const float *y")
+    add("ReductionKernel dot 4096", lambda: knl(x1, x1, queue=q),
+        (h1.astype(np.float64) ** 2).sum(), tcall=(lambda: torch.dot(t1, t1)) if dev else None)
+    scan = cltune.get_scanner(q)
+    for n in (1000, 65537, 1_000_003):
+        hs = rng.random(n, dtype=np.float32)
+        xs = cla.to_device(q, hs)
+        ts = t_of(hs)
+        want = np.cumsum(hs.astype(np.float64))
+        if n == 1000:
+            add("get_scanner(q)(x) 1000", lambda xs=xs: scan(xs), want,
+                tcall=(lambda ts=ts: torch.cumsum(ts, 0)) if dev else None)
+        add(f"cltune.cumsum(x) {n}", lambda xs=xs: cltune.cumsum(xs), want, rtol=1e-3,
+            tcall=(lambda ts=ts: torch.cumsum(ts, 0)) if dev else None)
+    return out
+
+
+def run(q: cl.CommandQueue, calls: int, blocks: int, only: str | None) -> dict[str, Any]:
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            torch = None
+    except ImportError:
+        torch = None
+    rng = np.random.default_rng(39)
+    cs = [c for c in cases(q, rng, torch) if not only or only in c.name]
+    prg = cl.Program(q.context, TRIVIAL).build()
+    k = prg.trivial
+    o = cl.Buffer(q.context, cl.mem_flags.READ_WRITE, 64)
+    k.set_args(o)
+
+    def bare() -> cl.Event:
+        return cl.enqueue_nd_range_kernel(q, k, (1,), (1,))
+
+    floor = Case("bare enqueue", bare, np.zeros(0), 0)
+    done = cl.enqueue_marker(q)
+    q.finish()
+    for c in cs:
+        _check(c, "before")
+        for _ in range(20):  # warm: the first calls tune nothing but build and arm
+            c.call()
+        q.finish()
+    rows = [floor, *cs]
+    for b in range(blocks):
+        for c in rows[b % len(rows):] + rows[:b % len(rows)]:
+            w, h = block(c.call, q.finish, calls)
+            c.rows.setdefault("wall", []).append(w)
+            c.rows.setdefault("host", []).append(h)
+    for c in cs:
+        _check(c, "after the timed blocks")
+    # last: a stubbed call breaks what the host and the device agree on (a chained scan's
+    # ticket base moves on while no kernel takes tickets), so no real call follows these
+    for b in range(blocks):
+        for c in rows[b % len(rows):] + rows[:b % len(rows)]:
+            count = [0]
+            with stubbed_enqueue(done, count):
+                _, s = block(c.call, q.finish, calls)
+            c.rows.setdefault("stubbed", []).append(s)
+            c.rows.setdefault("launches", []).append(count[0] / calls)
+    if torch is not None:
+        for c in cs:
+            if c.torch is None:
+                continue
+            for _ in range(20):
+                c.torch()
+            torch.cuda.synchronize()
+            c.rows["torch"] = [block(c.torch, torch.cuda.synchronize, calls)[0]
+                               for _ in range(blocks)]
+    res: dict[str, Any] = {}
+    for c in rows:
+        med = {k: statistics.median(v) for k, v in c.rows.items()}
+        launches = round(med.get("launches", 1)) or 1
+        row = {"wall_us": med["wall"] * 1e6, "host_us": med["host"] * 1e6,
+               "stubbed_us": med["stubbed"] * 1e6, "launches": med.get("launches", 1.0),
+               "stubbed_per_launch_us": med["stubbed"] * 1e6 / launches}
+        if "torch" in med:
+            row["torch_us"] = med["torch"] * 1e6
+        res[c.name] = row
+    return res
+
+
+def render(res: dict[str, Any], markdown: bool) -> str:
+    cols = ["wall_us", "host_us", "stubbed_us", "launches", "stubbed_per_launch_us"]
+    if any("torch_us" in r for r in res.values()):
+        cols.append("torch_us")
+    floor = res["bare enqueue"]["wall_us"]
+    head = ["call", "wall µs", "host µs", "stubbed µs", "launches", "stubbed / launch µs",
+            *(["torch µs"] if "torch_us" in cols else []), "wall − bare µs"]
+    lines = []
+    for name, r in res.items():
+        vals = [f"{r[c]:.2f}" if c != "launches" else f"{r[c]:.0f}" if c in r else "–"
+                for c in cols]
+        lines.append([name, *vals, f"{r['wall_us'] - floor:+.2f}"])
+    if markdown:
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        out += ["| " + " | ".join(ln) + " |" for ln in lines]
+        return "\n".join(out)
+    w = [max(len(str(x)) for x in col) for col in zip(head, *lines, strict=True)]
+    return "\n".join("  ".join(str(x).rjust(n) for x, n in zip(ln, w, strict=True))
+                     for ln in [head, *lines])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="0", help="cltune device selector (index, P:D, name)")
+    ap.add_argument("--calls", type=int, default=1000, help="calls per block")
+    ap.add_argument("--blocks", type=int, default=9, help="blocks per row (median)")
+    ap.add_argument("--only", help="only the calls whose name contains this")
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--markdown", action="store_true", help="a markdown table")
+    a = ap.parse_args(argv)
+    if a.calls < 1 or a.blocks < 1:
+        ap.error("--calls and --blocks must be at least 1")
+    info, dev = select(a.device)
+    q = cl.CommandQueue(cl.Context([dev]), dev)
+    res = run(q, a.calls, a.blocks, a.only)
+    print(f"# {info.name} | {info.platform_version} | {a.calls} calls x {a.blocks} blocks, "
+          f"medians | {datetime.datetime.now().isoformat(timespec='seconds')}")
+    print(render(res, a.markdown))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"device": info.name, "platform": info.platform_version,
+                       "calls": a.calls, "blocks": a.blocks, "results": res}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
