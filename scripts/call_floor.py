@@ -18,8 +18,8 @@ back-to-back calls then one `queue.finish()`), medians over BLOCKS blocks, µs p
 Every call's answer is checked against numpy before it is timed and again after the real
 blocks; a wrong answer stops the script. The stubbed blocks come last: a stubbed call leaves
 host and device out of step (a chained scan's ticket base moves on while no kernel takes a
-ticket), so no real call is timed after them. `torch`: the same operation through torch on a CUDA device, when one
-is there (blocks of its own, never interleaved call by call with OpenCL).
+ticket), so no real call is timed after them. `torch`: the same operation through torch on a
+CUDA device, when one is there (blocks of its own, never interleaved call by call with OpenCL).
 
     python scripts/call_floor.py --device 1 --calls 1000 --blocks 9
     python scripts/call_floor.py --device 0 --json $OUT/call-floor.json --markdown   # H200

@@ -261,6 +261,33 @@ def test_result_arrays_from_the_template_are_real_independent_arrays(queue, empt
     assert type(c) is cla.Array and c.get() == 12502500.0
 
 
+@pytest.mark.parametrize("shape,order", [((7, 5), "C"), ((7, 5), "F"), ((3, 1, 4), "C"),
+                                         ((9,), "C")])
+def test_result_factories_of_any_shape_make_what_pyopencl_makes(queue, shape, order):
+    """The warm calls along axes and the scans take their results from a template of their
+    shape and order (cltune.opencl.scalars.ResultFactory): each result has the layout of
+    `cla.empty`, a buffer and an event list of its own, and works as an ordinary array; with
+    no pool (or a pyopencl whose Array changed) the constructor serves."""
+    from cltune.opencl.pools import pool_for
+    from cltune.opencl.scalars import ARRAY_ATTRS, ResultFactory
+
+    make = ResultFactory(queue, np.dtype(np.float32), pool_for(queue), shape, order)
+    assert make.fast, "this pyopencl's Array attributes changed: update ARRAY_ATTRS"
+    ref = cla.empty(queue, shape, np.float32, order=order)
+    a, b = make(), make()
+    assert set(vars(a)) == ARRAY_ATTRS and type(a) is cla.Array
+    assert (a.shape, a.strides, a.size, a.nbytes, a.offset) == (
+        ref.shape, ref.strides, ref.size, ref.nbytes, 0)
+    assert a.base_data.int_ptr != b.base_data.int_ptr and a.events is not b.events
+    h = np.asarray(np.arange(a.size, dtype=np.float32).reshape(shape), order=order)
+    a.set(h)
+    assert np.array_equal(a.get(), h) and (a + 1).get().sum() == (h + 1).sum()
+    assert (a.flags.c_contiguous, a.flags.f_contiguous) == (
+        ref.flags.c_contiguous, ref.flags.f_contiguous)
+    slow = ResultFactory(queue, np.dtype(np.float32), None, shape, order)
+    assert not slow.fast and slow().strides == ref.strides
+
+
 @pytest.mark.multiprocess
 def test_no_database_file_answers_without_loading_sqlalchemy(device, tmp_path):
     """Without a database file (never tuned here) get_reducer answers from the shipped results

@@ -203,6 +203,33 @@ def test_errors_are_clear(queue):
         variant_of("sum/float32")
 
 
+def test_a_repeated_cumsum_keeps_its_queues_scanner_until_the_caches_are_cleared(ctx, queue):
+    """`cltune.cumsum(x)` called again finds its scanner by (op, x's queue, dtype): each queue
+    its own, cumsum and cumprod apart; calls with dtype= or queue= take the general path and
+    keep nothing; `cltune.clear_caches()` forgets them."""
+    import cltune.families.scan.api as A
+
+    cltune.clear_caches()
+    q2 = cl.CommandQueue(ctx)
+    h = np.random.default_rng(4).random(1001).astype(np.float32)
+    x, x2 = cla.to_device(queue, h), cla.to_device(q2, h)
+    want = np.cumsum(h.astype(np.float64))
+    for _ in range(2):
+        y, y2 = cltune.cumsum(x), cltune.cumsum(x2)
+        assert y.queue is queue and y2.queue is q2
+        assert np.allclose(y.get(), want, rtol=1e-5) and np.allclose(y2.get(), want, rtol=1e-5)
+    f32 = np.dtype(np.float32)
+    assert A._plain[("sum", queue, f32)] is A.get_scanner(queue, "sum", f32)
+    assert A._plain[("sum", q2, f32)] is A.get_scanner(q2, "sum", f32)
+    assert np.allclose(cltune.cumprod(x).get(), np.cumprod(h.astype(np.float64)), rtol=1e-4)
+    assert set(A._plain) == {("sum", queue, f32), ("sum", q2, f32), ("prod", queue, f32)}
+    cltune.clear_caches()
+    assert not A._plain
+    assert cltune.cumsum(x, dtype=np.float64).dtype == np.float64
+    assert cltune.cumsum(x, queue=q2).queue is q2
+    assert not A._plain
+
+
 def test_explain_says_where_the_config_came_from(queue, db_url):
     s = cltune.get_scanner(queue, "sum", np.float32, db=db_url)
     e = s.explain((4096, 16), axis=0)

@@ -1,6 +1,7 @@
-"""0-d result arrays for the warm call: a template built by pyopencl itself is copied with a
-fresh pool buffer and event list (~2 us cheaper than pyopencl's constructor), used only while
-pyopencl's Array has exactly the attributes this was written against."""
+"""Result arrays for the warm call (0-d, or of any one shape and order): a template built by
+pyopencl itself is copied with a fresh pool buffer and event list (~2 us cheaper than
+pyopencl's constructor), used only while pyopencl's Array has exactly the attributes this was
+written against."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
+
+from cltune.core.shapes import empty_result
 
 
 def new_scalar(q: cl.CommandQueue, dtype: np.dtype, allocator: Any) -> cla.Array:
@@ -28,24 +31,32 @@ ARRAY_ATTRS = frozenset({"queue", "context", "shape", "dtype", "strides", "event
                           "size", "allocator", "base_data", "offset", "_flags"})
 
 
-class ScalarFactory:
-    """0-d result arrays for one queue and dtype, ~2 us cheaper than the constructor: a
-    template built by pyopencl itself is copied, with a fresh pool buffer and event list. Used
-    only when the template has exactly the attributes above; else the constructor path."""
+class ResultFactory:
+    """Result arrays of one queue, dtype, shape and order, ~2 us cheaper than the constructor:
+    a template built by pyopencl itself is copied, with a fresh pool buffer and event list.
+    Used only when the template has exactly the attributes above; else the constructor path."""
 
-    __slots__ = ("_q", "_dtype", "_alloc", "_attrs", "_nbytes", "fast")
+    __slots__ = ("_q", "_dtype", "_alloc", "_shape", "_order", "_attrs", "_nbytes", "fast")
 
-    def __init__(self, q: cl.CommandQueue, dtype: np.dtype, allocator: Any) -> None:
-        self._q, self._dtype, self._alloc = q, dtype, allocator
-        t = new_scalar(q, dtype, allocator)
+    def __init__(self, q: cl.CommandQueue, dtype: np.dtype, allocator: Any,
+                 shape: tuple[int, ...] = (), order: str = "C") -> None:
+        self._q, self._dtype, self._alloc = q, np.dtype(dtype), allocator
+        self._shape, self._order = shape, order
+        t = self._made()
         self._attrs = {k: v for k, v in vars(t).items() if k not in ("base_data", "events")}
         self._nbytes = t.nbytes
-        self.fast = (set(vars(t)) == ARRAY_ATTRS and type(t) is cla.Array and t.shape == ()
-                     and t.nbytes == dtype.itemsize and t.offset == 0)
+        self.fast = (set(vars(t)) == ARRAY_ATTRS and type(t) is cla.Array and t.shape == shape
+                     and t.nbytes == self._dtype.itemsize * t.size and t.offset == 0
+                     and t.nbytes > 0 and allocator is not None)
+
+    def _made(self) -> cla.Array:
+        if self._shape == ():
+            return new_scalar(self._q, self._dtype, self._alloc)
+        return empty_result(self._q, self._shape, self._dtype, self._order, self._alloc)
 
     def __call__(self) -> cla.Array:
         if not self.fast:
-            return new_scalar(self._q, self._dtype, self._alloc)
+            return self._made()
         a = _new(cla.Array)
         d = self._attrs.copy()  # a copied dict assigned whole: ~0.2 us less than update()
         d["base_data"] = self._alloc(self._nbytes)
@@ -53,5 +64,8 @@ class ScalarFactory:
         a.__dict__ = d
         return a
 
+
+#: 0-d results (the 1-D reducers' and the statistics' warm calls)
+ScalarFactory = ResultFactory
 
 _new = object.__new__

@@ -35,6 +35,7 @@ from cltune.families.expr.api import ReductionKernel
 from cltune.families.expr_axis.api import cached_geometry, reducer_of
 from cltune.opencl import caches
 from cltune.opencl.events import pending
+from cltune.opencl.scalars import ResultFactory
 from cltune.stats import anyvec, argvec, normvec
 
 #: entries kept (then all are dropped: sizes seen once do not pile up)
@@ -110,9 +111,11 @@ def keep_along(op: str, given: cla.Array, q: cl.CommandQueue, knl: ReductionKern
     layout = result_layout(g.kept, rdt.itemsize, g.order)
     shape, order, pool = g.kept, g.order, knl.result_allocator(None)
 
+    results = ResultFactory(q, rdt, pool, shape, order)
+
     def run(x: cla.Array, scalars: tuple) -> cla.Array | None:
-        alloc = pool if x.allocator is None else knl.result_allocator(x.allocator)
-        res = empty_result(q, shape, rdt, order, alloc, layout)
+        res = results() if x.allocator is None else empty_result(
+            q, shape, rdt, order, knl.result_allocator(x.allocator), layout)
         ev = launch((x.base_data, x.offset, *scalars), res.base_data, res.offset,
                     pending(x.events, in_order=q) if x.events else None)
         if ev is None:

@@ -20,6 +20,7 @@ from cltune.core.shapes import Geometry, empty_result, geometry
 from cltune.families.axis.segments import reduce_segments  # noqa: F401 - the family's api
 from cltune.families.axis.serve import AxisExplanation, axis_engine, device_array, explain
 from cltune.opencl.events import in_order, pending
+from cltune.opencl.scalars import ResultFactory
 
 
 def _out_array(reducer: Any, q: cl.CommandQueue, g: Geometry, out: Any,
@@ -49,10 +50,10 @@ def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
             and (type(axis) is int or type(axis) is tuple and all(type(a) is int for a in axis))):
         w = eng.warm.get((x.shape, x.strides, x.offset, axis, bool(keepdims), q.int_ptr))
         if w is not None:
-            kept, order, launch, ordered = w
-            res = empty_result(q, kept, spec.result_dtype, order, eng.allocator)
+            results, launch, ordered = w
+            res = results()
             waits = pending(x.events, in_order=ordered) if x.events else None
-            res.add_event(launch(x.base_data, res.base_data, None, waits)[-1])
+            res.events.append(launch(x.base_data, res.base_data, None, waits)[-1])
             return res
     if (y is None) != (spec.op != "dot"):
         raise TypeError("dot takes two arrays (x, y)" if spec.op == "dot"
@@ -111,7 +112,8 @@ def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
         if len(eng.warm) > 256:
             eng.warm.clear()
         eng.warm[(x.shape, x.strides, x.offset, axis, bool(keepdims), q.int_ptr)] = (
-            g.kept, g.order, launch, ordered)
+            ResultFactory(q, spec.result_dtype, eng.allocator, g.kept, g.order), launch,
+            ordered)
     return res
 
 
