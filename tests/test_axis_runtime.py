@@ -302,6 +302,24 @@ def test_repeated_calls_reuse_their_launch_and_stay_right(queue, db, ctx):
             big = cla.to_device(queue, rng.random((4, 1 << 20), dtype=np.float32))
             r(big, axis=1).get()
     assert axis_engine(r).warm, "no call was prepared for reuse"
+    assert r._axis_hot, "no call on the reducer's queue was prepared for its own hot path"
+
+
+def test_the_hot_path_along_an_axis_serves_int_axes_only(queue, db):
+    """A warm call along an int axis does not serve a bool or float axis that hashes as that
+    int (numpy refuses them), nor another context's array: they take the general path."""
+    r = _r(queue, db=db)
+    h = np.random.default_rng(3).random((40, 30)).astype(np.float32)
+    x = cla.to_device(queue, h)
+    for _ in range(2):
+        np.testing.assert_allclose(r(x, axis=1).get(), h.astype(np.float64).sum(1), rtol=1e-5)
+    assert (x.shape, x.strides, x.offset, 1, False) in r._axis_hot
+    for bad in (True, 1.0):
+        with pytest.raises(TypeError):
+            r(x, axis=bad)
+    other = cl.CommandQueue(cl.Context([queue.device]))
+    with pytest.raises(ValueError, match="context"):
+        r(cla.to_device(other, h), axis=1)
 
 
 @pytest.mark.parametrize("op,dtype", [("sum", np.float32), ("sum", np.int32), ("max", np.int64),

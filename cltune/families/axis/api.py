@@ -38,6 +38,22 @@ def _out_array(reducer: Any, q: cl.CommandQueue, g: Geometry, out: Any,
     return out
 
 
+#: prepared calls a reducer keeps for its own queue (then all are dropped: shapes seen once
+#: do not pile up)
+AXIS_HOT = 64
+
+
+class AxisCall:
+    """What a call along an axis seen before runs: a fresh result from its template, the
+    prepared launch (buffers set per call), and whether the queue is in order (pending events
+    of the queue itself are not waited for)."""
+
+    __slots__ = ("results", "launch", "in_order")
+
+    def __init__(self, results: ResultFactory, launch: Any, in_order: Any) -> None:
+        self.results, self.launch, self.in_order = results, launch, in_order
+
+
 def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
                 q: cl.CommandQueue, out: Any, wait_for: Any) -> cla.Array:
     """`r(x, axis=..., keepdims=...)`: numpy's shape and result dtype, on the device."""
@@ -50,10 +66,9 @@ def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
             and (type(axis) is int or type(axis) is tuple and all(type(a) is int for a in axis))):
         w = eng.warm.get((x.shape, x.strides, x.offset, axis, bool(keepdims), q.int_ptr))
         if w is not None:
-            results, launch, ordered = w
-            res = results()
-            waits = pending(x.events, in_order=ordered) if x.events else None
-            res.events.append(launch(x.base_data, res.base_data, None, waits)[-1])
+            res = w.results()
+            waits = pending(x.events, in_order=w.in_order) if x.events else None
+            res.events.append(w.launch(x.base_data, res.base_data, None, waits)[-1])
             return res
     if (y is None) != (spec.op != "dot"):
         raise TypeError("dot takes two arrays (x, y)" if spec.op == "dot"
@@ -111,9 +126,14 @@ def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
     if yd is None and plain and xd is x:
         if len(eng.warm) > 256:
             eng.warm.clear()
-        eng.warm[(x.shape, x.strides, x.offset, axis, bool(keepdims), q.int_ptr)] = (
-            ResultFactory(q, spec.result_dtype, eng.allocator, g.kept, g.order), launch,
-            ordered)
+        call = AxisCall(ResultFactory(q, spec.result_dtype, eng.allocator, g.kept, g.order),
+                        launch, ordered)
+        eng.warm[(x.shape, x.strides, x.offset, axis, bool(keepdims), q.int_ptr)] = call
+        if type(axis) is int and q is reducer.queue and out is None and wait_for is None:
+            hot = reducer._axis_hot  # the reducer's own (Reducer.__call__ reads it)
+            if len(hot) >= AXIS_HOT:
+                hot.clear()
+            hot[(x.shape, x.strides, x.offset, axis, keepdims)] = call
     return res
 
 

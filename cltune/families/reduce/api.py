@@ -209,6 +209,9 @@ class Reducer:
         self._in_order = not queue.properties & ooo
         self._last: cl.Event | None = None  # the event the hot path enqueued last on `queue`
         self._hot: dict[int, Prepared] = {}  # n -> prepared launch on `queue` (sizes seen)
+        # (shape, strides, offset, axis, keepdims) -> a prepared call along an int axis on
+        # `queue` (filled by the axis family's first call of that key; at most AXIS_HOT)
+        self._axis_hot: dict[tuple, Any] = {}
 
     @property
     def engine_id(self) -> int:
@@ -270,6 +273,17 @@ class Reducer:
                     self._last = ev
                     return out
         if axis is not None or keepdims:
+            # a call along an int axis seen before, on this queue into a fresh result: its
+            # result's template and launch were prepared by that call
+            if (type(axis) is int and y is None and queue is None and out is None
+                    and wait_for is None and type(x) is cla.Array and x.dtype is self._dtype
+                    and x.context is self._ctx):
+                w = self._axis_hot.get((x.shape, x.strides, x.offset, axis, keepdims))
+                if w is not None:
+                    res = w.results()
+                    waits = pending(x.events, in_order=w.in_order) if x.events else None
+                    res.events.append(w.launch(x.base_data, res.base_data, None, waits)[-1])
+                    return res
             return _axis().reduce_axis(self, x, y, axis, keepdims, queue or self.queue, out,
                                        wait_for)
         return self._call(x, y, queue=queue, out=out, wait_for=wait_for)
