@@ -9,6 +9,7 @@ already be a numpy scalar of the kernel parameter's type (its bytes are what the
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,18 @@ def set_scalar(k: cl.Kernel, index: int, value: np.generic) -> None:
         k._set_arg_buf(index, value)
     else:  # pragma: no cover - a pyopencl without the private setter
         k.set_arg(index, value)
+
+
+_U32 = struct.Struct("=I").pack  # the host's byte order, as the device's (both little-endian)
+
+
+def set_u32(k: cl.Kernel, index: int, value: int) -> None:
+    """k's `uint` argument `index` = value (0 <= value < 2**32) from a Python int: packed bytes
+    (~0.16 us a call here) where making a numpy scalar first costs ~0.5 us more."""
+    if _FAST:
+        k._set_arg_buf(index, _U32(value))
+    else:  # pragma: no cover - a pyopencl without the private setter
+        k.set_arg(index, np.uint32(value))
 
 
 def set_value(k: cl.Kernel, index: int, value: Any) -> None:

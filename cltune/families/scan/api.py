@@ -192,8 +192,11 @@ class Scanner:
         """A call of a shape served before: the checks that can differ between arrays of one
         shape, then the launch; None sends the call the long way (which explains errors)."""
         isz, rdt = self.dtype.itemsize, self.result_dtype
-        if (x.dtype != self.dtype or x.context.int_ptr != self.ctx.int_ptr or x.offset % isz
-                or not (x._flags or x.flags).c_contiguous):
+        # self.ctx is the queue's own Context object, which arrays made on the queue carry:
+        # compared by identity first (int_ptr is a driver query)
+        if (x.dtype != self.dtype or (x.context is not self.ctx
+                                      and x.context.int_ptr != self.ctx.int_ptr)
+                or x.offset % isz or not (x._flags or x.flags).c_contiguous):
             return None
         if out is None:
             res = results()  # a copy of a template array (~2 us less than the constructor)

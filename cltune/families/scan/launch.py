@@ -19,7 +19,7 @@ from cltune.device.info import DeviceInfo
 from cltune.families.scan.config import ScanConfig
 from cltune.families.scan.family import ScanVariant
 from cltune.families.scan.kernel import SEG_NONE, SEG_OFFSETS, SEG_ROWS, Form, ScanBuilt, build
-from cltune.opencl.kernel_args import set_scalar
+from cltune.opencl.kernel_args import set_u32
 
 L = U = int  # the kernels' scalar types are set at build (kernel.py)
 _OOO = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
@@ -296,8 +296,8 @@ class ScanLauncher:
                 k.set_arg(_CHAIN_STATUS, status)
                 k.set_arg(_CHAIN_STATUS + 1, ticket)
                 w.state = (status, ticket)
-            set_scalar(k, _CHAIN_STATUS + 2, np.uint32(s.base))
-            set_scalar(k, _CHAIN_STATUS + 3, np.uint32(s.epoch))
+            set_u32(k, _CHAIN_STATUS + 2, s.base)
+            set_u32(k, _CHAIN_STATUS + 3, s.epoch)
         else:
             self._rows_args(b, p, x, xoff, out, ooff, n, seglen, (status, ticket, s))
             k._clt_warm, w.offs, w.state = w, (xoff, ooff), (status, ticket)
