@@ -124,6 +124,61 @@ def test_offsets_allocators_events_and_other_queues_are_served_right(queue, devi
     assert any(k[1] is q2 for k in warm.along_calls)
 
 
+def test_warm_launches_sharing_a_build_set_again_what_others_set(queue):
+    """A prepared launch along an axis sets only the buffers while its kernels still hold the
+    scalars it set (their owner); views of other lengths, other scalars (ddof) and the general
+    path (a first call, keepdims) set other values on the same kernels in between, and every
+    call still gives numpy's answer."""
+    rng = np.random.default_rng(31)
+    h = rng.standard_normal((200, 64)).astype(np.float32)
+    x = cla.to_device(queue, h)
+    views = [(50, 0), (70, 3), (50, 3), (33, 1), (50, 0)]
+    for step in range(12):
+        rows, lo = views[step % len(views)]
+        v, hv = x[lo:lo + rows], h[lo:lo + rows]
+        for axis in (1, 0):
+            _check(cltune.mean(v, axis=axis), hv.mean(axis=axis), f"{step} mean {axis}")
+            _check(cltune.var(v, axis=axis, ddof=step % 2), hv.var(axis=axis, ddof=step % 2),
+                   f"{step} var ddof {step % 2} axis {axis}")
+        if step % 4 == 3:  # the general path on the same shapes' kernels
+            _check(cltune.mean(v, axis=1, keepdims=True), hv.mean(axis=1, keepdims=True),
+                   f"{step} keepdims")
+            w = cla.to_device(queue, hv[:, :17].copy())
+            _check(cltune.mean(w, axis=1), hv[:, :17].mean(axis=1), f"{step} new shape")
+            for axis in (1, 0):  # a length never seen: the general path, other dimensions
+                _check(cltune.mean(x[:41 + step], axis=axis), h[:41 + step].mean(axis=axis),
+                       f"{step} first call of {41 + step} rows, axis {axis}")
+
+
+def test_a_prepared_launch_sets_its_arguments_again_after_another_launch_of_its_build(queue):
+    """`AxisReducer.warm`'s launch keeps the scalars it set while it owns the kernels; a launch
+    of the same build for another view (the general path's `enqueue`, the tuner's `launch`)
+    takes them, and the prepared launch then sets all of its arguments again."""
+    from cltune.families.expr_axis.launch import device_plan
+
+    knl = cltune.ReductionKernel(queue.context, np.float32, neutral="0", reduce_expr="a+b",
+                                 map_expr="x[i]", arguments="__global const float *x")
+    red = axis_reducer(queue.context, queue.device, knl.spec)
+    h = np.random.default_rng(41).random(6400).astype(np.float32)
+    x = cla.to_device(queue, h)
+    prepared = red.warm(queue, 64, 100, 1)
+    assert prepared is not None
+    b, _ = red.plan(64, 100, 1)
+    other = cla.zeros(queue, 32, np.float32)
+    for step in range(4):
+        out = cla.zeros(queue, 64, np.float32)
+        for _ in range(2):
+            ev = prepared([x.base_data, x.offset], out.base_data, 0, None)
+            assert ev is not None
+            queue.finish()
+            _check(out, h.reshape(64, 100).sum(axis=1), f"step {step}")
+        # the same build on another view (32 rows of 200), its arguments set by enqueue
+        p2 = device_plan(b.config, red.info, 32, 200, 1)
+        red.launch(queue, b, p2, [x.base_data, x.offset], 32, 200, 1, other.base_data, 0)
+        queue.finish()
+        _check(other, h.reshape(32, 200).sum(axis=1), f"step {step}: the other view")
+
+
 def test_a_launch_that_no_longer_serves_hands_over(queue):
     h = np.random.default_rng(23).random((300, 70)).astype(np.float32)
     x = cla.to_device(queue, h)

@@ -220,14 +220,28 @@ class AxisReducer:
         dims = (np.int64(r), np.int64(outer), np.int64(inner))
         last1, last2 = np.int64(p.chunk), np.int64(p.split)
         plans, lock, block = self._plans, self._lock, b.lock
+        # a kernel whose arguments this launch set last (its `_clt_owner`; launch.enqueue and
+        # other launches take it) keeps them: a call with the same scalars, result offset and
+        # partials sets only the buffers (~1.5 us a call less than setting all of them)
+        token = object()
+        bufs = [i for i, t in enumerate(types) if t is None]
+        vals = [(i, t) for i, t in enumerate(types) if t is not None]
+        seen: list[Any] = [None, None, None]  # user scalars, result offset, partials
 
         def launch(user: Sequence[Any], res: cl.Buffer, res_off: int,
                    wait_for: list[cl.Event] | None) -> cl.Event | None:
             if plans.get(key) is not hit or s.capacity < need:
                 return None
-            off = np.int64(res_off)
             with lock, block:
+                uv = tuple(user[i] for i, _ in vals)
+                same = seen[0] == uv and seen[1] == res_off and seen[2] is s.partials
                 for k, tail in ((k1, last1), (k2, last2)) if two else ((k1, last1),):
+                    if same and getattr(k, "_clt_owner", None) is token:
+                        for i in bufs:
+                            k.set_arg(i, user[i])
+                        k.set_arg(nu + 5, res)
+                        continue
+                    k._clt_owner = None  # half set: nobody's until the end
                     for i, t in enumerate(types):
                         if t is None:
                             k.set_arg(i, user[i])
@@ -238,7 +252,9 @@ class AxisReducer:
                     set_scalar(k, nu + 3, tail)
                     k.set_arg(nu + 4, s.partials)
                     k.set_arg(nu + 5, res)
-                    set_scalar(k, nu + 6, off)
+                    set_scalar(k, nu + 6, np.int64(res_off))
+                    k._clt_owner = token
+                seen[:] = [uv, res_off, s.partials]
                 ev = cl.enqueue_nd_range_kernel(q, k1, g1, l1, None, wait_for)
                 if two:
                     ev = cl.enqueue_nd_range_kernel(q, k2, g2, l2, None, None)

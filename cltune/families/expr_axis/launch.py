@@ -90,6 +90,8 @@ def enqueue(queue: cl.CommandQueue, s: AxisScratch, b: Any, p: AxisPlan,
             s.capacity = need
     if not s.in_order and s.last is not None:
         wait_for = [*(wait_for or ()), s.last]
+    # every argument is set here: no prepared launch (api.AxisReducer.warm) holds them now
+    b.stage1._clt_owner = b.stage2._clt_owner = None
     ev = b.stage1(queue, (p.groups * wg, p.split), (wg, 1), *user_args, r, outer, inner,
                   p.chunk, s.partials, res, res_off, wait_for=wait_for)
     evs = [ev]
