@@ -33,7 +33,6 @@ import datetime
 import json
 import statistics
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +41,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl._cl as _cl
 import pyopencl.array as cla
+from per_call import block as timed  # scripts/ (the script's folder) is on sys.path
 
 import cltune
 from cltune.device.select import select
@@ -83,16 +83,6 @@ def stubbed_enqueue(done: cl.Event, count: list[int]) -> Iterator[None]:
         yield
     finally:
         cl.enqueue_nd_range_kernel, _cl.enqueue_nd_range_kernel = saved
-
-
-def block(call: Callable[[], Any], finish: Callable[[], Any], calls: int) -> tuple[float, float]:
-    """(wall, calling thread's CPU) seconds per call over `calls` calls and one finish."""
-    t, c = time.perf_counter(), time.thread_time()
-    for _ in range(calls):
-        call()
-    c = time.thread_time() - c
-    finish()
-    return (time.perf_counter() - t) / calls, c / calls
 
 
 def cases(q: cl.CommandQueue, rng: np.random.Generator, torch: Any) -> list[Case]:
@@ -182,7 +172,7 @@ def run(q: cl.CommandQueue, calls: int, blocks: int, only: str | None) -> dict[s
     rows = [floor, *cs]
     for b in range(blocks):
         for c in rows[b % len(rows):] + rows[:b % len(rows)]:
-            w, h = block(c.call, q.finish, calls)
+            w, h = timed(c.call, q.finish)(calls)
             c.rows.setdefault("wall", []).append(w)
             c.rows.setdefault("host", []).append(h)
     for c in cs:
@@ -193,7 +183,7 @@ def run(q: cl.CommandQueue, calls: int, blocks: int, only: str | None) -> dict[s
         for c in rows[b % len(rows):] + rows[:b % len(rows)]:
             count = [0]
             with stubbed_enqueue(done, count):
-                _, s = block(c.call, q.finish, calls)
+                _, s = timed(c.call, q.finish)(calls)
             c.rows.setdefault("stubbed", []).append(s)
             c.rows.setdefault("launches", []).append(count[0] / calls)
     if torch is not None:
@@ -203,7 +193,7 @@ def run(q: cl.CommandQueue, calls: int, blocks: int, only: str | None) -> dict[s
             for _ in range(20):
                 c.torch()
             torch.cuda.synchronize()
-            c.rows["torch"] = [block(c.torch, torch.cuda.synchronize, calls)[0]
+            c.rows["torch"] = [timed(c.torch, torch.cuda.synchronize)(calls)[0]
                                for _ in range(blocks)]
     res: dict[str, Any] = {}
     for c in rows:
