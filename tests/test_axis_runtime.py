@@ -314,6 +314,9 @@ def test_the_hot_path_along_an_axis_serves_int_axes_only(queue, db):
     for _ in range(2):
         np.testing.assert_allclose(r(x, axis=1).get(), h.astype(np.float64).sum(1), rtol=1e-5)
     assert (x.shape, x.strides, x.offset, 1, False) in r._axis_hot
+    keep = r(x, axis=1, keepdims=np.array(True))  # any truthy keepdims, as numpy takes it
+    assert keep.shape == (40, 1) and (x.shape, x.strides, x.offset, 1, True) in r._axis_hot
+    np.testing.assert_allclose(keep.get(), h.astype(np.float64).sum(1, keepdims=True), rtol=1e-5)
     for bad in (True, 1.0):
         with pytest.raises(TypeError):
             r(x, axis=bad)

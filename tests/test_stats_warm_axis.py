@@ -179,6 +179,26 @@ def test_a_prepared_launch_sets_its_arguments_again_after_another_launch_of_its_
         _check(other, h.reshape(32, 200).sum(axis=1), f"step {step}: the other view")
 
 
+def test_a_prepared_launch_takes_a_scalar_of_the_other_sign(queue):
+    """A prepared launch keeps the scalars it set while they compare equal to the call's:
+    -0.0 == 0.0, yet x / a gives infinities of opposite signs, so a float's sign counts."""
+    knl = cltune.ReductionKernel(queue.context, np.float32, neutral="0", reduce_expr="a+b",
+                                 map_expr="x[i] / d",
+                                 arguments="const float d, __global const float *x")
+    red = axis_reducer(queue.context, queue.device, knl.spec)
+    x = cla.to_device(queue, np.random.default_rng(43).random(400).astype(np.float32) + 1)
+    prepared = red.warm(queue, 4, 100, 1)
+    assert prepared is not None
+    for d in (0.0, 0.0, -0.0, -0.0, 0.0, 2.0, 2.0):
+        out = cla.zeros(queue, 4, np.float32)
+        assert prepared([d, x.base_data, x.offset], out.base_data, 0, None) is not None
+        got = out.get()
+        if d == 0:
+            assert np.all(np.isinf(got)) and np.all(np.signbit(got) == np.signbit(d)), (d, got)
+        else:
+            _check(out, x.get().reshape(4, 100).sum(axis=1) / d, f"d={d}")
+
+
 def test_a_launch_that_no_longer_serves_hands_over(queue):
     h = np.random.default_rng(23).random((300, 70)).astype(np.float32)
     x = cla.to_device(queue, h)

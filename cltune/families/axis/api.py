@@ -133,7 +133,7 @@ def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
             hot = reducer._axis_hot  # the reducer's own (Reducer.__call__ reads it)
             if len(hot) >= AXIS_HOT:
                 hot.clear()
-            hot[(x.shape, x.strides, x.offset, axis, keepdims)] = call
+            hot[(x.shape, x.strides, x.offset, axis, bool(keepdims))] = call
     return res
 
 

@@ -25,6 +25,7 @@ import threading
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from math import copysign
 from operator import itemgetter
 from typing import Any
 
@@ -229,13 +230,17 @@ class AxisReducer:
         vals = [(i, t) for i, t in enumerate(types) if t is not None]
         seen: list[Any] = [None, None, None]  # user scalars, result offset, partials
         pick = itemgetter(*(i for i, _ in vals)) if vals else (lambda user: ())
+        # == takes -0.0 for 0.0 (x / a would flip an infinity's sign): floats' signs too
+        fidx = [i for i, t in vals if np.issubdtype(t, np.floating)]
+        signs = (lambda user: ()) if not fidx else (
+            lambda user: [copysign(1.0, user[i]) for i in fidx])
 
         def launch(user: Sequence[Any], res: cl.Buffer, res_off: int,
                    wait_for: list[cl.Event] | None) -> cl.Event | None:
             if plans.get(key) is not hit or s.capacity < need:
                 return None
             with lock, block:
-                uv = pick(user)  # the user's scalars (one value, or a tuple of them)
+                uv = (pick(user), signs(user))  # the user's scalars, and floats' signs
                 same = seen[0] == uv and seen[1] == res_off and seen[2] is s.partials
                 for k, tail in ((k1, last1), (k2, last2)) if two else ((k1, last1),):
                     if same and getattr(k, "_clt_owner", None) is token:

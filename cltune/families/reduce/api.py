@@ -278,7 +278,7 @@ class Reducer:
             if (type(axis) is int and y is None and queue is None and out is None
                     and wait_for is None and type(x) is cla.Array and x.dtype is self._dtype
                     and x.context is self._ctx):
-                w = self._axis_hot.get((x.shape, x.strides, x.offset, axis, keepdims))
+                w = self._axis_hot.get((x.shape, x.strides, x.offset, axis, bool(keepdims)))
                 if w is not None:
                     res = w.results()
                     waits = pending(x.events, in_order=w.in_order) if x.events else None

@@ -154,7 +154,8 @@ class Scanner:
             return res
         la, _ = self._engine(layout).served(view)
         if (xd is x and wait_for is None and not f_order and res.flags.c_contiguous
-                and (axis is None or type(axis) is int)):
+                and (axis is None or type(axis) is int)
+                and (x.shape, axis, bool(exclusive)) not in self._hot):
             if len(self._hot) > 64:
                 self._hot.clear()
             # fresh results of the call's shape (not out's own strides), from a template
