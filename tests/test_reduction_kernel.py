@@ -514,6 +514,24 @@ def test_warm_calls_follow_every_change_of_arguments(ctx, queue):
     assert not errors, errors[:5]
 
 
+def test_a_warm_call_takes_a_zero_of_the_other_sign(ctx, queue):
+    """A warm call sets a scalar again only when it changed, and -0.0 == 0.0: yet x / d gives
+    infinities of opposite signs, so a zero's sign counts (two prepared sizes, several
+    calls in a row of each sign)."""
+    knl = ReductionKernel(ctx, np.float32, neutral="0", reduce_expr="a+b", map_expr="x[i] / d",
+                          arguments="__global const float *x, float d")
+    x = cla.to_device(queue, np.random.default_rng(12).random(5001).astype(np.float32) + 1)
+    for n in (5001, 999):
+        v = x[:n]
+        for d in (0.0, 0.0, -0.0, -0.0, 0.0, -0.0, 2.0):
+            got = float(knl(v, d).get())
+            if d == 0:
+                assert np.isinf(got) and np.signbit(got) == np.signbit(d), (n, d, got)
+            else:
+                assert got == pytest.approx(float(x.get()[:n].astype(np.float64).sum()) / d,
+                                            rel=1e-5)
+
+
 def test_calls_along_an_axis(ctx, queue):
     """`knl(*args, axis=k, keepdims=...)` (CuPy's ReductionKernel has it too): the vector
     arguments reduced along an axis, numpy's shapes, C and F order, scalar arguments, a 3-D

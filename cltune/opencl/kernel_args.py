@@ -10,6 +10,7 @@ already be a numpy scalar of the kernel parameter's type (its bytes are what the
 from __future__ import annotations
 
 import struct
+from math import copysign
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,20 @@ def set_u32(k: cl.Kernel, index: int, value: int) -> None:
         k._set_arg_buf(index, _U32(value))
     else:  # pragma: no cover - a pyopencl without the private setter
         k.set_arg(index, np.uint32(value))
+
+
+def changed(last: Any, value: Any) -> bool:
+    """Whether a scalar argument set to `last` must be set again for `value`: they differ,
+    or both are zeros of other signs (-0.0 == 0.0, yet x / a flips an infinity's sign)."""
+    if last != value:
+        return True
+    if value == 0:
+        try:
+            return copysign(1.0, value) != copysign(1.0, last)
+        except TypeError:  # complex zeros: the parts' signs
+            return ((copysign(1.0, value.real), copysign(1.0, value.imag))
+                    != (copysign(1.0, last.real), copysign(1.0, last.imag)))
+    return False
 
 
 def set_value(k: cl.Kernel, index: int, value: Any) -> None:
@@ -104,7 +119,7 @@ class ArgSetter:
                         last[i] = v
                 else:
                     k.set_arg(i, v)
-            elif last[i] is None or last[i] != v:
+            elif last[i] is None or changed(last[i], v):
                 set_scalar(k, i, t(v))
                 last[i] = v
         return cl.enqueue_nd_range_kernel(queue, k, gsize, lsize, None, wait_for)

@@ -21,7 +21,7 @@ from cltune.device.info import DeviceInfo
 from cltune.families.expr.config import ExprConfig
 from cltune.families.expr.kernel import ExprBuilt, build
 from cltune.opencl.expression import ExprSpec
-from cltune.opencl.kernel_args import set_scalar, set_value
+from cltune.opencl.kernel_args import changed, set_scalar, set_value
 from cltune.opencl.scratch import Scratch
 
 
@@ -98,7 +98,7 @@ class _Prepared:
                 k.set_arg(i, user_args[i])
             for i, t in vals:
                 a = user_args[i]
-                if last[i] != a:
+                if changed(last[i], a):
                     set_scalar(k, i, t(a))
                     last[i] = a
             k.set_arg(self.nu + 6, res)
@@ -111,7 +111,7 @@ class _Prepared:
                 k.set_arg(i, user_args[i])
             for i, t in vals:
                 a = user_args[i]
-                if last[i] != a:
+                if changed(last[i], a):
                     set_scalar(k, i, t(a))
                     last[i] = a
             k.set_arg(self.nu + 3, res)
@@ -138,7 +138,7 @@ class _Prepared:
             k.set_arg(i, user_args[i])
         for i, t in vals:
             a = user_args[i]
-            if not owned or last[i] != a:
+            if not owned or changed(last[i], a):
                 set_scalar(k, i, t(a))
                 last[i] = a
         if not owned or last[nu] != start or last[nu + 1] != step:
@@ -164,7 +164,7 @@ class _Prepared:
             k.set_arg(i, user_args[i])
         for i, t in vals:
             a = user_args[i]
-            if not owned or last[i] != a:
+            if not owned or changed(last[i], a):
                 set_scalar(k, i, t(a))
                 last[i] = a
         k.set_arg(nu + 3, res)
