@@ -61,6 +61,22 @@
 #ifndef CLT_AX_DEPTH
 #define CLT_AX_DEPTH 10 /* slots of an output's binary counter (pairwise up to 2^9 pushes) */
 #endif
+#ifndef CLT_AX_ROLLED
+#define CLT_AX_ROLLED 0 /* 1: the binary counter's loops kept as loops (see below) */
+#endif
+/* The loops over the binary counter's slots (a push, once per CLT_AX_FAN blocks; an output's
+ * value, once) and over a work-item's outputs in a push: unrolled they put CLT_AX_STRIP x
+ * CLT_AX_DEPTH copies of the reduction into the kernel, which a large one (var's Chan
+ * combination) made Debian's PoCL compile for 17 s (strip 16). Rolled, the counter lives in
+ * private memory; the accumulators of the hot loop stay in registers (every index of them is
+ * a constant after unrolling: rolling the loop over the outputs' final values put them in
+ * memory too and made float32 means along columns 4-9x slower). The host passes
+ * CLT_AX_ROLLED=1 to CPU drivers; the order of the operations is the same either way. */
+#if CLT_AX_ROLLED
+#define CLT_COUNTER_LOOP _Pragma("unroll 1")
+#else
+#define CLT_COUNTER_LOOP _Pragma("unroll")
+#endif
 
 #ifndef CLT_HAVE_USER
 typedef float clt_out_t;
@@ -122,6 +138,22 @@ inline long clt_div(const long a, const long b) {
 /* level 1 of every output pushed onto its binary counter (the C-th push, from 0): slot k holds
  * the sum of 2^k pushes while bit k of the count is set; equal sums are combined (pairwise),
  * the last slot takes what overflows */
+#if CLT_AX_ROLLED /* an output at a time: its slots in a loop */
+#define CLT_PUSH(C)                                                                             \
+    do {                                                                                        \
+        CLT_COUNTER_LOOP for (int clt_t = 0; clt_t < CLT_NS; ++clt_t) {                         \
+            uint clt_c = (C);                                                                   \
+            CLT_COUNTER_LOOP for (int clt_k = 0; clt_k < CLT_AX_DEPTH; ++clt_k) {               \
+                if (clt_k == CLT_AX_DEPTH - 1 || !(clt_c & 1)) {                                \
+                    CLT_LIFT(clt_lv[clt_t][clt_k], clt_l1[clt_t]);                              \
+                    break;                                                                      \
+                }                                                                               \
+                CLT_LIFT(clt_l1[clt_t], clt_lv[clt_t][clt_k]);                                  \
+                clt_c >>= 1;                                                                    \
+            }                                                                                   \
+        }                                                                                       \
+    } while (0)
+#else /* a slot at a time: every output's */
 #define CLT_PUSH(C)                                                                             \
     do {                                                                                        \
         uint clt_c = (C);                                                                       \
@@ -136,6 +168,7 @@ inline long clt_div(const long a, const long b) {
             clt_c >>= 1;                                                                        \
         }                                                                                       \
     } while (0)
+#endif
 /* STEPS(stop) folds whole steps while clt_j < stop; the cascade calls it a block at a time */
 #define CLT_CASCADE(STEPS)                                                                      \
     for (uint clt_np = 0; clt_j < clt_lim; ++clt_np) {                                          \
@@ -150,7 +183,7 @@ inline long clt_div(const long a, const long b) {
     CLT_ITEMS_OF(t, V)                                                                          \
     CLT_LIFT(clt_l1[t], V);                                                                     \
     V = clt_l1[t];                                                                              \
-    _Pragma("unroll") for (int clt_k = 0; clt_k < CLT_AX_DEPTH; ++clt_k) {                      \
+    CLT_COUNTER_LOOP for (int clt_k = 0; clt_k < CLT_AX_DEPTH; ++clt_k) {                       \
         clt_out_t clt_a = clt_lv[t][clt_k];                                                     \
         V = CLT_REDUCE(clt_a, V);                                                               \
     }

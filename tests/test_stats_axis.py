@@ -6,8 +6,10 @@ shapes (axes split over work-groups), NaN / inf placement and ties, empty axes, 
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cla
 import pytest
 from support.oclgrind import run_marked
@@ -125,6 +127,55 @@ def test_dtypes(queue, rng, dt):
                       axis=axis)
     x = up(queue, h)
     assert cltune.mean(x, axis=0).dtype == np.mean(h, axis=0).dtype
+
+
+@pytest.mark.parametrize("op", ["mean", "argmax", "var"])
+def test_the_rolled_binary_counter_gives_the_unrolled_ones_bits(device, monkeypatch, op):
+    """CPU drivers build the cascade's binary counter rolled (CLT_AX_ROLLED=1: an unrolled
+    push of var's accumulators took Debian's PoCL 17 s to compile), GPUs unrolled: the same
+    operations in the same order, so the same bits. Rows and columns of 140001 (547 pushes of
+    256 elements: a carry through every slot and into the last), one group along the axis and
+    three, both stages; the unrolled build in a context of its own."""
+    from cltune.families.expr_axis import kernel as ek
+    from cltune.families.expr_axis.api import AxisReducer
+    from cltune.families.expr_axis.config import AxisExprConfig
+    from cltune.families.expr_axis.launch import AxisPlan
+
+    info, dev = device
+    assert "-DCLT_AX_ROLLED=1" in ek.build_options(AxisExprConfig(), replace(info, type="cpu"))
+    assert not any("ROLLED" in o
+                   for o in ek.build_options(AxisExprConfig(), replace(info, type="gpu")))
+    rng = np.random.default_rng(5)
+    shapes = {"rows": (3, 140001, 1), "cols": (1, 140001, 5)}
+    cfgs = [AxisExprConfig("rows", 8, 1, 1), AxisExprConfig("cols", 8, 1, 1, 2)]
+    inputs = {k: (rng.standard_normal(v) * 10 + 3).astype(np.float32) for k, v in shapes.items()}
+    real = ek.build_options
+    answers = []
+    for rolled in (True, False):
+        monkeypatch.setattr(ek, "build_options", lambda cfg, i, rolled=rolled: real(
+            cfg, replace(i, type="cpu" if rolled else "gpu")))
+        ctx = cl.Context([dev])
+        q = cl.CommandQueue(ctx, dev)
+        knl = stats.kernel(op, ctx, np.float32)
+        red = AxisReducer(ctx, dev, knl.spec)
+        got = []
+        for cfg in cfgs:
+            b = ek.build(ctx, dev, info, knl.spec, cfg)
+            outer, r, inner = shapes[cfg.layout]
+            x = cla.to_device(q, inputs[cfg.layout])
+            for split in (1, 3):
+                chunk = -(-r // split)
+                plan = AxisPlan(-(-(outer * inner) // cfg.outputs_per_group), split, chunk)
+                res = cla.empty(q, (outer, inner), knl.spec.dtype_result)
+                red.launch(q, b, plan, [x.base_data, 0, *([0.0] if op == "var" else [])],
+                           outer, r, inner, res.base_data, 0)
+                got.append(res.get())
+                want = getattr(np, op)(inputs[cfg.layout].astype(
+                    np.float64 if op != "argmax" else np.float32), axis=1)
+                assert np.allclose(got[-1], want, rtol=1e-5), (rolled, cfg.short(), split)
+        answers.append(got)
+    for a, b in zip(*answers, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_nan_inf_and_ties_first_occurrence(queue):

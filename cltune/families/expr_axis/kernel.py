@@ -84,11 +84,15 @@ def axis_source(spec: ExprSpec, fp64: bool) -> str:
     return spec.prelude(fp64) + cut + axis_template()
 
 
-def build_options(cfg: AxisExprConfig) -> list[str]:
-    """The `-D` options of a build: integers from a validated config only."""
+def build_options(cfg: AxisExprConfig, info: DeviceInfo) -> list[str]:
+    """The `-D` options of a build: integers from a validated config only, and
+    CLT_AX_ROLLED=1 for a CPU `info` (the binary counter's loops kept as loops: an unrolled
+    push of var's accumulators took Debian's PoCL 17 s to compile, 1.4 s rolled; see
+    kernels/expr_axis.cl)."""
     if not isinstance(cfg, AxisExprConfig):
         raise TypeError("build_options takes a validated AxisExprConfig")
-    return [f"-D{k}={int(v)}" for k, v in cfg.defines().items()]
+    rolled = ["-DCLT_AX_ROLLED=1"] if info.type == "cpu" else []
+    return [*(f"-D{k}={int(v)}" for k, v in cfg.defines().items()), *rolled]
 
 
 @dataclass(frozen=True)
@@ -121,7 +125,7 @@ def kernel_wg_limit(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: Exp
     (CL_KERNEL_WORK_GROUP_SIZE, both stages): the accumulators and the cascade's counter can
     need more registers than a group of the device's maximum size has (a float32 sum along
     rows on the H200: 256, where the device takes 1024). BuildError when it does not build."""
-    src, opts = axis_source(spec, info.fp64), [*build_options(cfg), *spec.options]
+    src, opts = axis_source(spec, info.fp64), [*build_options(cfg, info), *spec.options]
 
     def probe() -> int:
         prg = compile_program(ctx, dev, src, opts)
@@ -134,7 +138,7 @@ def kernel_wg_limit(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: Exp
 def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec,
            cfg: AxisExprConfig) -> AxisBuilt:
     prg = compile_program(ctx, dev, axis_source(spec, info.fp64),
-                          [*build_options(cfg), *spec.options])
+                          [*build_options(cfg, info), *spec.options])
     s1, s2 = prg.clt_axis_stage1, prg.clt_axis_stage2
     user = spec.scalar_arg_dtypes()
     tail = [np.int64, np.int64, np.int64, np.int64, None, None, np.int64]
