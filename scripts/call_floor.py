@@ -28,23 +28,22 @@ CUDA device, when one is there (blocks of its own, never interleaved call by cal
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import json
 import statistics
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyopencl as cl
-import pyopencl._cl as _cl
 import pyopencl.array as cla
 from per_call import block as timed  # scripts/ (the script's folder) is on sys.path
 
 import cltune
 from cltune.device.select import select
+from cltune.opencl.host_part import stubbed_enqueue
 
 TRIVIAL = "__kernel void trivial(__global float *o) { o[get_global_id(0)] = 1.0f; }"
 
@@ -65,24 +64,6 @@ def _check(c: Case, when: str) -> None:
     if got.shape != want.shape or not np.allclose(got, want, rtol=c.rtol, atol=c.rtol):
         err = np.max(np.abs(got - want)) if got.shape == want.shape else "shape"
         raise SystemExit(f"{c.name} {when}: answered unlike numpy (worst {err}): not timed")
-
-
-@contextlib.contextmanager
-def stubbed_enqueue(done: cl.Event, count: list[int]) -> Iterator[None]:
-    """pyopencl's ND-range entry points (the module's and the extension's, which generated
-    kernel invokers call) answer `done` at once and count the calls."""
-    saved = (cl.enqueue_nd_range_kernel, _cl.enqueue_nd_range_kernel)
-
-    def stub(*args: Any, **kw: Any) -> cl.Event:
-        count[0] += 1
-        return done
-
-    cl.enqueue_nd_range_kernel = stub
-    _cl.enqueue_nd_range_kernel = stub
-    try:
-        yield
-    finally:
-        cl.enqueue_nd_range_kernel, _cl.enqueue_nd_range_kernel = saved
 
 
 def cases(q: cl.CommandQueue, rng: np.random.Generator, torch: Any) -> list[Case]:
@@ -162,7 +143,6 @@ def run(q: cl.CommandQueue, calls: int, blocks: int, only: str | None) -> dict[s
         return cl.enqueue_nd_range_kernel(q, k, (1,), (1,))
 
     floor = Case("bare enqueue", bare, np.zeros(0), 0)
-    done = cl.enqueue_marker(q)
     q.finish()
     for c in cs:
         _check(c, "before")
@@ -182,7 +162,7 @@ def run(q: cl.CommandQueue, calls: int, blocks: int, only: str | None) -> dict[s
     for b in range(blocks):
         for c in rows[b % len(rows):] + rows[:b % len(rows)]:
             count = [0]
-            with stubbed_enqueue(done, count):
+            with stubbed_enqueue(q, count):
                 _, s = timed(c.call, q.finish)(calls)
             c.rows.setdefault("stubbed", []).append(s)
             c.rows.setdefault("launches", []).append(count[0] / calls)

@@ -51,6 +51,9 @@ def test_json_has_validated_medians_for_each_size(info, tuned_db):
         assert all(row["median_s"] > 0 and len(row["samples"]) == 2
                    for row in s["rows"].values())
         assert s["ratios"]["tuned/builtin"] > 0
+        # cltune's call with the enqueue stubbed: one or two launches (one or two passes)
+        assert s["host_us"] > 0 and s["launches"] in (1.0, 2.0), s
+    assert doc["floor_us"] > 0
     # the 2^13 answer is the nearest tuned bucket's config (2^10): not the builtin one either
     assert "builtin" in doc["sizes"][0]["rows"]
 
@@ -144,6 +147,8 @@ def _check_rows(doc, rows, ratios):
         theirs = {k for k in case["ratios"] if k.split("/")[1].startswith("torch")}
         assert set(case["ratios"]) - theirs == set(ratios), case["ratios"]
         assert {k.split("/")[1] for k in theirs} <= torch_rows, case["ratios"]
+        assert case["host_us"] > 0 and case["launches"] >= 1, case
+    assert doc["floor_us"] > 0
 
 
 ROWS = ("cltune", "cltune-batch", "numpy")
@@ -164,6 +169,8 @@ def test_axis_table(info, db_url):
                             db_url, "--axis", "0", "--shapes", "30x50", "--op", "norm"])
     assert r.exit_code == 0, r.output
     assert "30x50, axis 0" in r.output and "cltune-batch" in r.output
+    assert "host part (cltune's call, enqueue stubbed)" in r.output
+    assert "a bare enqueue takes" in r.output
     assert "cltune/numpy" in r.output and "wrong result" not in r.output
 
 
@@ -247,6 +254,7 @@ def test_scan_mode(info, db_url, op, extra):
         assert {"cltune", "cltune-batch", "numpy", "copy"} <= set(case["rows"])
         assert ("pyopencl" in case["rows"]) == case["label"].startswith("n = ")
         assert "cltune/numpy" in case["ratios"] and "cltune-batch/copy" in case["ratios"]
+        assert case["host_us"] > 0 and case["launches"] >= 1, case
 
 
 @pytest.mark.parametrize("args,msg", [(["--op", "cumsum", "--segments"], "not --segments"),

@@ -24,7 +24,7 @@ import importlib.util
 import os
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +38,9 @@ from cltune.device.info import DeviceInfo
 from cltune.families.reduce.api import get_reducer  # the plain reductions (stats: bench_expr)
 from cltune.families.reduce.defaults import builtin_config
 from cltune.families.reduce.launch import Launcher
+from cltune.opencl.caches import clear_caches
+from cltune.opencl.host_part import enqueue_floor
+from cltune.opencl.host_part import measure as measure_host_part
 from cltune.opencl.measure import device_seconds
 
 Sampler = Callable[[], float]  # one sample: seconds per call
@@ -92,6 +95,8 @@ class SizeResult:
     rows: dict[str, Row] = field(default_factory=dict)
     ratios: dict[str, float] = field(default_factory=dict)
     wrong: dict[str, str] = field(default_factory=dict)  # contender -> what it answered
+    host_us: float | None = None  # cltune's call with the enqueue stubbed (see host_parts)
+    launches: float | None = None  # enqueues per call
 
 
 @dataclass
@@ -104,11 +109,28 @@ class Report:
     level: str  # fallback level of the tuned answer
     sizes: list[SizeResult]
     notes: list[str]
+    floor_us: float | None = None  # the device's bare enqueue (host_parts)
 
     def any_wrong(self) -> bool:
         """Whether a config of cltune's answered wrong (the exit code); pyopencl disagreeing
         with numpy is listed, not cltune's failure."""
         return any(k != "pyopencl" for s in self.sizes for k in s.wrong)
+
+
+def host_parts(q: cl.CommandQueue, results: Sequence[Any]) -> float:
+    """After every result is timed: the host part of each one's cltune call (a `_host`
+    attribute, set where the result was measured: the call with the enqueue stubbed,
+    cltune.opencl.host_part) into its `host_us` and `launches`, and the device's bare-enqueue
+    floor in µs (returned). Then `clear_caches()`: stubbed calls leave a chained scanner's
+    tickets ahead of the device, so nothing made before may launch again."""
+    floor = enqueue_floor(q).us
+    for res in results:
+        call = res.__dict__.pop("_host", None)
+        if call is not None:
+            part = measure_host_part(call, q)
+            res.host_us, res.launches = part.us, part.launches
+    clear_caches()
+    return floor
 
 
 def interleaved(samplers: dict[str, Sampler], repeats: int) -> dict[str, list[float]]:
@@ -313,6 +335,8 @@ def measure_size(r: Any, info: DeviceInfo, ctx: cl.Context, q: cl.CommandQueue,
                   for a, b in RATIOS if a in res.rows and b in res.rows}
     if same:
         res.ratios["tuned/builtin"] = 1.0  # one config: tuning kept the builtin one
+    if "cltune-batch" in res.rows:
+        res.__dict__["_host"] = lambda: r(x)  # measured after every size (host_parts)
     return res
 
 
@@ -329,8 +353,9 @@ def run_benchmark(q: cl.CommandQueue, info: DeviceInfo, op: str, dtype: str, siz
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
         results = [measure_size(r, info, ctx, q, pq, n, repeats, why == "ok", pool)
                    for n in sizes]
+    floor = host_parts(q, results)
     return Report(info.name, info.platform_version, r.spec.op, r.spec.dtype, repeats, r.level,
-                  results, notes)
+                  results, notes, floor)
 
 
 def require_matplotlib() -> None:

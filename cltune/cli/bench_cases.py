@@ -38,6 +38,8 @@ class Case:
     rows: dict[str, Row] = field(default_factory=dict)
     ratios: dict[str, float] = field(default_factory=dict)
     wrong: dict[str, str] = field(default_factory=dict)  # contender -> what it answered
+    host_us: float | None = None  # cltune's call with the enqueue stubbed (bench.host_parts)
+    launches: float | None = None  # enqueues per call
 
 
 def is_ours(row: str) -> bool:
@@ -55,6 +57,7 @@ class ModeReport:
     repeats: int
     cases: list[Case]
     notes: list[str]
+    floor_us: float | None = None  # the device's bare enqueue (bench.host_parts)
 
     def any_wrong(self) -> bool:
         """Whether one of cltune's own rows answered wrong (the exit code); a baseline that
@@ -70,6 +73,7 @@ class Contender:
     answer: Answer
     sampler: Callable[[], Sampler]
     torch: bool = False
+    host: Callable[[], object] | None = None  # cltune's call alone: its host part is measured
 
 
 def block(call: Callable[[], object], finish: Callable[[object], object]) -> Sampler:
@@ -156,6 +160,9 @@ def measure_case(case: Case, want: np.ndarray, close: Close,
                               tuple(v))
     case.ratios = {f"{a}/{b}": case.rows[b].median_s / case.rows[a].median_s
                    for a, b in ratios if a in case.rows and b in case.rows}
+    host = next((c.host for k, c in contenders.items() if c.host and k in case.rows), None)
+    if host is not None:  # measured after every case (bench.host_parts)
+        case.__dict__["_host"] = host
     return case
 
 

@@ -27,6 +27,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
+from cltune.cli.bench import host_parts
 from cltune.cli.bench_cases import (
     Case,
     Contender,
@@ -137,7 +138,7 @@ def run_mode(q: cl.CommandQueue, info: DeviceInfo, req: BenchRequest) -> ModeRep
         cases = scan_cases(q, req.op, dtype, req.sizes, req.axis, req.shapes, req.repeats,
                            torch, notes, req.db)
         return ModeReport(info.name, info.platform_version, mode, req.op, dtype.name,
-                          req.repeats, cases, notes)
+                          req.repeats, cases, notes, host_parts(q, cases))
     if req.op in STATS_OPS:
         if req.db is not None:
             notes.append("statistics are served from cltune's default database ($CLTUNE_DB);"
@@ -148,7 +149,7 @@ def run_mode(q: cl.CommandQueue, info: DeviceInfo, req: BenchRequest) -> ModeRep
     run = {"whole": _whole, "axis": _axis, "segments": _segments, "many": _many}[mode]
     cases = run(q, r, req, dtype, torch, notes)
     return ModeReport(info.name, info.platform_version, mode, req.op, dtype.name, req.repeats,
-                      cases, notes)
+                      cases, notes, host_parts(q, cases))
 
 
 def _sizes(req: BenchRequest, default: str) -> list[int]:
@@ -200,7 +201,7 @@ def _reduction(q: cl.CommandQueue, r: Any, op: str, h: np.ndarray, axis: int | N
     contenders = {
         "cltune": Contender(lambda: call().get(), lambda: blocking(lambda: call().get())),
         "cltune-batch": Contender(lambda: call().get(),
-                                  lambda: block(call, lambda _: q.finish())),
+                                  lambda: block(call, lambda _: q.finish()), host=call),
         "numpy": Contender(lambda: f(h, axis=axis), lambda: blocking(lambda: f(h, axis=axis))),
     }
     if torch is not None:
@@ -266,7 +267,7 @@ def _segment_case(q: cl.CommandQueue, r: Any, req: BenchRequest, dtype: np.dtype
     contenders = {
         "cltune": Contender(lambda: call().get(), lambda: blocking(lambda: call().get())),
         "cltune-batch": Contender(lambda: call().get(),
-                                  lambda: block(call, lambda _: q.finish())),
+                                  lambda: block(call, lambda _: q.finish()), host=call),
         "numpy": Contender(host, lambda: blocking(host)),
     }
     if torch is not None:
@@ -324,7 +325,8 @@ def _many_case(q: cl.CommandQueue, r: Any, req: BenchRequest, dtype: np.dtype, n
         rs[-1].finish()  # an in-order queue: the last one done means all are
 
     contenders = {
-        "cltune": Contender(lambda: many().get(), lambda: block(many, lambda a: a.finish())),
+        "cltune": Contender(lambda: many().get(), lambda: block(many, lambda a: a.finish()),
+                            host=many),
         "cltune-k-calls": Contender(lambda: np.array([v.get() for v in k_calls()]),
                                     lambda: block(k_calls, last_finish)),
         "numpy": Contender(lambda: np.array(host()), lambda: blocking(host)),

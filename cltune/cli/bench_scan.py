@@ -73,7 +73,8 @@ def _case(q: cl.CommandQueue, s: Any, op: str, h: np.ndarray, axis: int | None, 
 
     contenders = {
         "cltune": Contender(lambda: call().get(), lambda: blocking(lambda: call().get())),
-        "cltune-batch": Contender(lambda: call().get(), lambda: block(call, lambda _: q.finish())),
+        "cltune-batch": Contender(lambda: call().get(), lambda: block(call, lambda _: q.finish()),
+                                  host=call),
         "numpy": Contender(host, lambda: blocking(host)),
         # the ceiling: the same bytes copied on the device (its answer is the scan's own)
         "copy": Contender(lambda: call().get(), lambda: block(

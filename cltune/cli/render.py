@@ -252,6 +252,18 @@ def render_verify(info: DeviceInfo, rows: list[Any], skipped: dict[str, int],
     return any(r.config is None for r in rows)
 
 
+def _say_host_part(out: Console, host_us: float | None, launches: float | None,
+                   floor_us: float | None) -> None:
+    """cltune's call with the enqueue stubbed (its own Python), beside the device's bare
+    enqueue: what a warm call adds to the floor any call from Python pays."""
+    if host_us is None or launches is None:
+        return
+    floor = f"; a bare enqueue takes {floor_us:.1f} µs here" if floor_us is not None else ""
+    out.print(f"host part (cltune's call, enqueue stubbed): {host_us:.1f} µs per call, "
+              f"{launches:g} launch{'es' if launches != 1 else ''}{floor}", highlight=False,
+              soft_wrap=True)
+
+
 def render_bench(report: Report, out: Console, err: Console) -> None:
     """`cltune bench`'s tables: one per size, then the ratios and any wrong answers."""
     out.print(f"{report.op}/{report.dtype} on {report.device} ({report.platform}); "
@@ -266,6 +278,7 @@ def render_bench(report: Report, out: Console, err: Console) -> None:
             t.add_row(name, f"{row.median_s * 1e6:,.1f}", f"{row.gbps:.2f}",
                       f"{row.iqr_pct:.0f}%")
         out.print(t)
+        _say_host_part(out, s.host_us, s.launches, report.floor_us)
         if s.ratios:
             out.print("ratios (time of the other / time of cltune's; > 1: cltune faster): "
                       + ", ".join(f"{k} {v:.2f}x" for k, v in s.ratios.items()),
@@ -288,6 +301,7 @@ def render_bench_cases(report: ModeReport, out: Console, err: Console) -> None:
             t.add_row(name, f"{row.median_s * 1e6:,.1f}", f"{row.gbps:.2f}",
                       f"{row.iqr_pct:.0f}%")
         out.print(t)
+        _say_host_part(out, c.host_us, c.launches, report.floor_us)
         if c.ratios:
             out.print("ratios (time of the other / time of cltune's; > 1: cltune faster): "
                       + ", ".join(f"{k} {v:.2f}x" for k, v in c.ratios.items()),
