@@ -11,9 +11,9 @@ import warnings
 from dataclasses import replace
 
 import numpy as np
-import pyopencl as cl
 import pyopencl.array as cla
 import pytest
+from support.unoptimized import unoptimized_builds
 
 import cltune
 import cltune.families.axis.kernel as axis_kernel
@@ -162,46 +162,20 @@ def test_every_axis_config_is_no_less_accurate_than_numpy(ctx, queue, device, op
     _check_configs(ctx, queue, device, op, "float32", full=False)
 
 
-UNOPTIMIZED = "-cl-opt-disable"
-
-
-@pytest.fixture
-def unoptimized_builds(device, monkeypatch):
-    """A context of its own whose axis builds pass `-cl-opt-disable` (checked on each built
-    program): the driver's optimizer is half of a build on a CPU driver and cannot change an
-    answer here (OpenCL C may not reassociate floating point without -cl-fast-relaxed-math or
-    -cl-unsafe-math-optimizations, so the order of the operations, which is all accuracy
-    depends on, is the source's), and the process's build cache, kept per context, never
-    hands these builds to another test."""
-    info, dev = device
-    real = axis_kernel.compile_program
-    built = []
-
-    def compile_unoptimized(ctx, dev, source, options):
-        prg = real(ctx, dev, source, [*options, UNOPTIMIZED])
-        built.append(prg.get_build_info(dev, cl.program_build_info.OPTIONS))
-        return prg
-
-    monkeypatch.setattr(axis_kernel, "compile_program", compile_unoptimized)
-    ctx = cl.Context([dev])
-    yield ctx, cl.CommandQueue(ctx, dev)
-    assert all(UNOPTIMIZED in opts for opts in built), built[:3]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("op,dtype", [("sum", "float32"), ("prod", "float32"),
                                       ("sum", "float16")])
-def test_the_whole_axis_space_is_no_less_accurate_than_numpy(device, unoptimized_builds, op,
-                                                            dtype):
+def test_the_whole_axis_space_is_no_less_accurate_than_numpy(device, monkeypatch, op, dtype):
     """The product of the build-changing fields. For float32 the sweep's configs are left to
     test_every_axis_config_is_no_less_accurate_than_numpy (the same problems and check), so a
     full run builds each config once; together the two check the whole space. The product is
-    built unoptimized (see unoptimized_builds: the same arithmetic in half the build time);
+    built unoptimized (support/unoptimized.py: the same arithmetic in half the build time);
     every value of every field is also checked optimized, by the sweep."""
     if dtype == "float16" and not device[0].fp16:
         pytest.skip("device lacks cl_khr_fp16")
-    ctx, queue = unoptimized_builds
-    _check_configs(ctx, queue, device, op, dtype, full=True, beyond_sweep=dtype == "float32")
+    with unoptimized_builds(device[1], monkeypatch, axis_kernel) as (ctx, queue):
+        _check_configs(ctx, queue, device, op, dtype, full=True,
+                       beyond_sweep=dtype == "float32")
 
 
 @pytest.mark.parametrize("op", ["sum", "prod"])
