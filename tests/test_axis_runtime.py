@@ -207,6 +207,12 @@ def test_bad_offsets_raise_once_then_only_when_asked(queue, db):
         r.segments(x, bad, check=True)
     with pytest.raises(TypeError, match="int32 or int64"):
         r.segments(x, cla.to_device(queue, np.array([0, 1], np.float32)))
+    for check in (None, False, True):  # host bounds: checked on the host, every call
+        with pytest.raises(ValueError, match="segment 1"):
+            r.segments(x, np.array([0, 5, 3, 12], np.int64), check=check)
+        with pytest.raises(ValueError, match="segment 2"):
+            r.segments(x, np.array([0, 5, 7, 12], np.int32), check=check)
+    assert r.segments(x, np.array([0, 3, 10], np.int64)).get().tolist() == [3, 42]
     with pytest.raises(TypeError, match="sum"):
         _r(queue, "dot", db=db).segments(x, good)
 

@@ -33,6 +33,7 @@ class WarmCall:
     wait_for: bool = False  # takes wait_for=
     exact: bool = False
     rtol: float = 2e-5
+    pick: Callable[[Any], Any] = lambda res: res.get()  # the call's answer, on the host
 
 
 def _reducer(q, axis=None):
@@ -49,9 +50,41 @@ def _square_sum(q, axis=None):
     return lambda x, **kw: knl(x, queue=q, axis=axis, **kw)
 
 
-def _scanner(q):
+def _scanner(q, exclusive=False):
     s = cltune.get_scanner(q, "sum", np.float32)
-    return lambda x, **kw: s(x, **kw)
+    return lambda x, **kw: s(x, exclusive=exclusive, **kw)
+
+
+OFFS = np.array([0, 100, 100, 2000, 4099], np.int64)  # an empty segment among them
+
+
+def _segments(q):
+    r = cltune.get_reducer(q, "sum", np.float32)
+    return lambda x, **kw: r.segments(x, OFFS, **kw)
+
+
+def _scan_segments(q):
+    s = cltune.get_scanner(q, "sum", np.float32)
+    return lambda x, **kw: s.segments(x, OFFS, **kw)
+
+
+def _many(q):
+    r = cltune.get_reducer(q, "sum", np.float32)
+    return lambda x, **kw: r.many([x, x[:1000], x[7:]], **kw)
+
+
+def _per_segment(f):
+    return lambda h: np.concatenate([np.atleast_1d(f(h[a:b]))
+                                     for a, b in zip(OFFS[:-1], OFFS[1:], strict=True)])
+
+
+def _copy_if(q):
+    return lambda x: cltune.copy_if(x, "ary[i] > 0.5f")
+
+
+def _kept(res):
+    out, count, _ = res
+    return out.get()[:int(count.get())]
 
 
 CALLS = [
@@ -72,19 +105,34 @@ CALLS = [
     WarmCall("scanner(x)", (1001,), _scanner, np.cumsum, out=True, wait_for=True, rtol=1e-4),
     WarmCall("cumsum(x)", (30001,), lambda q: lambda x, **kw: cltune.cumsum(x, **kw), np.cumsum,
              out=True, rtol=1e-4),
+    WarmCall("r.segments(x, offsets)", (4099,), _segments,
+             _per_segment(lambda v: v.sum()), out=True, wait_for=True),
+    WarmCall("r.many([x, x[:1000], x[7:]])", (4099,), _many,
+             lambda h: np.array([h.sum(), h[:1000].sum(), h[7:].sum()]), out=True,
+             wait_for=True),
+    WarmCall("cumsum(x, axis=0)", (37, 101),
+             lambda q: lambda x, **kw: cltune.cumsum(x, axis=0, **kw),
+             lambda h: np.cumsum(h, axis=0), out=True, rtol=1e-4),
+    WarmCall("scanner(x, exclusive=True)", (1001,), lambda q: _scanner(q, True),
+             lambda h: np.concatenate([[0.0], np.cumsum(h)[:-1]]), out=True, wait_for=True,
+             rtol=1e-4),
+    WarmCall("scanner.segments(x, offsets)", (4099,), _scan_segments,
+             _per_segment(np.cumsum), out=True, rtol=1e-4),
+    WarmCall("copy_if(x, x > 0.5)", (4099,), _copy_if, lambda h: h[h > 0.5], exact=True,
+             pick=_kept),
 ]
 IDS = [c.name for c in CALLS]
 
 
 def _data(c: WarmCall, seed: int) -> np.ndarray:
     h = np.random.default_rng(seed).random(c.shape).astype(np.float32)
-    if c.exact:
-        h[seed % h.size] = 2.0  # a distinct answer per seed
+    if c.name.startswith("argmax"):
+        h.flat[seed % h.size] = 2.0  # a distinct answer per seed
     return h
 
 
-def _check(c: WarmCall, got: cla.Array, h: np.ndarray, what: str) -> None:
-    g = np.asarray(got.get(), np.float64)
+def _check(c: WarmCall, got: Any, h: np.ndarray, what: str) -> None:
+    g = np.asarray(c.pick(got), np.float64)
     w = np.asarray(c.want(h.astype(np.float64)), np.float64)
     if c.exact:
         assert np.array_equal(g, w), (c.name, what, g, w)

@@ -13,21 +13,46 @@ from cltune.families.axis.family import NO_ERROR, identity
 from cltune.families.axis.serve import AxisExplanation, axis_engine, device_array, explain
 
 
+def _bad_bounds(i: int, n: int) -> ValueError:
+    return ValueError(f"offsets are not valid CSR bounds for x of {n} elements: segment {i} "
+                      "has bounds that are negative, decreasing or past the end")
+
+
+def _check_host_bounds(o: np.ndarray, n: int) -> None:
+    """The device's check of every segment's bounds, on host bounds."""
+    a, b = o[:-1], o[1:]
+    bad = (a < 0) | (b < a) | (b > n)
+    if bad.any():
+        raise _bad_bounds(int(np.flatnonzero(bad)[0]), n)
+
+
 def reduce_segments(reducer: Any, x: Any, offsets: Any, initial: Any, q: cl.CommandQueue,
                     out: Any, wait_for: Any, check: bool | None = None) -> cla.Array:
     """`r.segments(x, offsets, initial=None)`: one value per CSR segment.
 
-    Bounds are checked on the device (a bad segment is reduced as empty and flagged; no load
-    leaves x). The flag is read (one round trip) the first time an offsets array is used
-    (`check=None`), on every call with `check=True`, never with `check=False`."""
+    Host bounds (a numpy array) are checked on the host, every call. Device bounds are checked
+    on the device (a bad segment is reduced as empty and flagged; no load leaves x); the flag
+    is read (one round trip) the first time an offsets array is used (`check=None`), on every
+    call with `check=True`, never with `check=False`. A call with host bounds waits on
+    nothing: it may be enqueued behind a `wait_for` event that is set later."""
     spec = reducer.spec
     if spec.op == "dot":
         raise TypeError("segments of a dot: multiply first (x * y), then use a sum reducer")
     if wait_for is not None and not all(isinstance(e, cl.Event) for e in wait_for):
         raise TypeError("wait_for must be a list of pyopencl Events")
     xd = device_array(reducer, x, q, "x")
-    if isinstance(offsets, np.ndarray):
-        offsets = cla.to_device(q, np.ascontiguousarray(offsets))
+    if isinstance(offsets, np.ndarray) and offsets.ndim == 1 and offsets.dtype in (
+            np.int32, np.int64) and offsets.size >= 1:
+        # host bounds: checked here, and put on the device by the buffer's creation, which
+        # waits on no queue (a blocking upload on the queue would wait behind the caller's
+        # `wait_for`, e.g. a user event this thread sets after the call)
+        host = np.ascontiguousarray(offsets)
+        _check_host_bounds(host, xd.size)
+        check = bool(check)
+        offsets = cla.Array(q, host.shape, host.dtype, data=cl.Buffer(
+            q.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=host))
+    elif isinstance(offsets, np.ndarray):
+        offsets = cla.to_device(q, np.ascontiguousarray(offsets))  # refused below
     if not isinstance(offsets, cla.Array) or offsets.dtype not in (np.int32, np.int64) \
             or offsets.ndim != 1 or not offsets.flags.c_contiguous:
         raise TypeError("offsets must be a 1-D contiguous int32 or int64 array of m + 1 "
@@ -74,10 +99,7 @@ def reduce_segments(reducer: Any, x: Any, offsets: Any, initial: Any, q: cl.Comm
         flag = np.empty(1, np.uint32)
         cl.enqueue_copy(q, flag, err, wait_for=evs)
         if int(flag[0]) != NO_ERROR:
-            i = int(flag[0])
-            raise ValueError(f"offsets are not valid CSR bounds for x of {xd.size} elements: "
-                             f"segment {i} has bounds that are negative, decreasing or past "
-                             "the end (checked on the device)")
+            raise _bad_bounds(int(flag[0]), xd.size)
         with eng._lock:
             eng.checked[key] = None
             while len(eng.checked) > 256:
