@@ -13,8 +13,11 @@ and the drivers' compiled programs (`POCL_CACHE_DIR` for PoCL, `XDG_CACHE_HOME` 
 binary cache of the other drivers). So a device is probed and a config vetted or built once per
 session, not once per worker, through the same on-disk formats and locks the product uses; a
 run neither reads nor writes the user's caches, and the folder is removed at the end. Point
-`CLTUNE_TEST_SESSION_DIR` at a folder of your own to keep it between runs. Tests that need a
-fresh cache, worker or fault make their own (`support.faults.injected`).
+`CLTUNE_TEST_SESSION_DIR` at a folder of your own to keep it between runs, or
+`CLTUNE_TEST_DRIVER_CACHE` at one to keep only the drivers' compiled programs (keyed by the
+drivers themselves on the source, the options and the device; .ci/run keeps one per machine
+and OpenCL stack: docs/ci.md): verdicts are still made afresh, every kernel still runs. Tests
+that need a fresh cache, worker or fault make their own (`support.faults.injected`).
 
 The tests run against the *installed* cltune (`pip install .` or `pip install -e .`), never against
 the checkout's cltune/ directory by accident: `python -m pytest` from the repository root puts the
@@ -49,8 +52,10 @@ def _session_caches() -> str | None:
         root = made = tempfile.mkdtemp(prefix="cltune-test-session-")
         os.environ["CLTUNE_TEST_SESSION_DIR"] = root
     os.environ.setdefault("CLTUNE_CACHE_DIR", os.path.join(root, "cltune"))
-    os.environ["POCL_CACHE_DIR"] = os.path.join(root, "pocl")
-    os.environ["XDG_CACHE_HOME"] = os.path.join(root, "xdg")
+    # the drivers' compiled programs: the session's, or a folder kept between sessions
+    drivers = os.environ.get("CLTUNE_TEST_DRIVER_CACHE", "").strip() or root
+    os.environ["POCL_CACHE_DIR"] = os.path.join(drivers, "pocl")
+    os.environ["XDG_CACHE_HOME"] = os.path.join(drivers, "xdg")
     return made
 
 

@@ -9,11 +9,15 @@ old keys."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 import pytest
+from support.unoptimized import unoptimized_builds
 
+import cltune.families.scan.kernel as scan_kernel
 import cltune.families.scan.launch as launch
 from cltune.families.scan.config import ScanConfig, ScanConfigError
 from cltune.families.scan.family import ScanVariant
@@ -36,6 +40,38 @@ CHAINS = [ScanConfig("rows", wg=4, items=2, stage=1, chain=1),
           ScanConfig("rows", wg=1, items=16, stage=2, groups_per_cu=16, chain=3)]
 
 
+#: The look-back's code differs by its state words: their count (one for accumulators up to
+#: 32 bits, two for 64) and encoding (float bits, integers, integers narrower than 32 bits).
+#: These operator/dtype pairs cover every class and are built optimized in every config (an
+#: optimizer is what could break a look-back: volatile loads, fences, atomics); the others of
+#: the matrices share a class with one of them, differ from it only in their combination, and
+#: are built unoptimized (support/unoptimized.py: OpenCL C may not reassociate, so the
+#: arithmetic is the source's; half the build time).
+OPTIMIZED = {("sum", "float32"), ("sum", "int32"), ("prod", "float64"), ("max", "int8")}
+PAIRS = [("sum", "float32"), ("sum", "int32"), ("max", "int8"), ("prod", "float64"),
+         ("min", "uint16"), ("max", "float32")]
+
+
+def _builds(op: str, dtype: str, ctx, queue, dev, monkeypatch):
+    """(ctx, queue) to build the pair's launchers on: the session's own where the pair is
+    built optimized, else a context of unoptimized builds."""
+    if (op, dtype) in OPTIMIZED:
+        return contextlib.nullcontext((ctx, queue))
+    return unoptimized_builds(dev, monkeypatch, scan_kernel)
+
+
+def test_the_optimized_pairs_cover_every_state_word_class():
+    """Each class of state words (count, encoding) has an optimized pair, so every config's
+    look-back is checked as the product builds it for every class."""
+    def word_class(op, dtype):  # what kernels/scan.cl's NW, ENC and DEC depend on
+        opts = scan_kernel.build_defines(ScanVariant(op, dtype), CHAINS[0], scan_kernel.Form())
+        d = dict(o[2:].split("=", 1) for o in opts)
+        bits = int(d["CLT_ACC_BITS"])
+        return (bits == 64, d["CLT_IS_FLOAT"] == "1", bits < 32)
+    assert {word_class(*p) for p in PAIRS} == {word_class(*p) for p in OPTIMIZED}
+    assert OPTIMIZED < set(PAIRS)
+
+
 @pytest.fixture(scope="module")
 def atomics(device):
     info, _ = device
@@ -45,17 +81,17 @@ def atomics(device):
     return info
 
 
-@pytest.mark.parametrize("op,dtype", [("sum", "float32"), ("sum", "int32"), ("max", "int8"),
-                                      ("prod", "float64"), ("min", "uint16"),
-                                      ("max", "float32")])
+@pytest.mark.parametrize("op,dtype", PAIRS)
 @pytest.mark.parametrize("cfg", CHAINS, ids=lambda c: c.short().replace(" ", "-"))
-def test_every_awkward_case_validates(ctx, queue, device, atomics, op, dtype, cfg):
+def test_every_awkward_case_validates(ctx, queue, device, atomics, op, dtype, cfg,
+                                      monkeypatch):
     info, dev = device
     v = ScanVariant(op, dtype)
     if v.needs_fp64 and not info.fp64:
         pytest.skip("no fp64")
-    la = ScanLauncher(ctx, dev, info, v, cfg)
-    chk = validate(la, queue, 20011)
+    with _builds(op, dtype, ctx, queue, dev, monkeypatch) as (bctx, bqueue):
+        la = ScanLauncher(bctx, dev, info, v, cfg)
+        chk = validate(la, bqueue, 20011)
     assert chk.ok, (str(v), cfg.short(), chk.reason)
     p = la.plan(1, 20011, 1)
     assert p.chained and p.groups > (600 if cfg.chain != 3 else 16)  # many looked back over
@@ -331,9 +367,7 @@ def test_warm_one_launch_calls_reset_what_others_set(ctx, queue, device, atomics
     assert len(full) < len(calls) - 2, len(full)
 
 
-@pytest.mark.parametrize("op,dtype", [("sum", "float32"), ("sum", "int32"), ("max", "int8"),
-                                      ("prod", "float64"), ("min", "uint16"),
-                                      ("max", "float32")])
+@pytest.mark.parametrize("op,dtype", PAIRS)
 @pytest.mark.parametrize("cfg", [ScanConfig("rows", wg=32, items=1, stage=1, chain=1),
                                  ScanConfig("rows", wg=32, items=2, stage=0, chain=2)],
                          ids=["staged", "vload"])
@@ -361,7 +395,8 @@ def test_the_warp_wide_look_back_validates(ctx, queue, device, atomics, op, dtyp
     else:  # and on NVIDIA unless the real one is
         monkeypatch.setattr(sk, "scan_source", lambda: src + "\n#if HAVE_NV_PTX && LB_WARP != 1"
                             "\n#error not the warp's walk\n#endif\n")
-    la = ScanLauncher(ctx, dev, info, v, cfg)
-    chk = validate(la, queue, 20011)
+    with _builds(op, dtype, ctx, queue, dev, monkeypatch) as (bctx, bqueue):
+        la = ScanLauncher(bctx, dev, info, v, cfg)
+        chk = validate(la, bqueue, 20011)
     assert chk.ok, (str(v), cfg.short(), chk.reason)
     assert la.plan(1, 20011, 1).groups > 300
