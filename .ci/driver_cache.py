@@ -7,7 +7,7 @@ and pyopencl's binary cache for the other drivers (XDG_CACHE_HOME) key what they
 source, the build options and the device, so a program compiled by one run is the same
 program in the next. CI keeps them in `$CLTUNE_CI_DRIVER_CACHE` (default
 ~/.cache/cltune-ci/drivers; set it empty for a cold run), in a subfolder per OpenCL stack:
-the platforms' and devices' names and versions, the driver libraries' sizes and dates, the
+the platforms' and devices' names and versions, the driver libraries' sizes, the
 CPU and pyopencl's version. Only the drivers' programs are kept: cltune's own verdicts
 (health, vetting) are made afresh by every run, and every kernel still runs. The three most
 recently used stacks are kept (hosts vary), and a stack's folder past 4 GiB starts empty.
@@ -40,9 +40,8 @@ def _stack() -> list[str]:
     for icd in sorted(Path(vendors).glob("*.icd")) if Path(vendors).is_dir() else []:
         lib = icd.read_text().strip()
         parts.append(lib)
-        try:
-            st = os.stat(lib)
-            parts.append(f"{st.st_size}:{int(st.st_mtime)}")
+        try:  # the size, not the date: CI installs the wheels' drivers afresh each run
+            parts.append(str(os.stat(lib).st_size))
         except OSError:
             pass  # a bare name the loader finds on its path: its versions below tell
     for p in cl.get_platforms():
