@@ -12,6 +12,8 @@
  *                 combine in __local memory (a tree with uniform barriers) or, with
  *                 CLT_AX_WARP on NVIDIA, with shfl.sync.bfly. A long row is split over `split`
  *                 groups whose partials clt_ax_rows_fin combines.
+ *   clt_ax_packed rows of 2, 4, 8 or 16 <= CLT_VEC elements (CPUs): whole rows packed in each
+ *                 vector load, folded pairwise in registers; a group streams a block.
  *   clt_ax_cols   inner > 1 (strided): CLT_AX_COLS work-items lie along the kept axis, each
  *                 owning CLT_VEC adjacent outputs (coalesced loads), CLT_WG / CLT_AX_COLS of
  *                 them stream rows; a tree in __local memory combines those; with split > 1
@@ -263,6 +265,144 @@ clt_ax_rows(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t row
         }
 #endif
     }
+}
+
+/* ---- short rows, packed (CPUs) ------------------------------------------------------------
+ * Rows of len = 2, 4, 8 or 16 <= CLT_VEC elements: each vector load holds CLT_VEC / len whole
+ * rows, folded pairwise (even and odd lanes: (x0 op x1) op (x2 op x3) ...) to one value a
+ * row, CLT_ITEMS vectors in flight a step; a group streams a contiguous block of `chunk`
+ * vectors. The rows past the last whole vector (fewer than CLT_VEC / len) go to the last
+ * group's work-items, folded in the same order. A work-item per row with the row in one
+ * vector left the loads and stores a row apart (2-6 GB/s on PoCL for rows of 4-16 floats).
+ * The arguments are clt_ax_rows's (split, aligned, partials, tickets and tile unused). */
+#if CLT_VEC >= 16
+inline CAT(CLT_ACC_T, 8) axp_f16(const CAT(CLT_ACC_T, 16) v) { return OP(v.even, v.odd); }
+#endif
+#if CLT_VEC >= 8
+inline CAT(CLT_ACC_T, 4) axp_f8(const CAT(CLT_ACC_T, 8) v) { return OP(v.even, v.odd); }
+#endif
+#if CLT_VEC >= 4
+inline CAT(CLT_ACC_T, 2) axp_f4(const CAT(CLT_ACC_T, 4) v) { return OP(v.even, v.odd); }
+#endif
+#if CLT_VEC >= 2
+inline acc_t axp_f2(const CAT(CLT_ACC_T, 2) v) { return OP(v.even, v.odd); }
+#endif
+/* axp_tL: the type of a vector folded L times (typedefs: CAT does not expand inside CAT) */
+#if CLT_VEC == 16
+#define AXP_1(v) axp_f16(v)
+#define AXP_2(v) axp_f8(axp_f16(v))
+#define AXP_3(v) axp_f4(axp_f8(axp_f16(v)))
+#define AXP_4(v) axp_f2(axp_f4(axp_f8(axp_f16(v))))
+typedef CAT(CLT_ACC_T, 8) axp_t1;
+typedef CAT(CLT_ACC_T, 4) axp_t2;
+typedef CAT(CLT_ACC_T, 2) axp_t3;
+typedef acc_t axp_t4;
+#elif CLT_VEC == 8
+#define AXP_1(v) axp_f8(v)
+#define AXP_2(v) axp_f4(axp_f8(v))
+#define AXP_3(v) axp_f2(axp_f4(axp_f8(v)))
+typedef CAT(CLT_ACC_T, 4) axp_t1;
+typedef CAT(CLT_ACC_T, 2) axp_t2;
+typedef acc_t axp_t3;
+#elif CLT_VEC == 4
+#define AXP_1(v) axp_f4(v)
+#define AXP_2(v) axp_f2(axp_f4(v))
+typedef CAT(CLT_ACC_T, 2) axp_t1;
+typedef acc_t axp_t2;
+#elif CLT_VEC == 2
+#define AXP_1(v) axp_f2(v)
+typedef acc_t axp_t1;
+#endif
+/* AXP_PUT(L, o, r): the rows' values r (a vector folded L times) to o[0..]: floats as one
+ * vector store (converted as the scalar store converts: round to nearest even); otherwise,
+ * and for one row a vector, by STORE_OUT each (integers bit-exactly). AXP_CAT selects by L:
+ * CAT itself does not expand again inside the names it made. */
+#define AXP_CAT_(a, b) a##b
+#define AXP_CAT(a, b) AXP_CAT_(a, b)
+#define AXP_PUT_EACH(L, o, r)                                                                    \
+    _Pragma("unroll") for (uint j_ = 0; j_ < (CLT_VEC >> (L)); ++j_)                           \
+        STORE_OUT((o) + j_, ((const acc_t *)&(r))[j_])
+#if CLT_IS_FLOAT && !CLT_IS_HALF
+#define AXP_PUTV(w, o, r) CAT(vstore, w)(CAT(convert_, CAT(CLT_OUT_T, w))(r), 0, (o))
+#else
+#define AXP_PUTV(w, o, r) AXP_PUT_EACH(AXP_LOG_##w, o, r)
+#endif
+#define AXP_LOG_2 (AXP_LV - 1)
+#define AXP_LOG_4 (AXP_LV - 2)
+#define AXP_LOG_8 (AXP_LV - 3)
+#if CLT_VEC == 16
+#define AXP_LV 4
+#define AXP_PUT1(o, r) AXP_PUTV(8, o, r)
+#define AXP_PUT2(o, r) AXP_PUTV(4, o, r)
+#define AXP_PUT3(o, r) AXP_PUTV(2, o, r)
+#define AXP_PUT4(o, r) AXP_PUT_EACH(4, o, r)
+#elif CLT_VEC == 8
+#define AXP_LV 3
+#define AXP_PUT1(o, r) AXP_PUTV(4, o, r)
+#define AXP_PUT2(o, r) AXP_PUTV(2, o, r)
+#define AXP_PUT3(o, r) AXP_PUT_EACH(3, o, r)
+#elif CLT_VEC == 4
+#define AXP_LV 2
+#define AXP_PUT1(o, r) AXP_PUTV(2, o, r)
+#define AXP_PUT2(o, r) AXP_PUT_EACH(2, o, r)
+#elif CLT_VEC == 2
+#define AXP_LV 1
+#define AXP_PUT1(o, r) AXP_PUT_EACH(1, o, r)
+#endif
+#define AXP_PUT(L, o, r) AXP_CAT(AXP_PUT, L)(o, r)
+
+/* rows of 2^L elements */
+#define AXP_ROWS(L)                                                                              \
+    do {                                                                                       \
+        const uint rpv_ = CLT_VEC >> (L); /* rows a vector holds */                            \
+        const idx_t nv_ = rows / rpv_;                                                         \
+        const idx_t b1_ = min(b0 + chunk, nv_);                                                \
+        idx_t v_ = b0 + lid;                                                                   \
+        for (; v_ + (idx_t)(CLT_ITEMS - 1) * CLT_WG < b1_; v_ += (idx_t)CLT_ITEMS * CLT_WG) { \
+            CAT(axp_t, L) r_[CLT_ITEMS];                                                       \
+            _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k)                              \
+                r_[k] = CAT(AXP_, L)(AXV((v_ + (idx_t)k * CLT_WG) * CLT_VEC));                 \
+            _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k)                              \
+                AXP_PUT(L, out + (v_ + (idx_t)k * CLT_WG) * rpv_, r_[k]);                       \
+        }                                                                                      \
+        for (; v_ < b1_; v_ += CLT_WG) {                                                       \
+            const CAT(axp_t, L) r1_ = CAT(AXP_, L)(AXV(v_ * CLT_VEC));                          \
+            AXP_PUT(L, out + v_ * rpv_, r1_);                                                  \
+        }                                                                                      \
+        if (get_group_id(0) == get_num_groups(0) - 1) {                                        \
+            for (idx_t r = nv_ * rpv_ + lid; r < rows; r += CLT_WG) {                          \
+                acc_t t_[1 << (L)];                                                            \
+                _Pragma("unroll") for (int j = 0; j < (1 << (L)); ++j)                         \
+                    t_[j] = AX1(r * (1 << (L)) + j);                                           \
+                _Pragma("unroll") for (int w = (1 << (L)) / 2; w > 0; w /= 2)                  \
+                    _Pragma("unroll") for (int j = 0; j < w; ++j)                              \
+                        t_[j] = OP(t_[2 * j], t_[2 * j + 1]);                                  \
+                STORE_OUT(out + r, t_[0]);                                                     \
+            }                                                                                  \
+        }                                                                                      \
+    } while (0)
+
+__kernel CLT_WG_ATTR void
+clt_ax_packed(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t rows,
+              const idx_t len, const uint split, const idx_t chunk, const uint aligned,
+              __global acc_t *partials, __global uint *tickets, __global out_t *out,
+              __local acc_t *tile) {
+    __global const CLT_IN_T *xp = x + xoff;
+    Y_SETUP
+    const uint lid = get_local_id(0);
+    const idx_t b0 = (idx_t)get_group_id(0) * chunk; /* this group's first vector */
+#if CLT_VEC >= 2
+    if (len == 2) AXP_ROWS(1);
+#endif
+#if CLT_VEC >= 4
+    if (len == 4) AXP_ROWS(2);
+#endif
+#if CLT_VEC >= 8
+    if (len == 8) AXP_ROWS(3);
+#endif
+#if CLT_VEC >= 16
+    if (len == 16) AXP_ROWS(4);
+#endif
 }
 
 /* The `split` partials of each row (partials[row * split + piece]) -> out[row]. */

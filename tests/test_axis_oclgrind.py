@@ -20,6 +20,7 @@ pytestmark = [pytest.mark.oclgrind, pytest.mark.multiprocess]
 MARK = "CLTUNE-AXIS-OCLGRIND "
 
 SCRIPT = r'''
+from dataclasses import replace
 import numpy as np
 import cltune.families.axis.kernel as ak
 from cltune.families.axis.reference import Problem, bounds, compare, reference, run_once
@@ -41,20 +42,26 @@ COLS = [C(wg=8, lanes=0, cols=4, vec=1, items=2, groups_per_cu=4),
         C(wg=8, lanes=0, cols=8, vec=1, items=1, groups_per_cu=2),
         C(wg=8, lanes=0, cols=2, vec=1, items=2, groups_per_cu=4, lockstep=1),
         C(wg=8, lanes=0, cols=4, vec=1, items=3, groups_per_cu=4, stream=1)]
+# clt_ax_packed (rows of 2, 4, 8, 16 <= vec, whole rows in each vector; CPUs: Oclgrind's
+# device says GPU too, so the launcher is told it is a CPU): whole vectors, the tail rows
+PACKED = [C(wg=1, lanes=1, vec=4, items=2, groups_per_cu=2),
+          C(wg=2, lanes=1, vec=8, items=1, groups_per_cu=4)]
 if NEGATIVE:
-    ROWS, COLS = [ROWS[2]], []
+    ROWS, COLS, PACKED = [ROWS[2]], [], []
 lens = np.array([0, 3, 700, 1, 0, 40, 5])
 SEGS = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
 PROBLEMS = {"rows": [Problem(3, 37, 1), Problem(1, 301, 1), Problem(5, 2, 1)],
             "cols": [Problem(1, 37, 3), Problem(2, 29, 5), Problem(1, 200, 2)],
-            "segs": [Problem(1, int(SEGS[-1]), 1, SEGS)]}
+            "segs": [Problem(1, int(SEGS[-1]), 1, SEGS)],
+            "packed": [Problem(37, 4, 1), Problem(11, 2, 1), Problem(9, 8, 1), Problem(2, 2, 1)]}
 out = {"runs": []}
 for op, dtype in [("sum", "float32"), ("max", "float32"), ("sum", "int32")]:
     spec = OpSpec(op, dtype)
-    for cfg in ROWS + COLS:
-        la = AxisLauncher(ctx, dev, info, spec, cfg)
+    for cfg in ROWS + COLS + PACKED:
+        packed = cfg in PACKED
+        la = AxisLauncher(ctx, dev, replace(info, type="cpu") if packed else info, spec, cfg)
         KEEP.append(la)
-        kinds = ["rows", "segs"] if cfg.lanes else ["cols"]
+        kinds = ["packed"] if packed else ["rows", "segs"] if cfg.lanes else ["cols"]
         if NEGATIVE:
             kinds = ["rows"]
         for kind in kinds:
@@ -67,6 +74,9 @@ for op, dtype in [("sum", "float32"), ("max", "float32"), ("sum", "int32")]:
                     err = compare(spec, got, want, b)
                 except Exception as e:
                     err = f"{type(e).__name__}: {e}"[:300]
+                expect = packed and p.r <= cfg.vec and p.outer * p.r >= cfg.vec
+                if la.packs(p.outer, p.r) != expect:
+                    err = err or f"packed {la.packs(p.outer, p.r)}, expected {expect}"
                 out["runs"].append({"cfg": cfg.short(), "spec": str(spec), "kind": kind,
                                     "shape": [p.outer, p.r, p.inner], "error": err})
 print(MARK + json.dumps(out), flush=True)
@@ -85,7 +95,7 @@ def test_axis_kernels_are_clean_under_oclgrind():
     # not vacuous: every layout, both finishes and the segments ran
     ran = {(r["kind"], "1p" in r["cfg"]) for r in summary["runs"]}
     assert ran >= {("rows", False), ("rows", True), ("cols", False), ("cols", True),
-                   ("segs", False)}
+                   ("segs", False), ("packed", False)}
     assert res.reports == [], res.summary(limit=8)
 
 

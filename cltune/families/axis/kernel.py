@@ -134,6 +134,7 @@ class AxisBuilt:
     cols_stream: cl.Kernel
     segs: cl.Kernel
     segs_long: cl.Kernel
+    packed: cl.Kernel
     acc_dtype: np.dtype
     warp_active: bool
 
@@ -172,10 +173,11 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
                         acc_type(spec, info.fp64)])
     kernels = {k: getattr(prg, k) for k in ("clt_ax_rows", "clt_ax_rows_fin", "clt_ax_cols",
                                              "clt_ax_cols_fin", "clt_ax_cols_stream",
-                                             "clt_ax_segs", "clt_ax_segs_long")}
+                                             "clt_ax_segs", "clt_ax_segs_long",
+                                             "clt_ax_packed")}
     tile = cfg.wg * (cfg.vec if cfg.cols else 1) * acc.itemsize
     mine = ("clt_ax_cols", "clt_ax_cols_fin") if cfg.cols else (
-        "clt_ax_rows", "clt_ax_rows_fin", "clt_ax_segs", "clt_ax_segs_long")
+        "clt_ax_rows", "clt_ax_rows_fin", "clt_ax_segs", "clt_ax_segs_long", "clt_ax_packed")
     for name, k in kernels.items():
         if name not in mine:  # the other layout's kernels are never launched with this config
             continue
@@ -186,4 +188,4 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
     return AxisBuilt(spec, cfg, index64, kernels["clt_ax_rows"], kernels["clt_ax_rows_fin"],
                      kernels["clt_ax_cols"], kernels["clt_ax_cols_fin"],
                      kernels["clt_ax_cols_stream"], kernels["clt_ax_segs"],
-                     kernels["clt_ax_segs_long"], acc, warp)
+                     kernels["clt_ax_segs_long"], kernels["clt_ax_packed"], acc, warp)

@@ -43,6 +43,8 @@ FIN_COLS_CPU = 1024
 #: of its 10 strips, 98.6 us where one piece each takes 39.9 (PoCL: 161 -> 76)
 MIN_PIECE_BYTES = 1 << 18
 _IDX32_LIMIT = (1 << 32) - (1 << 20)
+#: row lengths clt_ax_packed folds (powers of two up to the widest vector)
+PACKED = (2, 4, 8, 16)
 _LOCK = threading.RLock()
 
 
@@ -224,6 +226,7 @@ class AxisLauncher:
             self._sets[index64] = {
                 name: setter(getattr(b, name), _types(scalar_dtypes(args, idx, b.acc_dtype)))
                 for name, args in (("rows", rows_args(self.spec)),
+                                   ("packed", rows_args(self.spec)),
                                    ("cols", cols_args(self.spec)),
                                    ("cols_stream", cols_stream_args(self.spec)),
                                    ("segs", segs_args(self.spec)),
@@ -273,6 +276,8 @@ class AxisLauncher:
         b = self.built(i64)
         k = self._sets[i64]
         wg, v = self.cfg.wg, self.cfg.vec
+        if self.packs(rows, length) and p.split == 1:
+            return self._prepare_packed(queue, k, xoff, yoff, rows, length, b)
         blocks = -(-rows // (wg // self.cfg.lanes))
         aligned = v > 1 and xoff % v == 0 and yoff % v == 0 and length % v == 0
         with _LOCK:
@@ -285,6 +290,26 @@ class AxisLauncher:
                         [None, xoff, *((None, yoff) if self.spec.n_inputs == 2 else ()), rows,
                          length, p.split, p.chunk, int(aligned), None, None, None,
                          self._local], True, fin)
+
+    def packs(self, rows: int, length: int) -> bool:
+        """Rows short enough to pack CLT_VEC / length of them into each vector load
+        (clt_ax_packed): CPUs, a work-item a row (lanes 1), lengths 2, 4, 8 or 16 <= vec,
+        at least a vector's worth of rows. GPUs keep a work-item per row until measured."""
+        return (self.info.type == "cpu" and self.cfg.lanes == 1 and length in PACKED
+                and length <= self.cfg.vec and rows * length >= self.cfg.vec)
+
+    def _prepare_packed(self, queue: cl.CommandQueue, k: dict, xoff: int, yoff: int,
+                        rows: int, length: int, b: AxisBuilt) -> Prepared:
+        """clt_ax_packed: groups stream contiguous blocks of vectors (`chunk` of them)."""
+        wg, v, items = self.cfg.wg, self.cfg.vec, self.cfg.items
+        nv = rows // (v // length)
+        groups = _groups(self.cfg, self.info.compute_units, -(-nv // (wg * items)))
+        chunk = -(-nv // groups)
+        with _LOCK:
+            s = self._scratch_for(queue, 0, b.acc_dtype.itemsize)
+        return Prepared(queue, s, self.spec.n_inputs == 2, k["packed"], (groups * wg,), (wg,),
+                        [None, xoff, *((None, yoff) if self.spec.n_inputs == 2 else ()), rows,
+                         length, 1, chunk, 0, None, None, None, self._local], True, None)
 
     def prepare_cols(self, queue: cl.CommandQueue, xoff: int, yoff: int, outer: int, r: int,
                      inner: int) -> Prepared:

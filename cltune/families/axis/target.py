@@ -70,6 +70,10 @@ def make_space(info: DeviceInfo, layout: str, acc_bytes: int) -> AxisSpace:
     # GPUs: above 256 the kernels' own limit (registers) refused every build on the H200
     top = min(info.max_wg, 256)
     wgs = tuple(v for v in POW2 if (32 if gpu else 4) <= v <= top) or (1,)
+    if layout == "rows" and not gpu and wgs[0] != 1:
+        # a work-item a group: short rows packed into vectors (clt_ax_packed) run twice as
+        # fast as with 4 or 8, whose work-item loop PoCL vectorises across vector code
+        wgs = (1, *wgs)
     vals: dict[str, tuple] = {"wg": wgs}
     if layout == "rows":
         vals["lanes"] = tuple(v for v in POW2 if v <= max(wgs))
