@@ -274,7 +274,12 @@ clt_ax_rows(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t row
  * vectors. The rows past the last whole vector (fewer than CLT_VEC / len) go to the last
  * group's work-items, folded in the same order. A work-item per row with the row in one
  * vector left the loads and stores a row apart (2-6 GB/s on PoCL for rows of 4-16 floats).
- * The arguments are clt_ax_rows's (split, aligned, partials, tickets and tile unused). */
+ * The arguments are clt_ax_rows's (split, aligned, partials, tickets and tile unused).
+ * Built where the host may launch it (-DCLT_AX_PACKED=1: CPUs, a work-item a row). */
+#ifndef CLT_AX_PACKED
+#define CLT_AX_PACKED 0
+#endif
+#if CLT_AX_PACKED
 #if CLT_VEC >= 16
 inline CAT(CLT_ACC_T, 8) axp_f16(const CAT(CLT_ACC_T, 16) v) { return OP(v.even, v.odd); }
 #endif
@@ -404,6 +409,7 @@ clt_ax_packed(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t r
     if (len == 16) AXP_ROWS(4);
 #endif
 }
+#endif /* CLT_AX_PACKED */
 
 /* The `split` partials of each row (partials[row * split + piece]) -> out[row]. */
 __kernel CLT_WG_ATTR void

@@ -102,6 +102,10 @@ def _axis_configs(info, layout: str, full: bool) -> list[AxisConfig]:
                                               if k in sp)]
     mid = {k: sp[k][len(sp[k]) // 2] if k in ("wg", spread, "vec", "items") else sp[k][0]
            for k in fields}
+    # the product's group size: the middle of the sizes above one (CPU rows also offer wg 1,
+    # for short rows packed into vectors: checked by the sweep like every value)
+    wgs = [w for w in sp["wg"] if w > 1] or list(sp["wg"])
+    mid["wg"] = wgs[len(wgs) // 2]
     combos = [{**mid, k: v} for k in fields for v in sp[k]]
     if full:  # every combination but of wg (swept above: it only sizes the group)
         rest = fields[1:]

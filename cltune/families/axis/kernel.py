@@ -120,6 +120,13 @@ def build_defines(spec: OpSpec, cfg: AxisConfig, *, index64: bool,
     return [f"-D{k}={v}" for k, v in defs.items()]
 
 
+def builds_packed(info: DeviceInfo, cfg: AxisConfig) -> bool:
+    """Whether a build has clt_ax_packed (short rows packed into vectors): CPUs, a work-item
+    a row, vectors of 2 or more. Other builds leave it out (it is compiled with every build
+    that has it, launched or not)."""
+    return info.type == "cpu" and cfg.lanes == 1 and cfg.vec >= 2
+
+
 @dataclass(frozen=True, eq=False)
 class AxisBuilt:
     """The kernels of one build and what launching them needs."""
@@ -134,7 +141,7 @@ class AxisBuilt:
     cols_stream: cl.Kernel
     segs: cl.Kernel
     segs_long: cl.Kernel
-    packed: cl.Kernel
+    packed: cl.Kernel | None  # None: not built (builds_packed)
     acc_dtype: np.dtype
     warp_active: bool
 
@@ -165,8 +172,9 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
         raise BuildError("onepass with a 64-bit accumulator needs cl_khr_int64_base_atomics")
     if cfg.warp and not info.is_nvidia:
         raise BuildError("warp shuffles need NVIDIA's OpenCL (inline PTX)")
+    packed = builds_packed(info, cfg)
     opts = [*build_defines(spec, cfg, index64=index64, nv_ptx=info.is_nvidia, fp64=info.fp64),
-            *std_options(info)]
+            *(["-DCLT_AX_PACKED=1"] if packed else []), *std_options(info)]
     prg = compile_program(ctx, dev, axis_source(), opts)
     acc = np.dtype({"float": np.float32, "double": np.float64, "int": np.int32,
                     "uint": np.uint32, "long": np.int64, "ulong": np.uint64}[
@@ -174,7 +182,7 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
     kernels = {k: getattr(prg, k) for k in ("clt_ax_rows", "clt_ax_rows_fin", "clt_ax_cols",
                                              "clt_ax_cols_fin", "clt_ax_cols_stream",
                                              "clt_ax_segs", "clt_ax_segs_long",
-                                             "clt_ax_packed")}
+                                             *(("clt_ax_packed",) if packed else ()))}
     tile = cfg.wg * (cfg.vec if cfg.cols else 1) * acc.itemsize
     mine = ("clt_ax_cols", "clt_ax_cols_fin") if cfg.cols else (
         "clt_ax_rows", "clt_ax_rows_fin", "clt_ax_segs", "clt_ax_segs_long", "clt_ax_packed")
@@ -188,4 +196,4 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
     return AxisBuilt(spec, cfg, index64, kernels["clt_ax_rows"], kernels["clt_ax_rows_fin"],
                      kernels["clt_ax_cols"], kernels["clt_ax_cols_fin"],
                      kernels["clt_ax_cols_stream"], kernels["clt_ax_segs"],
-                     kernels["clt_ax_segs_long"], kernels["clt_ax_packed"], acc, warp)
+                     kernels["clt_ax_segs_long"], kernels.get("clt_ax_packed"), acc, warp)

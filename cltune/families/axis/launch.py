@@ -22,6 +22,7 @@ from cltune.families.axis.kernel import (
     ROWS_FIN,
     AxisBuilt,
     build,
+    builds_packed,
     cols_args,
     cols_stream_args,
     rows_args,
@@ -223,10 +224,10 @@ class AxisLauncher:
         if b is None:
             b = build(self.ctx, self.dev, self.info, self.spec, self.cfg, index64=index64)
             idx = np.uint64 if index64 else np.uint32
+            packed = (("packed", rows_args(self.spec)),) if b.packed is not None else ()
             self._sets[index64] = {
                 name: setter(getattr(b, name), _types(scalar_dtypes(args, idx, b.acc_dtype)))
-                for name, args in (("rows", rows_args(self.spec)),
-                                   ("packed", rows_args(self.spec)),
+                for name, args in (("rows", rows_args(self.spec)), *packed,
                                    ("cols", cols_args(self.spec)),
                                    ("cols_stream", cols_stream_args(self.spec)),
                                    ("segs", segs_args(self.spec)),
@@ -295,7 +296,7 @@ class AxisLauncher:
         """Rows short enough to pack CLT_VEC / length of them into each vector load
         (clt_ax_packed): CPUs, a work-item a row (lanes 1), lengths 2, 4, 8 or 16 <= vec,
         at least a vector's worth of rows. GPUs keep a work-item per row until measured."""
-        return (self.info.type == "cpu" and self.cfg.lanes == 1 and length in PACKED
+        return (builds_packed(self.info, self.cfg) and length in PACKED
                 and length <= self.cfg.vec and rows * length >= self.cfg.vec)
 
     def _prepare_packed(self, queue: cl.CommandQueue, k: dict, xoff: int, yoff: int,
