@@ -225,11 +225,13 @@ inline int ax_last_of(__global uint *tickets, const idx_t block, const uint spli
 /* ---- contiguous axis --------------------------------------------------------------------- */
 /* Work unit u: row block u / split, piece u % split of each row ([piece*chunk, +chunk)).
  * Each group takes units g, g + groups, ... (the loop is uniform per group). */
+/* clt_ax_rows's arguments (clt_ax_packed takes the same: one argument setter serves both) */
+#define AX_ROWS_PARAMS                                                                           \
+    __global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t rows, const idx_t len,    \
+        const uint split, const idx_t chunk, const uint aligned, __global acc_t *partials,     \
+        __global uint *tickets, __global out_t *out, __local acc_t *tile
 __kernel CLT_WG_ATTR void
-clt_ax_rows(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t rows,
-            const idx_t len, const uint split, const idx_t chunk, const uint aligned,
-            __global acc_t *partials, __global uint *tickets, __global out_t *out,
-            __local acc_t *tile) {
+clt_ax_rows(AX_ROWS_PARAMS) {
     __global const CLT_IN_T *xp = x + xoff;
     Y_SETUP
 #if CLT_AX_ONEPASS
@@ -388,10 +390,7 @@ typedef acc_t axp_t1;
     } while (0)
 
 __kernel CLT_WG_ATTR void
-clt_ax_packed(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t rows,
-              const idx_t len, const uint split, const idx_t chunk, const uint aligned,
-              __global acc_t *partials, __global uint *tickets, __global out_t *out,
-              __local acc_t *tile) {
+clt_ax_packed(AX_ROWS_PARAMS) {
     __global const CLT_IN_T *xp = x + xoff;
     Y_SETUP
     const uint lid = get_local_id(0);
