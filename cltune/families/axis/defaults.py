@@ -24,6 +24,10 @@ from cltune.families.axis.launch import PACKED
 #: shapes of few rows; 64 x 16 measured best or near it on both CPU runtimes (2026-12-03)
 CPU_STRIP_VECTORS = 64
 
+#: CPUs (rows): from this length on, 4 vectors in flight and 64 groups per compute unit
+#: (1.0-1.9x the 8 and 8 before on rows of 256-4096 on both CPU runtimes, 2026-12-05)
+CPU_LONG_ROW = 256
+
 #: GPUs (rows): elements of a row per lane, and the work-items a launch aims for at least
 ROW_ELEMS_PER_LANE = 16
 MIN_WORK_ITEMS = 1 << 19
@@ -58,6 +62,8 @@ def builtin_axis_config(info: Any, layout: str, a: int, b: int,
         vec = min(16, pow2_at_most(b), cap)
         # up to 8 vectors in flight: as many as a row has (docs/benchmarks.md)
         items = min(8, pow2_at_most(max(1, b // vec)))
+        if b >= CPU_LONG_ROW:  # rows of 256+: 4 in flight, 64 groups a CU (docs/benchmarks.md)
+            return AxisConfig(wg=wg, lanes=1, vec=vec, items=min(items, 4), groups_per_cu=64)
         return AxisConfig(wg=wg, lanes=1, vec=vec, items=items, groups_per_cu=8)
     if cpu:  # stream strips of up to 1024 columns, 8 rows a pass (docs/benchmarks.md)
         vec = min(16, pow2_at_most(b), cap)
