@@ -197,7 +197,7 @@ def render(res: dict[str, Any], markdown: bool) -> str:
             *(["torch µs"] if "torch_us" in cols else []), "wall − bare µs"]
     lines = []
     for name, r in res.items():
-        vals = [f"{r[c]:.2f}" if c != "launches" else f"{r[c]:.0f}" if c in r else "–"
+        vals = ["–" if c not in r else f"{r[c]:.0f}" if c == "launches" else f"{r[c]:.2f}"
                 for c in cols]
         lines.append([name, *vals, f"{r['wall_us'] - floor:+.2f}"])
     if markdown:
