@@ -98,7 +98,7 @@ class _Prepared:
                 k.set_arg(i, user_args[i])
             for i, t in vals:
                 a = user_args[i]
-                if changed(last[i], a):
+                if last[i] != a or a == 0 and type(a) is not int and changed(last[i], a):
                     set_scalar(k, i, t(a))
                     last[i] = a
             k.set_arg(self.nu + 6, res)
@@ -111,7 +111,7 @@ class _Prepared:
                 k.set_arg(i, user_args[i])
             for i, t in vals:
                 a = user_args[i]
-                if changed(last[i], a):
+                if last[i] != a or a == 0 and type(a) is not int and changed(last[i], a):
                     set_scalar(k, i, t(a))
                     last[i] = a
             k.set_arg(self.nu + 3, res)
@@ -138,7 +138,8 @@ class _Prepared:
             k.set_arg(i, user_args[i])
         for i, t in vals:
             a = user_args[i]
-            if not owned or changed(last[i], a):
+            if not owned or last[i] != a or (a == 0 and type(a) is not int
+                                                and changed(last[i], a)):
                 set_scalar(k, i, t(a))
                 last[i] = a
         if not owned or last[nu] != start or last[nu + 1] != step:
@@ -164,7 +165,8 @@ class _Prepared:
             k.set_arg(i, user_args[i])
         for i, t in vals:
             a = user_args[i]
-            if not owned or changed(last[i], a):
+            if not owned or last[i] != a or (a == 0 and type(a) is not int
+                                                and changed(last[i], a)):
                 set_scalar(k, i, t(a))
                 last[i] = a
         k.set_arg(nu + 3, res)
