@@ -55,8 +55,13 @@ def _stack() -> list[str]:
     return parts
 
 
-def _size(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+def _usage(path: Path) -> tuple[int, int]:
+    """(files, bytes) under path, in one walk."""
+    files = size = 0
+    for f in path.rglob("*"):
+        if f.is_file():
+            files, size = files + 1, size + f.stat().st_size
+    return files, size
 
 
 def main() -> int:
@@ -67,8 +72,10 @@ def main() -> int:
     key = hashlib.sha256("\n".join(_stack()).encode()).hexdigest()[:16]
     base = Path(root)
     here = base / key
-    if here.is_dir() and _size(here) > MAX_BYTES:
+    files, size = _usage(here) if here.is_dir() else (0, 0)
+    if size > MAX_BYTES:
         shutil.rmtree(here, ignore_errors=True)
+        files = size = 0
     (here / "pocl").mkdir(parents=True, exist_ok=True)
     (here / "xdg").mkdir(parents=True, exist_ok=True)
     os.utime(here)
@@ -76,8 +83,7 @@ def main() -> int:
                     key=lambda p: p.stat().st_mtime, reverse=True)
     for old in others[KEEP - 1:]:
         shutil.rmtree(old, ignore_errors=True)
-    files = sum(1 for f in here.rglob("*") if f.is_file())
-    state = f"warm: {files} files, {_size(here) >> 20} MiB" if files else "cold: empty"
+    state = f"warm: {files} files, {size >> 20} MiB" if files else "cold: empty"
     print(f"driver cache: {here} ({state})", file=sys.stderr)
     print(here)
     return 0
