@@ -55,6 +55,17 @@ def test_api_matches_numpy_along_every_axis(queue, device, op, dtype):
             _check(v, got.get(), x, axis)
 
 
+def test_short_columns_along_axis_0(queue):
+    """#40: k = 1..9 rows of 1..65 columns (C and F order, and 3-D), scanned along the short
+    axis, against numpy."""
+    v = ScanVariant("sum", "float32")
+    for k, cols, order in itertools.product(range(1, 10), (1, 2, 33, 65), "CF"):
+        x = np.asarray(sample(v, (k, cols), seed=k * cols), order=order)
+        _check(v, cltune.cumsum(cla.to_device(queue, x), axis=0).get(), x, 0)
+    x = sample(v, (2, 5, 3, 7), seed=3)[0]
+    _check(v, cltune.cumsum(cla.to_device(queue, x), axis=0).get(), x, 0)
+
+
 def test_awkward_lengths_and_many_groups(queue):
     s = cltune.get_scanner(queue, "sum", np.float32)
     v = ScanVariant("sum", "float32")
@@ -290,7 +301,9 @@ def test_cols_in_the_gpu_geometry(ctx, queue, device, op, dtype, monkeypatch):
     seen = set()
     for j, (shape, axis, excl) in enumerate([((20000, 3), 0, False), ((5001, 16), 0, True),
                                              ((3, 2999, 5), 1, False), ((777, 40), 0, True),
-                                             ((64, 300), 0, False), ((1, 7), 0, False)]):
+                                             ((64, 300), 0, False), ((1, 7), 0, False),
+                                             ((9, 65), 0, True), ((4, 3, 17), 1, False),
+                                             ((129, 33), 0, False)]):
         x = sample(v, shape, seed=j)
         outer = int(np.prod(shape[:axis]))
         r, inner = shape[axis], int(np.prod(shape[axis + 1:]))
@@ -302,6 +315,11 @@ def test_cols_in_the_gpu_geometry(ctx, queue, device, op, dtype, monkeypatch):
                       roundings(v, cfg, p.groups, p.chunk, r, p.lanes))
         assert chk.ok, (shape, axis, excl, p, chk.reason)
     assert (True, True) in seen and (False, False) in seen  # both cuts ran
+    # short columns (<= SHORT_COLS rows) are one launch however few the columns; longer ones
+    # are cut to fill the device
+    for rows, cols in ((1, 7), (9, 65), (64, 10**4), (sl.SHORT_COLS, 1)):
+        assert sl.plan(cfg, 132, 1, rows, cols, gpu=True).groups == 1, (rows, cols)
+    assert sl.plan(cfg, 132, 1, sl.SHORT_COLS + 1, 1, gpu=True).groups > 1
     if v.result_dtype != np.dtype(dtype):  # int32 sums widen to int64 (numpy): no in place
         return
     # in place (out = x): a batch's rows are all read before any of them is written

@@ -18,6 +18,8 @@ ap.add_argument("--calls", type=int, default=10)
 ap.add_argument("--repeats", type=int, default=3)
 ap.add_argument("--small", action="store_true", help="a tiny grid (a smoke test on CPUs)")
 ap.add_argument("--json", default=None)
+ap.add_argument("--wide", action="store_true",
+                help="skinny shapes (#40): cols from 1, vec to 8, items to 8, wg 128-1024, more groups")
 a = ap.parse_args()
 warnings.simplefilter("ignore")
 import cltune
@@ -44,7 +46,18 @@ except ImportError:
 
 def grid(kind: str, a_: int, b_: int) -> list[AxisConfig]:
     out = []
-    if kind == "rows":
+    if kind == "rows" and a.wide:
+        for wg, lanes, vec, items, g, op in itertools.product(
+                (256, 1024), (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), (4, 8),
+                (2, 8), (8, 64), (0, 1)):
+            if lanes > wg or lanes > max(1, pow2_at_least(-(-b_ // vec))) * 2:
+                continue
+            if b_ > 4096 and lanes < 64:
+                continue
+            warp = int(info.is_nvidia and 2 <= lanes <= 32)
+            out.append(AxisConfig(wg=wg, lanes=lanes, vec=vec, items=items, groups_per_cu=g,
+                                  warp=warp, onepass=op))
+    elif kind == "rows":
         for wg, lanes, vec, items, g, op in itertools.product(
                 (256,), (1, 2, 4, 8, 16, 32, 64, 128, 256), (1, 4) if not a.small else (4,),
                 (1, 2, 4) if not a.small else (2,), (8, 32) if not a.small else (8,),
@@ -54,6 +67,16 @@ def grid(kind: str, a_: int, b_: int) -> list[AxisConfig]:
             warp = int(info.is_nvidia and 2 <= lanes <= 32)
             out.append(AxisConfig(wg=wg, lanes=lanes, vec=vec, items=items, groups_per_cu=g,
                                   warp=warp, onepass=op))
+    elif a.wide:
+        for wg, cols, vec, items, g, op in itertools.product(
+                (256, 512), (1, 2, 4, 8, 16, 32, 64, 128, 256), (1, 2, 4, 8), (2, 8),
+                (8, 64), (0, 1)):
+            if cols > max(1, pow2_at_least(-(-b_ // vec))) * 2 or cols > wg:
+                continue
+            if b_ > 64 and (cols < 32 or vec == 8):
+                continue
+            out.append(AxisConfig(wg=wg, lanes=0, cols=cols, vec=vec, items=items,
+                                  groups_per_cu=g, onepass=op))
     else:
         for wg, cols, vec, items, g, op in itertools.product(
                 (256,), (8, 16, 32, 64, 128, 256), (1, 2, 4) if not a.small else (4,),
@@ -89,10 +112,11 @@ rows_out = []
 rng = np.random.default_rng(0)
 t_start = time.time()
 for text in a.shapes.split(","):
+    text, _, only = text.partition("@")  # 1048576x8@0: axis 0 only
     shape = tuple(int(v) for v in text.split("x"))
     h = rng.random(shape, dtype=np.float32)
     x = cla.to_device(q, h)
-    for axis in (1, 0):
+    for axis in ((int(only),) if only else (1, 0)):
         g = geometry(shape, True, axis, False)
         kind = "rows" if g.inner == 1 else "cols"
         ka, kb = (g.outer, g.r) if kind == "rows" else (g.r, g.inner)

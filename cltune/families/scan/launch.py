@@ -58,6 +58,12 @@ class _Warm:
 
 #: GPUs, strided scans: partials a top-step lane takes at most (it reads them twice, serially)
 TOP_RUN = 32
+#: GPUs, strided scans: columns this short are scanned whole by one work-item each, in one
+#: launch (rows loaded in batches of CLT_COLS_BATCH: r / 8 memory round trips), never cut into
+#: chunks whose carries take two more launches (#40: <= 64 rows x >= 10^4 float32 along axis
+#: 0 took 58 us on the H200 against torch's 11; 64 x 10^4 was cut into 8 chunks of 8 rows,
+#: reduce + top + down)
+SHORT_COLS = 128
 
 
 def plan(cfg: ScanConfig, compute_units: int, outer: int, r: int, inner: int,
@@ -86,6 +92,8 @@ def plan(cfg: ScanConfig, compute_units: int, outer: int, r: int, inner: int,
     wc = min(cfg.wg, pow2_at_least(strips)) if gpu else cfg.wg
     colgroups = max(1, -(-strips // wc))
     splits = max(1, min(want * (cfg.wg // wc) // colgroups, r // 8))
+    if gpu and r <= SHORT_COLS:
+        splits = 1
     chunk = -(-max(1, r) // splits)
     groups = max(1, -(-r // chunk))
     lanes = min(cfg.wg, pow2_at_least(-(-groups // TOP_RUN))) if gpu else 1
