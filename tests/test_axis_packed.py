@@ -1,9 +1,10 @@
 """Short rows packed into vectors (kernels/axis.cl's clt_ax_packed, #40): rows of 2, 4, 8 or
-16 elements on a CPU, several whole rows in each vector load, folded pairwise. Against the
+16 elements on a CPU, several whole rows in each vector load, folded pairwise; rows of any
+other length up to 16, blocks of vec rows transposed in registers. Against the
 float64/exact reference within the accuracy harness's bound, for every op and width of
 element, row counts that leave no, some and only tail rows, inputs at an offset, NaNs in
 min/max; the public call serves it untuned and gives numpy's answer; it is taken only where
-it applies (a CPU, a work-item a row, a length of 2..16 that is a power of two <= vec)."""
+it applies (a CPU, a work-item a row, a length of 2..16)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import cltune
 from cltune.core.inputs import make_input
 from cltune.core.ops import OpSpec
 from cltune.families.axis.config import AxisConfig
-from cltune.families.axis.launch import PACKED, AxisLauncher
+from cltune.families.axis.launch import PACKED, SHORT_ROW, AxisLauncher
 from cltune.families.axis.reference import Problem, bounds, compare, reference, run_once
 
 CONFIGS = [AxisConfig(wg=1, lanes=1, vec=16, items=3, groups_per_cu=8),
@@ -40,16 +41,14 @@ def test_packed_rows_match_the_reference(ctx, queue, device, op, dtype):
     ran = 0
     for cfg in CONFIGS:
         la = AxisLauncher(ctx, dev, _cpu(info), spec, cfg)
-        for b in PACKED:
-            if b > cfg.vec:
-                assert not la.packs(100, b)
-                continue
+        for b in (2, 3, 4, 5, 7, 8, 12, 15, 16):
+            folded = b in PACKED and b <= cfg.vec  # else transposed blocks of vec rows
             for rows in (1, 3, 37, 4099, 70001):
                 p = Problem(rows, b, 1)
                 xs = [x.copy() for x in make_input(spec, p.n, seed=rows + b)]
                 if op in ("min", "max") and spec.is_float and rows > 3:
                     xs[0][5 * b + 1] = np.nan  # a NaN row: numpy's NaN
-                assert la.packs(rows, b) == (rows * b >= cfg.vec), (rows, b)
+                assert la.packs(rows, b) == (rows * (b if folded else 1) >= cfg.vec), (rows, b)
                 for lead in (0, 3):
                     got = run_once(la, queue, p, xs, lead=lead)
                     want, scale = reference(spec, p, xs)
@@ -57,15 +56,16 @@ def test_packed_rows_match_the_reference(ctx, queue, device, op, dtype):
                     err = compare(spec, got, want, bound)
                     assert not err, (str(spec), cfg.short(), rows, b, lead, err)
                     ran += 1
-    assert ran > 40
+    assert ran > 100
 
 
 def test_taken_only_where_it_applies(ctx, device):
     info, dev = device
     spec = OpSpec("sum", "float32")
     cpu = AxisLauncher(ctx, dev, _cpu(info), spec, CONFIGS[0])
-    assert all(cpu.packs(1000, b) for b in (2, 4, 8, 16))
-    assert not any(cpu.packs(1000, b) for b in (1, 3, 5, 7, 12, 32))
+    assert all(cpu.packs(1000, b) for b in range(2, SHORT_ROW + 1))
+    assert not any(cpu.packs(1000, b) for b in (1, SHORT_ROW + 1, 32))
+    assert not cpu.packs(15, 7) and cpu.packs(16, 7)  # a block of vec rows at least
     gpu = AxisLauncher(ctx, dev, replace(info, type="gpu"), spec, CONFIGS[0])
     assert not gpu.packs(1000, 4)  # GPUs keep a work-item a row until measured there
     lanes = AxisLauncher(ctx, dev, _cpu(info), spec,
@@ -80,9 +80,11 @@ def test_the_public_call_serves_it_untuned(queue, device, tmp_path):
     db = f"sqlite:///{tmp_path / 'none.db'}"
     r = cltune.get_reducer(queue, "sum", np.float32, db=db)
     rng = np.random.default_rng(5)
-    for shape, axis in (((70001, 4), 1), ((5, 7, 8), -1), ((3, 16), 1), ((1001, 2), 1)):
+    for shape, axis in (((70001, 4), 1), ((5, 7, 8), -1), ((3, 16), 1), ((1001, 2), 1),
+                        ((20011, 7), 1), ((33, 5, 13), 2), ((4099, 3), 1)):
         h = rng.random(shape).astype(np.float32)
         got = r(cla.to_device(queue, h), axis=axis).get()
         np.testing.assert_allclose(got, h.astype(np.float64).sum(axis=axis), rtol=1e-6)
-    e = r.explain((70001, 4), axis=1)
-    assert e.level == "builtin" and e.config.wg == 1 and e.config.vec >= 4, e
+    for shape in ((70001, 4), (20011, 7)):
+        e = r.explain(shape, axis=1)
+        assert e.level == "builtin" and e.config.wg == 1 and e.config.vec >= 4, e

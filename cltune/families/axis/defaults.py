@@ -17,7 +17,7 @@ from cltune.core.ops import OpSpec
 from cltune.core.pow2 import pow2_at_least, pow2_at_most
 from cltune.families.axis.config import AxisConfig
 from cltune.families.axis.kernel import source_hash
-from cltune.families.axis.launch import PACKED
+from cltune.families.axis.launch import SHORT_ROW
 
 #: CPUs, strided axis: vectors per work-item's strip of columns. Strips of 4096 columns
 #: (256 x 16) kept 32 KiB of double accumulators per work-item and left few work-items on
@@ -44,7 +44,7 @@ def builtin_axis_config(info: Any, layout: str, a: int, b: int,
     loading neighbouring vectors (warp shuffles combine up to 32 lanes on NVIDIA); columns
     get tiles of ~64 columns, a work-item per vector of them (`_gpu_rows`, `_gpu_cols`: fitted
     to an H200 sweep). CPUs: a work-item per row (vectorised along the
-    row; rows of 2, 4, 8 or 16 packed several to a 16-wide vector load); columns are
+    row; rows of 2..16 packed several to a 16-wide vector load); columns are
     streamed row after row, 8 rows a pass, in strips of up to 1024 columns (`stream`, as
     numpy does). Long rows and columns are split over groups by groups_per_cu. Vectors stay
     within the device's restriction (`DeviceInfo.vector_cap`) for lanes of `element_bytes`."""
@@ -54,10 +54,11 @@ def builtin_axis_config(info: Any, layout: str, a: int, b: int,
     if layout in ("rows", "segs"):
         if not cpu:
             return _gpu_rows(info, wg, a, b, cap)
-        if layout == "rows" and b in PACKED and b <= cap:
-            # rows of 2..16: whole rows in each vector load (clt_ax_packed), 4 in flight; a
-            # work-item a group (PoCL: 24 GB/s against 11 with 8, whose work-item loop the
-            # driver vectorises across already-vector code; docs/benchmarks.md)
+        if layout == "rows" and 2 <= b <= SHORT_ROW and cap >= 2:
+            # rows of 2..16: whole rows in each vector load (clt_ax_packed), 4 in flight, or
+            # (other lengths) blocks of 16 rows transposed in registers; a work-item a group
+            # (PoCL: 24 GB/s against 11 with 8, whose work-item loop the driver vectorises
+            # across already-vector code; docs/benchmarks.md)
             return AxisConfig(wg=1, lanes=1, vec=min(16, cap), items=4, groups_per_cu=8)
         vec = min(16, pow2_at_most(b), cap)
         # up to 8 vectors in flight: as many as a row has (docs/benchmarks.md)
