@@ -44,8 +44,9 @@ def test_gpu_rows_load_aligned_vectors_only_and_fill_the_device(rows, length):
 def test_gpu_cols_tiles_widen_for_few_rows(r, inner):
     cfg = builtin_axis_config(H200, "cols", r, inner, 4)
     assert cfg.cols * cfg.vec <= max(64, cfg.wg * cfg.vec) and inner % cfg.vec == 0
-    if r < 8:  # few reduced rows: the tile takes the whole work-group along the kept axis
-        assert cfg.cols == cfg.wg
+    if r < 8:  # few reduced rows: the tile takes the whole work-group along the kept axis,
+        assert cfg.cols == cfg.wg  # and the groups walk their units with more groups
+        assert (cfg.items, cfg.groups_per_cu) == (2, 8), cfg.short()
     p = plan_cols(cfg, H200.compute_units, 1, r, inner)
     assert p.split * p.ctiles <= max(p.ctiles, cfg.groups_per_cu * H200.compute_units)
 

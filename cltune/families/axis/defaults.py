@@ -101,13 +101,20 @@ def _gpu_cols(info: Any, wg: int, r: int, inner: int, cap: int) -> AxisConfig:
     """Tiles of ~COL_TILE columns (2-wide loads where the row stride allows), widened while
     a group would have fewer than COL_ROWS_PER_LANE rows per work-item along the reduced axis;
     groups_per_cu 16 from 2^24 elements on, else 4 (fitted with the rows rule above: 1.15x the
-    best per shape against 1.91x for the earlier rule)."""
+    best per shape against 1.91x for the earlier rule); fewer than COL_ROWS_PER_LANE reduced
+    rows: 8 groups a CU, 2 loads a step."""
     vec = min(2, cap) if inner % 2 == 0 else 1
     while wg * vec * 8 > info.local_mem and vec > 1:
         vec //= 2
     cols = max(1, min(wg, COL_TILE // vec, pow2_at_least(-(-inner // vec))))
     while cols < wg and (wg // cols) * COL_ROWS_PER_LANE > r:
         cols *= 2
+    if r < COL_ROWS_PER_LANE:
+        # few reduced rows, many outputs (3 x 3000017 along axis 0): a group walks its units
+        # one after another, each a memory round trip: twice the groups, fewer loads a step
+        # (H100, scripts/experiments/axis_gpu_sweep.py --wide: 37.7 -> 26.6 us, torch 26.1)
+        return AxisConfig(wg=wg, lanes=0, cols=cols, vec=vec, items=2, groups_per_cu=8,
+                          onepass=_onepass(info))
     return AxisConfig(wg=wg, lanes=0, cols=cols, vec=vec, items=4,
                       groups_per_cu=16 if r * inner >= 1 << 24 else 4, onepass=_onepass(info))
 

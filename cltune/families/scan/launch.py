@@ -62,8 +62,9 @@ TOP_RUN = 32
 #: launch (rows loaded in batches of CLT_COLS_BATCH: r / 8 memory round trips), never cut into
 #: chunks whose carries take two more launches (#40: <= 64 rows x >= 10^4 float32 along axis
 #: 0 took 58 us on the H200 against torch's 11; 64 x 10^4 was cut into 8 chunks of 8 rows,
-#: reduce + top + down)
-SHORT_COLS = 128
+#: reduce + top + down). H100, float32 x 10^4 columns, scripts/experiments/scan_short_cols.py:
+#: one launch / chunks 0.54 at 64 rows, 0.44 at 128, 0.52 at 256, 0.89 at 512, 1.48 at 1024
+SHORT_COLS = 512
 
 
 def plan(cfg: ScanConfig, compute_units: int, outer: int, r: int, inner: int,

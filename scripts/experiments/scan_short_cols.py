@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Short columns scanned along axis 0 (#40): `cltune.cumsum(x, axis=0)` with the GPU plan's
+one-launch rule for columns of <= SHORT_COLS rows switched off (0: cut into chunks, three
+launches) and on (a huge bound: always one launch), beside torch.cumsum(dim=0) in blocks of
+its own; wall per call of --calls back-to-back calls, medians of --repeats blocks, results
+checked against numpy first. Tells where one launch stops paying (the SHORT_COLS bound).
+
+    python scripts/experiments/scan_short_cols.py --device NVIDIA --shapes 64x10000,256x1000
+"""
+# ruff: noqa: B023 - the timing lambdas run within their loop iteration
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+import cltune
+from cltune.device.select import select
+from cltune.families.scan import launch
+
+SHAPES = "8x100003,64x10000,64x100000,128x10000,256x10000,512x10000,1024x10000,256x1000"
+
+
+def _per_call(sync, fn, calls: int, repeats: int) -> float:
+    fn()
+    sync()
+    ts = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        sync()
+        ts.append((time.perf_counter() - t) / calls)
+    return statistics.median(ts) * 1e6
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="NVIDIA")
+    ap.add_argument("--shapes", default=SHAPES)
+    ap.add_argument("--calls", type=int, default=20)
+    ap.add_argument("--repeats", type=int, default=5)
+    a = ap.parse_args()
+    info, dev = select(a.device)
+    q = cl.CommandQueue(cl.Context([dev]), dev)
+    try:
+        import torch
+        torch = torch if torch.cuda.is_available() else None
+    except ImportError:
+        torch = None
+    print(f"device: {info.name}; float32 cumsum along axis 0, us per call (medians)")
+    print("| shape | chunks (3 launches) | one launch | one/chunks | torch | torch/one |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for s in a.shapes.split(","):
+        shape = tuple(int(v) for v in s.split("x"))
+        h = np.random.default_rng(0).random(shape, dtype=np.float32)
+        x = cla.to_device(q, h)
+        want = np.cumsum(h.astype(np.float64), axis=0)
+        res = {}
+        for name, bound in (("chunks", 0), ("one", 1 << 40)):
+            launch.SHORT_COLS = bound
+            cltune.clear_caches()
+            got = cltune.cumsum(x, axis=0).get()
+            assert np.allclose(got, want, rtol=1e-4, atol=1e-3), (s, name)
+            res[name] = _per_call(q.finish, lambda: cltune.cumsum(x, axis=0), a.calls,
+                                  a.repeats)
+        tt = float("nan")
+        if torch is not None:
+            xt = torch.from_numpy(h).cuda()
+            tt = _per_call(torch.cuda.synchronize, lambda: torch.cumsum(xt, dim=0), a.calls,
+                           a.repeats)
+        print(f"| {s} | {res['chunks']:.1f} | {res['one']:.1f} | "
+              f"{res['one'] / res['chunks']:.2f} | {tt:.1f} | {tt / res['one']:.2f} |",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
