@@ -7,11 +7,13 @@ from cltune.core.pow2 import pow2_at_most
 from cltune.device.info import DeviceInfo
 from cltune.families.reduce.config import Config
 from cltune.families.reduce.kernel import source_hash
+from cltune.families.reduce.space import ACC_BYTES
 
 
 def builtin_config(info: DeviceInfo, spec: OpSpec | None = None) -> Config:
     """CPUs: each work-item streams a contiguous chunk with wide vector loads (measured best on
-    PoCL); GPUs and others: a local-memory tree with a few loads per work-item in flight.
+    PoCL); GPUs and others: a local-memory tree with a few loads per work-item in flight,
+    finished in the same launch where the device's atomics allow (`_gpu_passes`).
 
     A CPU runtime with subgroups (Intel's; PoCL >= 4) compiles work-items into SIMD subgroups
     of up to 16 lanes, and the space offers only work-groups that are multiples of the real
@@ -29,7 +31,20 @@ def builtin_config(info: DeviceInfo, spec: OpSpec | None = None) -> Config:
     while wg > 1 and wg * 8 + 64 > info.local_mem:
         wg //= 2
     return Config(strategy="local_tree", wg=wg, tile=wg, items=4, vec=info.vector_cap(lane, 4),
-                  groups_per_cu=8, passes=2, acc="native")
+                  groups_per_cu=8, passes=_gpu_passes(info, spec), acc="native")
+
+
+def _gpu_passes(info: DeviceInfo, spec: OpSpec | None) -> int:
+    """GPUs finish in the same launch (the last group, atomic ticket) wherever the partials'
+    atomics exist: a second launch costs more than the last group's read of ~8 partials a
+    compute unit (#39 item 2, H100 untuned: `r(x)` of 4096 float32 18.5 us a call in two
+    launches where one-launch calls take 12.6; scripts/call_floor.py)."""
+    if info.int64_atomics:
+        return 1
+    if spec is None:
+        return 2
+    wide = spec.accumulation(info.fp64, "native") == "wide"
+    return 1 if ACC_BYTES[spec.acc_cl_type(wide)] == 4 else 2
 
 
 def safest_config(info: DeviceInfo) -> Config:

@@ -36,7 +36,7 @@ TILE_FACTORS = (1, 2, 4, 8, 16)
 GROUPS_PER_CU = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 #: bytes of __local memory the kernel declares itself (single-pass flag), a safe upper bound
 STATIC_LOCAL_RESERVE = 64
-_ACC_BYTES = {"float": 4, "double": 8, "int": 4, "uint": 4, "long": 8, "ulong": 8}
+ACC_BYTES = {"float": 4, "double": 8, "int": 4, "uint": 4, "long": 8, "ulong": 8}
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class Space(ValuesSpace):
         if cfg.wg % mult:
             return f"wg={cfg.wg} is not a multiple of the subgroup size {mult}"
         wide = self.spec.accumulation(self.device.fp64, cfg.acc) == "wide"
-        acc = _ACC_BYTES[self.spec.acc_cl_type(wide)]
+        acc = ACC_BYTES[self.spec.acc_cl_type(wide)]
         local = max(cfg.tile, cfg.wg) * acc + STATIC_LOCAL_RESERVE
         if local > self.device.local_mem:
             return (f"{local} bytes of local memory > "
