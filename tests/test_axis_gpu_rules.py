@@ -68,3 +68,18 @@ def test_tuned_classes_serve_gpus_near_and_aligned_only():
     v8 = AxisConfig(wg=256, lanes=16, vec=8, items=1, groups_per_cu=16, warp=1)
     assert not fits(H200, "rows", v8, 678) and fits(H200, "rows", v8, 680)
     assert fits(CPU, "rows", v8, 678) and fits(H200, "segs", v8, 678)
+
+
+def test_cpu_rows_builtins_by_length_and_count():
+    """CPUs untuned: rows of 2..16 a work-item a group over vectors of 16 (clt_ax_packed); a
+    few long rows a work-item a group, split over 64 groups a CU; many long rows 8-wide
+    groups (docs/benchmarks.md, scripts/experiments/axis_rows_cpu_sweep.py)."""
+    cpu = NS(**{**vars(CPU), "vector_cap": lambda b: 16})
+    for b in (2, 3, 7, 12, 16):
+        cfg = builtin_axis_config(cpu, "rows", 100000, b, 4)
+        assert (cfg.wg, cfg.lanes, cfg.vec) == (1, 1, 16), (b, cfg.short())
+    for rows in (1, 8, 256):
+        cfg = builtin_axis_config(cpu, "rows", rows, 1 << 16, 4)
+        assert (cfg.wg, cfg.items, cfg.groups_per_cu) == (1, 1, 64), (rows, cfg.short())
+    assert builtin_axis_config(cpu, "rows", 257, 1 << 16, 4).wg == 8
+    assert builtin_axis_config(cpu, "segs", 8, 1 << 16, 4).wg == 8  # long segments: groups

@@ -27,6 +27,11 @@ CPU_STRIP_VECTORS = 64
 #: CPUs (rows): from this length on, 4 vectors in flight and 64 groups per compute unit
 #: (1.0-1.9x the 8 and 8 before on rows of 256-4096 on both CPU runtimes, 2026-12-05)
 CPU_LONG_ROW = 256
+#: CPUs: at most this many long rows get a work-item a group, one load in flight (rows split
+#: over 64 groups a CU: 8 x 2^20 to 256 x 2^15 float32, 1.2-1.5x the 8-wide groups on PoCL,
+#: 1.2-1.3x on Intel's runtime; at 1024 rows Intel's 8-wide groups were 1.2x faster;
+#: scripts/experiments/axis_rows_cpu_sweep.py, 2026-12-05)
+CPU_FEW_ROWS = 256
 
 #: GPUs (rows): elements of a row per lane, and the work-items a launch aims for at least
 ROW_ELEMS_PER_LANE = 16
@@ -63,6 +68,8 @@ def builtin_axis_config(info: Any, layout: str, a: int, b: int,
         vec = min(16, pow2_at_most(b), cap)
         # up to 8 vectors in flight: as many as a row has (docs/benchmarks.md)
         items = min(8, pow2_at_most(max(1, b // vec)))
+        if layout == "rows" and b >= CPU_LONG_ROW and a <= CPU_FEW_ROWS:  # a work-item a group
+            return AxisConfig(wg=1, lanes=1, vec=vec, items=1, groups_per_cu=64)
         if b >= CPU_LONG_ROW:  # rows of 256+: 4 in flight, 64 groups a CU (docs/benchmarks.md)
             return AxisConfig(wg=wg, lanes=1, vec=vec, items=min(items, 4), groups_per_cu=64)
         return AxisConfig(wg=wg, lanes=1, vec=vec, items=items, groups_per_cu=8)
