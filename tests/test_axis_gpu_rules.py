@@ -83,3 +83,11 @@ def test_cpu_rows_builtins_by_length_and_count():
         assert (cfg.wg, cfg.items, cfg.groups_per_cu) == (1, 1, 64), (rows, cfg.short())
     assert builtin_axis_config(cpu, "rows", 257, 1 << 16, 4).wg == 8
     assert builtin_axis_config(cpu, "segs", 8, 1 << 16, 4).wg == 8  # long segments: groups
+
+
+def test_cpu_cols_builtins_for_few_reduced_rows():
+    cpu = NS(**{**vars(CPU), "vector_cap": lambda b: 16})
+    few = builtin_axis_config(cpu, "cols", 3, 3000017, 4)
+    many = builtin_axis_config(cpu, "cols", 64, 100003, 4)
+    assert few.stream and many.stream
+    assert (few.cols, few.items) == (16, 2) and (many.cols, many.items) == (64, 8)

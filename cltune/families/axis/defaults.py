@@ -32,6 +32,10 @@ CPU_LONG_ROW = 256
 #: 1.2-1.3x on Intel's runtime; at 1024 rows Intel's 8-wide groups were 1.2x faster;
 #: scripts/experiments/axis_rows_cpu_sweep.py, 2026-12-05)
 CPU_FEW_ROWS = 256
+#: CPUs (strided): at most this many reduced rows stream strips of 256 columns, 2 rows a pass
+#: (the 1024-column strip's 4 KB of accumulators cost more than 2-8 rows save: 2-8 x 10^6
+#: float32 along axis 0 1.4-2.2x faster on PoCL, on a noisy host; 16 rows even, 64 slower)
+CPU_FEW_REDUCED = 8
 
 #: GPUs (rows): elements of a row per lane, and the work-items a launch aims for at least
 ROW_ELEMS_PER_LANE = 16
@@ -75,9 +79,11 @@ def builtin_axis_config(info: Any, layout: str, a: int, b: int,
         return AxisConfig(wg=wg, lanes=1, vec=vec, items=items, groups_per_cu=8)
     if cpu:  # stream strips of up to 1024 columns, 8 rows a pass (docs/benchmarks.md)
         vec = min(16, pow2_at_most(b), cap)
-        cols = min(CPU_STRIP_VECTORS, pow2_at_least(-(-b // vec)))
+        few = a <= CPU_FEW_REDUCED
+        cols = min(CPU_STRIP_VECTORS // 4 if few else CPU_STRIP_VECTORS,
+                   pow2_at_least(-(-b // vec)))
         return AxisConfig(wg=max(cols, min(pow2_at_most(info.max_wg), 16)), lanes=0,
-                          cols=cols, vec=vec, items=8, groups_per_cu=8, stream=1)
+                          cols=cols, vec=vec, items=2 if few else 8, groups_per_cu=8, stream=1)
     return _gpu_cols(info, wg, a, b, cap)
 
 
