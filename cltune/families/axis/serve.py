@@ -133,7 +133,10 @@ class AxisEngine:
 
     def _choose(self, kind: str, a: int, b: int) -> tuple[AxisConfig, _Tuned | None]:
         k = self.kind(kind)
-        best = shapes.nearest(shapes.log2_key(a, b), k.keys, class_steps(self.info))
+        key = shapes.log2_key(a, b)
+        best = shapes.nearest(key, k.keys, class_steps(self.info))
+        if best is not None and not narrow_fits(self.info, kind, b, best[1] - key[1]):
+            best = None
         for t in k.tuned:
             if t.key == best and fits(self.info, kind, t.config, b):
                 return t.config, t
@@ -203,6 +206,19 @@ def fits(info: Any, kind: str, cfg: AxisConfig, b: int) -> bool:
     class, a power of two, always was, and unaligned vector loads ran up to 2.4x slower on
     the H200 (rows of 678 floats: 31.1 us with the tuned v8 config, 13.5 with scalar loads)."""
     return info.type == "cpu" or kind == "segs" or b % cfg.vec == 0
+
+
+#: GPUs: a kept axis narrower than this is served by its own power of two's tuned class only
+NARROW_COLS = 64
+
+
+def narrow_fits(info: Any, kind: str, b: int, steps: float) -> bool:
+    """On GPUs a tuned class serves a strided reduction of fewer than NARROW_COLS kept columns
+    only from its own power of two (`steps`: the class's log2 distance along the kept axis):
+    the tile is shaped to the width (#40: 1048576 x 8 along axis 0 was served 2^20 x 2^4's
+    C1 v8 i2 g2, 23.0 us on the H200, where the builtin C4 v2 i4 g4 takes 17.6 and torch
+    23.5)."""
+    return info.type == "cpu" or kind != "cols" or b >= NARROW_COLS or abs(steps) < 0.5
 
 
 def _load(info: Any, variant: str, db: str | None) -> _Kind:
