@@ -29,7 +29,8 @@ from cltune.families.axis.defaults import builtin_axis_config
 from cltune.families.axis.launch import AxisLauncher
 
 SHAPES = "65536x256,262144x64,16384x1024,4096x4096,131072x128,32768x509,3001x2999,200003x33"
-ALTERNATIVES = ((8, 1, 64), (8, 4, 64), (8, 1, 8), (1, 1, 64), (1, 4, 64), (1, 4, 16))  # (wg, items, g/cu)
+# (wg, items, groups_per_cu)
+ALTERNATIVES = ((8, 1, 64), (8, 4, 64), (8, 1, 8), (1, 1, 64), (1, 4, 64), (1, 4, 16))
 
 
 def _time(q: cl.CommandQueue, la: AxisLauncher, x: cla.Array, out: cla.Array, rows: int,
