@@ -32,10 +32,11 @@ CPU_LONG_ROW = 256
 #: 1.2-1.3x on Intel's runtime; at 1024 rows Intel's 8-wide groups were 1.2x faster;
 #: scripts/experiments/axis_rows_cpu_sweep.py, 2026-12-05)
 CPU_FEW_ROWS = 256
-#: CPUs (strided): at most this many reduced rows stream strips of 256 columns, 2 rows a pass
-#: (the 1024-column strip's 4 KB of accumulators cost more than 2-8 rows save: 2-8 x 10^6
-#: float32 along axis 0 1.4-2.2x faster on PoCL, on a noisy host; 16 rows even, 64 slower)
-CPU_FEW_REDUCED = 8
+#: CPUs (strided): at most this many reduced rows (fewer than the 8 a pass streams) stream
+#: strips of 256 columns, 2 rows a pass (the 1024-column strip's 4 KB of accumulators then
+#: take each row on its own: 2-7 x 10^6 float32 along axis 0 1.4-2.2x faster on PoCL, on a
+#: noisy host; 8 rows, one whole pass: 0.84x in three alternating runs, kept)
+CPU_FEW_REDUCED = 7
 
 #: GPUs (rows): elements of a row per lane, and the work-items a launch aims for at least
 ROW_ELEMS_PER_LANE = 16
