@@ -254,3 +254,27 @@ clt_argvec_finish(__global const AV_T *x, const long xoff, const long parts, con
     }
     out[outoff] = bi;
 }
+
+/* Along rows: row `get_global_id(0)` of `rowlen` elements from x[xoff] was cut into `parts`
+ * chunks by clt_argvec_chunks (one launch per row, xoff at the row, partoff = row * parts:
+ * indices within the row); its winner -> out[outoff + row]. */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
+clt_argvec_rows(__global const AV_T *x, const long xoff, const long rowlen, const long parts,
+                const AV_M flip, __global const long *part, __global long *out,
+                const long outoff) {
+    const long row = get_global_id(0);
+    const long base = xoff + row * rowlen;
+    long bi = -1;
+    AV_C bv = (AV_C)0;
+    for (long g = 0; g < parts; ++g) {
+        const long i = part[row * parts + g];
+        if (i < 0)
+            continue;
+        const AV_C v = FLIP1((AV_C)x[base + i]);
+        if (bi < 0 || clt_av_beats(v, i, bv, bi)) {
+            bv = v;
+            bi = i;
+        }
+    }
+    out[outoff + row] = bi;
+}

@@ -292,3 +292,41 @@ def test_the_kernel_is_clean_under_oclgrind():
     wrong = [r for r in summary["runs"] if r["error"]]
     assert not wrong, wrong
     assert res.reports == [], res.summary(limit=8)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int8, np.uint16, np.int64, np.bool_])
+def test_along_few_long_rows(queue, cpu, rng, dt, monkeypatch):
+    """#40: argmax/argmin along the contiguous axis of at most ROWS_MAX rows of ROW_MIN+
+    elements run the vector kernel a row at a time (argvec.rows): numpy's indices with ties
+    (the first wins), NaNs (the first NaN wins), keepdims, 3-D and a row view at an offset;
+    more rows, short rows and F order keep the expression path, as right."""
+    if dt == np.float64 and not cpu.fp64:
+        pytest.skip("no fp64")
+    served = []
+    real = argvec.rows
+    monkeypatch.setattr(argvec, "rows", lambda *a: served.append(a[4:6]) or real(*a))
+    n = argvec.ROW_MIN + 7
+    for shape, axis, lead in (((3, n), 1, 0), ((1, n), -1, 5), ((2, 2, n), 2, 1),
+                              ((2, n), 0, 0), ((argvec.ROWS_MAX + 1, 1024), 1, 0)):
+        size = int(np.prod(shape))
+        flat = (rng.integers(0, 2, size + lead).astype(dt) if dt == np.bool_
+                else random_of(rng, dt, size + lead))
+        h = flat[lead:].reshape(shape)
+        if np.dtype(dt).kind == "f" and shape[0] > 1 and size > n + 3000:
+            h[0, ...] = h.max()  # a whole row of ties
+            h.reshape(-1)[n + 11] = np.nan  # a NaN in the second row (or block)
+            h.reshape(-1)[n + 3000] = np.nan
+        x = cla.to_device(queue, flat)[lead:].reshape(shape)
+        for f, g in ((cltune.argmax, np.argmax), (cltune.argmin, np.argmin)):
+            for keep in (False, True):
+                got = f(x, axis=axis, keepdims=keep)
+                ref = g(h, axis=axis, keepdims=keep)
+                assert got.shape == ref.shape and got.dtype == np.int64
+                assert np.array_equal(got.get(), ref), (shape, axis, f.__name__, keep)
+    assert (3, n) in served and (1, n) in served and (4, n) in served
+    assert not any(r == 1024 or r == 2 for _, r in served)  # many short rows, axis 0: not
+    # F order: the expression path
+    h = np.asfortranarray(random_of(rng, np.int32, 3 * n).reshape(3, n))
+    before = len(served)
+    got = cltune.argmax(cla.to_device(queue, h), axis=1).get()
+    assert np.array_equal(got, np.argmax(h, axis=1)) and len(served) == before

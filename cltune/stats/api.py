@@ -133,6 +133,10 @@ def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
             if not keepdims:
                 warm.keep_vector(op, given, q, c)
             return res
+    if axis is not None and op in ("argmin", "argmax"):
+        res = stats_axis.arg_rows(op, x, q, axis, keepdims)  # CPUs, few long rows
+        if res is not None:
+            return res
     knl = kernel(op, q.context, x.dtype)
     if axis is not None:
         res = stats_axis.along(op, knl, x, q, extra, axis, keepdims)

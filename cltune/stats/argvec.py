@@ -175,6 +175,45 @@ class Call:
         return self.launch(x, f())
 
 
+#: along rows (cltune.argmax(x, axis=-1) of C-ordered rows): at most this many rows, each of
+#: at least ROW_MIN elements, go through the vector kernel, a chunks launch a row and one
+#: launch for every row's winner (8 x 2^20 float32 on PoCL: 5.0 ms through the expression
+#: path, a struct fold per element, against numpy's 1.0; docs/benchmarks.md)
+ROWS_MAX = 64
+ROW_MIN = 1 << 16
+_ROWS_TYPES = {4: (None, np.int64, np.int64, np.int64, np.int32, None, None, np.int64),
+               8: (None, np.int64, np.int64, np.int64, np.int64, None, None, np.int64)}
+
+
+def takes_rows(b: Built | None, outer: int, r: int) -> bool:
+    """Whether `rows` serves `outer` contiguous rows of `r` elements with build b."""
+    return b is not None and b.rows is not None and 1 <= outer <= ROWS_MAX and r >= ROW_MIN
+
+
+def rows(b: Built, x: cla.Array, q: cl.CommandQueue, largest: bool, outer: int, r: int,
+         res: cla.Array) -> cla.Array:
+    """argmax (largest) / argmin of each of x's `outer` rows of `r` elements (C order, r >= 1)
+    into res (int64, `outer` elements, contiguous): each row cut as the 1-D call cuts r
+    elements (its chunks' winners in scratch), then one launch picks every row's winner."""
+    c = Call(b, q, r, largest)
+    pl = c.pl
+    xoff = x.offset // b.dtype.itemsize
+    wait = pending(x.events, in_order=c.inq) if x.events else None
+    lane = lane_bytes(b.dtype)
+    with b.lock:
+        chunks = setter(b.chunks, c.types[0])
+        part = partials(q, c.pool, 8 * pl.items * outer)
+        evs = [chunks.launch(q, (pl.items,), (1,), (x.base_data, xoff + i * r, r, pl.chunk,
+                                                    c.flip, part, i * pl.items), wait)
+               for i in range(outer)]
+        # an in-order queue runs the winners' launch after the chunks; else it waits for them
+        ev = setter(b.rows, _ROWS_TYPES[lane]).launch(
+            q, (outer,), (1,), (x.base_data, xoff, r, pl.items, c.flip, part, res.base_data,
+                                res.offset // 8), None if c.inq else evs)
+    res.events.append(ev)
+    return res
+
+
 def arg(b: Built, x: cla.Array, q: cl.CommandQueue, largest: bool, keepdims: bool, *,
         cut: Plan | None = None) -> cla.Array:
     """numpy.argmax (largest) / numpy.argmin of every element of x (non-empty, as `served`
@@ -257,6 +296,17 @@ def check(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: DeviceI
                 what = "argmax" if largest else "argmin"
                 return (f"wrong answer: {what} of {n} {dt.name} in {pl.items} chunk(s) gave "
                         f"{got}, numpy {want}")
+    for k, n, case in ((3, 1031, 2), (2, 20011, 1)):  # along rows (clt_argvec_rows)
+        h = _sample(rng, dt, k * n + 1, case)
+        x = cla.to_device(queue, h)[1:].reshape(k, n)  # rows at an offset
+        h = h[1:].reshape(k, n)
+        for largest in (True, False):
+            out = cla.empty(queue, (k,), _INT64)
+            got = rows(b, x, queue, largest, k, n, out).get()
+            want = np.argmax(h, axis=1) if largest else np.argmin(h, axis=1)
+            if not np.array_equal(got, want):
+                what = "argmax" if largest else "argmin"
+                return f"wrong answer: {what} along {k} rows of {n} {dt.name}: {got}, numpy {want}"
     return ""
 
 

@@ -29,6 +29,8 @@ from cltune.families.expr_axis.api import axis_reducer, cached_geometry, flat, r
 from cltune.families.expr_axis.config import AxisExprConfig
 from cltune.families.expr_axis.family import variant
 from cltune.families.expr_axis.launch import AxisPlan
+from cltune.opencl.pools import pool_for
+from cltune.stats import argvec
 from cltune.stats.kernels import kernel
 
 
@@ -57,6 +59,22 @@ def along(op: str, knl: ReductionKernel, x: cla.Array, q: cl.CommandQueue, extra
     if op in ("argmin", "argmax") and cached_geometry(x, axis, keepdims).r == 0:
         raise ValueError(f"attempt to get {op} of an empty sequence")
     return reduce_along(knl, (x, *extra), x, q, axis, keepdims, x.events)
+
+
+def arg_rows(op: str, x: cla.Array, q: cl.CommandQueue, axis: Any,
+             keepdims: bool) -> cla.Array | None:
+    """argmin/argmax along the contiguous axis of a few long C-ordered rows on a CPU, through
+    the vector kernel (cltune.stats.argvec.rows); None where the expression path serves."""
+    check_int_axis(op, axis)
+    g = cached_geometry(x, axis, keepdims)
+    if g.inner != 1 or g.r == 0 or not x.flags.c_contiguous:
+        return None
+    b = argvec.served(x, q)
+    if not argvec.takes_rows(b, g.outer, g.r):
+        return None
+    alloc = x.allocator if x.allocator is not None else pool_for(q)
+    res = empty_result(q, g.kept, np.dtype(np.int64), g.order, alloc)
+    return argvec.rows(b, x, q, op == "argmax", g.outer, g.r, res)
 
 
 def norm_axes(axis: Any, ord_: Any) -> Any:

@@ -117,6 +117,8 @@ class Built:
     compute_units: int
     chunks: cl.Kernel
     finish: cl.Kernel
+    #: clt_<name>_rows where the file has it (argvec: the winners of each row's chunks)
+    rows: cl.Kernel | None = None
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
@@ -159,8 +161,10 @@ class Kernels:
                 lanes: int) -> Built:
         """Build the file for dt and lanes (BuildError with the compiler's words)."""
         prg = compile_program(ctx, dev, self.source(), self.build_options(dt, lanes))
+        rows = f"clt_{self.name}_rows"
         return Built(dt, lanes, info.compute_units, getattr(prg, f"clt_{self.name}_chunks"),
-                     getattr(prg, f"clt_{self.name}_finish"))
+                     getattr(prg, f"clt_{self.name}_finish"),
+                     getattr(prg, rows) if rows in prg.kernel_names.split(";") else None)
 
     def built(self, q: cl.CommandQueue, dt: np.dtype) -> Built | None:
         """The vetted build for dt on q's device, or None where the expression path serves
