@@ -44,8 +44,10 @@ MIN_WORK_ITEMS = 1 << 19
 #: GPUs (strided): columns per tile, and rows per work-item along the reduced axis at least
 COL_TILE = 64
 COL_ROWS_PER_LANE = 8
-#: GPUs (strided): at most this many kept columns is "narrow" (a few outputs of long columns)
-NARROW = 8
+#: GPUs (strided): at most this many kept columns is "narrow" (a few outputs of long columns;
+#: 8 columns keep the tile rule: C4 v2 i4 g4, 17.6 / 18.0 us on the H200 / H100 at 1048576x8,
+#: the narrow rule's 18.4 / 20.2)
+NARROW = 7
 
 
 def builtin_axis_config(info: Any, layout: str, a: int, b: int,
@@ -129,8 +131,8 @@ def _gpu_cols(info: Any, wg: int, r: int, inner: int, cap: int) -> AxisConfig:
         # tall and narrow (a few outputs): half as many work-items across as the row has
         # columns (each column's work-items read neighbouring rows' cells), scalar loads, 2 a
         # step, 8 groups a CU (H200 / H100, scripts/experiments/axis_gpu_sweep.py --wide:
-        # 1048576x8 18.4 / 20.5 us against the wider tile's 17.6 / 18.0; 2000003x7 29.3 / 33.9
-        # against 31.4 / 35.7; 4194304x4 30.6 / 37.6 against 40.8 / 47.1)
+        # 2000003x7 29.3 / 33.9 us against the tile rule's 31.4 / 35.7; 4194304x4 30.6 / 37.6
+        # against 40.8 / 47.1; served on the H100 after: 32.9 and 36.8)
         return AxisConfig(wg=wg, lanes=0, cols=max(1, min(4, pow2_at_least(inner) // 2)),
                           vec=1, items=2, groups_per_cu=8, onepass=_onepass(info))
     if r < COL_ROWS_PER_LANE:
