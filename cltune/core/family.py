@@ -89,6 +89,7 @@ BUILTIN = {
     "expr_axis": "cltune.families.expr_axis.family",
     "many": "cltune.families.many.family",
     "scan": "cltune.families.scan.family",
+    "hist": "cltune.families.hist.family",
 }
 
 

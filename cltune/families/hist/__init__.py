@@ -1,0 +1,1 @@
+"""Histograms as tuned reductions (#41): bincount and uniform-bin histograms."""

@@ -1,0 +1,227 @@
+"""`cltune.bincount` and `cltune.histogram`: numpy's semantics on the device (device arrays in
+and out; numpy arrays uploaded to `queue`).
+
+    >>> counts = cltune.bincount(x)                       # int64, max(x) + 1 bins
+    >>> hist, edges = cltune.histogram(y, bins=256, range=(0.0, 1.0))
+
+Each call reads the input once for its histogram (kernels/hist.cl: sub-histograms in __local
+memory, or a work-item's own on CPUs, merged with atomics) after, where numpy needs them, a
+min/max reduction (bincount's length, histogram's automatic range) whose two values are read
+back. The kernels a call launches ran right once on this device and driver in the device's
+worker first (`kernel.check`); the config is the device's builtin one for the bin count
+(`defaults.builtin_config`), else the safest.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from cltune.core.family import entry
+from cltune.core.ops import DTYPES
+from cltune.device.info import DeviceInfo
+from cltune.device.select import info_for
+from cltune.families.hist.family import HistVariant
+from cltune.families.hist.kernel import TYPE_CODES
+from cltune.families.hist.launch import UniformBins
+from cltune.families.hist.serve import HistEngine, HistExplanation
+from cltune.opencl.caches import ContextCache
+from cltune.opencl.pools import pool_for
+
+__all__ = ["bincount", "explain", "histogram"]
+
+_engines: ContextCache[HistEngine] = ContextCache()
+_F64 = np.dtype(np.float64)
+
+
+def engine(q: cl.CommandQueue, variant: HistVariant, db: str | None) -> HistEngine:
+    """The serving engine of a variant on q's device (one per context, device and database)."""
+    return _engines.get(q.context, (q.device.int_ptr, str(variant), db),
+                        lambda: HistEngine(q.context, q.device, info_for(q.device), variant, db))
+
+
+def explain(queue: cl.CommandQueue, kind: str, dtype: Any, n: int, nbins: int,
+            weights: Any = None, *, db: str | None = None) -> HistExplanation:
+    """Which config serves `kind` (bincount, histogram) of n elements of dtype in nbins bins
+    on the queue's device, and where it came from (database, builtin, safest)."""
+    w = np.dtype(weights) if weights is not None else None
+    return engine(queue, HistVariant(kind, np.dtype(dtype), w), db).served(n, nbins)[1]
+
+
+def _device_array(x: Any, queue: cl.CommandQueue | None, what: str,
+                  ) -> tuple[cl.CommandQueue, cla.Array]:
+    if isinstance(x, cla.Array):
+        q = queue or x.queue
+        if q is None:
+            raise TypeError(f"{what}: the array has no queue; pass queue=")
+        if x.size and not x.flags.forc:
+            raise ValueError(f"{what}: non-contiguous arrays are not supported; pass a "
+                             "contiguous copy")
+        return q, x
+    if isinstance(x, (np.ndarray, list, tuple)):
+        if queue is None:
+            raise TypeError(f"{what}: a host array needs queue= (the device to count on)")
+        return queue, cla.to_device(queue, np.ascontiguousarray(x))
+    raise TypeError(f"{what} takes a pyopencl Array or a numpy array, not {type(x).__name__}")
+
+
+def _flat(x: cla.Array) -> cla.Array:
+    """x's elements in memory order, 1-D (a histogram does not depend on their order; x's
+    weights are flattened in the same order: `_same_order`)."""
+    if x.dtype == np.bool_:
+        x = x.view(np.uint8)
+    if x.ndim > 1 and not x.flags.c_contiguous:
+        x = x.T  # F order: the transpose is C order, the same memory
+    return x.reshape(x.size)
+
+
+def _same_order(x: cla.Array, w: cla.Array, q: cl.CommandQueue) -> cla.Array:
+    """w laid out as x (weights pair with the elements of the same index)."""
+    if x.ndim < 2 or x.flags.c_contiguous == w.flags.c_contiguous:
+        return w
+    h = w.get(queue=q)
+    order = "C" if x.flags.c_contiguous else "F"
+    return cla.to_device(q, np.asarray(h, order=order).copy(order=order))
+
+
+def _extremes(q: cl.CommandQueue, x: cla.Array) -> tuple[Any, Any]:
+    """(min, max) of x as numpy scalars of its dtype (NaN propagates), read back together."""
+    if x.dtype.name in DTYPES:
+        reduce_api = entry("reduce", "api")  # another family: through its descriptor
+        lo = reduce_api.get_reducer(q, "min", x.dtype)(x)
+        hi = reduce_api.get_reducer(q, "max", x.dtype)(x)
+    else:  # 8- and 16-bit integers: pyopencl's reductions (no NaN to see)
+        lo, hi = cla.min(x, queue=q), cla.max(x, queue=q)
+    return lo.get()[()], hi.get()[()]
+
+
+def _double(info: DeviceInfo, weighted: bool) -> bool:
+    return bool(info.fp64 and (not weighted or info.int64_atomics))
+
+
+def _run(q: cl.CommandQueue, variant: HistVariant, db: str | None, x: cla.Array,
+         w: cla.Array | None, nbins: int, bins: UniformBins | None) -> cla.Array:
+    la, _ = engine(q, variant, db).served(x.size, nbins)
+    out = cla.empty(q, (nbins,), la.spec.out_dtype, allocator=x.allocator or pool_for(q))
+    waits = [*x.events, *(w.events if w is not None else [])]
+    evs = la.run(q, x, 0, x.size, w, 0, nbins, bins, out, wait_for=waits or None)
+    out.events.append(evs[-1])
+    return out
+
+
+def _weights(q: cl.CommandQueue, weights: Any, x: cla.Array, what: str) -> cla.Array:
+    _, w = _device_array(weights, q, what)
+    if w.shape != x.shape:
+        raise ValueError(f"{what}: the weights should have the same shape as the input "
+                         f"({w.shape} and {x.shape})")
+    w = _flat(_same_order(x, w, q))
+    if w.dtype.kind not in "fiub" or w.dtype == np.float16:
+        raise TypeError(f"{what}: weights of dtype {w.dtype} are not supported (float32, "
+                        "float64 or integers)")
+    return w
+
+
+def bincount(x: Any, weights: Any = None, minlength: int = 0, *,
+             queue: cl.CommandQueue | None = None, db: str | None = None) -> cla.Array:
+    """numpy.bincount on the device: the count of each value 0 .. max(x) (at least minlength
+    bins) of a 1-D array of non-negative integers, int64; with weights, the sum of the weights
+    of each value, float64."""
+    q, xd = _device_array(x, queue, "bincount")
+    if xd.ndim != 1:
+        raise ValueError(f"bincount: x must be 1-D, not {xd.ndim}-D")
+    xd = _flat(xd)
+    if xd.dtype.kind not in "iu":
+        raise TypeError(f"bincount: x must hold integers (or bool), not {xd.dtype}")
+    minlength = operator.index(minlength)
+    if minlength < 0:
+        raise ValueError("bincount: 'minlength' must not be negative")
+    info = info_for(q.device)
+    w = None
+    if weights is not None:
+        w = _weights(q, weights, xd, "bincount")
+        if not _double(info, True):
+            raise ValueError("bincount: weights need a device with cl_khr_fp64 and 64-bit "
+                             "atomics (numpy sums them in double)")
+        if w.dtype != _F64:
+            w = w.astype(_F64)
+    nbins = minlength
+    if xd.size:
+        lo, hi = _extremes(q, xd)
+        if lo < 0:
+            raise ValueError("bincount: x must have no negative elements (its minimum is "
+                             f"{int(lo)})")
+        nbins = max(nbins, int(hi) + 1)
+    variant = HistVariant("bincount", xd.dtype, w.dtype if w is not None else None)
+    if nbins == 0:
+        return cla.zeros(q, (0,), _F64 if w is not None else np.dtype(np.int64))
+    return _run(q, variant, db, xd, w, nbins, None)
+
+
+def histogram(x: Any, bins: int = 10, range: Any = None, weights: Any = None,  # noqa: A002
+              density: bool = False, *, queue: cl.CommandQueue | None = None,
+              db: str | None = None) -> tuple[cla.Array, cla.Array]:
+    """numpy.histogram on the device with `bins` uniform bins over `range` (else x's min and
+    max): (hist, bin_edges) as device arrays; hist int64 counts, the weights' dtype with
+    weights, float64 with density=True. x is flattened (any shape); values outside the range
+    and NaN are not counted; the last bin includes its right edge."""
+    if isinstance(bins, (str, np.ndarray, list, tuple, cla.Array)):
+        raise TypeError("histogram: bins must be an integer number of uniform bins here "
+                        "(edges arrays and estimators are not supported)")
+    nb = operator.index(bins)
+    if nb < 1:
+        raise ValueError("histogram: `bins` must be positive, when an integer")
+    q, xs = _device_array(x, queue, "histogram")
+    xd = _flat(xs)
+    if xd.dtype == np.float16 or xd.dtype.kind not in "fiub":
+        raise TypeError(f"histogram: x of dtype {xd.dtype} is not supported")
+    info = info_for(q.device)
+    # numpy's outer edges (_get_outer_edges), as numpy scalars or the caller's values
+    if range is not None:
+        first, last = range
+        if first > last:
+            raise ValueError("histogram: max must be larger than min in range parameter.")
+        if not (np.isfinite(first) and np.isfinite(last)):
+            raise ValueError(f"histogram: supplied range of [{first}, {last}] is not finite")
+    elif xd.size == 0:
+        first, last = 0, 1
+    else:
+        first, last = _extremes(q, xd)
+        if not (np.isfinite(first) and np.isfinite(last)):
+            raise ValueError(f"histogram: autodetected range of [{first}, {last}] is not "
+                             "finite")
+    if first == last:
+        first, last = first - 0.5, last + 0.5
+    bin_type = np.result_type(first, last, xd.dtype)
+    if np.issubdtype(bin_type, np.integer) or bin_type == np.bool_:
+        bin_type = np.result_type(bin_type, float)
+    edges = np.linspace(first, last, nb + 1, endpoint=True, dtype=bin_type)
+    if np.any(edges[:-1] >= edges[1:]):
+        raise ValueError(f"histogram: too many bins for data range. Cannot create {nb} "
+                         "finite-sized bins.")
+    if bin_type not in TYPE_CODES or bin_type == _F64 and not info.fp64:
+        raise ValueError(f"histogram: {xd.dtype} data bins in {bin_type}, which this device "
+                         "cannot compute (no cl_khr_fp64)")
+    w = None
+    ntype = np.dtype(np.int64)
+    if weights is not None:
+        w = _weights(q, weights, xs, "histogram")
+        ntype = w.dtype
+        if w.dtype.kind != "f" or not _double(info, True):
+            w = w.astype(_F64 if info.fp64 else np.float32)
+    if xd.dtype != bin_type:
+        xd = xd.astype(bin_type)  # numpy: tmp_a.astype(bin_edges.dtype)
+    variant = HistVariant("histogram", np.dtype(bin_type), w.dtype if w is not None else None)
+    denom = np.subtract(last, first)  # numpy's norm_denom (_unsigned_subtract of floats)
+    hist = _run(q, variant, db, xd, w, nb, UniformBins(edges, float(denom)))
+    if w is not None and hist.dtype != ntype:
+        hist = hist.astype(ntype)
+    edges_d = cla.to_device(q, edges)
+    if density:
+        n = hist.get()
+        db = np.array(np.diff(edges), float)
+        hist = cla.to_device(q, n / db / n.sum())
+    return hist, edges_d

@@ -1,0 +1,52 @@
+"""The `builtin` level of the histogram kernels: a config from the device's limits for a
+number of bins, for devices (and bin counts) never tuned, and the safest one.
+
+    >>> from types import SimpleNamespace as NS
+    >>> gpu = NS(type="gpu", max_wg=1024, local_mem=49152)
+    >>> builtin_config(gpu, 256, 4).short(), builtin_config(gpu, 65536, 4).short()
+    ('local wg256 r8 g8', 'global wg256 r1 g8')
+    >>> builtin_config(NS(type="cpu", max_wg=4096, local_mem=65536), 256, 4).short()
+    'private wg1 r8 g4'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cltune.core.pow2 import pow2_at_most
+from cltune.families.hist.config import HistConfig
+
+#: __local bytes a group leaves to the kernel's own needs
+RESERVE = 1024
+#: GPUs: the most copies of a group's histogram (hot bins: fewer collisions on each copy)
+MAX_REPS = 8
+
+
+def builtin_config(info: Any, nbins: int, acc_bytes: int) -> HistConfig:
+    """CPUs: a work-item a group with up to MAX_REPS copies of its histogram to itself (plain
+    increments), 4 a compute unit, where it fits __local memory; GPUs: groups of 256 with up
+    to MAX_REPS copies of the histogram in __local memory; bins that do not fit: atomics on
+    the result."""
+    room = int(info.local_mem) - RESERVE
+    if info.type == "cpu":
+        # copies taken in turn break the store-to-load chain of a run of one value: 8 the
+        # best at 2^24 int32 in 256 bins on PoCL (11.8 ms against 13.9 for one; skewed data
+        # 11.8 / 15.1; float32 uniform bins 31.4 / 43.3), scripts/experiments/hist_configs.py
+        reps = MAX_REPS
+        while reps > 1 and reps * nbins * acc_bytes > room:
+            reps //= 2
+        if nbins * acc_bytes <= room:
+            return HistConfig("private", 1, reps, 4)
+        return HistConfig("global", min(64, pow2_at_most(int(info.max_wg))), 1, 4)
+    wg = min(256, pow2_at_most(int(info.max_wg)))
+    reps = MAX_REPS
+    while reps > 1 and reps * nbins * acc_bytes > room:
+        reps //= 2
+    if nbins * acc_bytes > room:
+        return HistConfig("global", wg, 1, 8)
+    return HistConfig("local", wg, min(reps, wg), 8)
+
+
+def safest_config(info: Any) -> HistConfig:
+    """Global atomics from small groups: when nothing else builds or runs."""
+    return HistConfig("global", min(32, pow2_at_most(max(1, int(info.max_wg)))), 1, 4)

@@ -1,0 +1,105 @@
+"""kernels/hist.cl's builds: what a histogram kernel is built for (`HistSpec`, from a variant
+and the device), its `-D` options from a validated HistConfig (house rule 2), and the build."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+
+from cltune.device.info import DeviceInfo
+from cltune.families.hist.config import STRATEGIES, HistConfig
+from cltune.opencl.build import compile_program
+from cltune.opencl.sources import kernel_file, text_hash
+
+#: CLT_H_TYPE of each input dtype (kernels/hist.cl)
+TYPE_CODES = {np.dtype(t): i for i, t in enumerate(
+    (np.float32, np.float64, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
+     np.int64, np.uint64))}
+#: CLT_H_WEIGHTS of each weights dtype (None: counts)
+WEIGHT_CODES = {None: 0, np.dtype(np.float32): 1, np.dtype(np.float64): 2}
+
+
+@dataclass(frozen=True)
+class HistSpec:
+    """dtype: the input's; uniform: uniform bins of floats (else bincount of integers);
+    weights: the weights' dtype (float32/float64) or None (counts); double: the device's
+    fp64 (and, with weights, 64-bit atomics): index arithmetic and sums in double."""
+
+    dtype: np.dtype
+    uniform: bool
+    weights: np.dtype | None
+    double: bool
+
+    def __post_init__(self) -> None:
+        if self.dtype not in TYPE_CODES:
+            raise ValueError(f"hist: unsupported dtype {self.dtype}")
+        if self.uniform != (self.dtype.kind == "f"):
+            raise ValueError("hist: uniform bins take floats, bincount integers")
+        if self.weights not in WEIGHT_CODES:
+            raise ValueError(f"hist: unsupported weights dtype {self.weights}")
+
+    @property
+    def acc_bytes(self) -> int:
+        """Bytes of one scratch cell: uint counts, double or float sums."""
+        return 4 if self.weights is None or not self.double else 8
+
+    @property
+    def acc_dtype(self) -> np.dtype:
+        if self.weights is None:
+            return np.dtype(np.uint32)
+        return np.dtype(np.float64 if self.double else np.float32)
+
+    @property
+    def out_dtype(self) -> np.dtype:
+        """The result cells: int64 counts, or sums in the weights' dtype."""
+        return np.dtype(np.int64) if self.weights is None else self.weights
+
+    @property
+    def real_dtype(self) -> np.dtype:
+        return np.dtype(np.float64 if self.double else np.float32)
+
+
+def source() -> str:
+    return kernel_file("hist.cl")
+
+
+def source_hash() -> str:
+    return text_hash(source())
+
+
+def build_options(spec: HistSpec, cfg: HistConfig) -> list[str]:
+    """The `-D` integers of a build (from a validated config and spec)."""
+    cfg.validate()
+    return [f"-DCLT_H_TYPE={TYPE_CODES[spec.dtype]}", f"-DCLT_H_UNIFORM={int(spec.uniform)}",
+            f"-DCLT_H_WEIGHTS={WEIGHT_CODES[spec.weights]}",
+            f"-DCLT_H_STRATEGY={STRATEGIES[cfg.strategy]}", f"-DCLT_H_REPS={int(cfg.reps)}",
+            f"-DCLT_WG={int(cfg.wg)}", f"-DCLT_H_DOUBLE={int(spec.double)}"]
+
+
+@dataclass(eq=False)
+class HistBuilt:
+    """The two kernels of one build; their arguments are shared state (launches take lock)."""
+
+    spec: HistSpec
+    config: HistConfig
+    hist: cl.Kernel
+    out: cl.Kernel
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+
+def build(ctx: cl.Context, dev: cl.Device, spec: HistSpec, cfg: HistConfig) -> HistBuilt:
+    """Compile kernels/hist.cl for spec and cfg (BuildError with the compiler's words)."""
+    prg = compile_program(ctx, dev, source(), build_options(spec, cfg))
+    return HistBuilt(spec, cfg, prg.clt_hist, prg.clt_hist_out)
+
+
+def spec_for(variant: Any, info: DeviceInfo) -> HistSpec:
+    """The build spec of a variant (`family.HistVariant`) on a device: index arithmetic and
+    sums in double where it has fp64 (and, with weights, 64-bit atomics for their sums)."""
+    weighted = variant.weights is not None
+    double = bool(info.fp64 and (not weighted or info.int64_atomics))
+    return HistSpec(variant.dtype, variant.kind == "histogram", variant.weights, double)

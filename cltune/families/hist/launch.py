@@ -1,0 +1,133 @@
+"""Enqueue a built HistConfig: the plan (groups, a contiguous block of the input each), the
+scratch per queue (a cell per bin), passes of 32-bit counters, and the result.
+
+    la = HistLauncher(ctx, dev, info, spec, cfg)
+    la.run(queue, x, xoff, n, w, woff, nbins, bins, out)   # out[:nbins] = the histogram
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from cltune.device.info import DeviceInfo
+from cltune.families.hist.config import HistConfig
+from cltune.families.hist.kernel import HistBuilt, HistSpec, build
+
+#: elements one pass of 32-bit counters takes (a bin can count to 2^32 - 1)
+PASS = (1 << 32) - (1 << 20)
+#: the least a group takes: a group zeroes and merges its whole histogram once
+MIN_CHUNK = 4096
+
+
+@dataclass(frozen=True)
+class UniformBins:
+    """numpy's uniform bins: `edges` (nbins + 1, the data's dtype: its first and last are the
+    range as the data compares it) and `denom` (numpy's last_edge - first_edge)."""
+
+    edges: np.ndarray
+    denom: float
+
+
+def groups(cfg: HistConfig, compute_units: int, n: int, nbins: int) -> tuple[int, int]:
+    """(groups, chunk): groups_per_cu x compute units, fewer where a group's block would be
+    smaller than MIN_CHUNK or than its histogram (zeroing and merging it costs ~nbins)."""
+    most = max(1, cfg.groups_per_cu * max(1, compute_units))
+    least = max(MIN_CHUNK, 4 * nbins if cfg.strategy != "global" else 0, cfg.wg)
+    g = max(1, min(most, -(-n // least)))
+    chunk = -(-n // g)
+    return -(-n // chunk), chunk
+
+
+class HistLauncher:
+    """One (context, device, spec, config); thread-safe (a launch holds the build's lock)."""
+
+    def __init__(self, ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: HistSpec,
+                 cfg: HistConfig, built: HistBuilt | None = None) -> None:
+        self.ctx, self.dev, self.info, self.spec, self.cfg = ctx, dev, info, spec, cfg
+        self.b = built
+        self._scratch: dict[int, cl.Buffer] = {}
+        self._dummy = cl.Buffer(ctx, cl.mem_flags.READ_ONLY, 16)
+        self._lock = threading.Lock()
+
+    def built(self) -> HistBuilt:
+        """The build (made on first use: BuildError with the compiler's words)."""
+        if self.b is None:
+            self.b = build(self.ctx, self.dev, self.spec, self.cfg)
+        return self.b
+
+    def fits(self, nbins: int) -> bool:
+        """Whether a group's histogram of nbins fits the device's __local memory."""
+        need = self.cfg.local_bytes(nbins, self.spec.acc_bytes)
+        return need == 0 or need + 1024 <= self.info.local_mem
+
+    def _scratch_for(self, queue: cl.CommandQueue, nbytes: int) -> cl.Buffer:
+        s = self._scratch.get(queue.int_ptr)
+        if s is None or s.size < nbytes:
+            s = self._scratch[queue.int_ptr] = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE,
+                                                         max(nbytes, 64))
+        return s
+
+    def run(self, queue: cl.CommandQueue, x: cla.Array, xoff: int, n: int, w: cla.Array | None,
+            woff: int, nbins: int, bins: UniformBins | None, out: cla.Array,
+            wait_for: list[cl.Event] | None = None) -> list[cl.Event]:
+        """out[0:nbins] = the histogram of x's elements xoff .. xoff + n (w's from woff as
+        weights); x and w contiguous 1-D of the spec's dtypes, out of its out_dtype. Returns the
+        launches' events, the last one last (out's events are left to the caller)."""
+        sp, b = self.spec, self.built()
+        if not self.fits(nbins):
+            raise ValueError(f"{nbins} bins do not fit {self.cfg.short()}'s __local memory")
+        real = sp.real_dtype.type
+        if bins is None:
+            lo = hi = sp.dtype.type(0)
+            scale, edges = real(1), self._dummy
+        else:
+            lo, hi = bins.edges[0], bins.edges[-1]
+            scale = real(nbins / bins.denom)
+            edges = cl.Buffer(self.ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
+                              hostbuf=np.ascontiguousarray(bins.edges, sp.dtype))
+        acc = sp.acc_dtype.itemsize
+        step = PASS if sp.weights is None else max(1, n)
+        local = cl.LocalMemory(max(acc, self.cfg.local_bytes(nbins, acc)))
+        ooff = out.offset // out.dtype.itemsize
+        wargs = (w.base_data, np.int64(w.offset // w.dtype.itemsize + woff)) \
+            if sp.weights is not None else ()
+        xbase = x.offset // x.dtype.itemsize + xoff
+        inorder = _in_order(queue)
+        ev: cl.Event | None = None
+        evs: list[cl.Event] = []
+        with self._lock, b.lock:
+            scratch = self._scratch_for(queue, nbins * acc)
+            for p0 in range(0, max(1, n), step):
+                m = min(step, n - p0)
+                # an in-order queue orders the launches; else each waits for the one before
+                before = list(wait_for or []) if ev is None else [] if inorder else [ev]
+                ev = cl.enqueue_fill_buffer(queue, scratch, np.zeros(1, sp.acc_dtype), 0,
+                                            nbins * acc, wait_for=before or None)
+                evs.append(ev)
+                if m > 0:
+                    g, chunk = groups(self.cfg, self.info.compute_units, m, nbins)
+                    if sp.weights is not None:
+                        wargs = (wargs[0], np.int64(w.offset // w.dtype.itemsize + woff + p0))
+                    b.hist.set_args(x.base_data, np.int64(xbase + p0), np.int64(m), *wargs,
+                                    np.int64(nbins), lo, hi, scale, edges, np.int64(chunk),
+                                    scratch, local)
+                    ev = cl.enqueue_nd_range_kernel(queue, b.hist, (g * self.cfg.wg,),
+                                                    (self.cfg.wg,),
+                                                    wait_for=None if inorder else [ev])
+                    evs.append(ev)
+                b.out.set_args(scratch, np.int64(nbins), np.uint32(p0 > 0), out.base_data,
+                               np.int64(ooff))
+                ev = cl.enqueue_nd_range_kernel(queue, b.out, (nbins,), None,
+                                                wait_for=None if inorder else [ev])
+                evs.append(ev)
+        return evs
+
+
+def _in_order(queue: cl.CommandQueue) -> bool:
+    return not queue.properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+

@@ -1,0 +1,123 @@
+"""What serves a histogram: the database's answer for a variant (`kind/dtype[/weights]`)
+validated into tuned classes, the nearest tuned class of a call whose config fits its bins
+(else the builtin config for its bin count), vetted before this process builds what was not
+tuned here (house rule 17), and the launchers. Never writes the database, never loads the
+tuner.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import pyopencl as cl
+
+from cltune.core import shapes
+from cltune.core.serving import CltuneWarning
+from cltune.families.base import tuned_shape_classes
+from cltune.families.hist import family as hist_family
+from cltune.families.hist.config import HistConfig
+from cltune.families.hist.defaults import builtin_config, safest_config
+from cltune.families.hist.family import HistVariant, class_of
+from cltune.families.hist.kernel import source_hash, spec_for
+from cltune.families.hist.launch import HistLauncher
+from cltune.isolation.vetting import first_usable
+from cltune.opencl.build import BuildError
+
+
+@dataclass(frozen=True)
+class Tuned:
+    key: tuple[int, int]
+    config: HistConfig
+    gbps: float | None
+
+
+@dataclass(frozen=True)
+class HistExplanation:
+    """Which config serves a call of `n` elements in `nbins` bins, and where it came from."""
+
+    variant: str
+    n: int
+    nbins: int
+    config: HistConfig
+    level: str  # a level of the fallback chain, or safest
+    why: str
+    size_class: str | None  # the tuned class that serves it (None: not a tuned one)
+    gbps: float | None
+
+    def __str__(self) -> str:
+        where = f"tuned class {self.size_class}" if self.size_class else "untuned"
+        return (f"{self.variant} of {self.n} in {self.nbins} bins: {self.config.short()} "
+                f"[{self.level}, {where}] {self.why}")
+
+
+class HistEngine:
+    """The configs and launchers of one (context, device, variant, database)."""
+
+    def __init__(self, ctx: cl.Context, dev: cl.Device, info: Any, variant: HistVariant,
+                 db: str | None) -> None:
+        self.ctx, self.dev, self.info, self.variant = ctx, dev, info, variant
+        self.spec = spec_for(variant, info)
+        level, why, rows = tuned_shape_classes(info, db, hist_family.NAME, str(variant),
+                                               HistConfig.from_mapping, stacklevel=6)
+        self.level, self.why = level, why
+        self.tuned = [Tuned(k, c, g) for k, c, g in rows]
+        self._lock = threading.Lock()
+        self._by_key: dict[tuple[int, int], tuple[HistLauncher, HistExplanation]] = {}
+        self._launchers: dict[HistConfig, HistLauncher] = {}
+
+    def _fits(self, cfg: HistConfig, nbins: int) -> bool:
+        need = cfg.local_bytes(nbins, self.spec.acc_bytes)
+        return need == 0 or need + 1024 <= self.info.local_mem
+
+    def _choose(self, key: tuple[int, int], nbins: int,
+                ) -> tuple[HistConfig, str, str, Tuned | None]:
+        fit = [t for t in self.tuned if self._fits(t.config, nbins)]
+        near = shapes.nearest(key, [t.key for t in fit])
+        t = next((t for t in fit if t.key == near), None)
+        if t is not None:
+            return t.config, self.level, self.why, t
+        why = self.why if not self.tuned else (
+            f"no tuned class within 2^{shapes.MAX_CLASS_STEPS} of this call whose config fits "
+            "its bins: the builtin config")
+        return builtin_config(self.info, nbins, self.spec.acc_bytes), "builtin", why, None
+
+    def served(self, n: int, nbins: int) -> tuple[HistLauncher, HistExplanation]:
+        """The launcher and explanation for a call of n elements in nbins bins."""
+        key = class_of(n, nbins)
+        hit = self._by_key.get(key)
+        if hit is not None and hit[0].fits(nbins):
+            return hit
+        cfg, level, why, t = self._choose(key, nbins)
+        if level != "exact":  # never build here what has not run right on this driver
+            candidates = [(cfg, level),
+                          (builtin_config(self.info, nbins, self.spec.acc_bytes), "builtin"),
+                          (safest_config(self.info), "safest")]
+            got, lvl, passed = first_usable(self.info, hist_family.NAME, str(self.variant),
+                                            candidates, key, source_hash=source_hash(),
+                                            element_bytes=self.spec.dtype.itemsize)
+            if got != cfg:
+                warnings.warn(f"cltune: {passed}; serving the {lvl} config {got.short()}",
+                              CltuneWarning, stacklevel=4)
+                cfg, level, why, t = got, lvl, passed, None
+        with self._lock:
+            la = self._launchers.get(cfg)
+            if la is None:
+                la = HistLauncher(self.ctx, self.dev, self.info, self.spec, cfg)
+                try:
+                    la.built()
+                except BuildError as e:
+                    warnings.warn(f"cltune: histogram config {cfg.short()} does not build "
+                                  f"here ({e}); using the safest config", CltuneWarning,
+                                  stacklevel=4)
+                    cfg, level, why, t = safest_config(self.info), "safest", str(e), None
+                    la = HistLauncher(self.ctx, self.dev, self.info, self.spec, cfg)
+                self._launchers[cfg] = la
+            ex = HistExplanation(str(self.variant), n, nbins, cfg, level, why,
+                                 shapes.size_class(t.key) if t else None, t.gbps if t else None)
+            if len(self._by_key) > 256:
+                self._by_key.clear()
+            self._by_key[key] = (la, ex)
+        return la, ex

@@ -1,0 +1,233 @@
+/* cltune histograms: bincount of integers and uniform-bin histograms of floats (numpy's
+ * semantics), unweighted (counts) or weighted (sums of the weights).
+ *
+ * clt_hist     element i of x[xoff .. xoff + n) falls in bin b (bincount: b = x[i]; uniform:
+ *              numpy's index arithmetic and its +-1 corrections against the edges, the last
+ *              bin closed, values outside [edges[0], edges[nbins]] and NaN in none); its bin
+ *              gets 1 (or w[i]). Strategies (CLT_H_STRATEGY):
+ *                0 global   every increment an atomic on the result scratch;
+ *                1 local    each group keeps CLT_H_REPS copies of the histogram in __local
+ *                           memory (work-item l increments copy l % CLT_H_REPS: fewer
+ *                           collisions on hot bins), merged into the scratch at the end;
+ *                2 private  groups of one work-item (CPUs) keep theirs in __local memory
+ *                           with plain increments (no other work-item shares it), element
+ *                           i of a run of CLT_H_REPS in copy i.
+ *              A group takes a contiguous block of `chunk` elements (coalesced: its
+ *              work-items stride through it together).
+ * clt_hist_out the scratch (uint counts, or double / float sums) added to the result (long,
+ *              or the weights' type): a call longer than one pass of 32-bit counters adds
+ *              pass after pass.
+ * Every tunable has a default; values arrive as -D options from cltune.families.hist.kernel
+ * (a validated HistConfig). Barriers are never in divergent code.
+ */
+
+#ifndef CLT_H_TYPE
+#define CLT_H_TYPE 6 /* x: 0 float 1 double 2 char 3 uchar 4 short 5 ushort 6 int 7 uint 8 long 9 ulong */
+#endif
+#ifndef CLT_H_UNIFORM
+#define CLT_H_UNIFORM 0 /* 0: bincount (integers); 1: uniform bins (floats) */
+#endif
+#ifndef CLT_H_WEIGHTS
+#define CLT_H_WEIGHTS 0 /* 0: counts; 1: float weights; 2: double weights */
+#endif
+#ifndef CLT_H_STRATEGY
+#define CLT_H_STRATEGY 1
+#endif
+#ifndef CLT_H_REPS
+#define CLT_H_REPS 1
+#endif
+#ifndef CLT_WG
+#define CLT_WG 64
+#endif
+#ifndef CLT_H_DOUBLE
+#define CLT_H_DOUBLE 0 /* the device has fp64: uniform index arithmetic and sums in double */
+#endif
+
+#if CLT_H_DOUBLE || CLT_H_TYPE == 1 || CLT_H_WEIGHTS == 2
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+#if CLT_H_WEIGHTS
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#endif
+/* numpy's arithmetic, step by step: no contraction into fused multiply-adds */
+#pragma OPENCL FP_CONTRACT OFF
+
+#if CLT_H_TYPE == 0
+typedef float in_t;
+#elif CLT_H_TYPE == 1
+typedef double in_t;
+#elif CLT_H_TYPE == 2
+typedef char in_t;
+#elif CLT_H_TYPE == 3
+typedef uchar in_t;
+#elif CLT_H_TYPE == 4
+typedef short in_t;
+#elif CLT_H_TYPE == 5
+typedef ushort in_t;
+#elif CLT_H_TYPE == 6
+typedef int in_t;
+#elif CLT_H_TYPE == 7
+typedef uint in_t;
+#elif CLT_H_TYPE == 8
+typedef long in_t;
+#else
+typedef ulong in_t;
+#endif
+
+#if CLT_H_DOUBLE
+typedef double real_t; /* numpy computes the bin index in double */
+#else
+typedef float real_t;
+#endif
+
+#if CLT_H_WEIGHTS == 1
+typedef float w_t;
+#elif CLT_H_WEIGHTS == 2
+typedef double w_t;
+#endif
+
+/* the scratch: 32-bit counts, or weighted sums in double (float without fp64) */
+#if CLT_H_WEIGHTS == 0
+typedef uint acc_t;
+#elif CLT_H_DOUBLE
+typedef double acc_t;
+#else
+typedef float acc_t;
+#endif
+
+/* ---- adding to a bin ----------------------------------------------------------------------- */
+#if CLT_H_WEIGHTS == 0
+#define ADD_G(p, v) atomic_inc(p)
+#define ADD_L(p, v) atomic_inc(p)
+#define ADD_PLAIN(p, v) (*(p) += 1u)
+#define MERGE_G(p, v) atomic_add(p, v)
+#else
+/* float sums by compare-and-swap on their bits (OpenCL 1.2 has no float atomics) */
+#if CLT_H_DOUBLE
+#define ADD_CAS(Q)                                                                               \
+    inline void add_##Q(volatile Q acc_t *p, const acc_t v) {                                  \
+        long old = atom_add((volatile Q long *)p, 0L), seen; /* an atomic read (no race) */    \
+        do {                                                                                   \
+            seen = old;                                                                        \
+            old = atom_cmpxchg((volatile Q long *)p, seen, as_long(as_double(seen) + v));      \
+        } while (old != seen);                                                                 \
+    }
+#else
+#define ADD_CAS(Q)                                                                               \
+    inline void add_##Q(volatile Q acc_t *p, const acc_t v) {                                  \
+        int old = atomic_add((volatile Q int *)p, 0), seen;                                    \
+        do {                                                                                   \
+            seen = old;                                                                        \
+            old = atomic_cmpxchg((volatile Q int *)p, seen, as_int(as_float(seen) + v));       \
+        } while (old != seen);                                                                 \
+    }
+#endif
+ADD_CAS(__global)
+ADD_CAS(__local)
+#define ADD_G(p, v) add___global(p, v)
+#define ADD_L(p, v) add___local(p, v)
+#define ADD_PLAIN(p, v) (*(p) += (v))
+#define MERGE_G(p, v) add___global(p, v)
+#endif
+
+/* ---- which bin --------------------------------------------------------------------------- */
+/* the bin of v, or -1 (outside the range, NaN) */
+inline long clt_bin(const in_t v, const long nbins, const in_t lo, const in_t hi,
+                    const real_t scale, __global const in_t *edges) {
+#if CLT_H_UNIFORM
+    if (!(v >= lo && v <= hi))
+        return -1; /* NaN too */
+    /* numpy: ((x - first_edge) / norm_denom) * n_bins, x - first_edge in x's type; here
+     * times scale = n_bins / norm_denom (no division an element): within an ulp of numpy's,
+     * and both are within one bin of the answer, which the edges then settle exactly */
+    const in_t d = v - lo;
+    const real_t f = (real_t)d * scale;
+    long b = (long)f;
+    if (b >= nbins)
+        b = nbins - 1;
+    if (v < edges[b])
+        b -= 1;
+    else if (b != nbins - 1 && v >= edges[b + 1])
+        b += 1;
+    return b;
+#else
+    const long b = (long)v;
+    return (b >= 0 && b < nbins) ? b : -1;
+#endif
+}
+
+#if CLT_H_WEIGHTS
+#define W_ARGS , __global const w_t *w, const long woff
+#define W_OF(i) ((acc_t)w[woff + (i)])
+#else
+#define W_ARGS
+#define W_OF(i) 1u
+#endif
+
+__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
+clt_hist(__global const in_t *x, const long xoff, const long n W_ARGS, const long nbins,
+         const in_t lo, const in_t hi, const real_t scale, __global const in_t *edges,
+         const long chunk, volatile __global acc_t *scratch, volatile __local acc_t *tile) {
+    const uint lid = get_local_id(0);
+    const long begin = (long)get_group_id(0) * chunk;
+    const long end = min(begin + chunk, n);
+#if CLT_H_STRATEGY == 0
+    for (long i = begin + lid; i < end; i += CLT_WG) {
+        const long b = clt_bin(x[xoff + i], nbins, lo, hi, scale, edges);
+        if (b >= 0)
+            ADD_G(scratch + b, W_OF(i));
+    }
+#else
+    const long cells = (long)CLT_H_REPS * nbins;
+    for (long j = lid; j < cells; j += CLT_WG)
+        tile[j] = (acc_t)0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+#if CLT_H_STRATEGY == 2
+    /* one work-item: CLT_H_REPS copies taken in turn, so that a run of one value does not
+     * wait on its own last increment (a store-to-load chain) */
+    __local acc_t *t = (__local acc_t *)tile;
+    long i = begin;
+    for (; i + CLT_H_REPS <= end; i += CLT_H_REPS) {
+#pragma unroll
+        for (int r = 0; r < CLT_H_REPS; ++r) {
+            const long b = clt_bin(x[xoff + i + r], nbins, lo, hi, scale, edges);
+            if (b >= 0)
+                ADD_PLAIN(t + (long)r * nbins + b, W_OF(i + r));
+        }
+    }
+    for (; i < end; ++i) {
+        const long b = clt_bin(x[xoff + i], nbins, lo, hi, scale, edges);
+        if (b >= 0)
+            ADD_PLAIN(t + b, W_OF(i));
+    }
+#else
+    volatile __local acc_t *mine = tile + (long)(lid % CLT_H_REPS) * nbins;
+    for (long i = begin + lid; i < end; i += CLT_WG) {
+        const long b = clt_bin(x[xoff + i], nbins, lo, hi, scale, edges);
+        if (b >= 0)
+            ADD_L(mine + b, W_OF(i));
+    }
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (long j = lid; j < nbins; j += CLT_WG) {
+        acc_t s = tile[j];
+        for (int r = 1; r < CLT_H_REPS; ++r)
+            s += tile[(long)r * nbins + j];
+        if (s != (acc_t)0)
+            MERGE_G(scratch + j, s);
+    }
+#endif
+}
+
+/* out[i] += scratch[i] (counts: long; sums: the weights' type, converted once at the end) */
+#if CLT_H_WEIGHTS == 0
+typedef long out_t;
+#else
+typedef w_t out_t;
+#endif
+__kernel void clt_hist_out(__global const acc_t *scratch, const long nbins, const uint add,
+                           __global out_t *out, const long ooff) {
+    const long i = get_global_id(0);
+    if (i < nbins)
+        out[ooff + i] = add ? out[ooff + i] + (out_t)scratch[i] : (out_t)scratch[i];
+}

@@ -1,0 +1,250 @@
+"""cltune.bincount and cltune.histogram (#41) against numpy: exact counts for every integer
+dtype and sizes that are multiples of nothing, weights, minlength; uniform bins with the range
+given or found, values on the edges, outside the range and NaN, an all-equal input, empty
+inputs, F order, density; every strategy of kernels/hist.cl (global atomics, replicated
+__local copies, a work-item's own) through the launcher; clear errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl.array as cla
+import pytest
+
+import cltune
+from cltune.families.hist.config import HistConfig, HistConfigError
+from cltune.families.hist.kernel import HistSpec
+from cltune.families.hist.launch import HistLauncher, UniformBins
+
+INTS = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.bool_)
+
+
+@pytest.fixture(scope="module")
+def rng():
+    return np.random.default_rng(41)
+
+
+@pytest.mark.parametrize("dt", INTS)
+def test_bincount_matches_numpy(queue, rng, dt):
+    for n, top in ((1, 1), (17, 5), (4099, 300), (100003, 70)):
+        top = 2 if dt == np.bool_ else min(top, int(np.iinfo(dt).max) + 1)
+        h = rng.integers(0, top, n).astype(dt)
+        if n > 10:
+            h[: n // 3] = h[0]  # a hot bin
+        got = cltune.bincount(cla.to_device(queue, h))
+        want = np.bincount(h.astype(np.int64))
+        assert got.dtype == np.int64 and np.array_equal(got.get(), want), (dt, n)
+        got = cltune.bincount(h, minlength=top + 9, queue=queue).get()
+        assert np.array_equal(got, np.bincount(h.astype(np.int64), minlength=top + 9))
+
+
+def test_bincount_weights_and_edge_cases(queue, device, rng):
+    info, _ = device
+    h = rng.integers(0, 1000, 20011).astype(np.int32)
+    for wd in (np.float32, np.float64, np.int16):
+        w = (rng.standard_normal(h.size) * 10).astype(wd)
+        if not (info.fp64 and info.int64_atomics):
+            with pytest.raises(ValueError, match="fp64"):
+                cltune.bincount(h, weights=w, queue=queue)
+            continue
+        got = cltune.bincount(cla.to_device(queue, h), weights=cla.to_device(queue, w))
+        want = np.bincount(h, weights=w)
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(got.get(), want, rtol=1e-12, atol=1e-9)
+    empty = cla.empty(queue, (0,), np.int32)
+    assert cltune.bincount(empty).get().shape == (0,)
+    assert np.array_equal(cltune.bincount(empty, minlength=4).get(), np.zeros(4, np.int64))
+
+
+@pytest.mark.parametrize("bad,err,match", [
+    (np.array([1, -2, 3], np.int32), ValueError, "negative"),
+    (np.array([1.0, 2.0]), TypeError, "integers"),
+    (np.ones((2, 2), np.int32), ValueError, "1-D"),
+])
+def test_bincount_errors(queue, bad, err, match):
+    with pytest.raises(err, match=match):
+        cltune.bincount(bad, queue=queue)
+    with pytest.raises(ValueError, match="minlength"):
+        cltune.bincount(np.array([1], np.int32), minlength=-1, queue=queue)
+    with pytest.raises(ValueError, match="same shape"):
+        cltune.bincount(np.array([1, 2], np.int32), weights=np.ones(3), queue=queue)
+    with pytest.raises(TypeError, match="queue"):
+        cltune.bincount(np.array([1], np.int32))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int32, np.uint8])
+def test_histogram_matches_numpy(queue, device, rng, dt):
+    info, _ = device
+    if (dt in (np.float64, np.int32, np.uint8)) and not info.fp64:
+        pytest.skip("bins in float64 need fp64")
+    n = 100003
+    h = (rng.standard_normal(n) * 3).astype(dt) if np.dtype(dt).kind == "f" else \
+        rng.integers(0, 200, n).astype(dt)
+    if np.dtype(dt).kind == "f":
+        h[7] = np.nan  # counted in no bin when the range is given
+        h[11], h[13] = -2.0, 2.0  # the range's edges: the first and the last bin
+    x = cla.to_device(queue, h)
+    cases = [dict(bins=1, range=(-2.0, 2.0)), dict(bins=7, range=(-2.0, 2.0)),
+             dict(bins=256, range=(-1.5, 0.3)), dict(bins=1000, range=(0, 100))]
+    for kw in cases:
+        got, edges = cltune.histogram(x, **kw)
+        want, wedges = np.histogram(h, **kw)
+        assert got.dtype == np.int64 and np.array_equal(got.get(), want), kw
+        assert np.array_equal(edges.get(), wedges)
+    if np.dtype(dt).kind == "f":
+        with pytest.raises(ValueError, match="not finite"):
+            cltune.histogram(x, bins=10)  # NaN in the data, no range: numpy's error
+        h[7] = 0.5
+        x = cla.to_device(queue, h)
+    for bins in (3, 77):  # the range from the data (min and max on the device)
+        got, edges = cltune.histogram(x, bins=bins)
+        want, wedges = np.histogram(h, bins=bins)
+        assert np.array_equal(got.get(), want) and np.array_equal(edges.get(), wedges), bins
+
+
+def test_histogram_weights_density_layouts_and_edge_cases(queue, device, rng):
+    info, _ = device
+    h = rng.random((301, 67)).astype(np.float32)
+    w = rng.random((301, 67)).astype(np.float32)
+    for order in "CF":
+        hh, ww = np.asarray(h, order=order), np.asarray(w, order=order)
+        got, _ = cltune.histogram(cla.to_device(queue, hh), 50, (0.0, 1.0),
+                                  weights=cla.to_device(queue, ww))
+        want, _ = np.histogram(hh, 50, (0.0, 1.0), weights=ww)
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got.get(), want, rtol=2e-6)
+        got, _ = cltune.histogram(cla.to_device(queue, hh), 50, (0.0, 1.0))
+        assert np.array_equal(got.get(), np.histogram(hh, 50, (0.0, 1.0))[0])
+    # weights in the other layout than the data: paired element by element all the same
+    got, _ = cltune.histogram(cla.to_device(queue, np.asfortranarray(h)), 20, (0.0, 1.0),
+                              weights=cla.to_device(queue, w))
+    np.testing.assert_allclose(got.get(), np.histogram(h, 20, (0.0, 1.0), weights=w)[0],
+                               rtol=2e-6)
+    got, _ = cltune.histogram(cla.to_device(queue, h), 13, density=True)
+    want, _ = np.histogram(h, 13, density=True)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got.get(), want, rtol=1e-12)
+    same = np.full(1001, 3.0, np.float32)  # min == max: numpy widens the range by 0.5
+    got, edges = cltune.histogram(same, 4, queue=queue)
+    want, wedges = np.histogram(same, 4)
+    assert np.array_equal(got.get(), want) and np.array_equal(edges.get(), wedges)
+    got, edges = cltune.histogram(np.zeros(0, np.float32), 5, queue=queue)
+    want, wedges = np.histogram(np.zeros(0, np.float32), 5)
+    assert np.array_equal(got.get(), want) and np.array_equal(edges.get(), wedges)
+
+
+def test_histogram_errors(queue):
+    x = np.ones(10, np.float32)
+    for kw, err, match in ((dict(bins=0), ValueError, "positive"),
+                           (dict(bins=[0.0, 1.0]), TypeError, "integer number"),
+                           (dict(bins=5, range=(2.0, 1.0)), ValueError, "larger"),
+                           (dict(bins=5, range=(0.0, np.inf)), ValueError, "not finite"),
+                           (dict(bins=5, weights=np.ones(3)), ValueError, "same shape")):
+        with pytest.raises(err, match=match):
+            cltune.histogram(x, queue=queue, **kw)
+    with pytest.raises(TypeError, match="float16"):
+        cltune.histogram(np.ones(4, np.float16), queue=queue)
+
+
+@pytest.mark.parametrize("cfg", [HistConfig("global", 8, 1, 2), HistConfig("local", 8, 4, 2),
+                                 HistConfig("local", 16, 1, 4), HistConfig("private", 1, 8, 4),
+                                 HistConfig("private", 1, 1, 2)])
+def test_every_strategy_counts_exactly(ctx, queue, device, rng, cfg):
+    """Each strategy through the launcher (the builtin picks one per device): counts, sums of
+    weights, uniform bins; blocks that leave tails, a run of one value (the copies' turns)."""
+    info, dev = device
+    double = bool(info.fp64)
+    for nbins, n in ((5, 3), (300, 20011), (64, 100003)):
+        h = rng.integers(0, nbins, n + 3).astype(np.int32)
+        h[3: n // 2] = nbins - 1
+        spec = HistSpec(np.dtype(np.int32), False, None, double)
+        la = HistLauncher(ctx, dev, info, spec, cfg)
+        out = cla.empty(queue, nbins, np.int64)
+        la.run(queue, cla.to_device(queue, h), 3, n, None, 0, nbins, None, out)
+        assert np.array_equal(out.get(), np.bincount(h[3:], minlength=nbins)), (nbins, n)
+        f = rng.random(n).astype(np.float32)
+        edges = np.linspace(0.0, 1.0, nbins + 1, dtype=np.float32)
+        fspec = HistSpec(np.dtype(np.float32), True, None, double)
+        la = HistLauncher(ctx, dev, info, fspec, cfg)
+        la.run(queue, cla.to_device(queue, f), 0, n, None, 0, nbins, UniformBins(edges, 1.0),
+               out)
+        assert np.array_equal(out.get(), np.histogram(f, nbins, (0.0, 1.0))[0])
+        if double and info.int64_atomics:
+            w = rng.random(n).astype(np.float64)
+            wspec = HistSpec(np.dtype(np.int32), False, np.dtype(np.float64), True)
+            la = HistLauncher(ctx, dev, info, wspec, cfg)
+            wout = cla.empty(queue, nbins, np.float64)
+            la.run(queue, cla.to_device(queue, h), 3, n, cla.to_device(queue, w), 0, nbins,
+                   None, wout)
+            np.testing.assert_allclose(wout.get(), np.bincount(h[3:], w, nbins), rtol=1e-12)
+
+
+def test_configs_are_validated():
+    for kw in (dict(strategy="shared"), dict(wg=3), dict(strategy="global", reps=2),
+               dict(strategy="private", wg=4), dict(reps=3), dict(groups_per_cu=0)):
+        with pytest.raises(HistConfigError):
+            HistConfig(**{**dict(strategy="local", wg=8, reps=1, groups_per_cu=4), **kw})
+    assert HistConfig.from_mapping(HistConfig().to_dict()) == HistConfig()
+
+
+OCLGRIND_MARK = "CLTUNE-HIST-OCLGRIND "
+OCLGRIND_SCRIPT = r'''
+import json
+import numpy as np
+import pyopencl.array as cla
+from cltune.families.hist.config import HistConfig
+from cltune.families.hist.kernel import HistSpec
+from cltune.families.hist.launch import HistLauncher, UniformBins
+rng = np.random.default_rng(3)
+out = {"runs": []}
+double = bool(info.fp64)
+for cfg in (HistConfig("global", 8, 1, 2), HistConfig("local", 8, 2, 2),
+            HistConfig("private", 1, 4, 4)):
+    for kind in ("counts", "uniform", "weights"):
+        if kind == "weights" and not (double and info.int64_atomics):
+            continue
+        n, nbins = 1001, 37
+        h = rng.integers(0, nbins, n).astype(np.int32)
+        h[: 300] = 5  # a hot bin: contended atomics
+        w = rng.random(n)
+        x, bins, want = cla.to_device(q, h), None, np.bincount(h, minlength=nbins)
+        spec = HistSpec(np.dtype(np.int32), False, None, double)
+        wd = None
+        if kind == "uniform":
+            f = rng.random(n).astype(np.float32)
+            edges = np.linspace(0.0, 1.0, nbins + 1, dtype=np.float32)
+            x, bins = cla.to_device(q, f), UniformBins(edges, 1.0)
+            want = np.histogram(f, nbins, (0.0, 1.0))[0]
+            spec = HistSpec(np.dtype(np.float32), True, None, double)
+        if kind == "weights":
+            spec = HistSpec(np.dtype(np.int32), False, np.dtype(np.float64), True)
+            wd, want = cla.to_device(q, w), np.bincount(h, w, nbins)
+        res = cla.empty(q, nbins, spec.out_dtype)
+        err = ""
+        try:
+            HistLauncher(ctx, dev, info, spec, cfg).run(q, x, 0, n, wd, 0, nbins, bins, res)
+            got = res.get()
+            ok = np.allclose(got, want, rtol=1e-12) if kind == "weights" else \
+                np.array_equal(got, want)
+            err = "" if ok else f"wrong: {got[:6]} numpy {want[:6]}"
+        except Exception as e:
+            err = f"{type(e).__name__}: {e}"[:300]
+        out["runs"].append({"cfg": cfg.short(), "kind": kind, "error": err})
+print(MARK + json.dumps(out), flush=True)
+'''
+
+
+@pytest.mark.oclgrind
+@pytest.mark.multiprocess
+@pytest.mark.slow
+def test_the_kernels_are_clean_under_oclgrind():
+    """Every strategy (global atomics, replicated __local copies with their merge, a
+    work-item's own copies) for counts, uniform bins and weighted sums (the CAS loops) under
+    Oclgrind: numpy's answers, no invalid access, no race."""
+    from support.oclgrind import run_marked
+
+    res, summary = run_marked(OCLGRIND_SCRIPT, OCLGRIND_MARK)
+    assert res.returncode == 0 and summary, res.summary()
+    assert {r["cfg"].split()[0] for r in summary["runs"]} == {"global", "local", "private"}
+    wrong = [r for r in summary["runs"] if r["error"]]
+    assert not wrong, wrong
+    assert res.reports == [], res.summary(limit=8)
