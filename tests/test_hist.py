@@ -248,3 +248,40 @@ def test_the_kernels_are_clean_under_oclgrind():
     wrong = [r for r in summary["runs"] if r["error"]]
     assert not wrong, wrong
     assert res.reports == [], res.summary(limit=8)
+
+
+def test_the_cli_tunes_stores_and_serves(info, queue, db_url, storage_url):
+    """`cltune tune --hist` stores a class per variant, `cltune show` lists it, `cltune
+    verify` re-validates it and the API serves it (exact level) to a call near the class."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from cltune.cli.app import app
+    from cltune.families.hist.api import explain
+
+    runner = CliRunner()
+    args = ["tune", "--device", str(info.index), "--hist", "4096x64", "--op", "bincount",
+            "--dtype", "int32", "--trials", "3", "--timeout", "60", "--db", db_url,
+            "--storage", storage_url]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["show", "--json", "--db", db_url])
+    rows = json.loads(r.output)
+    assert ("hist", "bincount/int32", "2^12x2^6") in {
+        (x["family"], x["variant"], x["size_class"]) for x in rows}
+    r = runner.invoke(app, ["verify", "--device", str(info.index), "--db", db_url])
+    assert r.exit_code == 0 and "bincount/int32" in r.output, r.output
+    e = explain(queue, "bincount", np.int32, 5000, 60, db=db_url)
+    assert e.level == "exact" and e.size_class == "2^12x2^6", e
+    h = np.random.default_rng(1).integers(0, 60, 5000).astype(np.int32)
+    assert np.array_equal(cltune.bincount(h, queue=queue, db=db_url).get(), np.bincount(h))
+    for bad, msg in ((["--op", "sum"], "bincount or histogram"),
+                     (["--op", "bincount", "--dtype", "float32"], "integers"),
+                     (["--op", "histogram", "--axis", "1"], "goes alone")):
+        r = runner.invoke(app, ["tune", "--device", str(info.index), "--hist", "4096x64",
+                                *bad, "--db", db_url])
+        assert r.exit_code != 0 and msg in r.output, r.output
+    r = runner.invoke(app, ["tune", "--device", str(info.index), "--weights", "float32",
+                            "--db", db_url])
+    assert r.exit_code != 0 and "--weights goes with --hist" in r.output

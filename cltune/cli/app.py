@@ -130,6 +130,13 @@ def tune(
         help="Tune many reductions in one launch (r.many, cltune.norm_many; --op sum, prod, "
         "min, max or norm) for classes KxN: K arrays of about N elements, powers of two "
         "(e.g. 64x4096,16x65536).")] = None,
+    hist: Annotated[str | None, typer.Option(  # noqa: UP007
+        help="Tune histograms (cltune.bincount with --op bincount and an integer --dtype, "
+        "cltune.histogram with --op histogram and float32/float64) for classes NxB: about N "
+        "elements in B bins, powers of two (e.g. 1048576x256,16777216x4096).")] = None,
+    weights: Annotated[str | None, typer.Option(  # noqa: UP007
+        help="With --hist: tune the weighted sums (float32 or float64 weights; bincount's "
+        "are float64).")] = None,
     workers: Annotated[int, typer.Option(
         min=1, max=64, help="Evaluation workers per device feeding each study (default 1).")]
     = 1,
@@ -163,6 +170,7 @@ def tune(
     cltune tune --device 0 --kernel mymodule:knl --axis 0 --shapes 65536x256;
     cltune tune --device 0 --op var --sizes 2^20,2^24; cltune tune --device 0 --op argmax --axis 1;
     cltune tune --device 0 --many 64x4096 --op norm;
+    cltune tune --device 0 --hist 16777216x256 --op bincount --dtype int32;
     cltune tune --device 0 --scan --sizes 2^20,2^24; cltune tune --device 0 --scan --axis 0;
     cltune tune --device 0,1,2,3 (or --device all): identical GPUs tune together
     """
@@ -170,7 +178,8 @@ def tune(
 
     req = tune_modes.TuneRequest(
         device=device, op=op, dtype=dtype, sizes=sizes, trials=trials, timeout=timeout,
-        axis=axis, segments=segments, kernel=kernel, many=many, scan=scan, workers=workers,
+        axis=axis, segments=segments, kernel=kernel, many=many, hist=hist, weights=weights,
+        scan=scan, workers=workers,
         shapes=shapes, sampler=sampler,
         seed=seed, resume=resume, max_rel_error=max_rel_error, study=study, seeds=seeds, db=db,
         storage=storage)
@@ -187,7 +196,8 @@ def tune(
 
 #: how each mode's results are drawn; each returns True when a class has no validated config
 _RENDER_TUNED = {"sizes": render_sizes, "shapes": render_shapes, "kernel": render_kernel,
-                 "statistic": render_kernel, "many": render_shapes, "scan": render_shapes}
+                 "statistic": render_kernel, "many": render_shapes, "scan": render_shapes,
+                 "hist": render_shapes}
 
 
 def _tune_mode(req: TuneRequest, statistics: tuple[str, ...]) -> str:
@@ -196,10 +206,20 @@ def _tune_mode(req: TuneRequest, statistics: tuple[str, ...]) -> str:
     if req.scan:
         if req.op not in ("sum", "prod", "min", "max"):
             _fail(f"--scan tunes sum, prod, min or max scans, not {req.op!r:.30}")
-        if req.many is not None or req.segments or req.kernel is not None:
+        if req.many is not None or req.segments or req.kernel is not None \
+                or req.hist is not None:
             _fail("--scan goes alone (with --sizes, --axis and --shapes; not with --many, "
-                  "--segments or --kernel)")
+                  "--hist, --segments or --kernel)")
         return "scan"
+    if req.hist is not None:
+        if req.op not in ("bincount", "histogram"):
+            _fail(f"--hist tunes bincount or histogram (--op), not {req.op!r:.30}")
+        if req.many is not None or req.axis is not None or req.segments \
+                or req.kernel is not None:
+            _fail("--hist goes alone (not with --many, --axis, --segments or --kernel)")
+        return "hist"
+    if req.weights is not None:
+        _fail("--weights goes with --hist")
     if req.many is not None:
         if req.op not in ("sum", "prod", "min", "max", "norm"):
             _fail(f"--many tunes sum, prod, min, max or norm, not {req.op!r:.30}")

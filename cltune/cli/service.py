@@ -19,6 +19,7 @@ from cltune.device.health import Health
 from cltune.device.info import DeviceInfo
 from cltune.device.select import device_health, list_devices, select, select_many
 from cltune.families.axis import family as axis_family
+from cltune.families.hist import family as hist_family
 from cltune.families.many import family as many_family
 from cltune.families.reduce import family as reduce_family
 from cltune.families.reduce.kernel import kernel_subgroup_size
@@ -200,14 +201,19 @@ def import_file(db: str | None, path: str):  # noqa: ANN201 - MergeReport
         store.close()
 
 
+def _hist_matches(variant: str, op: str | None, dtype: str | None) -> bool:
+    kind, _, rest = variant.partition("/")
+    return kind == (op or kind) and rest.split("/")[0] == (dtype or rest.split("/")[0])
+
+
 def verify(db: str | None, selector: str, op: str | None, dtype: str | None):  # noqa: ANN201
     """Re-validate and re-time the stored configs of the families whose results the database
-    alone describes (1-D, axis, many, scan) on the selected device. Returns (device info,
+    alone describes (1-D, axis, many, scan, hist) on the selected device. Returns (device info,
     reverify rows)."""
     info, dev = select(selector)
     store = Store.open(db)
     try:
-        variants = axis = many = scan = None
+        variants = axis = many = scan = hist = None
         if op or dtype:  # the variants of this op and/or dtype
             variants = tuple(reduce_family.variant(OpSpec(o, d)) for o in OPS for d in DTYPES
                              if o == (op or o) and d == (dtype or d))
@@ -216,13 +222,17 @@ def verify(db: str | None, selector: str, op: str | None, dtype: str | None):  #
                          if o == (op or o) and d == (dtype or d))
             scan = tuple(f"{o}/{d}/{lay}" for o in scan_family.OPS for d in scan_family.DTYPES
                          for lay in ("rows", "cols") if o == (op or o) and d == (dtype or d))
+            hist = tuple(r.variant for r in store.ok_results(
+                store.device_ids(fingerprint=info.fingerprint), hist_family.NAME, None)
+                if _hist_matches(r.variant, op, dtype))
         ctx = cl.Context([dev])
         # the families whose stored results can be re-run from the database alone (a custom
         # expression's text is not stored: `knl.tune` re-validates those)
         return info, (verify_device(ctx, dev, info, store, reduce_family.NAME, variants)
                       + verify_device(ctx, dev, info, store, axis_family.NAME, axis)
                       + verify_device(ctx, dev, info, store, many_family.NAME, many)
-                      + verify_device(ctx, dev, info, store, scan_family.NAME, scan))
+                      + verify_device(ctx, dev, info, store, scan_family.NAME, scan)
+                + verify_device(ctx, dev, info, store, hist_family.NAME, hist))
     finally:
         store.close()
 

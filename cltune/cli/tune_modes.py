@@ -27,6 +27,7 @@ from cltune.device.info import DeviceInfo
 from cltune.device.select import select
 from cltune.families.expr import family as expr_family
 from cltune.families.expr.api import ReductionKernel
+from cltune.families.hist import family as hist_family
 from cltune.stats import api as stats
 from cltune.tuning.tuner import SAMPLERS, BucketResult, Progress, TuneOptions
 
@@ -58,6 +59,8 @@ class TuneRequest:
     segments: bool = False
     kernel: str | None = None
     many: str | None = None
+    hist: str | None = None
+    weights: str | None = None
     scan: bool = False
     workers: int = 1
     shapes: str | None = None
@@ -132,6 +135,22 @@ def tune_many(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo, Run
                                req.db, req.storage, progress, req.workers)
 
 
+def tune_hist(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo, Runs]:
+    """`cltune tune --hist NxB[,...]`: bincount (`--op bincount`, integer `--dtype`) or uniform
+    histograms (`--op histogram`, float32/float64) of about N elements in B bins (the `hist`
+    family; `--weights float32|float64` tunes the weighted sums), 12 trials per class and
+    120 s in all unless given."""
+    _check_sampler(req.sampler)
+    keys = parse_shapes(req.hist or "1048576x256")
+    variant = f"{req.op}/{req.dtype}" + (f"/{req.weights}" if req.weights else "")
+    hist_family.variant_of(variant)  # a clear error for a variant the family has not
+    opts = TuneOptions(op=req.op, dtype=req.dtype, trials=req.trials or 12,
+                       timeout_s=req.timeout or 120.0, sampler=req.sampler, seed=req.seed,
+                       resume=req.resume, study_prefix=req.study, seeds=req.seeds)
+    return service.tune_family(req.device, hist_family.NAME, [variant], keys, opts, req.db,
+                               req.storage, progress, req.workers)
+
+
 #: `cltune tune --scan` without --sizes/--axis: whole arrays of these sizes (log2) and the
 #: default shapes along both axes
 SCAN_SIZES = (16, 20, 24)
@@ -185,7 +204,7 @@ def tune_scan(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo, Run
 
 MODES: dict[str, Callable[[TuneRequest, RichProgress], tuple[DeviceInfo, Runs]]] = {
     "sizes": tune_sizes, "shapes": tune_shapes, "kernel": tune_kernel,
-    "statistic": tune_statistic, "many": tune_many, "scan": tune_scan}
+    "statistic": tune_statistic, "many": tune_many, "scan": tune_scan, "hist": tune_hist}
 
 
 def _tune_expression(req: TuneRequest, kernel: str | ReductionKernel, label: str,
