@@ -8,15 +8,16 @@
  *                0 global   every increment an atomic on the result scratch;
  *                1 local    each group keeps CLT_H_REPS copies of the histogram in __local
  *                           memory (work-item l increments copy l % CLT_H_REPS: fewer
- *                           collisions on hot bins), merged into the scratch at the end;
+ *                           collisions on hot bins), added and stored as the group's own row
+ *                           of the scratch (no atomics, no contention on hot bins);
  *                2 private  groups of one work-item (CPUs) keep theirs in __local memory
  *                           with plain increments (no other work-item shares it), element
  *                           i of a run of CLT_H_REPS in copy i.
  *              A group takes a contiguous block of `chunk` elements (coalesced: its
  *              work-items stride through it together).
- * clt_hist_out the scratch (uint counts, or double / float sums) added to the result (long,
- *              or the weights' type): a call longer than one pass of 32-bit counters adds
- *              pass after pass.
+ * clt_hist_out the scratch's rows (uint counts, or double / float sums; one row for global,
+ *              a row a group otherwise) added up into the result (long, or the weights' type):
+ *              global's 32-bit counters take passes of fewer than 2^32 elements, added.
  * Every tunable has a default; values arrive as -D options from cltune.families.hist.kernel
  * (a validated HistConfig). Barriers are never in divergent code.
  */
@@ -35,6 +36,9 @@
 #endif
 #ifndef CLT_H_REPS
 #define CLT_H_REPS 1
+#endif
+#ifndef CLT_H_ITEMS
+#define CLT_H_ITEMS 4 /* global and local: loads a work-item has in flight a step */
 #endif
 #ifndef CLT_WG
 #define CLT_WG 64
@@ -100,7 +104,6 @@ typedef float acc_t;
 #define ADD_G(p, v) atomic_inc(p)
 #define ADD_L(p, v) atomic_inc(p)
 #define ADD_PLAIN(p, v) (*(p) += 1u)
-#define MERGE_G(p, v) atomic_add(p, v)
 #else
 /* float sums by compare-and-swap on their bits (OpenCL 1.2 has no float atomics) */
 #if CLT_H_DOUBLE
@@ -127,7 +130,6 @@ ADD_CAS(__local)
 #define ADD_G(p, v) add___global(p, v)
 #define ADD_L(p, v) add___local(p, v)
 #define ADD_PLAIN(p, v) (*(p) += (v))
-#define MERGE_G(p, v) add___global(p, v)
 #endif
 
 /* ---- which bin --------------------------------------------------------------------------- */
@@ -172,7 +174,20 @@ clt_hist(__global const in_t *x, const long xoff, const long n W_ARGS, const lon
     const long begin = (long)get_group_id(0) * chunk;
     const long end = min(begin + chunk, n);
 #if CLT_H_STRATEGY == 0
-    for (long i = begin + lid; i < end; i += CLT_WG) {
+    long i = begin + lid;
+    for (; i + (CLT_H_ITEMS - 1) * CLT_WG < end; i += CLT_H_ITEMS * CLT_WG) {
+        in_t v[CLT_H_ITEMS]; /* every load of the step in flight before the first add */
+#pragma unroll
+        for (int k = 0; k < CLT_H_ITEMS; ++k)
+            v[k] = x[xoff + i + k * CLT_WG];
+#pragma unroll
+        for (int k = 0; k < CLT_H_ITEMS; ++k) {
+            const long b = clt_bin(v[k], nbins, lo, hi, scale, edges);
+            if (b >= 0)
+                ADD_G(scratch + b, W_OF(i + k * CLT_WG));
+        }
+    }
+    for (; i < end; i += CLT_WG) {
         const long b = clt_bin(x[xoff + i], nbins, lo, hi, scale, edges);
         if (b >= 0)
             ADD_G(scratch + b, W_OF(i));
@@ -202,32 +217,54 @@ clt_hist(__global const in_t *x, const long xoff, const long n W_ARGS, const lon
     }
 #else
     volatile __local acc_t *mine = tile + (long)(lid % CLT_H_REPS) * nbins;
-    for (long i = begin + lid; i < end; i += CLT_WG) {
+    long i = begin + lid;
+    for (; i + (CLT_H_ITEMS - 1) * CLT_WG < end; i += CLT_H_ITEMS * CLT_WG) {
+        in_t v[CLT_H_ITEMS]; /* every load of the step in flight before the first add */
+#pragma unroll
+        for (int k = 0; k < CLT_H_ITEMS; ++k)
+            v[k] = x[xoff + i + k * CLT_WG];
+#pragma unroll
+        for (int k = 0; k < CLT_H_ITEMS; ++k) {
+            const long b = clt_bin(v[k], nbins, lo, hi, scale, edges);
+            if (b >= 0)
+                ADD_L(mine + b, W_OF(i + k * CLT_WG));
+        }
+    }
+    for (; i < end; i += CLT_WG) {
         const long b = clt_bin(x[xoff + i], nbins, lo, hi, scale, edges);
         if (b >= 0)
             ADD_L(mine + b, W_OF(i));
     }
 #endif
+    /* the group's histogram (its copies added) to its own row of the scratch: no atomics,
+     * and clt_hist_out adds the rows in a fixed order */
     barrier(CLK_LOCAL_MEM_FENCE);
+    __global acc_t *row = (__global acc_t *)scratch + (long)get_group_id(0) * nbins;
     for (long j = lid; j < nbins; j += CLT_WG) {
         acc_t s = tile[j];
         for (int r = 1; r < CLT_H_REPS; ++r)
             s += tile[(long)r * nbins + j];
-        if (s != (acc_t)0)
-            MERGE_G(scratch + j, s);
+        row[j] = s;
     }
 #endif
 }
 
-/* out[i] += scratch[i] (counts: long; sums: the weights' type, converted once at the end) */
+/* out[i] (+)= the sum of the scratch's `parts` rows at bin i (counts: in long; sums: in the
+ * scratch's type, converted once to the weights' type) */
 #if CLT_H_WEIGHTS == 0
 typedef long out_t;
+typedef long sum_t;
 #else
 typedef w_t out_t;
+typedef acc_t sum_t;
 #endif
-__kernel void clt_hist_out(__global const acc_t *scratch, const long nbins, const uint add,
-                           __global out_t *out, const long ooff) {
+__kernel void clt_hist_out(__global const acc_t *scratch, const long nbins, const long parts,
+                           const uint add, __global out_t *out, const long ooff) {
     const long i = get_global_id(0);
-    if (i < nbins)
-        out[ooff + i] = add ? out[ooff + i] + (out_t)scratch[i] : (out_t)scratch[i];
+    if (i >= nbins)
+        return;
+    sum_t s = (sum_t)0;
+    for (long g = 0; g < parts; ++g)
+        s += (sum_t)scratch[g * nbins + i];
+    out[ooff + i] = add ? out[ooff + i] + (out_t)s : (out_t)s;
 }

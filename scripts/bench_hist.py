@@ -9,7 +9,7 @@ numpy first. The served config and its level come from the API's `explain`.
     python scripts/bench_hist.py --device 1 --sizes 2^20,2^24 --bins 256,4096
     python scripts/bench_hist.py --device NVIDIA --sizes 2^20,2^24,2^28 --bins 256,4096,65536
 """
-# ruff: noqa: B023 - the timing lambdas run within their loop iteration
+# ruff: noqa: B023, E731 - the timing lambdas run within their loop iteration
 
 from __future__ import annotations
 

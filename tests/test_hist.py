@@ -145,9 +145,9 @@ def test_histogram_errors(queue):
         cltune.histogram(np.ones(4, np.float16), queue=queue)
 
 
-@pytest.mark.parametrize("cfg", [HistConfig("global", 8, 1, 2), HistConfig("local", 8, 4, 2),
-                                 HistConfig("local", 16, 1, 4), HistConfig("private", 1, 8, 4),
-                                 HistConfig("private", 1, 1, 2)])
+@pytest.mark.parametrize("cfg", [HistConfig("global", 8, 1, 2, 1), HistConfig("local", 8, 4, 2),
+                                 HistConfig("local", 16, 1, 4, 8), HistConfig("private", 1, 8, 4),
+                                 HistConfig("private", 1, 1, 2, 2)])
 def test_every_strategy_counts_exactly(ctx, queue, device, rng, cfg):
     """Each strategy through the launcher (the builtin picks one per device): counts, sums of
     weights, uniform bins; blocks that leave tails, a run of one value (the copies' turns)."""
@@ -180,7 +180,8 @@ def test_every_strategy_counts_exactly(ctx, queue, device, rng, cfg):
 
 def test_configs_are_validated():
     for kw in (dict(strategy="shared"), dict(wg=3), dict(strategy="global", reps=2),
-               dict(strategy="private", wg=4), dict(reps=3), dict(groups_per_cu=0)):
+               dict(strategy="private", wg=4), dict(reps=3), dict(groups_per_cu=0),
+               dict(items=3)):
         with pytest.raises(HistConfigError):
             HistConfig(**{**dict(strategy="local", wg=8, reps=1, groups_per_cu=4), **kw})
     assert HistConfig.from_mapping(HistConfig().to_dict()) == HistConfig()
@@ -197,7 +198,7 @@ from cltune.families.hist.launch import HistLauncher, UniformBins
 rng = np.random.default_rng(3)
 out = {"runs": []}
 double = bool(info.fp64)
-for cfg in (HistConfig("global", 8, 1, 2), HistConfig("local", 8, 2, 2),
+for cfg in (HistConfig("global", 8, 1, 2, 2), HistConfig("local", 8, 2, 2, 4),
             HistConfig("private", 1, 4, 4)):
     for kind in ("counts", "uniform", "weights"):
         if kind == "weights" and not (double and info.int64_atomics):

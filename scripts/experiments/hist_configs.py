@@ -44,8 +44,9 @@ def main() -> None:
     grid = ([HistConfig("private", 1, r, g) for r in (1, 2, 4, 8) for g in (2, 4, 16)]
             + [HistConfig("local", 8, r, 4) for r in (1, 4)] + [HistConfig("global", 64, 1, 4)]
             if cpu else
-            [HistConfig("local", wg, r, g) for wg in (128, 256, 512) for r in (1, 2, 4, 8, 16)
-             for g in (2, 8, 32) if r <= wg] + [HistConfig("global", 256, 1, g) for g in (8, 32)])
+            [HistConfig("local", wg, r, g, i) for wg in (256, 512) for r in (1, 4, 8, 16)
+             for g in (2, 8, 32) for i in (1, 4, 8)]
+            + [HistConfig("global", 256, 1, g, i) for g in (8, 32) for i in (1, 4)])
     cases = {"uniform": rng.integers(0, nb, n).astype(np.int32),
              "skewed": np.where(rng.random(n) < 2 / 3, rng.integers(0, 3, n),
                                 rng.integers(0, nb, n)).astype(np.int32)}

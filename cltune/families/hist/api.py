@@ -113,6 +113,12 @@ def _run(q: cl.CommandQueue, variant: HistVariant, db: str | None, x: cla.Array,
     return out
 
 
+def _edges_array(q: cl.CommandQueue, edges: np.ndarray) -> cla.Array:
+    """The edges uploaded without waiting (a blocking upload waits for the whole queue;
+    pyopencl's event keeps the host array alive until the copy is done)."""
+    return cla.to_device(q, edges, async_=True)
+
+
 def _weights(q: cl.CommandQueue, weights: Any, x: cla.Array, what: str) -> cla.Array:
     _, w = _device_array(weights, q, what)
     if w.shape != x.shape:
@@ -219,7 +225,7 @@ def histogram(x: Any, bins: int = 10, range: Any = None, weights: Any = None,  #
     hist = _run(q, variant, db, xd, w, nb, UniformBins(edges, float(denom)))
     if w is not None and hist.dtype != ntype:
         hist = hist.astype(ntype)
-    edges_d = cla.to_device(q, edges)
+    edges_d = _edges_array(q, edges)
     if density:
         n = hist.get()
         db = np.array(np.diff(edges), float)

@@ -2,7 +2,7 @@
 only door from stored or sampled values to kernels/hist.cl's build options).
 
     >>> HistConfig(strategy="local", wg=256, reps=4, groups_per_cu=8).short()
-    'local wg256 r4 g8'
+    'local wg256 r4 g8 i4'
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from cltune.core.pow2 import is_pow2
 #: kernels/hist.cl's CLT_H_STRATEGY values
 STRATEGIES = {"global": 0, "local": 1, "private": 2}
 REPS = (1, 2, 4, 8, 16)
+ITEMS = (1, 2, 4, 8)
 MAX_WG = 1024
 MAX_GROUPS_PER_CU = 1024
 
@@ -31,7 +32,8 @@ class HistConfig(MappedConfig):
     work-item, plain increments: CPUs); wg: work-group size; reps: copies of a group's
     histogram (local: work-item l increments copy l % reps; private: element i of each run of
     reps increments copy i); groups_per_cu: work-groups per
-    compute unit, each taking a contiguous block of the input."""
+    compute unit, each taking a contiguous block of the input; items: loads a work-item has in
+    flight a step (global and local; private runs reps a step)."""
 
     error: ClassVar[type[ValueError]] = HistConfigError
 
@@ -39,6 +41,7 @@ class HistConfig(MappedConfig):
     wg: int = 256
     reps: int = 1
     groups_per_cu: int = 8
+    items: int = 4
 
     def check(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -54,6 +57,8 @@ class HistConfig(MappedConfig):
             raise HistConfigError("wg: the private strategy runs groups of one work-item")
         if self.strategy == "local" and self.reps > self.wg:
             raise HistConfigError(f"reps: {self.reps} copies > wg={self.wg} work-items")
+        if self.items not in ITEMS:
+            raise HistConfigError(f"items: {self.items} is not one of {ITEMS}")
         if not (is_pow2(self.groups_per_cu) and self.groups_per_cu <= MAX_GROUPS_PER_CU):
             raise HistConfigError(f"groups_per_cu: {self.groups_per_cu} is not a power of two "
                                   f"<= {MAX_GROUPS_PER_CU}")
@@ -63,4 +68,4 @@ class HistConfig(MappedConfig):
         return 0 if self.strategy == "global" else self.reps * nbins * acc_bytes
 
     def short(self) -> str:
-        return f"{self.strategy} wg{self.wg} r{self.reps} g{self.groups_per_cu}"
+        return f"{self.strategy} wg{self.wg} r{self.reps} g{self.groups_per_cu} i{self.items}"

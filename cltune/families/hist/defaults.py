@@ -4,9 +4,9 @@ number of bins, for devices (and bin counts) never tuned, and the safest one.
     >>> from types import SimpleNamespace as NS
     >>> gpu = NS(type="gpu", max_wg=1024, local_mem=49152)
     >>> builtin_config(gpu, 256, 4).short(), builtin_config(gpu, 65536, 4).short()
-    ('local wg256 r8 g8', 'global wg256 r1 g8')
+    ('local wg256 r8 g8 i4', 'global wg256 r1 g8 i4')
     >>> builtin_config(NS(type="cpu", max_wg=4096, local_mem=65536), 256, 4).short()
-    'private wg1 r8 g4'
+    'private wg1 r8 g4 i1'
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def builtin_config(info: Any, nbins: int, acc_bytes: int) -> HistConfig:
         while reps > 1 and reps * nbins * acc_bytes > room:
             reps //= 2
         if nbins * acc_bytes <= room:
-            return HistConfig("private", 1, reps, 4)
+            return HistConfig("private", 1, reps, 4, 1)
         return HistConfig("global", min(64, pow2_at_most(int(info.max_wg))), 1, 4)
     wg = min(256, pow2_at_most(int(info.max_wg)))
     reps = MAX_REPS

@@ -77,7 +77,8 @@ def build_options(spec: HistSpec, cfg: HistConfig) -> list[str]:
     return [f"-DCLT_H_TYPE={TYPE_CODES[spec.dtype]}", f"-DCLT_H_UNIFORM={int(spec.uniform)}",
             f"-DCLT_H_WEIGHTS={WEIGHT_CODES[spec.weights]}",
             f"-DCLT_H_STRATEGY={STRATEGIES[cfg.strategy]}", f"-DCLT_H_REPS={int(cfg.reps)}",
-            f"-DCLT_WG={int(cfg.wg)}", f"-DCLT_H_DOUBLE={int(spec.double)}"]
+            f"-DCLT_WG={int(cfg.wg)}", f"-DCLT_H_DOUBLE={int(spec.double)}",
+            f"-DCLT_H_ITEMS={int(cfg.items)}"]
 
 
 @dataclass(eq=False)

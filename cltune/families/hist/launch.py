@@ -36,6 +36,7 @@ class UniformBins:
 def groups(cfg: HistConfig, compute_units: int, n: int, nbins: int) -> tuple[int, int]:
     """(groups, chunk): groups_per_cu x compute units, fewer where a group's block would be
     smaller than MIN_CHUNK or than its histogram (zeroing and merging it costs ~nbins)."""
+    n = max(1, n)
     most = max(1, cfg.groups_per_cu * max(1, compute_units))
     least = max(MIN_CHUNK, 4 * nbins if cfg.strategy != "global" else 0, cfg.wg)
     g = max(1, min(most, -(-n // least)))
@@ -52,6 +53,7 @@ class HistLauncher:
         self.b = built
         self._scratch: dict[int, cl.Buffer] = {}
         self._dummy = cl.Buffer(ctx, cl.mem_flags.READ_ONLY, 16)
+        self._edges: dict[bytes, cl.Buffer] = {}
         self._lock = threading.Lock()
 
     def built(self) -> HistBuilt:
@@ -65,7 +67,21 @@ class HistLauncher:
         need = self.cfg.local_bytes(nbins, self.spec.acc_bytes)
         return need == 0 or need + 1024 <= self.info.local_mem
 
+    def _edges_buffer(self, edges: np.ndarray) -> cl.Buffer:
+        """The edges on the device, kept per value (a call with the same bins uploads none)."""
+        host = np.ascontiguousarray(edges, self.spec.dtype)
+        key = host.tobytes()
+        buf = self._edges.get(key)
+        if buf is None:
+            if len(self._edges) >= 16:
+                self._edges.clear()
+            buf = self._edges[key] = cl.Buffer(
+                self.ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
+        return buf
+
     def _scratch_for(self, queue: cl.CommandQueue, nbytes: int) -> cl.Buffer:
+        if not _in_order(queue):  # calls may overlap there: each its own
+            return cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, max(nbytes, 64))
         s = self._scratch.get(queue.int_ptr)
         if s is None or s.size < nbytes:
             s = self._scratch[queue.int_ptr] = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE,
@@ -88,40 +104,46 @@ class HistLauncher:
         else:
             lo, hi = bins.edges[0], bins.edges[-1]
             scale = real(nbins / bins.denom)
-            edges = cl.Buffer(self.ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
-                              hostbuf=np.ascontiguousarray(bins.edges, sp.dtype))
+            edges = self._edges_buffer(bins.edges)
         acc = sp.acc_dtype.itemsize
-        step = PASS if sp.weights is None else max(1, n)
+        rows = self.cfg.strategy != "global"  # a scratch row a group, added by clt_hist_out
+        # global: 32-bit counters, passes of fewer than 2^32 elements; rows: one pass (a
+        # group's block stays below 2^32)
+        step = PASS if sp.weights is None and not rows else max(1, n)
         local = cl.LocalMemory(max(acc, self.cfg.local_bytes(nbins, acc)))
         ooff = out.offset // out.dtype.itemsize
         wargs = (w.base_data, np.int64(w.offset // w.dtype.itemsize + woff)) \
             if sp.weights is not None else ()
         xbase = x.offset // x.dtype.itemsize + xoff
         inorder = _in_order(queue)
+        g, chunk = groups(self.cfg, self.info.compute_units, min(n, step), nbins)
         ev: cl.Event | None = None
         evs: list[cl.Event] = []
         with self._lock, b.lock:
-            scratch = self._scratch_for(queue, nbins * acc)
+            scratch = self._scratch_for(queue, (g if rows else 1) * nbins * acc)
             for p0 in range(0, max(1, n), step):
                 m = min(step, n - p0)
                 # an in-order queue orders the launches; else each waits for the one before
                 before = list(wait_for or []) if ev is None else [] if inorder else [ev]
-                ev = cl.enqueue_fill_buffer(queue, scratch, np.zeros(1, sp.acc_dtype), 0,
-                                            nbins * acc, wait_for=before or None)
-                evs.append(ev)
+                parts = 1
+                if not rows or m == 0:
+                    ev = cl.enqueue_fill_buffer(queue, scratch, np.zeros(1, sp.acc_dtype), 0,
+                                                nbins * acc, wait_for=before or None)
+                    evs.append(ev)
+                    before = [] if inorder else [ev]
                 if m > 0:
-                    g, chunk = groups(self.cfg, self.info.compute_units, m, nbins)
+                    gm, chunk = groups(self.cfg, self.info.compute_units, m, nbins)
+                    parts = gm if rows else 1
                     if sp.weights is not None:
                         wargs = (wargs[0], np.int64(w.offset // w.dtype.itemsize + woff + p0))
                     b.hist.set_args(x.base_data, np.int64(xbase + p0), np.int64(m), *wargs,
                                     np.int64(nbins), lo, hi, scale, edges, np.int64(chunk),
                                     scratch, local)
-                    ev = cl.enqueue_nd_range_kernel(queue, b.hist, (g * self.cfg.wg,),
-                                                    (self.cfg.wg,),
-                                                    wait_for=None if inorder else [ev])
+                    ev = cl.enqueue_nd_range_kernel(queue, b.hist, (gm * self.cfg.wg,),
+                                                    (self.cfg.wg,), wait_for=before or None)
                     evs.append(ev)
-                b.out.set_args(scratch, np.int64(nbins), np.uint32(p0 > 0), out.base_data,
-                               np.int64(ooff))
+                b.out.set_args(scratch, np.int64(nbins), np.int64(parts), np.uint32(p0 > 0),
+                               out.base_data, np.int64(ooff))
                 ev = cl.enqueue_nd_range_kernel(queue, b.out, (nbins,), None,
                                                 wait_for=None if inorder else [ev])
                 evs.append(ev)

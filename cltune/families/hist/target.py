@@ -21,7 +21,7 @@ from cltune.core.space import LayoutSpace
 from cltune.device.info import DeviceInfo
 from cltune.families.base import Target
 from cltune.families.hist import family as hist_family
-from cltune.families.hist.config import REPS, HistConfig
+from cltune.families.hist.config import ITEMS, REPS, HistConfig
 from cltune.families.hist.defaults import builtin_config
 from cltune.families.hist.kernel import HistSpec, source_hash, spec_for
 from cltune.families.hist.launch import HistLauncher
@@ -62,19 +62,19 @@ def make_space(info: DeviceInfo) -> HistSpace:
     wgs = tuple(v for v in POW2 if (32 if gpu else 1) <= v <= top) or (1,)
     return HistSpace(info, {
         "strategy": ("local", "global") if gpu else ("private", "local", "global"),
-        "wg": wgs, "reps": REPS, "groups_per_cu": (1, 2, 4, 8, 16, 32)})
+        "wg": wgs, "reps": REPS, "groups_per_cu": (1, 2, 4, 8, 16, 32), "items": ITEMS})
 
 
-def fitted(strategy: str, wg: int, reps: int, groups_per_cu: int) -> HistConfig:
+def fitted(strategy: str, wg: int, reps: int, groups_per_cu: int, items: int) -> HistConfig:
     """A sampled point as a valid config: global keeps one copy, private runs one work-item,
-    local at most wg copies."""
+    local at most wg copies (private's loads a step are its copies: items 1)."""
     if strategy == "global":
         reps = 1
     elif strategy == "private":
-        wg = 1
+        wg, items = 1, 1
     else:
         reps = min(reps, wg)
-    return HistConfig(strategy, wg, reps, groups_per_cu)
+    return HistConfig(strategy, wg, reps, groups_per_cu, items)
 
 
 class HistBench(Timed):
