@@ -35,7 +35,8 @@ _API = {
     "Reducer": "cltune.families.reduce.api", "ReductionKernel": "cltune.families.expr.api",
     "clear_caches": "cltune.opencl.caches", "get_reducer": "cltune.stats.reducers",
     "norm_many": "cltune.families.many.api",
-    "bincount": "cltune.families.hist.api", "histogram": "cltune.families.hist.api",
+    **{name: "cltune.families.hist.api" for name in
+       ("Histogrammer", "bincount", "get_histogrammer", "histogram")},
     **{name: "cltune.families.scan.api" for name in
        ("Scanner", "cummax", "cummin", "cumprod", "cumsum", "get_scanner")},
     **{name: "cltune.families.scan.compact" for name in

@@ -286,3 +286,20 @@ def test_the_cli_tunes_stores_and_serves(info, queue, db_url, storage_url):
     r = runner.invoke(app, ["tune", "--device", str(info.index), "--weights", "float32",
                             "--db", db_url])
     assert r.exit_code != 0 and "--weights goes with --hist" in r.output
+
+
+def test_get_histogrammer_calls_and_explains(queue, rng):
+    h = cltune.get_histogrammer(queue, "histogram", np.float32)
+    y = rng.random(5000).astype(np.float32)
+    got, edges = h(cla.to_device(queue, y), 32, (0.0, 1.0))
+    want, wedges = np.histogram(y, 32, (0.0, 1.0))
+    assert np.array_equal(got.get(), want) and np.array_equal(edges.get(), wedges)
+    e = h.explain(5000, 32)
+    assert e.level in ("builtin", "exact") and "histogram/float32" in str(e)
+    b = cltune.get_histogrammer(queue, "bincount", np.int32)
+    x = rng.integers(0, 9, 1000).astype(np.int32)
+    assert np.array_equal(b(x, minlength=12).get(), np.bincount(x, minlength=12))
+    with pytest.raises(TypeError, match="takes int32"):
+        b(x.astype(np.int64))
+    with pytest.raises(ValueError, match="kind"):
+        cltune.get_histogrammer(queue, "topk", np.int32)

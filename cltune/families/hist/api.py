@@ -32,7 +32,7 @@ from cltune.families.hist.serve import HistEngine, HistExplanation
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.pools import pool_for
 
-__all__ = ["bincount", "explain", "histogram"]
+__all__ = ["Histogrammer", "bincount", "explain", "get_histogrammer", "histogram"]
 
 _engines: ContextCache[HistEngine] = ContextCache()
 _F64 = np.dtype(np.float64)
@@ -231,3 +231,41 @@ def histogram(x: Any, bins: int = 10, range: Any = None, weights: Any = None,  #
         db = np.array(np.diff(edges), float)
         hist = cla.to_device(q, n / db / n.sum())
     return hist, edges_d
+
+
+class Histogrammer:
+    """`bincount` or `histogram` of one queue, input dtype and weights dtype, with the served
+    config of each call's class to show (`explain`), as `get_scanner`'s Scanner does.
+
+        >>> h = cltune.get_histogrammer(queue, "histogram", np.float32)
+        >>> counts, edges = h(y, bins=256, range=(0.0, 1.0))
+        >>> print(h.explain(y.size, 256))        # config, tuned class, fallback level
+    """
+
+    def __init__(self, queue: cl.CommandQueue, kind: str, dtype: Any, weights: Any = None,
+                 db: str | None = None) -> None:
+        self.queue, self.db = queue, db
+        self.variant = HistVariant(kind, np.dtype(dtype),
+                                   np.dtype(weights) if weights is not None else None)
+
+    def __call__(self, x: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+        """bincount(x, weights=None, minlength=0) or histogram(x, bins=10, range=None,
+        weights=None, density=False) on this queue (its dtype: checked, as numpy's)."""
+        dt = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+        want = self.variant.dtype
+        if np.dtype(dt) != want and not (self.variant.kind == "histogram"
+                                         and np.dtype(dt).kind in "iub"):
+            raise TypeError(f"this {self.variant.kind} takes {want}, not {np.dtype(dt)}")
+        fn = bincount if self.variant.kind == "bincount" else histogram
+        return fn(x, *args, queue=kwargs.pop("queue", self.queue), db=self.db, **kwargs)
+
+    def explain(self, n: int, nbins: int) -> HistExplanation:
+        """Which config serves n elements in nbins bins here, and where it came from."""
+        return engine(self.queue, self.variant, self.db).served(n, nbins)[1]
+
+
+def get_histogrammer(queue: cl.CommandQueue, kind: str = "bincount", dtype: Any = np.int32,
+                     weights: Any = None, *, db: str | None = None) -> Histogrammer:
+    """A `Histogrammer` for `kind` (bincount of integers, histogram of float32/float64) on the
+    queue; `weights` names the weights' dtype its explanations are for (calls take any)."""
+    return Histogrammer(queue, kind, dtype, weights, db)
