@@ -169,10 +169,16 @@ inline long clt_bin(const in_t v, const long nbins, const in_t lo, const in_t hi
 __kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
 clt_hist(__global const in_t *x, const long xoff, const long n W_ARGS, const long nbins,
          const in_t lo, const in_t hi, const real_t scale, __global const in_t *edges,
-         const long chunk, volatile __global acc_t *scratch, volatile __local acc_t *tile) {
+         const long chunk, const long rowlen, const long gpr, volatile __global acc_t *scratch,
+         volatile __local acc_t *tile) {
+    /* rows of rowlen elements (one row: the whole array), gpr groups a row, each a block of
+     * `chunk` of its row's elements */
     const uint lid = get_local_id(0);
-    const long begin = (long)get_group_id(0) * chunk;
-    const long end = min(begin + chunk, n);
+    const long g = (long)get_group_id(0);
+    const long hrow = g / gpr; /* the histogram (row) this group adds to */
+    const long rbeg = hrow * rowlen;
+    const long begin = rbeg + (g - hrow * gpr) * chunk;
+    const long end = min(min(begin + chunk, rbeg + rowlen), n);
 #if CLT_H_STRATEGY == 0
     long i = begin + lid;
     for (; i + (CLT_H_ITEMS - 1) * CLT_WG < end; i += CLT_H_ITEMS * CLT_WG) {
@@ -184,13 +190,13 @@ clt_hist(__global const in_t *x, const long xoff, const long n W_ARGS, const lon
         for (int k = 0; k < CLT_H_ITEMS; ++k) {
             const long b = clt_bin(v[k], nbins, lo, hi, scale, edges);
             if (b >= 0)
-                ADD_G(scratch + b, W_OF(i + k * CLT_WG));
+                ADD_G(scratch + hrow * nbins + b, W_OF(i + k * CLT_WG));
         }
     }
     for (; i < end; i += CLT_WG) {
         const long b = clt_bin(x[xoff + i], nbins, lo, hi, scale, edges);
         if (b >= 0)
-            ADD_G(scratch + b, W_OF(i));
+            ADD_G(scratch + hrow * nbins + b, W_OF(i));
     }
 #else
     const long cells = (long)CLT_H_REPS * nbins;
@@ -259,12 +265,14 @@ typedef w_t out_t;
 typedef acc_t sum_t;
 #endif
 __kernel void clt_hist_out(__global const acc_t *scratch, const long nbins, const long parts,
-                           const uint add, __global out_t *out, const long ooff) {
-    const long i = get_global_id(0);
-    if (i >= nbins)
+                           const long total, const uint add, __global out_t *out,
+                           const long ooff) {
+    const long k = get_global_id(0); /* bin k % nbins of histogram (row) k / nbins */
+    if (k >= total)
         return;
+    const long row = k / nbins, i = k - row * nbins;
     sum_t s = (sum_t)0;
     for (long g = 0; g < parts; ++g)
-        s += (sum_t)scratch[g * nbins + i];
-    out[ooff + i] = add ? out[ooff + i] + (out_t)s : (out_t)s;
+        s += (sum_t)scratch[(row * parts + g) * nbins + i];
+    out[ooff + k] = add ? out[ooff + k] + (out_t)s : (out_t)s;
 }

@@ -168,6 +168,14 @@ def test_every_strategy_counts_exactly(ctx, queue, device, rng, cfg):
         la.run(queue, cla.to_device(queue, f), 0, n, None, 0, nbins, UniformBins(edges, 1.0),
                out)
         assert np.array_equal(out.get(), np.histogram(f, nbins, (0.0, 1.0))[0])
+        rows = 3  # a histogram per row: every strategy's groups of one row each
+        hr = rng.integers(0, nbins, rows * n).astype(np.int32)
+        rout = cla.empty(queue, rows * nbins, np.int64)
+        HistLauncher(ctx, dev, info, spec, cfg).run(queue, cla.to_device(queue, hr), 0,
+                                                    rows * n, None, 0, nbins, None, rout,
+                                                    rows=rows)
+        want = np.stack([np.bincount(r, minlength=nbins) for r in hr.reshape(rows, n)])
+        assert np.array_equal(rout.get().reshape(rows, nbins), want), (nbins, n, "rows")
         if double and info.int64_atomics:
             w = rng.random(n).astype(np.float64)
             wspec = HistSpec(np.dtype(np.int32), False, np.dtype(np.float64), True)
@@ -222,8 +230,15 @@ for cfg in (HistConfig("global", 8, 1, 2, 2), HistConfig("local", 8, 2, 2, 4),
         res = cla.empty(q, nbins, spec.out_dtype)
         err = ""
         try:
-            HistLauncher(ctx, dev, info, spec, cfg).run(q, x, 0, n, wd, 0, nbins, bins, res)
+            la = HistLauncher(ctx, dev, info, spec, cfg)
+            la.run(q, x, 0, n, wd, 0, nbins, bins, res)
             got = res.get()
+            if kind == "counts":  # and a histogram per row: 7 rows of 143
+                rres = cla.empty(q, 7 * nbins, spec.out_dtype)
+                la.run(q, x, 0, n, None, 0, nbins, None, rres, rows=7)
+                rwant = np.stack([np.bincount(r, minlength=nbins) for r in h.reshape(7, 143)])
+                if not np.array_equal(rres.get().reshape(7, nbins), rwant):
+                    raise AssertionError("rows differ")
             ok = np.allclose(got, want, rtol=1e-12) if kind == "weights" else \
                 np.array_equal(got, want)
             err = "" if ok else f"wrong: {got[:6]} numpy {want[:6]}"
@@ -303,3 +318,42 @@ def test_get_histogrammer_calls_and_explains(queue, rng):
         b(x.astype(np.int64))
     with pytest.raises(ValueError, match="kind"):
         cltune.get_histogrammer(queue, "topk", np.int32)
+
+
+def test_one_histogram_per_slice_along_an_axis(queue, device, rng):
+    """axis=k: a histogram per slice over shared bins (numpy's per slice), C and F order, 2-D
+    and 3-D, every axis (contiguous ones as views, others copied), weights, density, a few
+    long rows and many short ones."""
+    info, _ = device
+    for shape, order in (((3, 20011), "C"), ((2000, 7), "C"), ((301, 67), "F"),
+                         ((4, 5, 33), "C"), ((1, 9), "C")):
+        h = np.asarray(rng.integers(0, 50, shape).astype(np.int32), order=order)
+        x = cla.to_device(queue, h)
+        for axis in range(len(shape)):
+            got = cltune.bincount(x, axis=axis, minlength=60)
+            moved = np.moveaxis(h, axis, -1)
+            want = np.stack([np.bincount(r, minlength=60)
+                             for r in moved.reshape(-1, moved.shape[-1])]).reshape(
+                *moved.shape[:-1], 60)
+            assert got.shape == want.shape and np.array_equal(got.get(), want), (shape, axis)
+        f = np.asarray(rng.random(shape).astype(np.float32), order=order)
+        w = np.asarray(rng.random(shape).astype(np.float32), order=order)
+        xf, wd = cla.to_device(queue, f), cla.to_device(queue, w)
+        for axis in (0, len(shape) - 1):
+            moved = np.moveaxis(f, axis, -1).reshape(-1, shape[axis])
+            mw = np.moveaxis(w, axis, -1).reshape(-1, shape[axis])
+            kept = tuple(d for i, d in enumerate(shape) if i != axis)
+            got, edges = cltune.histogram(xf, 16, (0.0, 1.0), axis=axis)
+            want = np.stack([np.histogram(r, 16, (0.0, 1.0))[0] for r in moved])
+            assert np.array_equal(got.get(), want.reshape(*kept, 16)), (shape, axis)
+            got, _ = cltune.histogram(xf, 16, (0.0, 1.0), weights=wd, axis=axis)
+            want = np.stack([np.histogram(r, 16, (0.0, 1.0), weights=v)[0]
+                             for r, v in zip(moved, mw, strict=True)])
+            np.testing.assert_allclose(got.get(), want.reshape(*kept, 16), rtol=2e-6)
+            got, _ = cltune.histogram(xf, 16, (0.0, 1.0), density=True, axis=axis)
+            want = np.stack([np.histogram(r, 16, (0.0, 1.0), density=True)[0] for r in moved])
+            np.testing.assert_allclose(got.get(), want.reshape(*kept, 16), rtol=1e-12)
+    with pytest.raises(ValueError, match="out of bounds"):
+        cltune.bincount(np.ones((2, 2), np.int32), axis=2, queue=queue)
+    with pytest.raises(TypeError, match="axis must be an int"):
+        cltune.histogram(np.ones((2, 2), np.float32), axis=(0, 1), queue=queue)

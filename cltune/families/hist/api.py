@@ -104,13 +104,39 @@ def _double(info: DeviceInfo, weighted: bool) -> bool:
 
 
 def _run(q: cl.CommandQueue, variant: HistVariant, db: str | None, x: cla.Array,
-         w: cla.Array | None, nbins: int, bins: UniformBins | None) -> cla.Array:
+         w: cla.Array | None, nbins: int, bins: UniformBins | None,
+         kept: tuple[int, ...] = ()) -> cla.Array:
+    """The histogram of x's elements (one), or of each of its prod(kept) rows (shape kept +
+    (nbins,))."""
+    rows = int(np.prod(kept)) if kept else 1
     la, _ = engine(q, variant, db).served(x.size, nbins)
-    out = cla.empty(q, (nbins,), la.spec.out_dtype, allocator=x.allocator or pool_for(q))
+    out = cla.empty(q, (*kept, nbins), la.spec.out_dtype, allocator=x.allocator or pool_for(q))
+    if out.size == 0:
+        return out
     waits = [*x.events, *(w.events if w is not None else [])]
-    evs = la.run(q, x, 0, x.size, w, 0, nbins, bins, out, wait_for=waits or None)
+    evs = la.run(q, x, 0, x.size, w, 0, nbins, bins, out, wait_for=waits or None, rows=rows)
     out.events.append(evs[-1])
     return out
+
+
+def _along(q: cl.CommandQueue, x: cla.Array, axis: Any, what: str,
+           ) -> tuple[cla.Array, tuple[int, ...]]:
+    """x's slices along `axis` as contiguous rows, flattened, and the kept shape (numpy's
+    order): the axis contiguous in memory is a view; otherwise a copy made on the host."""
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"{what}: axis must be an int, not {type(axis).__name__}")
+    if not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"{what}: axis {axis} is out of bounds for a {x.ndim}-D array")
+    axis = int(axis) % x.ndim
+    kept = tuple(d for i, d in enumerate(x.shape) if i != axis)
+    if x.dtype == np.bool_:
+        x = x.view(np.uint8)
+    if x.flags.c_contiguous and axis == x.ndim - 1:
+        return x.reshape(x.size), kept
+    if x.ndim == 2 and x.flags.f_contiguous and axis == 0:
+        return x.T.reshape(x.size), kept  # the columns are x.T's rows, the same memory
+    h = np.ascontiguousarray(np.moveaxis(x.get(queue=q), axis, -1))
+    return cla.to_device(q, h.reshape(h.size)), kept
 
 
 def _edges_array(q: cl.CommandQueue, edges: np.ndarray) -> cla.Array:
@@ -119,27 +145,35 @@ def _edges_array(q: cl.CommandQueue, edges: np.ndarray) -> cla.Array:
     return cla.to_device(q, edges, async_=True)
 
 
-def _weights(q: cl.CommandQueue, weights: Any, x: cla.Array, what: str) -> cla.Array:
+def _weights(q: cl.CommandQueue, weights: Any, x: cla.Array, what: str,
+             axis: Any = None) -> cla.Array:
+    """The weights laid out as x's elements are (`_flat`, or `_along` the axis)."""
     _, w = _device_array(weights, q, what)
     if w.shape != x.shape:
         raise ValueError(f"{what}: the weights should have the same shape as the input "
                          f"({w.shape} and {x.shape})")
-    w = _flat(_same_order(x, w, q))
+    w = _same_order(x, w, q)
+    w = _along(q, w, axis, what)[0] if axis is not None else _flat(w)
     if w.dtype.kind not in "fiub" or w.dtype == np.float16:
         raise TypeError(f"{what}: weights of dtype {w.dtype} are not supported (float32, "
                         "float64 or integers)")
     return w
 
 
-def bincount(x: Any, weights: Any = None, minlength: int = 0, *,
+def bincount(x: Any, weights: Any = None, minlength: int = 0, *, axis: Any = None,
              queue: cl.CommandQueue | None = None, db: str | None = None) -> cla.Array:
     """numpy.bincount on the device: the count of each value 0 .. max(x) (at least minlength
     bins) of a 1-D array of non-negative integers, int64; with weights, the sum of the weights
-    of each value, float64."""
-    q, xd = _device_array(x, queue, "bincount")
-    if xd.ndim != 1:
-        raise ValueError(f"bincount: x must be 1-D, not {xd.ndim}-D")
-    xd = _flat(xd)
+    of each value, float64. `axis=k` (any n-D x): one histogram per slice along axis k, all of
+    max(x) + 1 bins, shape x.shape without k + (bins,)."""
+    q, xs = _device_array(x, queue, "bincount")
+    kept: tuple[int, ...] = ()
+    if axis is not None:
+        xd, kept = _along(q, xs, axis, "bincount")
+    elif xs.ndim != 1:
+        raise ValueError(f"bincount: x must be 1-D, not {xs.ndim}-D (or give axis=)")
+    else:
+        xd = _flat(xs)
     if xd.dtype.kind not in "iu":
         raise TypeError(f"bincount: x must hold integers (or bool), not {xd.dtype}")
     minlength = operator.index(minlength)
@@ -148,7 +182,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *,
     info = info_for(q.device)
     w = None
     if weights is not None:
-        w = _weights(q, weights, xd, "bincount")
+        w = _weights(q, weights, xs, "bincount", axis)
         if not _double(info, True):
             raise ValueError("bincount: weights need a device with cl_khr_fp64 and 64-bit "
                              "atomics (numpy sums them in double)")
@@ -163,17 +197,20 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *,
         nbins = max(nbins, int(hi) + 1)
     variant = HistVariant("bincount", xd.dtype, w.dtype if w is not None else None)
     if nbins == 0:
-        return cla.zeros(q, (0,), _F64 if w is not None else np.dtype(np.int64))
-    return _run(q, variant, db, xd, w, nbins, None)
+        return cla.zeros(q, (*kept, 0), _F64 if w is not None else np.dtype(np.int64))
+    return _run(q, variant, db, xd, w, nbins, None, kept)
 
 
 def histogram(x: Any, bins: int = 10, range: Any = None, weights: Any = None,  # noqa: A002
-              density: bool = False, *, queue: cl.CommandQueue | None = None,
+              density: bool = False, *, axis: Any = None,
+              queue: cl.CommandQueue | None = None,
               db: str | None = None) -> tuple[cla.Array, cla.Array]:
     """numpy.histogram on the device with `bins` uniform bins over `range` (else x's min and
     max): (hist, bin_edges) as device arrays; hist int64 counts, the weights' dtype with
     weights, float64 with density=True. x is flattened (any shape); values outside the range
-    and NaN are not counted; the last bin includes its right edge."""
+    and NaN are not counted; the last bin includes its right edge. `axis=k`: one histogram per
+    slice along axis k over the same edges (the range given, else x's min and max), shape
+    x.shape without k + (bins,); density per histogram."""
     if isinstance(bins, (str, np.ndarray, list, tuple, cla.Array)):
         raise TypeError("histogram: bins must be an integer number of uniform bins here "
                         "(edges arrays and estimators are not supported)")
@@ -181,7 +218,11 @@ def histogram(x: Any, bins: int = 10, range: Any = None, weights: Any = None,  #
     if nb < 1:
         raise ValueError("histogram: `bins` must be positive, when an integer")
     q, xs = _device_array(x, queue, "histogram")
-    xd = _flat(xs)
+    kept: tuple[int, ...] = ()
+    if axis is not None:
+        xd, kept = _along(q, xs, axis, "histogram")
+    else:
+        xd = _flat(xs)
     if xd.dtype == np.float16 or xd.dtype.kind not in "fiub":
         raise TypeError(f"histogram: x of dtype {xd.dtype} is not supported")
     info = info_for(q.device)
@@ -214,7 +255,7 @@ def histogram(x: Any, bins: int = 10, range: Any = None, weights: Any = None,  #
     w = None
     ntype = np.dtype(np.int64)
     if weights is not None:
-        w = _weights(q, weights, xs, "histogram")
+        w = _weights(q, weights, xs, "histogram", axis)
         ntype = w.dtype
         if w.dtype.kind != "f" or not _double(info, True):
             w = w.astype(_F64 if info.fp64 else np.float32)
@@ -222,14 +263,14 @@ def histogram(x: Any, bins: int = 10, range: Any = None, weights: Any = None,  #
         xd = xd.astype(bin_type)  # numpy: tmp_a.astype(bin_edges.dtype)
     variant = HistVariant("histogram", np.dtype(bin_type), w.dtype if w is not None else None)
     denom = np.subtract(last, first)  # numpy's norm_denom (_unsigned_subtract of floats)
-    hist = _run(q, variant, db, xd, w, nb, UniformBins(edges, float(denom)))
+    hist = _run(q, variant, db, xd, w, nb, UniformBins(edges, float(denom)), kept)
     if w is not None and hist.dtype != ntype:
         hist = hist.astype(ntype)
     edges_d = _edges_array(q, edges)
     if density:
         n = hist.get()
         db = np.array(np.diff(edges), float)
-        hist = cla.to_device(q, n / db / n.sum())
+        hist = cla.to_device(q, n / db / n.sum(axis=-1, keepdims=True))
     return hist, edges_d
 
 

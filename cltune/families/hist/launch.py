@@ -33,13 +33,15 @@ class UniformBins:
     denom: float
 
 
-def groups(cfg: HistConfig, compute_units: int, n: int, nbins: int) -> tuple[int, int]:
-    """(groups, chunk): groups_per_cu x compute units, fewer where a group's block would be
-    smaller than MIN_CHUNK or than its histogram (zeroing and merging it costs ~nbins)."""
+def groups(cfg: HistConfig, compute_units: int, n: int, nbins: int,
+           rows: int = 1) -> tuple[int, int]:
+    """(groups a row, chunk) for `rows` histograms of n elements each: groups_per_cu x compute
+    units in all, fewer where a group's block would be smaller than MIN_CHUNK or than its
+    histogram (zeroing and storing it costs ~nbins)."""
     n = max(1, n)
     most = max(1, cfg.groups_per_cu * max(1, compute_units))
     least = max(MIN_CHUNK, 4 * nbins if cfg.strategy != "global" else 0, cfg.wg)
-    g = max(1, min(most, -(-n // least)))
+    g = max(1, min(-(-most // max(1, rows)), -(-n // least)))
     chunk = -(-n // g)
     return -(-n // chunk), chunk
 
@@ -90,13 +92,16 @@ class HistLauncher:
 
     def run(self, queue: cl.CommandQueue, x: cla.Array, xoff: int, n: int, w: cla.Array | None,
             woff: int, nbins: int, bins: UniformBins | None, out: cla.Array,
-            wait_for: list[cl.Event] | None = None) -> list[cl.Event]:
-        """out[0:nbins] = the histogram of x's elements xoff .. xoff + n (w's from woff as
-        weights); x and w contiguous 1-D of the spec's dtypes, out of its out_dtype. Returns the
-        launches' events, the last one last (out's events are left to the caller)."""
+            wait_for: list[cl.Event] | None = None, rows: int = 1) -> list[cl.Event]:
+        """out[0:rows * nbins] = the histograms of x's elements xoff .. xoff + n, `rows` rows
+        of n / rows each (w's from woff as weights); x and w contiguous 1-D of the spec's
+        dtypes, out of its out_dtype. Returns the launches' events, the last one last (out's
+        events are left to the caller)."""
         sp, b = self.spec, self.built()
         if not self.fits(nbins):
             raise ValueError(f"{nbins} bins do not fit {self.cfg.short()}'s __local memory")
+        if rows < 1 or n % rows:
+            raise ValueError(f"{n} elements are not {rows} rows")
         real = sp.real_dtype.type
         if bins is None:
             lo = hi = sp.dtype.type(0)
@@ -106,45 +111,50 @@ class HistLauncher:
             scale = real(nbins / bins.denom)
             edges = self._edges_buffer(bins.edges)
         acc = sp.acc_dtype.itemsize
-        rows = self.cfg.strategy != "global"  # a scratch row a group, added by clt_hist_out
-        # global: 32-bit counters, passes of fewer than 2^32 elements; rows: one pass (a
-        # group's block stays below 2^32)
-        step = PASS if sp.weights is None and not rows else max(1, n)
+        grouped = self.cfg.strategy != "global"  # a scratch row a group, added by clt_hist_out
+        # global: 32-bit counters, passes of fewer than 2^32 elements (one row) or rows
+        # shorter than that; grouped: one pass (a group's block stays below 2^32)
+        step = PASS if sp.weights is None and not grouped and rows == 1 else max(1, n)
+        if rows > 1 and not grouped and sp.weights is None and n // rows >= PASS:
+            raise ValueError(f"rows of {n // rows} elements exceed 32-bit counters")
         local = cl.LocalMemory(max(acc, self.cfg.local_bytes(nbins, acc)))
         ooff = out.offset // out.dtype.itemsize
         wargs = (w.base_data, np.int64(w.offset // w.dtype.itemsize + woff)) \
             if sp.weights is not None else ()
         xbase = x.offset // x.dtype.itemsize + xoff
         inorder = _in_order(queue)
-        g, chunk = groups(self.cfg, self.info.compute_units, min(n, step), nbins)
+        cus = self.info.compute_units
+        gpr, chunk = groups(self.cfg, cus, min(n, step) // rows, nbins, rows)
         ev: cl.Event | None = None
         evs: list[cl.Event] = []
         with self._lock, b.lock:
-            scratch = self._scratch_for(queue, (g if rows else 1) * nbins * acc)
+            scratch = self._scratch_for(queue, rows * (gpr if grouped else 1) * nbins * acc)
             for p0 in range(0, max(1, n), step):
                 m = min(step, n - p0)
                 # an in-order queue orders the launches; else each waits for the one before
                 before = list(wait_for or []) if ev is None else [] if inorder else [ev]
                 parts = 1
-                if not rows or m == 0:
+                if not grouped or m == 0:
                     ev = cl.enqueue_fill_buffer(queue, scratch, np.zeros(1, sp.acc_dtype), 0,
-                                                nbins * acc, wait_for=before or None)
+                                                rows * nbins * acc, wait_for=before or None)
                     evs.append(ev)
                     before = [] if inorder else [ev]
                 if m > 0:
-                    gm, chunk = groups(self.cfg, self.info.compute_units, m, nbins)
-                    parts = gm if rows else 1
+                    gpr, chunk = groups(self.cfg, cus, m // rows, nbins, rows)
+                    parts = gpr if grouped else 1
                     if sp.weights is not None:
                         wargs = (wargs[0], np.int64(w.offset // w.dtype.itemsize + woff + p0))
                     b.hist.set_args(x.base_data, np.int64(xbase + p0), np.int64(m), *wargs,
                                     np.int64(nbins), lo, hi, scale, edges, np.int64(chunk),
-                                    scratch, local)
-                    ev = cl.enqueue_nd_range_kernel(queue, b.hist, (gm * self.cfg.wg,),
+                                    np.int64(m // rows), np.int64(gpr), scratch, local)
+                    ev = cl.enqueue_nd_range_kernel(queue, b.hist,
+                                                    (rows * gpr * self.cfg.wg,),
                                                     (self.cfg.wg,), wait_for=before or None)
                     evs.append(ev)
-                b.out.set_args(scratch, np.int64(nbins), np.int64(parts), np.uint32(p0 > 0),
-                               out.base_data, np.int64(ooff))
-                ev = cl.enqueue_nd_range_kernel(queue, b.out, (nbins,), None,
+                total = rows * nbins
+                b.out.set_args(scratch, np.int64(nbins), np.int64(parts), np.int64(total),
+                               np.uint32(p0 > 0), out.base_data, np.int64(ooff))
+                ev = cl.enqueue_nd_range_kernel(queue, b.out, (total,), None,
                                                 wait_for=None if inorder else [ev])
                 evs.append(ev)
         return evs
