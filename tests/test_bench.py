@@ -224,6 +224,11 @@ def test_a_wrong_answer_is_flagged_untimed_and_exits_1(info, db_url, monkeypatch
     (["--many", "4", "--op", "argmax"], "--many measures"),
     (["--axis", "1", "--plot", "x.png"], "--plot draws the 1-D sizes"),
     (["--op", "var", "--dtype", "float8"], "unknown dtype"),
+    (["--op", "bincount", "--axis", "1"], "measures whole arrays of --sizes in --bins"),
+    (["--bins", "256"], "--bins goes with --op bincount or histogram"),
+    (["--op", "bincount", "--dtype", "float32", "--sizes", "1000"], "counts integers"),
+    (["--op", "histogram", "--dtype", "int32", "--sizes", "1000"], "float32 or float64"),
+    (["--op", "histogram", "--bins", "0", "--sizes", "1000"], "is not in 1..2^24"),
 ])
 def test_bad_combinations_are_one_line(info, db_url, args, msg):
     r = runner.invoke(app, ["bench", "--device", str(info.index), "--db", db_url, *args])
@@ -263,3 +268,16 @@ def test_scan_mode(info, db_url, op, extra):
 def test_scan_mode_errors(info, db_url, args, msg):
     r = runner.invoke(app, ["bench", "--device", str(info.index), "--db", db_url, *args])
     assert r.exit_code == 1 and msg in r.output and "Traceback" not in r.output, r.output
+
+
+@pytest.mark.parametrize("op,dtype", [("bincount", "int32"), ("histogram", "float32")])
+def test_histograms_against_numpy_and_the_copy(info, db_url, op, dtype):
+    """`cltune bench --op bincount|histogram`: every case's rows validated (counts exactly)
+    and timed beside numpy and the device's copy of the same bytes (torch beside CUDA)."""
+    doc = _mode(info, db_url, "--op", op, "--dtype", dtype, "--sizes", "4099",
+                "--bins", "7,300")
+    assert doc["mode"] == "hist" and len(doc["cases"]) == (4 if op == "bincount" else 2)
+    for c in doc["cases"]:
+        assert not c["wrong"], c["wrong"]
+        assert {"cltune", "cltune-batch", "numpy", "copy"} <= set(c["rows"])
+        assert c["ratios"] and c["host_us"] is not None

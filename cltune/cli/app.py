@@ -327,7 +327,8 @@ def bench(
     op: Annotated[str, typer.Option(
         help="sum, prod, min or max; or a statistic (argmin, argmax, mean, var, std, norm, "
         "count_nonzero, any, all), whole (--sizes) or along --axis; or a scan (cumsum, "
-        "cumprod, cummax, cummin) against the copy ceiling, numpy, pyopencl and torch.")]
+        "cumprod, cummax, cummin) against the copy ceiling, numpy, pyopencl and torch; or a "
+        "histogram (bincount with an integer --dtype, histogram) in --bins bins.")]
     = "sum",
     dtype: Annotated[str, typer.Option(help="float32, float64, float16, int32, int64, uint32, "
                                        "uint64.")] = "float32",
@@ -347,6 +348,9 @@ def bench(
     many: Annotated[int | None, typer.Option(  # noqa: UP007
         min=1, help="K arrays of each of --sizes in one launch: r.many (norm: "
         "cltune.norm_many) against K cltune calls, numpy, pyopencl (and torch).")] = None,
+    bins: Annotated[str | None, typer.Option(  # noqa: UP007
+        help="With --op bincount or histogram: bin counts, e.g. 256,4096 (the default).")]
+    = None,
     repeats: Annotated[int, typer.Option(min=1, help="Interleaved samples per contender.")]
     = 9,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (with every sample).")]
@@ -364,14 +368,15 @@ def bench(
     cltune bench --device 0 --segments --shapes 65536x256; cltune bench --device 0 --op var;
     cltune bench --device 0 --op argmax --axis 1 --shapes 65536x256;
     cltune bench --device 0 --many 64 --sizes 2^12 --op norm;
-    cltune bench --device 0 --op cumsum --sizes 2^20,2^24 (or --axis both --shapes 4096x4096)
+    cltune bench --device 0 --op cumsum --sizes 2^20,2^24 (or --axis both --shapes 4096x4096);
+    cltune bench --device 0 --op bincount --dtype int32 --sizes 2^24 --bins 256,4096
     """
     from cltune.cli import bench as benchmark  # lazy: loads pyopencl.array and the runtime
     from cltune.cli import bench_modes  # lazy: loads the statistics
 
     req = bench_modes.BenchRequest(op=op, dtype=dtype, sizes=sizes, repeats=repeats, axis=axis,
                                    segments=segments, shapes=shapes, many=many, plot=plot,
-                                   db=db)
+                                   db=db, bins=bins)
     with _errors():
         mode = bench_modes.mode_of(req)
         if plot:

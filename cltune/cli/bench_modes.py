@@ -41,6 +41,7 @@ from cltune.cli.bench_cases import (
     torch_block,
     torch_module,
 )
+from cltune.cli.bench_hist import HIST_OPS, hist_cases
 from cltune.cli.bench_scan import SCAN_OPS, scan_cases
 from cltune.core.buckets import count_label, parse_counts
 from cltune.core.family import entry
@@ -78,11 +79,20 @@ class BenchRequest:
     many: int | None = None
     plot: str | None = None
     db: str | None = None
+    bins: str | None = None
 
 
 def mode_of(req: BenchRequest) -> str:
     """Which mode the options pick: `sizes` (cltune.cli.bench), `whole`, `axis`, `segments`
     or `many`; options that contradict each other are a ValueError (one line)."""
+    if req.op in HIST_OPS:
+        if req.axis is not None or req.segments or req.many is not None or req.plot \
+                is not None or req.shapes is not None:
+            raise ValueError(f"--op {req.op} measures whole arrays of --sizes in --bins bins; "
+                             "not --axis, --segments, --many, --shapes or --plot")
+        return "hist"
+    if req.bins is not None:
+        raise ValueError("--bins goes with --op bincount or histogram")
     if req.op in SCAN_OPS:
         if req.segments or req.many is not None or req.plot is not None:
             raise ValueError(f"--op {req.op} measures whole arrays (--sizes) or --axis "
@@ -94,8 +104,8 @@ def mode_of(req: BenchRequest) -> str:
         return "scan"
     if req.op not in OPS and req.op not in STATS_OPS:
         raise ValueError(f"unknown op {req.op!r:.30}; choose one of {', '.join(PLAIN)}, a "
-                         f"statistic: {', '.join(STATS_OPS)}, or a scan: "
-                         f"{', '.join(SCAN_OPS)}")
+                         f"statistic: {', '.join(STATS_OPS)}, a scan: {', '.join(SCAN_OPS)}, "
+                         f"or a histogram: {', '.join(HIST_OPS)}")
     if req.op == "dot":
         raise ValueError("cltune bench measures one-array reductions; dot is not offered")
     if req.dtype not in DTYPES:
@@ -134,9 +144,11 @@ def run_mode(q: cl.CommandQueue, info: DeviceInfo, req: BenchRequest) -> ModeRep
     torch, why = torch_module(info)
     notes = [why] if why else []
     dtype = np.dtype(req.dtype)
-    if mode == "scan":
-        cases = scan_cases(q, req.op, dtype, req.sizes, req.axis, req.shapes, req.repeats,
-                           torch, notes, req.db)
+    if mode in ("scan", "hist"):
+        cases = (scan_cases(q, req.op, dtype, req.sizes, req.axis, req.shapes, req.repeats,
+                            torch, notes, req.db) if mode == "scan" else
+                 hist_cases(q, req.op, dtype, req.sizes, req.bins, req.repeats, torch, notes,
+                            req.db))
         return ModeReport(info.name, info.platform_version, mode, req.op, dtype.name,
                           req.repeats, cases, notes, host_parts(q, cases))
     if req.op in STATS_OPS:

@@ -96,7 +96,13 @@ def _extremes(q: cl.CommandQueue, x: cla.Array) -> tuple[Any, Any]:
         hi = reduce_api.get_reducer(q, "max", x.dtype)(x)
     else:  # 8- and 16-bit integers: pyopencl's reductions (no NaN to see)
         lo, hi = cla.min(x, queue=q), cla.max(x, queue=q)
-    return lo.get()[()], hi.get()[()]
+    # both read back behind one wait (each get() would wait for the queue on its own)
+    host = np.empty(2, lo.dtype)
+    evs = [cl.enqueue_copy(q, host[i:i + 1], a.base_data, src_offset=a.offset,
+                           is_blocking=False, wait_for=a.events or None)
+           for i, a in enumerate((lo, hi))]
+    cl.wait_for_events(evs)
+    return host[0], host[1]
 
 
 def _double(info: DeviceInfo, weighted: bool) -> bool:

@@ -17,6 +17,7 @@ import pyopencl.array as cla
 from cltune.device.info import DeviceInfo
 from cltune.families.hist.config import HistConfig
 from cltune.families.hist.kernel import HistBuilt, HistSpec, build
+from cltune.opencl.kernel_args import setter
 
 #: elements one pass of 32-bit counters takes (a bin can count to 2^32 - 1)
 PASS = (1 << 32) - (1 << 20)
@@ -31,6 +32,10 @@ class UniformBins:
 
     edges: np.ndarray
     denom: float
+
+
+#: clt_hist_out's argument types
+_OUT_TYPES = (None, np.int64, np.int64, np.int64, np.uint32, None, np.int64)
 
 
 def groups(cfg: HistConfig, compute_units: int, n: int, nbins: int,
@@ -56,6 +61,13 @@ class HistLauncher:
         self._scratch: dict[int, cl.Buffer] = {}
         self._dummy = cl.Buffer(ctx, cl.mem_flags.READ_ONLY, 16)
         self._edges: dict[bytes, cl.Buffer] = {}
+        self._locals: dict[int, cl.LocalMemory] = {}
+        # clt_hist's argument types (None: a buffer or local memory), kernels/hist.cl's order
+        real = spec.real_dtype.type
+        self._hist_types = (None, np.int64, np.int64,
+                            *((None, np.int64) if spec.weights is not None else ()),
+                            np.int64, spec.dtype.type, spec.dtype.type, real, None, np.int64,
+                            np.int64, np.int64, None, None)
         self._lock = threading.Lock()
 
     def built(self) -> HistBuilt:
@@ -117,9 +129,12 @@ class HistLauncher:
         step = PASS if sp.weights is None and not grouped and rows == 1 else max(1, n)
         if rows > 1 and not grouped and sp.weights is None and n // rows >= PASS:
             raise ValueError(f"rows of {n // rows} elements exceed 32-bit counters")
-        local = cl.LocalMemory(max(acc, self.cfg.local_bytes(nbins, acc)))
+        nloc = max(acc, self.cfg.local_bytes(nbins, acc))
+        local = self._locals.get(nloc)
+        if local is None:  # kept: the argument setter then leaves it set
+            local = self._locals[nloc] = cl.LocalMemory(nloc)
         ooff = out.offset // out.dtype.itemsize
-        wargs = (w.base_data, np.int64(w.offset // w.dtype.itemsize + woff)) \
+        wargs = (w.base_data, w.offset // w.dtype.itemsize + woff) \
             if sp.weights is not None else ()
         xbase = x.offset // x.dtype.itemsize + xoff
         inorder = _in_order(queue)
@@ -143,19 +158,18 @@ class HistLauncher:
                     gpr, chunk = groups(self.cfg, cus, m // rows, nbins, rows)
                     parts = gpr if grouped else 1
                     if sp.weights is not None:
-                        wargs = (wargs[0], np.int64(w.offset // w.dtype.itemsize + woff + p0))
-                    b.hist.set_args(x.base_data, np.int64(xbase + p0), np.int64(m), *wargs,
-                                    np.int64(nbins), lo, hi, scale, edges, np.int64(chunk),
-                                    np.int64(m // rows), np.int64(gpr), scratch, local)
-                    ev = cl.enqueue_nd_range_kernel(queue, b.hist,
-                                                    (rows * gpr * self.cfg.wg,),
-                                                    (self.cfg.wg,), wait_for=before or None)
+                        wargs = (wargs[0], w.offset // w.dtype.itemsize + woff + p0)
+                    # an ArgSetter sets only the arguments that changed since its last call
+                    ev = setter(b.hist, self._hist_types).launch(
+                        queue, (rows * gpr * self.cfg.wg,), (self.cfg.wg,),
+                        (x.base_data, xbase + p0, m, *wargs, nbins, lo, hi, scale, edges, chunk,
+                         m // rows, gpr, scratch, local), before or None)
                     evs.append(ev)
                 total = rows * nbins
-                b.out.set_args(scratch, np.int64(nbins), np.int64(parts), np.int64(total),
-                               np.uint32(p0 > 0), out.base_data, np.int64(ooff))
-                ev = cl.enqueue_nd_range_kernel(queue, b.out, (total,), None,
-                                                wait_for=None if inorder else [ev])
+                ev = setter(b.out, _OUT_TYPES).launch(
+                    queue, (total,), None, (scratch, nbins, parts, total, int(p0 > 0),
+                                            out.base_data, ooff),
+                    None if inorder else [ev])
                 evs.append(ev)
         return evs
 
