@@ -166,6 +166,28 @@ inline long clt_bin(const in_t v, const long nbins, const in_t lo, const in_t hi
 #define W_OF(i) 1u
 #endif
 
+/* the group's work-items stride through [begin, end) together (coalesced), CLT_H_ITEMS loads
+ * of a step in flight before their adds: ADD(hist + bin, weight) for each element in a bin */
+#define STRIDED_ADDS(ADD, hist)                                                                  \
+    do {                                                                                       \
+        long i = begin + lid;                                                                  \
+        for (; i + (CLT_H_ITEMS - 1) * CLT_WG < end; i += CLT_H_ITEMS * CLT_WG) {              \
+            in_t v[CLT_H_ITEMS];                                                               \
+            _Pragma("unroll") for (int k = 0; k < CLT_H_ITEMS; ++k)                            \
+                v[k] = x[xoff + i + k * CLT_WG];                                               \
+            _Pragma("unroll") for (int k = 0; k < CLT_H_ITEMS; ++k) {                          \
+                const long b = clt_bin(v[k], nbins, lo, hi, scale, edges);                     \
+                if (b >= 0)                                                                    \
+                    ADD((hist) + b, W_OF(i + k * CLT_WG));                                     \
+            }                                                                                  \
+        }                                                                                      \
+        for (; i < end; i += CLT_WG) {                                                         \
+            const long b = clt_bin(x[xoff + i], nbins, lo, hi, scale, edges);                  \
+            if (b >= 0)                                                                        \
+                ADD((hist) + b, W_OF(i));                                                      \
+        }                                                                                      \
+    } while (0)
+
 __kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
 clt_hist(__global const in_t *x, const long xoff, const long n W_ARGS, const long nbins,
          const in_t lo, const in_t hi, const real_t scale, __global const in_t *edges,
@@ -180,24 +202,7 @@ clt_hist(__global const in_t *x, const long xoff, const long n W_ARGS, const lon
     const long begin = rbeg + (g - hrow * gpr) * chunk;
     const long end = min(min(begin + chunk, rbeg + rowlen), n);
 #if CLT_H_STRATEGY == 0
-    long i = begin + lid;
-    for (; i + (CLT_H_ITEMS - 1) * CLT_WG < end; i += CLT_H_ITEMS * CLT_WG) {
-        in_t v[CLT_H_ITEMS]; /* every load of the step in flight before the first add */
-#pragma unroll
-        for (int k = 0; k < CLT_H_ITEMS; ++k)
-            v[k] = x[xoff + i + k * CLT_WG];
-#pragma unroll
-        for (int k = 0; k < CLT_H_ITEMS; ++k) {
-            const long b = clt_bin(v[k], nbins, lo, hi, scale, edges);
-            if (b >= 0)
-                ADD_G(scratch + hrow * nbins + b, W_OF(i + k * CLT_WG));
-        }
-    }
-    for (; i < end; i += CLT_WG) {
-        const long b = clt_bin(x[xoff + i], nbins, lo, hi, scale, edges);
-        if (b >= 0)
-            ADD_G(scratch + hrow * nbins + b, W_OF(i));
-    }
+    STRIDED_ADDS(ADD_G, scratch + hrow * nbins);
 #else
     const long cells = (long)CLT_H_REPS * nbins;
     for (long j = lid; j < cells; j += CLT_WG)
@@ -223,24 +228,7 @@ clt_hist(__global const in_t *x, const long xoff, const long n W_ARGS, const lon
     }
 #else
     volatile __local acc_t *mine = tile + (long)(lid % CLT_H_REPS) * nbins;
-    long i = begin + lid;
-    for (; i + (CLT_H_ITEMS - 1) * CLT_WG < end; i += CLT_H_ITEMS * CLT_WG) {
-        in_t v[CLT_H_ITEMS]; /* every load of the step in flight before the first add */
-#pragma unroll
-        for (int k = 0; k < CLT_H_ITEMS; ++k)
-            v[k] = x[xoff + i + k * CLT_WG];
-#pragma unroll
-        for (int k = 0; k < CLT_H_ITEMS; ++k) {
-            const long b = clt_bin(v[k], nbins, lo, hi, scale, edges);
-            if (b >= 0)
-                ADD_L(mine + b, W_OF(i + k * CLT_WG));
-        }
-    }
-    for (; i < end; i += CLT_WG) {
-        const long b = clt_bin(x[xoff + i], nbins, lo, hi, scale, edges);
-        if (b >= 0)
-            ADD_L(mine + b, W_OF(i));
-    }
+    STRIDED_ADDS(ADD_L, mine);
 #endif
     /* the group's histogram (its copies added) to its own row of the scratch: no atomics,
      * and clt_hist_out adds the rows in a fixed order */
