@@ -264,7 +264,7 @@ def test_scan_mode(info, db_url, op, extra):
 
 @pytest.mark.parametrize("args,msg", [(["--op", "cumsum", "--segments"], "not --segments"),
                                       (["--op", "cumsum", "--shapes", "8x8"], "--shapes goes"),
-                                      (["--op", "median"], "or a scan")])
+                                      (["--op", "median"], "a scan: cumsum")])
 def test_scan_mode_errors(info, db_url, args, msg):
     r = runner.invoke(app, ["bench", "--device", str(info.index), "--db", db_url, *args])
     assert r.exit_code == 1 and msg in r.output and "Traceback" not in r.output, r.output
