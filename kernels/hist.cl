@@ -2,8 +2,9 @@
  * semantics), unweighted (counts) or weighted (sums of the weights).
  *
  * clt_hist     element i of x[xoff .. xoff + n) falls in bin b (bincount: b = x[i]; uniform:
- *              numpy's index arithmetic and its +-1 corrections against the edges, the last
- *              bin closed, values outside [edges[0], edges[nbins]] and NaN in none); its bin
+ *              numpy's index arithmetic and its +-1 corrections against the edges; edges
+ *              given: a binary search of them; the last bin closed, values outside
+ *              [edges[0], edges[nbins]] and NaN in none); its bin
  *              gets 1 (or w[i]). Strategies (CLT_H_STRATEGY):
  *                0 global   every increment an atomic on the result scratch;
  *                1 local    each group keeps CLT_H_REPS copies of the histogram in __local
@@ -26,7 +27,7 @@
 #define CLT_H_TYPE 6 /* x: 0 float 1 double 2 char 3 uchar 4 short 5 ushort 6 int 7 uint 8 long 9 ulong */
 #endif
 #ifndef CLT_H_UNIFORM
-#define CLT_H_UNIFORM 0 /* 0: bincount (integers); 1: uniform bins (floats) */
+#define CLT_H_UNIFORM 0 /* 0: bincount (integers); 1: uniform bins; 2: edges given (floats) */
 #endif
 #ifndef CLT_H_WEIGHTS
 #define CLT_H_WEIGHTS 0 /* 0: counts; 1: float weights; 2: double weights */
@@ -136,7 +137,21 @@ ADD_CAS(__local)
 /* the bin of v, or -1 (outside the range, NaN) */
 inline long clt_bin(const in_t v, const long nbins, const in_t lo, const in_t hi,
                     const real_t scale, __global const in_t *edges) {
-#if CLT_H_UNIFORM
+#if CLT_H_UNIFORM == 2
+    /* edges given (numpy's searchsorted path): the last edge <= v (equal edges: the last of
+     * them), the last bin closed */
+    if (!(v >= lo && v <= hi))
+        return -1; /* NaN too */
+    long a = 0, e = nbins + 1;
+    while (a < e) {
+        const long m = (a + e) >> 1;
+        if (edges[m] <= v)
+            a = m + 1;
+        else
+            e = m;
+    }
+    return min(a - 1, nbins - 1);
+#elif CLT_H_UNIFORM
     if (!(v >= lo && v <= hi))
         return -1; /* NaN too */
     /* numpy: ((x - first_edge) / norm_denom) * n_bins, x - first_edge in x's type; here

@@ -212,8 +212,9 @@ def _tune_mode(req: TuneRequest, statistics: tuple[str, ...]) -> str:
                   "--hist, --segments or --kernel)")
         return "scan"
     if req.hist is not None:
-        if req.op not in ("bincount", "histogram"):
-            _fail(f"--hist tunes bincount or histogram (--op), not {req.op!r:.30}")
+        if req.op not in ("bincount", "histogram", "histogram_edges"):
+            _fail(f"--hist tunes bincount, histogram or histogram_edges (--op), not "
+                  f"{req.op!r:.30}")
         if req.many is not None or req.axis is not None or req.segments \
                 or req.kernel is not None:
             _fail("--hist goes alone (not with --many, --axis, --segments or --kernel)")

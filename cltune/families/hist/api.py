@@ -212,17 +212,33 @@ def histogram(x: Any, bins: int = 10, range: Any = None, weights: Any = None,  #
               queue: cl.CommandQueue | None = None,
               db: str | None = None) -> tuple[cla.Array, cla.Array]:
     """numpy.histogram on the device with `bins` uniform bins over `range` (else x's min and
-    max): (hist, bin_edges) as device arrays; hist int64 counts, the weights' dtype with
+    max), or between the increasing edges `bins` gives as an array (numpy's rules: equal edges
+    allowed, `range` then unused): (hist, bin_edges) as device arrays; hist int64 counts, the
+    weights' dtype with
     weights, float64 with density=True. x is flattened (any shape); values outside the range
     and NaN are not counted; the last bin includes its right edge. `axis=k`: one histogram per
     slice along axis k over the same edges (the range given, else x's min and max), shape
     x.shape without k + (bins,); density per histogram."""
-    if isinstance(bins, (str, np.ndarray, list, tuple, cla.Array)):
-        raise TypeError("histogram: bins must be an integer number of uniform bins here "
-                        "(edges arrays and estimators are not supported)")
-    nb = operator.index(bins)
-    if nb < 1:
-        raise ValueError("histogram: `bins` must be positive, when an integer")
+    if isinstance(bins, str):
+        raise TypeError("histogram: bins must be a number of uniform bins or an array of "
+                        "edges (estimators by name are not supported)")
+    given = None  # an array of edges
+    if isinstance(bins, (np.ndarray, list, tuple, cla.Array)):
+        given = bins.get() if isinstance(bins, cla.Array) else np.asarray(bins)
+        if given.ndim != 1:
+            raise ValueError("histogram: `bins` must be 1d, when an array")
+        if given.size < 2 or given.dtype.kind not in "fiub" or given.dtype == np.float16:
+            raise ValueError("histogram: `bins` as an array takes 2 or more float32/float64 "
+                             "or integer edges")
+        if np.any(given[:-1] > given[1:]):
+            raise ValueError("histogram: `bins` must increase monotonically, when an array")
+        if not np.all(np.isfinite(given)):
+            raise ValueError("histogram: the edges in `bins` must be finite")
+        nb = given.size - 1
+    else:
+        nb = operator.index(bins)
+        if nb < 1:
+            raise ValueError("histogram: `bins` must be positive, when an integer")
     q, xs = _device_array(x, queue, "histogram")
     kept: tuple[int, ...] = ()
     if axis is not None:
@@ -232,7 +248,51 @@ def histogram(x: Any, bins: int = 10, range: Any = None, weights: Any = None,  #
     if xd.dtype == np.float16 or xd.dtype.kind not in "fiub":
         raise TypeError(f"histogram: x of dtype {xd.dtype} is not supported")
     info = info_for(q.device)
-    # numpy's outer edges (_get_outer_edges), as numpy scalars or the caller's values
+    if given is not None:
+        # numpy compares the values with the edges in their common type (searchsorted)
+        bin_type = np.result_type(xd.dtype, given.dtype)
+        if np.issubdtype(bin_type, np.integer) or bin_type == np.bool_:
+            bin_type = np.result_type(bin_type, float)
+        edges, first, last = given, given[0], given[-1]
+    else:
+        first, last = _outer_edges(q, xd, range)
+        bin_type = np.result_type(first, last, xd.dtype)
+        if np.issubdtype(bin_type, np.integer) or bin_type == np.bool_:
+            bin_type = np.result_type(bin_type, float)
+        edges = np.linspace(first, last, nb + 1, endpoint=True, dtype=bin_type)
+        if np.any(edges[:-1] >= edges[1:]):
+            raise ValueError(f"histogram: too many bins for data range. Cannot create {nb} "
+                             "finite-sized bins.")
+    if bin_type not in TYPE_CODES or bin_type == _F64 and not info.fp64:
+        raise ValueError(f"histogram: {xd.dtype} data bins in {bin_type}, which this device "
+                         "cannot compute (no cl_khr_fp64)")
+    w = None
+    ntype = np.dtype(np.int64)
+    if weights is not None:
+        w = _weights(q, weights, xs, "histogram", axis)
+        ntype = w.dtype
+        if w.dtype.kind != "f" or not _double(info, True):
+            w = w.astype(_F64 if info.fp64 else np.float32)
+    if xd.dtype != bin_type:
+        xd = xd.astype(bin_type)  # numpy: tmp_a.astype(bin_edges.dtype)
+    kind = "histogram" if given is None else "histogram_edges"
+    variant = HistVariant(kind, np.dtype(bin_type), w.dtype if w is not None else None)
+    denom = np.subtract(last, first)  # numpy's norm_denom (_unsigned_subtract of floats)
+    bins_d = UniformBins(np.asarray(edges, bin_type), float(denom) or 1.0)
+    hist = _run(q, variant, db, xd, w, nb, bins_d, kept)
+    if w is not None and hist.dtype != ntype:
+        hist = hist.astype(ntype)
+    edges_d = _edges_array(q, edges)
+    if density:
+        n = hist.get()
+        db = np.array(np.diff(edges), float)
+        hist = cla.to_device(q, n / db / n.sum(axis=-1, keepdims=True))
+    return hist, edges_d
+
+
+def _outer_edges(q: cl.CommandQueue, xd: cla.Array, range: Any) -> tuple[Any, Any]:  # noqa: A002
+    """numpy's outer edges (`_get_outer_edges`): the range given, else x's min and max (as
+    numpy scalars of its dtype), widened by 0.5 each way when they are equal."""
     if range is not None:
         first, last = range
         if first > last:
@@ -248,36 +308,7 @@ def histogram(x: Any, bins: int = 10, range: Any = None, weights: Any = None,  #
                              "finite")
     if first == last:
         first, last = first - 0.5, last + 0.5
-    bin_type = np.result_type(first, last, xd.dtype)
-    if np.issubdtype(bin_type, np.integer) or bin_type == np.bool_:
-        bin_type = np.result_type(bin_type, float)
-    edges = np.linspace(first, last, nb + 1, endpoint=True, dtype=bin_type)
-    if np.any(edges[:-1] >= edges[1:]):
-        raise ValueError(f"histogram: too many bins for data range. Cannot create {nb} "
-                         "finite-sized bins.")
-    if bin_type not in TYPE_CODES or bin_type == _F64 and not info.fp64:
-        raise ValueError(f"histogram: {xd.dtype} data bins in {bin_type}, which this device "
-                         "cannot compute (no cl_khr_fp64)")
-    w = None
-    ntype = np.dtype(np.int64)
-    if weights is not None:
-        w = _weights(q, weights, xs, "histogram", axis)
-        ntype = w.dtype
-        if w.dtype.kind != "f" or not _double(info, True):
-            w = w.astype(_F64 if info.fp64 else np.float32)
-    if xd.dtype != bin_type:
-        xd = xd.astype(bin_type)  # numpy: tmp_a.astype(bin_edges.dtype)
-    variant = HistVariant("histogram", np.dtype(bin_type), w.dtype if w is not None else None)
-    denom = np.subtract(last, first)  # numpy's norm_denom (_unsigned_subtract of floats)
-    hist = _run(q, variant, db, xd, w, nb, UniformBins(edges, float(denom)), kept)
-    if w is not None and hist.dtype != ntype:
-        hist = hist.astype(ntype)
-    edges_d = _edges_array(q, edges)
-    if density:
-        n = hist.get()
-        db = np.array(np.diff(edges), float)
-        hist = cla.to_device(q, n / db / n.sum(axis=-1, keepdims=True))
-    return hist, edges_d
+    return first, last
 
 
 class Histogrammer:

@@ -1,7 +1,8 @@
 """Histograms as a kernel family (`hist`, #41).
 
-Variant `kind/dtype[/weights]`: kind `bincount` (integers, counts of 0 .. nbins - 1) or
-`histogram` (uniform bins of float32/float64 values over a range, numpy's index arithmetic);
+Variant `kind/dtype[/weights]`: kind `bincount` (integers, counts of 0 .. nbins - 1),
+`histogram` (uniform bins of float32/float64 values over a range, numpy's index arithmetic) or
+`histogram_edges` (bins between given increasing edges, a binary search);
 weights `float32` or `float64` (sums of the weights instead of counts; bincount's are float64,
 as numpy's). Size class `2^ax2^b`: a = log2 of the elements, b = log2 of the bins (rounded).
 A call is served by the tuned class nearest to it (within `shapes.MAX_CLASS_STEPS`), else by
@@ -26,7 +27,7 @@ from cltune.families.hist.config import HistConfig
 from cltune.families.hist.kernel import TYPE_CODES
 
 NAME = "hist"
-KINDS = ("bincount", "histogram")
+KINDS = ("bincount", "histogram", "histogram_edges")
 #: (log2 elements, log2 bins) tuned by default: 256 and 4096 bins at 2^20 and 2^24 elements
 DEFAULT_CLASSES = ((20, 8), (24, 8), (24, 12))
 
@@ -43,7 +44,7 @@ class HistVariant:
                           f"{', '.join(KINDS)}")
         if self.dtype not in TYPE_CODES:
             raise OpError(f"hist: unsupported dtype {self.dtype!s:.30}")
-        if (self.kind == "histogram") != (self.dtype.kind == "f"):
+        if (self.kind != "bincount") != (self.dtype.kind == "f"):
             raise OpError("hist: histogram bins floats (float32, float64), bincount counts "
                           "integers")
         if self.weights is not None and self.weights.name not in ("float32", "float64"):

@@ -27,12 +27,14 @@ WEIGHT_CODES = {None: 0, np.dtype(np.float32): 1, np.dtype(np.float64): 2}
 class HistSpec:
     """dtype: the input's; uniform: uniform bins of floats (else bincount of integers);
     weights: the weights' dtype (float32/float64) or None (counts); double: the device's
-    fp64 (and, with weights, 64-bit atomics): index arithmetic and sums in double."""
+    fp64 (and, with weights, 64-bit atomics): index arithmetic and sums in double; searched:
+    the bins' edges are given (any increasing edges, a binary search), uniform too."""
 
     dtype: np.dtype
     uniform: bool
     weights: np.dtype | None
     double: bool
+    searched: bool = False  # bins of given edges (a binary search), not uniform ones
 
     def __post_init__(self) -> None:
         if self.dtype not in TYPE_CODES:
@@ -74,7 +76,8 @@ def source_hash() -> str:
 def build_options(spec: HistSpec, cfg: HistConfig) -> list[str]:
     """The `-D` integers of a build (from a validated config and spec)."""
     cfg.validate()
-    return [f"-DCLT_H_TYPE={TYPE_CODES[spec.dtype]}", f"-DCLT_H_UNIFORM={int(spec.uniform)}",
+    mode = 2 if spec.searched else int(spec.uniform)
+    return [f"-DCLT_H_TYPE={TYPE_CODES[spec.dtype]}", f"-DCLT_H_UNIFORM={mode}",
             f"-DCLT_H_WEIGHTS={WEIGHT_CODES[spec.weights]}",
             f"-DCLT_H_STRATEGY={STRATEGIES[cfg.strategy]}", f"-DCLT_H_REPS={int(cfg.reps)}",
             f"-DCLT_WG={int(cfg.wg)}", f"-DCLT_H_DOUBLE={int(spec.double)}",
@@ -103,4 +106,5 @@ def spec_for(variant: Any, info: DeviceInfo) -> HistSpec:
     sums in double where it has fp64 (and, with weights, 64-bit atomics for their sums)."""
     weighted = variant.weights is not None
     double = bool(info.fp64 and (not weighted or info.int64_atomics))
-    return HistSpec(variant.dtype, variant.kind == "histogram", variant.weights, double)
+    return HistSpec(variant.dtype, variant.kind != "bincount", variant.weights, double,
+                    variant.kind == "histogram_edges")

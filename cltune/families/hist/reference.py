@@ -28,12 +28,18 @@ class Check:
 def sample(la: HistLauncher, n: int, nbins: int, rng: np.random.Generator,
            awkward: bool = True) -> tuple[np.ndarray, np.ndarray | None, UniformBins | None]:
     """(values, weights or None, bins or None) for n elements in nbins bins: uniform values
-    (bincount: 0 .. nbins - 1 within the dtype; histogram: over [-1, 1) with range (-1, 1)),
+    (bincount: 0 .. nbins - 1 within the dtype; histogram: over [-1, 1) with range (-1, 1),
+    uneven edges for histogram_edges),
     awkward: a third of them in one bin, NaN and the last edge (histogram)."""
     sp = la.spec
     if sp.uniform:
         h = rng.uniform(-1.0, 1.0, n).astype(sp.dtype)
         edges = np.linspace(-1.0, 1.0, nbins + 1, endpoint=True, dtype=sp.dtype)
+        if sp.searched:  # uneven edges, two of them equal (numpy allows it)
+            inner = np.sort(rng.uniform(-1.0, 1.0, max(0, nbins - 1)))
+            edges = np.concatenate([[-1.0], inner, [1.0]]).astype(sp.dtype)
+            if nbins > 3:
+                edges[2] = edges[1]
         bins = UniformBins(edges, 2.0)
         if awkward and n > 6:
             h[: n // 3] = 0.25
