@@ -36,7 +36,7 @@ _API = {
     "clear_caches": "cltune.opencl.caches", "get_reducer": "cltune.stats.reducers",
     "norm_many": "cltune.families.many.api",
     **{name: "cltune.families.hist.api" for name in
-       ("Histogrammer", "bincount", "get_histogrammer", "histogram")},
+       ("Histogrammer", "bincount", "get_histogrammer", "histogram", "unique_counts")},
     **{name: "cltune.families.scan.api" for name in
        ("Scanner", "cummax", "cummin", "cumprod", "cumsum", "get_scanner")},
     **{name: "cltune.families.scan.compact" for name in

@@ -168,7 +168,7 @@ inline long clt_bin(const in_t v, const long nbins, const in_t lo, const in_t hi
         b += 1;
     return b;
 #else
-    const long b = (long)v;
+    const long b = (long)v - (long)lo; /* lo: 0, or unique_counts' minimum */
     return (b >= 0 && b < nbins) ? b : -1;
 #endif
 }

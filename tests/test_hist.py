@@ -404,3 +404,27 @@ def test_histogram_with_an_array_of_edges(queue, device, rng):
             cltune.histogram(x, bins=bad)
     with pytest.raises(TypeError, match="estimators"):
         cltune.histogram(x, bins="auto")
+
+
+def test_unique_counts(queue, rng):
+    """torch.unique(sorted=True, return_counts=True) of integers: a histogram over min..max
+    and a compaction of its non-empty bins; negative values, one value, empty, and a span
+    past UNIQUE_SPAN (numpy on the host, with a warning)."""
+    from cltune.families.hist import api as hist_api
+
+    for dt, lo, hi in ((np.int32, -50, 300), (np.uint8, 0, 256), (np.int64, 7, 8),
+                       (np.int16, -3000, -2000)):
+        h = rng.integers(lo, hi, 20011).astype(dt)
+        v, c = cltune.unique_counts(cla.to_device(queue, h))
+        wv, wc = np.unique(h, return_counts=True)
+        assert v.dtype == h.dtype and c.dtype == np.int64
+        assert np.array_equal(v.get(), wv) and np.array_equal(c.get(), wc), dt
+    v, c = cltune.unique_counts(np.zeros(0, np.int32), queue=queue)
+    assert v.size == 0 and c.size == 0
+    wide = np.array([0, hist_api.UNIQUE_SPAN + 5, 0, 3], np.int64)
+    with pytest.warns(RuntimeWarning, match="host"):
+        v, c = cltune.unique_counts(wide, queue=queue)
+    assert np.array_equal(v.get(), [0, 3, hist_api.UNIQUE_SPAN + 5])
+    assert np.array_equal(c.get(), [2, 1, 1])
+    with pytest.raises(TypeError, match="integers"):
+        cltune.unique_counts(np.ones(3), queue=queue)

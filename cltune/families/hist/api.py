@@ -15,6 +15,7 @@ worker first (`kernel.check`); the config is the device's builtin one for the bi
 from __future__ import annotations
 
 import operator
+import warnings
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,8 @@ from cltune.families.hist.serve import HistEngine, HistExplanation
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.pools import pool_for
 
-__all__ = ["Histogrammer", "bincount", "explain", "get_histogrammer", "histogram"]
+__all__ = ["Histogrammer", "bincount", "explain", "get_histogrammer", "histogram",
+           "unique_counts"]
 
 _engines: ContextCache[HistEngine] = ContextCache()
 _F64 = np.dtype(np.float64)
@@ -111,16 +113,17 @@ def _double(info: DeviceInfo, weighted: bool) -> bool:
 
 def _run(q: cl.CommandQueue, variant: HistVariant, db: str | None, x: cla.Array,
          w: cla.Array | None, nbins: int, bins: UniformBins | None,
-         kept: tuple[int, ...] = ()) -> cla.Array:
+         kept: tuple[int, ...] = (), shift: int = 0) -> cla.Array:
     """The histogram of x's elements (one), or of each of its prod(kept) rows (shape kept +
-    (nbins,))."""
+    (nbins,)); bincount's bin of value v is v - shift."""
     rows = int(np.prod(kept)) if kept else 1
     la, _ = engine(q, variant, db).served(x.size, nbins)
     out = cla.empty(q, (*kept, nbins), la.spec.out_dtype, allocator=x.allocator or pool_for(q))
     if out.size == 0:
         return out
     waits = [*x.events, *(w.events if w is not None else [])]
-    evs = la.run(q, x, 0, x.size, w, 0, nbins, bins, out, wait_for=waits or None, rows=rows)
+    evs = la.run(q, x, 0, x.size, w, 0, nbins, bins, out, wait_for=waits or None, rows=rows,
+                 shift=shift)
     out.events.append(evs[-1])
     return out
 
@@ -309,6 +312,37 @@ def _outer_edges(q: cl.CommandQueue, xd: cla.Array, range: Any) -> tuple[Any, An
     if first == last:
         first, last = first - 0.5, last + 0.5
     return first, last
+
+
+#: unique_counts: the most bins (max - min + 1) a histogram takes before the host's
+#: numpy.unique serves instead (a histogram that size is its own memory pass)
+UNIQUE_SPAN = 1 << 24
+
+
+def unique_counts(x: Any, *, queue: cl.CommandQueue | None = None,
+                  db: str | None = None) -> tuple[cla.Array, cla.Array]:
+    """`torch.unique(x, sorted=True, return_counts=True)` of an integer array (any shape,
+    flattened) on the device: (the distinct values ascending, in x's dtype; their counts,
+    int64), as a histogram over min(x)..max(x) and a compaction of its non-empty bins. Values
+    spanning more than UNIQUE_SPAN are counted by numpy on the host (said by a warning)."""
+    q, xs = _device_array(x, queue, "unique_counts")
+    xd = _flat(xs)
+    if xd.dtype.kind not in "iu":
+        raise TypeError(f"unique_counts: x must hold integers (or bool), not {xd.dtype}")
+    if xd.size == 0:
+        return cla.empty(q, (0,), xd.dtype), cla.empty(q, (0,), np.dtype(np.int64))
+    lo, hi = _extremes(q, xd)
+    span = int(hi) - int(lo) + 1
+    if span > UNIQUE_SPAN:
+        warnings.warn(f"cltune: unique_counts of values spanning {span} counted by numpy on "
+                      "the host", RuntimeWarning, stacklevel=2)
+        vals, counts = np.unique(xd.get(queue=q), return_counts=True)
+        return cla.to_device(q, vals), cla.to_device(q, counts.astype(np.int64))
+    counts = _run(q, HistVariant("bincount", xd.dtype), db, xd, None, span, None, (),
+                  int(lo))
+    idx = entry("scan", "api").nonzero(counts)[0]  # the non-empty bins, ascending
+    values = (idx + int(lo)).astype(xd.dtype)
+    return values, cla.take(counts, idx, queue=q)
 
 
 class Histogrammer:

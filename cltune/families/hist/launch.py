@@ -104,11 +104,12 @@ class HistLauncher:
 
     def run(self, queue: cl.CommandQueue, x: cla.Array, xoff: int, n: int, w: cla.Array | None,
             woff: int, nbins: int, bins: UniformBins | None, out: cla.Array,
-            wait_for: list[cl.Event] | None = None, rows: int = 1) -> list[cl.Event]:
+            wait_for: list[cl.Event] | None = None, rows: int = 1,
+            shift: int = 0) -> list[cl.Event]:
         """out[0:rows * nbins] = the histograms of x's elements xoff .. xoff + n, `rows` rows
         of n / rows each (w's from woff as weights); x and w contiguous 1-D of the spec's
-        dtypes, out of its out_dtype. Returns the launches' events, the last one last (out's
-        events are left to the caller)."""
+        dtypes, out of its out_dtype; bincount counts value v in bin v - shift. Returns the
+        launches' events, the last one last (out's events are left to the caller)."""
         sp, b = self.spec, self.built()
         if not self.fits(nbins):
             raise ValueError(f"{nbins} bins do not fit {self.cfg.short()}'s __local memory")
@@ -116,7 +117,7 @@ class HistLauncher:
             raise ValueError(f"{n} elements are not {rows} rows")
         real = sp.real_dtype.type
         if bins is None:
-            lo = hi = sp.dtype.type(0)
+            lo = hi = sp.dtype.type(shift)
             scale, edges = real(1), self._dummy
         else:
             lo, hi = bins.edges[0], bins.edges[-1]
