@@ -24,10 +24,9 @@ import pyopencl.array as cla
 
 from cltune.core.family import entry
 from cltune.core.ops import DTYPES
-from cltune.device.info import DeviceInfo
 from cltune.device.select import info_for
 from cltune.families.hist.family import HistVariant
-from cltune.families.hist.kernel import TYPE_CODES
+from cltune.families.hist.kernel import TYPE_CODES, sums_in_double
 from cltune.families.hist.launch import UniformBins
 from cltune.families.hist.serve import HistEngine, HistExplanation
 from cltune.opencl.caches import ContextCache
@@ -105,10 +104,6 @@ def _extremes(q: cl.CommandQueue, x: cla.Array) -> tuple[Any, Any]:
            for i, a in enumerate((lo, hi))]
     cl.wait_for_events(evs)
     return host[0], host[1]
-
-
-def _double(info: DeviceInfo, weighted: bool) -> bool:
-    return bool(info.fp64 and (not weighted or info.int64_atomics))
 
 
 def _run(q: cl.CommandQueue, variant: HistVariant, db: str | None, x: cla.Array,
@@ -192,7 +187,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, axis: Any = Non
     w = None
     if weights is not None:
         w = _weights(q, weights, xs, "bincount", axis)
-        if not _double(info, True):
+        if not sums_in_double(info, True):
             raise ValueError("bincount: weights need a device with cl_khr_fp64 and 64-bit "
                              "atomics (numpy sums them in double)")
         if w.dtype != _F64:
@@ -274,7 +269,7 @@ def histogram(x: Any, bins: int = 10, range: Any = None, weights: Any = None,  #
     if weights is not None:
         w = _weights(q, weights, xs, "histogram", axis)
         ntype = w.dtype
-        if w.dtype.kind != "f" or not _double(info, True):
+        if w.dtype.kind != "f" or not sums_in_double(info, True):
             w = w.astype(_F64 if info.fp64 else np.float32)
     if xd.dtype != bin_type:
         xd = xd.astype(bin_type)  # numpy: tmp_a.astype(bin_edges.dtype)

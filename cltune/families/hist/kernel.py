@@ -101,10 +101,15 @@ def build(ctx: cl.Context, dev: cl.Device, spec: HistSpec, cfg: HistConfig) -> H
     return HistBuilt(spec, cfg, prg.clt_hist, prg.clt_hist_out)
 
 
+def sums_in_double(info: DeviceInfo, weighted: bool) -> bool:
+    """Index arithmetic (and weighted sums) in double: the device has fp64 (and, with
+    weights, the 64-bit atomics their compare-and-swap needs)."""
+    return bool(info.fp64 and (not weighted or info.int64_atomics))
+
+
 def spec_for(variant: Any, info: DeviceInfo) -> HistSpec:
-    """The build spec of a variant (`family.HistVariant`) on a device: index arithmetic and
-    sums in double where it has fp64 (and, with weights, 64-bit atomics for their sums)."""
+    """The build spec of a variant (`family.HistVariant`) on a device (`sums_in_double`)."""
     weighted = variant.weights is not None
-    double = bool(info.fp64 and (not weighted or info.int64_atomics))
+    double = sums_in_double(info, weighted)
     return HistSpec(variant.dtype, variant.kind != "bincount", variant.weights, double,
                     variant.kind == "histogram_edges")
