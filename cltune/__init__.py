@@ -37,6 +37,7 @@ _API = {
     "norm_many": "cltune.families.many.api",
     **{name: "cltune.families.hist.api" for name in
        ("Histogrammer", "bincount", "get_histogrammer", "histogram", "unique_counts")},
+    **{name: "cltune.families.topk.api" for name in ("Selector", "get_selector", "topk")},
     **{name: "cltune.families.scan.api" for name in
        ("Scanner", "cummax", "cummin", "cumprod", "cumsum", "get_scanner")},
     **{name: "cltune.families.scan.compact" for name in

@@ -90,6 +90,7 @@ BUILTIN = {
     "many": "cltune.families.many.family",
     "scan": "cltune.families.scan.family",
     "hist": "cltune.families.hist.family",
+    "topk": "cltune.families.topk.family",
 }
 
 

@@ -1,0 +1,1 @@
+"""Top-k (`cltune.topk`) as a kernel family (#41)."""

@@ -1,0 +1,48 @@
+"""The `builtin` level of the top-k kernels: a config from the device's limits for a k, for
+devices (and k) never tuned, and the safest one.
+
+    >>> from types import SimpleNamespace as NS
+    >>> gpu = NS(type="gpu", max_wg=1024, local_mem=49152)
+    >>> builtin_config(gpu, 8, 4).short(), builtin_config(gpu, 1000, 4).short()
+    ('lists wg64 g4 b8', 'radix wg256 g8 b8')
+    >>> builtin_config(NS(type="cpu", max_wg=4096, local_mem=65536), 8, 4).short()
+    'lists wg1 g4 b8'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cltune.core.pow2 import pow2_at_least, pow2_at_most
+from cltune.families.topk.config import TopkConfig
+from cltune.families.topk.kernel import RESERVE
+
+#: GPUs: the largest k the lists strategy serves untuned (a longer list a work-item is
+#: slower to insert into than the radix select's passes)
+GPU_LIST_K = 32
+#: CPUs: the same (random data: lists of 1000 at 14x numpy's argpartition at 2^24 on PoCL;
+#: ascending data, every element sifted into a list: k = 64 at 1.4x, 1000 at 0.7x)
+CPU_LIST_K = 256
+
+
+def builtin_config(info: Any, k: int, key_bytes: int) -> TopkConfig:
+    """CPUs: one work-item a group keeping its own list (4 groups a compute unit) up to
+    CPU_LIST_K, else the radix select; GPUs: lists in groups of up to 64 whose lists fit
+    __local memory up to GPU_LIST_K, else the radix select in groups of 256."""
+    kp = pow2_at_least(max(1, k))
+    room = int(info.local_mem) - RESERVE
+    if info.type == "cpu":
+        if k <= CPU_LIST_K and kp * (key_bytes + 4) <= room:
+            return TopkConfig("lists", 1, 4, 8)
+        return TopkConfig("radix", min(64, pow2_at_most(int(info.max_wg))), 4, 8)
+    wg = min(64, pow2_at_most(int(info.max_wg)))
+    while wg > 1 and wg * kp * (key_bytes + 4) > room:
+        wg //= 2
+    if k <= GPU_LIST_K and wg >= 16:
+        return TopkConfig("lists", wg, 4, 8)
+    return TopkConfig("radix", min(256, pow2_at_most(int(info.max_wg))), 8, 8)
+
+
+def safest_config(info: Any) -> TopkConfig:
+    """The radix select from small groups: any k, when nothing else builds or runs."""
+    return TopkConfig("radix", min(32, pow2_at_most(max(1, int(info.max_wg)))), 4, 8)

@@ -1,0 +1,208 @@
+"""Enqueue a built TopkConfig: the plan (groups a row, a contiguous block each), the scratch
+per queue, and the launches of the lists or the radix strategy (kernels/topk.cl).
+
+    la = TopkLauncher(ctx, dev, info, spec, cfg)
+    la.run(queue, x, xoff, m, rows, k, largest, values, indices)   # rows x k of each
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from cltune.device.info import DeviceInfo
+from cltune.families.topk.config import TopkConfig
+from cltune.families.topk.kernel import RESERVE, TopkBuilt, TopkSpec, build
+from cltune.opencl.kernel_args import setter
+
+#: the least a group takes (lists: a group's merge costs about wg x kp)
+MIN_CHUNK = 4096
+#: the longest row (an index is a uint; its largest value marks an empty place)
+MAX_ROW = (1 << 32) - 2
+
+_I64, _U32 = np.int64, np.uint32
+
+
+def groups(cfg: TopkConfig, compute_units: int, m: int, rows: int) -> tuple[int, int]:
+    """(groups a row, chunk) for `rows` rows of m elements: groups_per_cu x compute units in
+    all, fewer where a group's block would be smaller than MIN_CHUNK."""
+    m = max(1, m)
+    most = max(1, cfg.groups_per_cu * max(1, compute_units))
+    g = max(1, min(-(-most // max(1, rows)), -(-m // max(MIN_CHUNK, cfg.wg))))
+    chunk = -(-m // g)
+    return -(-m // chunk), chunk
+
+
+class TopkLauncher:
+    """One (context, device, spec, config); thread-safe (a launch holds the build's lock)."""
+
+    def __init__(self, ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: TopkSpec,
+                 cfg: TopkConfig, built: TopkBuilt | None = None) -> None:
+        self.ctx, self.dev, self.info, self.spec, self.cfg = ctx, dev, info, spec, cfg
+        self.b = built
+        self._scratch: dict[tuple[int, str], cl.Buffer] = {}
+        self._locals: dict[int, cl.LocalMemory] = {}
+        self._lock = threading.Lock()
+        kt, it = spec.key_dtype.type, spec.dtype.type
+        del it
+        self._types = {
+            "clt_tk_lists": (None, _I64, _I64, kt, None, None, _I64, _I64, _I64, _U32, _U32,
+                             None, None, None, None, _I64, None, None),
+            "clt_tk_hist": (None, _I64, _I64, kt, _I64, _I64, None, _U32, _U32, None, None),
+            "clt_tk_pick": (None, None, _U32, None),
+            "clt_tk_ties": (None, _I64, _I64, kt, _I64, _I64, None, None, None),
+            "clt_tk_collect": (None, _I64, _I64, kt, _I64, _I64, None, None, _U32, _I64, None,
+                               None, None, None),
+            "clt_tk_sort": (None, None, _I64, _U32, None, _I64, _I64, None, None, _I64, None,
+                            None),
+            "clt_tk_bitonic": (None, None, _I64, _I64, _I64),
+            "clt_tk_emit": (None, _I64, _U32, None, _I64, _I64, None, None, _I64),
+        }
+
+    def built(self) -> TopkBuilt:
+        """The build (made on first use: BuildError with the compiler's words)."""
+        if self.b is None:
+            self.b = build(self.ctx, self.dev, self.spec, self.cfg)
+        return self.b
+
+    def fits(self, k: int) -> bool:
+        """Whether this config selects k here (its list length, its __local memory)."""
+        if not self.cfg.handles(k) or k > self.spec.kp:
+            return False
+        need = self.cfg.local_bytes(self.spec.kp, self.spec.key_bytes)
+        return need + RESERVE <= self.info.local_mem
+
+    def _local(self, nbytes: int) -> cl.LocalMemory:
+        loc = self._locals.get(nbytes)
+        if loc is None:  # kept: the argument setter then leaves it set
+            loc = self._locals[nbytes] = cl.LocalMemory(max(4, nbytes))
+        return loc
+
+    def _buffer(self, queue: cl.CommandQueue, name: str, nbytes: int) -> cl.Buffer:
+        nbytes = max(64, nbytes)
+        if not _in_order(queue):  # calls may overlap there: each its own
+            return cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, nbytes)
+        key = (queue.int_ptr, name)
+        s = self._scratch.get(key)
+        if s is None or s.size < nbytes:
+            s = self._scratch[key] = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, nbytes)
+        return s
+
+    def _go(self, queue: cl.CommandQueue, name: str, gsize: tuple, lsize: tuple | None,
+            args: tuple, before: list[cl.Event], evs: list[cl.Event]) -> list[cl.Event]:
+        ev = setter(self.b.kernel(name), self._types[name]).launch(  # type: ignore[union-attr]
+            queue, gsize, lsize, args, before or None)
+        evs.append(ev)
+        return [] if _in_order(queue) else [ev]
+
+    def _fill(self, queue: cl.CommandQueue, buf: cl.Buffer, pattern: np.ndarray, nbytes: int,
+              before: list[cl.Event], evs: list[cl.Event]) -> list[cl.Event]:
+        ev = cl.enqueue_fill_buffer(queue, buf, pattern, 0, nbytes, wait_for=before or None)
+        evs.append(ev)
+        return [] if _in_order(queue) else [ev]
+
+    def run(self, queue: cl.CommandQueue, x: cla.Array, xoff: int, m: int, rows: int, k: int,
+            largest: bool, values: cla.Array, indices: cla.Array,
+            wait_for: list[cl.Event] | None = None) -> list[cl.Event]:
+        """values, indices [rows x k] = the best k of each of x's `rows` contiguous rows of m
+        elements from element xoff (best first; x contiguous 1-D of the spec's dtype, values
+        of it, indices int64). Returns the launches' events, the last one last."""
+        sp = self.spec
+        self.built()
+        if not 1 <= k <= m or not self.fits(k):
+            raise ValueError(f"k={k} of rows of {m} is not for {self.cfg.short()} "
+                             f"(k <= {sp.kp})")
+        if m > MAX_ROW:
+            raise ValueError(f"rows of {m} elements exceed the {MAX_ROW} a uint indexes")
+        xb = x.offset // x.dtype.itemsize + xoff
+        out = (values.base_data, indices.base_data)
+        if values.offset // values.dtype.itemsize != indices.offset // indices.dtype.itemsize:
+            raise ValueError("values and indices must start at the same element offset")
+        ooff = values.offset // values.dtype.itemsize
+        flip = sp.flip(largest)
+        gpr, chunk = groups(self.cfg, self.info.compute_units, m, rows)
+        evs: list[cl.Event] = []
+        with self._lock, self.b.lock:  # type: ignore[union-attr]
+            before = list(wait_for or [])
+            if self.cfg.strategy == "lists":
+                self._lists(queue, x.base_data, xb, m, rows, k, flip, gpr, chunk, out, ooff,
+                            before, evs)
+            else:
+                self._radix(queue, x.base_data, xb, m, rows, k, flip, gpr, chunk, out, ooff,
+                            before, evs)
+        return evs
+
+    def _lists(self, queue, x, xb, m, rows, k, flip, gpr, chunk, out, ooff, before, evs):
+        sp, wg, kp = self.spec, self.cfg.wg, self.spec.kp
+        loc = (self._local(wg * kp * sp.key_bytes), self._local(wg * kp * 4))
+        if gpr == 1:
+            dummy = self._buffer(queue, "dummy", 64)
+            self._go(queue, "clt_tk_lists", (rows * wg,), (wg,),
+                     (x, xb, m, flip, dummy, dummy, 0, chunk, 1, k, 1, dummy, dummy, *out,
+                      ooff, *loc), before, evs)
+            return
+        ck = self._buffer(queue, "keys", rows * gpr * kp * sp.key_bytes)
+        ci = self._buffer(queue, "idx", rows * gpr * kp * 4)
+        before = self._go(queue, "clt_tk_lists", (rows * gpr * wg,), (wg,),
+                          (x, xb, m, flip, ck, ci, 0, chunk, gpr, k, 0, ck, ci, *out, ooff,
+                           *loc), before, evs)
+        cm = gpr * kp
+        self._go(queue, "clt_tk_lists", (rows * wg,), (wg,),
+                 (x, xb, m, flip, ck, ci, cm, cm, 1, k, 1, ck, ci, *out, ooff, *loc),
+                 before, evs)
+
+    def _radix(self, queue, x, xb, m, rows, k, flip, gpr, chunk, out, ooff, before, evs):
+        sp, wg, bits = self.spec, self.cfg.wg, self.cfg.bits
+        nb = 1 << bits
+        kp = sp.kp
+        hist = self._buffer(queue, "hist", rows * nb * 4)
+        state = self._buffer(queue, "state", rows * 16)
+        tcount = self._buffer(queue, "tcount", rows * gpr * 4)
+        cnt = self._buffer(queue, "cnt", rows * 4)
+        pk = self._buffer(queue, "keys", rows * kp * sp.key_bytes)
+        pi = self._buffer(queue, "idx", rows * kp * 4)
+        before = self._fill(queue, hist, np.zeros(1, np.uint32), rows * nb * 4, before, evs)
+        before = self._fill(queue, state, np.array([0, k], np.uint64), rows * 16, before, evs)
+        before = self._fill(queue, cnt, np.zeros(1, np.uint32), rows * 4, before, evs)
+        scan = self._local(wg * 4)
+        common = (x, xb, m, flip, chunk, gpr, state)
+        top = sp.key_bits
+        while top > 0:
+            shift = max(0, top - bits)
+            before = self._go(queue, "clt_tk_hist", (rows * gpr * wg,), (wg,),
+                              (*common, shift, top - shift, hist, self._local(nb * 4)),
+                              before, evs)
+            before = self._go(queue, "clt_tk_pick", (rows * wg,), (wg,),
+                              (hist, state, top - shift, scan), before, evs)
+            top = shift
+        before = self._go(queue, "clt_tk_ties", (rows * gpr * wg,), (wg,),
+                          (*common, tcount, scan), before, evs)
+        if not sp.local_sort:  # the pads the global sort sorts last
+            before = self._fill(queue, pk, np.zeros(1, sp.key_dtype), rows * kp * sp.key_bytes,
+                                before, evs)
+            before = self._fill(queue, pi, np.full(1, 0xFFFFFFFF, np.uint32), rows * kp * 4,
+                                before, evs)
+        before = self._go(queue, "clt_tk_collect", (rows * gpr * wg,), (wg,),
+                          (*common, tcount, k, kp, cnt, pk, pi, scan), before, evs)
+        if sp.local_sort:
+            self._go(queue, "clt_tk_sort", (rows * wg,), (wg,),
+                     (pk, pi, kp, k, x, xb, m, *out, ooff,
+                      self._local(kp * sp.key_bytes), self._local(kp * 4)), before, evs)
+            return
+        size = 2
+        while size <= kp:
+            stride = size // 2
+            while stride > 0:
+                before = self._go(queue, "clt_tk_bitonic", (kp // 2, rows), None,
+                                  (pk, pi, kp, size, stride), before, evs)
+                stride //= 2
+            size *= 2
+        self._go(queue, "clt_tk_emit", (k, rows), None, (pi, kp, k, x, xb, m, *out, ooff),
+                 before, evs)
+
+
+def _in_order(queue: cl.CommandQueue) -> bool:
+    return not queue.properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE

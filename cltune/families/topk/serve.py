@@ -1,0 +1,125 @@
+"""What serves a top-k: the database's answer for a variant (`topk/dtype`) validated into
+tuned classes, the nearest tuned class of a call whose config selects its k (else the builtin
+config for its k), vetted before this process builds what was not tuned here (house rule 17),
+and the launchers (a build per k's power of two). Never writes the database, never loads the
+tuner.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import pyopencl as cl
+
+from cltune.core import shapes
+from cltune.core.serving import CltuneWarning
+from cltune.families.base import tuned_shape_classes
+from cltune.families.topk import family as topk_family
+from cltune.families.topk.config import TopkConfig
+from cltune.families.topk.defaults import builtin_config, safest_config
+from cltune.families.topk.family import TopkVariant, class_of
+from cltune.families.topk.kernel import source_hash, spec_for
+from cltune.families.topk.launch import TopkLauncher
+from cltune.isolation.vetting import first_usable
+from cltune.opencl.build import BuildError
+
+
+@dataclass(frozen=True)
+class Tuned:
+    key: tuple[int, int]
+    config: TopkConfig
+    gbps: float | None
+
+
+@dataclass(frozen=True)
+class TopkExplanation:
+    """Which config serves a top-k of k among `n` elements, and where it came from."""
+
+    variant: str
+    n: int
+    k: int
+    config: TopkConfig
+    level: str  # a level of the fallback chain, or safest
+    why: str
+    size_class: str | None  # the tuned class that serves it (None: not a tuned one)
+    gbps: float | None
+
+    def __str__(self) -> str:
+        where = f"tuned class {self.size_class}" if self.size_class else "untuned"
+        return (f"{self.variant}, k={self.k} of {self.n}: {self.config.short()} "
+                f"[{self.level}, {where}] {self.why}")
+
+
+class TopkEngine:
+    """The configs and launchers of one (context, device, variant, database)."""
+
+    def __init__(self, ctx: cl.Context, dev: cl.Device, info: Any, variant: TopkVariant,
+                 db: str | None) -> None:
+        self.ctx, self.dev, self.info, self.variant = ctx, dev, info, variant
+        self.key_bytes = 8 if variant.dtype.itemsize == 8 else 4
+        level, why, rows = tuned_shape_classes(info, db, topk_family.NAME, str(variant),
+                                               TopkConfig.from_mapping, stacklevel=6)
+        self.level, self.why = level, why
+        self.tuned = [Tuned(k, c, g) for k, c, g in rows]
+        self._lock = threading.Lock()
+        self._by_key: dict[tuple[int, int, int], tuple[TopkLauncher, TopkExplanation]] = {}
+        self._launchers: dict[tuple[TopkConfig, int], TopkLauncher] = {}
+
+    def _choose(self, key: tuple[int, int], k: int,
+                ) -> tuple[TopkConfig, str, str, Tuned | None]:
+        fit = [t for t in self.tuned if self._fits(t.config, k)]
+        near = shapes.nearest(key, [t.key for t in fit])
+        t = next((t for t in fit if t.key == near), None)
+        if t is not None:
+            return t.config, self.level, self.why, t
+        why = self.why if not self.tuned else (
+            f"no tuned class within 2^{shapes.MAX_CLASS_STEPS} of this call whose config "
+            "selects its k: the builtin config")
+        return builtin_config(self.info, k, self.key_bytes), "builtin", why, None
+
+    def _fits(self, cfg: TopkConfig, k: int) -> bool:
+        return TopkLauncher(self.ctx, self.dev, self.info,
+                            spec_for(self.variant.dtype, k, self.info), cfg).fits(k)
+
+    def served(self, n: int, k: int) -> tuple[TopkLauncher, TopkExplanation]:
+        """The launcher and explanation for k of n elements."""
+        key = class_of(n, k)
+        spec = spec_for(self.variant.dtype, k, self.info)
+        hit = self._by_key.get((*key, spec.kp))
+        if hit is not None and hit[0].fits(k):
+            return hit
+        cfg, level, why, t = self._choose(key, k)
+        if level != "exact":  # never build here what has not run right on this driver
+            candidates = [(cfg, level),
+                          (builtin_config(self.info, k, self.key_bytes), "builtin"),
+                          (safest_config(self.info), "safest")]
+            vet_key = (key[0], spec.kp.bit_length() - 1)  # the k the vetting's build is for
+            got, lvl, passed = first_usable(self.info, topk_family.NAME, str(self.variant),
+                                            candidates, vet_key, source_hash=source_hash(),
+                                            element_bytes=self.variant.dtype.itemsize)
+            if got != cfg:
+                warnings.warn(f"cltune: {passed}; serving the {lvl} config {got.short()}",
+                              CltuneWarning, stacklevel=4)
+                cfg, level, why, t = got, lvl, passed, None
+        with self._lock:
+            la = self._launchers.get((cfg, spec.kp))
+            if la is None:
+                la = TopkLauncher(self.ctx, self.dev, self.info, spec, cfg)
+                try:
+                    la.built()
+                except BuildError as e:
+                    warnings.warn(f"cltune: top-k config {cfg.short()} does not build here "
+                                  f"({e}); using the safest config", CltuneWarning,
+                                  stacklevel=4)
+                    cfg, level, why, t = safest_config(self.info), "safest", str(e), None
+                    la = TopkLauncher(self.ctx, self.dev, self.info, spec, cfg)
+                self._launchers[(cfg, spec.kp)] = la
+            ex = TopkExplanation(str(self.variant), n, k, cfg, level, why,
+                                 shapes.size_class(t.key) if t else None, t.gbps if t else None)
+            if len(self._by_key) > 256:
+                self._by_key.clear()
+            self._by_key[(*key, spec.kp)] = (la, ex)
+        return la, ex

@@ -1,0 +1,481 @@
+/* cltune top-k: the k largest elements of each row and their indices, as torch.topk orders
+ * them: NaN above every number, -0.0 equal to 0.0, equal values by the lower index first.
+ * The smallest k are the largest of the flipped keys (`flip`: all ones), so NaN come last.
+ *
+ * Every element becomes an unsigned key whose order is the values' order (order_key); a pair
+ * (key, index) is better than another when its key is larger, or equal with a lower index.
+ * Rows are contiguous: row r is x[xoff + r * m .. + m), its indices 0 .. m - 1; `gpr` groups
+ * a row, each a block of `chunk` of its elements.
+ *
+ * Strategy `lists` (small k):
+ *   clt_tk_lists    each work-item keeps the best CLT_T_KP pairs it reads in a private heap
+ *                   (an element that does not beat its worst is one compare, one that does
+ *                   log2 CLT_T_KP steps), sorted at the end; the
+ *                   group merges its lists in __local memory two by two, and writes its best
+ *                   CLT_T_KP (or, when it is a row's only group, the row's k values and
+ *                   indices). Stage 1 runs the same on the groups' lists (one group a row).
+ * Strategy `radix` (any k): a radix select of the k-th pair's key, digit by digit from the
+ * top (CLT_T_BITS a digit), on the device (no value read back):
+ *   clt_tk_hist     the histogram of the digit among a row's elements that match the prefix
+ *                   of digits chosen so far (per group in __local memory, added with atomics);
+ *   clt_tk_pick     the digit holding the row's remaining k-th key: the prefix grows by it,
+ *                   the remaining count drops by the elements above it;
+ *   clt_tk_ties     after the last digit the key T of the k-th pair is known: each group's
+ *                   count of elements equal to T;
+ *   clt_tk_collect  every element above T (in any order, by an atomic ticket), and the
+ *                   lowest-indexed equal ones still needed (groups in order, work-items by a
+ *                   scan): the row's k pairs;
+ *   clt_tk_sort     the k pairs sorted in one group's __local memory (bitonic), the values
+ *                   read back from x by index; beyond __local memory clt_tk_bitonic's global
+ *                   steps then clt_tk_emit.
+ * Every tunable has a default; values arrive as -D options from cltune.families.topk.kernel
+ * (a validated TopkConfig). Barriers are never in divergent code.
+ */
+
+#ifndef CLT_T_TYPE
+#define CLT_T_TYPE 0 /* x: 0 float 1 double 2 char 3 uchar 4 short 5 ushort 6 int 7 uint 8 long 9 ulong */
+#endif
+#ifndef CLT_WG
+#define CLT_WG 64
+#endif
+#ifndef CLT_T_KP
+#define CLT_T_KP 16 /* lists: a list's length; radix: pairs sorted in __local memory (0: none) */
+#endif
+#ifndef CLT_T_BITS
+#define CLT_T_BITS 8 /* radix: bits of a digit */
+#endif
+
+#if CLT_T_TYPE == 1
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+#if CLT_T_TYPE == 0
+typedef float in_t;
+#elif CLT_T_TYPE == 1
+typedef double in_t;
+#elif CLT_T_TYPE == 2
+typedef char in_t;
+#elif CLT_T_TYPE == 3
+typedef uchar in_t;
+#elif CLT_T_TYPE == 4
+typedef short in_t;
+#elif CLT_T_TYPE == 5
+typedef ushort in_t;
+#elif CLT_T_TYPE == 6
+typedef int in_t;
+#elif CLT_T_TYPE == 7
+typedef uint in_t;
+#elif CLT_T_TYPE == 8
+typedef long in_t;
+#else
+typedef ulong in_t;
+#endif
+
+#if CLT_T_TYPE == 1 || CLT_T_TYPE >= 8
+typedef ulong key_t;
+#define KEY_BITS 64
+#else
+typedef uint key_t;
+#if CLT_T_TYPE == 2 || CLT_T_TYPE == 3
+#define KEY_BITS 8
+#elif CLT_T_TYPE == 4 || CLT_T_TYPE == 5
+#define KEY_BITS 16
+#else
+#define KEY_BITS 32
+#endif
+#endif
+
+#define NO_INDEX 0xFFFFFFFFu /* a list's empty place: key 0, after every real pair */
+
+/* the value's place in the order as an unsigned key of KEY_BITS bits, XOR flip */
+inline key_t order_key(const in_t v, const key_t flip) {
+#if CLT_T_TYPE == 0
+    const uint b = as_uint(v);
+    const key_t k = isnan(v) ? 0xFFFFFFFFu
+                   : v == 0.0f ? 0x80000000u
+                   : (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+#elif CLT_T_TYPE == 1
+    const ulong b = as_ulong(v);
+    const key_t k = isnan(v) ? 0xFFFFFFFFFFFFFFFFul
+                   : v == 0.0 ? 0x8000000000000000ul
+                   : (b & 0x8000000000000000ul) ? ~b : (b | 0x8000000000000000ul);
+#elif CLT_T_TYPE == 2
+    const key_t k = (uint)((int)v + 128);
+#elif CLT_T_TYPE == 4
+    const key_t k = (uint)((int)v + 32768);
+#elif CLT_T_TYPE == 6
+    const key_t k = as_uint(v) ^ 0x80000000u;
+#elif CLT_T_TYPE == 8
+    const key_t k = as_ulong(v) ^ 0x8000000000000000ul;
+#else
+    const key_t k = (key_t)v;
+#endif
+    return k ^ flip;
+}
+
+inline int better(const key_t ka, const uint ia, const key_t kb, const uint ib) {
+    return ka > kb || (ka == kb && ia < ib);
+}
+
+/* the block of the row a group reads: [begin, end) of x's elements (from xoff) */
+#define ROW_BLOCK                                                                                \
+    const uint lid = get_local_id(0);                                                          \
+    const long grp = (long)get_group_id(0);                                                    \
+    const long row = grp / gpr, gi = grp - row * gpr;                                          \
+    const long rbeg = row * m;                                                                 \
+    const long begin = rbeg + gi * chunk;                                                      \
+    const long end = min(begin + chunk, rbeg + m)
+
+/* ---- lists ------------------------------------------------------------------------------ */
+#if CLT_T_KP > 0 /* (0: a radix build whose pairs are sorted in global memory) */
+
+/* the list (pk, pi) of CLT_T_KP is a heap whose root is its worst pair (no child is worse than
+ * its parent): (kk, ii) goes into place j of the heap's first `size` places, the worse child
+ * moving up while it is worse than (kk, ii) (log2 CLT_T_KP steps at most, whatever the order
+ * of the input) */
+inline void sift(key_t *pk, uint *pi, int j, const int size, const key_t kk, const uint ii) {
+    for (;;) {
+        int c = 2 * j + 1;
+        if (c >= size)
+            break;
+        if (c + 1 < size && better(pk[c], pi[c], pk[c + 1], pi[c + 1]))
+            ++c; /* the worse child */
+        if (!better(kk, ii, pk[c], pi[c]))
+            break;
+        pk[j] = pk[c];
+        pi[j] = pi[c];
+        j = c;
+    }
+    pk[j] = kk;
+    pi[j] = ii;
+}
+
+__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
+clt_tk_lists(__global const in_t *x, const long xoff, const long m, const key_t flip,
+             __global const key_t *ck, __global const uint *ci, const long cm, const long chunk,
+             const long gpr, const uint k, const uint emit, __global key_t *ok,
+             __global uint *oi, __global in_t *ov, __global long *ox, const long ooff,
+             __local key_t *lk, __local uint *li) {
+    /* cm == 0: read x's rows; else the candidates (ck, ci), cm a row; emit (a row's only
+     * group): the row's k values and indices to ov, ox, else the group's list to ok, oi */
+    const uint lid = get_local_id(0);
+    const long grp = (long)get_group_id(0);
+    const long row = grp / gpr, gi = grp - row * gpr;
+    const long len = cm ? cm : m;
+    const long begin = gi * chunk;
+    const long end = min(begin + chunk, len);
+    key_t pk[CLT_T_KP];
+    uint pi[CLT_T_KP];
+    for (int j = 0; j < CLT_T_KP; ++j) {
+        pk[j] = 0;
+        pi[j] = NO_INDEX;
+    }
+    if (cm) {
+        for (long i = begin + lid; i < end; i += CLT_WG) {
+            const key_t kk = ck[row * cm + i];
+            const uint ii = ci[row * cm + i];
+            if (better(kk, ii, pk[0], pi[0]))
+                sift(pk, pi, 0, CLT_T_KP, kk, ii);
+        }
+    } else {
+        __global const in_t *xr = x + xoff + row * m;
+        for (long i = begin + lid; i < end; i += CLT_WG) {
+            const key_t kk = order_key(xr[i], flip);
+            if (better(kk, (uint)i, pk[0], pi[0]))
+                sift(pk, pi, 0, CLT_T_KP, kk, (uint)i);
+        }
+    }
+    /* heapsort: the worst to the end, one by one, leaves the list best first */
+    for (int e = CLT_T_KP - 1; e > 0; --e) {
+        const key_t tk = pk[e];
+        const uint ti = pi[e];
+        pk[e] = pk[0];
+        pi[e] = pi[0];
+        sift(pk, pi, 0, e, tk, ti);
+    }
+    /* the group's lists merged two by two: list l and l + s into l */
+    __local key_t *mk = lk + (long)lid * CLT_T_KP;
+    __local uint *mi = li + (long)lid * CLT_T_KP;
+    for (int j = 0; j < CLT_T_KP; ++j) {
+        mk[j] = pk[j];
+        mi[j] = pi[j];
+    }
+    for (uint s = 1; s < CLT_WG; s <<= 1) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if ((lid & (2 * s - 1)) == 0) {
+            __local key_t *bk = mk + (long)s * CLT_T_KP;
+            __local uint *bi = mi + (long)s * CLT_T_KP;
+            int a = 0, b = 0; /* a + b < CLT_T_KP: neither runs past its list */
+            for (int t = 0; t < CLT_T_KP; ++t) {
+                if (better(mk[a], mi[a], bk[b], bi[b])) {
+                    pk[t] = mk[a];
+                    pi[t] = mi[a];
+                    ++a;
+                } else {
+                    pk[t] = bk[b];
+                    pi[t] = bi[b];
+                    ++b;
+                }
+            }
+            for (int j = 0; j < CLT_T_KP; ++j) {
+                mk[j] = pk[j];
+                mi[j] = pi[j];
+            }
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (emit) { /* the row's answer: its k best, values read back by index */
+        __global const in_t *xr = x + xoff + row * m;
+        for (long j = lid; j < k; j += CLT_WG) {
+            ov[ooff + row * k + j] = xr[li[j]];
+            ox[ooff + row * k + j] = (long)li[j];
+        }
+    } else {
+        for (long j = lid; j < CLT_T_KP; j += CLT_WG) {
+            ok[grp * CLT_T_KP + j] = lk[j];
+            oi[grp * CLT_T_KP + j] = li[j];
+        }
+    }
+}
+
+#endif
+
+/* ---- radix select ----------------------------------------------------------------------- */
+#define NB (1 << CLT_T_BITS)
+
+/* the bits of key k above `hi` (none when hi is the key's width) */
+#define ABOVE(kk, hi) ((hi) >= KEY_BITS ? (key_t)0 : (kk) >> (hi))
+
+__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
+clt_tk_hist(__global const in_t *x, const long xoff, const long m, const key_t flip,
+            const long chunk, const long gpr, __global const ulong *state, const uint shift,
+            const uint width, volatile __global uint *hist, volatile __local uint *lh) {
+    ROW_BLOCK;
+    for (int j = lid; j < NB; j += CLT_WG)
+        lh[j] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint hi = shift + width;
+    const key_t prefix = (key_t)state[2 * row];
+    const key_t mask = (key_t)((1u << width) - 1u);
+    for (long i = begin + lid; i < end; i += CLT_WG) {
+        const key_t kk = order_key(x[xoff + i], flip);
+        if (ABOVE(kk, hi) == prefix) {
+#if CLT_WG == 1 /* nobody else counts here */
+            lh[(uint)((kk >> shift) & mask)] += 1u;
+#else
+            atomic_inc(lh + (uint)((kk >> shift) & mask));
+#endif
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int j = lid; j < NB; j += CLT_WG) {
+        const uint c = lh[j];
+        if (c)
+            atomic_add(hist + row * NB + j, c);
+    }
+}
+
+/* one group a row: state[2 row] = prefix, state[2 row + 1] = the pairs still to take at or
+ * below it; the histogram is left zeroed for the next digit */
+__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
+clt_tk_pick(__global uint *hist, __global ulong *state, const uint width,
+            __local uint *ls) {
+    const uint lid = get_local_id(0);
+    const long row = get_group_id(0);
+    const ulong rem = state[2 * row + 1];
+    const int per = (NB + CLT_WG - 1) / CLT_WG; /* a work-item's block of bins */
+    const int b0 = min((int)lid * per, NB), b1 = min(b0 + per, NB);
+    __global uint *h = hist + row * NB;
+    uint s = 0;
+    for (int b = b0; b < b1; ++b)
+        s += h[b];
+    ls[lid] = s;
+    /* suffix sums: ls[l] = the counts of the blocks l .. CLT_WG - 1 */
+    for (uint off = 1; off < CLT_WG; off <<= 1) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const uint v = lid + off < CLT_WG ? ls[lid + off] : 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        ls[lid] += v;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const ulong incl = ls[lid], above0 = incl - s;
+    if (above0 < rem && rem <= incl) { /* the k-th remaining key's digit is in this block */
+        ulong above = above0;
+        int b = b1 - 1;
+        for (; b > b0; --b) {
+            const uint c = h[b];
+            if (above + c >= rem)
+                break;
+            above += c;
+        }
+        state[2 * row] = (state[2 * row] << width) | (ulong)b;
+        state[2 * row + 1] = rem - above;
+    }
+    for (int b = b0; b < b1; ++b)
+        h[b] = 0u;
+}
+
+/* the group's sum of v (all work-items get it) */
+inline uint group_sum(uint v, __local uint *ls) {
+    const uint lid = get_local_id(0);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    ls[lid] = v;
+    for (uint s = CLT_WG / 2; s > 0; s >>= 1) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid < s)
+            ls[lid] += ls[lid + s];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint r = ls[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+
+__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
+clt_tk_ties(__global const in_t *x, const long xoff, const long m, const key_t flip,
+            const long chunk, const long gpr, __global const ulong *state,
+            __global uint *tcount, __local uint *ls) {
+    ROW_BLOCK;
+    const key_t t = (key_t)state[2 * row];
+    uint c = 0;
+    for (long i = begin + lid; i < end; i += CLT_WG)
+        c += order_key(x[xoff + i], flip) == t;
+    c = group_sum(c, ls);
+    if (lid == 0)
+        tcount[grp] = c;
+}
+
+__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
+clt_tk_collect(__global const in_t *x, const long xoff, const long m, const key_t flip,
+               const long chunk, const long gpr, __global const ulong *state,
+               __global const uint *tcount, const uint k, const long kp,
+               volatile __global uint *cnt, __global key_t *pk, __global uint *pi,
+               __local uint *ls) {
+    ROW_BLOCK;
+    const key_t t = (key_t)state[2 * row];
+    const uint rem = (uint)state[2 * row + 1]; /* equal pairs to take */
+    const uint gt = k - rem;                   /* pairs above t: all taken */
+    __global key_t *rk = pk + row * kp;
+    __global uint *ri = pi + row * kp;
+    uint before = 0; /* equal pairs in the row's groups before this one */
+    for (long j = lid; j < gi; j += CLT_WG)
+        before += tcount[row * gpr + j];
+    before = group_sum(before, ls);
+    long i0 = begin;
+    if (tcount[grp] > 0 && before < rem) {
+        /* in order: a round of CLT_WG elements at a time, ranks by a scan of the group */
+        uint run = before;
+        for (; i0 < end && run < rem; i0 += CLT_WG) {
+            const long i = i0 + lid;
+            key_t kk = 0;
+            if (i < end)
+                kk = order_key(x[xoff + i], flip);
+            const uint eq = i < end && kk == t;
+            if (i < end && kk > t) {
+                const uint s = atomic_inc(cnt + row);
+                rk[s] = kk;
+                ri[s] = (uint)(i - rbeg);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            ls[lid] = eq;
+            for (uint off = 1; off < CLT_WG; off <<= 1) {
+                barrier(CLK_LOCAL_MEM_FENCE);
+                const uint v = lid >= off ? ls[lid - off] : 0u;
+                barrier(CLK_LOCAL_MEM_FENCE);
+                ls[lid] += v;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            const uint slot = run + ls[lid] - eq;
+            if (eq && slot < rem) {
+                rk[gt + slot] = kk;
+                ri[gt + slot] = (uint)(i - rbeg);
+            }
+            run += ls[CLT_WG - 1];
+        }
+    }
+    for (long i = i0 + lid; i < end; i += CLT_WG) {
+        const key_t kk = order_key(x[xoff + i], flip);
+        if (kk > t) {
+            const uint s = atomic_inc(cnt + row);
+            rk[s] = kk;
+            ri[s] = (uint)(i - rbeg);
+        }
+    }
+}
+
+#define SWAP_IF_BETTER(ka, ia, kb, ib, want)                                                     \
+    do {                                                                                       \
+        if (better(kb, ib, ka, ia) == (want)) {                                                \
+            const key_t tk = ka;                                                               \
+            const uint ti = ia;                                                                \
+            ka = kb;                                                                           \
+            ia = ib;                                                                           \
+            kb = tk;                                                                           \
+            ib = ti;                                                                           \
+        }                                                                                      \
+    } while (0)
+
+#if CLT_T_KP > 0
+/* one group a row: its k pairs sorted best first in __local memory, values read by index */
+__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
+clt_tk_sort(__global const key_t *pk, __global const uint *pi, const long kp, const uint k,
+            __global const in_t *x, const long xoff, const long m, __global in_t *ov,
+            __global long *ox, const long ooff, __local key_t *lk, __local uint *li) {
+    const uint lid = get_local_id(0);
+    const long row = get_group_id(0);
+    for (int j = lid; j < CLT_T_KP; j += CLT_WG) {
+        lk[j] = j < k ? pk[row * kp + j] : (key_t)0;
+        li[j] = j < k ? pi[row * kp + j] : NO_INDEX;
+    }
+    for (int size = 2; size <= CLT_T_KP; size <<= 1) {
+        for (int stride = size >> 1; stride > 0; stride >>= 1) {
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (int t = lid; t < CLT_T_KP / 2; t += CLT_WG) {
+                const int lo = 2 * stride * (t / stride) + t % stride, hi = lo + stride;
+                /* ascending blocks of `size` alternate: the whole ends best first */
+                const int want = (lo & size) == 0;
+                SWAP_IF_BETTER(lk[lo], li[lo], lk[hi], li[hi], want);
+            }
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    __global const in_t *xr = x + xoff + row * m;
+    for (long j = lid; j < k; j += CLT_WG) {
+        ov[ooff + row * k + j] = xr[li[j]];
+        ox[ooff + row * k + j] = (long)li[j];
+    }
+}
+#endif
+
+/* one step (size, stride) of a bitonic sort of each row's kp pairs (padded with key 0 and
+ * NO_INDEX) in global memory: work-item (t, row) */
+__kernel void clt_tk_bitonic(__global key_t *pk, __global uint *pi, const long kp,
+                             const long size, const long stride) {
+    const long t = get_global_id(0), row = get_global_id(1);
+    if (t >= kp / 2)
+        return;
+    const long lo = 2 * stride * (t / stride) + t % stride, hi = lo + stride;
+    const int want = (lo & size) == 0;
+    __global key_t *rk = pk + row * kp;
+    __global uint *ri = pi + row * kp;
+    key_t ka = rk[lo], kb = rk[hi];
+    uint ia = ri[lo], ib = ri[hi];
+    if (better(kb, ib, ka, ia) == want) {
+        rk[lo] = kb;
+        ri[lo] = ib;
+        rk[hi] = ka;
+        ri[hi] = ia;
+    }
+}
+
+/* each row's first k sorted pairs as values (read from x by index) and indices */
+__kernel void clt_tk_emit(__global const uint *pi, const long kp, const uint k,
+                          __global const in_t *x, const long xoff, const long m,
+                          __global in_t *ov, __global long *ox, const long ooff) {
+    const long j = get_global_id(0), row = get_global_id(1);
+    if (j >= k)
+        return;
+    const uint i = pi[row * kp + j];
+    ov[ooff + row * k + j] = x[xoff + row * m + i];
+    ox[ooff + row * k + j] = (long)i;
+}
