@@ -16,13 +16,13 @@
  *                   indices). Stage 1 runs the same on the groups' lists (one group a row).
  * Strategy `radix` (any k): a radix select of the k-th pair's key, digit by digit from the
  * top (CLT_T_BITS a digit), on the device (no value read back):
- *   clt_tk_hist     the histogram of the digit among a row's elements that match the prefix
- *                   of digits chosen so far (per group in __local memory, added with atomics);
- *   clt_tk_pick     the digit holding the row's remaining k-th key: the prefix grows by it,
- *                   the remaining count drops by the elements above it;
- *   clt_tk_ties     after the last digit the key T of the k-th pair is known: each group's
- *                   count of elements equal to T;
- *   clt_tk_collect  every element above T (in any order, by an atomic ticket), and the
+ *   clt_tk_hist     a launch a digit: the histogram of the digit among a row's elements that
+ *                   match the prefix of digits chosen so far (per group in __local memory,
+ *                   added with atomics); the row's last group to finish (a ticket) picks the
+ *                   digit holding the remaining k-th key: the prefix grows by it, the
+ *                   remaining count drops by the elements above it. After the last digit the
+ *                   key T of the k-th pair is known, and each group's count of it kept;
+ *   clt_tk_collect  every element above T (in any order, by an atomic count), and the
  *                   lowest-indexed equal ones still needed (groups in order, work-items by a
  *                   scan): the row's k pairs;
  *   clt_tk_sort     the k pairs sorted in one group's __local memory (bitonic), the values
@@ -246,75 +246,6 @@ clt_tk_lists(__global const in_t *x, const long xoff, const long m, const key_t 
 /* the bits of key k above `hi` (none when hi is the key's width) */
 #define ABOVE(kk, hi) ((hi) >= KEY_BITS ? (key_t)0 : (kk) >> (hi))
 
-__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
-clt_tk_hist(__global const in_t *x, const long xoff, const long m, const key_t flip,
-            const long chunk, const long gpr, __global const ulong *state, const uint shift,
-            const uint width, volatile __global uint *hist, volatile __local uint *lh) {
-    ROW_BLOCK;
-    for (int j = lid; j < NB; j += CLT_WG)
-        lh[j] = 0;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const uint hi = shift + width;
-    const key_t prefix = (key_t)state[2 * row];
-    const key_t mask = (key_t)((1u << width) - 1u);
-    for (long i = begin + lid; i < end; i += CLT_WG) {
-        const key_t kk = order_key(x[xoff + i], flip);
-        if (ABOVE(kk, hi) == prefix) {
-#if CLT_WG == 1 /* nobody else counts here */
-            lh[(uint)((kk >> shift) & mask)] += 1u;
-#else
-            atomic_inc(lh + (uint)((kk >> shift) & mask));
-#endif
-        }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int j = lid; j < NB; j += CLT_WG) {
-        const uint c = lh[j];
-        if (c)
-            atomic_add(hist + row * NB + j, c);
-    }
-}
-
-/* one group a row: state[2 row] = prefix, state[2 row + 1] = the pairs still to take at or
- * below it; the histogram is left zeroed for the next digit */
-__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
-clt_tk_pick(__global uint *hist, __global ulong *state, const uint width,
-            __local uint *ls) {
-    const uint lid = get_local_id(0);
-    const long row = get_group_id(0);
-    const ulong rem = state[2 * row + 1];
-    const int per = (NB + CLT_WG - 1) / CLT_WG; /* a work-item's block of bins */
-    const int b0 = min((int)lid * per, NB), b1 = min(b0 + per, NB);
-    __global uint *h = hist + row * NB;
-    uint s = 0;
-    for (int b = b0; b < b1; ++b)
-        s += h[b];
-    ls[lid] = s;
-    /* suffix sums: ls[l] = the counts of the blocks l .. CLT_WG - 1 */
-    for (uint off = 1; off < CLT_WG; off <<= 1) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const uint v = lid + off < CLT_WG ? ls[lid + off] : 0u;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        ls[lid] += v;
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const ulong incl = ls[lid], above0 = incl - s;
-    if (above0 < rem && rem <= incl) { /* the k-th remaining key's digit is in this block */
-        ulong above = above0;
-        int b = b1 - 1;
-        for (; b > b0; --b) {
-            const uint c = h[b];
-            if (above + c >= rem)
-                break;
-            above += c;
-        }
-        state[2 * row] = (state[2 * row] << width) | (ulong)b;
-        state[2 * row + 1] = rem - above;
-    }
-    for (int b = b0; b < b1; ++b)
-        h[b] = 0u;
-}
-
 /* the group's sum of v (all work-items get it) */
 inline uint group_sum(uint v, __local uint *ls) {
     const uint lid = get_local_id(0);
@@ -331,10 +262,104 @@ inline uint group_sum(uint v, __local uint *ls) {
     return r;
 }
 
+/* the row's histogram h (complete) -> the digit holding the rem-th remaining key: the state
+ * becomes (prefix << width | digit, rem - the elements above the digit); h is zeroed */
+inline void pick(volatile __global uint *h, __global ulong *state, const long row,
+                 const ulong prefix, const ulong rem, const uint width, __local uint *ls) {
+    const uint lid = get_local_id(0);
+    const int per = (NB + CLT_WG - 1) / CLT_WG; /* a work-item's block of bins */
+    const int b0 = min((int)lid * per, NB), b1 = min(b0 + per, NB);
+    uint s = 0;
+    for (int b = b0; b < b1; ++b)
+        s += h[b];
+    ls[lid] = s;
+    /* suffix sums: ls[l] = the counts of the blocks l .. CLT_WG - 1 */
+    for (uint off = 1; off < CLT_WG; off <<= 1) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const uint v = lid + off < CLT_WG ? ls[lid + off] : 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        ls[lid] += v;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const ulong incl = ls[lid], above0 = incl - s;
+    if (above0 < rem && rem <= incl) { /* the rem-th key's digit is in this block */
+        ulong above = above0;
+        int b = b1 - 1;
+        for (; b > b0; --b) {
+            const uint c = h[b];
+            if (above + c >= rem)
+                break;
+            above += c;
+        }
+        state[2 * row] = (prefix << width) | (ulong)b;
+        state[2 * row + 1] = rem - above;
+    }
+    for (int b = b0; b < b1; ++b)
+        h[b] = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* one digit: the histogram of bits [shift, shift + width) of the keys of a row's elements
+ * that match the prefix chosen so far (first: none yet), counted per group in __local memory
+ * and added into the row's (zb: rows x NB bins, then a ticket a row); the row's last group to
+ * finish picks the digit (`pick`). With `keep`, the last digit (shift 0) also keeps each
+ * group's counts (own: gpr x NB a row), from which clt_tk_collect ranks the equal keys by
+ * group; without (where that would be large), clt_tk_ties counts them. */
+__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
+clt_tk_hist(__global const in_t *x, const long xoff, const long m, const key_t flip,
+            const long chunk, const long gpr, __global ulong *state, const uint shift,
+            const uint width, const uint k, const uint first, volatile __global uint *zb,
+            __global uint *own, const uint keep, volatile __local uint *lh, __local uint *ls) {
+    ROW_BLOCK;
+    for (int j = lid; j < NB; j += CLT_WG)
+        lh[j] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint hi = shift + width;
+    const ulong prefix = first ? 0ul : state[2 * row];
+    const ulong rem = first ? (ulong)k : state[2 * row + 1];
+    const key_t mask = (key_t)((1u << width) - 1u);
+    for (long i = begin + lid; i < end; i += CLT_WG) {
+        const key_t kk = order_key(x[xoff + i], flip);
+        if (ABOVE(kk, hi) == (key_t)prefix) {
+#if CLT_WG == 1 /* nobody else counts here */
+            lh[(uint)((kk >> shift) & mask)] += 1u;
+#else
+            atomic_inc(lh + (uint)((kk >> shift) & mask));
+#endif
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    volatile __global uint *h = zb + row * NB;
+    for (int j = lid; j < NB; j += CLT_WG) {
+        const uint c = lh[j];
+        if (c)
+            atomic_add(h + j, c);
+        if (shift == 0 && keep)
+            own[grp * NB + j] = c;
+    }
+    /* the last group of the row to get here sees every group's counts (a ticket after them) */
+    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+    volatile __global uint *ticket = zb + (long)get_num_groups(0) / gpr * NB;
+    if (lid == 0) {
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
+        ls[0] = atomic_inc(ticket + row);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int last = ls[0] == (uint)(gpr - 1);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (last) {
+        pick(h, state, row, prefix, rem, width, ls);
+        if (lid == 0)
+            ticket[row] = 0u;
+    }
+}
+
+/* each group's count of the elements equal to the k-th key (own[group], when the last digit's
+ * pass did not keep the groups' counts) */
 __kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
 clt_tk_ties(__global const in_t *x, const long xoff, const long m, const key_t flip,
-            const long chunk, const long gpr, __global const ulong *state,
-            __global uint *tcount, __local uint *ls) {
+            const long chunk, const long gpr, __global const ulong *state, __global uint *own,
+            __local uint *ls) {
     ROW_BLOCK;
     const key_t t = (key_t)state[2 * row];
     uint c = 0;
@@ -342,27 +367,36 @@ clt_tk_ties(__global const in_t *x, const long xoff, const long m, const key_t f
         c += order_key(x[xoff + i], flip) == t;
     c = group_sum(c, ls);
     if (lid == 0)
-        tcount[grp] = c;
+        own[grp] = c;
 }
 
+/* the row's k pairs: every element above t = the k-th key (in any order, by an atomic
+ * count), and the lowest-indexed equal ones still needed (the groups' counts of them from the
+ * last digit's pass rank the groups; within a group, rounds ranked by a scan) */
 __kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
 clt_tk_collect(__global const in_t *x, const long xoff, const long m, const key_t flip,
                const long chunk, const long gpr, __global const ulong *state,
-               __global const uint *tcount, const uint k, const long kp,
-               volatile __global uint *cnt, __global key_t *pk, __global uint *pi,
+               __global const uint *own, const uint keep, const uint width, const uint k,
+               const long kp,
+               volatile __global uint *zb, __global key_t *pk, __global uint *pi,
                __local uint *ls) {
     ROW_BLOCK;
+    const long rows = (long)get_num_groups(0) / gpr;
+    volatile __global uint *cnt = zb + rows * (NB + 1); /* after the bins and the tickets */
     const key_t t = (key_t)state[2 * row];
     const uint rem = (uint)state[2 * row + 1]; /* equal pairs to take */
     const uint gt = k - rem;                   /* pairs above t: all taken */
+    /* t's count in a group: at t's last digit of the group's kept counts, or clt_tk_ties' */
+    const long os = keep ? NB : 1;
+    const long d = keep ? (long)(t & (key_t)((1u << width) - 1u)) : 0;
     __global key_t *rk = pk + row * kp;
     __global uint *ri = pi + row * kp;
     uint before = 0; /* equal pairs in the row's groups before this one */
     for (long j = lid; j < gi; j += CLT_WG)
-        before += tcount[row * gpr + j];
+        before += own[(row * gpr + j) * os + d];
     before = group_sum(before, ls);
     long i0 = begin;
-    if (tcount[grp] > 0 && before < rem) {
+    if (own[grp * os + d] > 0 && before < rem) {
         /* in order: a round of CLT_WG elements at a time, ranks by a scan of the group */
         uint run = before;
         for (; i0 < end && run < rem; i0 += CLT_WG) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Top-k configs side by side (#41): per call in ms (median of --repeats, after a check against
-the reference) of each config on 1-D float32 arrays and rows, and numpy's argpartition + sort
-of the k for scale.
+"""Top-k configs side by side (#41): per call in ms (median of --repeats, after the awkward
+validation inputs and a check against the reference) of each config on 1-D float32 arrays and
+rows, and numpy's argpartition + sort of the k (and torch.topk with --torch) for scale.
 
     python scripts/experiments/topk_configs.py --device 1 --n 2^24 --k 10,1000
 """
@@ -20,7 +20,7 @@ from cltune.device.select import select
 from cltune.families.topk.config import TopkConfig
 from cltune.families.topk.kernel import spec_for
 from cltune.families.topk.launch import TopkLauncher
-from cltune.families.topk.reference import compare, reference
+from cltune.families.topk.reference import compare, reference, validate
 
 CONFIGS = ("lists 1 4 8", "lists 1 16 8", "lists 8 4 8", "lists 64 4 8", "radix 1 4 8",
            "radix 16 4 8", "radix 64 4 8", "radix 64 4 11", "radix 64 16 8", "radix 256 8 8")
@@ -37,7 +37,9 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1)
     ap.add_argument("--k", default="10,1000")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--calls", type=int, default=1)
     ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--torch", action="store_true", help="torch.topk on CUDA beside")
     a = ap.parse_args()
     info, dev = select(a.device)
     ctx = cl.Context([dev])
@@ -55,6 +57,20 @@ def main() -> None:
             np.take_along_axis(p, np.argsort(-np.take_along_axis(h, p, 1), 1), 1)
             ts.append(time.perf_counter() - t)
         print(f"  k={k:5d} numpy argpartition+sort {statistics.median(ts) * 1e3:9.2f} ms")
+        if a.torch:
+            import torch  # on the GPU host only
+
+            xt = torch.from_numpy(h).cuda()
+            torch.topk(xt, k)
+            ts = []
+            for _ in range(a.repeats):
+                torch.cuda.synchronize()
+                t = time.perf_counter()
+                for _ in range(10):
+                    torch.topk(xt, k)
+                torch.cuda.synchronize()
+                ts.append((time.perf_counter() - t) / 10)
+            print(f"  k={k:5d} torch.topk {statistics.median(ts) * 1e3:9.3f} ms")
         want = reference(h, k)
         v = cla.empty(q, rows * k, np.float32)
         i = cla.empty(q, rows * k, np.int64)
@@ -64,6 +80,10 @@ def main() -> None:
             la = TopkLauncher(ctx, dev, info, spec_for(np.dtype(np.float32), k, info), cfg)
             if not la.fits(k) or cfg.wg > info.max_wg:
                 continue
+            chk = validate(la, q)
+            if not chk.ok:
+                print(f"  k={k:5d} {cfg.short():22s} INVALID {chk.reason}")
+                continue
             la.run(q, x, 0, m, rows, k, True, v, i)
             why = compare(v.get().reshape(rows, k), i.get().reshape(rows, k), *want)
             if why:
@@ -72,10 +92,11 @@ def main() -> None:
             ts = []
             for _ in range(a.repeats):
                 t = time.perf_counter()
-                la.run(q, x, 0, m, rows, k, True, v, i)
+                for _ in range(a.calls):
+                    la.run(q, x, 0, m, rows, k, True, v, i)
                 q.finish()
-                ts.append(time.perf_counter() - t)
-            print(f"  k={k:5d} {cfg.short():22s} {statistics.median(ts) * 1e3:9.2f} ms")
+                ts.append((time.perf_counter() - t) / a.calls)
+            print(f"  k={k:5d} {cfg.short():22s} {statistics.median(ts) * 1e3:9.3f} ms")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ from cltune.opencl.kernel_args import setter
 
 #: the least a group takes (lists: a group's merge costs about wg x kp)
 MIN_CHUNK = 4096
+#: radix: the most bytes of the groups' counts of the last digit kept (beyond: a pass more)
+KEEP_BYTES = 16 << 20
 #: the longest row (an index is a uint; its largest value marks an empty place)
 MAX_ROW = (1 << 32) - 2
 
@@ -51,11 +53,11 @@ class TopkLauncher:
         self._types = {
             "clt_tk_lists": (None, _I64, _I64, kt, None, None, _I64, _I64, _I64, _U32, _U32,
                              None, None, None, None, _I64, None, None),
-            "clt_tk_hist": (None, _I64, _I64, kt, _I64, _I64, None, _U32, _U32, None, None),
-            "clt_tk_pick": (None, None, _U32, None),
+            "clt_tk_hist": (None, _I64, _I64, kt, _I64, _I64, None, _U32, _U32, _U32, _U32,
+                            None, None, _U32, None, None),
             "clt_tk_ties": (None, _I64, _I64, kt, _I64, _I64, None, None, None),
-            "clt_tk_collect": (None, _I64, _I64, kt, _I64, _I64, None, None, _U32, _I64, None,
-                               None, None, None),
+            "clt_tk_collect": (None, _I64, _I64, kt, _I64, _I64, None, None, _U32, _U32, _U32,
+                               _I64, None, None, None, None),
             "clt_tk_sort": (None, None, _I64, _U32, None, _I64, _I64, None, None, _I64, None,
                             None),
             "clt_tk_bitonic": (None, None, _I64, _I64, _I64),
@@ -158,35 +160,35 @@ class TopkLauncher:
         sp, wg, bits = self.spec, self.cfg.wg, self.cfg.bits
         nb = 1 << bits
         kp = sp.kp
-        hist = self._buffer(queue, "hist", rows * nb * 4)
+        zb = self._buffer(queue, "zeroed", rows * (nb + 2) * 4)  # bins, tickets, counts
         state = self._buffer(queue, "state", rows * 16)
-        tcount = self._buffer(queue, "tcount", rows * gpr * 4)
-        cnt = self._buffer(queue, "cnt", rows * 4)
+        # the groups' counts of the last digit kept where small, else counted again (a pass)
+        keep = int(rows * gpr * nb * 4 <= KEEP_BYTES)
+        own = self._buffer(queue, "own", rows * gpr * (nb if keep else 1) * 4)
         pk = self._buffer(queue, "keys", rows * kp * sp.key_bytes)
         pi = self._buffer(queue, "idx", rows * kp * 4)
-        before = self._fill(queue, hist, np.zeros(1, np.uint32), rows * nb * 4, before, evs)
-        before = self._fill(queue, state, np.array([0, k], np.uint64), rows * 16, before, evs)
-        before = self._fill(queue, cnt, np.zeros(1, np.uint32), rows * 4, before, evs)
+        before = self._fill(queue, zb, np.zeros(1, np.uint32), rows * (nb + 2) * 4, before, evs)
         scan = self._local(wg * 4)
         common = (x, xb, m, flip, chunk, gpr, state)
         top = sp.key_bits
+        width = bits
         while top > 0:
             shift = max(0, top - bits)
+            width = top - shift
             before = self._go(queue, "clt_tk_hist", (rows * gpr * wg,), (wg,),
-                              (*common, shift, top - shift, hist, self._local(nb * 4)),
-                              before, evs)
-            before = self._go(queue, "clt_tk_pick", (rows * wg,), (wg,),
-                              (hist, state, top - shift, scan), before, evs)
+                              (*common, shift, width, k, int(top == sp.key_bits), zb, own,
+                               keep, self._local(nb * 4), scan), before, evs)
             top = shift
-        before = self._go(queue, "clt_tk_ties", (rows * gpr * wg,), (wg,),
-                          (*common, tcount, scan), before, evs)
+        if not keep:
+            before = self._go(queue, "clt_tk_ties", (rows * gpr * wg,), (wg,),
+                              (*common, own, scan), before, evs)
         if not sp.local_sort:  # the pads the global sort sorts last
             before = self._fill(queue, pk, np.zeros(1, sp.key_dtype), rows * kp * sp.key_bytes,
                                 before, evs)
             before = self._fill(queue, pi, np.full(1, 0xFFFFFFFF, np.uint32), rows * kp * 4,
                                 before, evs)
         before = self._go(queue, "clt_tk_collect", (rows * gpr * wg,), (wg,),
-                          (*common, tcount, k, kp, cnt, pk, pi, scan), before, evs)
+                          (*common, own, keep, width, k, kp, zb, pk, pi, scan), before, evs)
         if sp.local_sort:
             self._go(queue, "clt_tk_sort", (rows * wg,), (wg,),
                      (pk, pi, kp, k, x, xb, m, *out, ooff,
