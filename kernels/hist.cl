@@ -9,16 +9,18 @@
  *                0 global   every increment an atomic on the result scratch;
  *                1 local    each group keeps CLT_H_REPS copies of the histogram in __local
  *                           memory (work-item l increments copy l % CLT_H_REPS: fewer
- *                           collisions on hot bins), added and stored as the group's own row
- *                           of the scratch (no atomics, no contention on hot bins);
+ *                           collisions on hot bins), added and then, counts, added into the
+ *                           scratch's row with atomics (one a bin a group), weighted sums
+ *                           stored as the group's own row (a fixed order of the sums);
  *                2 private  groups of one work-item (CPUs) keep theirs in __local memory
  *                           with plain increments (no other work-item shares it), element
  *                           i of a run of CLT_H_REPS in copy i.
  *              A group takes a contiguous block of `chunk` elements (coalesced: its
  *              work-items stride through it together).
- * clt_hist_out the scratch's rows (uint counts, or double / float sums; one row for global,
- *              a row a group otherwise) added up into the result (long, or the weights' type):
- *              global's 32-bit counters take passes of fewer than 2^32 elements, added.
+ * clt_hist_out the scratch's rows (uint counts, or double / float sums; one row a histogram
+ *              for counts and for global, a row a group for local/private sums) added up into
+ *              the result (long, or the weights' type): 32-bit counters take passes of
+ *              fewer than 2^32 elements, added.
  * Every tunable has a default; values arrive as -D options from cltune.families.hist.kernel
  * (a validated HistConfig). Barriers are never in divergent code.
  */
@@ -248,12 +250,23 @@ clt_hist(__global const in_t *x, const long xoff, const long n W_ARGS, const lon
     /* the group's histogram (its copies added) to its own row of the scratch: no atomics,
      * and clt_hist_out adds the rows in a fixed order */
     barrier(CLK_LOCAL_MEM_FENCE);
+#if CLT_H_WEIGHTS == 0
+    /* counts: added into the histogram's one row with atomics (exact in any order; a
+     * row a group would leave clt_hist_out a long serial sum a bin) */
+    volatile __global acc_t *row = scratch + hrow * nbins;
+#else
     __global acc_t *row = (__global acc_t *)scratch + (long)get_group_id(0) * nbins;
+#endif
     for (long j = lid; j < nbins; j += CLT_WG) {
         acc_t s = tile[j];
         for (int r = 1; r < CLT_H_REPS; ++r)
             s += tile[(long)r * nbins + j];
+#if CLT_H_WEIGHTS == 0
+        if (s)
+            atomic_add(row + j, s);
+#else
         row[j] = s;
+#endif
     }
 #endif
 }

@@ -101,7 +101,7 @@ def main() -> None:
             xt = torch.from_numpy(h).cuda()
             torch_us = _per_call(tsync, lambda: torch.topk(xt, k), a.calls, a.repeats)
             del xt
-        ex = explain(q, h.dtype, h.size, k, db=a.db)
+        ex = explain(q, h.dtype, h.size, k, h.size // shape[-1], db=a.db)
         gbs = h.nbytes / us / 1e3
         label = "x".join(map(str, shape))
         row = {"shape": list(shape), "k": k, "cltune_us": us, "gbps": gbs, "numpy_us": np_us,

@@ -134,6 +134,10 @@ def tune(
         help="Tune histograms (cltune.bincount with --op bincount and an integer --dtype, "
         "cltune.histogram with --op histogram and float32/float64) for classes NxB: about N "
         "elements in B bins, powers of two (e.g. 1048576x256,16777216x4096).")] = None,
+    topk: Annotated[str | None, typer.Option(  # noqa: UP007
+        help="Tune top-k (cltune.topk, --dtype float32, float64 or an integer type; --op "
+        "topk or left out) for classes NxK: the K largest of about N elements, powers of two "
+        "(e.g. 16777216x8,16777216x1024).")] = None,
     weights: Annotated[str | None, typer.Option(  # noqa: UP007
         help="With --hist: tune the weighted sums (float32 or float64 weights; bincount's "
         "are float64).")] = None,
@@ -171,6 +175,7 @@ def tune(
     cltune tune --device 0 --op var --sizes 2^20,2^24; cltune tune --device 0 --op argmax --axis 1;
     cltune tune --device 0 --many 64x4096 --op norm;
     cltune tune --device 0 --hist 16777216x256 --op bincount --dtype int32;
+    cltune tune --device 0 --topk 16777216x8,16777216x1024 --dtype float32;
     cltune tune --device 0 --scan --sizes 2^20,2^24; cltune tune --device 0 --scan --axis 0;
     cltune tune --device 0,1,2,3 (or --device all): identical GPUs tune together
     """
@@ -178,7 +183,8 @@ def tune(
 
     req = tune_modes.TuneRequest(
         device=device, op=op, dtype=dtype, sizes=sizes, trials=trials, timeout=timeout,
-        axis=axis, segments=segments, kernel=kernel, many=many, hist=hist, weights=weights,
+        axis=axis, segments=segments, kernel=kernel, many=many, hist=hist, topk=topk,
+        weights=weights,
         scan=scan, workers=workers,
         shapes=shapes, sampler=sampler,
         seed=seed, resume=resume, max_rel_error=max_rel_error, study=study, seeds=seeds, db=db,
@@ -197,7 +203,7 @@ def tune(
 #: how each mode's results are drawn; each returns True when a class has no validated config
 _RENDER_TUNED = {"sizes": render_sizes, "shapes": render_shapes, "kernel": render_kernel,
                  "statistic": render_kernel, "many": render_shapes, "scan": render_shapes,
-                 "hist": render_shapes}
+                 "hist": render_shapes, "topk": render_shapes}
 
 
 def _tune_mode(req: TuneRequest, statistics: tuple[str, ...]) -> str:
@@ -207,10 +213,18 @@ def _tune_mode(req: TuneRequest, statistics: tuple[str, ...]) -> str:
         if req.op not in ("sum", "prod", "min", "max"):
             _fail(f"--scan tunes sum, prod, min or max scans, not {req.op!r:.30}")
         if req.many is not None or req.segments or req.kernel is not None \
-                or req.hist is not None:
+                or req.hist is not None or req.topk is not None:
             _fail("--scan goes alone (with --sizes, --axis and --shapes; not with --many, "
-                  "--hist, --segments or --kernel)")
+                  "--hist, --topk, --segments or --kernel)")
         return "scan"
+    if req.topk is not None:
+        if req.op not in ("sum", "topk"):  # sum: --op's default, left out
+            _fail(f"--topk tunes top-k (--op topk or none), not {req.op!r:.30}")
+        if req.many is not None or req.axis is not None or req.segments \
+                or req.kernel is not None or req.hist is not None or req.weights is not None:
+            _fail("--topk goes alone (not with --many, --hist, --weights, --axis, --segments "
+                  "or --kernel)")
+        return "topk"
     if req.hist is not None:
         if req.op not in ("bincount", "histogram", "histogram_edges"):
             _fail(f"--hist tunes bincount, histogram or histogram_edges (--op), not "
@@ -329,7 +343,8 @@ def bench(
         help="sum, prod, min or max; or a statistic (argmin, argmax, mean, var, std, norm, "
         "count_nonzero, any, all), whole (--sizes) or along --axis; or a scan (cumsum, "
         "cumprod, cummax, cummin) against the copy ceiling, numpy, pyopencl and torch; or a "
-        "histogram (bincount with an integer --dtype, histogram) in --bins bins.")]
+        "histogram (bincount with an integer --dtype, histogram) in --bins bins; or topk "
+        "(the --k largest of --sizes, or along the rows of --shapes).")]
     = "sum",
     dtype: Annotated[str, typer.Option(help="float32, float64, float16, int32, int64, uint32, "
                                        "uint64.")] = "float32",
@@ -352,6 +367,9 @@ def bench(
     bins: Annotated[str | None, typer.Option(  # noqa: UP007
         help="With --op bincount or histogram: bin counts, e.g. 256,4096 (the default).")]
     = None,
+    k: Annotated[str | None, typer.Option(  # noqa: UP007
+        "--k", help="With --op topk: how many of the largest, e.g. 10,1000 (the default).")]
+    = None,
     repeats: Annotated[int, typer.Option(min=1, help="Interleaved samples per contender.")]
     = 9,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (with every sample).")]
@@ -370,14 +388,15 @@ def bench(
     cltune bench --device 0 --op argmax --axis 1 --shapes 65536x256;
     cltune bench --device 0 --many 64 --sizes 2^12 --op norm;
     cltune bench --device 0 --op cumsum --sizes 2^20,2^24 (or --axis both --shapes 4096x4096);
-    cltune bench --device 0 --op bincount --dtype int32 --sizes 2^24 --bins 256,4096
+    cltune bench --device 0 --op bincount --dtype int32 --sizes 2^24 --bins 256,4096;
+    cltune bench --device 0 --op topk --sizes 2^24 --k 10,1000 (rows: --shapes 4096x4096)
     """
     from cltune.cli import bench as benchmark  # lazy: loads pyopencl.array and the runtime
     from cltune.cli import bench_modes  # lazy: loads the statistics
 
     req = bench_modes.BenchRequest(op=op, dtype=dtype, sizes=sizes, repeats=repeats, axis=axis,
                                    segments=segments, shapes=shapes, many=many, plot=plot,
-                                   db=db, bins=bins)
+                                   db=db, bins=bins, k=k)
     with _errors():
         mode = bench_modes.mode_of(req)
         if plot:

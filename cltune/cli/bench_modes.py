@@ -43,6 +43,7 @@ from cltune.cli.bench_cases import (
 )
 from cltune.cli.bench_hist import HIST_OPS, hist_cases
 from cltune.cli.bench_scan import SCAN_OPS, scan_cases
+from cltune.cli.bench_topk import TOPK_OPS, topk_cases
 from cltune.core.buckets import count_label, parse_counts
 from cltune.core.family import entry
 from cltune.core.ops import DTYPES, OPS
@@ -80,6 +81,7 @@ class BenchRequest:
     plot: str | None = None
     db: str | None = None
     bins: str | None = None
+    k: str | None = None
 
 
 def mode_of(req: BenchRequest) -> str:
@@ -93,6 +95,14 @@ def mode_of(req: BenchRequest) -> str:
         return "hist"
     if req.bins is not None:
         raise ValueError("--bins goes with --op bincount or histogram")
+    if req.op in TOPK_OPS:
+        if req.axis not in (None, "1") or req.segments or req.many is not None \
+                or req.plot is not None:
+            raise ValueError("--op topk measures whole arrays (--sizes) and along the rows of "
+                             "--shapes; not --axis 0, --segments, --many or --plot")
+        return "topk"
+    if req.k is not None:
+        raise ValueError("--k goes with --op topk")
     if req.op in SCAN_OPS:
         if req.segments or req.many is not None or req.plot is not None:
             raise ValueError(f"--op {req.op} measures whole arrays (--sizes) or --axis "
@@ -105,7 +115,7 @@ def mode_of(req: BenchRequest) -> str:
     if req.op not in OPS and req.op not in STATS_OPS:
         raise ValueError(f"unknown op {req.op!r:.30}; choose one of {', '.join(PLAIN)}, a "
                          f"statistic: {', '.join(STATS_OPS)}, a scan: {', '.join(SCAN_OPS)}, "
-                         f"or a histogram: {', '.join(HIST_OPS)}")
+                         f"a histogram: {', '.join(HIST_OPS)}, or topk")
     if req.op == "dot":
         raise ValueError("cltune bench measures one-array reductions; dot is not offered")
     if req.dtype not in DTYPES:
@@ -144,10 +154,12 @@ def run_mode(q: cl.CommandQueue, info: DeviceInfo, req: BenchRequest) -> ModeRep
     torch, why = torch_module(info)
     notes = [why] if why else []
     dtype = np.dtype(req.dtype)
-    if mode in ("scan", "hist"):
+    if mode in ("scan", "hist", "topk"):
         cases = (scan_cases(q, req.op, dtype, req.sizes, req.axis, req.shapes, req.repeats,
                             torch, notes, req.db) if mode == "scan" else
                  hist_cases(q, req.op, dtype, req.sizes, req.bins, req.repeats, torch, notes,
+                            req.db) if mode == "hist" else
+                 topk_cases(q, dtype, req.sizes, req.shapes, req.k, req.repeats, torch, notes,
                             req.db))
         return ModeReport(info.name, info.platform_version, mode, req.op, dtype.name,
                           req.repeats, cases, notes, host_parts(q, cases))

@@ -24,6 +24,7 @@ from cltune.families.many import family as many_family
 from cltune.families.reduce import family as reduce_family
 from cltune.families.reduce.kernel import kernel_subgroup_size
 from cltune.families.scan import family as scan_family
+from cltune.families.topk import family as topk_family
 from cltune.tuning.parallel import ParallelTuner
 from cltune.tuning.reverify import verify_device
 from cltune.tuning.tuner import BucketResult, Progress, TuneOptions, Tuner
@@ -208,12 +209,12 @@ def _hist_matches(variant: str, op: str | None, dtype: str | None) -> bool:
 
 def verify(db: str | None, selector: str, op: str | None, dtype: str | None):  # noqa: ANN201
     """Re-validate and re-time the stored configs of the families whose results the database
-    alone describes (1-D, axis, many, scan, hist) on the selected device. Returns (device info,
-    reverify rows)."""
+    alone describes (1-D, axis, many, scan, hist, topk) on the selected device. Returns
+    (device info, reverify rows)."""
     info, dev = select(selector)
     store = Store.open(db)
     try:
-        variants = axis = many = scan = hist = None
+        variants = axis = many = scan = hist = topk = None
         if op or dtype:  # the variants of this op and/or dtype
             variants = tuple(reduce_family.variant(OpSpec(o, d)) for o in OPS for d in DTYPES
                              if o == (op or o) and d == (dtype or d))
@@ -225,6 +226,7 @@ def verify(db: str | None, selector: str, op: str | None, dtype: str | None):  #
             hist = tuple(r.variant for r in store.ok_results(
                 store.device_ids(fingerprint=info.fingerprint), hist_family.NAME, None)
                 if _hist_matches(r.variant, op, dtype))
+            topk = () if op not in (None, "topk") else (f"topk/{dtype}",) if dtype else None
         ctx = cl.Context([dev])
         # the families whose stored results can be re-run from the database alone (a custom
         # expression's text is not stored: `knl.tune` re-validates those)
@@ -232,7 +234,8 @@ def verify(db: str | None, selector: str, op: str | None, dtype: str | None):  #
                       + verify_device(ctx, dev, info, store, axis_family.NAME, axis)
                       + verify_device(ctx, dev, info, store, many_family.NAME, many)
                       + verify_device(ctx, dev, info, store, scan_family.NAME, scan)
-                + verify_device(ctx, dev, info, store, hist_family.NAME, hist))
+                + verify_device(ctx, dev, info, store, hist_family.NAME, hist)
+                + verify_device(ctx, dev, info, store, topk_family.NAME, topk))
     finally:
         store.close()
 

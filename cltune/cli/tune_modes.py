@@ -28,6 +28,7 @@ from cltune.device.select import select
 from cltune.families.expr import family as expr_family
 from cltune.families.expr.api import ReductionKernel
 from cltune.families.hist import family as hist_family
+from cltune.families.topk import family as topk_family
 from cltune.stats import api as stats
 from cltune.tuning.tuner import SAMPLERS, BucketResult, Progress, TuneOptions
 
@@ -60,6 +61,7 @@ class TuneRequest:
     kernel: str | None = None
     many: str | None = None
     hist: str | None = None
+    topk: str | None = None
     weights: str | None = None
     scan: bool = False
     workers: int = 1
@@ -151,6 +153,22 @@ def tune_hist(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo, Run
                                req.storage, progress, req.workers)
 
 
+def tune_topk(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo, Runs]:
+    """`cltune tune --topk NxK[,...]`: the K largest of about N elements of `--dtype` (the
+    `topk` family), 12 trials per class and 120 s in all unless given."""
+    _check_sampler(req.sampler)
+    keys = parse_shapes(req.topk or "16777216x8")  # log2 (N, K)
+    if any(k > n for n, k in keys):
+        raise ValueError("--topk: K must not exceed N (NxK: the K largest of N elements)")
+    variant = f"topk/{req.dtype}"
+    topk_family.variant_of(variant)  # a clear error for a dtype the family has not
+    opts = TuneOptions(op="topk", dtype=req.dtype, trials=req.trials or 12,
+                       timeout_s=req.timeout or 120.0, sampler=req.sampler, seed=req.seed,
+                       resume=req.resume, study_prefix=req.study, seeds=req.seeds)
+    return service.tune_family(req.device, topk_family.NAME, [variant], keys, opts, req.db,
+                               req.storage, progress, req.workers)
+
+
 #: `cltune tune --scan` without --sizes/--axis: whole arrays of these sizes (log2) and the
 #: default shapes along both axes
 SCAN_SIZES = (16, 20, 24)
@@ -204,7 +222,8 @@ def tune_scan(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo, Run
 
 MODES: dict[str, Callable[[TuneRequest, RichProgress], tuple[DeviceInfo, Runs]]] = {
     "sizes": tune_sizes, "shapes": tune_shapes, "kernel": tune_kernel,
-    "statistic": tune_statistic, "many": tune_many, "scan": tune_scan, "hist": tune_hist}
+    "statistic": tune_statistic, "many": tune_many, "scan": tune_scan, "hist": tune_hist,
+    "topk": tune_topk}
 
 
 def _tune_expression(req: TuneRequest, kernel: str | ReductionKernel, label: str,

@@ -124,11 +124,13 @@ class HistLauncher:
             scale = real(nbins / bins.denom)
             edges = self._edges_buffer(bins.edges)
         acc = sp.acc_dtype.itemsize
-        grouped = self.cfg.strategy != "global"  # a scratch row a group, added by clt_hist_out
-        # global: 32-bit counters, passes of fewer than 2^32 elements (one row) or rows
-        # shorter than that; grouped: one pass (a group's block stays below 2^32)
-        step = PASS if sp.weights is None and not grouped and rows == 1 else max(1, n)
-        if rows > 1 and not grouped and sp.weights is None and n // rows >= PASS:
+        # weighted sums of local/private groups: a scratch row a group, added by clt_hist_out
+        # in a fixed order; counts (added with atomics) and global: a row a histogram
+        grouped = self.cfg.strategy != "global" and sp.weights is not None
+        # counts: 32-bit counters, passes of fewer than 2^32 elements (one row) or rows
+        # shorter than that; grouped: one pass
+        step = PASS if sp.weights is None and rows == 1 else max(1, n)
+        if rows > 1 and sp.weights is None and n // rows >= PASS:
             raise ValueError(f"rows of {n // rows} elements exceed 32-bit counters")
         nloc = max(acc, self.cfg.local_bytes(nbins, acc))
         local = self._locals.get(nloc)

@@ -40,11 +40,11 @@ def engine(q: cl.CommandQueue, variant: TopkVariant, db: str | None) -> TopkEngi
                         lambda: TopkEngine(q.context, q.device, info_for(q.device), variant, db))
 
 
-def explain(queue: cl.CommandQueue, dtype: Any, n: int, k: int, *,
+def explain(queue: cl.CommandQueue, dtype: Any, n: int, k: int, rows: int = 1, *,
             db: str | None = None) -> TopkExplanation:
-    """Which config serves the top k of n elements of dtype on the queue's device, and where
-    it came from (database, builtin, safest)."""
-    return engine(queue, TopkVariant("topk", np.dtype(dtype)), db).served(n, k)[1]
+    """Which config serves the top k of each of `rows` rows of n elements of dtype in all on
+    the queue's device, and where it came from (database, builtin, safest)."""
+    return engine(queue, TopkVariant("topk", np.dtype(dtype)), db).served(n, k, rows)[1]
 
 
 def _device_array(x: Any, queue: cl.CommandQueue | None) -> tuple[cl.CommandQueue, cla.Array]:
@@ -111,7 +111,7 @@ def topk(x: Any, k: int, axis: int = -1, largest: bool = True, sorted: bool = Tr
             xs = cla.to_device(q, np.ascontiguousarray(xs.get(queue=q)))
         rows_x = _rows(q, xs, axis)
         rows = rows_x.size // m
-        la, _ = engine(q, TopkVariant("topk", xs.dtype), db).served(rows_x.size, k)
+        la, _ = engine(q, TopkVariant("topk", xs.dtype), db).served(rows_x.size, k, rows)
         evs = la.run(q, rows_x, 0, m, rows, k, bool(largest), values, indices,
                      wait_for=list(rows_x.events) or None)
         values.events.append(evs[-1])
@@ -151,9 +151,10 @@ class Selector:
             raise TypeError(f"this selector takes {self.variant.dtype}, not {dt}")
         return topk(x, k, axis, largest, sorted, queue=self.queue, db=self.db)
 
-    def explain(self, n: int, k: int) -> TopkExplanation:
-        """Which config serves the top k of n elements here, and where it came from."""
-        return engine(self.queue, self.variant, self.db).served(n, k)[1]
+    def explain(self, n: int, k: int, rows: int = 1) -> TopkExplanation:
+        """Which config serves the top k of each of `rows` rows of n elements in all here,
+        and where it came from."""
+        return engine(self.queue, self.variant, self.db).served(n, k, rows)[1]
 
 
 def get_selector(queue: cl.CommandQueue, dtype: Any = np.float32, *,

@@ -2,9 +2,9 @@
 devices (and k) never tuned, and the safest one.
 
     >>> from types import SimpleNamespace as NS
-    >>> gpu = NS(type="gpu", max_wg=1024, local_mem=49152)
-    >>> builtin_config(gpu, 8, 4).short(), builtin_config(gpu, 1000, 4).short()
-    ('lists wg64 g4 b8', 'radix wg256 g8 b8')
+    >>> gpu = NS(type="gpu", max_wg=1024, local_mem=49152, compute_units=132)
+    >>> builtin_config(gpu, 8, 4).short(), builtin_config(gpu, 8, 4, rows=4096).short()
+    ('radix wg256 g8 b11', 'lists wg32 g4 b8')
     >>> builtin_config(NS(type="cpu", max_wg=4096, local_mem=65536), 8, 4).short()
     'lists wg1 g4 b8'
 """
@@ -17,18 +17,20 @@ from cltune.core.pow2 import pow2_at_least, pow2_at_most
 from cltune.families.topk.config import TopkConfig
 from cltune.families.topk.kernel import RESERVE
 
-#: GPUs: the largest k the lists strategy serves untuned (a longer list a work-item is
-#: slower to insert into than the radix select's passes)
+#: GPUs: the largest k the lists strategy serves untuned along many rows (a row a group; H100
+#: 4096x4096 k=8: lists wg32 0.268 ms, radix 0.286; 65536x256: 0.460 against 0.961); one long
+#: row is the radix select's (2^24 k=10: radix wg256 g8 b11 0.186 ms, lists 0.412 at best)
 GPU_LIST_K = 32
 #: CPUs: the same (random data: lists of 1000 at 14x numpy's argpartition at 2^24 on PoCL;
 #: ascending data, every element sifted into a list: k = 64 at 1.4x, 1000 at 0.7x)
 CPU_LIST_K = 256
 
 
-def builtin_config(info: Any, k: int, key_bytes: int) -> TopkConfig:
+def builtin_config(info: Any, k: int, key_bytes: int, rows: int = 1) -> TopkConfig:
     """CPUs: one work-item a group keeping its own list (4 groups a compute unit) up to
-    CPU_LIST_K, else the radix select; GPUs: lists in groups of up to 64 whose lists fit
-    __local memory up to GPU_LIST_K, else the radix select in groups of 256."""
+    CPU_LIST_K, else the radix select; GPUs: along at least a row per compute unit, lists in
+    groups of up to 32 whose lists fit __local memory up to GPU_LIST_K; else the radix select
+    in groups of 256 with 11-bit digits (3 passes of 32-bit keys)."""
     kp = pow2_at_least(max(1, k))
     room = int(info.local_mem) - RESERVE
     if info.type == "cpu":
@@ -37,12 +39,12 @@ def builtin_config(info: Any, k: int, key_bytes: int) -> TopkConfig:
         # one work-item a group counts without atomics; 11-bit digits: 3 passes of float32
         # (radix wg1 g4 b11 49 ms against 61 for 8 bits, 160 for wg64, at 2^24 on PoCL)
         return TopkConfig("radix", 1, 4, 11)
-    wg = min(64, pow2_at_most(int(info.max_wg)))
+    wg = min(32, pow2_at_most(int(info.max_wg)))
     while wg > 1 and wg * kp * (key_bytes + 4) > room:
         wg //= 2
-    if k <= GPU_LIST_K and wg >= 16:
+    if k <= GPU_LIST_K and wg >= 16 and rows >= int(info.compute_units):
         return TopkConfig("lists", wg, 4, 8)
-    return TopkConfig("radix", min(256, pow2_at_most(int(info.max_wg))), 8, 8)
+    return TopkConfig("radix", min(256, pow2_at_most(int(info.max_wg))), 8, 11)
 
 
 def safest_config(info: Any) -> TopkConfig:

@@ -68,8 +68,11 @@ class TopkEngine:
         self._by_key: dict[tuple[int, int, int], tuple[TopkLauncher, TopkExplanation]] = {}
         self._launchers: dict[tuple[TopkConfig, int], TopkLauncher] = {}
 
-    def _choose(self, key: tuple[int, int], k: int,
+    def _choose(self, key: tuple[int, int], k: int, rows: int,
                 ) -> tuple[TopkConfig, str, str, Tuned | None]:
+        if rows > 1:  # tuned classes are of one row
+            return (builtin_config(self.info, k, self.key_bytes, rows), "builtin",
+                    "along rows: the builtin config (tuned classes are of one row)", None)
         fit = [t for t in self.tuned if self._fits(t.config, k)]
         near = shapes.nearest(key, [t.key for t in fit])
         t = next((t for t in fit if t.key == near), None)
@@ -84,17 +87,18 @@ class TopkEngine:
         return TopkLauncher(self.ctx, self.dev, self.info,
                             spec_for(self.variant.dtype, k, self.info), cfg).fits(k)
 
-    def served(self, n: int, k: int) -> tuple[TopkLauncher, TopkExplanation]:
-        """The launcher and explanation for k of n elements."""
+    def served(self, n: int, k: int, rows: int = 1) -> tuple[TopkLauncher, TopkExplanation]:
+        """The launcher and explanation for k of each of `rows` rows of n elements in all."""
         key = class_of(n, k)
         spec = spec_for(self.variant.dtype, k, self.info)
-        hit = self._by_key.get((*key, spec.kp))
+        many = min(rows, int(self.info.compute_units))  # as builtin_config tells rows apart
+        hit = self._by_key.get((*key, spec.kp, many))
         if hit is not None and hit[0].fits(k):
             return hit
-        cfg, level, why, t = self._choose(key, k)
+        cfg, level, why, t = self._choose(key, k, rows)
         if level != "exact":  # never build here what has not run right on this driver
             candidates = [(cfg, level),
-                          (builtin_config(self.info, k, self.key_bytes), "builtin"),
+                          (builtin_config(self.info, k, self.key_bytes, rows), "builtin"),
                           (safest_config(self.info), "safest")]
             vet_key = (key[0], spec.kp.bit_length() - 1)  # the k the vetting's build is for
             got, lvl, passed = first_usable(self.info, topk_family.NAME, str(self.variant),
@@ -121,5 +125,5 @@ class TopkEngine:
                                  shapes.size_class(t.key) if t else None, t.gbps if t else None)
             if len(self._by_key) > 256:
                 self._by_key.clear()
-            self._by_key[(*key, spec.kp)] = (la, ex)
+            self._by_key[(*key, spec.kp, many)] = (la, ex)
         return la, ex
