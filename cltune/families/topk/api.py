@@ -52,6 +52,9 @@ def _device_array(x: Any, queue: cl.CommandQueue | None) -> tuple[cl.CommandQueu
         q = queue or x.queue
         if q is None:
             raise TypeError("topk: the array has no queue; pass queue=")
+        if x.size and not x.flags.forc:
+            raise ValueError("topk: non-contiguous arrays are not supported; pass a "
+                             "contiguous copy")
         return q, x
     if isinstance(x, (np.ndarray, list, tuple)) or np.isscalar(x):
         if queue is None:
@@ -107,8 +110,6 @@ def topk(x: Any, k: int, axis: int = -1, largest: bool = True, sorted: bool = Tr
     values = cla.empty(q, out_shape, xs.dtype, allocator=alloc)
     indices = cla.empty(q, out_shape, np.int64, allocator=alloc)
     if values.size:
-        if xs.size and not (xs.flags.c_contiguous or xs.flags.f_contiguous):
-            xs = cla.to_device(q, np.ascontiguousarray(xs.get(queue=q)))
         rows_x = _rows(q, xs, axis)
         rows = rows_x.size // m
         la, _ = engine(q, TopkVariant("topk", xs.dtype), db).served(rows_x.size, k, rows)

@@ -1,0 +1,247 @@
+"""cltune.topk (#41) against torch.topk's order computed on the host (NaN the largest, -0.0
+equal to 0.0, equal values by the lower index): every dtype, sizes that are multiples of
+nothing, ties across the k-th place, the smallest k, along any axis; every strategy of
+kernels/topk.cl through the launcher (lists; the radix select with its kept counts or its
+counting pass, its __local or global sort); the selector, the CLI and clear errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl.array as cla
+import pytest
+
+import cltune
+from cltune.families.topk import launch as topk_launch
+from cltune.families.topk.config import TopkConfig, TopkConfigError
+from cltune.families.topk.kernel import TopkSpec, spec_for
+from cltune.families.topk.launch import TopkLauncher
+from cltune.families.topk.reference import compare, reference, sample
+
+
+@pytest.fixture(scope="module")
+def rng():
+    return np.random.default_rng(41)
+
+
+def _want(h: np.ndarray, k: int, axis: int, largest: bool) -> tuple[np.ndarray, np.ndarray]:
+    moved = np.moveaxis(h, axis, -1)
+    v, i = reference(moved.reshape(-1, moved.shape[-1]), k, largest)
+    shape = (*moved.shape[:-1], k)
+    return (np.moveaxis(v.reshape(shape), -1, axis), np.moveaxis(i.reshape(shape), -1, axis))
+
+
+def _check(got: tuple, want: tuple, what: object) -> None:
+    gv, gi = (a.get() for a in got)
+    assert gv.shape == want[0].shape and gv.dtype == want[0].dtype, what
+    assert gi.dtype == np.int64, what
+    assert np.array_equal(gv, want[0], equal_nan=True), what
+    assert np.array_equal(gi, want[1]), what
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int8, np.uint16, np.int32,
+                                np.uint64])
+def test_topk_matches_torch_order(queue, device, rng, dt):
+    """1-D and along rows, the largest and the smallest, k from 1 to past the lists' reach
+    (the radix select), on data with NaN, signed zeros and a run of equal values."""
+    info, _ = device
+    if dt == np.float64 and not info.fp64:
+        pytest.skip("the device has no cl_khr_fp64")
+    h = sample(np.dtype(dt), 1, 20011, rng)[0]
+    x = cla.to_device(queue, h)
+    for k in ((1, 7, 300) if dt == np.float32 else (5,)):
+        for largest in (True, False):
+            _check(cltune.topk(x, k, largest=largest), _want(h, k, 0, largest), (dt, k))
+    rows = sample(np.dtype(dt), 5, 1003, rng)
+    _check(cltune.topk(rows, 9, queue=queue), _want(rows, 9, 1, True), (dt, "rows"))
+
+
+def test_topk_along_any_axis_and_edge_cases(queue, rng):
+    """axis 0 of C and F order, the middle axis of a 3-D array; k = 0,
+    k = n, an empty axis, a 0-d array (the result's shape as torch's); a view that is not
+    contiguous is refused with the way out."""
+    h = rng.standard_normal((37, 23)).astype(np.float32)
+    for order in ("C", "F"):
+        x = cla.to_device(queue, np.asarray(h, order=order))
+        for axis in (0, 1, -1):
+            _check(cltune.topk(x, 4, axis=axis), _want(h, 4, axis, True), (order, axis))
+    h3 = rng.integers(-9, 9, (4, 50, 3)).astype(np.int32)  # many ties
+    _check(cltune.topk(h3, 6, axis=1, largest=False, queue=queue), _want(h3, 6, 1, False),
+           "3-D")
+    x = cla.to_device(queue, h)
+    v, i = cltune.topk(x, 0)
+    assert v.shape == (37, 0) and i.shape == (37, 0)
+    _check(cltune.topk(x, 23), _want(h, 23, 1, True), "k = n")
+    v, i = cltune.topk(np.zeros((3, 0), np.float32), 0, queue=queue)
+    assert v.shape == (3, 0)
+    v, i = cltune.topk(np.array(2.5, np.float32), 1, queue=queue)
+    assert v.shape == () and float(v.get()) == 2.5 and int(i.get()) == 0
+    with pytest.raises(ValueError, match="non-contiguous"):
+        cltune.topk(x[:, ::2], 3)
+
+
+@pytest.mark.parametrize("bad,err,match", [
+    (dict(k=24), ValueError, "out of range"), (dict(k=-1), ValueError, "out of range"),
+    (dict(k=True), TypeError, "bool"), (dict(k=2, axis=2), ValueError, "out of bounds"),
+    (dict(k=2, axis=1.0), TypeError, "axis must be an int"),
+])
+def test_topk_errors(queue, bad, err, match):
+    x = np.ones((3, 23), np.float32)
+    with pytest.raises(err, match=match):
+        cltune.topk(x, queue=queue, **bad)
+    with pytest.raises(TypeError, match="float16"):
+        cltune.topk(x.astype(np.float16), 1, queue=queue)
+    with pytest.raises(TypeError, match="queue"):
+        cltune.topk(x, 1)
+
+
+@pytest.mark.parametrize("cfg", [TopkConfig("lists", 1, 4, 8), TopkConfig("lists", 8, 2, 8),
+                                 TopkConfig("radix", 16, 2, 8), TopkConfig("radix", 1, 4, 11),
+                                 TopkConfig("radix", 8, 1, 4)])
+def test_every_strategy_selects_exactly(ctx, queue, device, rng, cfg, monkeypatch):
+    """Each strategy through the launcher, one group a row and several (the lists' second
+    stage, the radix select's ticket), rows of 1 element to a few blocks, at an offset; the
+    radix select with its groups' counts kept and counted again, its pairs sorted in __local
+    and in global memory."""
+    info, dev = device
+    for dt in (np.float32, np.int16):
+        for rows, m, k in ((1, 1, 1), (3, 1000, 6), (1, 30011, 17), (2, 9001, 64)):
+            spec = spec_for(np.dtype(dt), k, info)
+            la = TopkLauncher(ctx, dev, info, spec, cfg)
+            h = sample(np.dtype(dt), rows, m, rng)
+            for largest in (True, False):
+                x = cla.to_device(queue, np.concatenate([np.zeros(3, dt), h.ravel()]))
+                v = cla.empty(queue, rows * k, dt)
+                i = cla.empty(queue, rows * k, np.int64)
+                la.run(queue, x, 3, m, rows, k, largest, v, i)
+                why = compare(v.get().reshape(rows, k), i.get().reshape(rows, k),
+                              *reference(h, k, largest))
+                assert not why, (cfg.short(), dt, rows, m, k, largest, why)
+    if cfg.strategy != "radix":
+        return
+    h = sample(np.dtype(np.float32), 2, 5003, rng)
+    want = reference(h, 300)
+    for keep, local_sort in ((0, True), (1 << 24, False)):
+        monkeypatch.setattr(topk_launch, "KEEP_BYTES", keep)
+        la = TopkLauncher(ctx, dev, info, TopkSpec(np.dtype(np.float32), 512, local_sort), cfg)
+        v = cla.empty(queue, 600, np.float32)
+        i = cla.empty(queue, 600, np.int64)
+        la.run(queue, cla.to_device(queue, h.ravel()), 0, 5003, 2, 300, True, v, i)
+        why = compare(v.get().reshape(2, 300), i.get().reshape(2, 300), *want)
+        assert not why, (cfg.short(), keep, local_sort, why)
+
+
+def test_configs_are_validated():
+    for kw in (dict(strategy="heap"), dict(wg=3), dict(groups_per_cu=0), dict(bits=7),
+               dict(strategy="lists", bits=11)):
+        with pytest.raises(TopkConfigError):
+            TopkConfig(**{**dict(strategy="radix", wg=8, groups_per_cu=4, bits=8), **kw})
+    assert TopkConfig.from_mapping(TopkConfig().to_dict()) == TopkConfig()
+    assert not TopkConfig("lists", 8, 4, 8).handles(2000)
+    assert TopkConfig("radix", 8, 4, 8).handles(1 << 20)
+
+
+def test_get_selector_calls_and_explains(queue, rng):
+    s = cltune.get_selector(queue, np.float32)
+    h = rng.standard_normal(5000).astype(np.float32)
+    _check(s(cla.to_device(queue, h), 10), _want(h, 10, 0, True), "selector")
+    e = s.explain(5000, 10)
+    assert e.level == "builtin" and "topk/float32, k=10 of 5000" in str(e), e
+    assert "rows" in s.explain(5000, 10, rows=50).why
+    with pytest.raises(TypeError, match="takes float32"):
+        s(h.astype(np.float64), 3)
+    with pytest.raises(ValueError, match="dtype"):
+        cltune.get_selector(queue, np.complex64)
+
+
+def test_the_cli_tunes_stores_and_serves(info, queue, db_url, storage_url):
+    """`cltune tune --topk` stores a class, `cltune show` lists it, `cltune verify`
+    re-validates it, the API serves it (exact level) near the class, and `cltune bench --op
+    topk` measures it against numpy."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from cltune.cli.app import app
+    from cltune.families.topk.api import explain
+
+    runner = CliRunner()
+    args = ["tune", "--device", str(info.index), "--topk", "4096x16", "--dtype", "float32",
+            "--trials", "3", "--timeout", "60", "--db", db_url, "--storage", storage_url]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["show", "--json", "--db", db_url])
+    assert ("topk", "topk/float32", "2^12x2^4") in {
+        (x["family"], x["variant"], x["size_class"]) for x in json.loads(r.output)}
+    r = runner.invoke(app, ["verify", "--device", str(info.index), "--db", db_url])
+    assert r.exit_code == 0 and "topk/float32" in r.output, r.output
+    e = explain(queue, np.float32, 5000, 13, db=db_url)
+    assert e.level == "exact" and e.size_class == "2^12x2^4", e
+    h = np.random.default_rng(1).standard_normal(5000).astype(np.float32)
+    _check(cltune.topk(h, 13, queue=queue, db=db_url), _want(h, 13, 0, True), "served")
+    r = runner.invoke(app, ["bench", "--device", str(info.index), "--op", "topk", "--sizes",
+                            "5000", "--k", "3", "--repeats", "2", "--json", "--db", db_url])
+    assert r.exit_code == 0, r.output
+    case = json.loads(r.output)["cases"][0]
+    assert not case["wrong"] and {"cltune", "numpy"} <= set(case["rows"]), case
+    for bad, msg in ((["--topk", "4096x16", "--op", "max"], "--op topk"),
+                     (["--topk", "16x4096"], "must not exceed"),
+                     (["--topk", "4096x16", "--hist", "4096x16"], "goes alone"),
+                     (["--topk", "4096x16", "--dtype", "complex64"], "dtype")):
+        r = runner.invoke(app, ["tune", "--device", str(info.index), *bad, "--db", db_url])
+        assert r.exit_code != 0 and msg in r.output, (bad, r.output)
+    r = runner.invoke(app, ["bench", "--device", str(info.index), "--op", "sum", "--k", "3"])
+    assert r.exit_code != 0 and "--k goes with --op topk" in r.output
+
+
+OCLGRIND_MARK = "CLTUNE-TOPK-OCLGRIND "
+OCLGRIND_SCRIPT = r'''
+import json
+import numpy as np
+import pyopencl.array as cla
+from cltune.families.topk import launch as topk_launch
+from cltune.families.topk.config import TopkConfig
+from cltune.families.topk.kernel import TopkSpec, spec_for
+from cltune.families.topk.launch import TopkLauncher
+from cltune.families.topk.reference import compare, reference, sample
+rng = np.random.default_rng(3)
+out = {"runs": []}
+for cfg, keep, local_sort in ((TopkConfig("lists", 8, 2, 8), 1 << 24, True),
+                              (TopkConfig("lists", 1, 4, 8), 1 << 24, True),
+                              (TopkConfig("radix", 8, 2, 4), 1 << 24, True),
+                              (TopkConfig("radix", 8, 2, 4), 0, False),
+                              (TopkConfig("radix", 1, 4, 8), 1 << 24, True)):
+    topk_launch.KEEP_BYTES = keep
+    rows, m, k = 2, 4001, 5
+    h = sample(np.dtype(np.float32), rows, m, rng)
+    err = ""
+    try:
+        spec = spec_for(np.dtype(np.float32), k, info)
+        spec = TopkSpec(spec.dtype, spec.kp, local_sort)
+        la = TopkLauncher(ctx, dev, info, spec, cfg)
+        v = cla.empty(q, rows * k, np.float32)
+        i = cla.empty(q, rows * k, np.int64)
+        la.run(q, cla.to_device(q, h.ravel()), 0, m, rows, k, True, v, i)
+        err = compare(v.get().reshape(rows, k), i.get().reshape(rows, k), *reference(h, k))
+    except Exception as e:
+        err = f"{type(e).__name__}: {e}"[:300]
+    out["runs"].append({"cfg": cfg.short(), "keep": keep, "local": local_sort, "error": err})
+print(MARK + json.dumps(out), flush=True)
+'''
+
+
+@pytest.mark.oclgrind
+@pytest.mark.multiprocess
+@pytest.mark.slow
+def test_the_kernels_are_clean_under_oclgrind():
+    """Both strategies (lists: the merge of the group's lists, the second stage; radix: the
+    ticket that picks a digit, the kept counts and the counting pass, the ordered collection
+    of ties, the __local and the global sort) under Oclgrind: the reference's answers, no
+    invalid access, no race, no divergent barrier."""
+    from support.oclgrind import run_marked
+
+    res, summary = run_marked(OCLGRIND_SCRIPT, OCLGRIND_MARK)
+    assert res.returncode == 0 and summary, res.summary()
+    assert {r["cfg"].split()[0] for r in summary["runs"]} == {"lists", "radix"}
+    wrong = [r for r in summary["runs"] if r["error"]]
+    assert not wrong, wrong
+    assert res.reports == [], res.summary(limit=8)
