@@ -280,15 +280,21 @@ typedef long sum_t;
 typedef w_t out_t;
 typedef acc_t sum_t;
 #endif
-__kernel void clt_hist_out(__global const acc_t *scratch, const long nbins, const long parts,
-                           const long total, const uint add, __global out_t *out,
+__kernel void clt_hist_out(__global acc_t *scratch, const long nbins, const long parts,
+                           const long total, const uint flags, __global out_t *out,
                            const long ooff) {
+    /* flags: 1 add to out (a later pass), 2 leave the cells read zero (the next call's or
+     * pass's atomics start from them) */
     const long k = get_global_id(0); /* bin k % nbins of histogram (row) k / nbins */
     if (k >= total)
         return;
     const long row = k / nbins, i = k - row * nbins;
     sum_t s = (sum_t)0;
-    for (long g = 0; g < parts; ++g)
-        s += (sum_t)scratch[(row * parts + g) * nbins + i];
-    out[ooff + k] = add ? out[ooff + k] + (out_t)s : (out_t)s;
+    for (long g = 0; g < parts; ++g) {
+        const long c = (row * parts + g) * nbins + i;
+        s += (sum_t)scratch[c];
+        if (flags & 2u)
+            scratch[c] = (acc_t)0;
+    }
+    out[ooff + k] = (flags & 1u) ? out[ooff + k] + (out_t)s : (out_t)s;
 }

@@ -301,7 +301,8 @@ inline void pick(volatile __global uint *h, __global ulong *state, const long ro
 
 /* one digit: the histogram of bits [shift, shift + width) of the keys of a row's elements
  * that match the prefix chosen so far (first: none yet), counted per group in __local memory
- * and added into the row's (zb: rows x NB bins, then a ticket a row); the row's last group to
+ * and added into the row's (zb: rows x NB bins, then a ticket a row, then clt_tk_collect's
+ * count a row: all zero when a call starts, and left so); the row's last group to
  * finish picks the digit (`pick`). With `keep`, the last digit (shift 0) also keeps each
  * group's counts (own: gpr x NB a row), from which clt_tk_collect ranks the equal keys by
  * group; without (where that would be large), clt_tk_ties counts them. */
@@ -339,7 +340,8 @@ clt_tk_hist(__global const in_t *x, const long xoff, const long m, const key_t f
     }
     /* the last group of the row to get here sees every group's counts (a ticket after them) */
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-    volatile __global uint *ticket = zb + (long)get_num_groups(0) / gpr * NB;
+    const long rows = (long)get_num_groups(0) / gpr;
+    volatile __global uint *ticket = zb + rows * NB;
     if (lid == 0) {
         mem_fence(CLK_GLOBAL_MEM_FENCE);
         ls[0] = atomic_inc(ticket + row);
@@ -347,10 +349,13 @@ clt_tk_hist(__global const in_t *x, const long xoff, const long m, const key_t f
     barrier(CLK_LOCAL_MEM_FENCE);
     const int last = ls[0] == (uint)(gpr - 1);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (last) {
+    if (last) /* the bins (zeroed by pick) and the ticket left zero for the next digit */
         pick(h, state, row, prefix, rem, width, ls);
-        if (lid == 0)
-            ticket[row] = 0u;
+    /* clt_tk_collect's count a row (after the tickets) zeroed by every digit's pass: zeroed
+     * by the first only (a branch on `first` here), PoCL 3.1's build crashed when run */
+    if (last && lid == 0) {
+        ticket[row] = 0u;
+        ticket[rows + row] = 0u;
     }
 }
 

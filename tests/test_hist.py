@@ -191,6 +191,23 @@ def test_every_strategy_counts_exactly(ctx, queue, device, rng, cfg):
             np.testing.assert_allclose(wout.get(), np.bincount(h[3:], w, nbins), rtol=1e-12)
 
 
+def test_a_launcher_called_again_with_other_shapes(ctx, queue, device, rng):
+    """The scratch a launcher keeps between calls (left zero by each call's merge instead of
+    filled) serves calls of more or fewer bins and rows in any sequence."""
+    info, dev = device
+    for cfg in (HistConfig("local", 8, 2, 2), HistConfig("global", 8, 1, 2),
+                HistConfig("private", 1, 4, 4)):
+        la = HistLauncher(ctx, dev, info, HistSpec(np.dtype(np.int32), False, None, False), cfg)
+        for nbins, rows, n in ((300, 1, 20011), (5, 3, 3000), (300, 2, 4000), (7, 1, 999),
+                               (1000, 1, 5000)):
+            h = rng.integers(0, nbins, n).astype(np.int32)
+            out = cla.empty(queue, rows * nbins, np.int64)
+            la.run(queue, cla.to_device(queue, h), 0, n, None, 0, nbins, None, out, rows=rows)
+            want = np.stack([np.bincount(r, minlength=nbins) for r in h.reshape(rows, -1)])
+            assert np.array_equal(out.get().reshape(rows, nbins), want), (cfg.short(), nbins,
+                                                                          rows)
+
+
 def test_configs_are_validated():
     for kw in (dict(strategy="shared"), dict(wg=3), dict(strategy="global", reps=2),
                dict(strategy="private", wg=4), dict(reps=3), dict(groups_per_cu=0),

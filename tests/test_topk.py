@@ -130,6 +130,24 @@ def test_every_strategy_selects_exactly(ctx, queue, device, rng, cfg, monkeypatc
         assert not why, (cfg.short(), keep, local_sort, why)
 
 
+def test_a_launcher_called_again_with_other_shapes(ctx, queue, device, rng):
+    """The scratch a launcher keeps between calls (the radix select's bins, tickets and
+    counts are left zero by each call instead of filled) serves calls of other row counts,
+    lengths, k and orders in any sequence."""
+    info, dev = device
+    for cfg in (TopkConfig("radix", 8, 2, 8), TopkConfig("lists", 4, 2, 8)):
+        la = TopkLauncher(ctx, dev, info, spec_for(np.dtype(np.float32), 16, info), cfg)
+        for rows, m, k, largest in ((1, 5000, 16, True), (3, 700, 9, False), (1, 5000, 12, True),
+                                    (2, 20011, 16, False), (5, 16, 16, True), (1, 33, 9, True)):
+            h = sample(np.dtype(np.float32), rows, m, rng)
+            v = cla.empty(queue, rows * k, np.float32)
+            i = cla.empty(queue, rows * k, np.int64)
+            la.run(queue, cla.to_device(queue, h.ravel()), 0, m, rows, k, largest, v, i)
+            why = compare(v.get().reshape(rows, k), i.get().reshape(rows, k),
+                          *reference(h, k, largest))
+            assert not why, (cfg.short(), rows, m, k, largest, why)
+
+
 def test_configs_are_validated():
     for kw in (dict(strategy="heap"), dict(wg=3), dict(groups_per_cu=0), dict(bits=7),
                dict(strategy="lists", bits=11)):

@@ -93,14 +93,17 @@ class HistLauncher:
                 self.ctx, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
         return buf
 
-    def _scratch_for(self, queue: cl.CommandQueue, nbytes: int) -> cl.Buffer:
+    def _scratch_for(self, queue: cl.CommandQueue, nbytes: int) -> tuple[cl.Buffer, bool]:
+        """(the scratch, whether it is new): a queue's own is kept between calls, zero (each
+        call's clt_hist_out clears the cells it adds up), so that a call needs no fill."""
         if not _in_order(queue):  # calls may overlap there: each its own
-            return cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, max(nbytes, 64))
+            return cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, max(nbytes, 64)), True
         s = self._scratch.get(queue.int_ptr)
         if s is None or s.size < nbytes:
             s = self._scratch[queue.int_ptr] = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE,
                                                          max(nbytes, 64))
-        return s
+            return s, True
+        return s, False
 
     def run(self, queue: cl.CommandQueue, x: cla.Array, xoff: int, n: int, w: cla.Array | None,
             woff: int, nbins: int, bins: UniformBins | None, out: cla.Array,
@@ -140,41 +143,56 @@ class HistLauncher:
         wargs = (w.base_data, w.offset // w.dtype.itemsize + woff) \
             if sp.weights is not None else ()
         xbase = x.offset // x.dtype.itemsize + xoff
-        inorder = _in_order(queue)
-        cus = self.info.compute_units
-        gpr, chunk = groups(self.cfg, cus, min(n, step) // rows, nbins, rows)
-        ev: cl.Event | None = None
+        gpr, _ = groups(self.cfg, self.info.compute_units, min(n, step) // rows, nbins, rows)
         evs: list[cl.Event] = []
         with self._lock, b.lock:
-            scratch = self._scratch_for(queue, rows * (gpr if grouped else 1) * nbins * acc)
-            for p0 in range(0, max(1, n), step):
-                m = min(step, n - p0)
-                # an in-order queue orders the launches; else each waits for the one before
-                before = list(wait_for or []) if ev is None else [] if inorder else [ev]
-                parts = 1
-                if not grouped or m == 0:
-                    ev = cl.enqueue_fill_buffer(queue, scratch, np.zeros(1, sp.acc_dtype), 0,
-                                                rows * nbins * acc, wait_for=before or None)
-                    evs.append(ev)
-                    before = [] if inorder else [ev]
-                if m > 0:
-                    gpr, chunk = groups(self.cfg, cus, m // rows, nbins, rows)
-                    parts = gpr if grouped else 1
-                    if sp.weights is not None:
-                        wargs = (wargs[0], w.offset // w.dtype.itemsize + woff + p0)
-                    # an ArgSetter sets only the arguments that changed since its last call
-                    ev = setter(b.hist, self._hist_types).launch(
-                        queue, (rows * gpr * self.cfg.wg,), (self.cfg.wg,),
-                        (x.base_data, xbase + p0, m, *wargs, nbins, lo, hi, scale, edges, chunk,
-                         m // rows, gpr, scratch, local), before or None)
-                    evs.append(ev)
-                total = rows * nbins
-                ev = setter(b.out, _OUT_TYPES).launch(
-                    queue, (total,), None, (scratch, nbins, parts, total, int(p0 > 0),
-                                            out.base_data, ooff),
-                    None if inorder else [ev])
-                evs.append(ev)
+            scratch, fresh = self._scratch_for(queue,
+                                               rows * (gpr if grouped else 1) * nbins * acc)
+            try:
+                self._passes(queue, b, x, xbase, n, w, woff, wargs, nbins, lo, hi, scale, edges,
+                             out, ooff, wait_for, rows, step, grouped, fresh, scratch, local,
+                             evs)
+            except BaseException:
+                self._scratch.pop(queue.int_ptr, None)  # its zeros are no longer known
+                raise
         return evs
+
+    def _passes(self, queue, b, x, xbase, n, w, woff, wargs, nbins, lo, hi, scale, edges,
+                out, ooff, wait_for, rows, step, grouped, fresh, scratch, local, evs):
+        """The launches of `run`: per pass of `step` elements, the histogram kernel and
+        clt_hist_out (which leaves the counts' cells zero again)."""
+        sp, inorder = self.spec, _in_order(queue)
+        cus = self.info.compute_units
+        ev: cl.Event | None = None
+        for p0 in range(0, max(1, n), step):
+            m = min(step, n - p0)
+            # an in-order queue orders the launches; else each waits for the one before
+            before = list(wait_for or []) if ev is None else [] if inorder else [ev]
+            parts = 1
+            if (fresh and not grouped) or m == 0:  # a new scratch: zero all of it once
+                ev = cl.enqueue_fill_buffer(queue, scratch, np.zeros(1, sp.acc_dtype), 0,
+                                            scratch.size, wait_for=before or None)
+                evs.append(ev)
+                before = [] if inorder else [ev]
+                fresh = False
+            if m > 0:
+                gpr, chunk = groups(self.cfg, cus, m // rows, nbins, rows)
+                parts = gpr if grouped else 1
+                if sp.weights is not None:
+                    wargs = (wargs[0], w.offset // w.dtype.itemsize + woff + p0)
+                # an ArgSetter sets only the arguments that changed since its last call
+                ev = setter(b.hist, self._hist_types).launch(
+                    queue, (rows * gpr * self.cfg.wg,), (self.cfg.wg,),
+                    (x.base_data, xbase + p0, m, *wargs, nbins, lo, hi, scale, edges, chunk,
+                     m // rows, gpr, scratch, local), before or None)
+                evs.append(ev)
+            total = rows * nbins
+            ev = setter(b.out, _OUT_TYPES).launch(
+                queue, (total,), None, (scratch, nbins, parts, total,
+                                        int(p0 > 0) | (0 if grouped else 2),
+                                        out.base_data, ooff),
+                None if inorder else [ev])
+            evs.append(ev)
 
 
 def _in_order(queue: cl.CommandQueue) -> bool:

@@ -22,6 +22,8 @@ from cltune.opencl.kernel_args import setter
 MIN_CHUNK = 4096
 #: radix: the most bytes of the groups' counts of the last digit kept (beyond: a pass more)
 KEEP_BYTES = 16 << 20
+#: scratch buffers kept per launcher (queues x names) before they are all let go
+MAX_KEPT = 32
 #: the longest row (an index is a uint; its largest value marks an empty place)
 MAX_ROW = (1 << 32) - 2
 
@@ -84,14 +86,22 @@ class TopkLauncher:
         return loc
 
     def _buffer(self, queue: cl.CommandQueue, name: str, nbytes: int) -> cl.Buffer:
+        return self._fresh(queue, name, nbytes)[0]
+
+    def _fresh(self, queue: cl.CommandQueue, name: str, nbytes: int) -> tuple[cl.Buffer, bool]:
+        """(a scratch buffer of the queue, whether it is new): kept between calls on an
+        in-order queue; calls on another queue get their own."""
         nbytes = max(64, nbytes)
         if not _in_order(queue):  # calls may overlap there: each its own
-            return cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, nbytes)
+            return cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, nbytes), True
         key = (queue.int_ptr, name)
         s = self._scratch.get(key)
+        if s is None and len(self._scratch) >= MAX_KEPT:
+            self._scratch.clear()
         if s is None or s.size < nbytes:
             s = self._scratch[key] = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, nbytes)
-        return s
+            return s, True
+        return s, False
 
     def _go(self, queue: cl.CommandQueue, name: str, gsize: tuple, lsize: tuple | None,
             args: tuple, before: list[cl.Event], evs: list[cl.Event]) -> list[cl.Event]:
@@ -133,8 +143,12 @@ class TopkLauncher:
                 self._lists(queue, x.base_data, xb, m, rows, k, flip, gpr, chunk, out, ooff,
                             before, evs)
             else:
-                self._radix(queue, x.base_data, xb, m, rows, k, flip, gpr, chunk, out, ooff,
-                            before, evs)
+                try:
+                    self._radix(queue, x.base_data, xb, m, rows, k, flip, gpr, chunk, out, ooff,
+                                before, evs)
+                except BaseException:  # the zeros of its kept buffer are no longer known
+                    self._scratch.pop((queue.int_ptr, f"zeroed{rows}"), None)
+                    raise
         return evs
 
     def _lists(self, queue, x, xb, m, rows, k, flip, gpr, chunk, out, ooff, before, evs):
@@ -160,14 +174,18 @@ class TopkLauncher:
         sp, wg, bits = self.spec, self.cfg.wg, self.cfg.bits
         nb = 1 << bits
         kp = sp.kp
-        zb = self._buffer(queue, "zeroed", rows * (nb + 2) * 4)  # bins, tickets, counts
+        # the bins and a ticket a row, zero when a call starts and left so by it, and
+        # clt_tk_collect's count a row (zeroed by each digit's pass); one buffer per
+        # number of rows, since the layout moves with it
+        zb, fresh = self._fresh(queue, f"zeroed{rows}", rows * (nb + 2) * 4)
         state = self._buffer(queue, "state", rows * 16)
         # the groups' counts of the last digit kept where small, else counted again (a pass)
         keep = int(rows * gpr * nb * 4 <= KEEP_BYTES)
         own = self._buffer(queue, "own", rows * gpr * (nb if keep else 1) * 4)
         pk = self._buffer(queue, "keys", rows * kp * sp.key_bytes)
         pi = self._buffer(queue, "idx", rows * kp * 4)
-        before = self._fill(queue, zb, np.zeros(1, np.uint32), rows * (nb + 2) * 4, before, evs)
+        if fresh:
+            before = self._fill(queue, zb, np.zeros(1, np.uint32), zb.size, before, evs)
         scan = self._local(wg * 4)
         common = (x, xb, m, flip, chunk, gpr, state)
         top = sp.key_bits
