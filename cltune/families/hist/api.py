@@ -24,6 +24,7 @@ import pyopencl.array as cla
 
 from cltune.core.family import entry
 from cltune.core.ops import DTYPES
+from cltune.core.shapes import empty_result
 from cltune.device.select import info_for
 from cltune.families.hist.family import HistVariant
 from cltune.families.hist.kernel import TYPE_CODES, sums_in_double
@@ -41,7 +42,7 @@ _F64 = np.dtype(np.float64)
 
 def engine(q: cl.CommandQueue, variant: HistVariant, db: str | None) -> HistEngine:
     """The serving engine of a variant on q's device (one per context, device and database)."""
-    return _engines.get(q.context, (q.device.int_ptr, str(variant), db),
+    return _engines.get(q.context, (q.device.int_ptr, variant, db),
                         lambda: HistEngine(q.context, q.device, info_for(q.device), variant, db))
 
 
@@ -115,7 +116,7 @@ def _run(q: cl.CommandQueue, variant: HistVariant, db: str | None, x: cla.Array,
     (nbins,)); bincount's bin of value v is v - shift."""
     rows = int(np.prod(kept)) if kept else 1
     la, _ = engine(q, variant, db).served(x.size, nbins)
-    out = cla.empty(q, (*kept, nbins), la.spec.out_dtype, allocator=x.allocator or pool_for(q))
+    out = empty_result(q, (*kept, nbins), la.spec.out_dtype, "C", x.allocator or pool_for(q))
     if out.size == 0:
         return out
     waits = [*x.events, *(w.events if w is not None else [])]
@@ -161,7 +162,9 @@ def _edges_array(q: cl.CommandQueue, edges: np.ndarray) -> cla.Array:
         if len(kept) >= _EDGES_KEPT:
             kept.clear()
         src = kept[key] = cla.to_device(q, edges, allocator=pool_for(q))
-    return src.copy(queue=q)
+    out = empty_result(q, src.shape, src.dtype, "C", src.allocator)
+    out.add_event(cl.enqueue_copy(q, out.base_data, src.base_data, byte_count=src.nbytes))
+    return out
 
 
 def _weights(q: cl.CommandQueue, weights: Any, x: cla.Array, what: str,
@@ -269,13 +272,7 @@ def histogram(x: Any, bins: int = 10, range: Any = None, weights: Any = None,  #
         edges, first, last = given, given[0], given[-1]
     else:
         first, last = _outer_edges(q, xd, range)
-        bin_type = np.result_type(first, last, xd.dtype)
-        if np.issubdtype(bin_type, np.integer) or bin_type == np.bool_:
-            bin_type = np.result_type(bin_type, float)
-        edges = np.linspace(first, last, nb + 1, endpoint=True, dtype=bin_type)
-        if np.any(edges[:-1] >= edges[1:]):
-            raise ValueError(f"histogram: too many bins for data range. Cannot create {nb} "
-                             "finite-sized bins.")
+        bin_type, edges = _uniform_edges(first, last, xd.dtype, nb)
     if bin_type not in TYPE_CODES or bin_type == _F64 and not info.fp64:
         raise ValueError(f"histogram: {xd.dtype} data bins in {bin_type}, which this device "
                          "cannot compute (no cl_khr_fp64)")
@@ -301,6 +298,34 @@ def histogram(x: Any, bins: int = 10, range: Any = None, weights: Any = None,  #
         db = np.array(np.diff(edges), float)
         hist = cla.to_device(q, n / db / n.sum(axis=-1, keepdims=True))
     return hist, edges_d
+
+
+#: _uniform_edges' answers kept (the latest ones: a call with the same bins works none out)
+_UNIFORM_KEPT = 64
+_uniform_kept: dict[tuple, tuple[np.dtype, np.ndarray]] = {}
+
+
+def _uniform_edges(first: Any, last: Any, dtype: np.dtype, nb: int,
+                   ) -> tuple[np.dtype, np.ndarray]:
+    """(the type values are binned in, numpy's nb + 1 uniform edges from first to last in it);
+    numpy's error for bins too many for the range."""
+    key = (nb, dtype, first, last, type(first), type(last), np.signbit(first),
+           np.signbit(last))
+    hit = _uniform_kept.get(key)
+    if hit is not None:
+        return hit
+    bin_type = np.result_type(first, last, dtype)
+    if np.issubdtype(bin_type, np.integer) or bin_type == np.bool_:
+        bin_type = np.result_type(bin_type, float)
+    edges = np.linspace(first, last, nb + 1, endpoint=True, dtype=bin_type)
+    if np.any(edges[:-1] >= edges[1:]):
+        raise ValueError(f"histogram: too many bins for data range. Cannot create {nb} "
+                         "finite-sized bins.")
+    edges.flags.writeable = False  # kept: shared by the calls with these bins
+    if len(_uniform_kept) >= _UNIFORM_KEPT:
+        _uniform_kept.clear()
+    _uniform_kept[key] = (bin_type, edges)
+    return bin_type, edges
 
 
 def _outer_edges(q: cl.CommandQueue, xd: cla.Array, range: Any) -> tuple[Any, Any]:  # noqa: A002

@@ -67,6 +67,7 @@ class HistEngine:
         self._lock = threading.Lock()
         self._by_key: dict[tuple[int, int], tuple[HistLauncher, HistExplanation]] = {}
         self._launchers: dict[HistConfig, HistLauncher] = {}
+        self._by_call: dict[tuple[int, int], tuple[HistLauncher, HistExplanation]] = {}
 
     def _fits(self, cfg: HistConfig, nbins: int) -> bool:
         need = cfg.local_bytes(nbins, self.spec.acc_bytes)
@@ -86,6 +87,16 @@ class HistEngine:
 
     def served(self, n: int, nbins: int) -> tuple[HistLauncher, HistExplanation]:
         """The launcher and explanation for a call of n elements in nbins bins."""
+        seen = self._by_call.get((n, nbins))
+        if seen is not None:  # this very call before: nothing to work out again
+            return seen
+        got = self._served(n, nbins)
+        if len(self._by_call) > 256:
+            self._by_call.clear()
+        self._by_call[(n, nbins)] = got
+        return got
+
+    def _served(self, n: int, nbins: int) -> tuple[HistLauncher, HistExplanation]:
         key = class_of(n, nbins)
         hit = self._by_key.get(key)
         if hit is not None and hit[0].fits(nbins):

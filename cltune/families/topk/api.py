@@ -21,6 +21,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
+from cltune.core.shapes import empty_result
 from cltune.device.select import info_for
 from cltune.families.topk.family import TopkVariant
 from cltune.families.topk.kernel import TYPE_CODES
@@ -32,11 +33,12 @@ from cltune.opencl.pools import pool_for
 __all__ = ["Selector", "explain", "get_selector", "topk"]
 
 _engines: ContextCache[TopkEngine] = ContextCache()
+_I64 = np.dtype(np.int64)
 
 
 def engine(q: cl.CommandQueue, variant: TopkVariant, db: str | None) -> TopkEngine:
     """The serving engine of a variant on q's device (one per context, device and database)."""
-    return _engines.get(q.context, (q.device.int_ptr, str(variant), db),
+    return _engines.get(q.context, (q.device.int_ptr, variant, db),
                         lambda: TopkEngine(q.context, q.device, info_for(q.device), variant, db))
 
 
@@ -67,6 +69,8 @@ def _rows(q: cl.CommandQueue, x: cla.Array, axis: int) -> cla.Array:
     """x's slices along `axis` as contiguous rows, flattened: a view where the axis is the
     last of a C-ordered array (or the first of an F-ordered 2-D one); otherwise a copy made
     on the host."""
+    if x.ndim == 1:
+        return x  # (a reshape makes a new Array: its constructor is most of a small call)
     if x.ndim == 0:
         return x.reshape(1)
     if x.flags.c_contiguous and axis == x.ndim - 1:
@@ -107,8 +111,8 @@ def topk(x: Any, k: int, axis: int = -1, largest: bool = True, sorted: bool = Tr
         raise ValueError(f"topk: an axis of {m} elements exceeds the {MAX_ROW} it indexes")
     out_shape = (*shape[:axis], *shape[axis + 1:], k)
     alloc = xs.allocator or pool_for(q)
-    values = cla.empty(q, out_shape, xs.dtype, allocator=alloc)
-    indices = cla.empty(q, out_shape, np.int64, allocator=alloc)
+    values = empty_result(q, out_shape, xs.dtype, "C", alloc)
+    indices = empty_result(q, out_shape, _I64, "C", alloc)
     if values.size:
         rows_x = _rows(q, xs, axis)
         rows = rows_x.size // m

@@ -67,6 +67,7 @@ class TopkEngine:
         self._lock = threading.Lock()
         self._by_key: dict[tuple[int, int, int], tuple[TopkLauncher, TopkExplanation]] = {}
         self._launchers: dict[tuple[TopkConfig, int], TopkLauncher] = {}
+        self._by_call: dict[tuple[int, int, int], tuple[TopkLauncher, TopkExplanation]] = {}
 
     def _choose(self, key: tuple[int, int], k: int, rows: int,
                 ) -> tuple[TopkConfig, str, str, Tuned | None]:
@@ -89,6 +90,16 @@ class TopkEngine:
 
     def served(self, n: int, k: int, rows: int = 1) -> tuple[TopkLauncher, TopkExplanation]:
         """The launcher and explanation for k of each of `rows` rows of n elements in all."""
+        seen = self._by_call.get((n, k, rows))
+        if seen is not None:  # this very call before: nothing to work out again
+            return seen
+        got = self._served(n, k, rows)
+        if len(self._by_call) > 256:
+            self._by_call.clear()
+        self._by_call[(n, k, rows)] = got
+        return got
+
+    def _served(self, n: int, k: int, rows: int) -> tuple[TopkLauncher, TopkExplanation]:
         key = class_of(n, k)
         spec = spec_for(self.variant.dtype, k, self.info)
         many = min(rows, int(self.info.compute_units))  # as builtin_config tells rows apart
