@@ -72,7 +72,7 @@ class TopkEngine:
     def _choose(self, key: tuple[int, int], k: int, rows: int,
                 ) -> tuple[TopkConfig, str, str, Tuned | None]:
         if rows > 1:  # tuned classes are of one row
-            return (builtin_config(self.info, k, self.key_bytes, rows), "builtin",
+            return (builtin_config(self.info, k, self.key_bytes, rows, 1 << key[0]), "builtin",
                     "along rows: the builtin config (tuned classes are of one row)", None)
         fit = [t for t in self.tuned if self._fits(t.config, k)]
         near = shapes.nearest(key, [t.key for t in fit])
@@ -82,7 +82,8 @@ class TopkEngine:
         why = self.why if not self.tuned else (
             f"no tuned class within 2^{shapes.MAX_CLASS_STEPS} of this call whose config "
             "selects its k: the builtin config")
-        return builtin_config(self.info, k, self.key_bytes), "builtin", why, None
+        return (builtin_config(self.info, k, self.key_bytes, 1, 1 << key[0]), "builtin", why,
+                None)
 
     def _fits(self, cfg: TopkConfig, k: int) -> bool:
         return TopkLauncher(self.ctx, self.dev, self.info,
@@ -109,7 +110,8 @@ class TopkEngine:
         cfg, level, why, t = self._choose(key, k, rows)
         if level != "exact":  # never build here what has not run right on this driver
             candidates = [(cfg, level),
-                          (builtin_config(self.info, k, self.key_bytes, rows), "builtin"),
+                          (builtin_config(self.info, k, self.key_bytes, rows, 1 << key[0]),
+                           "builtin"),
                           (safest_config(self.info), "safest")]
             vet_key = (key[0], spec.kp.bit_length() - 1)  # the k the vetting's build is for
             got, lvl, passed = first_usable(self.info, topk_family.NAME, str(self.variant),

@@ -134,7 +134,7 @@ class TopkTarget(Target):
 
     def builtin_for(self, key: tuple[int, int]) -> TopkConfig | None:
         """What an untuned device runs for this class (topk/defaults.py), if in this space."""
-        cfg = builtin_config(self.info, 1 << key[1], self._key_bytes())
+        cfg = builtin_config(self.info, 1 << key[1], self._key_bytes(), 1, 1 << key[0])
         return cfg if self._params(cfg) is not None else None
 
     def builtin(self) -> TopkConfig | None:
@@ -156,7 +156,8 @@ class TopkTarget(Target):
                 except ValueError:
                     known = None
         out: list[dict] = []
-        for cfg in (known, previous, builtin_config(self.info, 1 << key[1], self._key_bytes())):
+        for cfg in (known, previous, builtin_config(self.info, 1 << key[1], self._key_bytes(), 1,
+                                                    1 << key[0])):
             p = self._params(cfg)
             if p is not None and p not in out:
                 out.append(p)
