@@ -298,3 +298,37 @@ __kernel void clt_hist_out(__global acc_t *scratch, const long nbins, const long
     }
     out[ooff + k] = (flags & 1u) ? out[ooff + k] + (out_t)s : (out_t)s;
 }
+
+#if !CLT_H_UNIFORM
+/* bincount's length (and its check for negative values): the least and the largest of each
+ * group's block of x[xoff .. xoff + n), to part[2 g] and part[2 g + 1] (the host takes the
+ * extremes of the groups'), one read of x and one small read back where two reductions took
+ * two of each */
+__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
+clt_hist_extremes(__global const in_t *x, const long xoff, const long n, const long chunk,
+                  __global in_t *part) {
+    __local in_t lo_l[CLT_WG], hi_l[CLT_WG];
+    const uint lid = get_local_id(0);
+    const long g = (long)get_group_id(0);
+    const long begin = g * chunk, end = min(begin + chunk, n);
+    in_t lo = x[xoff + min(begin, n - 1)], hi = lo;
+    for (long i = begin + lid; i < end; i += CLT_WG) {
+        const in_t v = x[xoff + i];
+        lo = min(lo, v);
+        hi = max(hi, v);
+    }
+    lo_l[lid] = lo;
+    hi_l[lid] = hi;
+    for (uint s = CLT_WG / 2; s > 0; s >>= 1) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid < s) {
+            lo_l[lid] = min(lo_l[lid], lo_l[lid + s]);
+            hi_l[lid] = max(hi_l[lid], hi_l[lid + s]);
+        }
+    }
+    if (lid == 0) {
+        part[2 * g] = lo_l[0];
+        part[2 * g + 1] = hi_l[0];
+    }
+}
+#endif

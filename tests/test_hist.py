@@ -258,6 +258,8 @@ for cfg in (HistConfig("global", 8, 1, 2, 2), HistConfig("local", 8, 2, 2, 4),
             la = HistLauncher(ctx, dev, info, spec, cfg)
             la.run(q, x, 0, n, wd, 0, nbins, bins, res)
             got = res.get()
+            if kind == "counts" and la.extremes(q, x, 0, n) != (h.min(), h.max()):
+                raise AssertionError("extremes differ")
             if kind == "counts":  # and a histogram per row: 7 rows of 143
                 rres = cla.empty(q, 7 * nbins, spec.out_dtype)
                 la.run(q, x, 0, n, None, 0, nbins, None, rres, rows=7)
@@ -279,8 +281,9 @@ print(MARK + json.dumps(out), flush=True)
 @pytest.mark.slow
 def test_the_kernels_are_clean_under_oclgrind():
     """Every strategy (global atomics, replicated __local copies with their merge, a
-    work-item's own copies) for counts, uniform bins and weighted sums (the CAS loops) under
-    Oclgrind: numpy's answers, no invalid access, no race."""
+    work-item's own copies) for counts (and bincount's min/max kernel), uniform bins and
+    weighted sums (the CAS loops) under Oclgrind: numpy's answers, no invalid access, no
+    race."""
     from support.oclgrind import run_marked
 
     res, summary = run_marked(OCLGRIND_SCRIPT, OCLGRIND_MARK)

@@ -109,6 +109,18 @@ def _extremes(q: cl.CommandQueue, x: cla.Array) -> tuple[Any, Any]:
     return host[0], host[1]
 
 
+#: the bin count whose served launcher finds bincount's min and max (any build of the variant
+#: has the kernel; this one is the class most calls have)
+EXTREMES_BINS = 256
+
+
+def _int_extremes(q: cl.CommandQueue, x: cla.Array, db: str | None) -> tuple[Any, Any]:
+    """(min, max) of a non-empty 1-D integer array in one pass of the histogram program's
+    `clt_hist_extremes` (vetted with it), the groups' pairs read back together."""
+    la = engine(q, HistVariant("bincount", x.dtype), db).served(x.size, EXTREMES_BINS)[0]
+    return la.extremes(q, x, 0, x.size, wait_for=list(x.events) or None)
+
+
 def _run(q: cl.CommandQueue, variant: HistVariant, db: str | None, x: cla.Array,
          w: cla.Array | None, nbins: int, bins: UniformBins | None,
          kept: tuple[int, ...] = (), shift: int = 0) -> cla.Array:
@@ -212,7 +224,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, axis: Any = Non
             w = w.astype(_F64)
     nbins = minlength
     if xd.size:
-        lo, hi = _extremes(q, xd)
+        lo, hi = _int_extremes(q, xd, db)
         if lo < 0:
             raise ValueError("bincount: x must have no negative elements (its minimum is "
                              f"{int(lo)})")
@@ -366,7 +378,7 @@ def unique_counts(x: Any, *, queue: cl.CommandQueue | None = None,
         raise TypeError(f"unique_counts: x must hold integers (or bool), not {xd.dtype}")
     if xd.size == 0:
         return cla.empty(q, (0,), xd.dtype), cla.empty(q, (0,), np.dtype(np.int64))
-    lo, hi = _extremes(q, xd)
+    lo, hi = _int_extremes(q, xd, db)
     span = int(hi) - int(lo) + 1
     if span > UNIQUE_SPAN:
         warnings.warn(f"cltune: unique_counts of values spanning {span} counted by numpy on "

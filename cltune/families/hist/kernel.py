@@ -93,12 +93,14 @@ class HistBuilt:
     hist: cl.Kernel
     out: cl.Kernel
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    extremes: cl.Kernel | None = None  # bincount's (integers only)
 
 
 def build(ctx: cl.Context, dev: cl.Device, spec: HistSpec, cfg: HistConfig) -> HistBuilt:
     """Compile kernels/hist.cl for spec and cfg (BuildError with the compiler's words)."""
     prg = compile_program(ctx, dev, source(), build_options(spec, cfg))
-    return HistBuilt(spec, cfg, prg.clt_hist, prg.clt_hist_out)
+    return HistBuilt(spec, cfg, prg.clt_hist, prg.clt_hist_out,
+                     extremes=None if spec.uniform else prg.clt_hist_extremes)
 
 
 def sums_in_double(info: DeviceInfo, weighted: bool) -> bool:

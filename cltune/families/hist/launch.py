@@ -105,6 +105,35 @@ class HistLauncher:
             return s, True
         return s, False
 
+    def extremes(self, queue: cl.CommandQueue, x: cla.Array, xoff: int, n: int,
+                 wait_for: list[cl.Event] | None = None) -> tuple[np.generic, np.generic]:
+        """(min, max) of the integers x[xoff .. xoff + n) (n >= 1) as numpy scalars of their
+        dtype: one launch, each group's pair read back together (a wait), the rest on the
+        host."""
+        b = self.built()
+        if b.extremes is None:
+            raise ValueError("extremes are bincount's (integer inputs)")
+        g = max(1, min(4 * max(1, self.info.compute_units), -(-n // MIN_CHUNK)))
+        chunk = -(-n // g)
+        g = -(-n // chunk)
+        host = np.empty(2 * g, self.spec.dtype)
+        with self._lock, b.lock:
+            part = self._part_for(queue, host.nbytes)
+            ev = setter(b.extremes, (None, np.int64, np.int64, np.int64, None)).launch(
+                queue, (g * self.cfg.wg,), (self.cfg.wg,),
+                (x.base_data, x.offset // x.dtype.itemsize + xoff, n, chunk, part), wait_for)
+            cl.enqueue_copy(queue, host, part, wait_for=[ev], is_blocking=True)
+        return host[0::2].min(), host[1::2].max()
+
+    def _part_for(self, queue: cl.CommandQueue, nbytes: int) -> cl.Buffer:
+        key = -queue.int_ptr  # beside the queue's scratch (keys of in-order queues)
+        s = self._scratch.get(key)
+        if s is None or s.size < nbytes or not _in_order(queue):
+            s = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, max(64, nbytes))
+            if _in_order(queue):
+                self._scratch[key] = s
+        return s
+
     def run(self, queue: cl.CommandQueue, x: cla.Array, xoff: int, n: int, w: cla.Array | None,
             woff: int, nbins: int, bins: UniformBins | None, out: cla.Array,
             wait_for: list[cl.Event] | None = None, rows: int = 1,

@@ -106,5 +106,12 @@ def validate(la: HistLauncher, queue: cl.CommandQueue, nbins_limit: int | None =
         why, err = compare(got, reference(la, h, w, nbins, bins), w, la.spec.out_dtype)
         if why:
             return Check(False, f"wrong answer: {n} elements in {nbins} bins: {why}")
+        if not la.spec.uniform:  # bincount's length: the program's min/max kernel
+            lead = n % 3
+            x = cla.to_device(queue, np.concatenate([np.full(lead, h.max(), h.dtype), h]))
+            got_ext = la.extremes(queue, x, lead, n)
+            if got_ext != (h.min(), h.max()):
+                return Check(False, f"wrong extremes of {n} elements: {got_ext}, numpy "
+                             f"{(h.min(), h.max())}")
         worst = max(worst, err)
     return Check(True, "", worst)
