@@ -2,9 +2,10 @@
 constructors and calls (#21 item 2): inclusive and exclusive (prev_item), an associative but
 not commutative scan_expr, segments (is_segment_start_expr, across_seg_boundary), input fetch
 expressions, struct-free and 64-bit index types, offsets, an output statement that writes
-where another element's input was; and pyopencl.algorithm's copy_if, remove_if, partition,
-unique, RadixSort and ListOfListsBuilder run on it inside `cltune.use_in_pyopencl()`, with
-the same answers as numpy."""
+where another element's input was, output statements with comments and preprocessor lines; and
+pyopencl.algorithm's copy_if, remove_if, partition, unique, RadixSort (keys and values) and
+ListOfListsBuilder run on it inside `cltune.use_in_pyopencl()`, with the same answers as
+numpy."""
 
 from __future__ import annotations
 
@@ -116,6 +117,37 @@ def test_pyopencl_algorithm_runs_on_it(ctx, queue, h):
     assert pscan.GenericScanKernel is not cltune.GenericScanKernel  # restored
     out, count, _ = alg.copy_if(x, "ary[i] > 0")  # pyopencl's own again
     assert int(count.get()) == int((h > 0).sum())
+
+
+def test_statements_as_pyopencl_takes_them(ctx, queue, h):
+    """The output statement keeps its lines: // comments, preprocessor lines, several
+    statements; an expression may carry pyopencl's //CL// marker; the user's arguments may
+    have any name the kernel itself does not (v, f, prev, carry, N, chunk, ...)."""
+    x = cla.to_device(queue, h)
+    y = cla.empty_like(x)
+    knl = cltune.GenericScanKernel(
+        ctx, np.int32, "__global int *v, __global int *carry, int f", "//CL//\nv[i]", "a+b",
+        "0", """// the running sum, then a constant
+        carry[i] = item; // inclusive
+        #ifdef NOT_DEFINED_ANYWHERE
+        carry[i] = -1;
+        #endif
+        if (i == 0) carry[i] += f - f;""")
+    knl(x, y, np.int32(7))
+    assert np.array_equal(y.get(), np.cumsum(h))
+    keys = np.random.default_rng(5).integers(0, 2**31 - 1, 20011).astype(np.int32)
+    vals = np.arange(keys.size, dtype=np.int32)
+    with cltune.use_in_pyopencl():  # RadixSort's default scan_kernel is swapped too
+        rs = alg.RadixSort(ctx, "int *ary, int *v", key_expr="ary[i]",
+                           sort_arg_names=["ary", "v"])
+        assert isinstance(rs.scan_kernel, cltune.GenericScanKernel)
+        (srt, perm), _ = rs(cla.to_device(queue, keys), cla.to_device(queue, vals),
+                            key_bits=31)
+    assert np.array_equal(srt.get(), np.sort(keys))
+    assert np.array_equal(perm.get(), np.argsort(keys, kind="stable"))
+    assert not isinstance(alg.RadixSort(ctx, "int *ary", key_expr="ary[i]",
+                                        sort_arg_names=["ary"]).scan_kernel,
+                          cltune.GenericScanKernel)  # restored
 
 
 def test_errors(ctx):

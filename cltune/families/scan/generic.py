@@ -46,11 +46,30 @@ _programs: ContextCache[Any] = ContextCache()
 
 
 def _code(text: Any, what: str) -> str:
+    """An expression as a macro body, as pyopencl takes it (`_process_code_for_macro`): its
+    `//CL//` markers dropped, any other `//` comment refused (a macro body is one line)."""
     if not isinstance(text, str):
         raise TypeError(f"{what} must be a string of OpenCL C, not {type(text).__name__}")
+    text = text.replace("//CL//", "\n")
     if "//" in text:
         raise ValueError(f"{what}: // comments are not allowed in expressions; use /* */")
     return text.replace("\n", " ")
+
+
+def _parameter(a: Any) -> str:
+    """An argument as clt_output takes it: a vector as the pointer the kernel made of its base
+    and offset (CLT_USER_PREP), a scalar as itself."""
+    if isinstance(a, VectorArg):
+        return f"__global {dtype_to_ctype(a.dtype)} *{a.name}"
+    return f"{dtype_to_ctype(a.dtype)} {a.name}"
+
+
+def _statement(text: Any, what: str) -> str:
+    """A statement put into a function's body as given (lines and comments of both kinds
+    kept, as pyopencl puts its output statement into the kernel's)."""
+    if not isinstance(text, str):
+        raise TypeError(f"{what} must be a string of OpenCL C, not {type(text).__name__}")
+    return text
 
 
 def _preamble(text: Any) -> str:
@@ -128,8 +147,17 @@ class GenericScanKernel:
                f"#define CLT_SEG_START(i, a) ({_code(seg, 'is_segment_start_expr')})"]
               if seg else []),
             "#define CLT_FETCH(i) " + " ".join(fetch),
-            "#define CLT_OUTPUT(i, item, prev_item, last_item) "
-            f"{{ {_code(output_statement, 'output_statement')}; }}",
+            # the output statement in a function of the user's arguments (the kernel passes
+            # its own, offsets applied) and of N, i, item, prev_item, last_item (pyopencl's
+            # names), so that it keeps its lines and comments
+            "inline void clt_output(" + "".join(f"{_parameter(a)}, " for a in self.parsed_args)
+            + "const clt_index_t N, const clt_index_t i, const clt_scan_t item, "
+            "const clt_scan_t prev_item, const clt_scan_t last_item) {",
+            _statement(output_statement, "output_statement"),
+            ";}",
+            "#define CLT_OUTPUT(i, item, prev_item, last_item) clt_output("
+            + "".join(f"{a.name}, " for a in self.parsed_args)
+            + "N, i, item, prev_item, last_item)",
             "#define CLT_USER_ARGS " + " ".join(f"{a.declarator()},"
                                                 for a in self.parsed_args),
             "#define CLT_USER_PREP " + get_arg_offset_adjuster_code(
@@ -249,16 +277,21 @@ class ExclusiveScanKernel(_LegacyScan):
 def use_in_pyopencl() -> Iterator[None]:
     """Within the block, pyopencl.scan's GenericScanKernel (and its legacy kernels) are
     cltune's, and so are the scans pyopencl.algorithm builds (copy_if, remove_if, partition,
-    unique, RadixSort, ListOfListsBuilder); the templates' caches are emptied on the way in
-    and out, so that no kernel of one kind is served as the other."""
+    unique, RadixSort — its default `scan_kernel` too —, ListOfListsBuilder); the templates'
+    caches are emptied on the way in and out, so that no kernel of one kind is served as the
+    other."""
     import pyopencl.algorithm as alg  # lazy: only a swap needs pyopencl's algorithm (mako)
     import pyopencl.scan as pscan  # lazy: as above
 
     saved = {(m, n): getattr(m, n) for m in (pscan, alg) for n in
              ("GenericScanKernel", "InclusiveScanKernel", "ExclusiveScanKernel")
              if hasattr(m, n)}
-    build = pscan.ScanTemplate.build_inner
-    defaults = build.__defaults__
+    # functions that bound pyopencl's GenericScanKernel as a default argument when pyopencl
+    # was imported: ScanTemplate.build_inner, RadixSort's constructor (its `scan_kernel=`)
+    bound = [f for f in (pscan.ScanTemplate.build_inner,
+                         getattr(getattr(alg, "RadixSort", None), "__init__", None))
+             if f is not None and getattr(f, "__defaults__", None)]
+    old_defaults = [f.__defaults__ for f in bound]
 
     def clear() -> None:
         for v in vars(alg).values():
@@ -270,14 +303,14 @@ def use_in_pyopencl() -> Iterator[None]:
     try:
         for (m, n) in saved:
             setattr(m, n, ours[n])
-        if defaults:
-            build.__defaults__ = tuple(GenericScanKernel if d is saved[(pscan,
-                                                                         "GenericScanKernel")]
-                                       else d for d in defaults)
+        theirs = saved[(pscan, "GenericScanKernel")]
+        for f, d in zip(bound, old_defaults, strict=True):
+            f.__defaults__ = tuple(GenericScanKernel if v is theirs else v for v in d)
         clear()
         yield
     finally:
         for (m, n), v in saved.items():
             setattr(m, n, v)
-        build.__defaults__ = defaults
+        for f, d in zip(bound, old_defaults, strict=True):
+            f.__defaults__ = d
         clear()
