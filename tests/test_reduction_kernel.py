@@ -199,6 +199,9 @@ def test_bad_input_is_a_clear_error(ctx, queue, data):
         ReductionKernel(ctx, np.float32, "0", "a+b")
     with pytest.raises(ValueError, match="// comments"):
         ReductionKernel(ctx, np.float32, "0", "a+b // sum", "x[i]", "__global float *x")
+    marked = ReductionKernel(ctx, np.float32, "0", "//CL//\na+b", "//CL// x[i]",
+                             "__global const float *x")  # pyopencl's marker, dropped as it does
+    assert float(marked(cla.to_device(queue, np.ones(5, np.float32))).get()) == 5.0
     with pytest.raises(ValueError, match="tune="):
         ReductionKernel(ctx, np.float32, **DOT, tune="always")
     with pytest.raises(ValueError, match="reserved"):

@@ -113,6 +113,8 @@ def test_empty_and_errors(queue):
     x = cla.to_device(queue, np.ones(4, np.float32))
     with pytest.raises(ValueError, match="// comments"):
         cltune.copy_if(x, "ary[i] > 0 // positive")
+    out, count, _ = cltune.copy_if(x, "//CL//\nary[i] > 0")  # pyopencl's marker: dropped
+    assert int(count.get()) == 4
     with pytest.raises(TypeError, match="predicate must be a string"):
         cltune.copy_if(x, 3)
     with pytest.raises(TypeError, match="numpy scalar"):

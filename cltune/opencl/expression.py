@@ -48,7 +48,9 @@ def _normalise(code: str) -> str:
 
 
 def _macro_body(code: str, what: str) -> str:
-    """An expression as the body of a one-line macro (as pyopencl's _process_code_for_macro)."""
+    """An expression as the body of a one-line macro (as pyopencl's _process_code_for_macro:
+    its //CL// markers dropped, any other // comment refused)."""
+    code = code.replace("//CL//", "\n")
     if "//" in code:
         raise ValueError(f"{what}: // comments are not allowed in expressions; use /* */")
     return code.replace("\n", " ")

@@ -43,6 +43,7 @@ _L = np.int64
 def _check_expr(text: Any, what: str) -> str:
     if not isinstance(text, str):
         raise TypeError(f"{what} must be a string of OpenCL C, not {type(text).__name__}")
+    text = text.replace("//CL//", "\n")  # pyopencl's marker (its _process_code_for_macro)
     if "//" in text:
         raise ValueError(f"{what}: // comments are not allowed in expressions; use /* */")
     return text.replace("\n", " ")
