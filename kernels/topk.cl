@@ -33,7 +33,7 @@
  */
 
 #ifndef CLT_T_TYPE
-#define CLT_T_TYPE 0 /* x: 0 float 1 double 2 char 3 uchar 4 short 5 ushort 6 int 7 uint 8 long 9 ulong */
+#define CLT_T_TYPE 0 /* x: 0 float 1 double 2 char 3 uchar 4 short 5 ushort 6 int 7 uint 8 long 9 ulong 10 half (as its bits) */
 #endif
 #ifndef CLT_WG
 #define CLT_WG 64
@@ -67,18 +67,20 @@ typedef int in_t;
 typedef uint in_t;
 #elif CLT_T_TYPE == 8
 typedef long in_t;
-#else
+#elif CLT_T_TYPE == 9
 typedef ulong in_t;
+#else
+typedef ushort in_t; /* half: its bits (no cl_khr_fp16 needed: only compared, never added) */
 #endif
 
-#if CLT_T_TYPE == 1 || CLT_T_TYPE >= 8
+#if CLT_T_TYPE == 1 || CLT_T_TYPE == 8 || CLT_T_TYPE == 9
 typedef ulong key_t;
 #define KEY_BITS 64
 #else
 typedef uint key_t;
 #if CLT_T_TYPE == 2 || CLT_T_TYPE == 3
 #define KEY_BITS 8
-#elif CLT_T_TYPE == 4 || CLT_T_TYPE == 5
+#elif CLT_T_TYPE == 4 || CLT_T_TYPE == 5 || CLT_T_TYPE == 10
 #define KEY_BITS 16
 #else
 #define KEY_BITS 32
@@ -107,6 +109,11 @@ inline key_t order_key(const in_t v, const key_t flip) {
     const key_t k = as_uint(v) ^ 0x80000000u;
 #elif CLT_T_TYPE == 8
     const key_t k = as_ulong(v) ^ 0x8000000000000000ul;
+#elif CLT_T_TYPE == 10
+    const uint b = v;
+    const key_t k = ((b & 0x7C00u) == 0x7C00u && (b & 0x3FFu)) ? 0xFFFFu /* NaN */
+                   : (b & 0x7FFFu) == 0u ? 0x8000u                     /* -0 as 0 */
+                   : (b & 0x8000u) ? (~b & 0xFFFFu) : (b | 0x8000u);
 #else
     const key_t k = (key_t)v;
 #endif

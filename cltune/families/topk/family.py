@@ -1,7 +1,7 @@
 """Top-k as a kernel family (`topk`, #41).
 
-Variant `topk/dtype` (float32, float64, int8..uint64; the largest and the smallest k share
-it). Size class `2^ax2^b`: a = log2 of the elements, b = log2 of k (rounded). A call is
+Variant `topk/dtype` (float16, float32, float64, int8..uint64; the largest and the smallest
+k share it). Size class `2^ax2^b`: a = log2 of the elements, b = log2 of k (rounded). A call is
 served by the tuned class nearest to it (within `shapes.MAX_CLASS_STEPS`) whose config
 selects its k, else by the builtin config for its k.
 

@@ -19,7 +19,7 @@ from cltune.opencl.sources import kernel_file, text_hash
 #: CLT_T_TYPE of each input dtype (kernels/topk.cl)
 TYPE_CODES = {np.dtype(t): i for i, t in enumerate(
     (np.float32, np.float64, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
-     np.int64, np.uint64))}
+     np.int64, np.uint64, np.float16))}  # float16 as its bits: no cl_khr_fp16 needed
 #: the most pairs clt_tk_sort sorts in one group's __local memory
 MAX_LOCAL_SORT = 4096
 #: __local bytes left to the kernel's own needs
