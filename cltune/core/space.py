@@ -3,7 +3,8 @@ sub-spaces of them (`restrict`, for sweeps, tests and `TuneOptions.restrict`).""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import math
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TypeVar
 
 T = TypeVar("T", bound="ValuesSpace")
@@ -57,3 +58,25 @@ class LayoutSpace(ValuesSpace):
         return ""
 
 
+@dataclass(frozen=True)
+class GridSpace(LayoutSpace):
+    """Every combination of the allowed values per field on one device (`info`), a config
+    feasible when each field is offered and its work-group within the device's limit; for
+    configs without a layout field (the histogram and top-k families)."""
+
+    info: Any
+    values: dict[str, tuple] = field(default_factory=dict)
+    excluded: dict[str, str] = field(default_factory=dict)
+    layout: str = ""
+
+    def size(self) -> int:
+        return math.prod(len(v) for v in self.values.values())
+
+    def check(self, cfg: Any) -> str:
+        """'' when cfg is feasible here, else why (nothing compiled)."""
+        for k, allowed in self.values.items():
+            if getattr(cfg, k) not in allowed:
+                return f"{k}={getattr(cfg, k)} not offered here ({'/'.join(map(str, allowed))})"
+        if cfg.wg > self.info.max_wg:
+            return f"wg={cfg.wg} > device limit {self.info.max_wg}"
+        return ""

@@ -7,16 +7,15 @@ validation first runs the awkward inputs of reference.validate.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from cltune.core.space import LayoutSpace
+from cltune.core.space import GridSpace
 from cltune.device.info import DeviceInfo
 from cltune.families.base import Target
 from cltune.families.topk import family as topk_family
@@ -34,25 +33,10 @@ POW2 = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 
 @dataclass(frozen=True)
-class TopkSpace(LayoutSpace):
+class TopkSpace(GridSpace):
     """Allowed values per TopkConfig field on one device."""
 
-    info: DeviceInfo
-    values: dict[str, tuple] = field(default_factory=dict)
-    excluded: dict[str, str] = field(default_factory=dict)
     layout: str = "topk"
-
-    def size(self) -> int:
-        return math.prod(len(v) for v in self.values.values())
-
-    def check(self, cfg: TopkConfig) -> str:
-        """'' when cfg is feasible here, else why (nothing compiled)."""
-        for k, allowed in self.values.items():
-            if getattr(cfg, k) not in allowed:
-                return f"{k}={getattr(cfg, k)} not offered here ({'/'.join(map(str, allowed))})"
-        if cfg.wg > self.info.max_wg:
-            return f"wg={cfg.wg} > device limit {self.info.max_wg}"
-        return ""
 
 
 def make_space(info: DeviceInfo) -> TopkSpace:
