@@ -16,7 +16,9 @@
  *                           with plain increments (no other work-item shares it), element
  *                           i of a run of CLT_H_REPS in copy i.
  *              A group takes a contiguous block of `chunk` elements (coalesced: its
- *              work-items stride through it together).
+ *              work-items stride through it together). local and private count the bins
+ *              wlo .. wlo + wn of a launch: a histogram larger than the group's __local
+ *              memory is made a window at a time, a launch each (global: all bins).
  * clt_hist_out the scratch's rows (uint counts, or double / float sums; one row a histogram
  *              for counts and for global, a row a group for local/private sums) added up into
  *              the result (long, or the weights' type): 32-bit counters take passes of
@@ -193,14 +195,14 @@ inline long clt_bin(const in_t v, const long nbins, const in_t lo, const in_t hi
             _Pragma("unroll") for (int k = 0; k < CLT_H_ITEMS; ++k)                            \
                 v[k] = x[xoff + i + k * CLT_WG];                                               \
             _Pragma("unroll") for (int k = 0; k < CLT_H_ITEMS; ++k) {                          \
-                const long b = clt_bin(v[k], nbins, lo, hi, scale, edges);                     \
-                if (b >= 0)                                                                    \
+                const long b = clt_bin(v[k], nbins, lo, hi, scale, edges) - wlo;               \
+                if ((ulong)b < (ulong)wn)                                                      \
                     ADD((hist) + b, W_OF(i + k * CLT_WG));                                     \
             }                                                                                  \
         }                                                                                      \
         for (; i < end; i += CLT_WG) {                                                         \
-            const long b = clt_bin(x[xoff + i], nbins, lo, hi, scale, edges);                  \
-            if (b >= 0)                                                                        \
+            const long b = clt_bin(x[xoff + i], nbins, lo, hi, scale, edges) - wlo;            \
+            if ((ulong)b < (ulong)wn)                                                          \
                 ADD((hist) + b, W_OF(i));                                                      \
         }                                                                                      \
     } while (0)
@@ -209,7 +211,9 @@ __kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
 clt_hist(__global const in_t *x, const long xoff, const long n W_ARGS, const long nbins,
          const in_t lo, const in_t hi, const real_t scale, __global const in_t *edges,
          const long chunk, const long rowlen, const long gpr, volatile __global acc_t *scratch,
-         volatile __local acc_t *tile) {
+         volatile __local acc_t *tile, const long wlo, const long wn) {
+    /* bins wlo .. wlo + wn only (local and private: a window of the histogram that fits
+     * __local memory; the host launches the windows in turn; global: all of them) */
     /* rows of rowlen elements (one row: the whole array), gpr groups a row, each a block of
      * `chunk` of its row's elements */
     const uint lid = get_local_id(0);
@@ -221,7 +225,7 @@ clt_hist(__global const in_t *x, const long xoff, const long n W_ARGS, const lon
 #if CLT_H_STRATEGY == 0
     STRIDED_ADDS(ADD_G, scratch + hrow * nbins);
 #else
-    const long cells = (long)CLT_H_REPS * nbins;
+    const long cells = (long)CLT_H_REPS * wn;
     for (long j = lid; j < cells; j += CLT_WG)
         tile[j] = (acc_t)0;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -233,18 +237,18 @@ clt_hist(__global const in_t *x, const long xoff, const long n W_ARGS, const lon
     for (; i + CLT_H_REPS <= end; i += CLT_H_REPS) {
 #pragma unroll
         for (int r = 0; r < CLT_H_REPS; ++r) {
-            const long b = clt_bin(x[xoff + i + r], nbins, lo, hi, scale, edges);
-            if (b >= 0)
-                ADD_PLAIN(t + (long)r * nbins + b, W_OF(i + r));
+            const long b = clt_bin(x[xoff + i + r], nbins, lo, hi, scale, edges) - wlo;
+            if ((ulong)b < (ulong)wn)
+                ADD_PLAIN(t + (long)r * wn + b, W_OF(i + r));
         }
     }
     for (; i < end; ++i) {
-        const long b = clt_bin(x[xoff + i], nbins, lo, hi, scale, edges);
-        if (b >= 0)
+        const long b = clt_bin(x[xoff + i], nbins, lo, hi, scale, edges) - wlo;
+        if ((ulong)b < (ulong)wn)
             ADD_PLAIN(t + b, W_OF(i));
     }
 #else
-    volatile __local acc_t *mine = tile + (long)(lid % CLT_H_REPS) * nbins;
+    volatile __local acc_t *mine = tile + (long)(lid % CLT_H_REPS) * wn;
     STRIDED_ADDS(ADD_L, mine);
 #endif
     /* the group's histogram (its copies added) to its own row of the scratch: no atomics,
@@ -253,14 +257,14 @@ clt_hist(__global const in_t *x, const long xoff, const long n W_ARGS, const lon
 #if CLT_H_WEIGHTS == 0
     /* counts: added into the histogram's one row with atomics (exact in any order; a
      * row a group would leave clt_hist_out a long serial sum a bin) */
-    volatile __global acc_t *row = scratch + hrow * nbins;
+    volatile __global acc_t *row = scratch + hrow * nbins + wlo;
 #else
-    __global acc_t *row = (__global acc_t *)scratch + (long)get_group_id(0) * nbins;
+    __global acc_t *row = (__global acc_t *)scratch + (long)get_group_id(0) * nbins + wlo;
 #endif
-    for (long j = lid; j < nbins; j += CLT_WG) {
+    for (long j = lid; j < wn; j += CLT_WG) {
         acc_t s = tile[j];
         for (int r = 1; r < CLT_H_REPS; ++r)
-            s += tile[(long)r * nbins + j];
+            s += tile[(long)r * wn + j];
 #if CLT_H_WEIGHTS == 0
         if (s)
             atomic_add(row + j, s);

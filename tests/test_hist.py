@@ -208,6 +208,44 @@ def test_a_launcher_called_again_with_other_shapes(ctx, queue, device, rng):
                                                                           rows)
 
 
+def test_histograms_larger_than_local_memory_go_a_window_at_a_time(ctx, queue, device, rng):
+    """local and private configs on a device whose __local memory holds a few hundred bins:
+    the histogram a window at a time (counts, weighted sums, rows, uniform bins), numpy's
+    answers."""
+    import dataclasses
+
+    info, dev = device
+    small = dataclasses.replace(info, local_mem=4096)  # r2 of 4-byte counts: 384 bins
+    for cfg in (HistConfig("local", 16, 2, 2), HistConfig("private", 1, 2, 2)):
+        for nbins, rows, n in ((1000, 1, 20011), (777, 3, 6000)):
+            la = HistLauncher(ctx, dev, small, HistSpec(np.dtype(np.int32), False, None, False),
+                              cfg)
+            assert 1 <= la.window(nbins) < nbins
+            h = rng.integers(0, nbins, n).astype(np.int32)
+            h[: n // 4] = 5  # a hot bin
+            out = cla.empty(queue, rows * nbins, np.int64)
+            la.run(queue, cla.to_device(queue, h), 0, n, None, 0, nbins, None, out, rows=rows)
+            want = np.stack([np.bincount(r, minlength=nbins) for r in h.reshape(rows, -1)])
+            assert np.array_equal(out.get().reshape(rows, nbins), want), (cfg.short(), nbins)
+        f = rng.random(20011).astype(np.float32)
+        edges = np.linspace(0.0, 1.0, 1001, dtype=np.float32)
+        la = HistLauncher(ctx, dev, small, HistSpec(np.dtype(np.float32), True, None,
+                                                    bool(info.fp64)), cfg)
+        out = cla.empty(queue, 1000, np.int64)
+        la.run(queue, cla.to_device(queue, f), 0, f.size, None, 0, 1000,
+               UniformBins(edges, 1.0), out)
+        assert np.array_equal(out.get(), np.histogram(f, 1000, (0.0, 1.0))[0])
+        if info.fp64 and info.int64_atomics:
+            w = rng.random(20011)
+            la = HistLauncher(ctx, dev, small, HistSpec(np.dtype(np.int32), False,
+                                                        np.dtype(np.float64), True), cfg)
+            h = rng.integers(0, 1000, 20011).astype(np.int32)
+            out = cla.empty(queue, 1000, np.float64)
+            la.run(queue, cla.to_device(queue, h), 0, h.size, cla.to_device(queue, w), 0,
+                   1000, None, out)
+            np.testing.assert_allclose(out.get(), np.bincount(h, w, 1000), rtol=1e-12)
+
+
 def test_configs_are_validated():
     for kw in (dict(strategy="shared"), dict(wg=3), dict(strategy="global", reps=2),
                dict(strategy="private", wg=4), dict(reps=3), dict(groups_per_cu=0),
@@ -228,8 +266,12 @@ from cltune.families.hist.launch import HistLauncher, UniformBins
 rng = np.random.default_rng(3)
 out = {"runs": []}
 double = bool(info.fp64)
-for cfg in (HistConfig("global", 8, 1, 2, 2), HistConfig("local", 8, 2, 2, 4),
-            HistConfig("private", 1, 4, 4)):
+import dataclasses
+small = dataclasses.replace(info, local_mem=1024 + 8 * 4 * 8)  # local r2: windows of 8 bins
+for cfg, where in ((HistConfig("global", 8, 1, 2, 2), info),
+                   (HistConfig("local", 8, 2, 2, 4), info),
+                   (HistConfig("private", 1, 4, 4), info),
+                   (HistConfig("local", 8, 2, 2, 4), small)):
     for kind in ("counts", "uniform", "weights", "searched"):
         if kind == "weights" and not (double and info.int64_atomics):
             continue
@@ -255,7 +297,7 @@ for cfg in (HistConfig("global", 8, 1, 2, 2), HistConfig("local", 8, 2, 2, 4),
         res = cla.empty(q, nbins, spec.out_dtype)
         err = ""
         try:
-            la = HistLauncher(ctx, dev, info, spec, cfg)
+            la = HistLauncher(ctx, dev, where, spec, cfg)
             la.run(q, x, 0, n, wd, 0, nbins, bins, res)
             got = res.get()
             if kind == "counts" and la.extremes(q, x, 0, n) != (h.min(), h.max()):
@@ -271,7 +313,8 @@ for cfg in (HistConfig("global", 8, 1, 2, 2), HistConfig("local", 8, 2, 2, 4),
             err = "" if ok else f"wrong: {got[:6]} numpy {want[:6]}"
         except Exception as e:
             err = f"{type(e).__name__}: {e}"[:300]
-        out["runs"].append({"cfg": cfg.short(), "kind": kind, "error": err})
+        out["runs"].append({"cfg": cfg.short(), "kind": kind, "error": err,
+                            "windows": where is small})
 print(MARK + json.dumps(out), flush=True)
 '''
 

@@ -21,6 +21,9 @@ from cltune.opencl.kernel_args import setter
 
 #: elements one pass of 32-bit counters takes (a bin can count to 2^32 - 1)
 PASS = (1 << 32) - (1 << 20)
+#: local/private: the most bins of a window a group's block is sized for (a larger histogram
+#: is made a window at a time, each zeroed and merged once a group)
+WINDOW_CELLS = 16384
 #: the least a group takes: a group zeroes and merges its whole histogram once
 MIN_CHUNK = 4096
 
@@ -45,7 +48,8 @@ def groups(cfg: HistConfig, compute_units: int, n: int, nbins: int,
     histogram (zeroing and storing it costs ~nbins)."""
     n = max(1, n)
     most = max(1, cfg.groups_per_cu * max(1, compute_units))
-    least = max(MIN_CHUNK, 4 * nbins if cfg.strategy != "global" else 0, cfg.wg)
+    least = max(MIN_CHUNK, 4 * min(nbins, WINDOW_CELLS) if cfg.strategy != "global" else 0,
+                cfg.wg)
     g = max(1, min(-(-most // max(1, rows)), -(-n // least)))
     chunk = -(-n // g)
     return -(-n // chunk), chunk
@@ -67,7 +71,7 @@ class HistLauncher:
         self._hist_types = (None, np.int64, np.int64,
                             *((None, np.int64) if spec.weights is not None else ()),
                             np.int64, spec.dtype.type, spec.dtype.type, real, None, np.int64,
-                            np.int64, np.int64, None, None)
+                            np.int64, np.int64, None, None, np.int64, np.int64)
         self._lock = threading.Lock()
 
     def built(self) -> HistBuilt:
@@ -76,10 +80,18 @@ class HistLauncher:
             self.b = build(self.ctx, self.dev, self.spec, self.cfg)
         return self.b
 
+    def window(self, nbins: int) -> int:
+        """The bins a launch takes: all of them (global), or as many of a group's copies as
+        fit the device's __local memory (local, private: the histogram a window at a time);
+        0 when not even one bin does."""
+        if self.cfg.strategy == "global":
+            return nbins
+        per_bin = self.cfg.local_bytes(1, self.spec.acc_bytes)
+        return max(0, min(nbins, (int(self.info.local_mem) - 1024) // per_bin))
+
     def fits(self, nbins: int) -> bool:
-        """Whether a group's histogram of nbins fits the device's __local memory."""
-        need = self.cfg.local_bytes(nbins, self.spec.acc_bytes)
-        return need == 0 or need + 1024 <= self.info.local_mem
+        """Whether this config makes a histogram of nbins here (a window at a time)."""
+        return self.window(nbins) >= 1
 
     def _edges_buffer(self, edges: np.ndarray) -> cl.Buffer:
         """The edges on the device, kept per value (a call with the same bins uploads none)."""
@@ -164,7 +176,8 @@ class HistLauncher:
         step = PASS if sp.weights is None and rows == 1 else max(1, n)
         if rows > 1 and sp.weights is None and n // rows >= PASS:
             raise ValueError(f"rows of {n // rows} elements exceed 32-bit counters")
-        nloc = max(acc, self.cfg.local_bytes(nbins, acc))
+        win = self.window(nbins)
+        nloc = max(acc, self.cfg.local_bytes(win, acc))
         local = self._locals.get(nloc)
         if local is None:  # kept: the argument setter then leaves it set
             local = self._locals[nloc] = cl.LocalMemory(nloc)
@@ -180,16 +193,17 @@ class HistLauncher:
             try:
                 self._passes(queue, b, x, xbase, n, w, woff, wargs, nbins, lo, hi, scale, edges,
                              out, ooff, wait_for, rows, step, grouped, fresh, scratch, local,
-                             evs)
+                             win, evs)
             except BaseException:
                 self._scratch.pop(queue.int_ptr, None)  # its zeros are no longer known
                 raise
         return evs
 
     def _passes(self, queue, b, x, xbase, n, w, woff, wargs, nbins, lo, hi, scale, edges,
-                out, ooff, wait_for, rows, step, grouped, fresh, scratch, local, evs):
-        """The launches of `run`: per pass of `step` elements, the histogram kernel and
-        clt_hist_out (which leaves the counts' cells zero again)."""
+                out, ooff, wait_for, rows, step, grouped, fresh, scratch, local, win, evs):
+        """The launches of `run`: per pass of `step` elements, the histogram kernel (a launch
+        a window of `win` bins) and clt_hist_out (which leaves the counts' cells zero
+        again)."""
         sp, inorder = self.spec, _in_order(queue)
         cus = self.info.compute_units
         ev: cl.Event | None = None
@@ -209,12 +223,15 @@ class HistLauncher:
                 parts = gpr if grouped else 1
                 if sp.weights is not None:
                     wargs = (wargs[0], w.offset // w.dtype.itemsize + woff + p0)
-                # an ArgSetter sets only the arguments that changed since its last call
-                ev = setter(b.hist, self._hist_types).launch(
-                    queue, (rows * gpr * self.cfg.wg,), (self.cfg.wg,),
-                    (x.base_data, xbase + p0, m, *wargs, nbins, lo, hi, scale, edges, chunk,
-                     m // rows, gpr, scratch, local), before or None)
-                evs.append(ev)
+                for w0 in range(0, nbins, win):
+                    # an ArgSetter sets only the arguments that changed since its last call
+                    ev = setter(b.hist, self._hist_types).launch(
+                        queue, (rows * gpr * self.cfg.wg,), (self.cfg.wg,),
+                        (x.base_data, xbase + p0, m, *wargs, nbins, lo, hi, scale, edges,
+                         chunk, m // rows, gpr, scratch, local, w0, min(win, nbins - w0)),
+                        before or None)
+                    evs.append(ev)
+                    before = [] if inorder else [ev]
             total = rows * nbins
             ev = setter(b.out, _OUT_TYPES).launch(
                 queue, (total,), None, (scratch, nbins, parts, total,

@@ -70,8 +70,9 @@ class HistEngine:
         self._by_call: dict[tuple[int, int], tuple[HistLauncher, HistExplanation]] = {}
 
     def _fits(self, cfg: HistConfig, nbins: int) -> bool:
-        need = cfg.local_bytes(nbins, self.spec.acc_bytes)
-        return need == 0 or need + 1024 <= self.info.local_mem
+        """Whether cfg makes nbins here (local/private: a window at a time of at least one
+        bin; a tuned class's config serves larger bin counts too)."""
+        return cfg.local_bytes(1, self.spec.acc_bytes) + 1024 <= self.info.local_mem
 
     def _choose(self, key: tuple[int, int], nbins: int,
                 ) -> tuple[HistConfig, str, str, Tuned | None]:
