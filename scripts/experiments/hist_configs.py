@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Histogram kernel configs side by side on one device (#41): bincount of int32 values in
 `--bins` bins (uniform and skewed data) and a uniform float32 histogram, every config of a
-small grid launched directly (HistLauncher.run: fill, histogram, result), blocks alternating
-over the configs, medians of --repeats blocks; every answer checked against numpy first.
+small grid launched directly (HistLauncher.run: the histogram, a window of bins at a time
+where it is larger than __local memory, and the result), blocks alternating over the configs,
+medians of --repeats blocks; every answer checked against numpy first.
 
     python scripts/experiments/hist_configs.py --device 1 --n 2^24 --bins 256
+    python scripts/experiments/hist_configs.py --device 1 --n 2^24 --bins 65536
 """
 # ruff: noqa: B023 - the timing lambdas run within their loop iteration
 
