@@ -87,9 +87,8 @@ def topk(x: Any, k: int, axis: int = -1, largest: bool = True, sorted: bool = Tr
     """torch.topk on the device: the k largest (largest=False: smallest) elements along
     `axis` and their indices along it, as (values in x's dtype, indices int64) of x's shape
     with that axis k long, best first. Integers and float16/32/64 (float16 compared by its
-    bits: no cl_khr_fp16 needed); NaN count as the
-    largest; equal values are taken by the lower index first. k larger than the axis is an
-    error, as in torch."""
+    bits: no cl_khr_fp16 needed); NaN count as the largest; equal values are taken by the
+    lower index first. k larger than the axis is an error, as in torch."""
     q, xs = _device_array(x, queue)
     if xs.dtype not in TYPE_CODES:
         raise TypeError(f"topk: x of dtype {xs.dtype} is not supported (float16, float32, "
