@@ -525,3 +525,18 @@ __kernel void clt_tk_emit(__global const uint *pi, const long kp, const uint k,
     ov[ooff + row * k + j] = x[xoff + row * m + i];
     ox[ooff + row * k + j] = (long)i;
 }
+
+/* A batched transposes of P x Q: out[(a Q + q) P + p] = in[ioff + (a P + p) Q + q] (a top-k
+ * along an axis that is not the last: the axis made the rows' and the answer put back), for
+ * x's type and for the indices */
+#define CLT_TRANSPOSE(NAME, T)                                                                   \
+    __kernel void NAME(__global const T *in, const long ioff, __global T *out, const long P,  \
+                       const long Q, const long total) {                                       \
+        const long g = get_global_id(0);                                                       \
+        if (g >= total)                                                                        \
+            return;                                                                            \
+        const long pq = P * Q, a = g / pq, r = g - a * pq, q = r / P, p = r - q * P;           \
+        out[g] = in[ioff + (a * P + p) * Q + q];                                               \
+    }
+CLT_TRANSPOSE(clt_tk_transpose, in_t)
+CLT_TRANSPOSE(clt_tk_transpose_index, long)

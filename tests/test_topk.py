@@ -56,7 +56,8 @@ def test_topk_matches_torch_order(queue, device, rng, dt):
 
 
 def test_topk_along_any_axis_and_edge_cases(queue, rng):
-    """axis 0 of C and F order, the middle axis of a 3-D array; k = 0,
+    """axis 0 of C and F order, the middle axis of a 3-D array (C order: transposed on the
+    device, there and back), an axis followed by axes of length 1; k = 0,
     k = n, an empty axis, a 0-d array (the result's shape as torch's); a view that is not
     contiguous is refused with the way out."""
     h = rng.standard_normal((37, 23)).astype(np.float32)
@@ -67,6 +68,12 @@ def test_topk_along_any_axis_and_edge_cases(queue, rng):
     h3 = rng.integers(-9, 9, (4, 50, 3)).astype(np.int32)  # many ties
     _check(cltune.topk(h3, 6, axis=1, largest=False, queue=queue), _want(h3, 6, 1, False),
            "3-D")
+    h4 = rng.standard_normal((2, 7, 9, 4)).astype(np.float64)
+    for axis in (0, 1, 2):
+        _check(cltune.topk(h4, 2, axis=axis, queue=queue), _want(h4, 2, axis, True),
+               ("4-D", axis))
+    h1 = rng.standard_normal((5, 30, 1)).astype(np.float32)  # the axis is the last not 1
+    _check(cltune.topk(h1, 4, axis=1, queue=queue), _want(h1, 4, 1, True), "trailing 1")
     x = cla.to_device(queue, h)
     v, i = cltune.topk(x, 0)
     assert v.shape == (37, 0) and i.shape == (37, 0)
@@ -240,6 +247,11 @@ for cfg, keep, local_sort in ((TopkConfig("lists", 8, 2, 8), 1 << 24, True),
         i = cla.empty(q, rows * k, np.int64)
         la.run(q, cla.to_device(q, h.ravel()), 0, m, rows, k, True, v, i)
         err = compare(v.get().reshape(rows, k), i.get().reshape(rows, k), *reference(h, k))
+        if not err and cfg.strategy == "lists" and cfg.wg == 8:  # and the transposes
+            t = cla.empty(q, rows * m, np.float32)
+            la.transpose(q, cla.to_device(q, h.ravel()), 0, t, 1, rows, m)
+            if not np.array_equal(t.get(), h.T.ravel(), equal_nan=True):
+                err = "transpose differs"
     except Exception as e:
         err = f"{type(e).__name__}: {e}"[:300]
     out["runs"].append({"cfg": cfg.short(), "keep": keep, "local": local_sort, "error": err})

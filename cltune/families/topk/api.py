@@ -14,6 +14,7 @@ device's worker first.
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -113,14 +114,25 @@ def topk(x: Any, k: int, axis: int = -1, largest: bool = True, sorted: bool = Tr
     alloc = xs.allocator or pool_for(q)
     values = empty_result(q, out_shape, xs.dtype, "C", alloc)
     indices = empty_result(q, out_shape, _I64, "C", alloc)
+    outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
+    if values.size and inner > 1 and xs.flags.c_contiguous:
+        # an axis that is not the last of a C-ordered array: made the rows' on the device
+        # (a batched transpose), and the answer put back the same way
+        return _along_inner(q, xs, k, bool(largest), outer, m, inner, shape, axis, alloc, db)
     if values.size:
-        rows_x = _rows(q, xs, axis)
+        flat = inner == 1 and xs.flags.c_contiguous  # the axis' rows are x's memory
+        rows_x = xs.reshape(xs.size) if flat else _rows(q, xs, axis)
         rows = rows_x.size // m
         la, _ = engine(q, TopkVariant("topk", xs.dtype), db).served(rows_x.size, k, rows)
         evs = la.run(q, rows_x, 0, m, rows, k, bool(largest), values, indices,
                      wait_for=list(rows_x.events) or None)
         values.events.append(evs[-1])
         indices.events.append(evs[-1])
+        if flat:  # the axis is the last one longer than 1: the result in the same layout
+            sh = list(shape)
+            sh[axis] = k
+            values, indices = values.reshape(tuple(sh)), indices.reshape(tuple(sh))
+            axis = len(shape) - 1
     if axis != len(shape) - 1 and values.size:  # torch's layout: the k along `axis`
         v, i = values.get(queue=q), indices.get(queue=q)
         values = cla.to_device(q, np.ascontiguousarray(np.moveaxis(v, -1, axis)))
@@ -132,6 +144,28 @@ def topk(x: Any, k: int, axis: int = -1, largest: bool = True, sorted: bool = Tr
         indices = cla.empty(q, tuple(sh), np.int64)
     if xs.ndim == 0:
         values, indices = values.reshape(()), indices.reshape(())
+    return values, indices
+
+
+def _along_inner(q: cl.CommandQueue, xs: cla.Array, k: int, largest: bool, outer: int, m: int,
+                 inner: int, shape: tuple[int, ...], axis: int, alloc: Any,
+                 db: str | None) -> tuple[cla.Array, cla.Array]:
+    """topk along the middle axis of a C-ordered (outer, m, inner) array: transposed to
+    (outer, inner, m) rows, selected, and the (outer, inner, k) answer transposed to
+    (outer, k, inner) — torch's layout — all on the device."""
+    rows = outer * inner
+    la, _ = engine(q, TopkVariant("topk", xs.dtype), db).served(xs.size, k, rows)
+    flat = xs.reshape(xs.size)
+    xt = empty_result(q, (xs.size,), xs.dtype, "C", alloc)
+    ev = la.transpose(q, flat, 0, xt, outer, m, inner, wait_for=list(xs.events) or None)
+    vt = empty_result(q, (rows * k,), xs.dtype, "C", alloc)
+    it = empty_result(q, (rows * k,), _I64, "C", alloc)
+    evs = la.run(q, xt, 0, m, rows, k, largest, vt, it, wait_for=[ev])
+    sh = (*shape[:axis], k, *shape[axis + 1:])
+    values = empty_result(q, sh, xs.dtype, "C", alloc)
+    indices = empty_result(q, sh, _I64, "C", alloc)
+    values.add_event(la.transpose(q, vt, 0, values, outer, inner, k, wait_for=[evs[-1]]))
+    indices.add_event(la.transpose(q, it, 0, indices, outer, inner, k, wait_for=[evs[-1]]))
     return values, indices
 
 

@@ -64,6 +64,8 @@ class TopkLauncher:
                             None),
             "clt_tk_bitonic": (None, None, _I64, _I64, _I64),
             "clt_tk_emit": (None, _I64, _U32, None, _I64, _I64, None, None, _I64),
+            "clt_tk_transpose": (None, _I64, None, _I64, _I64, _I64),
+            "clt_tk_transpose_index": (None, _I64, None, _I64, _I64, _I64),
         }
 
     def built(self) -> TopkBuilt:
@@ -115,6 +117,23 @@ class TopkLauncher:
         ev = cl.enqueue_fill_buffer(queue, buf, pattern, 0, nbytes, wait_for=before or None)
         evs.append(ev)
         return [] if _in_order(queue) else [ev]
+
+    def transpose(self, queue: cl.CommandQueue, src: cla.Array, srcoff: int, dst: cla.Array,
+                  batches: int, p: int, q: int,
+                  wait_for: list[cl.Event] | None = None) -> cl.Event:
+        """dst[a, q, p] = src[srcoff:][a, p, q] for `batches` matrices of p x q (src and dst
+        contiguous, x's dtype or int64: the indices)."""
+        self.built()
+        if dst.offset:
+            raise ValueError("transpose writes a whole array (offset 0)")
+        name = "clt_tk_transpose_index" if src.dtype == np.int64 and \
+            self.spec.dtype != np.int64 else "clt_tk_transpose"
+        total = batches * p * q
+        with self._lock, self.b.lock:  # type: ignore[union-attr]
+            return setter(self.b.kernel(name), self._types[name]).launch(  # type: ignore[union-attr]
+                queue, (max(1, -(-total // 64)) * 64,), None,
+                (src.base_data, src.offset // src.dtype.itemsize + srcoff, dst.base_data, p, q,
+                 total), wait_for or None)
 
     def run(self, queue: cl.CommandQueue, x: cla.Array, xoff: int, m: int, rows: int, k: int,
             largest: bool, values: cla.Array, indices: cla.Array,

@@ -98,9 +98,27 @@ def run(la: TopkLauncher, queue: cl.CommandQueue, h: np.ndarray, k: int, largest
     return v.get().reshape(rows, k), i.get().reshape(rows, k)
 
 
+def _check_transpose(la: TopkLauncher, queue: cl.CommandQueue, rng: np.random.Generator) -> str:
+    """'' when the program's batched transposes (of x's dtype and of the indices) move 3
+    matrices of 7 x 5 as numpy does, else what they did."""
+    for dt in (la.spec.dtype, np.dtype(np.int64)):
+        h = sample(dt, 1, 3 * 7 * 5 + 2, rng, False)[0]
+        src = cla.to_device(queue, h)
+        dst = cla.empty(queue, 3 * 7 * 5, dt)
+        la.transpose(queue, src, 2, dst, 3, 7, 5)
+        want = h[2:].reshape(3, 7, 5).transpose(0, 2, 1).ravel()
+        if not np.array_equal(dst.get(), want):
+            return f"the transpose of {dt} moved {dst.get()[:4]}, numpy {want[:4]}"
+    return ""
+
+
 def validate(la: TopkLauncher, queue: cl.CommandQueue) -> Check:
-    """The awkward inputs (at an offset, largest and smallest) against the reference."""
+    """The transposes, then the awkward inputs (at an offset, largest and smallest) against
+    the reference."""
     rng = np.random.default_rng(41)
+    why = _check_transpose(la, queue, rng)
+    if why:
+        return Check(False, why)
     kp = la.spec.kp
     for j, (rows, extra) in enumerate(AWKWARD):
         k = kp if j % 2 == 0 else kp - kp // 3
