@@ -17,6 +17,7 @@ import pyopencl.array as cla
 from cltune.device.info import DeviceInfo
 from cltune.families.hist.config import HistConfig
 from cltune.families.hist.kernel import HistBuilt, HistSpec, build
+from cltune.opencl.events import in_order
 from cltune.opencl.kernel_args import setter
 
 #: elements one pass of 32-bit counters takes (a bin can count to 2^32 - 1)
@@ -108,7 +109,7 @@ class HistLauncher:
     def _scratch_for(self, queue: cl.CommandQueue, nbytes: int) -> tuple[cl.Buffer, bool]:
         """(the scratch, whether it is new): a queue's own is kept between calls, zero (each
         call's clt_hist_out clears the cells it adds up), so that a call needs no fill."""
-        if not _in_order(queue):  # calls may overlap there: each its own
+        if in_order(queue) is None:  # calls may overlap there: each its own
             return cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, max(nbytes, 64)), True
         s = self._scratch.get(queue.int_ptr)
         if s is None or s.size < nbytes:
@@ -140,9 +141,9 @@ class HistLauncher:
     def _part_for(self, queue: cl.CommandQueue, nbytes: int) -> cl.Buffer:
         key = -queue.int_ptr  # beside the queue's scratch (keys of in-order queues)
         s = self._scratch.get(key)
-        if s is None or s.size < nbytes or not _in_order(queue):
+        if s is None or s.size < nbytes or in_order(queue) is None:
             s = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, max(64, nbytes))
-            if _in_order(queue):
+            if in_order(queue) is not None:
                 self._scratch[key] = s
         return s
 
@@ -204,7 +205,7 @@ class HistLauncher:
         """The launches of `run`: per pass of `step` elements, the histogram kernel (a launch
         a window of `win` bins) and clt_hist_out (which leaves the counts' cells zero
         again)."""
-        sp, inorder = self.spec, _in_order(queue)
+        sp, inorder = self.spec, in_order(queue) is not None
         cus = self.info.compute_units
         ev: cl.Event | None = None
         for p0 in range(0, max(1, n), step):
@@ -239,8 +240,3 @@ class HistLauncher:
                                         out.base_data, ooff),
                 None if inorder else [ev])
             evs.append(ev)
-
-
-def _in_order(queue: cl.CommandQueue) -> bool:
-    return not queue.properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
-

@@ -8,30 +8,26 @@ tuner.
 from __future__ import annotations
 
 import threading
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import pyopencl as cl
 
 from cltune.core import shapes
-from cltune.core.serving import CltuneWarning
-from cltune.families.base import tuned_shape_classes
 from cltune.families.hist import family as hist_family
 from cltune.families.hist.config import HistConfig
 from cltune.families.hist.defaults import builtin_config, safest_config
 from cltune.families.hist.family import HistVariant, class_of
 from cltune.families.hist.kernel import source_hash, spec_for
 from cltune.families.hist.launch import HistLauncher
-from cltune.isolation.vetting import first_usable
-from cltune.opencl.build import BuildError
-
-
-@dataclass(frozen=True)
-class Tuned:
-    key: tuple[int, int]
-    config: HistConfig
-    gbps: float | None
+from cltune.families.serving import (
+    Tuned,
+    built_or_safest,
+    nearest,
+    remember,
+    tuned_classes,
+    vetted,
+)
 
 
 @dataclass(frozen=True)
@@ -60,25 +56,21 @@ class HistEngine:
                  db: str | None) -> None:
         self.ctx, self.dev, self.info, self.variant = ctx, dev, info, variant
         self.spec = spec_for(variant, info)
-        level, why, rows = tuned_shape_classes(info, db, hist_family.NAME, str(variant),
-                                               HistConfig.from_mapping, stacklevel=6)
-        self.level, self.why = level, why
-        self.tuned = [Tuned(k, c, g) for k, c, g in rows]
+        self.level, self.why, self.tuned = tuned_classes(info, db, hist_family.NAME,
+                                                         str(variant), HistConfig.from_mapping)
         self._lock = threading.Lock()
         self._by_key: dict[tuple[int, int], tuple[HistLauncher, HistExplanation]] = {}
         self._launchers: dict[HistConfig, HistLauncher] = {}
         self._by_call: dict[tuple[int, int], tuple[HistLauncher, HistExplanation]] = {}
 
-    def _fits(self, cfg: HistConfig, nbins: int) -> bool:
-        """Whether cfg makes nbins here (local/private: a window at a time of at least one
-        bin; a tuned class's config serves larger bin counts too)."""
+    def _fits(self, cfg: HistConfig) -> bool:
+        """Whether cfg makes any bin count here (local/private: a window at a time of at
+        least one bin)."""
         return cfg.local_bytes(1, self.spec.acc_bytes) + 1024 <= self.info.local_mem
 
     def _choose(self, key: tuple[int, int], nbins: int,
                 ) -> tuple[HistConfig, str, str, Tuned | None]:
-        fit = [t for t in self.tuned if self._fits(t.config, nbins)]
-        near = shapes.nearest(key, [t.key for t in fit])
-        t = next((t for t in fit if t.key == near), None)
+        t = nearest(self.tuned, key, self._fits)
         if t is not None:
             return t.config, self.level, self.why, t
         why = self.why if not self.tuned else (
@@ -91,45 +83,28 @@ class HistEngine:
         seen = self._by_call.get((n, nbins))
         if seen is not None:  # this very call before: nothing to work out again
             return seen
-        got = self._served(n, nbins)
-        if len(self._by_call) > 256:
-            self._by_call.clear()
-        self._by_call[(n, nbins)] = got
-        return got
+        return remember(self._by_call, (n, nbins), self._served(n, nbins))
 
     def _served(self, n: int, nbins: int) -> tuple[HistLauncher, HistExplanation]:
         key = class_of(n, nbins)
         hit = self._by_key.get(key)
         if hit is not None and hit[0].fits(nbins):
             return hit
-        cfg, level, why, t = self._choose(key, nbins)
-        if level != "exact":  # never build here what has not run right on this driver
-            candidates = [(cfg, level),
-                          (builtin_config(self.info, nbins, self.spec.acc_bytes), "builtin"),
-                          (safest_config(self.info), "safest")]
-            got, lvl, passed = first_usable(self.info, hist_family.NAME, str(self.variant),
-                                            candidates, key, source_hash=source_hash(),
-                                            element_bytes=self.spec.dtype.itemsize)
-            if got != cfg:
-                warnings.warn(f"cltune: {passed}; serving the {lvl} config {got.short()}",
-                              CltuneWarning, stacklevel=4)
-                cfg, level, why, t = got, lvl, passed, None
+        # never build here what has not run right on this driver
+        cfg, level, why, t = vetted(
+            self.info, hist_family.NAME, str(self.variant), self._choose(key, nbins),
+            [(builtin_config(self.info, nbins, self.spec.acc_bytes), "builtin"),
+             (safest_config(self.info), "safest")], key, source_hash=source_hash(),
+            element_bytes=self.spec.dtype.itemsize)
         with self._lock:
             la = self._launchers.get(cfg)
             if la is None:
-                la = HistLauncher(self.ctx, self.dev, self.info, self.spec, cfg)
-                try:
-                    la.built()
-                except BuildError as e:
-                    warnings.warn(f"cltune: histogram config {cfg.short()} does not build "
-                                  f"here ({e}); using the safest config", CltuneWarning,
-                                  stacklevel=4)
-                    cfg, level, why, t = safest_config(self.info), "safest", str(e), None
-                    la = HistLauncher(self.ctx, self.dev, self.info, self.spec, cfg)
+                la, got, err = built_or_safest(
+                    lambda c: HistLauncher(self.ctx, self.dev, self.info, self.spec, c), cfg,
+                    safest_config(self.info), "histogram")
+                if err:
+                    cfg, level, why, t = got, "safest", err, None
                 self._launchers[cfg] = la
             ex = HistExplanation(str(self.variant), n, nbins, cfg, level, why,
                                  shapes.size_class(t.key) if t else None, t.gbps if t else None)
-            if len(self._by_key) > 256:
-                self._by_key.clear()
-            self._by_key[key] = (la, ex)
-        return la, ex
+            return remember(self._by_key, key, (la, ex))

@@ -16,6 +16,7 @@ import pyopencl.array as cla
 from cltune.device.info import DeviceInfo
 from cltune.families.topk.config import TopkConfig
 from cltune.families.topk.kernel import RESERVE, TopkBuilt, TopkSpec, build
+from cltune.opencl.events import in_order
 from cltune.opencl.kernel_args import setter
 
 #: the least a group takes (lists: a group's merge costs about wg x kp)
@@ -50,8 +51,7 @@ class TopkLauncher:
         self._scratch: dict[tuple[int, str], cl.Buffer] = {}
         self._locals: dict[int, cl.LocalMemory] = {}
         self._lock = threading.Lock()
-        kt, it = spec.key_dtype.type, spec.dtype.type
-        del it
+        kt = spec.key_dtype.type
         self._types = {
             "clt_tk_lists": (None, _I64, _I64, kt, None, None, _I64, _I64, _I64, _U32, _U32,
                              None, None, None, None, _I64, None, None),
@@ -94,7 +94,7 @@ class TopkLauncher:
         """(a scratch buffer of the queue, whether it is new): kept between calls on an
         in-order queue; calls on another queue get their own."""
         nbytes = max(64, nbytes)
-        if not _in_order(queue):  # calls may overlap there: each its own
+        if in_order(queue) is None:  # calls may overlap there: each its own
             return cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, nbytes), True
         key = (queue.int_ptr, name)
         s = self._scratch.get(key)
@@ -110,13 +110,13 @@ class TopkLauncher:
         ev = setter(self.b.kernel(name), self._types[name]).launch(  # type: ignore[union-attr]
             queue, gsize, lsize, args, before or None)
         evs.append(ev)
-        return [] if _in_order(queue) else [ev]
+        return [] if in_order(queue) is not None else [ev]
 
     def _fill(self, queue: cl.CommandQueue, buf: cl.Buffer, pattern: np.ndarray, nbytes: int,
               before: list[cl.Event], evs: list[cl.Event]) -> list[cl.Event]:
         ev = cl.enqueue_fill_buffer(queue, buf, pattern, 0, nbytes, wait_for=before or None)
         evs.append(ev)
-        return [] if _in_order(queue) else [ev]
+        return [] if in_order(queue) is not None else [ev]
 
     def transpose(self, queue: cl.CommandQueue, src: cla.Array, srcoff: int, dst: cla.Array,
                   batches: int, p: int, q: int,
@@ -241,7 +241,3 @@ class TopkLauncher:
             size *= 2
         self._go(queue, "clt_tk_emit", (k, rows), None, (pi, kp, k, x, xb, m, *out, ooff),
                  before, evs)
-
-
-def _in_order(queue: cl.CommandQueue) -> bool:
-    return not queue.properties & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE

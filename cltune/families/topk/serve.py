@@ -8,30 +8,26 @@ tuner.
 from __future__ import annotations
 
 import threading
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import pyopencl as cl
 
 from cltune.core import shapes
-from cltune.core.serving import CltuneWarning
-from cltune.families.base import tuned_shape_classes
+from cltune.families.serving import (
+    Tuned,
+    built_or_safest,
+    nearest,
+    remember,
+    tuned_classes,
+    vetted,
+)
 from cltune.families.topk import family as topk_family
 from cltune.families.topk.config import TopkConfig
 from cltune.families.topk.defaults import builtin_config, safest_config
 from cltune.families.topk.family import TopkVariant, class_of
 from cltune.families.topk.kernel import source_hash, spec_for
 from cltune.families.topk.launch import TopkLauncher
-from cltune.isolation.vetting import first_usable
-from cltune.opencl.build import BuildError
-
-
-@dataclass(frozen=True)
-class Tuned:
-    key: tuple[int, int]
-    config: TopkConfig
-    gbps: float | None
 
 
 @dataclass(frozen=True)
@@ -60,45 +56,37 @@ class TopkEngine:
                  db: str | None) -> None:
         self.ctx, self.dev, self.info, self.variant = ctx, dev, info, variant
         self.key_bytes = 8 if variant.dtype.itemsize == 8 else 4
-        level, why, rows = tuned_shape_classes(info, db, topk_family.NAME, str(variant),
-                                               TopkConfig.from_mapping, stacklevel=6)
-        self.level, self.why = level, why
-        self.tuned = [Tuned(k, c, g) for k, c, g in rows]
+        self.level, self.why, self.tuned = tuned_classes(info, db, topk_family.NAME,
+                                                         str(variant), TopkConfig.from_mapping)
         self._lock = threading.Lock()
-        self._by_key: dict[tuple[int, int, int], tuple[TopkLauncher, TopkExplanation]] = {}
+        self._by_key: dict[tuple[int, int, int, int], tuple[TopkLauncher, TopkExplanation]] = {}
         self._launchers: dict[tuple[TopkConfig, int], TopkLauncher] = {}
         self._by_call: dict[tuple[int, int, int], tuple[TopkLauncher, TopkExplanation]] = {}
+
+    def _builtin(self, key: tuple[int, int], k: int, rows: int) -> TopkConfig:
+        return builtin_config(self.info, k, self.key_bytes, rows, 1 << key[0])
 
     def _choose(self, key: tuple[int, int], k: int, rows: int,
                 ) -> tuple[TopkConfig, str, str, Tuned | None]:
         if rows > 1:  # tuned classes are of one row
-            return (builtin_config(self.info, k, self.key_bytes, rows, 1 << key[0]), "builtin",
+            return (self._builtin(key, k, rows), "builtin",
                     "along rows: the builtin config (tuned classes are of one row)", None)
-        fit = [t for t in self.tuned if self._fits(t.config, k)]
-        near = shapes.nearest(key, [t.key for t in fit])
-        t = next((t for t in fit if t.key == near), None)
+        spec = spec_for(self.variant.dtype, k, self.info)
+        t = nearest(self.tuned, key,
+                    lambda c: TopkLauncher(self.ctx, self.dev, self.info, spec, c).fits(k))
         if t is not None:
             return t.config, self.level, self.why, t
         why = self.why if not self.tuned else (
             f"no tuned class within 2^{shapes.MAX_CLASS_STEPS} of this call whose config "
             "selects its k: the builtin config")
-        return (builtin_config(self.info, k, self.key_bytes, 1, 1 << key[0]), "builtin", why,
-                None)
-
-    def _fits(self, cfg: TopkConfig, k: int) -> bool:
-        return TopkLauncher(self.ctx, self.dev, self.info,
-                            spec_for(self.variant.dtype, k, self.info), cfg).fits(k)
+        return self._builtin(key, k, 1), "builtin", why, None
 
     def served(self, n: int, k: int, rows: int = 1) -> tuple[TopkLauncher, TopkExplanation]:
         """The launcher and explanation for k of each of `rows` rows of n elements in all."""
         seen = self._by_call.get((n, k, rows))
         if seen is not None:  # this very call before: nothing to work out again
             return seen
-        got = self._served(n, k, rows)
-        if len(self._by_call) > 256:
-            self._by_call.clear()
-        self._by_call[(n, k, rows)] = got
-        return got
+        return remember(self._by_call, (n, k, rows), self._served(n, k, rows))
 
     def _served(self, n: int, k: int, rows: int) -> tuple[TopkLauncher, TopkExplanation]:
         key = class_of(n, k)
@@ -107,36 +95,21 @@ class TopkEngine:
         hit = self._by_key.get((*key, spec.kp, many))
         if hit is not None and hit[0].fits(k):
             return hit
-        cfg, level, why, t = self._choose(key, k, rows)
-        if level != "exact":  # never build here what has not run right on this driver
-            candidates = [(cfg, level),
-                          (builtin_config(self.info, k, self.key_bytes, rows, 1 << key[0]),
-                           "builtin"),
-                          (safest_config(self.info), "safest")]
-            vet_key = (key[0], spec.kp.bit_length() - 1)  # the k the vetting's build is for
-            got, lvl, passed = first_usable(self.info, topk_family.NAME, str(self.variant),
-                                            candidates, vet_key, source_hash=source_hash(),
-                                            element_bytes=self.variant.dtype.itemsize)
-            if got != cfg:
-                warnings.warn(f"cltune: {passed}; serving the {lvl} config {got.short()}",
-                              CltuneWarning, stacklevel=4)
-                cfg, level, why, t = got, lvl, passed, None
+        # never build here what has not run right on this driver; vetted for k's build
+        cfg, level, why, t = vetted(
+            self.info, topk_family.NAME, str(self.variant), self._choose(key, k, rows),
+            [(self._builtin(key, k, rows), "builtin"), (safest_config(self.info), "safest")],
+            (key[0], spec.kp.bit_length() - 1), source_hash=source_hash(),
+            element_bytes=self.variant.dtype.itemsize)
         with self._lock:
             la = self._launchers.get((cfg, spec.kp))
             if la is None:
-                la = TopkLauncher(self.ctx, self.dev, self.info, spec, cfg)
-                try:
-                    la.built()
-                except BuildError as e:
-                    warnings.warn(f"cltune: top-k config {cfg.short()} does not build here "
-                                  f"({e}); using the safest config", CltuneWarning,
-                                  stacklevel=4)
-                    cfg, level, why, t = safest_config(self.info), "safest", str(e), None
-                    la = TopkLauncher(self.ctx, self.dev, self.info, spec, cfg)
+                la, got, err = built_or_safest(
+                    lambda c: TopkLauncher(self.ctx, self.dev, self.info, spec, c), cfg,
+                    safest_config(self.info), "top-k")
+                if err:
+                    cfg, level, why, t = got, "safest", err, None
                 self._launchers[(cfg, spec.kp)] = la
             ex = TopkExplanation(str(self.variant), n, k, cfg, level, why,
                                  shapes.size_class(t.key) if t else None, t.gbps if t else None)
-            if len(self._by_key) > 256:
-                self._by_key.clear()
-            self._by_key[(*key, spec.kp, many)] = (la, ex)
-        return la, ex
+            return remember(self._by_key, (*key, spec.kp, many), (la, ex))
