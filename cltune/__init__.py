@@ -44,6 +44,8 @@ _API = {
        ("copy_if", "nonzero", "partition", "remove_if", "unique")},
     **{name: "cltune.families.scan.generic" for name in
        ("ExclusiveScanKernel", "GenericScanKernel", "InclusiveScanKernel", "use_in_pyopencl")},
+    "tune_kernel": "cltune.user.tune", "run_kernel": "cltune.user.run",
+    "PythonKernel": "cltune.user.runtime",
     **{name: "cltune.stats.api" for name in
        ("all", "any", "argmax", "argmin", "count_nonzero", "mean", "norm", "std", "var")},
 }

@@ -91,6 +91,7 @@ BUILTIN = {
     "scan": "cltune.families.scan.family",
     "hist": "cltune.families.hist.family",
     "topk": "cltune.families.topk.family",
+    "kernel": "cltune.user.family",  # an application's own kernels (cltune.tune_kernel)
 }
 
 
