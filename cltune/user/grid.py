@@ -28,19 +28,19 @@ def evaluate(text: str, params: Mapping[str, object], what: str) -> Any:  # noqa
     """A Python expression of the parameters, as Kernel Tuner evaluates it (the application's
     own text, in its own process: restrictions, grid divisors, problem sizes, metrics)."""
     try:
-        return eval(replace_params(text, params), {"__builtins__": _BUILTINS}, {})  # noqa: S307
+        return eval(replace_params(text, params), {"__builtins__": BUILTINS}, {})  # noqa: S307
     except ZeroDivisionError:
         raise
     except Exception as e:  # noqa: BLE001 - the user's expression: one line naming it
         raise KernelSourceError(f"{what} {text!r:.80}: {type(e).__name__}: {e}") from None
 
 
-_BUILTINS = {n: getattr(__builtins__, n) if not isinstance(__builtins__, dict) else
+BUILTINS = {n: getattr(__builtins__, n) if not isinstance(__builtins__, dict) else
              __builtins__[n] for n in ("abs", "min", "max", "int", "float", "round", "len",
                                        "pow", "sum", "bool", "divmod", "all", "any")}
-_BUILTINS["math"] = math
-_BUILTINS["np"] = np
-_BUILTINS["numpy"] = np
+BUILTINS["math"] = math
+BUILTINS["np"] = np
+BUILTINS["numpy"] = np
 
 
 def problem_dims(problem_size: Any, params: Mapping[str, object]) -> tuple[int, int, int]:  # noqa: ANN401
@@ -111,11 +111,11 @@ def block_names(names: Sequence[str] | None, tune_params: Mapping[str, object],
         for n in names:
             if warn and n not in tune_params:
                 warnings.warn(f"Block size name {n} is not specified in the tunable "
-                              f"parameters list!", UserWarning, stacklevel=3)
+                              f"parameters list!", UserWarning, stacklevel=4)
         return (*names, *DEFAULT_BLOCK_NAMES[len(names):])
     if warn and not any(k.lower() in DEFAULT_BLOCK_NAMES for k in tune_params):
         warnings.warn("None of the tunable parameters specify thread block dimensions!",
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=4)
     out = list(DEFAULT_BLOCK_NAMES)
     for k in tune_params:  # other spellings of the defaults (BLOCK_SIZE_X) in their place
         if k.lower() in DEFAULT_BLOCK_NAMES and k not in DEFAULT_BLOCK_NAMES:

@@ -202,7 +202,7 @@ def check_arguments(kernel_name: str, text: str, arguments: Sequence[object]) ->
             return
         errors.append(why)
     if errors:
-        warnings.warn(errors[0], UserWarning, stacklevel=3)
+        warnings.warn(errors[0], UserWarning, stacklevel=4)
 
 
 def _has_word(decl: str, ctype: str) -> bool:

@@ -23,7 +23,7 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from cltune.user.grid import _BUILTINS
+from cltune.user.grid import BUILTINS
 from cltune.user.source import DEFAULT_BLOCK_NAMES, KernelSourceError
 
 #: larger products of values are refused (enumerating them would take minutes)
@@ -64,11 +64,11 @@ class _Rule:
             except SyntaxError as e:
                 raise KernelSourceError(f"restriction {r!r:.80} is not a Python expression: "
                                         f"{e.msg}") from None
-            unknown = [n for n in code.co_names if n not in names and n not in _BUILTINS]
+            unknown = [n for n in code.co_names if n not in names and n not in BUILTINS]
             if unknown:
                 raise KernelSourceError(f"restriction {r!r:.80} names {unknown[0]!r}, which is "
                                         f"not a tunable parameter")
-            g = {"__builtins__": _BUILTINS}
+            g = {"__builtins__": BUILTINS}
 
             def by_text(p: dict) -> bool:
                 try:

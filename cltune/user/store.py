@@ -30,8 +30,9 @@ class KernelResults:
         self.device_id = 0
         if db is False:
             return
-        from cltune.tuning_db.errors import DatabaseError  # lazy: SQLAlchemy only when storing
-        from cltune.tuning_db.store import Store
+        # lazy: SQLAlchemy is loaded only when results are stored
+        from cltune.tuning_db.errors import DatabaseError
+        from cltune.tuning_db.store import Store  # lazy: as above
 
         try:
             self.store = Store.open(db)

@@ -119,7 +119,7 @@ def _model_based(opts: Mapping[str, Any], space: Space, seed: int | None,
                  cost: Callable[[dict], float], budget: Budget) -> None:
     import optuna  # lazy: only model-based strategies need it (import cost)
 
-    from cltune.tuning.quiet import quiet_studies
+    from cltune.tuning.quiet import quiet_studies  # lazy: with optuna
 
     values = space.tune_params
     numeric = {k: all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals)
@@ -135,8 +135,8 @@ def _model_based(opts: Mapping[str, Any], space: Space, seed: int | None,
     def params_of(cfg: Mapping[str, object]) -> dict[str, int]:
         return {k: levels[k].index(cfg[k] if numeric[k] else _hashable(cfg[k])) for k in values}
 
-    sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True, n_startup_trials=10,
-                                         consider_endpoints=True)
+    sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True,
+                                         n_startup_trials=10)
     with quiet_studies():
         study = optuna.create_study(sampler=sampler, direction="minimize")
         x0 = opts.get("x0")

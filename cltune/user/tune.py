@@ -75,7 +75,8 @@ def tune_kernel(kernel_name: str, kernel_source: Any, problem_size: Any,  # noqa
                compiler_options=compiler_options, defines=defines, lang=lang, device=device,
                platform=platform, tuning=True)
     try:
-        return _tune(k, space_params, restrictions, check_answer(answer, k.arguments), atol,
+        checked_answer = check_answer(answer, k.arguments, verify is None)
+        return _tune(k, space_params, restrictions, checked_answer, atol,
                      verify, verbose, iterations, quiet, strategy, strategy_options, cache,
                      metrics, bool(simulation_mode), objective, objective_higher_is_better,
                      objectives, seed, db, resume, block_size_names, t_start)
