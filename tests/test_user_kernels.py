@@ -396,3 +396,31 @@ def test_run_kernel_returns_every_argument(device):
     with pytest.raises(KernelRunError, match="build|compile|BUILD"):
         cltune.run_kernel("vector_add", VECTOR_ADD.replace("a[i]", "a[i)"), 999, args,
                           {"block_size_x": 64}, device=device[1])
+
+
+def test_show_export_and_import_know_kernel_results(device, db_url, tmp_path):
+    from typer.testing import CliRunner
+
+    from cltune.cli.app import app
+
+    args, _ = _vadd(3001)
+    _, env = cltune.tune_kernel("vector_add", VECTOR_ADD, 3001, args,
+                                {"block_size_x": [32, 64]}, device=device[1], db=db_url,
+                                quiet=True)
+    r = CliRunner().invoke(app, ["show", "--db", db_url, "--json"])
+    assert r.exit_code == 0, r.output
+    rows = [x for x in json.loads(r.output) if x["family"] == "kernel"]
+    assert [x["variant"] for x in rows] == [env["kernel_variant"]]
+    assert rows[0]["size_class"] == "3001" and rows[0]["config"] == {
+        "block_size_x": env["best_config"]["block_size_x"]}
+    out = tmp_path / "ex.json"
+    assert CliRunner().invoke(app, ["export", "--db", db_url, "-o", str(out)]).exit_code == 0
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    r = CliRunner().invoke(app, ["import", "--db", other, str(out)])
+    assert r.exit_code == 0 and "1 new result" in r.output, r.output
+    # a parameter value that could smuggle text to the compiler is refused, file and all
+    data = json.loads(out.read_text())
+    data["results"][0]["config"]["block_size_x"] = "1\n#include </etc/passwd>"
+    out.write_text(json.dumps(data))
+    r = CliRunner().invoke(app, ["import", "--db", f"sqlite:///{tmp_path / 'x.db'}", str(out)])
+    assert r.exit_code != 0 and "block_size_x" in r.output and "Traceback" not in r.output

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyopencl as cl
 
 from cltune.device.info import DeviceInfo
@@ -98,6 +99,8 @@ class Kernel:
         self.defines = defines
         self.info, self.dev = open_device(device, platform)
         self.max_threads = int(self.dev.max_work_group_size)
+        self.nbytes = sum(int(getattr(a, "nbytes", 0)) for a in self.arguments
+                          if not isinstance(a, np.generic))
         source.check_arguments(kernel_name, self.src.text, self.arguments)
         self.digest = self.src.digest(kernel_name, self.compiler_options, defines)
         self.variant = family.variant(_identifier(kernel_name), self.digest)

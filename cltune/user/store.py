@@ -2,7 +2,8 @@
 `name@hash`, size class the problem size): every config the tuner judged (ok, with its mean
 time; failed, with its reason), the best by the objective, and what a rerun finds there.
 
-Only `tuning_db.store.Store` writes; this module says what to write. A database that cannot
+Only `tuning_db.store.Store` writes; this module says what to write. The stored GB/s of a
+kernel is its arguments' bytes (every array once) over its time: what `cltune show` lists. A database that cannot
 be opened never stops a tuning run: it is said once (a `CltuneWarning`) and the run goes on
 without it.
 """
@@ -24,8 +25,9 @@ class KernelResults:
     """The rows of one kernel, device and size class (`store` None: no database)."""
 
     def __init__(self, db: Any, info: DeviceInfo, variant: str, size_class: str,  # noqa: ANN401
-                 digest: str) -> None:
+                 digest: str, nbytes: int = 0) -> None:
         self.variant, self.size_class, self.digest = variant, size_class, digest
+        self.nbytes = nbytes  # the arguments' bytes: GB/s = their bytes / the time
         self.store = None
         self.device_id = 0
         if db is False:
@@ -62,7 +64,8 @@ class KernelResults:
         ok = time_ms is not None and math.isfinite(time_ms)
         m = Measurement(family.NAME, self.variant, self.size_class, cfg.to_dict(), cfg.key(),
                         "ok" if ok else "failed", 1, __version__, self.digest,
-                        reason[:500] if not ok else "", time_ms * 1e-3 if ok else None)
+                        reason[:500] if not ok else "", time_ms * 1e-3 if ok else None,
+                        self.nbytes / (time_ms * 1e-3) / 1e9 if ok and time_ms > 0 else None)
         return self.store.record(self.device_id, m, force=True)
 
     def set_best(self, result_id: int | None) -> None:

@@ -118,7 +118,7 @@ def _tune(k: Kernel, tune_params: Any, restrictions: Any, answer: list | None,  
     def store_for(cfg: Mapping[str, object]) -> KernelResults:
         sc = k.size_class(cfg)
         if sc not in stores:
-            stores[sc] = KernelResults(db, k.info, k.variant, sc, k.digest)
+            stores[sc] = KernelResults(db, k.info, k.variant, sc, k.digest, k.nbytes)
             known[sc] = stores[sc].known() if resume else {}
         return stores[sc]
 

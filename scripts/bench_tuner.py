@@ -1,0 +1,243 @@
+"""cltune.tune_kernel beside Kernel Tuner's own tune_kernel on Kernel Tuner's OpenCL examples:
+the same device, the same spaces, one run (#45).
+
+For each case, each tool runs in a fresh process (its wall time includes what a user waits
+for: cltune's evaluation worker and Kernel Tuner's context): brute force over the whole space
+(which valid configs each found, the best time, the wall time), then, with a budget of a fifth
+of the space, cltune's model-based search against Kernel Tuner's strategies (`--kt-strategies`)
+over `--seeds` seeds: the config each picked, scored by its time in cltune's exhaustive run
+(so the score is not the noise of one measurement), as a fraction of the exhaustive best.
+
+    python scripts/bench_tuner.py --device 0:0 --kt-python /path/to/kt-venv/bin/python
+    python scripts/bench_tuner.py --device 0:0 --sizes gpu --cases convolution,matmul
+
+`--device P:D` is a platform and device index (pyopencl's order), as both tools take them (or
+a part of a platform's name: its first device).
+Kernel Tuner is imported from `--kt-python` (a Python where `pip install kernel_tuner pyopencl`
+was run; default: this one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "kernel_tuner"
+
+#: problem sizes: `cpu` shrunk for a 2-core CPU, `gpu` the examples' own
+SIZES = {"cpu": {"vector_add": 1 << 22, "convolution": 512, "matmul": 256,
+                 "stencil": (1024, 512), "reduction": 1 << 24},
+         "gpu": {"vector_add": 10_000_000, "convolution": 4096, "matmul": 4096,
+                 "stencil": (4096, 2048), "reduction": 80_000_000}}
+
+
+def case(name: str, sizes: str):  # noqa: ANN201 - (args to tune_kernel, kwargs)
+    s = SIZES[sizes][name]
+    rng = np.random.default_rng(0)
+    if name == "vector_add":
+        src = ("__kernel void vector_add(__global float *c, __global const float *a, "
+               "__global const float *b, int n) {\n int i = get_global_id(0);\n"
+               " if (i<n) { c[i] = a[i] + b[i]; }\n}\n")
+        a = rng.random(s, dtype=np.float32)
+        b = rng.random(s, dtype=np.float32)
+        tp = {"block_size_x": [32 * i for i in range(1, 33)]}
+        return ("vector_add", src, s, [np.zeros_like(a), a, b, np.int32(s)], tp), {
+            "answer": [a + b, None, None, None]}
+    if name == "convolution":
+        ps = (s, s)
+        inp = rng.standard_normal((s + 16) * (s + 16)).astype(np.float32)
+        filt = rng.standard_normal(17 * 17).astype(np.float32)
+        img = inp.reshape(s + 16, s + 16).astype(np.float64)
+        want = np.zeros((s, s))
+        for j in range(17):
+            for i in range(17):
+                want += img[j:j + s, i:i + s] * filt[j * 17 + i]
+        tp = {"block_size_x": [16 * i for i in range(1, 9)],
+              "block_size_y": [2 ** i for i in range(6)],
+              "tile_size_x": [2 ** i for i in range(3)], "tile_size_y": [2 ** i for i in range(3)]}
+        return ("convolution_kernel", str(DATA / "convolution.cl"), ps,
+                [np.zeros(s * s, np.float32), inp, filt], tp), {
+            "grid_div_x": ["block_size_x", "tile_size_x"],
+            "grid_div_y": ["block_size_y", "tile_size_y"],
+            "answer": [want.astype(np.float32).ravel(), None, None], "atol": 1e-2,
+            "compiler_options": [f"-Dimage_height={s}", f"-Dimage_width={s}"]}
+    if name == "matmul":
+        a = rng.standard_normal((s, s)).astype(np.float32)
+        b = rng.standard_normal((s, s)).astype(np.float32)
+        tp = {"block_size_x": [16 * 2 ** i for i in range(3)],
+              "block_size_y": [2 ** i for i in range(6)],
+              "tile_size_x": [2 ** i for i in range(4)], "tile_size_y": [2 ** i for i in range(4)]}
+        return ("matmul_kernel", str(DATA / "matmul.cl"), (s, s), [np.zeros_like(a), a, b], tp), {
+            "grid_div_x": ["block_size_x", "tile_size_x"],
+            "grid_div_y": ["block_size_y", "tile_size_y"],
+            "restrictions": ["block_size_x==block_size_y*tile_size_y"],
+            "answer": [a @ b, None, None], "atol": 1e-2, "compiler_options": [f"-DWIDTH={s}"]}
+    if name == "stencil":
+        w, h = s
+        x_old = rng.standard_normal(w * h).astype(np.float32)
+        g = x_old.reshape(h, w).astype(np.float64)
+        want = x_old.reshape(h, w).copy()
+        want[1:-1, 1:-1] = (g[1:-1, 1:-1] + g[1:-1, :-2] + g[1:-1, 2:] + g[2:, 1:-1]
+                            + g[:-2, 1:-1]) / 5.0
+        tp = {"block_size_x": [32 * i for i in range(1, 9)],
+              "block_size_y": [2 ** i for i in range(6)]}
+        return ("stencil_kernel", str(DATA / "stencil.cl"), (w, h), [np.copy(x_old), x_old],
+                tp), {"grid_div_x": ["block_size_x"], "grid_div_y": ["block_size_y"],
+                      "answer": [want.astype(np.float32).ravel(), None], "atol": 1e-4,
+                      "compiler_options": [f"-Ddomain_width={w}", f"-Ddomain_height={h}"]}
+    if name == "reduction":
+        x = rng.random(s, dtype=np.float32)
+        tp = {"block_size_x": [2 ** i for i in range(5, 11)], "vector": [2 ** i for i in range(3)],
+              "num_blocks": [2 ** i for i in range(5, 11)],
+              "loop_unroll_factor": [0, 1, 8, 16, 32]}
+        return ("sum_floats", str(DATA / "reduction.cl"), "num_blocks",
+                [np.zeros(1024, np.float32), x, np.int32(s)], tp), {"grid_div_x": []}
+    raise SystemExit(f"unknown case {name}")
+
+
+def run_one(tool: str, name: str, sizes: str, platform: int, device: int, strategy: str,
+            budget: int | None, seed: int) -> dict:
+    """One tuning run of one tool in this process: its results as plain data."""
+    if tool == "cltune":
+        import cltune as kt
+        extra = {"db": False, "seed": seed}
+    else:
+        import kernel_tuner as kt
+        extra = {}
+    (kname, src, ps, args, tp), kw = case(name, sizes)
+    opts = {"max_fevals": budget} if budget else None
+    if tool == "cltune" and strategy != "brute_force":
+        extra["seed"] = seed
+    if tool == "kernel_tuner" and strategy != "brute_force":
+        np.random.seed(seed)
+        import random
+        random.seed(seed)
+    t0 = time.perf_counter()
+    res, env = kt.tune_kernel(kname, src, ps, args, tp, platform=platform, device=device,
+                              strategy=strategy, strategy_options=opts, quiet=True,
+                              verbose=False, **kw, **extra)
+    wall = time.perf_counter() - t0
+    ok = [r for r in res if "__error__" not in r and isinstance(r.get("time"), float)]
+    keys = sorted(",".join(str(r[k]) for k in tp) for r in ok)
+    best = min(ok, key=lambda r: r["time"]) if ok else None
+    return {"tool": tool, "case": name, "strategy": strategy, "seed": seed, "wall_s": wall,
+            "valid": keys, "times": {",".join(str(r[k]) for k in tp): r["time"] for r in ok},
+            "best": ",".join(str(best[k]) for k in tp) if best else None,
+            "best_ms": best["time"] if best else None, "device": env.get("device_name")}
+
+
+def spawn(python: str, tool: str, name: str, a: argparse.Namespace, strategy: str,
+          budget: int | None, seed: int) -> dict:
+    cmd = [python, __file__, "--one", tool, "--cases", name, "--sizes", a.sizes, "--device",
+           a.device, "--strategy", strategy, "--seed", str(seed)]
+    if budget:
+        cmd += ["--budget", str(budget)]
+    # every run compiles cold: no driver or pyopencl cache left by the other tool's run (the
+    # two tools put the same #define lines in front of the same source)
+    import tempfile
+
+    env = {**os.environ, "PYOPENCL_NO_CACHE": "1",
+           "POCL_CACHE_DIR": tempfile.mkdtemp(prefix="bench-tuner-pocl-")}
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout,
+                       cwd=os.environ.get("TMPDIR", "/tmp"), env=env)
+    if p.returncode != 0:
+        return {"tool": tool, "case": name, "error": p.stderr.strip().splitlines()[-1:]}
+    import shutil
+
+    shutil.rmtree(env["POCL_CACHE_DIR"], ignore_errors=True)
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    out["process_s"] = time.perf_counter() - t0
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="0:0", help="P:D (platform, device index)")
+    ap.add_argument("--cases", default="vector_add,convolution,matmul,stencil,reduction")
+    ap.add_argument("--sizes", choices=tuple(SIZES), default="cpu")
+    ap.add_argument("--kt-python", default=sys.executable)
+    ap.add_argument("--kt-strategies", default="random_sample,genetic_algorithm,greedy_ils")
+    ap.add_argument("--cltune-strategy", default="bayes_opt")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--no-budget", action="store_true", help="brute force only")
+    ap.add_argument("--timeout", type=float, default=3000)
+    ap.add_argument("--json", default="")
+    ap.add_argument("--one", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--strategy", default="brute_force", help=argparse.SUPPRESS)
+    ap.add_argument("--budget", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if ":" not in a.device:  # a platform name's part: its first device
+        import pyopencl as cl
+
+        found = [i for i, p in enumerate(cl.get_platforms()) if a.device.lower() in p.name.lower()]
+        if not found:
+            raise SystemExit(f"no OpenCL platform named like {a.device!r}")
+        a.device = f"{found[0]}:0"
+    plat, dev = (int(v) for v in a.device.split(":"))
+    if a.one:
+        print(json.dumps(run_one(a.one, a.cases, a.sizes, plat, dev, a.strategy,
+                                 a.budget or None, a.seed)))
+        return 0
+    rows = []
+    for name in a.cases.split(","):
+        c = spawn(sys.executable, "cltune", name, a, "brute_force", None, 0)
+        k = spawn(a.kt_python, "kernel_tuner", name, a, "brute_force", None, 0)
+        rows += [c, k]
+        if "error" in c or "error" in k:
+            print(f"{name}: cltune {c.get('error')} kernel_tuner {k.get('error')}")
+            continue
+        same = c["valid"] == k["valid"]
+        only_c = sorted(set(c["valid"]) - set(k["valid"]))
+        only_k = sorted(set(k["valid"]) - set(c["valid"]))
+        if c["device"] != k["device"]:
+            print(f"  (devices differ: cltune {c['device']}, kernel_tuner {k['device']})")
+        print(f"{name} on {c['device']}: valid configs cltune {len(c['valid'])} / "
+              f"kernel_tuner {len(k['valid'])} ({'the same' if same else 'differ'}"
+              f"{'' if same else f': only cltune {only_c[:4]}, only KT {only_k[:4]}'}); "
+              f"best {c['best_ms']:.4f} ms ({c['best']}) / {k['best_ms']:.4f} ms ({k['best']}); "
+              f"wall {c['wall_s']:.1f} s / {k['wall_s']:.1f} s = {c['wall_s'] / k['wall_s']:.2f}x "
+              f"(processes {c['process_s']:.1f} / {k['process_s']:.1f} s)", flush=True)
+        if a.no_budget:
+            continue
+        table = c["times"]
+        ex_best = min(table.values())
+        budget = max(1, len(table) // 5)
+
+        def quality(r: dict, table: dict = table, ex_best: float = ex_best) -> float:
+            t = table.get(r.get("best") or "")
+            return ex_best / t if t else 0.0
+
+        line = [f"  budget {budget} of {len(table)}:"]
+        for tool, strat, py in [("cltune", a.cltune_strategy, sys.executable),
+                                *[("kernel_tuner", s, a.kt_python)
+                                  for s in a.kt_strategies.split(",") if s]]:
+            qs, walls = [], []
+            for seed in range(a.seeds):
+                r = spawn(py, tool, name, a, strat, budget, seed + 1)
+                rows.append(r)
+                if "error" in r:
+                    qs.append(0.0)
+                    continue
+                qs.append(quality(r))
+                walls.append(r["wall_s"])
+            wall = statistics.median(walls) if walls else 0.0
+            line.append(f"{tool} {strat} median {statistics.median(qs):.3f} "
+                        f"(min {min(qs):.3f}; wall {wall:.1f} s)")
+        print("; ".join(line), flush=True)
+    if a.json:
+        Path(a.json).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
