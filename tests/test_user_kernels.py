@@ -424,3 +424,49 @@ def test_show_export_and_import_know_kernel_results(device, db_url, tmp_path):
     out.write_text(json.dumps(data))
     r = CliRunner().invoke(app, ["import", "--db", f"sqlite:///{tmp_path / 'x.db'}", str(out)])
     assert r.exit_code != 0 and "block_size_x" in r.output and "Traceback" not in r.output
+
+
+def test_python_kernel_launches_on_device_arrays_in_the_applications_context(device,
+                                                                             db_url):
+    import pyopencl as cl
+    import pyopencl.array as cla
+
+    args, want = _vadd(4099)
+    cltune.tune_kernel("vector_add", VECTOR_ADD, 4099, args, {"block_size_x": [32, 64]},
+                       device=device[1], db=db_url, quiet=True)
+    ctx = cl.Context([device[1]])
+    q = cl.CommandQueue(ctx)
+    k = cltune.PythonKernel("vector_add", VECTOR_ADD, 4099, args, db=db_url, queue=q)
+    assert k.level == "exact" and k.ctx == ctx
+    c, a, b = (cla.to_device(q, v) for v in args[:3])
+    gate = cl.UserEvent(ctx)
+    ev = k.launch(c, a, b, np.int32(4099), wait_for=[gate])
+    assert not c.get(queue=cl.CommandQueue(ctx)).any()  # gated: not run yet
+    gate.set_status(cl.command_execution_status.COMPLETE)
+    ev.wait()
+    assert np.array_equal(c.get(), want)
+
+
+def test_simulation_mode_serves_the_cache_file_only(device, tmp_path):
+    args, _ = _vadd(2001)
+    kw = dict(device=device[1], db=False, quiet=True, cache=str(tmp_path / "c.json"))
+    first, _ = cltune.tune_kernel("vector_add", VECTOR_ADD, 2001, args,
+                                  {"block_size_x": [32, 64]}, **kw)
+    sim, env = cltune.tune_kernel("vector_add", VECTOR_ADD, 2001, args,
+                                  {"block_size_x": [32, 64, 128]}, simulation_mode=True, **kw)
+    assert [r["time"] for r in sim] == [r["time"] for r in first]  # 128 was never measured
+    with pytest.raises(ValueError, match="requires an existing cachefile"):
+        cltune.tune_kernel("vector_add", VECTOR_ADD, 2001, args, {"block_size_x": [32]},
+                           simulation_mode=True, device=device[1], db=False, quiet=True,
+                           cache=str(tmp_path / "none.json"))
+
+
+def test_an_unusable_database_is_said_once_and_the_run_goes_on(device, tmp_path):
+    args, _ = _vadd(1001)
+    bad = tmp_path / "not-a-db.db"
+    bad.write_text("this is not SQLite")
+    with pytest.warns(CltuneWarning, match="not stored"):
+        res, _ = cltune.tune_kernel("vector_add", VECTOR_ADD, 1001, args,
+                                    {"block_size_x": [32, 64]}, device=device[1],
+                                    db=f"sqlite:///{bad}", quiet=True)
+    assert len(res) == 2 and bad.read_text() == "this is not SQLite"

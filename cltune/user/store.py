@@ -3,9 +3,9 @@
 time; failed, with its reason), the best by the objective, and what a rerun finds there.
 
 Only `tuning_db.store.Store` writes; this module says what to write. The stored GB/s of a
-kernel is its arguments' bytes (every array once) over its time: what `cltune show` lists. A database that cannot
-be opened never stops a tuning run: it is said once (a `CltuneWarning`) and the run goes on
-without it.
+kernel is its arguments' bytes (every array once) over its time: what `cltune show` lists. A
+database that cannot be opened never stops a tuning run: it is said once (a `CltuneWarning`)
+and the run goes on without it.
 """
 
 from __future__ import annotations

@@ -135,8 +135,9 @@ def _model_based(opts: Mapping[str, Any], space: Space, seed: int | None,
     def params_of(cfg: Mapping[str, object]) -> dict[str, int]:
         return {k: levels[k].index(cfg[k] if numeric[k] else _hashable(cfg[k])) for k in values}
 
+    # random points first, then the model: at most 10 of them, a third of a small budget
     sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True,
-                                         n_startup_trials=10)
+                                         n_startup_trials=min(10, max(3, budget.left // 3)))
     with quiet_studies():
         study = optuna.create_study(sampler=sampler, direction="minimize")
         x0 = opts.get("x0")
