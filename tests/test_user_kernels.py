@@ -470,3 +470,42 @@ def test_an_unusable_database_is_said_once_and_the_run_goes_on(device, tmp_path)
                                     {"block_size_x": [32, 64]}, device=device[1],
                                     db=f"sqlite:///{bad}", quiet=True)
     assert len(res) == 2 and bad.read_text() == "this is not SQLite"
+
+
+def test_kernel_tuner_files_in_and_out(device, db_url, tmp_path):
+    """Kernel Tuner's own cache file imported as this device's results (the kernel's source
+    names it), served by PythonKernel (run once in the worker first: cltune never ran it),
+    then written back as Kernel Tuner's store_results file."""
+    from typer.testing import CliRunner
+
+    from cltune.cli.app import app
+
+    src = tmp_path / "vector_add.cl"
+    src.write_text(VECTOR_ADD)
+    cache = DATA / "test_cache_file.json"
+    r = CliRunner().invoke(app, ["import", "--db", db_url, str(cache)])
+    assert r.exit_code == 1 and "--kernel-source" in r.output
+    r = CliRunner().invoke(app, ["import", "--db", db_url, str(cache), "--kernel-source",
+                                 str(src), "--device", device[1].name[:12]])
+    assert r.exit_code == 0 and "1 new result" in r.output, r.output
+    stored = json.loads(cache.read_text())["cache"]
+    fastest = min(stored.values(), key=lambda e: e["time"])["block_size_x"]
+    args, want = _vadd(100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CltuneWarning)
+        k = cltune.PythonKernel("vector_add", str(src), 100, args, device=device[1], db=db_url)
+    assert k.params == {"block_size_x": fastest} and not k.ran_here
+    assert np.array_equal(k(*args)[0], want)
+    out = tmp_path / "results.json"
+    r = CliRunner().invoke(app, ["export", "--db", db_url, "-o", str(out), "--format",
+                                 "kernel-tuner"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    assert doc["version_number"] == "1.0" and doc["kernel_name"] == "vector_add"
+    assert doc["tunable_parameters"] == ["block_size_x"]
+    assert [d["tunable_parameters"] for d in doc["data"]] == [{"block_size_x": fastest}]
+    assert doc["data"][0]["problem_size"] == "100"
+    # and Kernel Tuner's PythonKernel reading rule, as cltune's results_file implements it
+    k2 = cltune.PythonKernel("vector_add", str(src), 100, args, device=device[1],
+                             results_file=str(out), db=False)
+    assert k2.params == {"block_size_x": fastest} and k2.level == "results_file"

@@ -290,6 +290,11 @@ def export_cmd(
     output: Annotated[str, typer.Option("--output", "-o", help="JSON file to write.")],
     device: Annotated[str | None, typer.Option(  # noqa: UP007
         "--device", "-d", help="Only this device (index, P:D or name).")] = None,
+    fmt: Annotated[str, typer.Option(
+        "--format", help="cltune (every family, to share or ship) or kernel-tuner (an "
+        "application kernel's bests as Kernel Tuner's store_results file).")] = "cltune",
+    kernel: Annotated[str | None, typer.Option(  # noqa: UP007
+        "--kernel", help="With --format kernel-tuner: the kernel's name.")] = None,
     db: DbOpt = None,
 ) -> None:
     """Export the best configs as a versioned JSON file (to share or ship).
@@ -297,13 +302,28 @@ def export_cmd(
     Example: cltune export --device 0 -o results.json
     """
     with _errors():
-        n = _service().export(db, device, output)
+        if fmt == "kernel-tuner":
+            n = _service().export_kernel_tuner(db, device, kernel, output)
+        elif fmt == "cltune":
+            n = _service().export(db, device, output)
+        else:
+            raise ValueError(f"--format {fmt!r:.30}: choose cltune or kernel-tuner")
     out.print(f"exported {n} best result(s) to {output}")
 
 
 @app.command("import")
 def import_cmd(
-    path: Annotated[str, typer.Argument(help="A file written by `cltune export`.")],
+    path: Annotated[str, typer.Argument(
+        help="A file written by `cltune export`, or a Kernel Tuner cache file.")],
+    kernel_source: Annotated[str | None, typer.Option(  # noqa: UP007
+        "--kernel-source", help="A Kernel Tuner cache file's kernel (its source names it in "
+        "the database).")] = None,
+    device: Annotated[str | None, typer.Option(  # noqa: UP007
+        "--device", "-d", help="A Kernel Tuner cache file's device (default: the device of "
+        "the name in the file).")] = None,
+    compiler_option: Annotated[list[str] | None, typer.Option(  # noqa: UP007
+        "--compiler-option", help="A compiler option the cache file's kernel was built with "
+        "(repeat for several).")] = None,
     db: DbOpt = None,
 ) -> None:
     """Import results: every field is validated first; one bad field rejects the whole file.
@@ -311,7 +331,8 @@ def import_cmd(
     Example: cltune import results.json
     """
     with _errors():
-        rep = _service().import_file(db, path)
+        rep = _service().import_file(db, path, kernel_source, device,
+                                     tuple(compiler_option or ()))
     out.print(f"imported {rep.records} record(s): {rep.devices_added} new device(s), "
               f"{rep.results_added} new result(s), {rep.bests_changed} best(s) changed")
 

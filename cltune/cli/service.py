@@ -32,6 +32,8 @@ from cltune.tuning_db import DatabaseError, Store, default_storage_url
 from cltune.tuning_db.exchange import export_doc, read_import_file
 from cltune.tuning_db.lookup import DeviceKey, lookup
 from cltune.tuning_db.migrations import LATEST
+from cltune.user import cachefile, interop
+from cltune.user import family as user_family
 
 
 @dataclass(frozen=True)
@@ -175,6 +177,13 @@ def explain_device(db: str | None, selector: str, variant: str):  # noqa: ANN201
         store.close()
 
 
+def _device_named(name: object) -> DeviceInfo:
+    hits = [i for i in list_devices() if i.name == name]
+    if not hits:
+        raise ValueError(f"no device here is named {name!r:.80}; choose one with --device")
+    return hits[0]
+
+
 def export(db: str | None, selector: str | None, path: str) -> int:
     """Write the bests (of one device, or all) as a versioned JSON file; returns the count."""
     fps = None if selector is None else {select(selector)[0].fingerprint}
@@ -183,18 +192,56 @@ def export(db: str | None, selector: str | None, path: str) -> int:
         doc = export_doc(store.export_rows(fps))
     finally:
         store.close()
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".",
-                               prefix=".cltune-export-")
-    with os.fdopen(fd, "w") as f:  # write then rename: never a half-written file
-        json.dump(doc, f, indent=1, sort_keys=True)
-    os.replace(tmp, target)
+    _write_atomically(Path(path), json.dumps(doc, indent=1, sort_keys=True))
     return len(doc["results"])
 
 
-def import_file(db: str | None, path: str):  # noqa: ANN201 - MergeReport
-    """Validate the whole file, then merge it in one transaction."""
-    records = read_import_file(path)  # raises before anything is written
+def _write_atomically(target: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".",
+                               prefix=".cltune-export-")
+    with os.fdopen(fd, "w") as f:  # write then rename: never a half-written file
+        f.write(text)
+    os.replace(tmp, target)
+
+
+def export_kernel_tuner(db: str | None, selector: str | None, kernel: str | None,
+                        path: str) -> int:
+    """Write an application kernel's bests as Kernel Tuner's `store_results` file."""
+    fps = None if selector is None else {select(selector)[0].fingerprint}
+    store = Store.open(db, readonly=True)
+    try:
+        rows = [r for r in store.bests(store.device_ids(), user_family.NAME)
+                if fps is None or r.fingerprint in fps]
+    finally:
+        store.close()
+    names = sorted({user_family.variant_of(r.variant)[0] for r in rows})
+    if kernel is None and len(names) > 1:
+        raise ValueError(f"the database holds several kernels ({', '.join(names)}): name one "
+                         f"with --kernel")
+    name = kernel if kernel is not None else (names[0] if names else "")
+    rows = [r for r in rows if user_family.variant_of(r.variant)[0] == name]
+    if not rows:
+        raise ValueError(f"no tuned results of kernel {name!r:.60} in the database"
+                         if name else "no tuned kernel results in the database")
+    _write_atomically(Path(path), interop.dumps(interop.store_results_doc(rows, name)))
+    return len(rows)
+
+
+def import_file(db: str | None, path: str, kernel_source: str | None = None,
+                selector: str | None = None,
+                compiler_options: tuple[str, ...] = ()):  # noqa: ANN201 - MergeReport
+    """Validate the whole file, then merge it in one transaction. A Kernel Tuner cache file
+    (with `kernel_source`) is read as results of the selected device (default: the device
+    of the name the file names)."""
+    if interop.is_cache_file(path):
+        if kernel_source is None:
+            raise ValueError(f"{path} is a Kernel Tuner cache file: give the kernel's source "
+                             f"with --kernel-source (it names the kernel in the database)")
+        info = select(selector)[0] if selector is not None else _device_named(
+            cachefile.read(Path(path)).get("device_name"))
+        records = interop.records_from_cache(path, kernel_source, info, compiler_options)
+    else:
+        records = read_import_file(path)  # raises before anything is written
     store = Store.open(db)
     try:
         return store.merge(records)

@@ -11,7 +11,8 @@ or setup, shipped results, the vendor's most chosen config); a `results_file` (K
 `k.params` holds what it uses, `k.explain()` where each came from.
 
 A config that did not run in the tuner's worker on this device and driver (any level but
-`exact`, a results file, the defaults) runs once in the device's evaluation worker before this
+`exact`, a row imported from a Kernel Tuner cache file, a results file, parameters given by
+the caller, the defaults) runs once in the device's evaluation worker before this
 process builds it (`isolation.vetting.checked`, the verdict kept): one that crashes, hangs or
 fails there raises `KernelRunError` with the reason instead of taking the process down.
 
@@ -37,6 +38,7 @@ import pyopencl.array as cla
 from cltune.core.serving import CltuneWarning
 from cltune.isolation.vetting import checked
 from cltune.user import family, remote
+from cltune.user.interop import IMPORTED
 from cltune.user.kernel import Kernel
 from cltune.user.run import KernelRunError
 
@@ -108,6 +110,7 @@ class PythonKernel:
                              device=device, platform=platform)
         size = k.size_class(given)
         self.level, self.why, self.source_of = "given", "", dict.fromkeys(given, "params")
+        self.ran_here = False  # the config ran in cltune's tuner on this device and driver
         stored: dict = {}
         if results_file is not None:
             stored = _from_results_file(results_file, k.dev.name, size)
@@ -126,7 +129,7 @@ class PythonKernel:
             warnings.warn(f"cltune: {kernel_name}: {self.why}; running with "
                           f"{family.KernelParams(given).short()}", CltuneWarning, stacklevel=2)
         self.job = k.job(given)
-        if self.level != "exact":
+        if not self.ran_here or any(self.source_of.get(n) == "params" for n in given):
             spec = remote.Spec(k.arguments, None, None, 0.0, 1, k.compiler_options)
             v = checked(k.info, "kernel", f"{k.variant}:{family.KernelParams(given).key()}:"
                         f"{self.job.gsize}", remote.vet, spec, self.job)
@@ -159,6 +162,7 @@ class PythonKernel:
         if r is None:
             return {}
         self.level = ans.level
+        self.ran_here = ans.level == "exact" and r.cltune_version != IMPORTED
         self.why = f"{ans.why}; problem size {r.size_class}" + (
             "" if r.size_class == size else f" (nearest to {size})")
         return dict(r.config)
