@@ -509,3 +509,56 @@ def test_kernel_tuner_files_in_and_out(device, db_url, tmp_path):
     k2 = cltune.PythonKernel("vector_add", str(src), 100, args, device=device[1],
                              results_file=str(out), db=False)
     assert k2.params == {"block_size_x": fastest} and k2.level == "results_file"
+
+
+T1_PROBLEM = {
+    "General": {"BenchmarkName": "vector_add", "OutputFormat": "JSON"},
+    "ConfigurationSpace": {
+        "TuningParameters": [{"Name": "block_size_x", "Type": "int",
+                              "Values": "[32+32*i for i in range(8)]", "Default": 64}],
+        "Conditions": [{"Expression": "block_size_x != 96", "Parameters": ["block_size_x"]}]},
+    "Budget": [{"Type": "ConfigurationCount", "BudgetValue": 4}],
+    "Search": {"Name": "random_sample", "Attributes": []},
+    "KernelSpecification": {
+        "Language": "OpenCL", "KernelName": "vector_add", "KernelFile": "vadd.cl",
+        "ProblemSize": 5000, "GridDivX": ["block_size_x"],
+        "Arguments": [
+            {"Name": "c", "Type": "float", "MemoryType": "Vector", "FillType": "Constant",
+             "Size": "ProblemSize", "FillValue": 0.0},
+            {"Name": "a", "Type": "float", "MemoryType": "Vector", "FillType": "Random",
+             "Size": 5000},
+            {"Name": "b", "Type": "float", "MemoryType": "Vector", "FillType": "Random",
+             "Size": 5000},
+            {"Name": "n", "Type": "int32", "MemoryType": "Scalar", "FillValue": 5000}]}}
+
+
+def test_a_t1_problem_file_runs_and_writes_t4_results(device, db_url, tmp_path):
+    from typer.testing import CliRunner
+
+    from cltune.cli.app import app
+    from cltune.user.t1 import T1Error, value_of
+
+    (tmp_path / "vadd.cl").write_text(VECTOR_ADD)
+    (tmp_path / "p.json").write_text(json.dumps(T1_PROBLEM))
+    t4 = tmp_path / "t4.json"
+    dev = f"{device[0].platform_index}:{device[0].device_index}"
+    r = CliRunner().invoke(app, ["tune", "--device", dev, "--t1", str(tmp_path / "p.json"),
+                                 "--t4", str(t4), "--db", db_url])
+    assert r.exit_code == 0 and "4 config(s) ran right" in r.output, r.output
+    doc = json.loads(t4.read_text())
+    assert doc["schema_version"] == "1.0.0" and len(doc["results"]) == 4
+    for res in doc["results"]:
+        assert res["configuration"]["block_size_x"] in range(32, 257, 32)
+        assert res["configuration"]["block_size_x"] != 96  # the condition held
+        assert res["invalidity"] == "correct" and len(res["times"]["runtimes"]) == 7
+        assert res["measurements"][0]["name"] == "time"
+    # the file's expressions are data: no calls but range/list, no names but its own
+    assert value_of("[2**i for i in range(6) if i > 1]") == [4, 8, 16, 32]
+    for bad in ('__import__("os").system("true")', "open('/etc/passwd')", "().__class__"):
+        with pytest.raises(T1Error, match="not allowed|unknown name"):
+            value_of(bad)
+    bad = json.loads(json.dumps(T1_PROBLEM))
+    bad["ConfigurationSpace"]["TuningParameters"][0]["Values"] = "exec('1')"
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    r = CliRunner().invoke(app, ["tune", "--device", dev, "--t1", str(tmp_path / "bad.json")])
+    assert r.exit_code == 1 and "not allowed" in r.output and "Traceback" not in r.output

@@ -164,6 +164,11 @@ def tune(
     storage: Annotated[str | None, typer.Option(  # noqa: UP007
         help="Optuna storage URL (default: $CLTUNE_STORAGE or studies.db beside the results).")]
     = None,
+    t1: Annotated[str | None, typer.Option(  # noqa: UP007
+        "--t1", help="Tune an application kernel described by a T1 problem file (Kernel "
+        "Tuner's tune_kernel_T1 format) on --device.")] = None,
+    t4: Annotated[str | None, typer.Option(  # noqa: UP007
+        "--t4", help="With --t1: write the run's results as a T4 file.")] = None,
 ) -> None:
     """Tune reductions on one device and store the best config per size bucket (or shape).
 
@@ -177,8 +182,15 @@ def tune(
     cltune tune --device 0 --hist 16777216x256 --op bincount --dtype int32;
     cltune tune --device 0 --topk 16777216x8,16777216x1024 --dtype float32;
     cltune tune --device 0 --scan --sizes 2^20,2^24; cltune tune --device 0 --scan --axis 0;
-    cltune tune --device 0,1,2,3 (or --device all): identical GPUs tune together
+    cltune tune --device 0,1,2,3 (or --device all): identical GPUs tune together;
+    cltune tune --device 0 --t1 problem.json --t4 results.json (an application's kernel)
     """
+    if t1 is not None:
+        with _errors():
+            done = _service().tune_t1(t1, device, db, t4)
+        out.print(f"{done['kernel']}: {done['valid']} config(s) ran right, {done['failed']} "
+                  f"failed; best {done['best']}" + (f"; T4 results in {t4}" if t4 else ""))
+        return
     from cltune.cli import tune_modes  # lazy: loads the tuner (optuna) and the statistics
 
     req = tune_modes.TuneRequest(

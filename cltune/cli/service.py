@@ -32,8 +32,9 @@ from cltune.tuning_db import DatabaseError, Store, default_storage_url
 from cltune.tuning_db.exchange import export_doc, read_import_file
 from cltune.tuning_db.lookup import DeviceKey, lookup
 from cltune.tuning_db.migrations import LATEST
-from cltune.user import cachefile, interop
+from cltune.user import cachefile, interop, t1
 from cltune.user import family as user_family
+from cltune.user.tune import tune_kernel
 
 
 @dataclass(frozen=True)
@@ -175,6 +176,21 @@ def explain_device(db: str | None, selector: str, variant: str):  # noqa: ANN201
         return info, lookup(store, key, reduce_family.NAME, variant)
     finally:
         store.close()
+
+
+def tune_t1(path: str, selector: str, db: str | None, t4: str | None) -> dict:
+    """Run a T1 problem file on the selected device; a summary (and the T4 file)."""
+    kw = t1.read_t1(path)
+    _, dev = select(selector)
+    results, env = tune_kernel(**kw, device=dev, db=db, quiet=True)
+    if t4 is not None:
+        doc = t1.t4_document(results, env["failed"], kw["tune_params"], env["objective"])
+        _write_atomically(Path(t4), json.dumps(doc, indent=1))
+    best = env.get("best_config")
+    shown = ", ".join(f"{k}={best[k]}" for k in kw["tune_params"]) + \
+        f" ({best['time']:.4f} ms)" if best else "none"
+    return {"kernel": kw["kernel_name"], "valid": len(results), "failed": env["failed_count"],
+            "best": shown}
 
 
 def _device_named(name: object) -> DeviceInfo:
