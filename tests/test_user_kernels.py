@@ -445,6 +445,15 @@ def test_python_kernel_launches_on_device_arrays_in_the_applications_context(dev
     gate.set_status(cl.command_execution_status.COMPLETE)
     ev.wait()
     assert np.array_equal(c.get(), want)
+    # a scalar that changes between warm launches is set again; new buffers each call
+    c2 = cla.zeros_like(c)
+    k.launch(c2, b, a, np.int32(100)).wait()
+    got = c2.get()
+    assert np.array_equal(got[:100], want[:100]) and not got[100:].any()
+    k.launch(c2, a, b, np.int32(4099)).wait()
+    assert np.array_equal(c2.get(), want)
+    with pytest.raises(TypeError, match="takes 4 arguments"):
+        k.launch(c2, a, b)
 
 
 def test_simulation_mode_serves_the_cache_file_only(device, tmp_path):

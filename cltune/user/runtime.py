@@ -37,6 +37,7 @@ import pyopencl.array as cla
 
 from cltune.core.serving import CltuneWarning
 from cltune.isolation.vetting import checked
+from cltune.opencl.kernel_args import setter
 from cltune.user import family, remote
 from cltune.user.interop import IMPORTED
 from cltune.user.kernel import Kernel
@@ -146,6 +147,9 @@ class PythonKernel:
         self.gpu_args = [cla.to_device(self.queue, np.ascontiguousarray(a)).data
                          if isinstance(a, np.ndarray) else a for a in k.arguments]
         self.verbose = verbose
+        self._types = tuple(type(a) if isinstance(a, np.generic) else None
+                            for a in k.arguments)
+        self._setter = setter(self.kernel, self._types)
 
     def _from_db(self, db: Any, size: str) -> dict:  # noqa: ANN401
         from cltune.tuning_db.answer import answer  # lazy: the database layer, when serving
@@ -204,7 +208,12 @@ class PythonKernel:
     def launch(self, *args: Any, queue: cl.CommandQueue | None = None,  # noqa: ANN401
                wait_for: Sequence[cl.Event] | None = None) -> cl.Event:
         """One launch on device data as it is (pyopencl arrays, buffers, numpy scalars) on
-        `queue` (this kernel's queue when None: the one given to the constructor, else its own)."""
-        vals = [a.data if isinstance(a, cla.Array) else a for a in args]
-        return self.kernel(queue or self.queue, self.job.gsize, self.job.lsize, *vals,
-                           wait_for=wait_for)
+        `queue` (this kernel's queue when None: the one given to the constructor, else its
+        own). Buffers are set on every call, scalars only when they changed (the families'
+        warm-launch path, `opencl.kernel_args.ArgSetter`)."""
+        vals = [a.data if type(a) is cla.Array else a for a in args]
+        if len(vals) != len(self._types):
+            raise TypeError(f"{self._k.name} takes {len(self._types)} arguments, "
+                            f"{len(vals)} given")
+        return self._setter.launch(queue or self.queue, self.job.gsize, self.job.lsize, vals,
+                                   wait_for)
