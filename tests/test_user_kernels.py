@@ -571,3 +571,20 @@ def test_a_t1_problem_file_runs_and_writes_t4_results(device, db_url, tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps(bad))
     r = CliRunner().invoke(app, ["tune", "--device", dev, "--t1", str(tmp_path / "bad.json")])
     assert r.exit_code == 1 and "not allowed" in r.output and "Traceback" not in r.output
+
+
+def test_first_use_tuning_serves_the_best_once_it_finished(device, db_url):
+    args, want = _vadd(6007)
+    with pytest.warns(CltuneWarning, match="not tuned"):
+        k = cltune.PythonKernel("vector_add", VECTOR_ADD, 6007, args, device=device[1],
+                                db=db_url, tune="first-use",
+                                tune_params={"block_size_x": [32, 64, 128]},
+                                answer=[want, None, None, None])
+    assert k.level == "defaults" and "background" in k.explain()
+    assert np.array_equal(k(*args)[0], want)  # the defaults serve meanwhile
+    assert k.wait_tuned(120) and k.level == "tuned"
+    assert k.params["block_size_x"] in (32, 64, 128)
+    assert np.array_equal(k(*args)[0], want)
+    again = cltune.PythonKernel("vector_add", VECTOR_ADD, 6007, args, device=device[1],
+                                db=db_url)
+    assert again.level == "exact" and again.params == k.params

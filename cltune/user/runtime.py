@@ -16,6 +16,11 @@ the caller, the defaults) runs once in the device's evaluation worker before thi
 process builds it (`isolation.vetting.checked`, the verdict kept): one that crashes, hangs or
 fails there raises `KernelRunError` with the reason instead of taking the process down.
 
+First-use tuning (`tune="first-use"` with `tune_params=`, and `answer=`/`tune_options=` for
+`tune_kernel`): a kernel nothing is stored for starts with its defaults while its space is
+tuned in a background thread (every config judged in the worker, the results stored); the first
+call after that runs the best (`k.wait_tuned()` waits for it; `k.level` is then `tuned`).
+
 Calls: `k(*args)` / `k.run_kernel(args)` copy the inputs in, launch, and return the outputs as
 numpy arrays (Kernel Tuner's contract); `k.launch(*args, queue=, wait_for=)` takes pyopencl
 arrays, buffers and numpy scalars as they are and returns the launch's event (no copies).
@@ -26,6 +31,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -42,6 +48,7 @@ from cltune.user import family, remote
 from cltune.user.interop import IMPORTED
 from cltune.user.kernel import Kernel
 from cltune.user.run import KernelRunError
+from cltune.user.source import DEFAULT_BLOCK_NAMES
 
 
 def nearest(size: tuple[int, ...], rows: Sequence[Any]) -> Any | None:  # noqa: ANN401
@@ -100,7 +107,9 @@ class PythonKernel:
                  lang: Any = None, results_file: Any = None, *, db: Any = None,  # noqa: ANN401
                  compiler_options: Sequence[str] | None = None,
                  defines: Mapping[str, Any] | None = None,
-                 queue: cl.CommandQueue | None = None) -> None:
+                 queue: cl.CommandQueue | None = None, tune_params: Any = None,  # noqa: ANN401
+                 tune: str | None = None, answer: Sequence[Any] | None = None,
+                 tune_options: Mapping[str, Any] | None = None) -> None:
         given = dict(params or {})
         if queue is not None:  # the application's queue: its device and context
             device = queue.device
@@ -129,27 +138,94 @@ class PythonKernel:
             self.why = "not tuned on this device (no stored config for this kernel)"
             warnings.warn(f"cltune: {kernel_name}: {self.why}; running with "
                           f"{family.KernelParams(given).short()}", CltuneWarning, stacklevel=2)
-        self.job = k.job(given)
-        if not self.ran_here or any(self.source_of.get(n) == "params" for n in given):
-            spec = remote.Spec(k.arguments, None, None, 0.0, 1, k.compiler_options)
-            v = checked(k.info, "kernel", f"{k.variant}:{family.KernelParams(given).key()}:"
-                        f"{self.job.gsize}", remote.vet, spec, self.job)
-            if not v.ok:
-                raise KernelRunError(f"{kernel_name} with {family.KernelParams(given).short()} "
-                                     f"did not run on {k.dev.name}: {v.reason}")
-        self.queue = queue if queue is not None else cl.CommandQueue(cl.Context([k.dev]), k.dev)
-        self.ctx = self.queue.context
-        prg = cl.Program(self.ctx, self.job.text).build(options=k.compiler_options)
-        self.kernel = getattr(prg, self.job.name)
+        self.verbose = verbose
         n = len(k.arguments)
         self.inputs = list(inputs) if inputs is not None else [True] * n
         self.outputs = list(outputs) if outputs is not None else [True] * n
-        self.gpu_args = [cla.to_device(self.queue, np.ascontiguousarray(a)).data
-                         if isinstance(a, np.ndarray) else a for a in k.arguments]
-        self.verbose = verbose
+        self.queue = queue if queue is not None else cl.CommandQueue(cl.Context([k.dev]), k.dev)
+        self.ctx = self.queue.context
         self._types = tuple(type(a) if isinstance(a, np.generic) else None
                             for a in k.arguments)
+        self._lock = threading.Lock()
+        self._pending: dict | None = None
+        self._tuner: threading.Thread | None = None
+        self._install(given)
+        self.gpu_args = [cla.to_device(self.queue, np.ascontiguousarray(a)).data
+                         if isinstance(a, np.ndarray) else a for a in k.arguments]
+        if tune == "first-use" and self.level == "defaults":
+            self._tune_in_background(kernel_string, tune_params, db, answer,
+                                     dict(tune_options or {}))
+        elif tune not in (None, "first-use"):
+            raise ValueError(f"tune={tune!r:.20}: None or 'first-use'")
+
+    def _install(self, params: dict) -> None:
+        """Build `params` here (after a run in the worker unless the tuner ran it on this
+        device and driver) and make it the one launched."""
+        k = self._k
+        job = k.job(params)
+        if not self.ran_here or any(self.source_of.get(n) == "params" for n in params):
+            spec = remote.Spec(k.arguments, None, None, 0.0, 1, k.compiler_options)
+            v = checked(k.info, "kernel", f"{k.variant}:{family.KernelParams(params).key()}:"
+                        f"{job.gsize}", remote.vet, spec, job)
+            if not v.ok:
+                raise KernelRunError(f"{k.name} with {family.KernelParams(params).short()} "
+                                     f"did not run on {k.dev.name}: {v.reason}")
+        prg = cl.Program(self.ctx, job.text).build(options=k.compiler_options)
+        self.kernel = getattr(prg, job.name)
+        self.job, self.params = job, params
         self._setter = setter(self.kernel, self._types)
+
+    def _tune_in_background(self, source_arg: Any, tune_params: Any, db: Any,  # noqa: ANN401
+                            answer: Any, options: dict) -> None:  # noqa: ANN401
+        """First-use tuning: the space tuned in a thread (its configs judged in the worker),
+        the best launched from the first call after it finished."""
+        if not tune_params:
+            raise ValueError("tune='first-use' needs tune_params (the space to tune)")
+        from cltune.user.tune import tune_kernel  # lazy: the tuner, only when tuning
+
+        k = self._k
+        args = [np.copy(a) if isinstance(a, np.ndarray) else a for a in k.arguments]
+        given = {n: v for n, v in self.params.items() if self.source_of.get(n) == "params"}
+        names = None if tuple(k.block_names) == DEFAULT_BLOCK_NAMES else list(k.block_names)
+        self.why += "; tuning at first use in the background"
+
+        def run() -> None:
+            try:
+                _, env = tune_kernel(k.name, source_arg, k.problem_size, args, tune_params,
+                                     *k.grid_div, device=k.dev, db=db, answer=answer,
+                                     quiet=True, compiler_options=k.compiler_options,
+                                     defines=k.defines, block_size_names=names, **options)
+            except Exception as e:  # noqa: BLE001 - the application goes on with its config
+                warnings.warn(f"cltune: first-use tuning of {k.name} failed: {e}",
+                              CltuneWarning, stacklevel=1)
+                return
+            best = env.get("best_config")
+            if best is not None:
+                with self._lock:
+                    self._pending = {**{n: best[n] for n in tune_params}, **given}
+
+        self._tuner = threading.Thread(target=run, name=f"cltune-first-use-{k.name[:20]}",
+                                       daemon=True)
+        self._tuner.start()
+
+    def wait_tuned(self, timeout: float | None = None) -> bool:
+        """Wait for first-use tuning (if any); whether its best now serves."""
+        if self._tuner is not None:
+            self._tuner.join(timeout)
+        self._swap()
+        return self.level == "tuned"
+
+    def _swap(self) -> None:
+        if self._pending is None:
+            return
+        with self._lock:
+            params, self._pending = self._pending, None
+        if params is None:
+            return
+        self.ran_here = True
+        self.source_of = {n: "tuned" for n in params}
+        self._install(params)
+        self.level, self.why = "tuned", "tuned at first use on this device"
 
     def _from_db(self, db: Any, size: str) -> dict:  # noqa: ANN401
         from cltune.tuning_db.answer import answer  # lazy: the database layer, when serving
@@ -198,6 +274,8 @@ class PythonKernel:
         return out
 
     def run_kernel(self, args: Sequence[Any]) -> list:
+        if self._pending is not None:
+            self._swap()
         self.update_gpu_args(args)
         self.kernel(self.queue, self.job.gsize, self.job.lsize, *self.gpu_args)
         return self.get_gpu_result(args)
@@ -211,6 +289,8 @@ class PythonKernel:
         `queue` (this kernel's queue when None: the one given to the constructor, else its
         own). Buffers are set on every call, scalars only when they changed (the families'
         warm-launch path, `opencl.kernel_args.ArgSetter`)."""
+        if self._pending is not None:
+            self._swap()
         vals = [a.data if type(a) is cla.Array else a for a in args]
         if len(vals) != len(self._types):
             raise TypeError(f"{self._k.name} takes {len(self._types)} arguments, "
