@@ -588,3 +588,17 @@ def test_first_use_tuning_serves_the_best_once_it_finished(device, db_url):
     again = cltune.PythonKernel("vector_add", VECTOR_ADD, 6007, args, device=device[1],
                                 db=db_url)
     assert again.level == "exact" and again.params == k.params
+
+
+def test_verify_says_it_leaves_kernel_results_alone(device, db_url):
+    from typer.testing import CliRunner
+
+    from cltune.cli.app import app
+
+    args, _ = _vadd(1001)
+    cltune.tune_kernel("vector_add", VECTOR_ADD, 1001, args, {"block_size_x": [32]},
+                       device=device[1], db=db_url, quiet=True)
+    dev = f"{device[0].platform_index}:{device[0].device_index}"
+    r = CliRunner().invoke(app, ["verify", "--device", dev, "--db", db_url])
+    text = " ".join(r.output.split())
+    assert "1 stored kernel result(s) not re-run" in text and "resume=False" in text, r.output

@@ -235,9 +235,11 @@ def render_verify(info: DeviceInfo, rows: list[Any], skipped: dict[str, int],
     """`cltune verify`: what now serves each stored variant and size (reverify rows); True
     when one has no config that passes."""
     for fam, n in skipped.items():
-        out.print(f"[dim]{n} stored {fam} result(s) not re-run: an expression's code is the "
-                  "application's and is not stored (its fingerprint is); re-validate them "
-                  "with knl.tune(...)[/]")
+        what, how = ("a kernel's", "cltune.tune_kernel(..., resume=False)") if fam == "kernel" \
+            else ("an expression's", "knl.tune(...)")
+        out.print(f"[dim]{n} stored {fam} result(s) not re-run: {what} code and arguments are "
+                  f"the application's and are not stored (its fingerprint is); re-validate "
+                  f"them with {how}[/]")
     if not rows:
         out.print(f"nothing stored for {info.name} (nor its hardware or model)")
         return False

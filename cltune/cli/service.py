@@ -304,8 +304,9 @@ def verify(db: str | None, selector: str, op: str | None, dtype: str | None):  #
 
 
 #: families whose stored results verify cannot re-run: their code (an application's
-#: expression) is not stored, only its fingerprint; `knl.tune(...)` re-validates them
-CODE_FAMILIES = ("expr", "expr_axis")
+#: expression or kernel) is not stored, only its fingerprint; `knl.tune(...)` and
+#: `tune_kernel(..., resume=False)` re-validate them
+CODE_FAMILIES = ("expr", "expr_axis", user_family.NAME)
 
 
 def not_reverified(db: str | None, selector: str) -> dict[str, int]:
