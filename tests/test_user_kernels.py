@@ -602,3 +602,34 @@ def test_verify_says_it_leaves_kernel_results_alone(device, db_url):
     r = CliRunner().invoke(app, ["verify", "--device", dev, "--db", db_url])
     text = " ".join(r.output.split())
     assert "1 stored kernel result(s) not re-run" in text and "resume=False" in text, r.output
+
+
+NAMED = """
+__kernel void scale(__global float *y, __global const float *x, int n) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = FACTOR * x[i] + OFFSET;
+}
+"""
+
+
+def test_block_size_names_iterations_defines_and_verbose(device, capsys):
+    n = 3001
+    x = np.arange(n, dtype=np.float32)
+    args = [np.zeros(n, np.float32), x, np.int32(n)]
+    res, env = cltune.tune_kernel("scale", NAMED, n, args, {"wg": [16, 48], "f": [2, 3]},
+                                  block_size_names=["wg"], iterations=3, verbose=True,
+                                  defines={"FACTOR": "f", "OFFSET": lambda p: p["wg"] // 16},
+                                  answer=None, device=device[1], db=False)
+    printed = capsys.readouterr().out
+    assert "Searchspace has 4 configurations after restrictions." in printed
+    assert "Using: " + device[1].name in printed and "BEST PERFORMING" in printed
+    assert len(res) == 4 and all(len(r["times"]) == 3 for r in res) and env["iterations"] == 3
+    for r in res:  # the work-group from `wg`, the values through the defines
+        out = cltune.run_kernel("scale", NAMED, n, args, {"wg": r["wg"], "f": r["f"]},
+                                block_size_names=["wg"],
+                                defines={"FACTOR": "f", "OFFSET": lambda p: p["wg"] // 16},
+                                device=device[1])
+        assert np.array_equal(out[0], r["f"] * x + r["wg"] // 16)
+    with pytest.raises(ValueError, match="at most 3"):
+        cltune.tune_kernel("scale", NAMED, n, args, {"wg": [16]},
+                           block_size_names=["a", "b", "c", "d"], device=device[1], db=False)
