@@ -187,8 +187,12 @@ __kernel void k(__global float *c, __global const float *a, int n) {
 """
 
 
+@pytest.mark.parametrize("prebuild", ["0", "1"], ids=["alone", "next-built-ahead"])
 def test_every_kind_of_failure_is_a_failed_config_and_the_search_goes_on(device, monkeypatch,
-                                                                          tmp_path):
+                                                                          tmp_path, prebuild):
+    """Also with the next config built in a thread while one is checked and timed (what
+    GPUs do): a build error found ahead is still that config's, a crash still its own."""
+    monkeypatch.setenv("CLTUNE_KERNEL_PREBUILD", prebuild)
     n = 1000
     a = np.arange(n, dtype=np.float32)
     args = [np.zeros(n, np.float32), a, np.int32(n)]

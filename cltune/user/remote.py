@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 import re
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,6 +66,8 @@ class Job:
 class _Session:
     def __init__(self, ctx: cl.Context, dev: cl.Device, spec: Spec) -> None:
         self.ctx, self.dev, self.spec = ctx, dev, spec
+        #: prepared source -> (the thread building it, [program or error, seconds])
+        self.ahead: dict[str, tuple[threading.Thread, list]] = {}
         self.queue = profiling_queue(ctx, dev)
         self.args: list = []
         self.host: list = []
@@ -102,9 +105,11 @@ def close_session(_ctx: Any, _queue: Any, _dev: Any, _info: Any, sid: str) -> st
 
 
 def evaluate(_ctx: Any, _queue: Any, _dev: Any, _info: Any, sid: str, job: Job,  # noqa: ANN401
-             variant: str) -> dict:
+             variant: str, ahead: Job | None = None) -> dict:
     """One config judged in this worker: a dict with `step` ('timed' when it ran right),
-    `reason`, `times` (ms), `compile_time`, `verification_time`, `benchmark_time` (ms)."""
+    `reason`, `times` (ms), `compile_time`, `verification_time`, `benchmark_time` (ms).
+    `ahead`: the next config, built in a thread while this one is checked and timed (a GPU's
+    timing leaves the host's cores idle; the caller sends it only there)."""
     s = _sessions.get(sid)
     if s is None:
         return {"step": "lost", "reason": "session not open in this worker"}
@@ -113,20 +118,53 @@ def evaluate(_ctx: Any, _queue: Any, _dev: Any, _info: Any, sid: str, job: Job, 
     if action and action != "wrong":
         print(f"cltune test fault: {action} on {job.params}", file=sys.stderr, flush=True)
         faults.fire(action)
-    out = _judge(s, job)
+    out = _judge(s, job, ahead)
     if action == "wrong" and out["step"] == "timed":
         out = {**out, "step": "validate", "times": None,
                "reason": "wrong answer (injected by CLTUNE_TEST_FAULT)"}
     return out
 
 
-def _judge(s: _Session, job: Job) -> dict:
+def _build(s: _Session, text: str) -> tuple[cl.Program, float]:
+    """The program of `text` and its build's seconds: the one built ahead, else built now."""
+    hit = s.ahead.pop(text, None)
+    if hit is not None:
+        hit[0].join()
+        got, secs = hit[1]
+        if isinstance(got, Exception):
+            raise got
+        return got, secs
+    t0 = time.perf_counter()
+    prg = cl.Program(s.ctx, text).build(options=list(s.spec.compiler_options), devices=[s.dev])
+    return prg, time.perf_counter() - t0
+
+
+def _build_ahead(s: _Session, text: str) -> None:
+    if text in s.ahead:
+        return
+    box: list = [None, 0.0]
+
+    def run() -> None:
+        t0 = time.perf_counter()
+        try:
+            box[0] = cl.Program(s.ctx, text).build(options=list(s.spec.compiler_options),
+                                                   devices=[s.dev])
+        except Exception as e:  # noqa: BLE001 - raised where the config is judged
+            box[0] = e
+        box[1] = time.perf_counter() - t0
+
+    t = threading.Thread(target=run, name="cltune-build-ahead", daemon=True)
+    s.ahead[text] = (t, box)
+    t.start()
+
+
+def _judge(s: _Session, job: Job, ahead: Job | None = None) -> dict:
     out: dict[str, Any] = {"step": "", "reason": "", "times": None, "compile_time": 0.0,
                            "verification_time": 0.0, "benchmark_time": 0.0}
     t0 = time.perf_counter()
     try:
-        prg = cl.Program(s.ctx, job.text).build(options=list(s.spec.compiler_options),
-                                                devices=[s.dev])
+        prg, secs = _build(s, job.text)
+        t0 = time.perf_counter() - secs
     except cl.Error as e:
         out["compile_time"] = (time.perf_counter() - t0) * 1e3
         msg = str(e)
@@ -141,6 +179,8 @@ def _judge(s: _Session, job: Job) -> dict:
         out["step"], out["reason"] = "usage", f"the program has no kernel named {job.name!r}"
         return out
     out["compile_time"] = (time.perf_counter() - t0) * 1e3
+    if ahead is not None and ahead.text != job.text:
+        _build_ahead(s, ahead.text)
     wg = int(np.prod(job.lsize))
     kwg = k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, s.dev)
     if wg > kwg:

@@ -9,6 +9,7 @@ times the longest evaluation seen so far.
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from typing import Any
@@ -25,6 +26,10 @@ class Session:
         self.sid = uuid.uuid4().hex
         self.generation = -1
         self.longest_s = 0.0
+        #: build the next config while this one is timed: not on the host's CPU, whose cores
+        #: the timed kernel uses (CLTUNE_KERNEL_PREBUILD=1/0 forces it)
+        force = os.environ.get("CLTUNE_KERNEL_PREBUILD", "").strip()
+        self.prebuild = force == "1" if force in ("0", "1") else info.type != "cpu"
 
     def deadline(self) -> float:
         return max(60.0, deadline_floor(), 10 * self.longest_s)
@@ -36,15 +41,24 @@ class Session:
                              (self.sid, self.spec), deadline_s=max(120.0, deadline_floor()))
             self.generation = self.worker.generation
 
-    def evaluate(self, job: remote.Job) -> dict[str, Any]:
+    def evaluate(self, job: remote.Job, ahead: remote.Job | None = None) -> dict[str, Any]:
         """The worker's verdict on one config (`remote.evaluate`'s dict), or a `crashed`,
-        `hung` or `error` one when the worker could not answer."""
+        `hung` or `error` one when the worker could not answer. `ahead` (the next config) is
+        built there meanwhile where `prebuild` is on (devices that are not the host's CPU:
+        the build overlaps the timing); a config whose evaluation failed while another was
+        built ahead is judged again alone, so that the other one's crash is never its."""
+        out = self._evaluate(job, ahead if self.prebuild else None)
+        if ahead is not None and self.prebuild and out["step"] in ("crashed", "hung", "error"):
+            out = self._evaluate(job, None)
+        return out
+
+    def _evaluate(self, job: remote.Job, ahead: remote.Job | None) -> dict[str, Any]:
         t0 = time.monotonic()
         try:
             for _ in range(2):
                 self._open()
                 out = self.worker.call("check", "kernel", self.variant, remote.evaluate,
-                                       (self.sid, job, self.variant),
+                                       (self.sid, job, self.variant, ahead),
                                        deadline_s=self.deadline())
                 if out.get("step") != "lost":
                     break

@@ -90,9 +90,10 @@ class Budget:
 
 
 def run(name: str, opts: Mapping[str, Any], space: Space, seed: int | None,
-        cost: Callable[[dict], float]) -> None:
-    """Drive `cost(config)` (the objective to minimise; WORST when the config failed) over
-    the space with the named strategy until its budget is spent."""
+        cost: Callable[..., float]) -> None:
+    """Drive `cost(config, next_config)` (the objective to minimise; WORST when the config
+    failed; `next_config` the one evaluated after it where the order is known, else None)
+    over the space with the named strategy until its budget is spent."""
     n = len(space)
     if n == 0:
         return
@@ -108,11 +109,12 @@ def run(name: str, opts: Mapping[str, Any], space: Space, seed: int | None,
                         opts.get("time_limit"))
         _model_based(opts, space, seed, cost, budget)
         return
-    for cfg in order:
+    todo = order[:budget.left]
+    for i, cfg in enumerate(todo):
         if budget.spent():
             return
         budget.use()
-        cost(cfg)
+        cost(cfg, todo[i + 1] if i + 1 < len(todo) else None)
 
 
 def _model_based(opts: Mapping[str, Any], space: Space, seed: int | None,
@@ -155,7 +157,7 @@ def _model_based(opts: Mapping[str, Any], space: Space, seed: int | None,
                 continue
             if key not in known:
                 budget.use()
-                known[key] = cost(by_key[key])
+                known[key] = cost(by_key[key], None)
             study.tell(trial, known[key])
         rest = [c for c in space.configs if space.key(c) not in known]
         random.Random(seed).shuffle(rest)
@@ -163,7 +165,7 @@ def _model_based(opts: Mapping[str, Any], space: Space, seed: int | None,
             if budget.spent():
                 break
             budget.use()
-            known[space.key(cfg)] = cost(cfg)
+            known[space.key(cfg)] = cost(cfg, None)
 
 
 def _hashable(v: object) -> object:

@@ -131,15 +131,15 @@ def _tune(k: Kernel, tune_params: Any, restrictions: Any, answer: list | None,  
                   f"{f['reason']}")
         return strategies.WORST
 
-    def cost(cfg: dict) -> float:
+    def cost(cfg: dict, nxt: dict | None = None) -> float:
         nonlocal steps_ms, in_cost
         t0 = time.perf_counter()
         try:
-            return _cost(cfg)
+            return _cost(cfg, nxt)
         finally:
             in_cost += time.perf_counter() - t0
 
-    def _cost(cfg: dict) -> float:
+    def _cost(cfg: dict, nxt: dict | None) -> float:
         nonlocal steps_ms
         key = space.key(cfg)
         entry = cfile.entries.get(key) if cfile is not None else None
@@ -156,7 +156,7 @@ def _tune(k: Kernel, tune_params: Any, restrictions: Any, answer: list | None,  
         row = known[st.size_class].get(KernelParams(cfg).key())
         if row is not None:
             return _resumed(cfg, row, st)
-        o = session.evaluate(k.job(cfg))
+        o = session.evaluate(k.job(cfg), _ahead(nxt))
         steps_ms += sum(float(o.get(t) or 0.0) for t in results.TIMING_KEYS)
         if o["step"] == "usage":
             raise KernelSourceError(o["reason"])
@@ -176,6 +176,16 @@ def _tune(k: Kernel, tune_params: Any, restrictions: Any, answer: list | None,  
         if not quiet:
             print(results.config_string(r, show))
         return results.score(r, objective, higher)
+
+    def _ahead(nxt: dict | None) -> Any:  # noqa: ANN401 - the next config's job, if it runs
+        if nxt is None or session is None or not session.prebuild:
+            return None
+        if cfile is not None and space.key(nxt) in cfile.entries:
+            return None
+        try:
+            return k.job(nxt)
+        except (ValueError, TypeError):  # its own evaluation says why
+            return None
 
     def _resumed(cfg: dict, row: Any, st: KernelResults) -> float:  # noqa: ANN401
         if row.status != "ok":
