@@ -637,3 +637,17 @@ def test_block_size_names_iterations_defines_and_verbose(device, capsys):
     with pytest.raises(ValueError, match="at most 3"):
         cltune.tune_kernel("scale", NAMED, n, args, {"wg": [16]},
                            block_size_names=["a", "b", "c", "d"], device=device[1], db=False)
+
+
+def test_pyopencl_arrays_as_arguments(device):
+    import pyopencl as cl
+    import pyopencl.array as cla
+
+    args, want = _vadd(2049)
+    q = cl.CommandQueue(cl.Context([device[1]]))
+    dargs = [cla.to_device(q, a) for a in args[:3]] + [args[3]]
+    res, env = cltune.tune_kernel("vector_add", VECTOR_ADD, 2049, dargs,
+                                  {"block_size_x": [32, 64]}, answer=[want, None, None, None],
+                                  device=device[1], db=False, quiet=True)
+    assert len(res) == 2 and not env["failed"]
+    assert not dargs[0].get().any()  # the application's arrays are not written
