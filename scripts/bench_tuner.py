@@ -2,11 +2,13 @@
 the same device, the same spaces, one run (#45).
 
 For each case, each tool runs in a fresh process (its wall time includes what a user waits
-for: cltune's evaluation worker and Kernel Tuner's context): brute force over the whole space
-(which valid configs each found, the best time, the wall time), then, with a budget of a fifth
-of the space, cltune's model-based search against Kernel Tuner's strategies (`--kt-strategies`)
-over `--seeds` seeds: the config each picked, scored by its time in cltune's exhaustive run
-(so the score is not the noise of one measurement), as a fraction of the exhaustive best.
+for: cltune's evaluation worker and Kernel Tuner's context) with cold driver caches: brute
+force over the whole space (which valid configs each found, the best time, the wall time).
+Then, with a budget of a fifth of the space, cltune's model-based search against Kernel
+Tuner's strategies (`--kt-strategies`) over `--seeds` seeds, both in their simulation mode on
+the cache file of cltune's exhaustive run (Kernel Tuner's format, which both read): the config
+each search picks, scored by its time in that table as a fraction of the table's best (so
+the score is the strategy's, not one measurement's noise, and seeds cost no device time).
 
     python scripts/bench_tuner.py --device 0:0 --kt-python /path/to/kt-venv/bin/python
     python scripts/bench_tuner.py --device 0:0 --sizes gpu --cases convolution,matmul
@@ -106,12 +108,41 @@ def case(name: str, sizes: str):  # noqa: ANN201 - (args to tune_kernel, kwargs)
     raise SystemExit(f"unknown case {name}")
 
 
+def simulate(tool: str, name: str, sizes: str, platform: int, device: int, strategy: str,
+             budget: int, seeds: int, cache: str) -> dict:
+    """`seeds` searches of one tool in simulation mode over the cache file of an exhaustive
+    run (both tools read Kernel Tuner's format): the config each search would pick."""
+    if tool == "cltune":
+        import cltune as kt
+    else:
+        import kernel_tuner as kt
+    (kname, src, ps, args, tp), kw = case(name, sizes)
+    kw.pop("answer", None)
+    picks = []
+    for seed in range(1, seeds + 1):
+        extra = {"db": False, "seed": seed} if tool == "cltune" else {}
+        np.random.seed(seed)
+        import random
+        random.seed(seed)
+        res, _ = kt.tune_kernel(kname, src, ps, args, tp, platform=platform, device=device,
+                                strategy=strategy, strategy_options={"max_fevals": budget},
+                                quiet=True, verbose=False, cache=cache, simulation_mode=True,
+                                **kw, **extra)
+        ok = [r for r in res if "__error__" not in r and isinstance(r.get("time"), float)]
+        best = min(ok, key=lambda r: r["time"]) if ok else None
+        picks.append(",".join(str(best[k]) for k in tp) if best else None)
+    return {"tool": tool, "case": name, "strategy": strategy, "budget": budget,
+            "picks": picks}
+
+
 def run_one(tool: str, name: str, sizes: str, platform: int, device: int, strategy: str,
-            budget: int | None, seed: int) -> dict:
+            budget: int | None, seed: int, cache: str | None = None) -> dict:
     """One tuning run of one tool in this process: its results as plain data."""
     if tool == "cltune":
         import cltune as kt
         extra = {"db": False, "seed": seed}
+        if cache:
+            extra["cache"] = cache
     else:
         import kernel_tuner as kt
         extra = {}
@@ -131,18 +162,25 @@ def run_one(tool: str, name: str, sizes: str, platform: int, device: int, strate
     ok = [r for r in res if "__error__" not in r and isinstance(r.get("time"), float)]
     keys = sorted(",".join(str(r[k]) for k in tp) for r in ok)
     best = min(ok, key=lambda r: r["time"]) if ok else None
+    failed = [(",".join(str(f[k]) for k in tp), f.get("step", f.get("__error__")))
+              for f in env.get("failed", ())]
     return {"tool": tool, "case": name, "strategy": strategy, "seed": seed, "wall_s": wall,
+            "failed": failed,
             "valid": keys, "times": {",".join(str(r[k]) for k in tp): r["time"] for r in ok},
             "best": ",".join(str(best[k]) for k in tp) if best else None,
             "best_ms": best["time"] if best else None, "device": env.get("device_name")}
 
 
 def spawn(python: str, tool: str, name: str, a: argparse.Namespace, strategy: str,
-          budget: int | None, seed: int) -> dict:
+          budget: int | None, seed: int, cache: str = "", sim: bool = False) -> dict:
     cmd = [python, __file__, "--one", tool, "--cases", name, "--sizes", a.sizes, "--device",
-           a.device, "--strategy", strategy, "--seed", str(seed)]
+           a.device, "--strategy", strategy, "--seed", str(seed), "--seeds", str(a.seeds)]
     if budget:
         cmd += ["--budget", str(budget)]
+    if cache:
+        cmd += ["--cache", cache]
+    if sim:
+        cmd += ["--simulate"]
     # every run compiles cold: no driver or pyopencl cache left by the other tool's run (the
     # two tools put the same #define lines in front of the same source)
     import tempfile
@@ -175,7 +213,7 @@ def main() -> int:
     ap.add_argument("--kt-python", default=sys.executable)
     ap.add_argument("--kt-strategies", default="random_sample,genetic_algorithm,greedy_ils")
     ap.add_argument("--cltune-strategy", default="bayes_opt")
-    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--seeds", type=int, default=25)
     ap.add_argument("--no-budget", action="store_true", help="brute force only")
     ap.add_argument("--timeout", type=float, default=3000)
     ap.add_argument("--json", default="")
@@ -183,6 +221,8 @@ def main() -> int:
     ap.add_argument("--strategy", default="brute_force", help=argparse.SUPPRESS)
     ap.add_argument("--budget", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--cache", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--simulate", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if ":" not in a.device:  # a platform name's part: its first device
         import pyopencl as cl
@@ -193,28 +233,40 @@ def main() -> int:
         a.device = f"{found[0]}:0"
     plat, dev = (int(v) for v in a.device.split(":"))
     if a.one:
-        print(json.dumps(run_one(a.one, a.cases, a.sizes, plat, dev, a.strategy,
-                                 a.budget or None, a.seed)))
+        if a.simulate:
+            print(json.dumps(simulate(a.one, a.cases, a.sizes, plat, dev, a.strategy,
+                                      a.budget, a.seeds, a.cache)))
+        else:
+            print(json.dumps(run_one(a.one, a.cases, a.sizes, plat, dev, a.strategy,
+                                     a.budget or None, a.seed, a.cache or None)))
         return 0
     rows = []
     for name in a.cases.split(","):
-        c = spawn(sys.executable, "cltune", name, a, "brute_force", None, 0)
+        cache = str(Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-tuner-{name}.json")
+        Path(cache).unlink(missing_ok=True)
+        c = spawn(sys.executable, "cltune", name, a, "brute_force", None, 0, cache)
         k = spawn(a.kt_python, "kernel_tuner", name, a, "brute_force", None, 0)
         rows += [c, k]
-        if "error" in c or "error" in k:
-            print(f"{name}: cltune {c.get('error')} kernel_tuner {k.get('error')}")
+        if "error" in c:
+            print(f"{name}: cltune failed: {c.get('error')}")
             continue
-        same = c["valid"] == k["valid"]
-        only_c = sorted(set(c["valid"]) - set(k["valid"]))
-        only_k = sorted(set(k["valid"]) - set(c["valid"]))
-        if c["device"] != k["device"]:
-            print(f"  (devices differ: cltune {c['device']}, kernel_tuner {k['device']})")
-        print(f"{name} on {c['device']}: valid configs cltune {len(c['valid'])} / "
-              f"kernel_tuner {len(k['valid'])} ({'the same' if same else 'differ'}"
-              f"{'' if same else f': only cltune {only_c[:4]}, only KT {only_k[:4]}'}); "
-              f"best {c['best_ms']:.4f} ms ({c['best']}) / {k['best_ms']:.4f} ms ({k['best']}); "
-              f"wall {c['wall_s']:.1f} s / {k['wall_s']:.1f} s = {c['wall_s'] / k['wall_s']:.2f}x "
-              f"(processes {c['process_s']:.1f} / {k['process_s']:.1f} s)", flush=True)
+        if "error" in k:
+            print(f"{name} on {c['device']}: cltune {len(c['valid'])} valid configs, best "
+                  f"{c['best_ms']:.4f} ms ({c['best']}), wall {c['wall_s']:.1f} s, failed "
+                  f"configs {c['failed']}; kernel_tuner stopped: {k.get('error')}", flush=True)
+        else:
+            same = c["valid"] == k["valid"]
+            only_c = sorted(set(c["valid"]) - set(k["valid"]))
+            only_k = sorted(set(k["valid"]) - set(c["valid"]))
+            if c["device"] != k["device"]:
+                print(f"  (devices differ: cltune {c['device']}, kernel_tuner {k['device']})")
+            print(f"{name} on {c['device']}: valid configs cltune {len(c['valid'])} / "
+                  f"kernel_tuner {len(k['valid'])} ({'the same' if same else 'differ'}"
+                  f"{'' if same else f': only cltune {only_c[:4]}, only KT {only_k[:4]}'}); "
+                  f"best {c['best_ms']:.4f} ms ({c['best']}) / {k['best_ms']:.4f} ms "
+                  f"({k['best']}); wall {c['wall_s']:.1f} s / {k['wall_s']:.1f} s = "
+                  f"{c['wall_s'] / k['wall_s']:.2f}x (processes {c['process_s']:.1f} / "
+                  f"{k['process_s']:.1f} s)", flush=True)
         if a.no_budget:
             continue
         table = c["times"]
@@ -225,22 +277,19 @@ def main() -> int:
             t = table.get(r.get("best") or "")
             return ex_best / t if t else 0.0
 
-        line = [f"  budget {budget} of {len(table)}:"]
+        line = [f"  budget {budget} of {len(table)} ({a.seeds} seeds, simulated on cltune's "
+                f"exhaustive table):"]
         for tool, strat, py in [("cltune", a.cltune_strategy, sys.executable),
                                 *[("kernel_tuner", s, a.kt_python)
                                   for s in a.kt_strategies.split(",") if s]]:
-            qs, walls = [], []
-            for seed in range(a.seeds):
-                r = spawn(py, tool, name, a, strat, budget, seed + 1)
-                rows.append(r)
-                if "error" in r:
-                    qs.append(0.0)
-                    continue
-                qs.append(quality(r))
-                walls.append(r["wall_s"])
-            wall = statistics.median(walls) if walls else 0.0
+            r = spawn(py, tool, name, a, strat, budget, 0, cache, sim=True)
+            rows.append(r)
+            if "error" in r:
+                line.append(f"{tool} {strat}: {r['error']}")
+                continue
+            qs = [quality({"best": p}) for p in r["picks"]]
             line.append(f"{tool} {strat} median {statistics.median(qs):.3f} "
-                        f"(min {min(qs):.3f}; wall {wall:.1f} s)")
+                        f"(min {min(qs):.3f}, mean {statistics.mean(qs):.3f})")
         print("; ".join(line), flush=True)
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
