@@ -118,6 +118,14 @@ def simulate(tool: str, name: str, sizes: str, platform: int, device: int, strat
         import kernel_tuner as kt
     (kname, src, ps, args, tp), kw = case(name, sizes)
     kw.pop("answer", None)
+    # Kernel Tuner's simulation knows no device: the work-group limit the exhaustive run
+    # applied is said as a restriction (for both tools alike)
+    import pyopencl as cl
+
+    limit = cl.get_platforms()[platform].get_devices()[device].max_work_group_size
+    blocks = [b for b in ("block_size_x", "block_size_y", "block_size_z") if b in tp]
+    if blocks:
+        kw["restrictions"] = [*kw.get("restrictions", ()), "*".join(blocks) + f"<={limit}"]
     picks = []
     for seed in range(1, seeds + 1):
         extra = {"db": False, "seed": seed} if tool == "cltune" else {}
@@ -188,8 +196,12 @@ def spawn(python: str, tool: str, name: str, a: argparse.Namespace, strategy: st
     env = {**os.environ, "PYOPENCL_NO_CACHE": "1",
            "POCL_CACHE_DIR": tempfile.mkdtemp(prefix="bench-tuner-pocl-")}
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout,
-                       cwd=os.environ.get("TMPDIR", "/tmp"), env=env)
+    try:  # a simulation takes seconds; one that runs on (a strategy looping) is stopped
+        p = subprocess.run(cmd, capture_output=True, text=True,
+                           timeout=min(a.timeout, 300) if sim else a.timeout,
+                           cwd=os.environ.get("TMPDIR", "/tmp"), env=env)
+    except subprocess.TimeoutExpired as e:
+        return {"tool": tool, "case": name, "error": [f"no answer within {e.timeout:.0f} s"]}
     import shutil
 
     shutil.rmtree(env["POCL_CACHE_DIR"], ignore_errors=True)
