@@ -217,6 +217,32 @@ def spawn(python: str, tool: str, name: str, a: argparse.Namespace, strategy: st
     return out
 
 
+def simulations(name: str, a: argparse.Namespace, table: dict, cache: str,
+                rows: list) -> None:
+    """The budgeted searches of both tools, simulated on the exhaustive run's cache file."""
+    ex_best = min(table.values())
+    budget = max(1, len(table) // 5)
+
+    def quality(r: dict, table: dict = table, ex_best: float = ex_best) -> float:
+        t = table.get(r.get("best") or "")
+        return ex_best / t if t else 0.0
+
+    line = [f"  {name}: budget {budget} of {len(table)} ({a.seeds} seeds, simulated on "
+            f"cltune's exhaustive table):"]
+    for tool, strat, py in [("cltune", a.cltune_strategy, sys.executable),
+                            *[("kernel_tuner", s, a.kt_python)
+                              for s in a.kt_strategies.split(",") if s]]:
+        r = spawn(py, tool, name, a, strat, budget, 0, cache, sim=True)
+        rows.append(r)
+        if "error" in r:
+            line.append(f"{tool} {strat}: {r['error']}")
+            continue
+        qs = [quality({"best": p}) for p in r["picks"]]
+        line.append(f"{tool} {strat} median {statistics.median(qs):.3f} "
+                    f"(min {min(qs):.3f}, mean {statistics.mean(qs):.3f})")
+    print("; ".join(line), flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="0:0", help="P:D (platform, device index)")
@@ -229,6 +255,8 @@ def main() -> int:
     ap.add_argument("--no-budget", action="store_true", help="brute force only")
     ap.add_argument("--timeout", type=float, default=3000)
     ap.add_argument("--json", default="")
+    ap.add_argument("--simulations-only", action="store_true",
+                    help="only the budgeted searches, on the cache files of an earlier run")
     ap.add_argument("--one", default="", help=argparse.SUPPRESS)
     ap.add_argument("--strategy", default="brute_force", help=argparse.SUPPRESS)
     ap.add_argument("--budget", type=int, default=0, help=argparse.SUPPRESS)
@@ -255,6 +283,12 @@ def main() -> int:
     rows = []
     for name in a.cases.split(","):
         cache = str(Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-tuner-{name}.json")
+        if a.simulations_only:  # the exhaustive table of an earlier run's cache file
+            entries = json.loads(Path(cache).read_text())["cache"].values()
+            table = {",".join(str(e[p]) for p in case(name, a.sizes)[0][4]): e["time"]
+                     for e in entries if "__error__" not in e}
+            simulations(name, a, table, cache, rows)
+            continue
         Path(cache).unlink(missing_ok=True)
         c = spawn(sys.executable, "cltune", name, a, "brute_force", None, 0, cache)
         k = spawn(a.kt_python, "kernel_tuner", name, a, "brute_force", None, 0)
@@ -281,28 +315,7 @@ def main() -> int:
                   f"{k['process_s']:.1f} s)", flush=True)
         if a.no_budget:
             continue
-        table = c["times"]
-        ex_best = min(table.values())
-        budget = max(1, len(table) // 5)
-
-        def quality(r: dict, table: dict = table, ex_best: float = ex_best) -> float:
-            t = table.get(r.get("best") or "")
-            return ex_best / t if t else 0.0
-
-        line = [f"  budget {budget} of {len(table)} ({a.seeds} seeds, simulated on cltune's "
-                f"exhaustive table):"]
-        for tool, strat, py in [("cltune", a.cltune_strategy, sys.executable),
-                                *[("kernel_tuner", s, a.kt_python)
-                                  for s in a.kt_strategies.split(",") if s]]:
-            r = spawn(py, tool, name, a, strat, budget, 0, cache, sim=True)
-            rows.append(r)
-            if "error" in r:
-                line.append(f"{tool} {strat}: {r['error']}")
-                continue
-            qs = [quality({"best": p}) for p in r["picks"]]
-            line.append(f"{tool} {strat} median {statistics.median(qs):.3f} "
-                        f"(min {min(qs):.3f}, mean {statistics.mean(qs):.3f})")
-        print("; ".join(line), flush=True)
+        simulations(name, a, c["times"], cache, rows)
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
     return 0
