@@ -48,7 +48,6 @@ KT_OPTIONS: dict[str, tuple[str, ...]] = {
                   "popsize", "maxiter"),
     "skopt": ("learner", "acq_func", "x0"),
     "tpe": ("x0",),
-    "local": (),
 }
 NAMES = tuple(KT_OPTIONS)
 
@@ -108,10 +107,7 @@ def run(name: str, opts: Mapping[str, Any], space: Space, seed: int | None,
     else:
         budget = Budget(min(n, int(opts.get("max_fevals") or min(n, 100))),
                         opts.get("time_limit"))
-        if name == "local":
-            _local(space, seed, cost, budget)
-        else:
-            _model_based(opts, space, seed, cost, budget)
+        _model_based(opts, space, seed, cost, budget)
         return
     todo = order[:budget.left]
     for i, cfg in enumerate(todo):
@@ -172,52 +168,6 @@ def _model_based(opts: Mapping[str, Any], space: Space, seed: int | None,
                 break
             budget.use()
             known[space.key(cfg)] = cost(cfg, None)
-
-
-def _local(space: Space, seed: int | None, cost: Callable[..., float], budget: Budget) -> None:
-    """Random starts, then the unseen neighbours of the best so far (one parameter one step
-    along its sorted values), a random one at a time; a random unseen config when the best has
-    none left."""
-    rng = random.Random(seed)
-    values = space.tune_params
-    levels = {k: sorted(set(v), key=_order) for k, v in values.items()}
-    by_key = {space.key(c): c for c in space.configs}
-    seen: dict[str, float] = {}
-
-    def evaluate(cfg: dict) -> None:
-        budget.use()
-        seen[space.key(cfg)] = cost(cfg, None)
-
-    rest = list(space.configs)
-    rng.shuffle(rest)
-    starts = max(2, budget.left // 4)
-    for cfg in rest[:starts]:
-        if budget.spent():
-            return
-        evaluate(cfg)
-    while not budget.spent() and len(seen) < len(space):
-        best_key = min(seen, key=seen.__getitem__)
-        best = by_key[best_key]
-        near = []
-        for k in values:
-            i = levels[k].index(best[k])
-            for j in (i - 1, i + 1):
-                if 0 <= j < len(levels[k]):
-                    key = space.key({**best, k: levels[k][j]})
-                    if key in by_key and key not in seen:
-                        near.append(by_key[key])
-        if near:
-            evaluate(rng.choice(near))
-            continue
-        unseen = [c for c in rest if space.key(c) not in seen]
-        if not unseen:
-            return
-        evaluate(unseen[0])
-
-
-def _order(v: object) -> tuple:
-    return (0, v, "") if isinstance(v, (int, float)) and not isinstance(v, bool) else \
-        (1, 0, repr(v))
 
 
 def _hashable(v: object) -> object:
