@@ -236,3 +236,15 @@ def test_every_family_folder_is_in_the_registry():
     registry = (ROOT / "cltune" / "core" / "family.py").read_text()
     for fam in FAMILIES:
         assert f'"{fam}.family"' in registry, f"{fam} is not in core.family.BUILTIN"
+
+
+def test_every_package_is_in_the_wheel():
+    """pyproject's package list names every folder of cltune/ with an __init__.py (a new
+    subpackage left out installs without it: `No module named ...` only on a fresh install)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts)
+             for p in (ROOT / "cltune").rglob("__init__.py")}
+    assert not found - listed, f"not in pyproject's packages: {sorted(found - listed)}"
