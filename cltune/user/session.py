@@ -3,8 +3,9 @@ there (the arguments sent once per worker life), each config judged there with a
 
 A build or launch that kills the worker is a `crashed` outcome, one that misses its deadline
 `hung` (the worker is killed); the next config starts a new worker and opens the session
-again. The deadline of a config is at least `CLTUNE_DEADLINE_S` (20 s) and 60 s, and ten
-times the longest evaluation seen so far.
+again. The deadline of a config is at least `CLTUNE_DEADLINE_S` (20 s) and 120 s (a build
+and eight launches of a large problem on a CPU), and ten times the longest evaluation seen so
+far.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class Session:
         self.prebuild = force == "1" if force in ("0", "1") else info.type != "cpu"
 
     def deadline(self) -> float:
-        return max(60.0, deadline_floor(), 10 * self.longest_s)
+        return max(120.0, deadline_floor(), 10 * self.longest_s)
 
     def _open(self) -> None:
         gen = self.worker.ensure()
