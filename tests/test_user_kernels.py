@@ -86,15 +86,16 @@ def test_convolution_with_its_naive_kernel_as_the_answer(device):
         for i in range(17):
             want += img[j:j + 48, i:i + 64].astype(np.float64) * filt[j * 17 + i]
     np.testing.assert_allclose(ref[0].reshape(48, 64), want, rtol=1e-4, atol=1e-3)
+    # 8 points: every build unrolls the 17x17 filter (1-2 s each on PoCL)
     tune_params = {"block_size_x": [16, 32], "block_size_y": [2, 4], "tile_size_x": [1, 2],
-                   "tile_size_y": [1, 2]}
+                   "tile_size_y": [2]}
     results, env = cltune.tune_kernel("convolution_kernel", str(src), problem_size, args,
                                       tune_params, grid_div_y=["block_size_y", "tile_size_y"],
                                       grid_div_x=["block_size_x", "tile_size_x"],
                                       answer=[ref[0], None, None], atol=1e-3,
                                       compiler_options=opts, device=device[1], db=False,
                                       quiet=True)
-    assert len(results) + env["failed_count"] == 16
+    assert len(results) + env["failed_count"] == 8
     assert env["failed"] == [], env["failed"]
 
 
