@@ -652,3 +652,27 @@ def test_pyopencl_arrays_as_arguments(device):
                                   device=device[1], db=False, quiet=True)
     assert len(res) == 2 and not env["failed"]
     assert not dargs[0].get().any()  # the application's arrays are not written
+
+
+def test_a_kernel_made_of_several_files(device, tmp_path, monkeypatch):
+    """Kernel Tuner's list of files: the first is the kernel, the others files it includes
+    by the name given; each gets the parameters' #define lines."""
+    (tmp_path / "header.h").write_text("#define SCALE (2.0f * tile)\n")
+    (tmp_path / "main.cl").write_text(
+        '#include "header.h"\n'
+        "__kernel void k(__global float *y, __global const float *x, int n) {\n"
+        "    int i = get_global_id(0);\n"
+        "    if (i < n) y[i] = SCALE * x[i];\n}\n")
+    monkeypatch.chdir(tmp_path)
+    x = np.arange(1000, dtype=np.float32)
+    args = [np.zeros_like(x), x, np.int32(1000)]
+    res, env = cltune.tune_kernel("k", ["main.cl", "header.h"], 1000, args,
+                                  {"block_size_x": [32, 64], "tile": [1, 3]},
+                                  answer=None, device=device[1], db=False, quiet=True)
+    assert len(res) == 4 and not env["failed"]
+    out = cltune.run_kernel("k", ["main.cl", "header.h"], 1000, args,
+                            {"block_size_x": 32, "tile": 3}, device=device[1])
+    assert np.array_equal(out[0], 6 * x)
+    with pytest.raises(KernelSourceError, match="secondary entries must be filenames"):
+        cltune.tune_kernel("k", ["main.cl", "int x;"], 1000, args, {"block_size_x": [32]},
+                           device=device[1], db=False, quiet=True)

@@ -98,7 +98,9 @@ def read_source(kernel_source: Any) -> Source:  # noqa: ANN401 - str, Path or a 
         first = read_source(kernel_source[0])
         others = []
         for f in kernel_source[1:]:
-            if not (isinstance(f, Path) or looks_like_a_filename(f)):
+            # Kernel Tuner's rule, or a file that exists (its rule refuses `header.h`)
+            if not (isinstance(f, Path) or looks_like_a_filename(f)
+                    or (isinstance(f, str) and Path(f).is_file())):
                 raise KernelSourceError("When passing multiple kernel sources, the secondary "
                                         "entries must be filenames")
             others.append((str(f), _read(Path(f))))
