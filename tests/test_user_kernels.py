@@ -676,3 +676,14 @@ def test_a_kernel_made_of_several_files(device, tmp_path, monkeypatch):
     with pytest.raises(KernelSourceError, match="secondary entries must be filenames"):
         cltune.tune_kernel("k", ["main.cl", "int x;"], 1000, args, {"block_size_x": [32]},
                            device=device[1], db=False, quiet=True)
+
+
+def test_an_untuned_kernel_runs_the_first_config_of_its_space(device, db_url):
+    args, want = _vadd(3001)
+    with pytest.warns(CltuneWarning, match="not tuned"):
+        k = cltune.PythonKernel("vector_add", VECTOR_ADD, 3001, args, device=device[1],
+                                db=db_url, tune_params={"block_size_x": [4096 * 4, 96, 128]},
+                                restrictions=["block_size_x != 96"])
+    assert k.params == {"block_size_x": 128} and k.level == "defaults"  # within the limits
+    assert "space default" in k.explain()
+    assert np.array_equal(k(*args)[0], want)

@@ -7,7 +7,9 @@ problem size (exact, else the nearest tuned one: log distance over the dimension
 the database's fallback chain (this device and driver, the same device under another driver
 or setup, shipped results, the vendor's most chosen config); a `results_file` (Kernel Tuner's
 `store_results` JSON) is read as Kernel Tuner reads it. Nothing tuned: the kernel runs with
-`params` alone (its `#ifndef` defaults, a work-group of 256) and a `CltuneWarning` says so.
+`params` and, where `tune_params=` (and `restrictions=`) name its space, the first config of
+that space that keeps them (else its `#ifndef` defaults, a work-group of 256), run once in the
+worker first; a `CltuneWarning` says so.
 `k.params` holds what it uses, `k.explain()` where each came from.
 
 A config that did not run in the tuner's worker on this device and driver (any level but
@@ -49,6 +51,7 @@ from cltune.user.interop import IMPORTED
 from cltune.user.kernel import Kernel
 from cltune.user.run import KernelRunError
 from cltune.user.source import DEFAULT_BLOCK_NAMES
+from cltune.user.space import Space
 
 
 def nearest(size: tuple[int, ...], rows: Sequence[Any]) -> Any | None:  # noqa: ANN401
@@ -109,7 +112,8 @@ class PythonKernel:
                  defines: Mapping[str, Any] | None = None,
                  queue: cl.CommandQueue | None = None, tune_params: Any = None,  # noqa: ANN401
                  tune: str | None = None, answer: Sequence[Any] | None = None,
-                 tune_options: Mapping[str, Any] | None = None) -> None:
+                 tune_options: Mapping[str, Any] | None = None,
+                 restrictions: Any = None) -> None:  # noqa: ANN401
         given = dict(params or {})
         if queue is not None:  # the application's queue: its device and context
             device = queue.device
@@ -133,6 +137,17 @@ class PythonKernel:
                 self.source_of[name] = self.level
         family.KernelParams(given)  # every value checked before it reaches the compiler
         self.params = given
+        if not stored and self.level != "results_file" and tune_params:
+            # the first config of the space (Kernel Tuner's order) that keeps the given
+            # params, within the restrictions and the device's work-group limit
+            space = Space(tune_params, restrictions, k.max_threads)
+            for cfg in space.configs:
+                if all(cfg.get(n, v) == v for n, v in given.items()):
+                    for n, v in cfg.items():
+                        if n not in given:
+                            given[n] = v
+                            self.source_of[n] = "space default"
+                    break
         if not stored and self.level != "results_file":
             self.level = "defaults"
             self.why = "not tuned on this device (no stored config for this kernel)"
@@ -153,8 +168,10 @@ class PythonKernel:
         self.gpu_args = [cla.to_device(self.queue, np.ascontiguousarray(a)).data
                          if isinstance(a, np.ndarray) else a for a in k.arguments]
         if tune == "first-use" and self.level == "defaults":
-            self._tune_in_background(kernel_string, tune_params, db, answer,
-                                     dict(tune_options or {}))
+            opts = dict(tune_options or {})
+            if restrictions is not None:
+                opts.setdefault("restrictions", restrictions)
+            self._tune_in_background(kernel_string, tune_params, db, answer, opts)
         elif tune not in (None, "first-use"):
             raise ValueError(f"tune={tune!r:.20}: None or 'first-use'")
 
