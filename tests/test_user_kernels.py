@@ -198,17 +198,22 @@ def test_every_kind_of_failure_is_a_failed_config_and_the_search_goes_on(device,
     a = np.arange(n, dtype=np.float32)
     args = [np.zeros(n, np.float32), a, np.int32(n)]
     with injected(monkeypatch, tmp_path, "abort:family=kernel,block_size_x=16;"
-                                         "hang:family=kernel,block_size_x=8"):
+                                         "hang:family=kernel,block_size_x=8;"
+                                         "segv:family=kernel,block_size_x=512;"
+                                         "wrong:family=kernel,block_size_x=256"):
         monkeypatch.setenv("CLTUNE_DEADLINE_S", "3")
         from cltune.user import session
         monkeypatch.setattr(session.Session, "deadline", lambda self: 3.0)
         res, env = cltune.tune_kernel("k", FAULTY, n, args,
-                                      {"block_size_x": [8, 16, 32, 64, 128, 256]},
+                                      {"block_size_x": [8, 16, 32, 64, 128, 256, 512,
+                                                        1024]},
                                       answer=[2 * a, None, None], device=device[1], db=False,
                                       quiet=True)
-    assert [r["block_size_x"] for r in res] == [32, 256]
+    assert [r["block_size_x"] for r in res] == [32, 1024]
     why = {f["block_size_x"]: (f["step"], f["__error__"], f["reason"]) for f in env["failed"]}
-    assert set(why) == {8, 16, 64, 128} and env["failed_count"] == 4
+    assert set(why) == {8, 16, 64, 128, 256, 512} and env["failed_count"] == 6
+    assert why[512][0] == "crashed" and "SIGSEGV" in why[512][2]
+    assert why[256][0] == "validate" and "injected" in why[256][2]
     assert why[8][0] == "hung" and "no answer" in why[8][2]
     assert why[16][0] == "crashed" and "SIGABRT" in why[16][2]
     assert why[64][:2] == ("build", "CompileError") and "build failed" in why[64][2]
