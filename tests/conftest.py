@@ -115,7 +115,7 @@ def storage_url(tmp_path):
 
 
 #: a test that took longer than this on a 2-core machine (tests/durations.json) is `slow`
-SLOW_S = 2.0
+SLOW_S = 1.0
 #: what a test missing from tests/durations.json (a new one) is taken to take
 NEW_TEST_S = 1.0
 
