@@ -311,7 +311,8 @@ def export_cmd(
 ) -> None:
     """Export the best configs as a versioned JSON file (to share or ship).
 
-    Example: cltune export --device 0 -o results.json
+    Example: cltune export --device 0 -o results.json;
+    cltune export --format kernel-tuner --kernel vector_add -o vector_add.json
     """
     with _errors():
         if fmt == "kernel-tuner":
@@ -340,7 +341,7 @@ def import_cmd(
 ) -> None:
     """Import results: every field is validated first; one bad field rejects the whole file.
 
-    Example: cltune import results.json
+    Example: cltune import results.json; cltune import kt_cache.json --kernel-source kernel.cl
     """
     with _errors():
         rep = _service().import_file(db, path, kernel_source, device,
