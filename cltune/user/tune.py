@@ -202,6 +202,10 @@ def _tune(k: Kernel, tune_params: Any, restrictions: Any, answer: list | None,  
     t_search = time.perf_counter()
     try:
         strategies.run(name, opts, space, seed, cost)
+    except BaseException:
+        for s in stores.values():  # the run stops here: nothing more is written
+            s.close()
+        raise
     finally:
         if session is not None:
             session.close()
