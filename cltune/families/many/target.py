@@ -8,16 +8,15 @@ launch takes (reference.awkward).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pyopencl as cl
 
 from cltune.core.inputs import make_input
-from cltune.core.space import LayoutSpace
+from cltune.core.space import GridSpace
 from cltune.device.info import DeviceInfo
 from cltune.families.base import Target
 from cltune.families.many import family as many_family
@@ -45,25 +44,18 @@ VALIDATE_SIZE = 4099
 
 
 @dataclass(frozen=True)
-class ManySpace(LayoutSpace):
-    """Allowed values per ManyConfig field on one device."""
+class ManySpace(GridSpace):
+    """Allowed values per ManyConfig field on one device (GridSpace's checks), and the
+    accumulator tile each work-item keeps in local memory."""
 
-    info: DeviceInfo
-    acc_bytes: int
-    values: dict[str, tuple] = field(default_factory=dict)
-    excluded: dict[str, str] = field(default_factory=dict)
+    acc_bytes: int = 8
     layout: str = "many"
-
-    def size(self) -> int:
-        return math.prod(len(v) for v in self.values.values())
 
     def check(self, cfg: ManyConfig) -> str:
         """'' when cfg is feasible here, else why (nothing compiled)."""
-        for k, allowed in self.values.items():
-            if getattr(cfg, k) not in allowed:
-                return f"{k}={getattr(cfg, k)} not offered here ({'/'.join(map(str, allowed))})"
-        if cfg.wg > self.info.max_wg:
-            return f"wg={cfg.wg} > device limit {self.info.max_wg}"
+        why = super().check(cfg)
+        if why:
+            return why
         tile = cfg.wg * self.acc_bytes
         if tile + 256 > self.info.local_mem:
             return f"tile of {tile} bytes > local memory {self.info.local_mem}"
@@ -81,7 +73,7 @@ def make_space(info: DeviceInfo, acc_bytes: int) -> ManySpace:
         "steps": (1, 2, 4, 8, 16, 32, 64),
         "slots": SLOTS,
     }
-    return ManySpace(info, acc_bytes, vals)
+    return ManySpace(info, vals, acc_bytes=acc_bytes)
 
 
 class ManyBench(Timed):
