@@ -253,9 +253,10 @@ def import_file(db: str | None, path: str, kernel_source: str | None = None,
         if kernel_source is None:
             raise ValueError(f"{path} is a Kernel Tuner cache file: give the kernel's source "
                              f"with --kernel-source (it names the kernel in the database)")
+        data = cachefile.read(Path(path))
         info = select(selector)[0] if selector is not None else _device_named(
-            cachefile.read(Path(path)).get("device_name"))
-        records = interop.records_from_cache(path, kernel_source, info, compiler_options)
+            data.get("device_name"))
+        records = interop.records_from_cache(path, kernel_source, info, compiler_options, data)
     else:
         records = read_import_file(path)  # raises before anything is written
     store = Store.open(db)

@@ -50,10 +50,11 @@ def device_record(info: DeviceInfo) -> dict:
 
 
 def records_from_cache(path: str | Path, kernel_source: str | Path, info: DeviceInfo,
-                       compiler_options: Sequence[str] = ()) -> list:
-    """The best config per problem size of a Kernel Tuner cache file, as validated import
-    records of `info`'s device (ImportError_ naming what is wrong)."""
-    data = cachefile.read(Path(path))
+                       compiler_options: Sequence[str] = (), data: dict | None = None) -> list:
+    """The best config per problem size of a Kernel Tuner cache file (`data`: its contents,
+    when the caller read it already), as validated import records of `info`'s device
+    (ImportError_ naming what is wrong)."""
+    data = data if data is not None else cachefile.read(Path(path))
     name = data.get("kernel_name")
     if not (isinstance(name, str) and name.isidentifier()):
         raise ImportError_(f"{path}: kernel_name {name!r:.60} is not a kernel's name")
