@@ -100,9 +100,10 @@ def score(r: Mapping[str, Any], objective: str, higher: bool) -> float:
     return -float(v) if higher else float(v)
 
 
-def best(results: Sequence[Mapping[str, Any]], objective: str, higher: bool) -> dict | None:
+def best(results: Sequence[dict], objective: str, higher: bool) -> dict | None:
+    """The result with the best objective (itself, as Kernel Tuner's env holds it), or None."""
     ok = [r for r in results if score(r, objective, higher) != float("inf")]
-    return dict(min(ok, key=lambda r: score(r, objective, higher))) if ok else None
+    return min(ok, key=lambda r: score(r, objective, higher)) if ok else None
 
 
 def config_string(r: Mapping[str, Any], keys: Sequence[str]) -> str:

@@ -220,8 +220,7 @@ def _tune(k: Kernel, tune_params: Any, restrictions: Any, answer: list | None,  
     env = _environment(k, iterations)
     best = results.best(out, objective, higher)
     if best is not None:
-        env["best_config"] = next(r for r in out if results.score(r, objective, higher)
-                                  == results.score(best, objective, higher))
+        env["best_config"] = best
         _store_best(out, ids, stores, k, space, objective, higher)
         if not quiet:
             print(f"\nBEST PERFORMING CONFIGURATION FOR OBJECTIVE {objective}:")
