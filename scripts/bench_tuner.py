@@ -189,11 +189,11 @@ def spawn(python: str, tool: str, name: str, a: argparse.Namespace, strategy: st
         cmd += ["--cache", cache]
     if sim:
         cmd += ["--simulate"]
-    # every run compiles cold: no driver or pyopencl cache left by the other tool's run (the
-    # two tools put the same #define lines in front of the same source)
+    # every run compiles cold: no driver (PoCL's, NVIDIA's compute cache) or pyopencl cache
+    # left by the other tool's run (both put the same #define lines in front of one source)
     import tempfile
 
-    env = {**os.environ, "PYOPENCL_NO_CACHE": "1",
+    env = {**os.environ, "PYOPENCL_NO_CACHE": "1", "CUDA_CACHE_DISABLE": "1",
            "POCL_CACHE_DIR": tempfile.mkdtemp(prefix="bench-tuner-pocl-")}
     t0 = time.perf_counter()
     try:  # a simulation takes seconds; one that runs on (a strategy looping) is stopped

@@ -88,14 +88,14 @@ def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
     if type(x) is cla.Array:  # a kept call (stats.warm)
         if axis is None:
             if not keepdims:
-                run = warm.calls.get((op, queue if queue is not None else x.queue, x.dtype,
+                run = warm.calls.hit((op, queue if queue is not None else x.queue, x.dtype,
                                       x.size))
                 if (run is not None and (x._flags or x.flags).c_contiguous
                         and (res := run(x, extra)) is not None):
                     return res
         elif type(axis) is int or (type(axis) is tuple
                                    and builtins.all(type(a) is int for a in axis)):
-            run = warm.along_calls.get(warm.along_key(
+            run = warm.along_calls.hit(warm.along_key(
                 op, x, queue if queue is not None else x.queue, axis, keepdims))
             if run is not None and (res := run(x, extra)) is not None:
                 return res

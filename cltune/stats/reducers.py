@@ -47,7 +47,7 @@ class StatsReducer:
                  **options: Any) -> cla.Array:
         if not options and queue is None and type(x) is cla.Array and x.dtype is self.dtype:
             # a kept call (cltune.stats.warm): a statistic of every element, served before
-            run = warm.calls.get((self._warm_op, self.queue, x.dtype, x.size))
+            run = warm.calls.hit((self._warm_op, self.queue, x.dtype, x.size))
             if (run is not None and (x._flags or x.flags).c_contiguous
                     and (res := run(x, self._warm_scalars)) is not None):
                 return res

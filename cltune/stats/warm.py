@@ -13,7 +13,8 @@ address, what it compares by, is not reused while the entry is kept); it serves 
 pyopencl Array at any offset (the vector kernels: at a whole element's, else the general path
 serves). An entry of the expression kernel checks on every call that its launch still serves
 (the database read again after tuning, the scratch grown), else the general path serves and
-keeps a new one. Entries go with `cltune.clear_caches()`; at most MAX_CALLS are kept.
+keeps a new one. Both caches are `PreparedCalls` (cltune.opencl.prepared): at most MAX_CALLS
+entries each, the least recently used dropped first, emptied by `cltune.clear_caches()`.
 
 Along an axis an entry is keyed by (op, queue, dtype, shape, (C, F) contiguity, axis,
 keepdims) and launches the family's prepared launch (`AxisReducer.warm`) into a result of the
@@ -33,37 +34,28 @@ import pyopencl.array as cla
 from cltune.core.shapes import empty_result, result_layout
 from cltune.families.expr.api import ReductionKernel
 from cltune.families.expr_axis.api import cached_geometry, reducer_of
-from cltune.opencl import caches
 from cltune.opencl.events import pending
+from cltune.opencl.prepared import PreparedCalls
 from cltune.opencl.scalars import ResultFactory
 from cltune.stats import anyvec, argvec, normvec
 
-#: entries kept (then all are dropped: sizes seen once do not pile up)
+#: entries kept per cache (the least recently used dropped first)
 MAX_CALLS = 64
 
 #: (kernel op, queue, dtype, size) -> `run(x, scalars)`: the result, or None where the
 #: general path must serve. Read inline by cltune.stats.api and its reducers (a call less per
 #: statistic): an entry serves a C-contiguous x, of any allocator
-calls: dict[tuple, Callable[[cla.Array, tuple], cla.Array | None]] = {}
+calls: PreparedCalls = PreparedCalls(MAX_CALLS)
 
 #: (op, queue, dtype, shape, (C, F) contiguity, axis, keepdims) -> `run(x, scalars)`, as
 #: `calls` (read inline by cltune.stats.api)
-along_calls: dict[tuple, Callable[[cla.Array, tuple], cla.Array | None]] = {}
-
-
-@caches.register
-def forget() -> None:
-    """Drop every entry (part of `cltune.clear_caches()`)."""
-    calls.clear()
-    along_calls.clear()
+along_calls: PreparedCalls = PreparedCalls(MAX_CALLS)
 
 
 def _keep(op: str, x: cla.Array, q: cl.CommandQueue,
           run: Callable[[cla.Array, tuple], cla.Array | None]) -> None:
-    if len(calls) >= MAX_CALLS:
-        calls.clear()
     # the key holds the queue: its address (what a queue compares by) is not reused meanwhile
-    calls[(op, q, x.dtype, x.size)] = run
+    calls.keep((op, q, x.dtype, x.size), run)
 
 
 def _servable(x: cla.Array) -> bool:
@@ -123,6 +115,4 @@ def keep_along(op: str, given: cla.Array, q: cl.CommandQueue, knl: ReductionKern
         res.events.append(ev)
         return res
 
-    if len(along_calls) >= MAX_CALLS:
-        along_calls.clear()
-    along_calls[along_key(op, given, q, axis, keepdims)] = run
+    along_calls.keep(along_key(op, given, q, axis, keepdims), run)

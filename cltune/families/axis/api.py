@@ -38,11 +38,6 @@ def _out_array(reducer: Any, q: cl.CommandQueue, g: Geometry, out: Any,
     return out
 
 
-#: prepared calls a reducer keeps for its own queue (then all are dropped: shapes seen once
-#: do not pile up)
-AXIS_HOT = 64
-
-
 class AxisCall:
     """What a call along an axis seen before runs: a fresh result from its template, the
     prepared launch (buffers set per call), and whether the queue is in order (pending events
@@ -64,8 +59,10 @@ def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
     if (y is None and out is None and wait_for is None and type(x) is cla.Array
             and x.dtype is spec.np_dtype and (x.context is reducer._ctx or x.context == eng.ctx)
             and (type(axis) is int or type(axis) is tuple and all(type(a) is int for a in axis))):
-        w = eng.warm.get((x.shape, x.strides, x.offset, axis, bool(keepdims), q.int_ptr))
+        k = (x.shape, x.strides, x.offset, axis, bool(keepdims), q.int_ptr)
+        w = eng.warm.get(k)
         if w is not None:
+            eng.warm.touch(k)
             res = w.results()
             waits = pending(x.events, in_order=w.in_order) if x.events else None
             res.events.append(w.launch(x.base_data, res.base_data, None, waits)[-1])
@@ -124,16 +121,12 @@ def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
     ordered = in_order(q)
     res.add_event(launch(xd.base_data, res.base_data, yb, pending(waits, in_order=ordered))[-1])
     if yd is None and plain and xd is x:
-        if len(eng.warm) > 256:
-            eng.warm.clear()
         call = AxisCall(ResultFactory(q, spec.result_dtype, eng.allocator, g.kept, g.order),
                         launch, ordered)
-        eng.warm[(x.shape, x.strides, x.offset, axis, bool(keepdims), q.int_ptr)] = call
+        eng.warm.keep((x.shape, x.strides, x.offset, axis, bool(keepdims), q.int_ptr), call)
         if type(axis) is int and q is reducer.queue and out is None and wait_for is None:
-            hot = reducer._axis_hot  # the reducer's own (Reducer.__call__ reads it)
-            if len(hot) >= AXIS_HOT:
-                hot.clear()
-            hot[(x.shape, x.strides, x.offset, axis, bool(keepdims))] = call
+            # the reducer's own (Reducer.__call__ reads it)
+            reducer._axis_hot.keep((x.shape, x.strides, x.offset, axis, bool(keepdims)), call)
     return res
 
 

@@ -30,6 +30,7 @@ from cltune.families.axis.launch import AxisLauncher
 from cltune.isolation.vetting import first_usable
 from cltune.opencl.arrays import device_array as opencl_array
 from cltune.opencl.build import BuildError
+from cltune.opencl.prepared import PreparedCalls
 from cltune.tuning_db.answer import answer
 
 
@@ -86,9 +87,9 @@ class AxisEngine:
         self._chosen: dict[tuple, tuple[AxisConfig, _Tuned | None]] = {}
         self.notes: dict[tuple, tuple[str, str]] = {}  # (kind, a, b) -> vetting's (level, why)
         self.geometries: dict[tuple, Geometry] = {}  # (shape, strides, axis, keepdims)
-        # (shape, strides, offset, axis, keepdims, queue) -> (kept shape, order, Prepared):
-        # what a call seen before launches (api.reduce_axis' warm path)
-        self.warm: dict[tuple, tuple] = {}
+        # (shape, strides, offset, axis, keepdims, queue) -> api.AxisCall: what a call seen
+        # before launches (api.reduce_axis' warm path)
+        self.warm: PreparedCalls = PreparedCalls(256)
         self._lock = threading.Lock()
 
     def kind(self, kind: str) -> _Kind:

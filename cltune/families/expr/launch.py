@@ -22,6 +22,7 @@ from cltune.families.expr.config import ExprConfig
 from cltune.families.expr.kernel import ExprBuilt, build
 from cltune.opencl.expression import ExprSpec
 from cltune.opencl.kernel_args import changed, set_scalar, set_value
+from cltune.opencl.prepared import PreparedCalls
 from cltune.opencl.scratch import Scratch
 
 
@@ -188,7 +189,7 @@ class ExprLauncher:
         self._built: dict[bool, ExprBuilt] = {}
         self._scratch: dict[int, Scratch] = {}
         self._plans: dict[int, ExprPlan] = {}
-        self._prepared: dict[tuple[int, int, bool], _Prepared] = {}
+        self._prepared: PreparedCalls = PreparedCalls(256)  # (queue, n, unit step) -> launch
         self._lock = threading.Lock()
         self._item = spec.dtype_out.itemsize
 
@@ -225,10 +226,7 @@ class ExprLauncher:
                 return pr
             p = self.plan(n)
             s = self._scratch_for(queue, p.groups)
-            if len(self._prepared) > 256:
-                self._prepared.clear()
-            pr = self._prepared[key] = _Prepared(self.built(unit_step), s, p, self.cfg)
-            return pr
+            return self._prepared.keep(key, _Prepared(self.built(unit_step), s, p, self.cfg))
 
     def enqueue(self, queue: cl.CommandQueue, user_args: Sequence[object], start: int,
                 step: int, n: int, res: cl.Buffer, res_off: int,
@@ -236,7 +234,7 @@ class ExprLauncher:
         """Reduce elements start, start+step, ... (n of them) into the result at
         `res` + `res_off` bytes; `user_args` are the kernel values of the application's
         arguments (each vector as base buffer and byte offset). Returns the kernel events."""
-        pr = self._prepared.get((queue.int_ptr, n, step == 1))
+        pr = self._prepared.hit((queue.int_ptr, n, step == 1))
         if pr is None or pr.partials is not pr.s.partials:
             pr = self.prepared(queue, n, step == 1)
         return pr.launch(queue, user_args, start, step, res, res_off, wait_for)

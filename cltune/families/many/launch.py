@@ -16,7 +16,6 @@ hold the dummy, and only the slots that held an array last time are set back to 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -28,6 +27,7 @@ from cltune.families.many.config import ManyConfig
 from cltune.families.many.family import ManyVariant
 from cltune.families.many.kernel import FIN_ARGS, ManyBuilt, build, many_args
 from cltune.opencl.kernel_args import KernelArgs, set_scalar
+from cltune.opencl.prepared import PreparedCalls
 
 #: element indices past this need the 64-bit index build
 IDX32_LIMIT = (1 << 32) - (1 << 20)
@@ -195,7 +195,7 @@ class ManyLauncher:
         self._built: dict[bool, ManyBuilt] = {}
         self._args: dict[bool, ManyArgs] = {}
         self._scratch: dict[int, _Scratch] = {}
-        self._layouts: OrderedDict[tuple, Layout] = OrderedDict()
+        self._layouts: PreparedCalls = PreparedCalls(MAX_LAYOUTS)
 
     def built(self, index64: bool = False) -> ManyBuilt:
         b = self._built.get(index64)
@@ -209,11 +209,9 @@ class ManyLauncher:
     def layout(self, offsets: tuple[int, ...], lengths: tuple[int, ...]) -> Layout:
         """The launches of a call with these offsets and lengths (tables uploaded once)."""
         key = (offsets, lengths)
-        with _LOCK:  # the layouts' LRU is shared state
-            hit = self._layouts.get(key)
-            if hit is not None:
-                self._layouts.move_to_end(key)
-                return hit
+        hit = self._layouts.hit(key)
+        if hit is not None:
+            return hit
         index64 = any(o + n > IDX32_LIMIT for o, n in zip(offsets, lengths, strict=True))
         dtype = np.uint64 if index64 else np.uint32
         parts, pbase, K, wg = [], 0, self.cfg.slots, self.cfg.wg
@@ -226,11 +224,7 @@ class ManyLauncher:
                               (count * wg,), (wg,)))
             pbase += groups if split else 0
         lay = Layout(tuple(parts), pbase, index64 or pbase > IDX32_LIMIT)
-        with _LOCK:
-            self._layouts[key] = lay
-            if len(self._layouts) > MAX_LAYOUTS:
-                self._layouts.popitem(last=False)
-        return lay
+        return self._layouts.keep(key, lay)
 
     def _scratch_for(self, queue: cl.CommandQueue, count: int, itemsize: int) -> _Scratch:
         s = self._scratch.get(queue.int_ptr)

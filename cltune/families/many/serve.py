@@ -25,6 +25,7 @@ from cltune.families.many.kernel import source_hash
 from cltune.families.many.launch import Layout, ManyLauncher
 from cltune.isolation.vetting import first_usable
 from cltune.opencl.build import BuildError
+from cltune.opencl.prepared import PreparedCalls
 
 #: plans (lengths and offsets of a call) kept per engine; more: they are forgotten and remade
 MAX_PLANS = 256
@@ -76,7 +77,8 @@ class ManyEngine:
         self._lock = threading.Lock()
         self._by_key: dict[tuple[int, int], tuple[ManyLauncher, ManyExplanation]] = {}
         self._launchers: dict[ManyConfig, ManyLauncher] = {}
-        self._plans: dict[tuple[tuple[int, ...], tuple[int, ...]], Plan] = {}
+        # (offsets, lengths) -> (launcher, layout): the warm call's look-up
+        self._plans: PreparedCalls = PreparedCalls(MAX_PLANS)
         self._isz = variant.spec.itemsize
         self.result_dtype = variant.result_dtype
 
@@ -86,7 +88,7 @@ class ManyEngine:
         same arrays (or any of the same lengths and offsets) neither classifies them nor
         looks up the served config again."""
         key = (lengths, offsets)
-        hit = self._plans.get(key)
+        hit = self._plans.hit(key)
         if hit is not None:
             return hit
         op = self.variant.op
@@ -98,9 +100,7 @@ class ManyEngine:
         lay = la.layout(tuple(o // isz for o in offsets), lengths)
         la.built(lay.index64)
         with self._lock:
-            if len(self._plans) >= MAX_PLANS:
-                self._plans.clear()
-            self._plans[key] = (la, lay)
+            self._plans.keep(key, (la, lay))
         return la, lay
 
     def _choose(self, key: tuple[int, int]) -> tuple[ManyConfig, str, str, Tuned | None]:

@@ -25,12 +25,13 @@ from cltune.core.serving import CltuneWarning, Explanation
 from cltune.device.info import DeviceInfo
 from cltune.device.select import info_for, require_usable
 from cltune.families.reduce.config import Config
-from cltune.families.reduce.launch import SMALL_OFFSET, Launcher, Prepared
+from cltune.families.reduce.launch import SMALL_OFFSET, Launcher
 from cltune.families.reduce.serve import Choice, builtin_choice, load_choices, vetted
 from cltune.opencl import caches
 from cltune.opencl.arrays import device_array
 from cltune.opencl.build import BuildError
 from cltune.opencl.events import pending
+from cltune.opencl.prepared import PreparedCalls
 from cltune.opencl.scalars import ScalarFactory, new_scalar
 
 __all__ = ["Reducer", "get_reducer"]
@@ -208,10 +209,11 @@ class Reducer:
         ooo = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
         self._in_order = not queue.properties & ooo
         self._last: cl.Event | None = None  # the event the hot path enqueued last on `queue`
-        self._hot: dict[int, Prepared] = {}  # n -> prepared launch on `queue` (sizes seen)
+        # n -> prepared launch on `queue` (sizes seen; the least recently used dropped first)
+        self._hot: PreparedCalls = PreparedCalls(256)
         # (shape, strides, offset, axis, keepdims) -> a prepared call along an int axis on
-        # `queue` (filled by the axis family's first call of that key; at most AXIS_HOT)
-        self._axis_hot: dict[tuple, Any] = {}
+        # `queue` (filled by the axis family's first call of that key)
+        self._axis_hot: PreparedCalls = PreparedCalls()
 
     @property
     def engine_id(self) -> int:
@@ -251,6 +253,7 @@ class Reducer:
                 and (x._flags or x.flags).forc and x.offset < SMALL_OFFSET):
             p = self._hot.get(x.size)
             if p is not None:
+                self._hot.touch(x.size)
                 if out is None:
                     res = self.scalars()
                     ev = p.launch(self.queue, x.base_data, x.offset // self._itemsize,
@@ -278,8 +281,10 @@ class Reducer:
             if (type(axis) is int and y is None and queue is None and out is None
                     and wait_for is None and type(x) is cla.Array and x.dtype is self._dtype
                     and x.context is self._ctx):
-                w = self._axis_hot.get((x.shape, x.strides, x.offset, axis, bool(keepdims)))
+                k = (x.shape, x.strides, x.offset, axis, bool(keepdims))
+                w = self._axis_hot.get(k)
                 if w is not None:
+                    self._axis_hot.touch(k)
                     res = w.results()
                     waits = pending(x.events, in_order=w.in_order) if x.events else None
                     res.events.append(w.launch(x.base_data, res.base_data, None, waits)[-1])
@@ -351,9 +356,7 @@ class Reducer:
         waits += list(out.events)
         la, _ = self._eng.launcher_for(n)
         if q is self.queue and yd is None and n not in self._hot:  # the hot path's next time
-            if len(self._hot) >= 256:
-                self._hot.clear()
-            self._hot[n] = la.prepared(q, n)
+            self._hot.keep(n, la.prepared(q, n))
         isz = spec.itemsize
         evs = la.enqueue(q, xd.base_data, xd.offset // isz, n, out.base_data,
                          y=yd.base_data if yd is not None else None,

@@ -21,6 +21,7 @@ from cltune.families.reduce.config import Config
 from cltune.families.reduce.kernel import STAGE2, STAGE2_DTYPES, Built, build, stage1_args
 from cltune.families.reduce.plan import Plan, make_plan, needs_index64
 from cltune.opencl.kernel_args import set_scalar
+from cltune.opencl.prepared import PreparedCalls
 from cltune.opencl.scratch import Scratch
 
 _S2_OUT = STAGE2.out
@@ -136,7 +137,8 @@ class Launcher:
         self._scratch: dict[int, Scratch] = {}
         self._plans: OrderedDict[int, Plan] = OrderedDict()
         self._lock = _LAUNCH_LOCK
-        self._prepared: dict[tuple, Prepared] = {}
+        # (queue, n, big) -> prepared launch; a dropped one stops owning its kernels' arguments
+        self._prepared: PreparedCalls = PreparedCalls(256, on_drop=_forget)
         self._locals: dict[int, cl.LocalMemory] = {}
         self._s1 = stage1_args(spec)
         s1 = self._s1  # the slots every launch sets, resolved once (the warm path is ~8 us)
@@ -192,8 +194,8 @@ class Launcher:
             key = (queue.int_ptr, n, big)
             p = self._prepared.get(key)
             if p is None:
-                p = self._prepared[key] = self._prepare(queue, n, _ANY_OFFSET if big
-                                                        else SMALL_OFFSET)
+                p = self._prepared.keep(key, self._prepare(queue, n, _ANY_OFFSET if big
+                                                           else SMALL_OFFSET))
             return p
 
     def _prepare(self, queue: cl.CommandQueue, n: int, offset_bound: int) -> Prepared:
@@ -220,10 +222,6 @@ class Launcher:
             v2 = {"partials": s.partials, "m": m, "out": None,
                   "tile": self._local(self.cfg.wg * b.acc_itemsize)}
             args2 = [v2[name] for name in STAGE2.names]
-        if len(self._prepared) > 256:
-            for old in self._prepared.values():
-                _forget(old)
-            self._prepared.clear()
         return Prepared(b, args2 is not None, s, (plan.global_size,), (plan.wg,), args1, args2,
                          np.uint64 if idx64 else np.uint32, self._slots)
 

@@ -29,6 +29,7 @@ from cltune.opencl import caches
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.events import in_order, pending
 from cltune.opencl.pools import pool_for
+from cltune.opencl.prepared import PreparedCalls
 from cltune.opencl.scalars import ResultFactory
 
 __all__ = ["Scanner", "cummax", "cummin", "cumprod", "cumsum", "get_scanner"]
@@ -49,13 +50,13 @@ class Scanner:
         self.variant = ScanVariant(op, self.dtype.name)  # checks the dtype
         self.ctx, self.dev = queue.context, queue.device
         self.info = require_usable(self.dev, info_for(self.dev))
-        # (shape, axis, exclusive) -> (launcher, view, result shape, its C strides and size)
-        self._hot: dict[tuple, tuple] = {}
+        # (shape, axis, exclusive) -> (launcher, view, result shape, its results' template)
+        self._hot: PreparedCalls = PreparedCalls()
         self._in_order = in_order(queue)
         self._checked: dict[tuple, None] = {}  # device offsets read back and found good
         self._pool = pool_for(queue)  # results: no free (NVIDIA: a device sync) per call
         self._offsets: dict[tuple, tuple] = {}  # host offsets' device copies (checked)
-        self._seg_la: dict[int, Any] = {}  # n -> the launcher serving segments of n
+        self._seg_la: PreparedCalls = PreparedCalls()  # n -> the launcher serving segments of n
         self._rdt = self.variant.result_dtype
         self._isz, self._osz = self.dtype.itemsize, self._rdt.itemsize
         self._last: cl.Event | None = None  # the last launch's event (in-order queues)
@@ -138,7 +139,7 @@ class Scanner:
         """The scan of x along `axis` (None: of the flattened array, C order, as numpy's)."""
         if wait_for is None and type(x) is cla.Array and (axis is None or type(axis) is int):
             # the repeated call (~15 us less host); other axis types go the long way (errors)
-            hot = self._hot.get((x.shape, axis, bool(exclusive)))
+            hot = self._hot.hit((x.shape, axis, bool(exclusive)))
             if hot is not None:
                 res = self._hot_call(x, out, bool(exclusive), *hot)
                 if res is not None:
@@ -157,12 +158,10 @@ class Scanner:
         if (xd is x and wait_for is None and not f_order and res.flags.c_contiguous
                 and (axis is None or type(axis) is int)
                 and (x.shape, axis, bool(exclusive)) not in self._hot):
-            if len(self._hot) > 64:
-                self._hot.clear()
             # fresh results of the call's shape (not out's own strides), from a template
-            self._hot[(x.shape, axis, bool(exclusive))] = (
+            self._hot.keep((x.shape, axis, bool(exclusive)), (
                 la, view, shape, ResultFactory(self.queue, self.result_dtype, self._pool,
-                                               shape))
+                                               shape)))
         return self._launch(la, xd, res, view, bool(exclusive), wait_for)
 
     def _launch(self, la: Any, x: cla.Array, res: cla.Array, view: tuple[int, int, int],
@@ -248,9 +247,7 @@ class Scanner:
         la = self._seg_la.get(n)
         if la is None:
             la, _ = self._engine("rows").served((1, n, 1))
-            if len(self._seg_la) > 64:
-                self._seg_la.clear()
-            self._seg_la[n] = la
+            self._seg_la.keep(n, la)
         isz, osz = self._isz, self._osz
         oe = res.events
         if xd.events or oevs or oe and not (len(oe) == 1 and oe[0] is self._last

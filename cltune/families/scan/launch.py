@@ -20,6 +20,7 @@ from cltune.families.scan.config import ScanConfig
 from cltune.families.scan.family import ScanVariant
 from cltune.families.scan.kernel import SEG_NONE, SEG_OFFSETS, SEG_ROWS, Form, ScanBuilt, build
 from cltune.opencl.kernel_args import set_u32
+from cltune.opencl.prepared import PreparedCalls
 
 L = U = int  # the kernels' scalar types are set at build (kernel.py)
 _OOO = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
@@ -143,7 +144,8 @@ class ScanLauncher:
         self._plans: dict[tuple[int, int, int], Plan] = {}
         self._forms: dict[tuple, Form] = {}
         self._words = variant.acc_bytes // 4
-        self._hot: dict[tuple, tuple] = {}  # (view, exclusive) -> (build, plan, n, r)
+        # (view, exclusive) -> (build, plan, n, r, warm launch state)
+        self._hot: PreparedCalls = PreparedCalls()
 
     def built(self, form: Form | None = None) -> ScanBuilt:
         form = form or Form()
@@ -219,7 +221,7 @@ class ScanLauncher:
         """Scan x[xoff:] viewed as (outer, r, inner) along r into out[ooff:] (element
         offsets); `offsets` (rows only): m + 1 CSR bounds, segments instead of rows. None when
         there is nothing to scan."""
-        hot = self._hot.get((view, exclusive)) if offsets is None else None
+        hot = self._hot.hit((view, exclusive)) if offsets is None else None
         if hot is not None:  # a plain call of a view launched before: its build and plan
             b, p, n, r, warm = hot
             with self._lock:
@@ -250,9 +252,7 @@ class ScanLauncher:
         b = self.built(form)
         p = self.plan(outer, r, inner)
         if offsets is None and type(exclusive) is bool:
-            if len(self._hot) > 64:
-                self._hot.clear()
-            self._hot[(view, exclusive)] = (b, p, outer * r, r, _Warm())
+            self._hot.keep((view, exclusive), (b, p, outer * r, r, _Warm()))
         wg = cfg.wg
         with self._lock:  # the kernels' arguments, and _in_order, are shared state
             self._in_order = self._scratch_of(queue).in_order
