@@ -692,3 +692,25 @@ def test_an_untuned_kernel_runs_the_first_config_of_its_space(device, db_url):
     assert k.params == {"block_size_x": 128} and k.level == "defaults"  # within the limits
     assert "space default" in k.explain()
     assert np.array_equal(k(*args)[0], want)
+
+
+def test_a_work_group_the_driver_refuses_is_a_failed_launch_and_the_rest_are_tuned(device):
+    """A work-group past the kernel's CL_KERNEL_WORK_GROUP_SIZE is launched, not skipped
+    (NVIDIA's driver reports 256 for kernels it runs at 1024); a driver that refuses it makes
+    that config a failed launch, with the sizes in its reason, and the others are tuned."""
+    src = ("__kernel __attribute__((reqd_work_group_size(64, 1, 1)))\n"
+           "void twice(__global float *y, __global const float *x, int n) {\n"
+           "  int i = get_global_id(0); if (i < n) y[i] = 2.0f * x[i]; }\n")
+    n = 1000
+    x = np.arange(n, dtype=np.float32)
+    res, env = cltune.tune_kernel("twice", src, n, [np.zeros(n, np.float32), x, np.int32(n)],
+                                  {"block_size_x": [32, 64, 128]}, answer=[2 * x, None, None],
+                                  device=device[1], db=False, quiet=True)
+    assert [r["block_size_x"] for r in res] == [64]
+    why = {f["block_size_x"]: (f["step"], f["__error__"], f["reason"]) for f in env["failed"]}
+    assert set(why) == {32, 128}
+    for wg, (step, err, reason) in why.items():
+        assert step == "launch" and "launch failed" in reason, (wg, step, reason)
+        assert err in ("RuntimeFailedConfig", "InvalidConfig")
+    # (InvalidConfig where the driver's reported limit was passed: PoCL reports its device
+    # maximum for this kernel too, so both are runtime failures here)
