@@ -367,6 +367,58 @@ def test_warm_one_launch_calls_reset_what_others_set(ctx, queue, device, atomics
     assert len(full) < len(calls) - 2, len(full)
 
 
+@pytest.mark.parametrize("cfg", [ScanConfig("rows", wg=8, items=4, stage=1, chain=1),
+                                 ScanConfig("rows", wg=64, items=64 // 2, stage=1, chain=1)],
+                         ids=["chained", "one-group"])
+def test_the_prepared_call_keeps_the_chains_state(ctx, queue, device, atomics, cfg,
+                                                  monkeypatch):
+    """The launcher's prepared call of a view (`warm_rows`, what Scanner's warm call runs)
+    among other launches: another launcher of the same build, other offsets and views, state
+    words regrown by a longer view and cleared when the epochs run out (every third call
+    here), a failed launch's state set aside; every answer right, the prepared call still
+    set for its view (its fast case) after all of them."""
+    info, dev = device
+    monkeypatch.setattr(launch, "EPOCH_LIMIT", 3)
+    v = ScanVariant("sum", "float32")
+    a, b = (ScanLauncher(ctx, dev, info, v, cfg) for _ in range(2))
+    h = sample(v, (30011,), seed=23)
+    xd = cla.to_device(queue, h)
+    n1 = 2000 if cfg.wg == 8 else 1500  # one group for wg64 x 32 = 2048
+    view = (1, n1, 1)
+    assert a.warm_rows(queue, view, False) is None  # nothing launched for it yet
+    o = cla.empty(queue, (n1,), np.float32)
+    a.enqueue(queue, xd.data, 0, o.data, 0, view)
+    go = a.warm_rows(queue, view, False)
+    assert go is not None
+    assert a.warm_rows(queue, (1, 30000, 1), False) is None  # not launched by a
+    steps = ["go", "go", "b", "go", "a5", "go", "b-long", "go", "go", "go", "go"]
+    outs = []
+    for k, step in enumerate(steps):
+        if step == "go":
+            o = cla.empty(queue, (n1,), np.float32)
+            ev = go(xd.data, 0, o.data, 0)
+            assert isinstance(ev, cl.Event)
+            outs.append((0, n1, o))
+        elif step == "a5":
+            o = cla.empty(queue, (n1,), np.float32)
+            a.enqueue(queue, xd.data, 5, o.data, 0, view)
+            outs.append((5, n1, o))
+        else:
+            n = 30000 if step == "b-long" else 999
+            o = cla.empty(queue, (n,), np.float32)
+            b.enqueue(queue, xd.data, 1, o.data, 0, (1, n, 1))
+            outs.append((1, n, o))
+        if k == 8 and not cfg.wg == 64:  # a launch that failed before: its state set aside
+            s = a._scratch_of(queue)
+            failed = cl.UserEvent(ctx)
+            failed.set_status(-1)
+            s.last = failed
+    queue.finish()
+    for k, (off, n, o) in enumerate(outs):
+        want, scale = reference(v, h[off:off + n], 0, False, None)
+        assert compare(v, o.get(), want, scale, 64).ok, (k, steps[k], off, n)
+
+
 @pytest.mark.parametrize("op,dtype", PAIRS)
 @pytest.mark.parametrize("cfg", [ScanConfig("rows", wg=32, items=1, stage=1, chain=1),
                                  ScanConfig("rows", wg=32, items=2, stage=0, chain=2)],
