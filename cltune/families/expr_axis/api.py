@@ -242,6 +242,15 @@ class AxisReducer:
             with lock, block:
                 uv = (pick(user), signs(user))  # the user's scalars, and floats' signs
                 same = seen[0] == uv and seen[1] == res_off and seen[2] is s.partials
+                if (same and not two and getattr(k1, "_clt_owner", None) is token):
+                    # one launch whose kernel still holds this launch's arguments: the
+                    # buffers only (the loop below without its tuples and checks)
+                    for i in bufs:
+                        k1.set_arg(i, user[i])
+                    k1.set_arg(nu + 5, res)
+                    ev = cl.enqueue_nd_range_kernel(q, k1, g1, l1, None, wait_for)
+                    s.last = ev
+                    return ev
                 for k, tail in ((k1, last1), (k2, last2)) if two else ((k1, last1),):
                     if same and getattr(k, "_clt_owner", None) is token:
                         for i in bufs:

@@ -282,9 +282,13 @@ class Reducer:
                     and wait_for is None and type(x) is cla.Array and x.dtype is self._dtype
                     and x.context is self._ctx):
                 k = (x.shape, x.strides, x.offset, axis, bool(keepdims))
-                w = self._axis_hot.get(k)
+                hot = self._axis_hot
+                w = hot.get(k)
                 if w is not None:
-                    self._axis_hot.touch(k)
+                    try:  # the least recently used goes first (PreparedCalls.touch, inline)
+                        hot.move_to_end(k)
+                    except KeyError:
+                        pass
                     res = w.results()
                     waits = pending(x.events, in_order=w.in_order) if x.events else None
                     res.events.append(w.launch(x.base_data, res.base_data, None, waits)[-1])
