@@ -109,6 +109,21 @@ class ArgSetter:
                 last[i] = v
         return cl.enqueue_nd_range_kernel(queue, k, gsize, lsize, None, wait_for)
 
+    def launch_keyed(self, queue: cl.CommandQueue, gsize: tuple, lsize: tuple, values: Any,
+                     bufs: tuple[int, ...], key: tuple, wait_for: Any) -> cl.Event:
+        """`launch` for a caller whose scalars and local memory are decided by `key` (a tuple
+        that holds the caller and whatever else its scalars depend on, e.g. an offset): while
+        the last launch of this kernel was one of the same key, only the buffers at `bufs` are
+        set (the statistics' warm calls: ~1 us less than comparing every argument)."""
+        k = self.k
+        if self.owner != key or k._cltune_args is not self:
+            ev = self.launch(queue, gsize, lsize, values, wait_for)
+            self.owner = key
+            return ev
+        for i in bufs:
+            k.set_arg(i, values[i])
+        return cl.enqueue_nd_range_kernel(queue, k, gsize, lsize, None, wait_for)
+
     def launch(self, queue: cl.CommandQueue, gsize: tuple, lsize: tuple, values: Any,
                wait_for: Any) -> cl.Event:
         k, last = self.k, self.last

@@ -122,20 +122,25 @@ class Call:
         wait = pending(x.events, in_order=self.inq) if x.events else None
         with b.lock:
             chunks = setter(b.chunks, _CHUNK_TYPES)
+            # keyed launches: the scalars are this call's (zero among them) and the offsets'
+            # (a repeated call sets only the buffers)
+            roff = res.offset
             if pl.items == 1:  # the chunk's flag is the answer: one launch
-                ev = chunks.launch(q, (1,), (1,), (x.base_data, xoff, n, pl.chunk,
-                                                   res.base_data, 0, res.base_data, res.offset,
-                                                   1, zero), wait)
+                ev = chunks.launch_keyed(q, (1,), (1,), (x.base_data, xoff, n, pl.chunk,
+                                                         res.base_data, 0, res.base_data, roff,
+                                                         1, zero), (0, 4, 6), (self, xoff, roff),
+                                         wait)
             else:
                 part = partials(q, pool, pl.items)
-                ev1 = chunks.launch(q, (pl.items,), (1,), (x.base_data, xoff, n, pl.chunk, part,
-                                                          0, res.base_data, res.offset, 0,
-                                                          zero), wait)
+                ev1 = chunks.launch_keyed(q, (pl.items,), (1,), (x.base_data, xoff, n,
+                                                                pl.chunk, part, 0,
+                                                                res.base_data, roff, 0, zero),
+                                          (0, 4, 6), (self, xoff, roff), wait)
                 # an in-order queue runs the finish after the chunks (and hands the pooled
                 # flags to nothing before it); an out-of-order one waits for them
-                ev = setter(b.finish, _FINISH_TYPES).launch(
-                    q, (1,), (1,), (part, pl.items, res.base_data, res.offset, zero),
-                    None if pool is not None else [ev1])
+                ev = setter(b.finish, _FINISH_TYPES).launch_keyed(
+                    q, (1,), (1,), (part, pl.items, res.base_data, roff, zero), (0, 2),
+                    (self, roff), None if pool is not None else [ev1])
         res.events.append(ev)
         return res
 

@@ -146,18 +146,24 @@ class Call:
         wait = pending(x.events, in_order=self.inq) if x.events else None
         with b.lock:
             chunks = setter(b.chunks, self.types[0])
+            # keyed launches: the scalars are this call's and the offsets' (n, chunk, flip
+            # and items fixed per Call), so a repeated call sets only the buffers
+            roff = res.offset // 8
             if pl.items == 1:  # the chunk's winner is the answer: one launch
-                ev = chunks.launch(q, (1,), (1,), (x.base_data, xoff, n, pl.chunk, flip,
-                                                   res.base_data, res.offset // 8), wait)
+                ev = chunks.launch_keyed(q, (1,), (1,), (x.base_data, xoff, n, pl.chunk, flip,
+                                                         res.base_data, roff), (0, 5),
+                                         (self, xoff, roff), wait)
             else:
                 part = partials(q, pool, 8 * pl.items)
-                ev1 = chunks.launch(q, (pl.items,), (1,), (x.base_data, xoff, n, pl.chunk, flip,
-                                                          part, 0), wait)
+                ev1 = chunks.launch_keyed(q, (pl.items,), (1,), (x.base_data, xoff, n,
+                                                                pl.chunk, flip, part, 0),
+                                          (0, 5), (self, xoff), wait)
                 # an in-order queue runs the finish after the chunks (and hands the pooled
                 # partials to nothing before it); an out-of-order one waits for them
-                ev = setter(b.finish, self.types[1]).launch(
+                ev = setter(b.finish, self.types[1]).launch_keyed(
                     q, (1,), (1,), (x.base_data, xoff, pl.items, flip, part, res.base_data,
-                                    res.offset // 8), None if pool is not None else [ev1])
+                                    roff), (0, 4, 5), (self, xoff, roff),
+                    None if pool is not None else [ev1])
         res.events.append(ev)
         return res
 
