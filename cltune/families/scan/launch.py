@@ -51,11 +51,12 @@ class _Warm:
     (the kernel's `_clt_warm` is this object) at these element offsets, with these state
     buffers; anyone else setting the kernel's arguments drops the kernel's mark."""
 
-    __slots__ = ("offs", "state")
+    __slots__ = ("offs", "state", "go")
 
     def __init__(self) -> None:
         self.offs: tuple[int, int] | None = None
         self.state: tuple = (None, None)
+        self.go: tuple = (None, None)  # (queue, its prepared call: ScanLauncher._prepared)
 
 
 #: GPUs, strided scans: partials a top-step lane takes at most (it reads them twice, serially)
@@ -225,12 +226,13 @@ class ScanLauncher:
         hot = self._hot.hit((view, exclusive)) if offsets is None else None
         if hot is not None:  # a plain call of a view launched before: its build and plan
             b, p, n, r, warm = hot
+            if self.cfg.layout == "rows" and (p.groups == 1 or p.chained):
+                evs: list[cl.Event] = []
+                self._prepared(queue, hot)(x, xoff, out, ooff, wait_for, evs)
+                return evs
             with self._lock:
                 self._in_order = self._scratch_of(queue).in_order
                 if self.cfg.layout == "rows":
-                    if p.groups == 1 or p.chained:
-                        return self._rows_warm(queue, b, p, x, xoff, out, ooff, n, r, warm,
-                                               wait_for)
                     return self._rows(queue, b, p, x, xoff, out, ooff, n, r, None, 0, wait_for)
                 return self._cols(queue, b, p, x, xoff, out, ooff, view[0], r, view[2],
                                   self.cfg.wg, wait_for)
@@ -267,15 +269,26 @@ class ScanLauncher:
         """The prepared call of a plain rows view launched before in one launch (one group,
         or the chained pass) on `queue`: `go(x, xoff, out, ooff)` does what `enqueue` would
         for that view, its build, plan and kernel found once — one function, not five (the
-        scanner's warm call was ~4.5 us of Python on a 2-core host, enqueue stubbed). Only
-        the state's slow cases (a failed launch before, the state grown or its epochs spent)
-        go through `_chain_state`. None for other views (they keep `enqueue`)."""
+        scanner's warm call was ~4.5 us of Python on a 2-core host, enqueue stubbed). None
+        for other views (they keep `enqueue`)."""
         hot = self._hot.get((view, exclusive))
         if hot is None or self.cfg.layout != "rows":
             return None
-        b, p, n, r, w = hot
-        if not (p.groups == 1 or p.chained):
+        if not (hot[1].groups == 1 or hot[1].chained):
             return None
+        return self._prepared(queue, hot)
+
+    def _prepared(self, queue: cl.CommandQueue, hot: tuple) -> Callable[..., cl.Event]:
+        """The one-launch rows view `hot`'s prepared call on `queue` (made once per queue):
+        `go(x, xoff, out, ooff, wait_for=None, evs=None)` sets only the input and result (and,
+        chained, the state buffers if replaced, the ticket base and epoch) while the kernel
+        still holds this view's arguments at these offsets, else all of them; enqueues; returns
+        the launch's event (`evs`, when given, gets the state's clearing fill first). Only the
+        state's slow cases (a failed launch before, the state grown or its epochs spent) go
+        through `_chain_state`."""
+        b, p, n, r, w = hot
+        if w.go[0] is queue:
+            return w.go[1]
         single = p.groups == 1
         k = b.down if single else b.chain
         wg = self.cfg.wg
@@ -283,7 +296,9 @@ class ScanLauncher:
         words = p.groups * self._state_width()
         groups, lock, out_at = p.groups, self._lock, _DOWN_OUT if single else _CHAIN_OUT
 
-        def go(x: cl.Buffer, xoff: int, out: cl.Buffer, ooff: int) -> cl.Event:
+        def go(x: cl.Buffer, xoff: int, out: cl.Buffer, ooff: int,
+               wait_for: list[cl.Event] | None = None,
+               evs: list[cl.Event] | None = None) -> cl.Event:
             with lock:
                 s = self._scratch_of(queue)
                 self._in_order = s.in_order
@@ -294,11 +309,14 @@ class ScanLauncher:
                     else:
                         self._rows_args(b, p, x, xoff, out, ooff, n, r)
                         k._clt_warm, w.offs = w, (xoff, ooff)
-                    return cl.enqueue_nd_range_kernel(queue, k, gsize, lsize, None, None)
+                    e = cl.enqueue_nd_range_kernel(queue, k, gsize, lsize, None, wait_for)
+                    if evs is not None:
+                        evs.append(e)
+                    return e
                 last = s.last
                 if (s.ticket is None or s.status_cap < words or s.epoch >= EPOCH_LIMIT
                         or last is not None and last.command_execution_status < 0):
-                    status, ticket, fill = self._chain_state(queue, words, None)
+                    status, ticket, fill = self._chain_state(queue, words, wait_for)
                 else:  # _chain_state's common case
                     s.epoch += 1
                     status, ticket, fill = s.status, s.ticket, None
@@ -306,7 +324,7 @@ class ScanLauncher:
                     k.set_arg(0, x)
                     k.set_arg(out_at, out)
                     st = w.state
-                    if st[0] is not status or st[1] is not ticket:
+                    if st[0] is not status or st[1] is not ticket:  # reallocated
                         k.set_arg(_CHAIN_STATUS, status)
                         k.set_arg(_CHAIN_STATUS + 1, ticket)
                         w.state = (status, ticket)
@@ -317,13 +335,20 @@ class ScanLauncher:
                     k._clt_warm, w.offs, w.state = w, (xoff, ooff), (status, ticket)
                 if fill is not None:
                     before = None if s.in_order else [fill]
+                elif s.in_order or last is None:
+                    before = wait_for
                 else:
-                    before = None if s.in_order or last is None else [last]
+                    before = [*(wait_for or ()), last]
                 e = cl.enqueue_nd_range_kernel(queue, k, gsize, lsize, None, before)
                 s.base = (s.base + groups) & 0xFFFFFFFF
                 s.last = e
+                if evs is not None:
+                    if fill is not None:
+                        evs.append(fill)
+                    evs.append(e)
                 return e
 
+        w.go = (queue, go)
         return go
 
     def _before(self, queue: cl.CommandQueue, wait_for: list[cl.Event] | None,
@@ -340,42 +365,6 @@ class ScanLauncher:
         them already (NVIDIA's driver pays a host round trip, ~50 us, for every event waited
         on between kernels)."""
         return None if self._in_order else [e]
-
-    def _rows_warm(self, queue, b: ScanBuilt, p: Plan, x, xoff, out, ooff, n, seglen,
-                   w: _Warm, wait_for):
-        """A repeated one-launch call (one group, or the chained pass) of a plain view: when
-        this view's launch set the kernel's arguments last, at the same offsets, only the
-        input and result buffers (and, chained, the state buffers if they were replaced, the
-        ticket base and the epoch) are set again: the host side of a small scan call was ~3 us
-        over the reducer's before (enqueue stubbed, this host)."""
-        wg = self.cfg.wg
-        if p.groups == 1:
-            k = b.down
-            if getattr(k, "_clt_warm", None) is w and w.offs == (xoff, ooff):
-                k.set_arg(0, x)
-                k.set_arg(_DOWN_OUT, out)
-            else:
-                self._rows_args(b, p, x, xoff, out, ooff, n, seglen)
-                k._clt_warm, w.offs = w, (xoff, ooff)
-            return [cl.enqueue_nd_range_kernel(queue, k, (wg,), (wg,), None, wait_for)]
-        status, ticket, fill = self._chain_state(queue, p.groups * self._state_width(),
-                                                 wait_for)
-        s = self._scratch_of(queue)
-        k = b.chain
-        if getattr(k, "_clt_warm", None) is w and w.offs == (xoff, ooff):
-            k.set_arg(0, x)
-            k.set_arg(_CHAIN_OUT, out)
-            st = w.state
-            if st[0] is not status or st[1] is not ticket:  # reallocated (grown, failed)
-                k.set_arg(_CHAIN_STATUS, status)
-                k.set_arg(_CHAIN_STATUS + 1, ticket)
-                w.state = (status, ticket)
-            set_u32(k, _CHAIN_STATUS + 2, s.base)
-            set_u32(k, _CHAIN_STATUS + 3, s.epoch)
-        else:
-            self._rows_args(b, p, x, xoff, out, ooff, n, seglen, (status, ticket, s))
-            k._clt_warm, w.offs, w.state = w, (xoff, ooff), (status, ticket)
-        return self._chain_launch(queue, k, p, s, fill, wait_for)
 
     def _rows_args(self, b: ScanBuilt, p: Plan, x, xoff, out, ooff, n, seglen, chained=None,
                    offsets=None, m=0):
