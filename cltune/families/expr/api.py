@@ -275,22 +275,21 @@ class ReductionKernel:
         repr_vec = None
         for arg, tp in zip(args, spec.arguments, strict=True):
             if isinstance(tp, VectorArg):
-                if not isinstance(arg, cla.Array):
-                    raise TypeError(f"argument {tp.name}: expected a pyopencl Array, "
-                                    f"got {type(arg).__name__}")
-                if arg.dtype != tp.dtype:
-                    raise TypeError(f"argument {tp.name}: dtype {arg.dtype} does not match the "
-                                    f"declared {np.dtype(tp.dtype)}")
-                if not (getattr(arg, "_flags", None) or arg.flags).forc:
-                    raise ValueError(f"argument {tp.name}: non-contiguous arrays are not "
-                                     "supported")
+                # by identity first (a plain Array of the declared dtype object, pyopencl's
+                # cached flags): the checks below cost ~1 us a call for two arguments
+                if not (type(arg) is cla.Array and arg.dtype is tp.dtype
+                        and (arg._flags or arg.flags).forc):
+                    _check_vector(arg, tp)
                 repr_vec = repr_vec if repr_vec is not None else arg
                 inv += (arg.base_data, arg.offset)
                 if arg.events:  # completed ones leave the list (each costs an enqueue)
                     wait += pending(arg.events) or ()
             else:
                 inv.append(arg)
-        start, step, n = _index_range(range, slice, repr_vec)
+        if range is None and slice is None and repr_vec is not None:
+            start, step, n = 0, 1, repr_vec.size
+        else:
+            start, step, n = _index_range(range, slice, repr_vec)
         q = queue if queue is not None else getattr(repr_vec, "queue", None)
         if q is None:
             raise TypeError("no queue: pass queue= or arrays that have one")
@@ -476,6 +475,18 @@ def _along_api() -> Any:
     if not _ALONG_API:
         _ALONG_API.append(family.entry("expr_axis", "api"))
     return _ALONG_API[0]
+
+
+def _check_vector(arg: Any, tp: Any) -> None:
+    """A vector argument's errors: not a pyopencl Array, another dtype, not contiguous."""
+    if not isinstance(arg, cla.Array):
+        raise TypeError(f"argument {tp.name}: expected a pyopencl Array, "
+                        f"got {type(arg).__name__}")
+    if arg.dtype != tp.dtype:
+        raise TypeError(f"argument {tp.name}: dtype {arg.dtype} does not match the "
+                        f"declared {np.dtype(tp.dtype)}")
+    if not (getattr(arg, "_flags", None) or arg.flags).forc:
+        raise ValueError(f"argument {tp.name}: non-contiguous arrays are not supported")
 
 
 def _index_range(rng: builtins.slice | None, slc: builtins.slice | None,
