@@ -38,8 +38,8 @@ def _forget(p: Prepared) -> None:
     """Make kernels whose arguments were set by `p` set all of them on their next launch."""
     owners = p.built.owners
     for k, owner in list(owners.items()):
-        if owner is p:
-            del owners[k]
+        if owner is p:  # pop: clear_caches() may drop `p` while another thread launches
+            owners.pop(k, None)
 
 
 class Prepared:
