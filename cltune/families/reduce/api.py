@@ -7,6 +7,7 @@ to the database and never imports the tuner.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import warnings
 import weakref
@@ -25,6 +26,7 @@ from cltune.core.serving import CltuneWarning, Explanation
 from cltune.device.info import DeviceInfo
 from cltune.device.select import info_for, require_usable
 from cltune.families.reduce.config import Config
+from cltune.families.reduce.defaults import builtin_config
 from cltune.families.reduce.launch import SMALL_OFFSET, Launcher
 from cltune.families.reduce.serve import Choice, builtin_choice, load_choices, vetted
 from cltune.opencl import caches
@@ -77,6 +79,10 @@ class _Engine:
         if hit is not None:
             return hit
         ch = self.choice(n)
+        if ch.bucket is None and not ch.level:  # untuned: the builtin config for this size
+            sized = builtin_config(self.info, self.spec, n)
+            if sized != ch.config and ch.config == builtin_config(self.info, self.spec):
+                ch = dataclasses.replace(ch, config=sized)
         with self._lock:
             served = self._vetted.get(ch.config)
             if served is None:
