@@ -286,7 +286,8 @@ def measure_size(r: Any, info: DeviceInfo, ctx: cl.Context, q: cl.CommandQueue,
     x.finish()
     res = SizeResult(n, str(r.explain(n)))
     tuned = Launcher(ctx, q.device, info, spec, r.explain(n).config)
-    base = Launcher(ctx, q.device, info, spec, builtin_config(info, spec))
+    # the builtin config an untuned device serves at this size
+    base = Launcher(ctx, q.device, info, spec, builtin_config(info, spec, n))
     out = cla.empty(q, (), spec.result_dtype)
     cla_op = getattr(cla, spec.op) if spec.op != "prod" else None
     answers: dict[str, Callable[[], float]] = {
