@@ -82,11 +82,16 @@ def test_a_new_study_starts_from_the_stored_best_then_the_previous_winner(
     results = tuner.run()
     params12, _ = _first_params(storage_url, tuner, 12)
     assert params12[0] == params_of(stored, tuner.space)  # the stored best, re-validated
-    assert params12[1] == params_of(builtin_config(info), tuner.space)
+    spec = OpSpec("sum", "float32")
+    # then the builtin config served untuned at 2^12 (CPUs: in one launch), the general one
+    assert params12[1:3] == seed_params(tuner.space, [builtin_config(info, spec, 1 << 12),
+                                                      builtin_config(info, spec)])
     params14, _ = _first_params(storage_url, tuner, 14)
     # bucket 14: the nearest known bucket (12, as known when the run started), the winner of
     # bucket 12 in this run, the builtin config; duplicates dropped
-    want = seed_params(tuner.space, [stored, results[0].config, builtin_config(info)])
+    want = seed_params(tuner.space, [stored, results[0].config,
+                                     builtin_config(info, spec, 1 << 14),
+                                     builtin_config(info, spec)])
     assert params14[:len(want)] == want and want[0] == params_of(stored, tuner.space)
     assert all(r.trials >= 5 for r in results)
 

@@ -85,9 +85,10 @@ class ReduceTarget(Target):
     def seeds(self, known_rows: Iterable[object], bucket: int,
               previous: Config | None) -> list[dict]:
         """Starting points (cltune.families.reduce.seeds): what the fallback chain knows for this
-        size class,
-        the previous size class's winner, the builtin config."""
+        size class, the previous size class's winner, the builtin config served untuned at
+        this class's size (CPUs: one launch for small ones) and the general builtin config."""
         return seed_params(self.space, [known_config(known_rows, bucket), previous,
+                                        builtin_config(self.info, self.spec, 1 << bucket),
                                         builtin_config(self.info, self.spec)])
 
     # ---- running --------------------------------------------------------------------------
