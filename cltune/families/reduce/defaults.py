@@ -20,7 +20,7 @@ CPU_ONE_PASS_MAX = 1 << 12
 def builtin_config(info: DeviceInfo, spec: OpSpec | None = None, n: int | None = None) -> Config:
     """CPUs: each work-item streams a contiguous chunk with wide vector loads (measured best on
     PoCL); GPUs and others: a local-memory tree with a few loads per work-item in flight,
-    finished in the same launch where the device's atomics allow (`_gpu_passes`).
+    finished in the same launch where the device's atomics allow (`_atomic_passes`).
 
     A CPU runtime with subgroups (Intel's; PoCL >= 4) compiles work-items into SIMD subgroups
     of up to 16 lanes, and the space offers only work-groups that are multiples of the real
@@ -35,7 +35,7 @@ def builtin_config(info: DeviceInfo, spec: OpSpec | None = None, n: int | None =
     lane = spec.vector_element_bytes if spec is not None else 8
     if info.type == "cpu":
         wg = pow2_at_most(min(16 if info.subgroups else 8, max(1, info.max_wg)))
-        one = n is not None and n <= CPU_ONE_PASS_MAX and _gpu_passes(info, spec) == 1
+        one = n is not None and n <= CPU_ONE_PASS_MAX and _atomic_passes(info, spec) == 1
         return Config(strategy="serial", wg=wg, tile=0, items=8, vec=info.vector_cap(lane, 16),
                       groups_per_cu=8 * 8 // wg if wg >= 8 else 8, passes=1 if one else 2,
                       acc="native")
@@ -43,14 +43,15 @@ def builtin_config(info: DeviceInfo, spec: OpSpec | None = None, n: int | None =
     while wg > 1 and wg * 8 + 64 > info.local_mem:
         wg //= 2
     return Config(strategy="local_tree", wg=wg, tile=wg, items=4, vec=info.vector_cap(lane, 4),
-                  groups_per_cu=8, passes=_gpu_passes(info, spec), acc="native")
+                  groups_per_cu=8, passes=_atomic_passes(info, spec), acc="native")
 
 
-def _gpu_passes(info: DeviceInfo, spec: OpSpec | None) -> int:
-    """GPUs finish in the same launch (the last group, atomic ticket) wherever the partials'
-    atomics exist: a second launch costs more than the last group's read of ~8 partials a
-    compute unit (#39 item 2, H100 untuned: `r(x)` of 4096 float32 18.5 us a call in two
-    launches where one-launch calls take 12.6; scripts/call_floor.py)."""
+def _atomic_passes(info: DeviceInfo, spec: OpSpec | None) -> int:
+    """1 where the partials' atomics exist (the last group finishes, atomic ticket), else 2.
+    GPUs finish in one launch wherever they can (CPUs only small calls, CPU_ONE_PASS_MAX): a
+    second launch costs more than the last group's read of ~8 partials a compute unit (#39
+    item 2, H100 untuned: `r(x)` of 4096 float32 18.5 us a call in two launches where
+    one-launch calls take 12.6; scripts/call_floor.py)."""
     if info.int64_atomics:
         return 1
     if spec is None:
