@@ -32,11 +32,17 @@ typedef float clt_elem_t;
 #define CLT_SEL_ITEMS 8
 #endif
 #ifndef CLT_SEL_INDEX
-#define CLT_SEL_INDEX 0 /* 1: write the kept elements' indices (long), not their values */
+#define CLT_SEL_INDEX 0 /* 1: write the kept elements' indices (long), not their values; 2: the
+                         * same as int (the host checked n < 2^31) */
+#endif
+#if CLT_SEL_INDEX == 2
+typedef int clt_idx_t;
+#else
+typedef long clt_idx_t;
 #endif
 #if CLT_SEL_INDEX
-typedef long clt_out_t;
-#define VALUE(i) (i)
+typedef clt_idx_t clt_out_t;
+#define VALUE(i) ((clt_idx_t)(i))
 #else
 typedef clt_elem_t clt_out_t;
 #define VALUE(i) (ary[(i)])
@@ -151,7 +157,8 @@ __kernel SEL_ATTR void clt_sel_top(__global long *counts, const long G, __global
 __kernel SEL_ATTR void
 clt_sel_scatter(CLT_USER_ARGS const long n, const long clt_chunk, __global const long *clt_starts,
                 __global clt_out_t *clt_out, __global clt_out_t *clt_out_false,
-                const uint clt_with_false) {
+                const uint clt_with_false, __global const long *clt_count,
+                const long clt_fill_to, const long clt_fill) {
     CLT_USER_PREP
     const long clt_a = (long)get_group_id(0) * clt_chunk;
     const long clt_b = min(clt_a + clt_chunk, n);
@@ -263,11 +270,35 @@ clt_sel_scatter(CLT_USER_ARGS const long n, const long clt_chunk, __global const
         barrier(CLK_LOCAL_MEM_FENCE); /* the tile's __local arrays are free again */
     }
 #endif
+#if CLT_SEL_INDEX
+    /* nonzero of a fixed size (clt_fill_to > 0): out[count .. fill_to) = fill, a contiguous
+     * block a group (clt_sel_top wrote the count before this launch) */
+    if (clt_fill_to > 0) {
+        const long clt_c = clt_count[0];
+        if (clt_c < clt_fill_to) {
+            const long clt_per = (clt_fill_to - clt_c + get_num_groups(0) - 1) / get_num_groups(0);
+            const long clt_f0 = clt_c + (long)get_group_id(0) * clt_per;
+            const long clt_f1 = min(clt_f0 + clt_per, clt_fill_to);
+            for (long clt_j = clt_f0 + get_local_id(0); clt_j < clt_f1; clt_j += CLT_SEL_WG)
+                clt_out[clt_j] = (clt_out_t)clt_fill;
+        }
+    }
+#endif
 }
 
-/* out[k] = (flat[k] / stride) % dim: one axis of numpy.nonzero's tuple */
-__kernel void clt_unravel(__global const long *flat, const long count, const long stride,
-                          const long dim, __global long *out) {
+/* out[k] = (flat[k] / stride) % dim for k < count[0], fill for count[0] <= k < size: one axis of
+ * numpy.nonzero's tuple (size = the count when the host read it; a size fixed by the caller
+ * pads with fill, or drops the indices past it, and nothing is read back). narrow: every index
+ * is below 2^32, so 32-bit division (a 64-bit one is several times slower on CPUs) */
+__kernel void clt_unravel(__global const clt_idx_t *flat, __global const long *count,
+                          const long size, const long stride, const long dim, const long fill,
+                          const uint narrow, __global clt_idx_t *out) {
     const long k = get_global_id(0);
-    if (k < count) out[k] = (flat[k] / stride) % dim;
+    if (k >= size) return;
+    if (k >= count[0]) {
+        out[k] = (clt_idx_t)fill;
+        return;
+    }
+    const long f = flat[k];
+    out[k] = (clt_idx_t)(narrow ? (long)(((uint)f / (uint)stride) % (uint)dim) : (f / stride) % dim);
 }

@@ -159,7 +159,15 @@ def run_compact(a, info, q, torch, n: int) -> None:
            "cltune-nonzero": block(lambda: cltune.nonzero(x > 0.5), q.finish, a.calls),
            # where nonzero's time goes: the mask made once, and pyopencl's comparison alone
            "cltune-nonzero-mask": block(lambda: cltune.nonzero(mask), q.finish, a.calls),
+           # the count not read back (size=, jax.numpy.nonzero's form): the call only enqueues
+           "cltune-nonzero-sized": block(lambda: cltune.nonzero(mask, size=want.size),
+                                         q.finish, a.calls),
+           "cltune-nonzero-sized-i32": block(
+               lambda: cltune.nonzero(mask, size=want.size, index_dtype=np.int32),
+               q.finish, a.calls),
            "pyopencl-compare": block(lambda: x > 0.5, q.finish, a.calls)}
+    sized = cltune.nonzero(mask, size=want.size, index_dtype=np.int32)[0].get()
+    assert np.array_equal(sized, np.flatnonzero(h > 0.5)), label
     if info.type == "cpu":
         sam["numpy"] = block(lambda: h[h > 0.5], lambda: None, a.calls)
     med = rounds(sam, a.repeats)
@@ -176,6 +184,11 @@ def run_compact(a, info, q, torch, n: int) -> None:
                                         a.calls),
             "torch-mask": block(lambda: t[t > 0.5], torch.cuda.synchronize, a.calls)},
             a.repeats))
+        if hasattr(torch, "nonzero_static"):  # torch's fixed-size nonzero: no read back
+            k = want.size
+            med.update(rounds({"torch-nonzero-static": block(
+                lambda: torch.nonzero_static(tm, size=k), torch.cuda.synchronize, a.calls)},
+                a.repeats))
     _line(label, med, (n + want.size) * 4)
     ballot = compact._use_ballot(q.device)
     wg, items, per_cu = compact._shape_of(q.device, 4, bool(ballot))

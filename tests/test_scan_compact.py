@@ -89,6 +89,74 @@ def test_nonzero_matches_numpy(queue):
     assert cltune.nonzero(cla.empty(queue, (0,), np.float32))[0].shape == (0,)
 
 
+def _jax_nonzero(m, size, fill):
+    """jax.numpy.nonzero(m, size=size, fill_value=fill) computed by numpy: the first `size`
+    positions, then the fill (one value, or one per dimension)."""
+    fills = fill if isinstance(fill, tuple) else (fill,) * m.ndim
+    out = []
+    for w, f in zip(np.nonzero(m), fills, strict=True):
+        o = np.full(size, f, np.int64)
+        o[:min(size, w.size)] = w[:size]
+        out.append(o)
+    return out
+
+
+@pytest.mark.parametrize("index_dtype", [np.int64, np.int32])
+def test_nonzero_of_a_fixed_size_reads_nothing_back(queue, monkeypatch, index_dtype):
+    """size= (jax.numpy.nonzero's meaning): exactly `size` entries, the first nonzero positions
+    then the fill, for sizes below, at and above the count, 1-3 dimensions, per-dimension
+    fills, empty input; no count is read back; int32 indices where asked."""
+    monkeypatch.setattr(compact, "_read_count",
+                        lambda *a: pytest.fail("size= must not read the count back"))
+    rng = np.random.default_rng(11)
+    for shape, fill in [((1001,), 0), ((1001,), -1), ((37, 41), (-1, -2)), ((3, 5, 7), 9),
+                        ((70001,), 7)]:
+        m = (rng.random(shape) > 0.6).astype(np.float32)
+        count = int(np.count_nonzero(m))
+        for size in (0, 1, count - 3, count, count + 5, m.size + 2):
+            got = cltune.nonzero(cla.to_device(queue, m), size=size, fill_value=fill,
+                                 index_dtype=index_dtype)
+            want = _jax_nonzero(m, size, fill)
+            assert len(got) == m.ndim
+            for g, w in zip(got, want, strict=True):
+                assert g.dtype == index_dtype and g.shape == (size,), (shape, size)
+                assert np.array_equal(g.get(), w), (shape, size, fill)
+    empty = cltune.nonzero(cla.empty(queue, (0,), np.float32), size=4, fill_value=-1,
+                           index_dtype=index_dtype)
+    assert np.array_equal(empty[0].get(), [-1, -1, -1, -1]) and empty[0].dtype == index_dtype
+    (none,) = cltune.nonzero(np.zeros(9, np.int8), queue=queue, size=3)
+    assert np.array_equal(none.get(), [0, 0, 0])
+
+
+def test_nonzero_int32_indices_and_bad_options(queue):
+    """index_dtype=np.int32 without size= (numpy's length) and the options' clear errors."""
+    rng = np.random.default_rng(12)
+    m = rng.random((29, 31, 3)) > 0.5
+    got = cltune.nonzero(m, queue=queue, index_dtype=np.int32)
+    assert all(g.dtype == np.int32 and np.array_equal(g.get(), w)
+               for g, w in zip(got, np.nonzero(m), strict=True))
+    x = cla.to_device(queue, m.astype(np.float32))
+    for kw, err, msg in [({"size": -1}, ValueError, "non-negative"),
+                         ({"size": 2.5}, ValueError, "non-negative"),
+                         ({"index_dtype": np.int16}, TypeError, "int64 or np.int32"),
+                         ({"index_dtype": "nope"}, TypeError, "index_dtype"),
+                         ({"size": 4, "fill_value": (1, 2)}, ValueError, "one per dimension"),
+                         ({"size": 4, "fill_value": 1.5}, TypeError, "integers"),
+                         ({"size": 4, "fill_value": 2**40, "index_dtype": np.int32},
+                          ValueError, "does not fit")]:
+        with pytest.raises(err, match=msg):
+            cltune.nonzero(x, **kw)
+
+
+def test_nonzero_index_width_is_checked_against_the_size(monkeypatch):
+    """int32 indices are refused for arrays of 2^31 elements or more (checked before any
+    launch: no such array is made here)."""
+    assert compact._index_mode(np.int32, 2**31 - 1) == 2
+    assert compact._index_mode(np.int64, 2**40) == 1
+    with pytest.raises(ValueError, match="below 2\\^31"):
+        compact._index_mode(np.int32, 2**31)
+
+
 def test_nonzero_on_an_out_of_order_queue_and_in_a_loop(ctx):
     """The count is read after the kernels that make it (an out-of-order queue orders
     nothing by itself); results of earlier calls stay right while later ones run."""

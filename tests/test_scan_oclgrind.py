@@ -152,8 +152,19 @@ for shape, ballot in (((8, 4, 3), 0), ((4, 2, 2), 0), ((1, 1, 2), 0), ((64, 3, 2
     ok = n == (k > 0).sum() and (t.get()[:n] == k[k > 0]).all() and \
         (f.get()[:k.size - n] == k[k <= 0]).all()
     idx = cltune.nonzero(x)[0].get()
+    # a fixed size past the count: the scatter fills the tail, a block a group
+    nz = np.flatnonzero(h)
+    sized = cltune.nonzero(x, size=nz.size + 37, fill_value=-3)[0].get()
+    ok = ok and (sized[:nz.size] == nz).all() and (sized[nz.size:] == -3).all()
     out["runs"].append({"shape": shape, "ballot": ballot,
-                        "ok": bool(ok and (idx == np.flatnonzero(h)).all())})
+                        "ok": bool(ok and (idx == nz).all())})
+# 4-byte indices, a fixed size past the count (the fill read from no element) and 2-D unravel
+want = np.nonzero(h.reshape(7, 143))
+got = cltune.nonzero(x.reshape(7, 143), size=want[0].size + 5, fill_value=-1,
+                     index_dtype=np.int32)
+ok = all((g.get()[:w.size] == w).all() and (g.get()[w.size:] == -1).all()
+         for g, w in zip(got, want))
+out["runs"].append({"shape": "sized-int32", "ballot": 0, "ok": bool(ok)})
 print(MARK + json.dumps(out), flush=True)
 '''
 
@@ -161,10 +172,11 @@ print(MARK + json.dumps(out), flush=True)
 def test_compaction_kernels_are_clean_under_oclgrind():
     """kernels/compact.cl's count, top and scatter (partition's two sides, nonzero's indices)
     with tiled groups staging through __local memory, with one work-item a chunk, and by
-    warp ballots (emulated)."""
+    warp ballots (emulated), each with nonzero's tail of a fixed size filled by the scatter;
+    nonzero's 4-byte indices of a fixed size, unravelled in 2-D."""
     res, summary = run_marked(COMPACT, MARK)
     assert res.returncode == 0 and summary, res.summary()
-    assert len(summary["runs"]) == 4 and all(r["ok"] for r in summary["runs"]), summary["runs"]
+    assert len(summary["runs"]) == 5 and all(r["ok"] for r in summary["runs"]), summary["runs"]
     assert res.reports == [], res.summary(limit=8)
 
 

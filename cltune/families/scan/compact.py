@@ -149,10 +149,12 @@ def _shape_of(dev: cl.Device, out_size: int, ballot: bool = False) -> tuple[int,
 
 _prepared: ContextCache[tuple] = ContextCache()
 _I64 = np.dtype(np.int64)
+#: the index dtype of each CLT_SEL_INDEX mode (kernels/compact.cl)
+_INDEX_DTYPES = {1: _I64, 2: np.dtype(np.int32)}
 
 
 def _prepare(q: cl.CommandQueue, elem: np.dtype, pred: str, extra: list[tuple[str, Any]],
-             preamble: str, index: bool, out_size: int) -> tuple:
+             preamble: str, index: int, out_size: int) -> tuple:
     """(program, work-group size, items, chunks per compute unit, compute units)."""
     dev = q.device
     mode = _use_ballot(dev)
@@ -170,17 +172,20 @@ def _prepare(q: cl.CommandQueue, elem: np.dtype, pred: str, extra: list[tuple[st
     with prg.lock:
         prg.clt_sel_count.set_scalar_arg_dtypes([*user, _L, _L, None])
         prg.clt_sel_top.set_scalar_arg_dtypes([None, _L, None])
-        prg.clt_sel_scatter.set_scalar_arg_dtypes([*user, _L, _L, None, None, None, np.uint32])
+        prg.clt_sel_scatter.set_scalar_arg_dtypes([*user, _L, _L, None, None, None, np.uint32,
+                                                   None, _L, _L])
     return prg, wg, items, per_cu, dev.max_compute_units
 
 
 def _select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
             queue: cl.CommandQueue | None, wait_for: Sequence[cl.Event] | None,
-            with_false: bool = False, index: bool = False,
+            with_false: bool = False, index: int = 0, fill_to: int = 0, fill: int = 0,
             ) -> tuple[cla.Array, cla.Array | None, cla.Array, cl.Event | None,
                        cl.CommandQueue, Any]:
     """(out, out_false, count, event, queue, program): the kept elements (their indices with
-    `index`) in order in out[:count], the others in out_false[:n - count] (with_false)."""
+    `index`: 1 as int64, 2 as int32) in order in out[:count], the others in out_false[:n -
+    count] (with_false); with `index` and `fill_to`, out holds fill_to elements at least and
+    out[count:fill_to] = fill (nonzero of a fixed size)."""
     if not isinstance(ary, cla.Array):
         raise TypeError(f"ary must be a pyopencl Array, not {type(ary).__name__}")
     if ary.size and not ary.flags.forc:
@@ -192,7 +197,7 @@ def _select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
     extra = _extra(extra_args)
     if not isinstance(preamble, str):
         raise TypeError("preamble must be a string of OpenCL C")
-    odt = np.dtype(np.int64) if index else ary.dtype
+    odt = _INDEX_DTYPES[index] if index else ary.dtype
     sig = tuple((name, "a" if isinstance(v, cla.Array) else "s", v.dtype.str)
                 for name, v in extra)
     # the program and kernel shape of this predicate: made once (the source, the device's
@@ -208,7 +213,7 @@ def _select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
         return empty, (empty if with_false else None), cla.zeros(q, (), np.int64), None, q, prg
     pool = pool_for(q)  # no free (a device sync on NVIDIA) per call
     # pyopencl's fast constructor: its general one spends ~15 us of host time on checks
-    out = empty_result(q, (n,), odt, "C", pool)
+    out = empty_result(q, (max(n, fill_to),), odt, "C", pool)
     out_false = empty_result(q, (n,), odt, "C", pool) if with_false else None
     count = new_scalar(q, _I64, pool)
     tile = wg * items
@@ -232,7 +237,8 @@ def _select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
         k2.set_args(starts, groups, count.data)
         e2 = cl.enqueue_nd_range_kernel(q, k2, (wg,), (wg,),
                                         wait_for=None if ordered else [e1])
-        k3.set_args(*args, n, chunk, starts, out.base_data, of.base_data, int(with_false))
+        k3.set_args(*args, n, chunk, starts, out.base_data, of.base_data, int(with_false),
+                    count.data, fill_to, fill)
         ev = cl.enqueue_nd_range_kernel(q, k3, (groups * wg,), (wg,),
                                         wait_for=None if ordered else [e2])
     count.add_event(e2)
@@ -303,8 +309,51 @@ def _head(a: cla.Array, c: int, q: cl.CommandQueue) -> cla.Array:
         return a[:c]
 
 
-def nonzero(x: Any, queue: cl.CommandQueue | None = None) -> tuple[cla.Array, ...]:
-    """numpy.nonzero on the device: one int64 device array per dimension of `x` (C order)."""
+def _index_mode(index_dtype: Any, n: int) -> int:
+    """CLT_SEL_INDEX for numpy.nonzero's indices of n elements as `index_dtype`."""
+    try:
+        dt = np.dtype(index_dtype)
+    except TypeError:
+        raise TypeError(f"index_dtype must be np.int64 or np.int32, not {index_dtype!r}") \
+            from None
+    if dt == _I64:
+        return 1
+    if dt == np.int32:
+        if n > np.iinfo(np.int32).max:
+            raise ValueError(f"index_dtype=np.int32 holds indices below 2^31; this array has "
+                             f"{n} elements: use np.int64")
+        return 2
+    raise TypeError(f"index_dtype must be np.int64 or np.int32, not {dt}")
+
+
+def _fills(fill_value: Any, ndim: int, dt: np.dtype) -> list[int]:
+    """fill_value (one integer, or one per dimension as jax.numpy.nonzero takes it) as ints
+    that `dt` holds."""
+    vals = list(fill_value) if isinstance(fill_value, (tuple, list)) else [fill_value] * ndim
+    if len(vals) != ndim:
+        raise ValueError(f"fill_value has {len(vals)} entries for an array of {ndim} "
+                         "dimensions: give one integer or one per dimension")
+    info = np.iinfo(dt)
+    out = []
+    for v in vals:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"fill_value must be integers, not {type(v).__name__}")
+        if not info.min <= int(v) <= info.max:
+            raise ValueError(f"fill_value {int(v)} does not fit the indices' dtype {dt}")
+        out.append(int(v))
+    return out
+
+
+def nonzero(x: Any, queue: cl.CommandQueue | None = None, *, size: int | None = None,
+            fill_value: Any = 0, index_dtype: Any = np.int64) -> tuple[cla.Array, ...]:
+    """numpy.nonzero on the device: one index device array per dimension of `x` (C order).
+
+    numpy's result is as long as the count of nonzero elements, so the count is read back
+    (one host round trip a call). With `size=` (jax.numpy.nonzero's meaning) the result has
+    exactly `size` entries — the first `size` nonzero positions, then `fill_value` (one
+    integer, or one per dimension) — and nothing is read back: the call only enqueues.
+    `index_dtype=np.int32` writes 4-byte indices (half the bytes; arrays below 2^31 elements).
+    """
     if isinstance(x, np.ndarray):
         if queue is None:
             raise TypeError("a numpy input needs queue= (the device to run on)")
@@ -316,22 +365,46 @@ def nonzero(x: Any, queue: cl.CommandQueue | None = None) -> tuple[cla.Array, ..
         raise ValueError("nonzero of a 0-d array: use atleast_1d first (as numpy asks)")
     if x.size and not x.flags.c_contiguous:
         raise ValueError("nonzero takes a C-contiguous array")
+    mode = _index_mode(index_dtype, x.size)
+    idt = _INDEX_DTYPES[mode]
+    if size is not None:
+        if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) \
+                or size < 0:
+            raise ValueError(f"size must be a non-negative integer, not {size!r}")
+        size = int(size)
+    fills = _fills(fill_value, x.ndim, idt)
     flat = x if x.ndim == 1 else x.reshape(x.size)
     if flat.dtype == np.bool_:
         flat = flat.view(np.uint8)
-    idx, _, count, _, q, prg = _select(flat, "ary[i] != 0", None, "", queue, None, index=True)
-    c = _read_count(count, q) if flat.size else 0
-    if x.ndim == 1:
+    if size is not None and not flat.size:  # nothing to launch: every entry is the fill
+        q = queue if queue is not None else x.queue
+        return tuple(cla.empty(q, (size,), idt).fill(f) if size else cla.empty(q, (0,), idt)
+                     for f in fills)
+    sized_1d = size is not None and x.ndim == 1
+    idx, _, count, _, q, prg = _select(flat, "ary[i] != 0", None, "", queue, None, index=mode,
+                                       fill_to=size if sized_1d else 0,
+                                       fill=fills[0] if sized_1d else 0)
+    if size is None:
+        c = _read_count(count, q) if flat.size else 0
+    else:
+        c = size
+    if x.ndim == 1:  # the indices are the answer (a fixed size's tail filled by the scatter)
         return (idx if c == idx.size else _head(idx, c, q),)
+    ordered = in_order(q)
     out = []
+    narrow = np.uint32(x.size <= 1 << 32)
     stride = x.size
-    for d in x.shape:
+    for d, f in zip(x.shape, fills, strict=True):
         stride //= max(1, d)
-        o = empty_result(q, (c,), _I64, "C", pool_for(q)) if c else cla.empty(q, (0,), _I64)
+        o = empty_result(q, (c,), idt, "C", pool_for(q)) if c else cla.empty(q, (0,), idt)
         if c:
             with prg.lock:
                 k = prg.clt_unravel
-                k.set_args(idx.data, _L(c), _L(stride), _L(d), o.data)
-                cl.enqueue_nd_range_kernel(q, k, (c,), None)
+                k.set_args(idx.data, count.data, _L(c), _L(stride), _L(d), _L(f), narrow,
+                           o.data)
+                ev = cl.enqueue_nd_range_kernel(
+                    q, k, (c,), None,
+                    wait_for=pending(idx.events, count.events, in_order=ordered))
+            o.add_event(ev)
         out.append(o)
     return tuple(out)
