@@ -175,6 +175,35 @@ def test_nonzero_on_an_out_of_order_queue_and_in_a_loop(ctx):
         assert np.array_equal(got.get(), want)
 
 
+def test_the_prepared_call_keeps_its_scratch_only_where_the_queue_orders_the_calls(ctx, queue):
+    """Calls of one key share a prepared call (one entry); on an in-order queue its chunks'
+    scratch is kept and reused by calls enqueued back to back without a wait, and each answer
+    stays right; an out-of-order queue's calls take scratch of their own."""
+    compact._plans.clear()
+    rng = np.random.default_rng(21)
+    hs = [rng.random(30011).astype(np.float32) for _ in range(4)]
+    xs = [cla.to_device(queue, h) for h in hs]
+    queue.finish()
+    res = [cltune.copy_if(x, "ary[i] > t", extra_args=[("t", np.float32(0.25 * k))])[:2]
+           for k, x in enumerate(xs)]
+    for k, (h, (out, count)) in enumerate(zip(hs, res, strict=True)):
+        c = int(count.get())
+        assert np.array_equal(out[:c].get(), h[h > np.float32(0.25 * k)]), k
+    assert len(compact._plans) == 1
+    (plan,) = compact._plans.values()
+    assert plan[-1] is not None  # the in-order queue's kept scratch
+    ooo = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+    try:
+        q2 = cl.CommandQueue(ctx, properties=ooo)
+    except cl.Error:
+        return
+    x2 = cla.to_device(q2, hs[0])
+    out, count, _ = cltune.copy_if(x2, "ary[i] > 0.5f")
+    c = int(count.get())
+    assert np.array_equal(out[:c].get(), hs[0][hs[0] > 0.5])
+    assert [p[-1] for p in compact._plans.values()].count(None) == 1
+
+
 def test_empty_and_errors(queue):
     out, count, ev = cltune.copy_if(cla.empty(queue, (0,), np.float32), "ary[i] > 0")
     assert int(count.get()) == 0 and ev is None

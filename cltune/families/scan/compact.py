@@ -31,6 +31,7 @@ from cltune.opencl.build import compile_program
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.events import in_order, pending
 from cltune.opencl.pools import pool_for
+from cltune.opencl.prepared import PreparedCalls
 from cltune.opencl.scalars import new_scalar
 from cltune.opencl.sources import kernel_file
 
@@ -177,6 +178,33 @@ def _prepare(q: cl.CommandQueue, elem: np.dtype, pred: str, extra: list[tuple[st
     return prg, wg, items, per_cu, dev.max_compute_units
 
 
+#: prepared compaction calls: (queue, dtype, n, predicate, ...) -> _plan's tuple
+_plans = PreparedCalls()
+
+
+def _plan(q: cl.CommandQueue, elem: np.dtype, n: int, pred: str, extra: list[tuple[str, Any]],
+          sig: tuple, preamble: str, index: int) -> tuple:
+    """(program, work-group size, groups, chunk, result dtype, pool, the queue when in order,
+    the chunks' scratch when in order) of a call on n elements."""
+    odt = _INDEX_DTYPES[index] if index else elem
+    # the program and kernel shape of this predicate: made once (the source, the device's
+    # limits and the program lookup cost more host time per call than the kernels take)
+    prg, wg, items, per_cu, cus = _prepared.get(
+        q.context, (q.device.int_ptr, elem.str, pred, sig, preamble, index, _shape_of,
+                    _use_ballot),
+        lambda: _prepare(q, elem, pred, extra, preamble, index, odt.itemsize))
+    pool = pool_for(q)  # no free (a device sync on NVIDIA) per call
+    tile = wg * items
+    groups = max(1, min(_cdiv(n, tile), per_cu * cus))
+    chunk = max(1, _cdiv(_cdiv(n, groups), tile)) * tile  # whole tiles
+    groups = max(1, _cdiv(n, chunk))
+    ordered = in_order(q)
+    starts = None
+    if ordered is not None:  # kept: the queue runs each call's launches before the next's
+        starts = cl.Buffer(q.context, cl.mem_flags.READ_WRITE, groups * 8)
+    return prg, wg, groups, chunk, odt, pool, ordered, starts
+
+
 def _select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
             queue: cl.CommandQueue | None, wait_for: Sequence[cl.Event] | None,
             with_false: bool = False, index: int = 0, fill_to: int = 0, fill: int = 0,
@@ -197,34 +225,32 @@ def _select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
     extra = _extra(extra_args)
     if not isinstance(preamble, str):
         raise TypeError("preamble must be a string of OpenCL C")
-    odt = _INDEX_DTYPES[index] if index else ary.dtype
     sig = tuple((name, "a" if isinstance(v, cla.Array) else "s", v.dtype.str)
                 for name, v in extra)
-    # the program and kernel shape of this predicate: made once (the source, the device's
-    # limits and the program lookup cost more host time per call than the kernels take)
-    prep = _prepared.get(q.context, (q.device.int_ptr, ary.dtype.str, pred, sig, preamble,
-                                     index, _shape_of, _use_ballot),
-                         lambda: _prepare(q, ary.dtype, pred, extra, preamble, index,
-                                          odt.itemsize))
-    prg, wg, items, per_cu, cus = prep
     n = ary.size
+    # the prepared call of this key (issue 39): the program, the launch geometry, the pool and
+    # (on an in-order queue, which runs one call's three launches before the next call's) the
+    # chunks' scratch, found by one look-up; a call then allocates its results, sets the
+    # arguments and enqueues
+    key = (q, ary.dtype, n, pred, sig, preamble, with_false, index, fill_to, fill,
+           _shape_of, _use_ballot)
+    plan = _plans.hit(key)
+    if plan is None:
+        plan = _plan(q, ary.dtype, n, pred, extra, sig, preamble, index)
+        _plans.keep(key, plan)
+    prg, wg, groups, chunk, odt, pool, ordered, starts = plan
     if n == 0:
         empty = cla.empty(q, (0,), odt)
         return empty, (empty if with_false else None), cla.zeros(q, (), np.int64), None, q, prg
-    pool = pool_for(q)  # no free (a device sync on NVIDIA) per call
     # pyopencl's fast constructor: its general one spends ~15 us of host time on checks
     out = empty_result(q, (max(n, fill_to),), odt, "C", pool)
     out_false = empty_result(q, (n,), odt, "C", pool) if with_false else None
     count = new_scalar(q, _I64, pool)
-    tile = wg * items
-    groups = max(1, min(_cdiv(n, tile), per_cu * cus))
-    chunk = max(1, _cdiv(_cdiv(n, groups), tile)) * tile  # whole tiles
-    groups = max(1, _cdiv(n, chunk))
-    starts = pool.allocate(groups * 8) if pool is not None else \
-        cl.Buffer(q.context, cl.mem_flags.READ_WRITE, groups * 8)
+    if starts is None:  # an out-of-order queue: scratch of this call's own
+        starts = pool.allocate(groups * 8) if pool is not None else \
+            cl.Buffer(q.context, cl.mem_flags.READ_WRITE, groups * 8)
     # waited events: NVIDIA's driver pays a host round trip (~50 us) for each one a kernel
     # waits on, even one already complete; an in-order queue orders its own commands anyway
-    ordered = in_order(q)
     arrays = [v for _, v in extra if isinstance(v, cla.Array)]
     waits = pending(list(wait_for or []), ary.events, *(v.events for v in arrays),
                     in_order=ordered)
