@@ -56,10 +56,12 @@ class Case:
     rtol: float
     torch: Callable[[], Any] | None = None
     rows: dict[str, list[float]] = field(default_factory=dict)
+    #: the call's answer as numpy (a device array's get(); copy_if's kept elements)
+    answer: Callable[[Any], Any] = lambda res: res.get()
 
 
 def _check(c: Case, when: str) -> None:
-    got = np.asarray(c.call().get(), np.float64)
+    got = np.asarray(c.answer(c.call()), np.float64)
     want = np.asarray(c.want, np.float64)
     if got.shape != want.shape or not np.allclose(got, want, rtol=c.rtol, atol=c.rtol):
         err = np.max(np.abs(got - want)) if got.shape == want.shape else "shape"
@@ -75,8 +77,11 @@ def cases(q: cl.CommandQueue, rng: np.random.Generator, torch: Any) -> list[Case
         return torch.from_numpy(h).to(dev) if dev else None
 
     def add(name: str, call: Callable[[], Any], want: Any, rtol: float = 1e-4,
-            tcall: Callable[[], Any] | None = None) -> None:
+            tcall: Callable[[], Any] | None = None,
+            answer: Callable[[Any], Any] | None = None) -> None:
         out.append(Case(name, call, np.asarray(want), rtol, tcall))
+        if answer is not None:
+            out[-1].answer = answer
 
     r = cltune.get_reducer(q, "sum", np.float32)
     h1 = rng.random(4096, dtype=np.float32)
@@ -122,6 +127,21 @@ def cases(q: cl.CommandQueue, rng: np.random.Generator, torch: Any) -> list[Case
                 tcall=(lambda ts=ts: torch.cumsum(ts, 0)) if dev else None)
         add(f"cltune.cumsum(x) {n}", lambda xs=xs: cltune.cumsum(xs), want, rtol=1e-3,
             tcall=(lambda ts=ts: torch.cumsum(ts, 0)) if dev else None)
+    # compaction (3 launches): copy_if's kept elements with the count on the device, and
+    # nonzero of a fixed size (nothing read back) of a ready mask
+    t = np.float32(0.5)
+    add("cltune.copy_if(x, x > t) 4096",
+        lambda: cltune.copy_if(x1, "ary[i] > t", extra_args=[("t", t)]), h1[h1 > t], rtol=0,
+        tcall=(lambda: t1[t1 > 0.5]) if dev else None,
+        answer=lambda res: res[0][:int(res[1].get())].get())
+    m1 = x1 > t
+    k1 = int(np.count_nonzero(h1 > t))
+    tm1 = t1 > 0.5 if dev else None
+    add("cltune.nonzero(mask, size=k) 4096", lambda: cltune.nonzero(m1, size=k1),
+        np.flatnonzero(h1 > t), rtol=0,
+        tcall=(lambda: torch.nonzero_static(tm1, size=k1))
+        if dev and hasattr(torch, "nonzero_static") else None,
+        answer=lambda res: res[0].get())
     return out
 
 
