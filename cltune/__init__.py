@@ -11,6 +11,7 @@ neither pyopencl nor the database, so `cltune.tuning_db` and `cltune --help` sta
 from __future__ import annotations
 
 import importlib
+import os as _os
 from importlib.util import find_spec as _find_spec
 from pathlib import Path as _Path
 from typing import Any
@@ -43,7 +44,8 @@ _API = {
     **{name: "cltune.families.scan.compact" for name in
        ("copy_if", "nonzero", "partition", "remove_if", "unique")},
     **{name: "cltune.families.scan.generic" for name in
-       ("ExclusiveScanKernel", "GenericScanKernel", "InclusiveScanKernel", "use_in_pyopencl")},
+       ("ExclusiveScanKernel", "GenericScanKernel", "InclusiveScanKernel")},
+    "use_in_pyopencl": "cltune.dropin.switch",
     "tune_kernel": "cltune.user.tune", "run_kernel": "cltune.user.run",
     "PythonKernel": "cltune.user.runtime",
     **{name: "cltune.stats.api" for name in
@@ -63,3 +65,9 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *_API})
+
+
+# CLTUNE_PYOPENCL=1: pyopencl's reductions and scans are cltune's for the whole process (the
+# only case in which `import cltune` loads pyopencl: the application asked for it)
+if _os.environ.get("CLTUNE_PYOPENCL", "").strip():
+    importlib.import_module("cltune.dropin.switch").from_environment()

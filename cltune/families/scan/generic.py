@@ -1,8 +1,8 @@
 """pyopencl's scan kernels on cltune's scan: `GenericScanKernel`, `InclusiveScanKernel`,
-`ExclusiveScanKernel` with pyopencl's constructors and calls (kernels/generic_scan.cl), and
-`use_in_pyopencl()`, which swaps them into pyopencl.scan and pyopencl.algorithm so that
-`copy_if`, `remove_if`, `partition`, `unique`, `RadixSort` and `ListOfListsBuilder` run on
-them:
+`ExclusiveScanKernel` with pyopencl's constructors and calls (kernels/generic_scan.cl);
+`cltune.use_in_pyopencl()` (cltune.dropin.switch) swaps them into pyopencl.scan and
+pyopencl.algorithm, so that `copy_if`, `remove_if`, `partition`, `unique`, `RadixSort` and
+`ListOfListsBuilder` run on them:
 
     >>> knl = cltune.GenericScanKernel(ctx, np.int32, "__global int *x, __global int *y",
     ...                                "x[i]", "a+b", "0", "y[i] = prev_item")
@@ -18,9 +18,8 @@ commutative. Groups and work-items come from the device (the config is not tuned
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -39,8 +38,7 @@ from cltune.opencl.build import compile_program
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.sources import kernel_file
 
-__all__ = ["ExclusiveScanKernel", "GenericScanKernel", "InclusiveScanKernel",
-           "use_in_pyopencl"]
+__all__ = ["ExclusiveScanKernel", "GenericScanKernel", "InclusiveScanKernel"]
 
 _programs: ContextCache[Any] = ContextCache()
 
@@ -271,46 +269,3 @@ class ExclusiveScanKernel(_LegacyScan):
     """pyopencl.scan.ExclusiveScanKernel on cltune's scan."""
 
     _output = "output_ary[i] = prev_item;"
-
-
-@contextlib.contextmanager
-def use_in_pyopencl() -> Iterator[None]:
-    """Within the block, pyopencl.scan's GenericScanKernel (and its legacy kernels) are
-    cltune's, and so are the scans pyopencl.algorithm builds (copy_if, remove_if, partition,
-    unique, RadixSort — its default `scan_kernel` too —, ListOfListsBuilder); the templates'
-    caches are emptied on the way in and out, so that no kernel of one kind is served as the
-    other."""
-    import pyopencl.algorithm as alg  # lazy: only a swap needs pyopencl's algorithm (mako)
-    import pyopencl.scan as pscan  # lazy: as above
-
-    saved = {(m, n): getattr(m, n) for m in (pscan, alg) for n in
-             ("GenericScanKernel", "InclusiveScanKernel", "ExclusiveScanKernel")
-             if hasattr(m, n)}
-    # functions that bound pyopencl's GenericScanKernel as a default argument when pyopencl
-    # was imported: ScanTemplate.build_inner, RadixSort's constructor (its `scan_kernel=`)
-    bound = [f for f in (pscan.ScanTemplate.build_inner,
-                         getattr(getattr(alg, "RadixSort", None), "__init__", None))
-             if f is not None and getattr(f, "__defaults__", None)]
-    old_defaults = [f.__defaults__ for f in bound]
-
-    def clear() -> None:
-        for v in vars(alg).values():
-            if isinstance(v, pscan.ScanTemplate):
-                v.build_cache.clear()
-
-    ours = {"GenericScanKernel": GenericScanKernel, "InclusiveScanKernel": InclusiveScanKernel,
-            "ExclusiveScanKernel": ExclusiveScanKernel}
-    try:
-        for (m, n) in saved:
-            setattr(m, n, ours[n])
-        theirs = saved[(pscan, "GenericScanKernel")]
-        for f, d in zip(bound, old_defaults, strict=True):
-            f.__defaults__ = tuple(GenericScanKernel if v is theirs else v for v in d)
-        clear()
-        yield
-    finally:
-        for (m, n), v in saved.items():
-            setattr(m, n, v)
-        for f, d in zip(bound, old_defaults, strict=True):
-            f.__defaults__ = d
-        clear()
