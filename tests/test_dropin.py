@@ -55,6 +55,12 @@ def test_the_switch_swaps_nests_and_restores():
         pass
     assert _theirs() == before and not switch.is_on()
 
+    @cltune.use_in_pyopencl()
+    def inside(depth: int) -> bool:  # a decorated function, recursive: a block each call
+        return switch.is_on() and (depth == 0 or inside(depth - 1))
+
+    assert inside(2) and not switch.is_on() and _theirs() == before
+
 
 def test_pyopencl_array_reductions_and_scans_run_on_cltune_with_pyopencls_answers(ctx, queue):
     """The getters pyopencl.array calls build cltune's kernels under the switch (their

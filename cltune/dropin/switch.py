@@ -21,6 +21,7 @@ global switch never ends). Kernels an application built before the switch stay p
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from typing import Any
@@ -65,8 +66,9 @@ def _targets() -> list[tuple[Any, str, Any]]:
 
 def _clear() -> None:
     """Empty pyopencl's kernel caches that hold kernels of one kind or the other: its
-    context-memoized getters (the reductions behind pyopencl.array) and the algorithm
-    module's scan templates."""
+    context-memoized getters (the reductions behind pyopencl.array; pyopencl empties those
+    caches all together, its elementwise kernels too, which it then builds again from its
+    binary cache) and the algorithm module's scan templates."""
     import pyopencl.algorithm as alg  # lazy: as in _targets
     import pyopencl.scan as pscan  # lazy: as in _targets
     from pyopencl.tools import clear_first_arg_caches  # lazy: as in _targets
@@ -109,9 +111,13 @@ def is_on() -> bool:
     return _depth > 0
 
 
-class use_in_pyopencl:  # noqa: N801 - used as a function, as contextlib's context managers are
+class use_in_pyopencl(contextlib.ContextDecorator):  # noqa: N801 - called as a function
     """`with cltune.use_in_pyopencl():` — pyopencl's reductions and scans are cltune's within
-    the block; `cltune.use_in_pyopencl(globally=True)` — for the rest of the process."""
+    the block (or a function decorated with `@cltune.use_in_pyopencl()`);
+    `cltune.use_in_pyopencl(globally=True)` — for the rest of the process."""
+
+    def _recreate_cm(self) -> use_in_pyopencl:  # a decorated function: a block each call
+        return use_in_pyopencl(self.globally)
 
     def __init__(self, globally: bool = False) -> None:
         if not isinstance(globally, bool):
