@@ -2,9 +2,10 @@
  * on the predicate itself, so no flags or positions array is written (pyopencl's copy_if, and
  * cltune's first version, wrote a flag and a position per element and read them back):
  *   clt_sel_count    each group counts the kept elements of its chunk (coalesced reads)
- *   clt_sel_top      one group: the counts' exclusive scan in place (each chunk's first output
- *                    position) and the total (the count)
- *   clt_sel_scatter  each group walks its chunk a tile (CLT_SEL_WG x CLT_SEL_ITEMS elements)
+ *   clt_sel_scatter  each group sums the counts of the chunks before its own (its first output
+ *                    position; at most a few thousand counts, read by the whole group) and of
+ *                    all of them (the total: group 0 writes it), then walks its chunk a tile
+ *                    (CLT_SEL_WG x CLT_SEL_ITEMS elements)
  *                    at a time: flags and values into __local (coalesced), a work-item counts
  *                    its CLT_SEL_ITEMS consecutive ones, a group scan of the counts, the kept
  *                    values packed in __local and written out contiguously (coalesced).
@@ -129,40 +130,53 @@ __kernel SEL_ATTR void clt_sel_count(CLT_USER_ARGS const long n, const long clt_
     if (get_local_id(0) == 0) clt_counts[get_group_id(0)] = (long)clt_tot;
 }
 
-/* 2) counts[0..G) -> each chunk's first output position; count[0] = the total */
-__kernel SEL_ATTR void clt_sel_top(__global long *counts, const long G, __global long *count) {
-    __local long s[CLT_SEL_WG];
+/* the kept elements of the chunks before this group's (returned) and of all chunks (*total),
+ * from counts[0 .. number of groups); every work-item calls it (barriers), s holds
+ * 2 * CLT_SEL_WG longs. Two launches instead of three: no kernel of its own scans the counts. */
+inline long sel_before(__global const long *counts, long *total, __local long *s) {
     const uint lid = get_local_id(0);
-    long carry = 0;
-    for (long base = 0; base < G; base += CLT_SEL_WG) {
-        const long g = base + lid;
-        const long v = g < G ? counts[g] : 0;
-        s[lid] = v;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint off = 1; off < CLT_SEL_WG; off <<= 1) {
-            const long p = lid >= off ? s[lid - off] : 0;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            s[lid] += p;
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
-        if (g < G) counts[g] = carry + s[lid] - v;
-        carry += s[CLT_SEL_WG - 1];
-        barrier(CLK_LOCAL_MEM_FENCE);
+    const long g = get_group_id(0), G = get_num_groups(0);
+    long b = 0, t = 0;
+    for (long j = lid; j < G; j += CLT_SEL_WG) {
+        const long c = counts[j];
+        t += c;
+        if (j < g) b += c;
     }
-    if (lid == 0) count[0] = carry;
+#if CLT_SEL_WG > 1
+    s[lid] = b;
+    s[CLT_SEL_WG + lid] = t;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint w = CLT_SEL_WG; w > 1;) { /* any group size: halves rounded up */
+        const uint h = (w + 1) / 2;
+        if (lid + h < w) { /* lid + h is never a writer in this step */
+            s[lid] += s[lid + h];
+            s[CLT_SEL_WG + lid] += s[CLT_SEL_WG + lid + h];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        w = h;
+    }
+    b = s[0];
+    t = s[CLT_SEL_WG];
+    barrier(CLK_LOCAL_MEM_FENCE); /* s is free again */
+#endif
+    *total = t;
+    return b;
 }
 
-/* 3) the kept elements of chunk g to out[counts[g] ...], in order; the others (partition,
- * with_false) to out_false[i - (kept before i)] */
+/* 2) the kept elements of chunk g to out[kept before chunk g ...], in order; the others
+ * (partition, with_false) to out_false[i - (kept before i)]; count[0] = the total */
 __kernel SEL_ATTR void
-clt_sel_scatter(CLT_USER_ARGS const long n, const long clt_chunk, __global const long *clt_starts,
+clt_sel_scatter(CLT_USER_ARGS const long n, const long clt_chunk, __global const long *clt_counts,
                 __global clt_out_t *clt_out, __global clt_out_t *clt_out_false,
-                const uint clt_with_false, __global const long *clt_count,
+                const uint clt_with_false, __global long *clt_count,
                 const long clt_fill_to, const long clt_fill) {
     CLT_USER_PREP
     const long clt_a = (long)get_group_id(0) * clt_chunk;
     const long clt_b = min(clt_a + clt_chunk, n);
-    long clt_pos = clt_starts[get_group_id(0)]; /* kept before this tile */
+    __local long clt_sb[2 * CLT_SEL_WG];
+    long clt_total;
+    long clt_pos = sel_before(clt_counts, &clt_total, clt_sb); /* kept before this tile */
+    if (get_group_id(0) == 0 && get_local_id(0) == 0) clt_count[0] = clt_total;
 #if CLT_SEL_WG == 1
     for (long clt_i = clt_a; clt_i < clt_b; ++clt_i) {
         if (CLT_PRED(clt_i))
@@ -272,9 +286,9 @@ clt_sel_scatter(CLT_USER_ARGS const long n, const long clt_chunk, __global const
 #endif
 #if CLT_SEL_INDEX
     /* nonzero of a fixed size (clt_fill_to > 0): out[count .. fill_to) = fill, a contiguous
-     * block a group (clt_sel_top wrote the count before this launch) */
+     * block a group (every group summed the total) */
     if (clt_fill_to > 0) {
-        const long clt_c = clt_count[0];
+        const long clt_c = clt_total;
         if (clt_c < clt_fill_to) {
             const long clt_per = (clt_fill_to - clt_c + get_num_groups(0) - 1) / get_num_groups(0);
             const long clt_f0 = clt_c + (long)get_group_id(0) * clt_per;

@@ -143,7 +143,9 @@ out = {"runs": []}
 h = ((np.arange(1001, dtype=np.int32) * 7) % 11 - 5).astype(np.int32)
 x = cla.to_device(q, h)
 # tiled (several tiles and chunks), CPUs', and NVIDIA's ballots (emulated: 2 warps, 3 rows)
-for shape, ballot in (((8, 4, 3), 0), ((4, 2, 2), 0), ((1, 1, 2), 0), ((64, 3, 2), 2)):
+# (groups of 24 and 96: the counts' sum in halves rounded up)
+for shape, ballot in (((8, 4, 3), 0), ((4, 2, 2), 0), ((1, 1, 2), 0), ((64, 3, 2), 2),
+                      ((24, 2, 3), 0), ((96, 1, 2), 2)):
     compact._shape_of = lambda dev, size, ballot=False, shape=shape: shape
     compact._use_ballot = lambda dev, ballot=ballot: ballot
     t, f, c, _ = cltune.partition(x[1:], "ary[i] > 0")
@@ -172,11 +174,12 @@ print(MARK + json.dumps(out), flush=True)
 def test_compaction_kernels_are_clean_under_oclgrind():
     """kernels/compact.cl's count, top and scatter (partition's two sides, nonzero's indices)
     with tiled groups staging through __local memory, with one work-item a chunk, and by
-    warp ballots (emulated), each with nonzero's tail of a fixed size filled by the scatter;
+    warp ballots (emulated), groups of sizes that are not powers of two, each with nonzero's
+    tail of a fixed size filled by the scatter;
     nonzero's 4-byte indices of a fixed size, unravelled in 2-D."""
     res, summary = run_marked(COMPACT, MARK)
     assert res.returncode == 0 and summary, res.summary()
-    assert len(summary["runs"]) == 5 and all(r["ok"] for r in summary["runs"]), summary["runs"]
+    assert len(summary["runs"]) == 7 and all(r["ok"] for r in summary["runs"]), summary["runs"]
     assert res.reports == [], res.summary(limit=8)
 
 

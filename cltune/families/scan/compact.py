@@ -8,9 +8,10 @@
 
 A reduce-then-scan over the predicate itself (the application's OpenCL C expression of
 `ary[i]`, `i` and the extra arguments, compiled as pyopencl compiles it; kernels/compact.cl):
-each chunk's kept elements counted, the counts scanned, each chunk's kept elements packed and
-written in order: about two reads of the input and one write of what is kept, no flags or
-positions arrays (pyopencl's copy_if writes and reads both). The count stays on the device
+each chunk's kept elements counted (one launch), then each chunk's group sums the counts before
+its own and packs its kept elements there in order (a second launch; no launch of its own scans
+the counts): about two reads of the input and one write of what is kept, no flags or positions
+arrays (pyopencl's copy_if writes and reads both). The count stays on the device
 (pyopencl's contract) except for `nonzero`, whose result size numpy's semantics need.
 """
 
@@ -140,10 +141,10 @@ def _shape_of(dev: cl.Device, out_size: int, ballot: bool = False) -> tuple[int,
     wg = 1 << (min(256, dev.max_work_group_size).bit_length() - 1)
     items = 8
     while items > 1 and (wg * items * 33 // 32 + 1) * (1 + out_size) + wg * out_size \
-            + wg * items * out_size + 4 * wg + 256 > dev.local_mem_size:
+            + wg * items * out_size + 20 * wg + 256 > dev.local_mem_size:
         items //= 2
     while wg > 1 and (wg * items * 33 // 32 + 1) * (1 + out_size) + wg * items * out_size \
-            + 8 * wg + 256 > dev.local_mem_size:
+            + 24 * wg + 256 > dev.local_mem_size:
         wg //= 2
     return wg, items, 4
 
@@ -172,7 +173,6 @@ def _prepare(q: cl.CommandQueue, elem: np.dtype, pred: str, extra: list[tuple[st
         user += [None, _L] if isinstance(v, cla.Array) else [v.dtype]
     with prg.lock:
         prg.clt_sel_count.set_scalar_arg_dtypes([*user, _L, _L, None])
-        prg.clt_sel_top.set_scalar_arg_dtypes([None, _L, None])
         prg.clt_sel_scatter.set_scalar_arg_dtypes([*user, _L, _L, None, None, None, np.uint32,
                                                    None, _L, _L])
     return prg, wg, items, per_cu, dev.max_compute_units
@@ -229,7 +229,7 @@ def _select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
                 for name, v in extra)
     n = ary.size
     # the prepared call of this key (issue 39): the program, the launch geometry, the pool and
-    # (on an in-order queue, which runs one call's three launches before the next call's) the
+    # (on an in-order queue, which runs one call's two launches before the next call's) the
     # chunks' scratch, found by one look-up; a call then allocates its results, sets the
     # arguments and enqueues
     key = (q, ary.dtype, n, pred, sig, preamble, with_false, index, fill_to, fill,
@@ -257,17 +257,14 @@ def _select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
     args = _args_of(ary, extra)
     of = out_false if out_false is not None else out
     with prg.lock:
-        k1, k2, k3 = prg.clt_sel_count, prg.clt_sel_top, prg.clt_sel_scatter
+        k1, k3 = prg.clt_sel_count, prg.clt_sel_scatter
         k1.set_args(*args, n, chunk, starts)
         e1 = cl.enqueue_nd_range_kernel(q, k1, (groups * wg,), (wg,), wait_for=waits)
-        k2.set_args(starts, groups, count.data)
-        e2 = cl.enqueue_nd_range_kernel(q, k2, (wg,), (wg,),
-                                        wait_for=None if ordered else [e1])
         k3.set_args(*args, n, chunk, starts, out.base_data, of.base_data, int(with_false),
                     count.data, fill_to, fill)
         ev = cl.enqueue_nd_range_kernel(q, k3, (groups * wg,), (wg,),
-                                        wait_for=None if ordered else [e2])
-    count.add_event(e2)
+                                        wait_for=None if ordered else [e1])
+    count.add_event(ev)
     for a in (out,) + ((out_false,) if out_false is not None else ()):
         a.add_event(ev)
     return out, out_false, count, ev, q, prg
