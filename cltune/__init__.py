@@ -70,4 +70,10 @@ def __dir__() -> list[str]:
 # CLTUNE_PYOPENCL=1: pyopencl's reductions and scans are cltune's for the whole process (the
 # only case in which `import cltune` loads pyopencl: the application asked for it)
 if _os.environ.get("CLTUNE_PYOPENCL", "").strip():
-    importlib.import_module("cltune.dropin.switch").from_environment()
+    try:
+        importlib.import_module("cltune.dropin.switch").from_environment()
+    except Exception as _e:  # noqa: BLE001 - an opt-in must not break `import cltune`
+        import warnings as _warnings
+
+        _warnings.warn(f"cltune: CLTUNE_PYOPENCL is set but pyopencl's kernels stay "
+                       f"pyopencl's: {type(_e).__name__}: {_e}", stacklevel=2)

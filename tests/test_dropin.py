@@ -121,6 +121,14 @@ def test_the_environment_variable_turns_it_on_for_the_process():
     bad = _python("import cltune\n" + PROBE, {switch.ENV: "maybe"})
     assert bad.returncode == 0 and bad.stdout.startswith("pyopencl.reduction")
     assert "CLTUNE_PYOPENCL='maybe' is not 1/0" in bad.stderr
+    # the switch cannot be made (here: pyopencl.algorithm unimportable): one warning, and
+    # `import cltune` still works with pyopencl's own kernels
+    broken = _python("import sys; sys.modules['pyopencl.algorithm'] = None\nimport cltune\n"
+                     + PROBE, {switch.ENV: "1"})
+    assert broken.returncode == 0 and broken.stdout.startswith("pyopencl.reduction"), \
+        broken.stderr
+    assert "CLTUNE_PYOPENCL is set but pyopencl's kernels stay pyopencl's" in broken.stderr
+    assert "Traceback" not in broken.stderr
 
 
 def test_an_unchanged_script_runs_under_python_m_cltune_dropin(tmp_path):
