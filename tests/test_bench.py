@@ -270,6 +270,31 @@ def test_scan_mode_errors(info, db_url, args, msg):
     assert r.exit_code == 1 and msg in r.output and "Traceback" not in r.output, r.output
 
 
+@pytest.mark.parametrize("op,dtype", [("copy_if", "float32"), ("copy_if", "int16"),
+                                      ("nonzero", "float64")])
+def test_compaction_against_numpy_pyopencl_and_the_copy(info, db_url, op, dtype):
+    """`cltune bench --op copy_if|nonzero`: every row validated exactly (the kept elements,
+    the indices; nonzero's fixed-size call beside numpy's form) and timed beside numpy, the
+    device's copy (pyopencl's copy_if for copy_if), with cltune's host part (two launches)."""
+    doc = _mode(info, db_url, "--op", op, "--dtype", dtype, "--sizes", "1021,4099")
+    assert doc["mode"] == "compact" and len(doc["cases"]) == 2
+    for c in doc["cases"]:
+        assert not c["wrong"], c["wrong"]
+        want = {"cltune", "numpy", "copy"} | ({"pyopencl"} if op == "copy_if"
+                                             else {"cltune-sized"})
+        assert want <= set(c["rows"]), c["rows"].keys()
+        assert "cltune/numpy" in c["ratios"] and "cltune/copy" in c["ratios"]
+        assert c["host_us"] > 0 and round(c["launches"]) == 2, c
+
+
+@pytest.mark.parametrize("args,msg", [(["--op", "copy_if", "--axis", "0"], "whole arrays"),
+                                      (["--op", "nonzero", "--dtype", "float16"], "float16"),
+                                      (["--op", "copy_if", "--shapes", "8x8"], "whole arrays")])
+def test_compaction_mode_errors(info, db_url, args, msg):
+    r = runner.invoke(app, ["bench", "--device", str(info.index), "--db", db_url, *args])
+    assert r.exit_code == 1 and msg in r.output and "Traceback" not in r.output, r.output
+
+
 @pytest.mark.parametrize("op,dtype", [("bincount", "int32"), ("histogram", "float32")])
 def test_histograms_against_numpy_and_the_copy(info, db_url, op, dtype):
     """`cltune bench --op bincount|histogram`: every case's rows validated (counts exactly)

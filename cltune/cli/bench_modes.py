@@ -41,6 +41,7 @@ from cltune.cli.bench_cases import (
     torch_block,
     torch_module,
 )
+from cltune.cli.bench_compact import COMPACT_OPS, compact_cases
 from cltune.cli.bench_hist import HIST_OPS, hist_cases
 from cltune.cli.bench_scan import SCAN_OPS, scan_cases
 from cltune.cli.bench_topk import TOPK_OPS, topk_cases
@@ -103,6 +104,12 @@ def mode_of(req: BenchRequest) -> str:
         return "topk"
     if req.k is not None:
         raise ValueError("--k goes with --op topk")
+    if req.op in COMPACT_OPS:
+        if req.axis is not None or req.segments or req.many is not None or req.plot \
+                is not None or req.shapes is not None:
+            raise ValueError(f"--op {req.op} measures whole arrays of --sizes; not --axis, "
+                             "--segments, --many, --shapes or --plot")
+        return "compact"
     if req.op in SCAN_OPS:
         if req.segments or req.many is not None or req.plot is not None:
             raise ValueError(f"--op {req.op} measures whole arrays (--sizes) or --axis "
@@ -115,7 +122,8 @@ def mode_of(req: BenchRequest) -> str:
     if req.op not in OPS and req.op not in STATS_OPS:
         raise ValueError(f"unknown op {req.op!r:.30}; choose one of {', '.join(PLAIN)}, a "
                          f"statistic: {', '.join(STATS_OPS)}, a scan: {', '.join(SCAN_OPS)}, "
-                         f"a histogram: {', '.join(HIST_OPS)}, or topk")
+                         f"a histogram: {', '.join(HIST_OPS)}, topk, or compaction: "
+                         f"{', '.join(COMPACT_OPS)}")
     if req.op == "dot":
         raise ValueError("cltune bench measures one-array reductions; dot is not offered")
     if req.dtype not in DTYPES:
@@ -154,13 +162,14 @@ def run_mode(q: cl.CommandQueue, info: DeviceInfo, req: BenchRequest) -> ModeRep
     torch, why = torch_module(info)
     notes = [why] if why else []
     dtype = np.dtype(req.dtype)
-    if mode in ("scan", "hist", "topk"):
+    if mode in ("scan", "hist", "topk", "compact"):
         cases = (scan_cases(q, req.op, dtype, req.sizes, req.axis, req.shapes, req.repeats,
                             torch, notes, req.db) if mode == "scan" else
                  hist_cases(q, req.op, dtype, req.sizes, req.bins, req.repeats, torch, notes,
                             req.db) if mode == "hist" else
                  topk_cases(q, dtype, req.sizes, req.shapes, req.k, req.repeats, torch, notes,
-                            req.db))
+                            req.db) if mode == "topk" else
+                 compact_cases(q, req.op, dtype, req.sizes, req.repeats, torch, notes))
         return ModeReport(info.name, info.platform_version, mode, req.op, dtype.name,
                           req.repeats, cases, notes, host_parts(q, cases))
     if req.op in STATS_OPS:
