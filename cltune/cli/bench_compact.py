@@ -28,7 +28,7 @@ from cltune.cli.bench_cases import (
     torch_block,
 )
 from cltune.core.buckets import count_label, parse_counts
-from cltune.families.scan.compact import _shape_of, _use_ballot, copy_if, nonzero
+from cltune.families.scan.compact import copy_if, describe, nonzero
 
 COMPACT_OPS = ("copy_if", "nonzero")
 RATIOS = (("cltune", "numpy"), ("cltune", "pyopencl"), ("cltune", "torch"),
@@ -91,12 +91,7 @@ def _case(q: cl.CommandQueue, op: str, h: np.ndarray, repeats: int, torch: Any,
         lambda: cl.enqueue_copy(q, y.data, x.data, byte_count=x.nbytes), lambda _: q.finish()))
     if torch is not None:
         _torch_rows(torch, op, h, keep, t, k, contenders, notes)
-    ballot = _use_ballot(q.device)
-    wg, items, per_cu = _shape_of(q.device, 8 if op == "nonzero" else h.dtype.itemsize,
-                                  bool(ballot))
-    how = ", warp ballots" if ballot and wg % 32 == 0 else ""
-    served = (f"kernels/compact.cl: groups of {wg} x {items}, {per_cu} chunks a compute "
-              f"unit{how}; two launches")
+    served = describe(q.device, 8 if op == "nonzero" else h.dtype.itemsize)
     case = Case(f"n = {count_label(h.size)}, {k} kept", h.nbytes, served)
     return measure_case(case, want, close_to(0.0, True), contenders, RATIOS, repeats)
 

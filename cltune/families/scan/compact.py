@@ -149,6 +149,15 @@ def _shape_of(dev: cl.Device, out_size: int, ballot: bool = False) -> tuple[int,
     return wg, items, 4
 
 
+def describe(dev: cl.Device, out_size: int) -> str:
+    """How compaction runs on `dev` for results of `out_size` bytes (for benchmarks' tables)."""
+    ballot = _use_ballot(dev)
+    wg, items, per_cu = _shape_of(dev, out_size, bool(ballot))
+    how = ", warp ballots" if ballot and wg % 32 == 0 else ""
+    return (f"kernels/compact.cl: groups of {wg} x {items}, {per_cu} chunks a compute "
+            f"unit{how}; two launches")
+
+
 _prepared: ContextCache[tuple] = ContextCache()
 _I64 = np.dtype(np.int64)
 #: the index dtype of each CLT_SEL_INDEX mode (kernels/compact.cl)
