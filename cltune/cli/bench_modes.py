@@ -85,14 +85,20 @@ class BenchRequest:
     k: str | None = None
 
 
+def _sizes_only(req: BenchRequest, how: str = "") -> None:
+    """A mode of whole arrays of --sizes only (histograms, compaction): the other modes'
+    options are one error line."""
+    if req.axis is not None or req.segments or req.many is not None or req.plot is not None \
+            or req.shapes is not None:
+        raise ValueError(f"--op {req.op} measures whole arrays of --sizes{how}; not --axis, "
+                         "--segments, --many, --shapes or --plot")
+
+
 def mode_of(req: BenchRequest) -> str:
     """Which mode the options pick: `sizes` (cltune.cli.bench), `whole`, `axis`, `segments`
     or `many`; options that contradict each other are a ValueError (one line)."""
     if req.op in HIST_OPS:
-        if req.axis is not None or req.segments or req.many is not None or req.plot \
-                is not None or req.shapes is not None:
-            raise ValueError(f"--op {req.op} measures whole arrays of --sizes in --bins bins; "
-                             "not --axis, --segments, --many, --shapes or --plot")
+        _sizes_only(req, " in --bins bins")
         return "hist"
     if req.bins is not None:
         raise ValueError("--bins goes with --op bincount or histogram")
@@ -105,10 +111,7 @@ def mode_of(req: BenchRequest) -> str:
     if req.k is not None:
         raise ValueError("--k goes with --op topk")
     if req.op in COMPACT_OPS:
-        if req.axis is not None or req.segments or req.many is not None or req.plot \
-                is not None or req.shapes is not None:
-            raise ValueError(f"--op {req.op} measures whole arrays of --sizes; not --axis, "
-                             "--segments, --many, --shapes or --plot")
+        _sizes_only(req)
         return "compact"
     if req.op in SCAN_OPS:
         if req.segments or req.many is not None or req.plot is not None:
