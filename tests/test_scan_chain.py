@@ -329,6 +329,18 @@ def test_large_outputs_stream_from_their_vectors_alignment(ctx, queue, device, c
             assert np.array_equal(got[ooff:], want.reshape(-1))
 
 
+
+def _two_launchers(ctx, queue, device, cfg, monkeypatch, seed):
+    """(variant, launcher a, launcher b of the same build, host input of 30011, its upload),
+    with the epochs running out every third call (EPOCH_LIMIT 3)."""
+    info, dev = device
+    monkeypatch.setattr(launch, "EPOCH_LIMIT", 3)
+    v = ScanVariant("sum", "float32")
+    a, b = (ScanLauncher(ctx, dev, info, v, cfg) for _ in range(2))
+    h = sample(v, (30011,), seed=seed)
+    return v, a, b, h, cla.to_device(queue, h)
+
+
 @pytest.mark.parametrize("cfg", [ScanConfig("rows", wg=8, items=4, stage=1, chain=1),
                                  ScanConfig("rows", wg=64, items=64 // 2, stage=1, chain=1)],
                          ids=["chained", "one-group"])
@@ -339,12 +351,7 @@ def test_warm_one_launch_calls_reset_what_others_set(ctx, queue, device, atomics
     two launchers sharing the build, other views and offsets, exclusive calls, state words
     cleared (epochs run out) or regrown in between all stay right: a launch that skipped
     resetting what another set would scan with the other's length."""
-    info, dev = device
-    monkeypatch.setattr(launch, "EPOCH_LIMIT", 3)
-    v = ScanVariant("sum", "float32")
-    a, b = (ScanLauncher(ctx, dev, info, v, cfg) for _ in range(2))
-    h = sample(v, (30011,), seed=21)
-    xd = cla.to_device(queue, h)
+    v, a, b, h, xd = _two_launchers(ctx, queue, device, cfg, monkeypatch, seed=21)
     n1 = 2000 if cfg.chain and cfg.wg == 8 else 1500  # one group for wg64 x 32 = 2048
     calls = [(a, 0, n1, False), (a, 0, n1, False), (a, 0, n1, False), (b, 3, 999, False),
              (a, 0, n1, False), (a, 5, n1, False), (a, 5, n1, False), (b, 3, 999, True),
@@ -377,12 +384,7 @@ def test_the_prepared_call_keeps_the_chains_state(ctx, queue, device, atomics, c
     words regrown by a longer view and cleared when the epochs run out (every third call
     here), a failed launch's state set aside; every answer right, the prepared call still
     set for its view (its fast case) after all of them."""
-    info, dev = device
-    monkeypatch.setattr(launch, "EPOCH_LIMIT", 3)
-    v = ScanVariant("sum", "float32")
-    a, b = (ScanLauncher(ctx, dev, info, v, cfg) for _ in range(2))
-    h = sample(v, (30011,), seed=23)
-    xd = cla.to_device(queue, h)
+    v, a, b, h, xd = _two_launchers(ctx, queue, device, cfg, monkeypatch, seed=23)
     n1 = 2000 if cfg.wg == 8 else 1500  # one group for wg64 x 32 = 2048
     view = (1, n1, 1)
     assert a.warm_rows(queue, view, False) is None  # nothing launched for it yet
