@@ -42,7 +42,8 @@ _API = {
     **{name: "cltune.families.scan.api" for name in
        ("Scanner", "cummax", "cummin", "cumprod", "cumsum", "get_scanner")},
     **{name: "cltune.families.scan.compact" for name in
-       ("copy_if", "nonzero", "partition", "remove_if", "unique")},
+       ("copy_if", "partition", "remove_if", "unique")},
+    "nonzero": "cltune.families.scan.nonzero",
     **{name: "cltune.families.scan.generic" for name in
        ("ExclusiveScanKernel", "GenericScanKernel", "InclusiveScanKernel")},
     "use_in_pyopencl": "cltune.dropin.switch",

@@ -300,6 +300,23 @@ clt_sel_scatter(CLT_USER_ARGS const long n, const long clt_chunk, __global const
 #endif
 }
 
+/* The reference that vetting checks the two launches against (one work-item walks every
+ * element in order: nothing to get wrong): the kept values (indices) in out[:count], the others
+ * in out_false. Never launched by a call. */
+__kernel void clt_sel_serial(CLT_USER_ARGS const long n, __global clt_out_t *clt_out,
+                             __global clt_out_t *clt_out_false, __global long *clt_count) {
+    CLT_USER_PREP
+    if (get_global_id(0) != 0) return;
+    long clt_c = 0, clt_f = 0;
+    for (long i = 0; i < n; ++i) {
+        if (CLT_PRED(i))
+            clt_out[clt_c++] = VALUE(i);
+        else
+            clt_out_false[clt_f++] = VALUE(i);
+    }
+    clt_count[0] = clt_c;
+}
+
 /* out[k] = (flat[k] / stride) % dim for k < count[0], fill for count[0] <= k < size: one axis of
  * numpy.nonzero's tuple (size = the count when the host read it; a size fixed by the caller
  * pads with fill, or drops the indices past it, and nothing is read back). narrow: every index

@@ -13,6 +13,7 @@ import pytest
 
 import cltune
 import cltune.families.scan.compact as compact
+import cltune.families.scan.nonzero as nonzero_mod
 
 SHAPES = {"device": None, "tiled-8x4": (8, 4, 4), "tiled-64x8": (64, 8, 2),
           "tiled-32x1": (32, 1, 3), "ballots-64x3": (64, 3, 4), "ballots-96x1": (96, 1, 2)}
@@ -106,7 +107,7 @@ def test_nonzero_of_a_fixed_size_reads_nothing_back(queue, monkeypatch, index_dt
     """size= (jax.numpy.nonzero's meaning): exactly `size` entries, the first nonzero positions
     then the fill, for sizes below, at and above the count, 1-3 dimensions, per-dimension
     fills, empty input; no count is read back; int32 indices where asked."""
-    monkeypatch.setattr(compact, "_read_count",
+    monkeypatch.setattr(nonzero_mod, "_read_count",
                         lambda *a: pytest.fail("size= must not read the count back"))
     rng = np.random.default_rng(11)
     for shape, fill in [((1001,), 0), ((1001,), -1), ((37, 41), (-1, -2)), ((3, 5, 7), 9),
@@ -151,10 +152,10 @@ def test_nonzero_int32_indices_and_bad_options(queue):
 def test_nonzero_index_width_is_checked_against_the_size(monkeypatch):
     """int32 indices are refused for arrays of 2^31 elements or more (checked before any
     launch: no such array is made here)."""
-    assert compact._index_mode(np.int32, 2**31 - 1) == 2
-    assert compact._index_mode(np.int64, 2**40) == 1
+    assert nonzero_mod._index_mode(np.int32, 2**31 - 1) == 2
+    assert nonzero_mod._index_mode(np.int64, 2**40) == 1
     with pytest.raises(ValueError, match="below 2\\^31"):
-        compact._index_mode(np.int32, 2**31)
+        nonzero_mod._index_mode(np.int32, 2**31)
 
 
 def test_nonzero_on_an_out_of_order_queue_and_in_a_loop(ctx):

@@ -28,7 +28,8 @@ from cltune.cli.bench_cases import (
     torch_block,
 )
 from cltune.core.buckets import count_label, parse_counts
-from cltune.families.scan.compact import copy_if, describe, nonzero
+from cltune.families.scan.compact import copy_if, describe
+from cltune.families.scan.nonzero import nonzero
 
 COMPACT_OPS = ("copy_if", "nonzero")
 RATIOS = (("cltune", "numpy"), ("cltune", "pyopencl"), ("cltune", "torch"),

@@ -187,19 +187,23 @@ def verdict(info: DeviceInfo, family: str, variant: str, cfg: Any, size_key: Any
 
 
 def checked(info: DeviceInfo, name: str, key: str, check: Callable[..., str],
-            *args: Any) -> Verdict:  # noqa: ANN401
+            *args: Any, args_of: Callable[[], tuple] | None = None) -> Verdict:  # noqa: ANN401
     """Whether a kernel outside the families built, ran and answered right on this device and
     driver. `check(ctx, queue, dev, info, *args)` is a module-level function of cltune (it
     reaches the worker by reference) that builds the kernel, runs it on inputs of its own and
     returns '' or why not; `key` names what it builds (its source hash and build options). It
     runs once per fingerprint and driver, in the device's worker (a crash, a hang or an error
-    there is a failed verdict, with its reason), and the verdict is kept with the families'."""
+    there is a failed verdict, with its reason), and the verdict is kept with the families'.
+    `args_of()`, where given, makes the arguments only when the check runs (an input copied
+    from the application's device arrays: no read-back when the verdict is known)."""
     if trusted():
         return TRUSTED
     vkey = f"{info.fingerprint}:{info.driver}:check:{name}:{key}"
     hit = _cached(vkey)
     if hit is not None:
         return hit
+    if args_of is not None:
+        args = (*args, *args_of())
     w = worker_for(info)
     try:
         why = w.call("check", name, key, check, args, deadline_s=deadline_floor())

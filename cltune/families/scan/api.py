@@ -22,8 +22,8 @@ import pyopencl.array as cla
 
 from cltune.core.shapes import empty_result
 from cltune.device.select import info_for, require_usable
-from cltune.families.scan.compact import nonzero as nonzero  # other families' compaction
 from cltune.families.scan.family import OPS, ScanVariant
+from cltune.families.scan.nonzero import nonzero as nonzero  # other families' compaction
 from cltune.families.scan.serve import ScanEngine, ScanExplanation
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.events import in_order, pending

@@ -12,13 +12,20 @@ each chunk's kept elements counted (one launch), then each chunk's group sums th
 its own and packs its kept elements there in order (a second launch; no launch of its own scans
 the counts): about two reads of the input and one write of what is kept, no flags or positions
 arrays (pyopencl's copy_if writes and reads both). The count stays on the device
-(pyopencl's contract) except for `nonzero`, whose result size numpy's semantics need.
+(pyopencl's contract); `nonzero` (numpy's, scan/nonzero.py) runs on it too.
+
+The predicate is the application's code and the driver is untrusted (house rule 17): before
+this process builds a predicate's program, the program runs once in the device's worker on the
+first elements of the call's own arrays and is checked against a one-work-item walk of the
+same predicate (`clt_sel_serial`); the verdict is kept per fingerprint, driver and program
+(`isolation.vetting.checked`). A program that crashed, hung or answered wrong there is never
+built here (`NoConfigRuns` says why).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,18 +35,25 @@ from pyopencl.tools import dtype_to_ctype
 
 from cltune.core.shapes import empty_result
 from cltune.device.select import info_for
+from cltune.isolation.vetting import NoConfigRuns, checked
 from cltune.opencl.build import compile_program
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.events import in_order, pending
 from cltune.opencl.pools import pool_for
 from cltune.opencl.prepared import PreparedCalls
 from cltune.opencl.scalars import new_scalar
-from cltune.opencl.sources import kernel_file
+from cltune.opencl.sources import kernel_file, text_hash
 
-__all__ = ["copy_if", "nonzero", "partition", "remove_if", "unique"]
+__all__ = ["copy_if", "partition", "remove_if", "unique"]
 
 _programs: ContextCache[Any] = ContextCache()
 _L = np.int64
+#: the most elements of the call's array a program is vetted on (odd: a partial last tile;
+#: ~10-20 groups on GPUs, every chunk on CPUs)
+VET_ELEMENTS = 20011
+#: extra arrays of up to this many bytes are copied whole into the vetting input, larger ones
+#: their first VET_EXTRA_BYTES (VET_ELEMENTS elements at least)
+VET_EXTRA_BYTES = 1 << 26
 
 
 def _check_expr(text: Any, what: str) -> str:
@@ -161,19 +175,28 @@ def describe(dev: cl.Device, out_size: int) -> str:
 _prepared: ContextCache[tuple] = ContextCache()
 _I64 = np.dtype(np.int64)
 #: the index dtype of each CLT_SEL_INDEX mode (kernels/compact.cl)
-_INDEX_DTYPES = {1: _I64, 2: np.dtype(np.int32)}
+INDEX_DTYPES = {1: _I64, 2: np.dtype(np.int32)}
+
+
+def _device_shape(dev: cl.Device, out_size: int) -> tuple[int, int, int, int]:
+    """(work-group size, items a work-item, chunks per compute unit, CLT_SEL_BALLOT) on dev."""
+    mode = _use_ballot(dev)
+    wg, items, per_cu = _shape_of(dev, out_size, bool(mode))
+    return wg, items, per_cu, (mode if wg % 32 == 0 else 0)  # a warp is 32 work-items
 
 
 def _prepare(q: cl.CommandQueue, elem: np.dtype, pred: str, extra: list[tuple[str, Any]],
-             preamble: str, index: int, out_size: int) -> tuple:
-    """(program, work-group size, items, chunks per compute unit, compute units)."""
+             preamble: str, index: int, shape: tuple[int, int, int, int],
+             sample: Callable[[], tuple] | None) -> Any:
+    """The program of this predicate and shape (`_device_shape`), vetted first (`sample()`:
+    the vetting input, made only when the verdict is not known; None: in the worker)."""
     dev = q.device
-    mode = _use_ballot(dev)
-    wg, items, per_cu = _shape_of(dev, out_size, bool(mode))
-    mode = mode if wg % 32 == 0 else 0  # a warp is 32 work-items
+    wg, items, _, mode = shape
     opts = (f"-DCLT_SEL_WG={wg}", f"-DCLT_SEL_ITEMS={items}", f"-DCLT_SEL_INDEX={int(index)}",
             f"-DCLT_SEL_BALLOT={mode}")
     src = _prelude(elem, pred, extra, preamble) + kernel_file("compact.cl")
+    if sample is not None:
+        _vet(dev, src, opts, elem, pred, extra, preamble, index, shape, sample)
     prg = _program(q.context, dev, src, opts)
     # typed scalars: pyopencl then packs each argument directly (untyped, it inspects each one:
     # tens of us of host time per call)
@@ -184,7 +207,100 @@ def _prepare(q: cl.CommandQueue, elem: np.dtype, pred: str, extra: list[tuple[st
         prg.clt_sel_count.set_scalar_arg_dtypes([*user, _L, _L, None])
         prg.clt_sel_scatter.set_scalar_arg_dtypes([*user, _L, _L, None, None, None, np.uint32,
                                                    None, _L, _L])
-    return prg, wg, items, per_cu, dev.max_compute_units
+        prg.clt_sel_serial.set_scalar_arg_dtypes([*user, _L, None, None, None])
+    return prg
+
+
+def _vet(dev: cl.Device, src: str, opts: tuple[str, ...], elem: np.dtype, pred: str,
+         extra: list[tuple[str, Any]], preamble: str, index: int,
+         shape: tuple[int, int, int, int], sample: Callable[[], tuple]) -> None:
+    """Raise NoConfigRuns unless this program ran right in the device's worker (or failed to
+    compile cleanly: building it here then raises the compiler's error, as pyopencl does)."""
+    info = info_for(dev)
+    key = f"{elem.str}/i{index}/{text_hash(src + chr(0) + ' '.join(opts))}"
+    v = checked(info, "compact", key, check_select, elem.str, pred,
+                [(name, "a" if isinstance(val, cla.Array) else "s") for name, val in extra],
+                preamble, index, shape, args_of=sample)
+    if not v.buildable:
+        raise NoConfigRuns(
+            f"cltune: compaction with this predicate ({pred[:80]!r}, {elem.name}) {v.step} "
+            f"in vetting on {info.name} ({v.reason[:300]}); it is not run in this process "
+            "(CLTUNE_TRUST_DRIVER=1 runs it anyway)")
+
+
+def _sample(ary: cla.Array, extra: list[tuple[str, Any]]) -> tuple:
+    """The vetting input: the first VET_ELEMENTS elements of the call's array and its extra
+    arguments (arrays copied, up to VET_EXTRA_BYTES each), as host data."""
+    m = min(ary.size, VET_ELEMENTS)
+    data = ary.reshape(ary.size)[:m].get()
+    vals = []
+    for _, v in extra:
+        if isinstance(v, cla.Array):
+            flat = v.reshape(v.size) if v.flags.forc else v
+            if v.nbytes > VET_EXTRA_BYTES and flat.ndim == 1:  # at least as many as ary's
+                flat = flat[:max(VET_ELEMENTS, VET_EXTRA_BYTES // v.dtype.itemsize)]
+            vals.append(np.ascontiguousarray(flat.get()))
+        else:
+            vals.append(v)
+    return data, vals
+
+
+def check_select(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: Any,
+                 elem_str: str, pred: str, kinds: list[tuple[str, str]], preamble: str,
+                 index: int, shape: tuple[int, int, int, int], data: np.ndarray,
+                 values: list[Any]) -> str:
+    """Vetting's check (isolation.vetting.checked, run in the device's worker): the two
+    launches of every call form of this program (kept only, both sides, a fixed size's fill,
+    and for indices the unravel kernel) against `clt_sel_serial`; '' or what differed."""
+    elem = np.dtype(elem_str)
+    ary = cla.to_device(queue, np.ascontiguousarray(data, elem))
+    extra = [(name, cla.to_device(queue, v) if kind == "a" else v)
+             for (name, kind), v in zip(kinds, values, strict=True)]
+    n = ary.size
+    odt = INDEX_DTYPES[index] if index else elem
+    shape = tuple(int(v) for v in shape)
+    prg = _prepare(queue, elem, pred, extra, preamble, index, shape, None)
+    ref_t, ref_f = (cl.Buffer(ctx, cl.mem_flags.READ_WRITE, max(1, n) * odt.itemsize)
+                    for _ in range(2))
+    ref_c = cla.zeros(queue, (), np.int64)
+    with prg.lock:
+        prg.clt_sel_serial.set_args(*_args_of(ary, extra), n, ref_t, ref_f, ref_c.data)
+        cl.enqueue_nd_range_kernel(queue, prg.clt_sel_serial, (1,), (1,))
+    c = int(ref_c.get())
+    want_t, want_f = np.empty(n, odt), np.empty(n, odt)
+    if n:
+        cl.enqueue_copy(queue, want_t, ref_t)
+        cl.enqueue_copy(queue, want_f, ref_f)
+    want_t, want_f = want_t[:c], want_f[:n - c]
+    forms = [(False, 0, 0), (True, 0, 0)] + ([(False, n + 5, 3), (False, max(0, c - 1), 3)]
+                                             if index else [])
+    for with_false, fill_to, fill in forms:
+        out, out_false, count, _, _, _ = select(ary, pred, extra, preamble, queue, None,
+                                               with_false=with_false, index=index,
+                                               fill_to=fill_to, fill=fill, shape=shape)
+        got_c = int(count.get())
+        got = out.get()
+        what = f"with_false={with_false} fill_to={fill_to}"
+        if got_c != c:
+            return f"compaction counted {got_c} kept of {n}, the serial walk {c} ({what})"
+        if got[:c].tobytes() != want_t.tobytes():
+            return f"compaction's kept elements differ from the serial walk's ({what})"
+        if with_false and out_false.get()[:n - c].tobytes() != want_f.tobytes():
+            return f"compaction's other elements differ from the serial walk's ({what})"
+        if fill_to > c and np.any(got[c:fill_to] != fill):
+            return f"compaction's fill of out[{c}:{fill_to}] is wrong ({what})"
+    if index and c:
+        flat = cla.to_device(queue, want_t)
+        res = cla.empty(queue, (c + 2,), odt)
+        for narrow in (0, 1):
+            with prg.lock:
+                prg.clt_unravel.set_args(flat.data, ref_c.data, _L(c + 2), _L(7), _L(13),
+                                         _L(-1), np.uint32(narrow), res.data)
+                cl.enqueue_nd_range_kernel(queue, prg.clt_unravel, (c + 2,), None)
+            want = np.concatenate([(want_t.astype(np.int64) // 7) % 13, [-1, -1]])
+            if not np.array_equal(res.get().astype(np.int64), want):
+                return f"clt_unravel's indices are wrong (narrow={narrow})"
+    return ""
 
 
 #: prepared compaction calls: (queue, dtype, n, predicate, ...) -> _plan's tuple
@@ -192,16 +308,18 @@ _plans = PreparedCalls()
 
 
 def _plan(q: cl.CommandQueue, elem: np.dtype, n: int, pred: str, extra: list[tuple[str, Any]],
-          sig: tuple, preamble: str, index: int) -> tuple:
+          sig: tuple, preamble: str, index: int, sample: Callable[[], tuple],
+          shape: tuple[int, int, int, int] | None) -> tuple:
     """(program, work-group size, groups, chunk, result dtype, pool, the queue when in order,
     the chunks' scratch when in order) of a call on n elements."""
-    odt = _INDEX_DTYPES[index] if index else elem
+    odt = INDEX_DTYPES[index] if index else elem
     # the program and kernel shape of this predicate: made once (the source, the device's
     # limits and the program lookup cost more host time per call than the kernels take)
-    prg, wg, items, per_cu, cus = _prepared.get(
-        q.context, (q.device.int_ptr, elem.str, pred, sig, preamble, index, _shape_of,
-                    _use_ballot),
-        lambda: _prepare(q, elem, pred, extra, preamble, index, odt.itemsize))
+    shape = shape or _device_shape(q.device, odt.itemsize)
+    wg, items, per_cu, _ = shape
+    cus = q.device.max_compute_units
+    prg = _prepared.get(q.context, (q.device.int_ptr, elem.str, pred, sig, preamble, index, shape),
+                        lambda: _prepare(q, elem, pred, extra, preamble, index, shape, sample))
     pool = pool_for(q)  # no free (a device sync on NVIDIA) per call
     tile = wg * items
     groups = max(1, min(_cdiv(n, tile), per_cu * cus))
@@ -214,15 +332,17 @@ def _plan(q: cl.CommandQueue, elem: np.dtype, n: int, pred: str, extra: list[tup
     return prg, wg, groups, chunk, odt, pool, ordered, starts
 
 
-def _select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
-            queue: cl.CommandQueue | None, wait_for: Sequence[cl.Event] | None,
-            with_false: bool = False, index: int = 0, fill_to: int = 0, fill: int = 0,
-            ) -> tuple[cla.Array, cla.Array | None, cla.Array, cl.Event | None,
-                       cl.CommandQueue, Any]:
+def select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
+           queue: cl.CommandQueue | None, wait_for: Sequence[cl.Event] | None,
+           with_false: bool = False, index: int = 0, fill_to: int = 0, fill: int = 0,
+           shape: tuple[int, int, int, int] | None = None,
+           ) -> tuple[cla.Array, cla.Array | None, cla.Array, cl.Event | None,
+                      cl.CommandQueue, Any]:
     """(out, out_false, count, event, queue, program): the kept elements (their indices with
     `index`: 1 as int64, 2 as int32) in order in out[:count], the others in out_false[:n -
     count] (with_false); with `index` and `fill_to`, out holds fill_to elements at least and
-    out[count:fill_to] = fill (nonzero of a fixed size)."""
+    out[count:fill_to] = fill (nonzero of a fixed size). `shape` (vetting's check) overrides
+    the device's kernel shape."""
     if not isinstance(ary, cla.Array):
         raise TypeError(f"ary must be a pyopencl Array, not {type(ary).__name__}")
     if ary.size and not ary.flags.forc:
@@ -241,16 +361,17 @@ def _select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
     # (on an in-order queue, which runs one call's two launches before the next call's) the
     # chunks' scratch, found by one look-up; a call then allocates its results, sets the
     # arguments and enqueues
-    key = (q, ary.dtype, n, pred, sig, preamble, with_false, index, fill_to, fill,
+    key = (q, ary.dtype, n, pred, sig, preamble, with_false, index, fill_to, fill, shape,
            _shape_of, _use_ballot)
+    if n == 0:  # nothing to launch, so nothing built (or vetted: there is no input)
+        empty = cla.empty(q, (0,), INDEX_DTYPES[index] if index else ary.dtype)
+        return empty, (empty if with_false else None), cla.zeros(q, (), np.int64), None, q, None
     plan = _plans.hit(key)
     if plan is None:
-        plan = _plan(q, ary.dtype, n, pred, extra, sig, preamble, index)
+        plan = _plan(q, ary.dtype, n, pred, extra, sig, preamble, index,
+                     lambda: _sample(ary, extra), shape)
         _plans.keep(key, plan)
     prg, wg, groups, chunk, odt, pool, ordered, starts = plan
-    if n == 0:
-        empty = cla.empty(q, (0,), odt)
-        return empty, (empty if with_false else None), cla.zeros(q, (), np.int64), None, q, prg
     # pyopencl's fast constructor: its general one spends ~15 us of host time on checks
     out = empty_result(q, (max(n, fill_to),), odt, "C", pool)
     out_false = empty_result(q, (n,), odt, "C", pool) if with_false else None
@@ -286,7 +407,7 @@ def copy_if(ary: cla.Array, predicate: str, extra_args: Any = None, preamble: st
     for which `predicate` (OpenCL C of `ary[i]`, `i`, the extra arguments) holds, in order;
     count is a device scalar (int64)."""
     pred = _check_expr(predicate, "predicate")
-    out, _, count, ev, _, _ = _select(ary, pred, extra_args, preamble, queue, wait_for)
+    out, _, count, ev, _, _ = select(ary, pred, extra_args, preamble, queue, wait_for)
     return out, count, ev
 
 
@@ -305,7 +426,7 @@ def partition(ary: cla.Array, predicate: str, extra_args: Any = None, preamble: 
     holds the elements for which `predicate` holds, out_false[:n - count] the others, each in
     order."""
     pred = _check_expr(predicate, "predicate")
-    out, out_false, count, ev, _, _ = _select(ary, pred, extra_args, preamble, queue, wait_for,
+    out, out_false, count, ev, _, _ = select(ary, pred, extra_args, preamble, queue, wait_for,
                                            with_false=True)
     return out, out_false, count, ev  # type: ignore[return-value]
 
@@ -320,123 +441,3 @@ def unique(ary: cla.Array, is_equal_expr: str = "a == b", extra_args: Any = None
     pre = f"{preamble}\n#define CLT_EQ(a, b) ({eq})"
     return copy_if(ary, "(i) == 0 || !CLT_EQ(ary[(i) - 1], ary[(i)])", extra_args, pre,
                    queue, wait_for)
-
-
-def _read_count(count: cla.Array, q: cl.CommandQueue) -> int:
-    """The device scalar's value, read straight (pyopencl's `get` spends its host time on
-    checks: nonzero pays this read on every call)."""
-    h = np.empty(1, np.int64)
-    cl.enqueue_copy(q, h, count.base_data, src_offset=count.offset,
-                    wait_for=count.events or None, is_blocking=True)
-    return int(h[0])
-
-
-def _head(a: cla.Array, c: int, q: cl.CommandQueue) -> cla.Array:
-    """a[:c] of a fresh 1-D result by pyopencl's fast constructor (slicing costs ~10 us)."""
-    try:
-        return cla.Array(None, (c,), a.dtype, data=a.base_data, strides=(a.dtype.itemsize,),
-                         events=list(a.events), _fast=True, _size=c, _context=q.context,
-                         _queue=q)
-    except TypeError:  # pragma: no cover - other pyopencl versions
-        return a[:c]
-
-
-def _index_mode(index_dtype: Any, n: int) -> int:
-    """CLT_SEL_INDEX for numpy.nonzero's indices of n elements as `index_dtype`."""
-    try:
-        dt = np.dtype(index_dtype)
-    except TypeError:
-        raise TypeError(f"index_dtype must be np.int64 or np.int32, not {index_dtype!r}") \
-            from None
-    if dt == _I64:
-        return 1
-    if dt == np.int32:
-        if n > np.iinfo(np.int32).max:
-            raise ValueError(f"index_dtype=np.int32 holds indices below 2^31; this array has "
-                             f"{n} elements: use np.int64")
-        return 2
-    raise TypeError(f"index_dtype must be np.int64 or np.int32, not {dt}")
-
-
-def _fills(fill_value: Any, ndim: int, dt: np.dtype) -> list[int]:
-    """fill_value (one integer, or one per dimension as jax.numpy.nonzero takes it) as ints
-    that `dt` holds."""
-    vals = list(fill_value) if isinstance(fill_value, (tuple, list)) else [fill_value] * ndim
-    if len(vals) != ndim:
-        raise ValueError(f"fill_value has {len(vals)} entries for an array of {ndim} "
-                         "dimensions: give one integer or one per dimension")
-    info = np.iinfo(dt)
-    out = []
-    for v in vals:
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"fill_value must be integers, not {type(v).__name__}")
-        if not info.min <= int(v) <= info.max:
-            raise ValueError(f"fill_value {int(v)} does not fit the indices' dtype {dt}")
-        out.append(int(v))
-    return out
-
-
-def nonzero(x: Any, queue: cl.CommandQueue | None = None, *, size: int | None = None,
-            fill_value: Any = 0, index_dtype: Any = np.int64) -> tuple[cla.Array, ...]:
-    """numpy.nonzero on the device: one index device array per dimension of `x` (C order).
-
-    numpy's result is as long as the count of nonzero elements, so the count is read back
-    (one host round trip a call). With `size=` (jax.numpy.nonzero's meaning) the result has
-    exactly `size` entries — the first `size` nonzero positions, then `fill_value` (one
-    integer, or one per dimension) — and nothing is read back: the call only enqueues.
-    `index_dtype=np.int32` writes 4-byte indices (half the bytes; arrays below 2^31 elements).
-    """
-    if isinstance(x, np.ndarray):
-        if queue is None:
-            raise TypeError("a numpy input needs queue= (the device to run on)")
-        x = cla.to_device(queue, np.ascontiguousarray(x))
-    if not isinstance(x, cla.Array):
-        raise TypeError(f"x must be a pyopencl.array.Array or numpy array, not "
-                        f"{type(x).__name__}")
-    if x.ndim == 0:
-        raise ValueError("nonzero of a 0-d array: use atleast_1d first (as numpy asks)")
-    if x.size and not x.flags.c_contiguous:
-        raise ValueError("nonzero takes a C-contiguous array")
-    mode = _index_mode(index_dtype, x.size)
-    idt = _INDEX_DTYPES[mode]
-    if size is not None:
-        if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) \
-                or size < 0:
-            raise ValueError(f"size must be a non-negative integer, not {size!r}")
-        size = int(size)
-    fills = _fills(fill_value, x.ndim, idt)
-    flat = x if x.ndim == 1 else x.reshape(x.size)
-    if flat.dtype == np.bool_:
-        flat = flat.view(np.uint8)
-    if size is not None and not flat.size:  # nothing to launch: every entry is the fill
-        q = queue if queue is not None else x.queue
-        return tuple(cla.empty(q, (size,), idt).fill(f) if size else cla.empty(q, (0,), idt)
-                     for f in fills)
-    sized_1d = size is not None and x.ndim == 1
-    idx, _, count, _, q, prg = _select(flat, "ary[i] != 0", None, "", queue, None, index=mode,
-                                       fill_to=size if sized_1d else 0,
-                                       fill=fills[0] if sized_1d else 0)
-    if size is None:
-        c = _read_count(count, q) if flat.size else 0
-    else:
-        c = size
-    if x.ndim == 1:  # the indices are the answer (a fixed size's tail filled by the scatter)
-        return (idx if c == idx.size else _head(idx, c, q),)
-    ordered = in_order(q)
-    out = []
-    narrow = np.uint32(x.size <= 1 << 32)
-    stride = x.size
-    for d, f in zip(x.shape, fills, strict=True):
-        stride //= max(1, d)
-        o = empty_result(q, (c,), idt, "C", pool_for(q)) if c else cla.empty(q, (0,), idt)
-        if c:
-            with prg.lock:
-                k = prg.clt_unravel
-                k.set_args(idx.data, count.data, _L(c), _L(stride), _L(d), _L(f), narrow,
-                           o.data)
-                ev = cl.enqueue_nd_range_kernel(
-                    q, k, (c,), None,
-                    wait_for=pending(idx.events, count.events, in_order=ordered))
-            o.add_event(ev)
-        out.append(o)
-    return tuple(out)
