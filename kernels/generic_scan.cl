@@ -190,3 +190,33 @@ __kernel void clt_gs_down(CLT_USER_ARGS const clt_index_t N, const long clt_chun
         clt_prev = clt_item;
     }
 }
+
+/* The reference that vetting checks the three launches against (one work-item walks every
+ * element in order, with the same expressions): the inputs saved first (an output statement
+ * may overwrite them), the total, then the outputs. Never launched by a call. */
+__kernel void clt_gs_serial(CLT_USER_ARGS const clt_index_t N, __global clt_scan_t *clt_tmp,
+                            __global uchar *clt_tflag) {
+    CLT_USER_PREP
+    if (get_global_id(0) != 0) return;
+    clt_scan_t clt_v = CLT_NEUTRAL;
+    for (long clt_ii = 0; clt_ii < (long)N; ++clt_ii) {
+        const clt_index_t clt_i = (clt_index_t)clt_ii;
+        CLT_FETCH(clt_i)
+        const clt_scan_t clt_x = CLT_INPUT(clt_i);
+        const uint clt_st = CLT_IS_START(clt_i, clt_x);
+        clt_tmp[clt_ii] = clt_x;
+        clt_tflag[clt_ii] = (uchar)clt_st;
+        clt_v = CLT_SCAN(clt_v, clt_x, clt_st != 0u);
+    }
+    const clt_scan_t clt_last = clt_v;
+    clt_scan_t clt_prev = CLT_NEUTRAL;
+    for (long clt_ii = 0; clt_ii < (long)N; ++clt_ii) {
+        const clt_index_t clt_i = (clt_index_t)clt_ii;
+        const clt_scan_t clt_x = clt_tmp[clt_ii];
+        const uint clt_st = clt_tflag[clt_ii];
+        const clt_scan_t clt_item = CLT_SCAN(clt_prev, clt_x, clt_st != 0u);
+        const clt_scan_t clt_prev_item = (clt_st || clt_ii == 0) ? CLT_NEUTRAL : clt_prev;
+        CLT_OUTPUT(clt_i, clt_item, clt_prev_item, clt_last);
+        clt_prev = clt_item;
+    }
+}

@@ -120,16 +120,21 @@ a = cla.to_device(q, np.concatenate([h, [0]]).astype(np.int32))
 GenericScanKernel(ctx, np.int32, "__global int *ary", "ary[i]", "a+b", "0",
                   "ary[i + 1] = item;")(a, size=301)
 out["runs"].append({"what": "in place, shifted", "ok": bool((a.get()[1:] == np.cumsum(h)).all())})
+# vetting's check of the segmented kernel: its launches against clt_gs_serial
+from cltune.families.scan.generic import check_scan
+why = check_scan(ctx, q, dev, info, k._ctor, [], [x, f, y], 301)
+out["runs"].append({"what": "vetting check", "ok": why == ""})
 print(MARK + json.dumps(out), flush=True)
 '''
 
 
 def test_generic_scan_kernels_are_clean_under_oclgrind():
     """cltune.GenericScanKernel: segmented, exclusive through prev_item, and in place with
-    shifted outputs (the inputs are read once, before any output is written)."""
+    shifted outputs (the inputs are read once, before any output is written); vetting's
+    check of the segmented one (clt_gs_serial)."""
     res, summary = run_marked(GENERIC, MARK)
     assert res.returncode == 0 and summary, res.summary()
-    assert all(r["ok"] for r in summary["runs"]), summary["runs"]
+    assert len(summary["runs"]) == 3 and all(r["ok"] for r in summary["runs"]), summary["runs"]
     assert res.reports == [], res.summary(limit=8)
 
 
@@ -167,19 +172,25 @@ got = cltune.nonzero(x.reshape(7, 143), size=want[0].size + 5, fill_value=-1,
 ok = all((g.get()[:w.size] == w).all() and (g.get()[w.size:] == -1).all()
          for g, w in zip(got, want))
 out["runs"].append({"shape": "sized-int32", "ballot": 0, "ok": bool(ok)})
+# vetting's check: every call form against the one-work-item walk (clt_sel_serial), 4-byte
+# indices with the unravel kernel
+why = compact.check_select(ctx, q, dev, info, "int32", "ary[i] > 0", [], "", 2, (8, 4, 3, 0),
+                           h, [])
+out["runs"].append({"shape": "vetting check", "ballot": 0, "ok": why == ""})
 print(MARK + json.dumps(out), flush=True)
 '''
 
 
 def test_compaction_kernels_are_clean_under_oclgrind():
-    """kernels/compact.cl's count, top and scatter (partition's two sides, nonzero's indices)
+    """kernels/compact.cl's count, top and scatter (partition's two sides, nonzero's indices,
+    vetting's serial walk)
     with tiled groups staging through __local memory, with one work-item a chunk, and by
     warp ballots (emulated), groups of sizes that are not powers of two, each with nonzero's
     tail of a fixed size filled by the scatter;
     nonzero's 4-byte indices of a fixed size, unravelled in 2-D."""
     res, summary = run_marked(COMPACT, MARK)
     assert res.returncode == 0 and summary, res.summary()
-    assert len(summary["runs"]) == 7 and all(r["ok"] for r in summary["runs"]), summary["runs"]
+    assert len(summary["runs"]) == 8 and all(r["ok"] for r in summary["runs"]), summary["runs"]
     assert res.reports == [], res.summary(limit=8)
 
 

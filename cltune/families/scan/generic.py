@@ -14,11 +14,19 @@ The expressions are the application's code, compiled as pyopencl compiles them (
 from the database). Every work-item scans a contiguous range and every combine joins
 neighbours in order, so `scan_expr` need only be associative (pyopencl's contract), not
 commutative. Groups and work-items come from the device (the config is not tuned yet).
+
+The expressions are the application's code and the driver is untrusted (house rule 17): the
+first call on a device builds and runs the program in the device's worker, on copies of that
+call's arguments, against a one-work-item walk of the same expressions (`clt_gs_serial`,
+`check_scan`); the verdict is kept per fingerprint, driver and program. A crash or hang there
+and the program is never built here (`NoConfigRuns`); answers that differ (float rounding of
+another order, or an output statement that reads what others write) are a warning.
 """
 
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,13 +38,17 @@ from pyopencl.tools import (
     dtype_to_ctype,
     get_arg_list_scalar_arg_dtypes,
     get_arg_offset_adjuster_code,
+    get_or_register_dtype,
     parse_arg_list,
 )
 
 from cltune.core.pow2 import pow2_at_most
+from cltune.core.serving import CltuneWarning
+from cltune.device.select import info_for
+from cltune.isolation.vetting import NoConfigRuns, checked
 from cltune.opencl.build import compile_program
 from cltune.opencl.caches import ContextCache
-from cltune.opencl.sources import kernel_file
+from cltune.opencl.sources import kernel_file, text_hash
 
 __all__ = ["ExclusiveScanKernel", "GenericScanKernel", "InclusiveScanKernel"]
 
@@ -80,12 +92,14 @@ def _preamble(text: Any) -> str:
 class _Built:
     def __init__(self, prg: cl.Program, wg: int, user: list) -> None:
         self.reduce, self.top, self.down = prg.clt_gs_reduce, prg.clt_gs_top, prg.clt_gs_down
+        self.serial = prg.clt_gs_serial
         self.wg = wg
         self.lock = threading.Lock()
         i8 = np.int64
         self.reduce.set_scalar_arg_dtypes([*user, None, i8, None, None, None, None])
         self.top.set_scalar_arg_dtypes([None, None, i8])
         self.down.set_scalar_arg_dtypes([*user, None, i8, None, None, None])
+        self.serial.set_scalar_arg_dtypes([*user, None, None, None])
 
 
 class GenericScanKernel:
@@ -99,6 +113,13 @@ class GenericScanKernel:
                  preamble: str = "", devices: Sequence[cl.Device] | None = None) -> None:
         if neutral is None:
             raise ValueError("must provide a 'neutral' element in scan")
+        # what the worker makes its own copy from (vetting: check_scan)
+        self._ctor = {"dtype": dtype, "arguments": arguments, "input_expr": input_expr,
+                      "scan_expr": scan_expr, "neutral": neutral,
+                      "output_statement": output_statement,
+                      "is_segment_start_expr": is_segment_start_expr,
+                      "input_fetch_exprs": input_fetch_exprs, "index_dtype": index_dtype,
+                      "options": options, "preamble": preamble}
         self.context, self.dtype = ctx, np.dtype(dtype)
         if self.dtype.itemsize % 4:
             raise TypeError("scan value type must have size divisible by 4 bytes")
@@ -169,13 +190,39 @@ class GenericScanKernel:
         return any(d == np.float64 or (d.names and any(d.fields[n][0] == np.float64
                                                        for n in d.names)) for d in dts)
 
-    def _built(self, dev: cl.Device) -> _Built:
+    def _built(self, dev: cl.Device, sample: Any = None) -> _Built:
+        """The program on dev, vetted first where `sample()` (the call's arguments and size)
+        is given (None: in the worker's check)."""
         cpu = bool(dev.type & cl.device_type.CPU)
         wg = pow2_at_most(min(8 if cpu else 128, dev.max_work_group_size))
         src = self._prelude + f"\n#define CLT_WG {wg}\n" + kernel_file("generic_scan.cl")
-        return _programs.get(self.context, (dev.int_ptr, src, tuple(self.options)),
-                             lambda: _Built(compile_program(self.context, dev, src,
-                                                            self.options), wg, self._user))
+
+        def make() -> _Built:
+            if sample is not None:
+                self._vet(dev, src, sample)
+            return _Built(compile_program(self.context, dev, src, self.options), wg,
+                          self._user)
+
+        return _programs.get(self.context, (dev.int_ptr, src, tuple(self.options)), make)
+
+    def _vet(self, dev: cl.Device, src: str, sample: Any) -> None:
+        info = info_for(dev)
+        key = f"{self.dtype.str}/{text_hash(src + chr(0) + ' '.join(self.options))}"
+        # the application's registered struct types, by their C names (the worker knows none)
+        structs = [(dtype_to_ctype(d), d) for d in
+                   [self.dtype, *(a.dtype for a in self.parsed_args)] if d.names]
+        v = checked(info, "generic_scan", key, check_scan, self._ctor, structs, args_of=sample)
+        if v.ok or v.step == "build":
+            return
+        if v.step == "validate":
+            warnings.warn(f"cltune: GenericScanKernel's answers differed from a one-work-item "
+                          f"walk of its expressions when vetted on {info.name} "
+                          f"({v.reason[:300]}); it is used", CltuneWarning, stacklevel=5)
+            return
+        raise NoConfigRuns(
+            f"cltune: GenericScanKernel ({self._ctor['scan_expr']!r:.60}, {self.dtype}) "
+            f"{v.step} in vetting on {info.name} ({v.reason[:300]}); it is not run in this "
+            "process (CLTUNE_TRUST_DRIVER=1 runs it anyway)")
 
     def __call__(self, *args: Any, queue: cl.CommandQueue | None = None, allocator: Any = None,
                  size: int | None = None, wait_for: Sequence[cl.Event] | None = None,
@@ -199,7 +246,7 @@ class GenericScanKernel:
                 waits += list(v.events)
             else:
                 inv.append(v)
-        b = self._built(queue.device)
+        b = self._built(queue.device, lambda: (list(args), n))
         cus = max(1, queue.device.max_compute_units)
         groups = max(1, min(cus * (4 if b.wg <= 8 else 8), -(-n // b.wg)))
         chunk = -(-n // groups)
@@ -269,3 +316,44 @@ class ExclusiveScanKernel(_LegacyScan):
     """pyopencl.scan.ExclusiveScanKernel on cltune's scan."""
 
     _output = "output_ary[i] = prev_item;"
+
+
+def _same(got: np.ndarray, want: np.ndarray, n: int) -> bool:
+    """Equal, or for floats within the rounding that another order of n combines may give."""
+    if got.tobytes() == want.tobytes():
+        return True
+    if got.dtype.kind not in "fc" or got.shape != want.shape:
+        return False
+    eps = float(np.finfo(got.dtype).eps)
+    scale = float(np.nanmax(np.abs(want))) if want.size else 0.0
+    return bool(np.allclose(got, want, rtol=0, atol=4 * max(1, n) * eps * scale + 1e-30,
+                            equal_nan=True))
+
+
+def check_scan(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: Any,
+               ctor: dict, structs: list[tuple[str, np.dtype]], args: list, n: int) -> str:
+    """Vetting's check (isolation.vetting.checked, run in the device's worker): a
+    GenericScanKernel made as the application made it, called on copies of the call's
+    arguments, against clt_gs_serial on other copies; '' or the arrays that differ."""
+    for name, dt in structs:
+        get_or_register_dtype(name, dt)
+    knl = GenericScanKernel(ctx, **ctor)
+    arrays = [i for i, (d, a) in enumerate(zip(knl.parsed_args, args, strict=True))
+              if isinstance(d, VectorArg) and isinstance(a, cla.Array)]
+    mine = list(args)
+    ref = list(args)
+    for i in arrays:
+        mine[i], ref[i] = args[i].copy(queue=queue), args[i].copy(queue=queue)
+    knl(*mine, queue=queue, size=n)
+    b = knl._built(dev)
+    inv: list[Any] = []
+    for d, v in zip(knl.parsed_args, ref, strict=True):
+        inv += [v.base_data, v.offset] if isinstance(d, VectorArg) else [v]
+    tmp = cla.empty(queue, (max(1, n),), knl.dtype)
+    tflag = cla.empty(queue, (max(1, n),), np.uint8)
+    with b.lock:
+        b.serial.set_args(*inv, knl.index_dtype.type(n), tmp.data, tflag.data)
+        cl.enqueue_nd_range_kernel(queue, b.serial, (1,), (1,))
+    differ = [knl.parsed_args[i].name for i in arrays
+              if not _same(mine[i].get(), ref[i].get(), n)]
+    return f"arrays {', '.join(differ)} differ from the serial walk's" if differ else ""

@@ -1,7 +1,9 @@
-"""Compaction's programs are vetted (house rule 17): the application's predicate is built and
-run first in the device's worker, on the call's own first elements, and checked there against a
-one-work-item walk of the same predicate (`compact.check_select`); a program that crashed,
-hung or answered wrong there is never built in the application's process."""
+"""The scan family's programs of the application's code are vetted (house rule 17).
+Compaction: the predicate is built and run first in the device's worker, on the call's own
+first elements, and checked there against a one-work-item walk of the same predicate
+(`compact.check_select`); a program that crashed, hung or answered wrong there is never built
+in the application's process. GenericScanKernel: the same on copies of the first call's
+arguments against `clt_gs_serial` (`generic.check_scan`); answers that differ only warn."""
 
 from __future__ import annotations
 
@@ -10,10 +12,13 @@ import json
 import numpy as np
 import pyopencl.array as cla
 import pytest
+from pyopencl.tools import get_or_register_dtype, match_dtype_to_c_struct
 from support.faults import injected
 
 import cltune
 import cltune.families.scan.compact as compact
+import cltune.families.scan.generic as generic
+from cltune.core.serving import CltuneWarning
 from cltune.device.select import info_for
 from cltune.isolation.vetting import NoConfigRuns
 
@@ -123,3 +128,86 @@ def test_the_vetting_input_is_the_calls_own_data(queue, monkeypatch):
     small = cla.to_device(queue, np.arange(7, dtype=np.float64))
     data, values = compact._sample(x[:5], [("small", small)])
     assert data.tolist() == [0, 1, 2, 3, 4] and values[0].tolist() == list(range(7))
+
+
+def _struct_knl(ctx):
+    """A scan of a registered struct type (its C name known only to this process)."""
+    dt = np.dtype([("lo", np.int32), ("hi", np.int32)])
+    dt, decl = match_dtype_to_c_struct(ctx.devices[0], "clt_test_pair", dt)
+    dt = get_or_register_dtype("clt_test_pair", dt)
+    pre = decl + """
+    clt_test_pair pair_add(clt_test_pair a, clt_test_pair b) {
+        clt_test_pair r; r.lo = a.lo + b.lo; r.hi = max(a.hi, b.hi); return r; }
+    clt_test_pair pair_of(int v) { clt_test_pair r; r.lo = v; r.hi = v; return r; }"""
+    return dt, generic.GenericScanKernel(
+        ctx, dt, "__global int *x, __global int *lo, __global int *hi", "pair_of(x[i])",
+        "pair_add(a, b)", "pair_of(0)", "lo[i] = item.lo; hi[i] = prev_item.hi;", preamble=pre)
+
+
+def test_the_scan_check_passes_every_form_on_this_driver(ctx, queue):
+    """check_scan itself (here, in this process): segments with across_seg_boundary, input
+    fetches at -1 on an offset view, an output statement overwriting inputs, a struct type,
+    a float sum (rounding of another order allowed), and an empty call."""
+    dev, info = queue.device, info_for(queue.device)
+    rng = np.random.default_rng(5)
+    h = rng.integers(-9, 9, 3001).astype(np.int32)
+    fl = (rng.random(3001) < 0.02).astype(np.int32)
+    x, f = cla.to_device(queue, h), cla.to_device(queue, fl)
+    y = cla.empty(queue, (3001,), np.int32)
+    seg = {"dtype": np.int32, "arguments": "__global int *x, __global int *fl, __global int *y",
+           "input_expr": "x[i]", "scan_expr": "across_seg_boundary ? b : a+b", "neutral": "0",
+           "output_statement": "y[i] = item", "is_segment_start_expr": "fl[i]",
+           "index_dtype": np.int64}
+    fetch = {"dtype": np.int32, "arguments": "__global int *x, __global int *d",
+             "input_expr": "i == 0 ? 0 : (xi - xim1)", "scan_expr": "a+b", "neutral": "0",
+             "output_statement": "d[i] = item + (int)last_item",
+             "input_fetch_exprs": [("xi", "x", 0), ("xim1", "x", -1)]}
+    inplace = {"dtype": np.int32, "arguments": "__global int *ary", "input_expr": "ary[i]",
+               "scan_expr": "a+b", "neutral": "0", "output_statement": "ary[i + 1] = item;"}
+    fsum = {"dtype": np.float32, "arguments": "__global float *v, __global float *o",
+            "input_expr": "v[i]", "scan_expr": "a+b", "neutral": "0",
+            "output_statement": "o[i] = prev_item"}
+    v = cla.to_device(queue, rng.random(3001).astype(np.float32))
+    cases = [(seg, [x, f, y], 3001), (fetch, [x[7:], y[7:]], 2994), (inplace, [x], 3000),
+             (fsum, [v, cla.empty_like(v)], 3001), (fsum, [v, cla.empty_like(v)], 0)]
+    for ctor, args, n in cases:
+        assert generic.check_scan(ctx, queue, dev, info, ctor, [], args, n) == "", ctor
+    dt, knl = _struct_knl(ctx)
+    why = generic.check_scan(ctx, queue, dev, info, knl._ctor, [("clt_test_pair", dt)],
+                             [x, y, cla.empty_like(y)], 3001)
+    assert why == ""
+
+
+def test_the_scan_check_sees_a_wrong_answer(ctx, queue, monkeypatch):
+    """A scan whose launches write nothing (its call made a no-op) differs from the walk, and
+    the check names the array."""
+    dev, info = queue.device, info_for(queue.device)
+    x = cla.to_device(queue, np.arange(5000, dtype=np.int32))
+    inc = {"dtype": np.int32, "arguments": "__global int *x, __global int *o",
+           "input_expr": "x[i]", "scan_expr": "a+b", "neutral": "0",
+           "output_statement": "o[i] = item"}
+    monkeypatch.setattr(generic.GenericScanKernel, "__call__", lambda self, *a, **k: None)
+    why = generic.check_scan(ctx, queue, dev, info, inc, [], [x, cla.zeros_like(x)], 5000)
+    assert why == "arrays o differ from the serial walk's"
+
+
+@pytest.mark.multiprocess
+def test_a_scan_that_crashes_the_driver_is_never_built_here(ctx, queue, monkeypatch,
+                                                             tmp_path):
+    """A crash (SIGSEGV) of the vetting run: the first call raises one clear error;
+    a wrong answer there is a warning and the scan runs; CLTUNE_TRUST_DRIVER=1 runs it."""
+    x = cla.to_device(queue, np.arange(1, 1002, dtype=np.int32))
+    y = cla.empty_like(x)
+    with injected(monkeypatch, tmp_path, "segv:check=generic_scan") as cache:
+        knl = cltune.InclusiveScanKernel(ctx, np.int32, "a+b", "0")
+        with pytest.raises(NoConfigRuns, match="(?s)GenericScanKernel.*CLTUNE_TRUST_DRIVER"):
+            knl(x, y)
+        assert any(":check:generic_scan:" in k for k in _verdicts(cache))
+        monkeypatch.setenv("CLTUNE_TRUST_DRIVER", "1")
+        assert np.array_equal(knl(x, y).get(), np.cumsum(np.arange(1, 1002)))
+    with injected(monkeypatch, tmp_path / "w", "wrong:check=generic_scan"):
+        monkeypatch.delenv("CLTUNE_TRUST_DRIVER")
+        knl = cltune.ExclusiveScanKernel(ctx, np.int32, "a+b", "0")
+        with pytest.warns(CltuneWarning, match="differed"):
+            knl(x, y)
+        assert np.array_equal(y.get()[1:], np.cumsum(np.arange(1, 1001)))
