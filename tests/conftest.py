@@ -13,10 +13,13 @@ and the drivers' compiled programs (`POCL_CACHE_DIR` for PoCL, `XDG_CACHE_HOME` 
 binary cache of the other drivers). So a device is probed and a config vetted or built once per
 session, not once per worker, through the same on-disk formats and locks the product uses; a
 run neither reads nor writes the user's caches, and the folder is removed at the end. Point
-`CLTUNE_TEST_SESSION_DIR` at a folder of your own to keep it between runs, or
-`CLTUNE_TEST_DRIVER_CACHE` at one to keep only the drivers' compiled programs (keyed by the
-drivers themselves on the source, the options and the device; .ci/run keeps one per machine
-and OpenCL stack: docs/ci.md): verdicts are still made afresh, every kernel still runs. Tests
+`CLTUNE_TEST_SESSION_DIR` at a folder of your own to keep it between runs. The drivers'
+compiled programs (keyed by the drivers themselves on the source, the options and the device)
+are kept between runs by default, in the folder .ci/run keeps per machine and OpenCL stack
+(.ci/driver_cache.py, docs/ci.md), so most of a later run's compiles are read back:
+`CLTUNE_TEST_DRIVER_CACHE=<folder>` names another, `CLTUNE_TEST_DRIVER_CACHE=` (empty) keeps
+them in the session's folder only (a cold run). Verdicts are still made afresh and every
+kernel still runs. Tests
 that need a fresh cache, worker or fault make their own (`support.faults.injected`).
 
 The tests run against the *installed* cltune (`pip install .` or `pip install -e .`), never against
@@ -34,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -41,6 +45,22 @@ from pathlib import Path
 _ROOT = Path(__file__).resolve().parent.parent
 sys.path[:] = [p for p in sys.path if Path(p or os.curdir).resolve() != _ROOT]
 os.environ["PYTHONSAFEPATH"] = "1"
+
+
+def _kept_driver_cache() -> str:
+    """The drivers' folder of .ci/driver_cache.py for this OpenCL stack (its own process: the
+    drivers must not start in this one before POCL_CACHE_DIR is set), or '' where it is off
+    (CLTUNE_CI_DRIVER_CACHE=) or cannot tell."""
+    script = _ROOT / ".ci" / "driver_cache.py"
+    if not script.is_file():
+        return ""
+    try:
+        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                             timeout=120, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    lines = out.stdout.strip().splitlines()
+    return lines[-1] if out.returncode == 0 and lines else ""
 
 
 def _session_caches() -> str | None:
@@ -52,7 +72,11 @@ def _session_caches() -> str | None:
         root = made = tempfile.mkdtemp(prefix="cltune-test-session-")
         os.environ["CLTUNE_TEST_SESSION_DIR"] = root
     os.environ.setdefault("CLTUNE_CACHE_DIR", os.path.join(root, "cltune"))
-    # the drivers' compiled programs: the session's, or a folder kept between sessions
+    # the drivers' compiled programs: by default the folder .ci/run keeps for this machine's
+    # OpenCL stack (found once, by the first pytest process; its workers inherit it), else
+    # the one given, else (CLTUNE_TEST_DRIVER_CACHE= empty) the session's own
+    if "CLTUNE_TEST_DRIVER_CACHE" not in os.environ:
+        os.environ["CLTUNE_TEST_DRIVER_CACHE"] = _kept_driver_cache()
     drivers = os.environ.get("CLTUNE_TEST_DRIVER_CACHE", "").strip() or root
     os.environ["POCL_CACHE_DIR"] = os.path.join(drivers, "pocl")
     os.environ["XDG_CACHE_HOME"] = os.path.join(drivers, "xdg")
