@@ -44,6 +44,7 @@ _API = {
     **{name: "cltune.families.scan.compact" for name in
        ("copy_if", "partition", "remove_if", "unique")},
     "nonzero": "cltune.families.scan.nonzero",
+    **{name: "cltune.families.scan.sort" for name in ("argsort", "sort", "sort_by_key")},
     **{name: "cltune.families.scan.generic" for name in
        ("ExclusiveScanKernel", "GenericScanKernel", "InclusiveScanKernel")},
     "use_in_pyopencl": "cltune.dropin.switch",

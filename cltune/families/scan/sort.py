@@ -1,0 +1,324 @@
+"""Sorting on the device: `cltune.sort`, `cltune.argsort`, `cltune.sort_by_key` — a stable LSD
+radix sort of (key, index) pairs (kernels/sort.cl), numpy's order and torch's semantics:
+
+    >>> y = cltune.sort(x)                          # ascending, stable, NaN last
+    >>> i = cltune.argsort(x, descending=True)      # int64; NaN first, ties in input order
+    >>> k, v = cltune.sort_by_key(keys, values)     # values (any 1-16 byte dtype) by keys
+
+Every value becomes an unsigned key whose order is numpy's (floats by a sign flip with every
+NaN after +inf and -0 equal to +0; signed integers by a bias; float16 by its bits, so no
+cl_khr_fp16 is needed); each pass sorts by CLT_SORT_BITS bits of it (a histogram a chunk, one
+scan of the histograms, a stable scatter), the lowest first. Along the last axis, the rows'
+own bits are sorted last, so every row comes out sorted in place. The values come back by
+their indices, so the output holds the input's exact bits (-0.0, NaN payloads).
+
+The shape is the device's (not tuned yet): CPUs take 8-bit digits and one work-item a chunk,
+GPUs 4-bit digits in groups of 128. The program is vetted in the device's worker before this
+process builds it (house rule 17: `check_sort`, against numpy's stable argsort).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from cltune.device.select import info_for
+from cltune.isolation.vetting import NoConfigRuns, checked
+from cltune.opencl.build import compile_program
+from cltune.opencl.caches import ContextCache
+from cltune.opencl.events import in_order
+from cltune.opencl.sources import kernel_file, text_hash
+
+__all__ = ["argsort", "sort", "sort_by_key"]
+
+#: CLT_SORT_TYPE of each key dtype (kernels/sort.cl; bool sorts as uint8)
+TYPE_CODES = {np.dtype(t): i for i, t in enumerate(
+    (np.float32, np.float64, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
+     np.int64, np.uint64, np.float16))}
+#: the value sizes clt_sort_gatherN moves
+WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64, 16: None}
+_U32, _U64 = np.uint32, np.uint64
+_programs: ContextCache[Any] = ContextCache()
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def device_shape(dev: cl.Device, key_bytes: int, idx_bytes: int) -> tuple[int, int, int, int]:
+    """(work-group size, items a work-item, bits a pass, chunks per compute unit) on dev:
+    CPUs walk a chunk a work-item with 8-bit digits; GPUs take groups of 128 x 8 with 4-bit
+    digits (fewer items, then a smaller group, where __local memory is short)."""
+    if dev.type & cl.device_type.CPU:
+        return 1, 4096, 8, 2
+    wg, items, bits = min(128, 1 << (dev.max_work_group_size.bit_length() - 1)), 8, 4
+
+    def local(wg: int, items: int) -> int:
+        return (3 << bits) * 4 + (wg << bits) * 4 + wg * 4 + wg * items * (key_bytes + idx_bytes)
+
+    while items > 1 and local(wg, items) + 256 > dev.local_mem_size:
+        items //= 2
+    while wg > 1 and local(wg, items) + 256 > dev.local_mem_size:
+        wg //= 2
+    return wg, items, bits, 8
+
+
+class _Program:
+    """One build's kernels (their arguments are shared: calls take `lock`)."""
+
+    def __init__(self, prg: cl.Program, key: type, idx: type) -> None:
+        self.keys, self.hist = prg.clt_sort_keys, prg.clt_sort_hist
+        self.scan, self.scatter = prg.clt_sort_scan, prg.clt_sort_scatter
+        self.gather = {n: getattr(prg, f"clt_sort_gather{n}") for n in WORDS}
+        self.lock = threading.Lock()
+        self.keys.set_scalar_arg_dtypes([None, _U64, _U64, key, None, None])
+        self.hist.set_scalar_arg_dtypes([None, None, _U64, _U64, _U32, _U64, None])
+        self.scan.set_scalar_arg_dtypes([None, _U32])
+        self.scatter.set_scalar_arg_dtypes([None, None, _U64, _U64, _U32, _U64, None, None,
+                                            None])
+        for k in self.gather.values():
+            k.set_scalar_arg_dtypes([None, _U64, None, _U64, _U64, None, None, _U32, _U32])
+
+
+def _options(code: int, idx64: bool, shape: tuple[int, int, int, int]) -> list[str]:
+    wg, items, bits, _ = shape
+    return [f"-DCLT_SORT_TYPE={int(code)}", f"-DCLT_SORT_WG={int(wg)}",
+            f"-DCLT_SORT_ITEMS={int(items)}", f"-DCLT_SORT_BITS={int(bits)}",
+            f"-DCLT_SORT_IDX64={int(idx64)}"]
+
+
+def _program(q: cl.CommandQueue, dt: np.dtype, idx64: bool,
+             shape: tuple[int, int, int, int] | None, vet: bool) -> tuple[_Program, tuple]:
+    """The built program for keys of dt (vetted first, where `vet`) and its shape."""
+    dev = q.device
+    shape = shape or device_shape(dev, 8 if dt.itemsize == 8 else 4, 8 if idx64 else 4)
+    code = TYPE_CODES[dt]
+
+    def make() -> _Program:
+        opts = _options(code, idx64, shape)
+        if vet:
+            info = info_for(dev)
+            key = f"{dt.str}/{' '.join(opts)}/{text_hash(kernel_file('sort.cl'))}"
+            v = checked(info, "sort", key, check_sort, dt.str, idx64, shape)
+            if not v.buildable:
+                raise NoConfigRuns(f"cltune: the sort of {dt.name} keys {v.step} in vetting on "
+                                   f"{info.name} ({v.reason[:300]}); it is not run in this "
+                                   "process (CLTUNE_TRUST_DRIVER=1 runs it anyway)")
+        prg = compile_program(q.context, dev, kernel_file("sort.cl"), opts)
+        return _Program(prg, _U64 if dt.itemsize == 8 else _U32, _U64 if idx64 else _U32)
+
+    return _programs.get(q.context, (dev.int_ptr, dt.str, idx64, shape), make), shape
+
+
+def _key_dtype(x: cla.Array) -> np.dtype:
+    dt = np.dtype(np.uint8) if x.dtype == np.bool_ else x.dtype
+    if dt not in TYPE_CODES:
+        raise TypeError(f"cltune.sort sorts real numbers and booleans, not {x.dtype} "
+                        "(complex values have no order numpy and torch agree on)")
+    return dt
+
+
+def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending: bool,
+           shape: tuple | None = None, vet: bool = True) -> tuple[Any, _Program, list]:
+    """The indices (idx_t buffer) of x's n elements in sorted order (within each row of
+    row_len when rows > 1), the program and the events still to wait for."""
+    n = x.size
+    dt = _key_dtype(x)
+    idx64 = n >= 1 << 32
+    prg, (wg, items, bits, per_cu) = _program(q, dt, idx64, shape, vet)
+    kb, ib = (8 if dt.itemsize == 8 else 4), (8 if idx64 else 4)
+    key_bits = 8 * dt.itemsize
+    flip = ((1 << key_bits) - 1) if descending else 0
+    ctx = q.context
+    mf = cl.mem_flags.READ_WRITE
+    keys = [cl.Buffer(ctx, mf, n * kb), cl.Buffer(ctx, mf, n * kb)]
+    idx = [cl.Buffer(ctx, mf, n * ib), cl.Buffer(ctx, mf, n * ib)]
+    tile = wg * items
+    groups = max(1, min(_cdiv(n, tile), per_cu * max(1, q.device.max_compute_units)))
+    chunk = _cdiv(_cdiv(n, groups), tile) * tile
+    groups = _cdiv(n, chunk)
+    radix = 1 << bits
+    hist = cl.Buffer(ctx, mf, radix * groups * 4)
+    passes = [(s, 0) for s in range(0, key_bits, bits)]
+    if rows > 1:
+        passes += [(s, row_len) for s in range(0, (rows - 1).bit_length(), bits)]
+    ordered = in_order(q) is not None
+    waits = [e for e in x.events if e is not None]
+    ev = None
+
+    def go(k: cl.Kernel, gsize: int, lsize: int) -> None:
+        nonlocal ev, waits
+        w = waits if waits else ([ev] if (ev is not None and not ordered) else None)
+        ev = cl.enqueue_nd_range_kernel(q, k, (gsize,), (lsize,), wait_for=w)
+        waits = []
+
+    cur = 0
+    with prg.lock:
+        prg.keys.set_args(x.base_data, x.offset // x.dtype.itemsize, n, flip, keys[0], idx[0])
+        go(prg.keys, max(1, min(_cdiv(n, 64), 4096)) * 64, 64)
+        for shift, rl in passes:
+            prg.hist.set_args(keys[cur], idx[cur], n, chunk, shift, rl, hist)
+            go(prg.hist, groups * wg, wg)
+            prg.scan.set_args(hist, radix * groups)
+            go(prg.scan, wg, wg)
+            prg.scatter.set_args(keys[cur], idx[cur], n, chunk, shift, rl, hist,
+                                 keys[1 - cur], idx[1 - cur])
+            go(prg.scatter, groups * wg, wg)
+            cur = 1 - cur
+    return idx[cur], prg, ([ev] if ev is not None else [])
+
+
+def _gather(q: cl.CommandQueue, prg: _Program, order: Any, n: int, row_len: int,
+            src: cla.Array | None, want_pos: bool, waits: list) -> tuple[Any, Any, cl.Event]:
+    """(values in order or None, int64 positions or None, event)."""
+    word = src.dtype.itemsize if src is not None else 4
+    out = cla.empty(q, src.shape, src.dtype) if src is not None else None
+    pos = cla.empty(q, (n,), np.int64) if want_pos else None
+    k = prg.gather[word]
+    dummy = order  # an unused argument still needs a buffer
+    with prg.lock:
+        k.set_args(src.base_data if src is not None else dummy,
+                   src.offset // word if src is not None else 0, order, n, row_len,
+                   out.data if out is not None else dummy, pos.data if pos is not None else dummy,
+                   int(out is not None), int(want_pos))
+        ev = cl.enqueue_nd_range_kernel(q, k, (max(1, min(_cdiv(n, 64), 4096)) * 64,), (64,),
+                                        wait_for=waits or None)
+    for a in (out, pos):
+        if a is not None:
+            a.add_event(ev)
+    return out, pos, ev
+
+
+def _prepare(x: Any, queue: cl.CommandQueue | None, axis: Any, what: str,
+             ) -> tuple[cla.Array, cl.CommandQueue, int, int]:
+    """(x as a contiguous device array, queue, rows, row length) for a sort along `axis`."""
+    if isinstance(x, np.ndarray):
+        if queue is None:
+            raise TypeError(f"{what}: a numpy input needs queue= (the device to run on)")
+        x = cla.to_device(queue, np.ascontiguousarray(x))
+    if not isinstance(x, cla.Array):
+        raise TypeError(f"{what}: x must be a pyopencl.array.Array or numpy array, not "
+                        f"{type(x).__name__}")
+    q = queue or x.queue
+    if q is None:
+        raise TypeError(f"{what}: x has no queue: pass queue=")
+    _key_dtype(x)
+    if x.size and not x.flags.c_contiguous:
+        raise ValueError(f"{what} takes a C-contiguous array (copy a strided view first)")
+    if axis is None:
+        return x.reshape(x.size), q, 1, x.size
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"{what}: axis must be an integer or None, not {axis!r}")
+    if x.ndim == 0:
+        raise ValueError(f"{what}: a 0-d array has no axis {axis} (use axis=None)")
+    ax = int(axis) + (x.ndim if axis < 0 else 0)
+    if not 0 <= ax < x.ndim:
+        raise ValueError(f"{what}: axis {axis} is out of range for {x.ndim} dimensions")
+    if ax != x.ndim - 1:
+        raise ValueError(f"{what} sorts along the last axis (or axis=None); move axis {axis} "
+                         "last first (a transposed copy)")
+    row_len = x.shape[-1]
+    return x, q, (x.size // row_len if row_len else 0), row_len
+
+
+def sort(x: Any, axis: int | None = -1, descending: bool = False, stable: bool = True, *,
+         queue: cl.CommandQueue | None = None) -> cla.Array:
+    """x sorted along `axis` (the last, or None: flattened), a new device array of x's dtype
+    and exact bits; numpy's order (NaN last; descending: first, as torch's), always stable."""
+    del stable  # every sort here is stable (torch's stable=False allows any order of ties)
+    xx, q, rows, row_len = _prepare(x, queue, axis, "sort")
+    if xx.size < 2:
+        return xx.copy(queue=q)
+    order, prg, waits = _order(q, xx, rows, row_len, bool(descending))
+    out, _, _ = _gather(q, prg, order, xx.size, 0, xx, False, waits)
+    return out
+
+
+def argsort(x: Any, axis: int | None = -1, descending: bool = False, stable: bool = True, *,
+            queue: cl.CommandQueue | None = None) -> cla.Array:
+    """The int64 indices that sort x along `axis` (within each row; flattened for None)."""
+    del stable
+    xx, q, rows, row_len = _prepare(x, queue, axis, "argsort")
+    shape = xx.shape
+    if xx.size < 2:
+        return cla.zeros(q, shape, np.int64)
+    order, prg, waits = _order(q, xx, rows, row_len, bool(descending))
+    _, pos, _ = _gather(q, prg, order, xx.size, row_len if rows > 1 else 0, None, True, waits)
+    return pos.reshape(shape)
+
+
+def sort_by_key(keys: Any, values: Any, descending: bool = False, *,
+                queue: cl.CommandQueue | None = None) -> tuple[cla.Array, cla.Array]:
+    """(keys sorted, values in the keys' order): 1-D arrays of one length; values of any
+    dtype of 1, 2, 4, 8 or 16 bytes (their bits moved as they are). Stable."""
+    kk, q, _, _ = _prepare(keys, queue, None, "sort_by_key")
+    if isinstance(values, np.ndarray):
+        values = cla.to_device(q, np.ascontiguousarray(values))
+    if not isinstance(values, cla.Array):
+        raise TypeError(f"sort_by_key: values must be a device or numpy array, not "
+                        f"{type(values).__name__}")
+    if values.size != kk.size or values.ndim != 1 or keys.ndim != 1:
+        raise ValueError(f"sort_by_key takes 1-D keys and values of one length, not "
+                         f"{keys.shape} and {values.shape}")
+    if values.dtype.itemsize not in WORDS:
+        raise TypeError(f"sort_by_key moves values of 1, 2, 4, 8 or 16 bytes, not "
+                        f"{values.dtype} ({values.dtype.itemsize} bytes)")
+    if values.size and not values.flags.c_contiguous:
+        raise ValueError("sort_by_key takes contiguous values (copy a strided view first)")
+    if kk.size < 2:
+        return kk.copy(queue=q), values.copy(queue=q)
+    order, prg, waits = _order(q, kk, 1, kk.size, bool(descending))
+    ks, _, e1 = _gather(q, prg, order, kk.size, 0, kk, False, waits)
+    vs, _, _ = _gather(q, prg, order, kk.size, 0, values, False, [] if in_order(q) else [e1])
+    return ks, vs
+
+
+def reference_order(h: np.ndarray, descending: bool) -> np.ndarray:
+    """numpy's stable order of h's elements (NaN last; descending reverses the values' order,
+    not the ties'): the checks' reference."""
+    vals = h.astype(np.uint8) if h.dtype == np.bool_ else h
+    _, inv = np.unique(vals, return_inverse=True, equal_nan=True)
+    inv = inv.reshape(-1).astype(np.int64)
+    return np.lexsort((np.arange(h.size), -inv if descending else inv))
+
+
+def check_sort(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: Any,
+               dt_str: str, idx64: bool, shape: tuple[int, int, int, int]) -> str:
+    """Vetting's check (isolation.vetting.checked, in the device's worker): this build sorts
+    20011 values with ties, extremes (and NaN, +-0, +-inf for floats) ascending and
+    descending, and 7 rows of 1301, as numpy's stable argsort orders them."""
+    dt = np.dtype(dt_str)
+    rng = np.random.default_rng(7)
+    if dt.kind == "f":
+        h = (rng.standard_normal(20011) * 100).astype(dt)
+        h[::97] = np.nan
+        h[5::101] = -0.0
+        h[7::103] = 0.0
+        h[11::211] = np.inf
+        h[13::307] = -np.inf
+        h[17::29] = h[19]  # ties
+    else:
+        info_i = np.iinfo(dt)
+        h = rng.integers(info_i.min, info_i.max, 20011, dtype=dt, endpoint=True)
+        h[::31] = info_i.min
+        h[3::37] = info_i.max
+        h[5::7] = h[9]
+    x = cla.to_device(queue, h)
+    shape = tuple(int(v) for v in shape)
+    for desc in (False, True):
+        order, prg, waits = _order(queue, x, 1, h.size, desc, shape, vet=False)
+        _, pos, _ = _gather(queue, prg, order, h.size, 0, None, True, waits)
+        if not np.array_equal(pos.get(), reference_order(h, desc)):
+            return f"the sort of {dt.name} ({'descending' if desc else 'ascending'}) is " \
+                   "not numpy's stable order"
+    rows = x[:7 * 1301].reshape(7, 1301)
+    order, prg, waits = _order(queue, rows, 7, 1301, False, shape, vet=False)
+    _, pos, _ = _gather(queue, prg, order, rows.size, 1301, None, True, waits)
+    want = np.stack([reference_order(r, False) for r in h[:7 * 1301].reshape(7, 1301)])
+    if not np.array_equal(pos.get().reshape(7, 1301), want):
+        return f"the sort of {dt.name} rows is not numpy's stable order"
+    return ""

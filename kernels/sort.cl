@@ -1,0 +1,266 @@
+/* cltune's stable LSD radix sort of (key, index) pairs (cltune.sort, argsort, sort_by_key):
+ *   clt_sort_keys     every element's order key (an unsigned integer whose order is numpy's:
+ *                     floats by sign flip, NaN after everything, -0 as +0; signed integers by
+ *                     a bias; XOR `flip` for descending) and its index
+ *   per pass (CLT_SORT_BITS bits of the key, the lowest first; then, for rows, the bits of
+ *   each element's row, so that rows end up in order and each row sorted):
+ *     clt_sort_hist    group g counts the digits of its chunk -> hist[digit * G + g]
+ *     clt_sort_scan    one group: hist exclusively scanned in place (digit-major: every
+ *                      element of a smaller digit, then the same digit's earlier groups)
+ *     clt_sort_scatter group g walks its chunk a tile (CLT_SORT_WG x CLT_SORT_ITEMS
+ *                      consecutive elements, staged through __local memory) at a time: each
+ *                      work-item counts the digits of its CLT_SORT_ITEMS consecutive elements,
+ *                      a scan of the counts in (digit, work-item) order places them, and each
+ *                      element goes to hist[its digit, g] + the elements of that digit before
+ *                      it in the chunk: stable
+ *   clt_sort_gatherN  the values (N bytes each) in the sorted order, and the indices (within
+ *                     a row for rows)
+ * Equal keys keep their input order in every pass, so the sort is stable, ascending and
+ * descending alike. Built per input type (CLT_SORT_TYPE: kernels/topk.cl's codes).
+ */
+
+#ifndef CLT_SORT_TYPE
+#define CLT_SORT_TYPE 0
+#endif
+#ifndef CLT_SORT_WG
+#define CLT_SORT_WG 64
+#endif
+#ifndef CLT_SORT_ITEMS
+#define CLT_SORT_ITEMS 4
+#endif
+#ifndef CLT_SORT_BITS
+#define CLT_SORT_BITS 4
+#endif
+#ifndef CLT_SORT_IDX64
+#define CLT_SORT_IDX64 0 /* 1: indices as ulong (2^32 elements or more) */
+#endif
+
+#if CLT_SORT_TYPE == 0
+typedef float in_t;
+#elif CLT_SORT_TYPE == 1
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+typedef double in_t;
+#elif CLT_SORT_TYPE == 2
+typedef char in_t;
+#elif CLT_SORT_TYPE == 3
+typedef uchar in_t;
+#elif CLT_SORT_TYPE == 4
+typedef short in_t;
+#elif CLT_SORT_TYPE == 5
+typedef ushort in_t;
+#elif CLT_SORT_TYPE == 6
+typedef int in_t;
+#elif CLT_SORT_TYPE == 7
+typedef uint in_t;
+#elif CLT_SORT_TYPE == 8
+typedef long in_t;
+#elif CLT_SORT_TYPE == 9
+typedef ulong in_t;
+#else
+typedef ushort in_t; /* half: its bits (no cl_khr_fp16 needed: only ordered) */
+#endif
+
+#if CLT_SORT_TYPE == 1 || CLT_SORT_TYPE == 8 || CLT_SORT_TYPE == 9
+typedef ulong key_t;
+#else
+typedef uint key_t;
+#endif
+#if CLT_SORT_IDX64
+typedef ulong idx_t;
+#else
+typedef uint idx_t;
+#endif
+
+#define RADIX (1 << CLT_SORT_BITS)
+#define TILE (CLT_SORT_WG * CLT_SORT_ITEMS)
+
+/* the value's place in numpy's order as an unsigned key, XOR flip (descending) */
+inline key_t order_key(const in_t v, const key_t flip) {
+#if CLT_SORT_TYPE == 0
+    const uint b = as_uint(v);
+    const key_t k = isnan(v) ? 0xFFFFFFFFu
+                   : v == 0.0f ? 0x80000000u
+                   : (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+#elif CLT_SORT_TYPE == 1
+    const ulong b = as_ulong(v);
+    const key_t k = isnan(v) ? 0xFFFFFFFFFFFFFFFFul
+                   : v == 0.0 ? 0x8000000000000000ul
+                   : (b & 0x8000000000000000ul) ? ~b : (b | 0x8000000000000000ul);
+#elif CLT_SORT_TYPE == 2
+    const key_t k = (uint)((int)v + 128);
+#elif CLT_SORT_TYPE == 4
+    const key_t k = (uint)((int)v + 32768);
+#elif CLT_SORT_TYPE == 6
+    const key_t k = as_uint(v) ^ 0x80000000u;
+#elif CLT_SORT_TYPE == 8
+    const key_t k = as_ulong(v) ^ 0x8000000000000000ul;
+#elif CLT_SORT_TYPE == 10
+    const uint b = v;
+    const key_t k = ((b & 0x7C00u) == 0x7C00u && (b & 0x3FFu)) ? 0xFFFFu /* NaN */
+                   : (b & 0x7FFFu) == 0u ? 0x8000u                     /* -0 as 0 */
+                   : (b & 0x8000u) ? (~b & 0xFFFFu) : (b | 0x8000u);
+#else
+    const key_t k = (key_t)v;
+#endif
+    return k ^ flip;
+}
+
+__kernel void clt_sort_keys(__global const in_t *x, const ulong x_off, const ulong n,
+                            const key_t flip, __global key_t *keys, __global idx_t *idx) {
+    for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+        keys[i] = order_key(x[x_off + i], flip);
+        idx[i] = (idx_t)i;
+    }
+}
+
+/* the pass's digit of element (key, index): bits [shift, shift + BITS) of the key, or of the
+ * element's row (index / row_len) in a row pass (row_len > 0) */
+#define DIGIT(k, i) ((uint)((row_len ? ((ulong)(i) / row_len) >> shift                         \
+                                     : (ulong)((k) >> shift)) & (RADIX - 1)))
+
+__kernel void clt_sort_hist(__global const key_t *keys, __global const idx_t *idx,
+                            const ulong n, const ulong chunk, const uint shift,
+                            const ulong row_len, __global uint *hist) {
+    __local uint counts[RADIX];
+    const uint lid = get_local_id(0);
+    for (uint d = lid; d < RADIX; d += CLT_SORT_WG) counts[d] = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const ulong a = (ulong)get_group_id(0) * chunk;
+    const ulong b = min(a + chunk, n);
+    for (ulong i = a + lid; i < b; i += CLT_SORT_WG) {
+        const uint d = row_len ? DIGIT(0, idx[i]) : DIGIT(keys[i], 0);
+        atomic_inc(&counts[d]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint d = lid; d < RADIX; d += CLT_SORT_WG)
+        hist[(ulong)d * get_num_groups(0) + get_group_id(0)] = counts[d];
+}
+
+/* exclusive scan of s[0 .. CLT_SORT_WG) in place (every work-item calls it); returns the
+ * total */
+inline uint clt_group_exclusive(__local uint *s) {
+    const uint lid = get_local_id(0);
+    const uint own = s[lid];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint off = 1; off < CLT_SORT_WG; off <<= 1) {
+        const uint v = lid >= off ? s[lid - off] : 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        s[lid] += v;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const uint total = s[CLT_SORT_WG - 1];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    s[lid] -= own;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return total;
+}
+
+/* h[0 .. len) exclusively scanned in place by one group: each work-item a contiguous run */
+__kernel void clt_sort_scan(__global uint *h, const uint len) {
+    __local uint s[CLT_SORT_WG];
+    const uint lid = get_local_id(0);
+    const uint per = (len + CLT_SORT_WG - 1) / CLT_SORT_WG;
+    const uint a = min(lid * per, len), b = min(a + per, len);
+    uint sum = 0u;
+    for (uint i = a; i < b; ++i) sum += h[i];
+    s[lid] = sum;
+    (void)clt_group_exclusive(s);
+    uint run = s[lid];
+    for (uint i = a; i < b; ++i) {
+        const uint v = h[i];
+        h[i] = run;
+        run += v;
+    }
+}
+
+__kernel void clt_sort_scatter(__global const key_t *keys, __global const idx_t *idx,
+                               const ulong n, const ulong chunk, const uint shift,
+                               const ulong row_len, __global const uint *hist,
+                               __global key_t *keys_out, __global idx_t *idx_out) {
+    __local uint base[RADIX];   /* where this chunk's next element of each digit goes */
+    __local uint dstart[RADIX]; /* the tile's (digit, work-item 0) place in the tile's scan */
+    __local uint dtot[RADIX];   /* the tile's elements of each digit */
+    __local uint cnt[RADIX * CLT_SORT_WG]; /* [digit][work-item] counts, then places */
+    __local uint sums[CLT_SORT_WG];
+#if CLT_SORT_WG > 1
+    __local key_t tk[TILE];
+    __local idx_t ti[TILE];
+#endif
+    const uint lid = get_local_id(0);
+    const uint G = get_num_groups(0);
+    for (uint d = lid; d < RADIX; d += CLT_SORT_WG) base[d] = hist[(ulong)d * G + get_group_id(0)];
+    const ulong a = (ulong)get_group_id(0) * chunk;
+    const ulong b = min(a + chunk, n);
+    for (ulong t0 = a; t0 < b; t0 += TILE) {
+        const uint m = (uint)min((ulong)TILE, b - t0); /* the tile's elements */
+#if CLT_SORT_WG > 1
+        for (uint j = lid; j < m; j += CLT_SORT_WG) {
+            tk[j] = keys[t0 + j];
+            ti[j] = idx[t0 + j];
+        }
+#define TK(j) tk[(j)]
+#define TI(j) ti[(j)]
+#else
+#define TK(j) keys[t0 + (j)]
+#define TI(j) idx[t0 + (j)]
+#endif
+        for (uint d = 0; d < RADIX; ++d) cnt[d * CLT_SORT_WG + lid] = 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const uint j0 = min(lid * (uint)CLT_SORT_ITEMS, m);
+        const uint j1 = min(j0 + (uint)CLT_SORT_ITEMS, m);
+        for (uint j = j0; j < j1; ++j) cnt[DIGIT(TK(j), TI(j)) * CLT_SORT_WG + lid] += 1u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        /* exclusive scan of cnt in (digit, work-item) order: each work-item RADIX entries */
+        uint sum = 0u;
+        for (uint e = lid * RADIX; e < (lid + 1) * RADIX; ++e) sum += cnt[e];
+        sums[lid] = sum;
+        const uint total = clt_group_exclusive(sums);
+        uint run = sums[lid];
+        for (uint e = lid * RADIX; e < (lid + 1) * RADIX; ++e) {
+            const uint v = cnt[e];
+            cnt[e] = run;
+            run += v;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint d = lid; d < RADIX; d += CLT_SORT_WG) {
+            dstart[d] = cnt[d * CLT_SORT_WG];
+            dtot[d] = (d + 1 < RADIX ? cnt[(d + 1) * CLT_SORT_WG] : total) - cnt[d * CLT_SORT_WG];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint j = j0; j < j1; ++j) {
+            const key_t k = TK(j);
+            const idx_t i = TI(j);
+            const uint d = DIGIT(k, i);
+            const uint e = d * CLT_SORT_WG + lid; /* this work-item's own entry: no race */
+            const ulong pos = (ulong)base[d] + (cnt[e] - dstart[d]);
+            cnt[e] += 1u;
+            keys_out[pos] = k;
+            idx_out[pos] = i;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint d = lid; d < RADIX; d += CLT_SORT_WG) base[d] += dtot[d];
+        barrier(CLK_LOCAL_MEM_FENCE);
+#undef TK
+#undef TI
+    }
+}
+
+/* out[i] = x[idx[i]] (words of N bytes; where want_out), pos[i] = idx[i] (% row_len for rows)
+ * as long (where want_pos) */
+#define GATHER(N, T)                                                                              \
+    __kernel void clt_sort_gather##N(__global const T *x, const ulong x_off,                     \
+                                     __global const idx_t *idx,                                   \
+                                     const ulong n, const ulong row_len, __global T *out,         \
+                                     __global long *pos, const uint want_out,                    \
+                                     const uint want_pos) {                                      \
+        for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {                        \
+            const ulong s = (ulong)idx[i];                                                        \
+            if (want_out) out[i] = x[x_off + s];                                                  \
+            if (want_pos) pos[i] = (long)(row_len ? s % row_len : s);                             \
+        }                                                                                         \
+    }
+GATHER(1, uchar)
+GATHER(2, ushort)
+GATHER(4, uint)
+GATHER(8, ulong)
+GATHER(16, ulong2)
