@@ -235,3 +235,39 @@ def test_warp_wide_look_back_is_clean_under_oclgrind():
     assert not wrong, wrong[:10]
     assert all(r["groups"] >= 19 for r in summary["runs"])
     assert res.reports == [], res.summary(limit=8)
+
+
+SORT = r'''
+import numpy as np
+import pyopencl.array as cla
+import cltune.families.scan.sort as S
+
+out = {"runs": []}
+rng = np.random.default_rng(4)
+# tiles of 8 x 4 and 1 x 37 in chunks (3 and 2 a compute unit), 4- and 8-bit digits, a
+# partial last tile, rows (their own bits sorted last), 32- and 64-bit keys, descending
+for shape in ((8, 4, 4, 3), (1, 37, 8, 2)):
+    for dt in ("float32", "int64"):
+        h = (rng.standard_normal(1001) * 100).astype(dt)
+        x = cla.to_device(q, h)
+        for rows, desc in ((1, False), (7, True)):
+            cols = h.size // rows
+            v = x[:rows * cols].reshape(rows, cols) if rows > 1 else x
+            order, prg, waits = S._order(q, v, rows, cols, desc, shape, vet=False)
+            _, pos, _ = S._gather(q, prg, order, v.size, cols if rows > 1 else 0, None, True,
+                                  waits)
+            hh = h[:rows * cols].reshape(rows, cols)
+            want = np.stack([S.reference_order(r, desc) for r in hh])
+            out["runs"].append({"shape": shape, "dtype": dt, "rows": rows,
+                                "ok": bool(np.array_equal(pos.get().reshape(rows, cols), want))})
+print(MARK + json.dumps(out), flush=True)
+'''
+
+
+def test_sort_kernels_are_clean_under_oclgrind():
+    """kernels/sort.cl's keys, histogram, scan, scatter (tiles staged through __local memory,
+    and one work-item a chunk) and gather: right order, no race, no invalid access."""
+    res, summary = run_marked(SORT, MARK)
+    assert res.returncode == 0 and summary, res.summary()
+    assert len(summary["runs"]) == 8 and all(r["ok"] for r in summary["runs"]), summary["runs"]
+    assert res.reports == [], res.summary(limit=8)

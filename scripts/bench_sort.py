@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Sorting side by side in one process (#42): `cltune.sort` (and `argsort`, `sort_by_key`) of
+1-D arrays and along the rows of 2-D ones against `numpy.sort` (kind="stable") on the host,
+pyopencl's `RadixSort` (uint32 keys: the only kind it sorts by bits) and, when importable on
+CUDA, `torch.sort` (stable), each in blocks of its own; per call in µs (wall of --calls
+back-to-back calls, one wait a block, medians of --repeats blocks), Gkeys/s, and the device
+copy of the keys as the ceiling. Every answer is checked against numpy first.
+
+    python scripts/bench_sort.py --device 1 --sizes 2^20,2^24 --dtypes float32,uint32
+    python scripts/bench_sort.py --device NVIDIA --sizes 2^16,2^20,2^24,2^27 \\
+        --dtypes float32,uint32 --shapes 4096x4096,65536x256 --pyopencl
+"""
+# ruff: noqa: B023, E731 - the timing lambdas run within their loop iteration
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+import cltune
+from cltune.device.select import select
+
+
+def _n(text: str) -> int:
+    return 2 ** int(text[2:]) if text.startswith("2^") else int(float(text))
+
+
+def _per_call(sync, fn, calls: int, repeats: int) -> float:
+    fn()
+    sync()
+    ts = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        sync()
+        ts.append((time.perf_counter() - t) / calls)
+    return statistics.median(ts) * 1e6
+
+
+def _torch():
+    try:
+        import torch  # optional: the GPU baseline
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None
+
+
+def _data(dt: np.dtype, shape: tuple, rng: np.random.Generator) -> np.ndarray:
+    if dt.kind == "f":
+        return rng.standard_normal(shape).astype(dt)
+    i = np.iinfo(dt)
+    return rng.integers(i.min, i.max, shape, dtype=dt, endpoint=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="0")
+    ap.add_argument("--sizes", default="2^20,2^24")
+    ap.add_argument("--dtypes", default="float32")
+    ap.add_argument("--shapes", default="", help="ROWSxCOLS of 2-D arrays (sorted along rows)")
+    ap.add_argument("--pairs", action="store_true", help="also sort_by_key with int32 values")
+    ap.add_argument("--pyopencl", action="store_true", help="also pyopencl's RadixSort (uint32)")
+    ap.add_argument("--calls", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+    info, dev = select(a.device)
+    ctx = cl.Context([dev])
+    q = cl.CommandQueue(ctx, dev)
+    torch = _torch()
+    tsync = torch.cuda.synchronize if torch is not None else None
+    rng = np.random.default_rng(0)
+    shapes = [(n,) for n in map(_n, a.sizes.split(","))]
+    for s in filter(None, a.shapes.split(",")):
+        shapes.append(tuple(int(v) for v in s.lower().split("x")))
+    rs = None
+    if a.pyopencl:
+        from pyopencl.algorithm import RadixSort  # optional baseline
+
+        rs = RadixSort(ctx, "__global unsigned *k", key_expr="k[i]", sort_arg_names=["k"],
+                       key_dtype=np.uint32)
+    print(f"device: {info.name}; torch: {torch.__version__ if torch else 'no'}; us per call "
+          f"(medians of {a.repeats} blocks of {a.calls})")
+    rows = []
+    for dt in (np.dtype(d) for d in a.dtypes.split(",")):
+        for shape in shapes:
+            h = _data(dt, shape, rng)
+            x = cla.to_device(q, h)
+            got = cltune.sort(x).get()
+            assert got.tobytes() == np.sort(h, axis=-1, kind="stable").tobytes(), (dt, shape)
+            us = _per_call(q.finish, lambda: cltune.sort(x), a.calls, a.repeats)
+            copy_us = _per_call(q.finish, lambda: x.copy(), a.calls, a.repeats)
+            t0 = time.perf_counter()
+            np.sort(h, axis=-1, kind="stable")
+            np_us = (time.perf_counter() - t0) * 1e6
+            row = {"dtype": dt.name, "shape": list(shape), "cltune_us": us, "copy_us": copy_us,
+                   "numpy_us": np_us, "gkeys": h.size / us / 1e3}
+            if a.pairs and len(shape) == 1:
+                vals = cla.to_device(q, np.arange(h.size, dtype=np.int32))
+                row["pairs_us"] = _per_call(q.finish, lambda: cltune.sort_by_key(x, vals),
+                                            a.calls, a.repeats)
+            if rs is not None and dt == np.uint32 and len(shape) == 1:
+                (srt,), _ = rs(x, key_bits=32)
+                assert np.array_equal(srt.get(), np.sort(h))
+                row["pyopencl_us"] = _per_call(q.finish, lambda: rs(x, key_bits=32), 1,
+                                               a.repeats)
+            if torch is not None:
+                xt = torch.from_numpy(h).cuda()
+                row["torch_us"] = _per_call(tsync, lambda: torch.sort(xt, stable=True),
+                                            a.calls, a.repeats)
+                if a.pairs and len(shape) == 1:
+                    row["torch_pairs_us"] = row["torch_us"]  # torch.sort returns indices too
+                del xt
+            rows.append(row)
+            label = "x".join(map(str, shape))
+            extra = "".join(f" {k[:-3]} {v:10.1f} ({v / us:5.2f}x)" for k, v in row.items()
+                            if k.endswith("_us") and k not in ("cltune_us", "copy_us"))
+            print(f"sort {dt.name:>8} {label:>12}: cltune {us:10.1f} us "
+                  f"({row['gkeys']:6.3f} Gkeys/s; copy {copy_us:8.1f}){extra}", flush=True)
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump({"device": info.name, "rows": rows}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

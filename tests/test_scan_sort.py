@@ -1,0 +1,161 @@
+"""cltune.sort / argsort / sort_by_key (#42 item 4): numpy's stable order for every key dtype
+(NaN, +-0, +-inf, extremes, ties) ascending and descending, odd sizes, offsets, rows along the
+last axis (2-D and 3-D), values of every width moved by their bits, the device's kernel shape
+and GPU-like ones (groups staging tiles through __local memory, 4-bit digits), errors, and the
+vetting of the program in the worker."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl.array as cla
+import pytest
+from support.faults import injected
+
+import cltune
+import cltune.families.scan.sort as sort_mod
+from cltune.isolation.vetting import NoConfigRuns
+
+DTYPES = ["float32", "float64", "float16", "int8", "uint8", "int16", "uint16", "int32",
+          "uint32", "int64", "uint64", "bool"]
+#: (work-group size, items, bits, chunks per compute unit): the device's, then GPU-like ones
+SHAPES = {"device": None, "gpu-64x4-b4": (64, 4, 4, 3), "gpu-32x3-b4": (32, 3, 4, 2),
+          "cpu-1x37-b8": (1, 37, 8, 2)}
+
+
+@pytest.fixture(params=list(SHAPES))
+def shape(request, monkeypatch):
+    s = SHAPES[request.param]
+    if s:
+        monkeypatch.setattr(sort_mod, "device_shape", lambda dev, kb, ib: s)
+    return request.param
+
+
+def data(dt: str, n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    d = np.dtype(dt)
+    if d == np.bool_:
+        return rng.random(n) < 0.5
+    if d.kind == "f":
+        h = (rng.standard_normal(n) * 50).astype(d)
+        h[::53] = np.nan
+        h[1::59] = -0.0
+        h[2::61] = 0.0
+        h[3::67] = np.inf
+        h[4::71] = -np.inf
+        h[6::13] = h[min(7, n - 1)]  # ties
+        return h
+    i = np.iinfo(d)
+    h = rng.integers(i.min, i.max, n, dtype=d, endpoint=True)
+    h[::17] = i.min
+    h[1::19] = i.max
+    h[2::5] = h[min(3, n - 1)]
+    return h
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_every_dtype_in_numpys_stable_order(queue, shape, dt):
+    h = data(dt, 5003, seed=len(dt))
+    x = cla.to_device(queue, h)
+    for desc in (False, True):
+        want = sort_mod.reference_order(h, desc)
+        got = cltune.argsort(x, descending=desc).get()
+        assert np.array_equal(got, want), (dt, desc)
+        assert same_bits(cltune.sort(x, descending=desc).get(), h[want])  # -0.0, NaN kept
+    if dt != "float16":  # numpy's own stable argsort agrees (ascending)
+        assert np.array_equal(cltune.argsort(x).get(), np.argsort(h, kind="stable"))
+
+
+@pytest.mark.parametrize("rows,cols", [(1, 1001), (2, 1), (3, 7), (9, 333), (17, 64),
+                                       (300, 5)])
+def test_rows_along_the_last_axis(queue, shape, rows, cols):
+    h = data("float32", rows * cols, seed=rows).reshape(rows, cols)
+    x = cla.to_device(queue, h)
+    want = np.stack([sort_mod.reference_order(r, False) for r in h])
+    assert np.array_equal(cltune.argsort(x).get(), want)
+    assert np.array_equal(cltune.argsort(x, axis=1).get(), want)
+    assert same_bits(cltune.sort(x).get(), np.take_along_axis(h, want, axis=1))
+    wd = np.stack([sort_mod.reference_order(r, True) for r in h])
+    assert np.array_equal(cltune.argsort(x, descending=True).get(), wd)
+
+
+def test_3d_offsets_numpy_input_and_axis_none(ctx, queue):
+    h = data("int32", 4 * 5 * 101, seed=3).reshape(4, 5, 101)
+    x = cla.to_device(queue, h)
+    assert np.array_equal(cltune.sort(x).get(), np.sort(h, axis=-1, kind="stable"))
+    assert np.array_equal(cltune.argsort(x, axis=2).get(), np.argsort(h, axis=2, kind="stable"))
+    assert np.array_equal(cltune.sort(x, axis=None).get(), np.sort(h, axis=None))
+    assert np.array_equal(cltune.argsort(x, axis=None).get(),
+                          np.argsort(h, axis=None, kind="stable"))
+    flat = cla.to_device(queue, h.reshape(-1))
+    assert np.array_equal(cltune.sort(flat[7:]).get(), np.sort(h.reshape(-1)[7:]))
+    assert np.array_equal(cltune.argsort(flat[7:]).get(),
+                          np.argsort(h.reshape(-1)[7:], kind="stable"))
+    assert np.array_equal(cltune.sort(h, queue=queue).get(), np.sort(h, axis=-1))
+    # tiny and empty inputs
+    for n in (0, 1, 2):
+        v = cla.to_device(queue, np.arange(n, 0, -1, dtype=np.float64))
+        assert np.array_equal(cltune.sort(v).get(), np.arange(1, n + 1, dtype=np.float64))
+        assert np.array_equal(cltune.argsort(v).get(), np.arange(n)[::-1])
+    z = cla.to_device(queue, np.float32(3.0).reshape(()))
+    assert cltune.sort(z, axis=None).get().tolist() == [3.0]
+
+
+@pytest.mark.parametrize("vdt", ["int8", "float16", "float32", "int64", "complex128"])
+def test_sort_by_key_moves_values_of_every_width(queue, shape, vdt):
+    keys = data("float32", 4099, seed=9)
+    vals = np.arange(4099).astype(vdt)
+    k, v = cltune.sort_by_key(cla.to_device(queue, keys), cla.to_device(queue, vals))
+    want = sort_mod.reference_order(keys, False)
+    assert same_bits(k.get(), keys[want]) and same_bits(v.get(), vals[want])
+    k, v = cltune.sort_by_key(cla.to_device(queue, keys), vals, descending=True, queue=queue)
+    want = sort_mod.reference_order(keys, True)
+    assert same_bits(v.get(), vals[want])
+
+
+def test_errors(queue):
+    x = cla.to_device(queue, np.arange(12, dtype=np.float32).reshape(3, 4))
+    cases = [
+        (lambda: cltune.sort(x, axis=0), ValueError, "last axis"),
+        (lambda: cltune.sort(x, axis=2), ValueError, "out of range"),
+        (lambda: cltune.sort(x, axis=1.0), TypeError, "axis must be"),
+        (lambda: cltune.sort(x[:, ::2]), ValueError, "C-contiguous"),
+        (lambda: cltune.sort(cla.to_device(queue, np.ones(3, np.complex64))), TypeError,
+         "complex"),
+        (lambda: cltune.sort([1, 2]), TypeError, "pyopencl.array.Array or numpy"),
+        (lambda: cltune.sort(np.ones(3)), TypeError, "queue="),
+        (lambda: cltune.sort(cla.to_device(queue, np.float32(1).reshape(()))), ValueError,
+         "0-d"),
+        (lambda: cltune.sort_by_key(x, x), ValueError, "1-D"),
+        (lambda: cltune.sort_by_key(x.reshape(12), x.reshape(12)[:5]), ValueError,
+         "one length"),
+        (lambda: cltune.sort_by_key(x.reshape(12), np.zeros(12, "V3")), TypeError, "bytes"),
+    ]
+    for call, err, msg in cases:
+        with pytest.raises(err, match=msg):
+            call()
+
+
+@pytest.mark.multiprocess
+def test_a_sort_that_crashes_the_driver_is_never_built_here(queue, monkeypatch, tmp_path):
+    x = cla.to_device(queue, np.arange(100, 0, -1, dtype=np.int16))
+    with injected(monkeypatch, tmp_path, "abort:check=sort") as cache:
+        with pytest.raises(NoConfigRuns, match="(?s)sort of int16.*CLTUNE_TRUST_DRIVER=1"):
+            cltune.sort(x)
+        assert "check:sort:" in (cache / "vetted.json").read_text()
+        monkeypatch.setenv("CLTUNE_TRUST_DRIVER", "1")
+        assert np.array_equal(cltune.sort(x).get(), np.arange(1, 101, dtype=np.int16))
+
+
+def test_the_vetting_check_passes_here(ctx, queue):
+    """check_sort itself, for the device's shape and a GPU-like one, on this driver."""
+    dev = queue.device
+    info = cltune.families.scan.sort.info_for(dev)
+    for dt in ("float32", "int64", "float16"):
+        kb = 8 if np.dtype(dt).itemsize == 8 else 4
+        for shape in (sort_mod.device_shape(dev, kb, 4), (32, 3, 4, 2)):
+            assert sort_mod.check_sort(ctx, queue, dev, info, np.dtype(dt).str, False,
+                                       shape) == "", (dt, shape)
