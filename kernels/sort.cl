@@ -13,8 +13,12 @@
  *                      a scan of the counts in (digit, work-item) order places them, and each
  *                      element goes to hist[its digit, g] + the elements of that digit before
  *                      it in the chunk: stable
- *   clt_sort_gatherN  the values (N bytes each) in the sorted order, and the indices (within
- *                     a row for rows)
+ *   clt_sort_values   the sorted values from their keys (the key's inverse), or by index where
+ *                     some value's bits do not come back from its key (-0, NaN: clt_sort_keys
+ *                     flags them); the indices then move through the passes only where
+ *                     something reads them (argsort, rows, such values)
+ *   clt_sort_gatherN  values (N bytes each) by the sorted indices (sort_by_key), and the
+ *                     indices (within a row for rows)
  * Equal keys keep their input order in every pass, so the sort is stable, ascending and
  * descending alike. Built per input type (CLT_SORT_TYPE: kernels/topk.cl's codes).
  */
@@ -105,11 +109,76 @@ inline key_t order_key(const in_t v, const key_t flip) {
     return k ^ flip;
 }
 
+/* whether the value's bits are not those its key gives back (-0, NaN): the sort's values are
+ * then gathered by index instead */
+inline int clt_special(const in_t v) {
+#if CLT_SORT_TYPE == 0
+    return isnan(v) || (v == 0.0f && as_uint(v) != 0u);
+#elif CLT_SORT_TYPE == 1
+    return isnan(v) || (v == 0.0 && as_ulong(v) != 0ul);
+#elif CLT_SORT_TYPE == 10
+    return ((v & 0x7C00u) == 0x7C00u && (v & 0x3FFu)) || v == 0x8000u;
+#else
+    return 0;
+#endif
+}
+
+/* the value of a key (XOR flip undone): order_key's inverse where clt_special is false */
+inline in_t value_of(key_t k, const key_t flip) {
+    k ^= flip;
+#if CLT_SORT_TYPE == 0
+    return as_float((k & 0x80000000u) ? (k & 0x7FFFFFFFu) : ~k);
+#elif CLT_SORT_TYPE == 1
+    return as_double((k & 0x8000000000000000ul) ? (k & 0x7FFFFFFFFFFFFFFFul) : ~k);
+#elif CLT_SORT_TYPE == 2
+    return (char)((int)k - 128);
+#elif CLT_SORT_TYPE == 4
+    return (short)((int)k - 32768);
+#elif CLT_SORT_TYPE == 6
+    return as_int(k ^ 0x80000000u);
+#elif CLT_SORT_TYPE == 8
+    return as_long(k ^ 0x8000000000000000ul);
+#elif CLT_SORT_TYPE == 10
+    return (ushort)((k & 0x8000u) ? (k & 0x7FFFu) : (~k & 0xFFFFu));
+#else
+    return (in_t)k;
+#endif
+}
+
+/* group g's contiguous block of n elements (work-items strided within it: coalesced on GPUs,
+ * one core's own range on CPUs) */
+#define BLOCK(n)                                                                                \
+    const ulong clt_per = ((n) + get_num_groups(0) - 1) / get_num_groups(0);                    \
+    const ulong clt_a = (ulong)get_group_id(0) * clt_per;                                       \
+    const ulong clt_b = min(clt_a + clt_per, (ulong)(n));
+
+/* keys and indices; special[0] set where a value's bits do not come back from its key */
 __kernel void clt_sort_keys(__global const in_t *x, const ulong x_off, const ulong n,
-                            const key_t flip, __global key_t *keys, __global idx_t *idx) {
-    for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
-        keys[i] = order_key(x[x_off + i], flip);
+                            const key_t flip, __global key_t *keys, __global idx_t *idx,
+                            __global uint *special) {
+    BLOCK(n)
+    int sp = 0;
+    for (ulong i = clt_a + get_local_id(0); i < clt_b; i += get_local_size(0)) {
+        const in_t v = x[x_off + i];
+        keys[i] = order_key(v, flip);
         idx[i] = (idx_t)i;
+        sp |= clt_special(v);
+    }
+    if (sp) special[0] = 1u;
+}
+
+/* the sorted values: from the keys where every value comes back from its key, else by index */
+__kernel void clt_sort_values(__global const key_t *keys, __global const idx_t *idx,
+                              __global const uint *special, __global const in_t *x,
+                              const ulong x_off, const ulong n, const key_t flip,
+                              __global in_t *out) {
+    BLOCK(n)
+    if (special[0]) {
+        for (ulong i = clt_a + get_local_id(0); i < clt_b; i += get_local_size(0))
+            out[i] = x[x_off + idx[i]];
+    } else {
+        for (ulong i = clt_a + get_local_id(0); i < clt_b; i += get_local_size(0))
+            out[i] = value_of(keys[i], flip);
     }
 }
 
@@ -176,7 +245,8 @@ __kernel void clt_sort_scan(__global uint *h, const uint len) {
 __kernel void clt_sort_scatter(__global const key_t *keys, __global const idx_t *idx,
                                const ulong n, const ulong chunk, const uint shift,
                                const ulong row_len, __global const uint *hist,
-                               __global key_t *keys_out, __global idx_t *idx_out) {
+                               __global key_t *keys_out, __global idx_t *idx_out,
+                               const uint want_idx, __global const uint *special) {
     __local uint base[RADIX];   /* where this chunk's next element of each digit goes */
     __local uint dstart[RADIX]; /* the tile's (digit, work-item 0) place in the tile's scan */
     __local uint dtot[RADIX];   /* the tile's elements of each digit */
@@ -188,6 +258,8 @@ __kernel void clt_sort_scatter(__global const key_t *keys, __global const idx_t 
 #endif
     const uint lid = get_local_id(0);
     const uint G = get_num_groups(0);
+    /* the indices move only where they are read later (argsort, rows, gathered values) */
+    const int move_idx = want_idx || special[0];
     for (uint d = lid; d < RADIX; d += CLT_SORT_WG) base[d] = hist[(ulong)d * G + get_group_id(0)];
     const ulong a = (ulong)get_group_id(0) * chunk;
     const ulong b = min(a + chunk, n);
@@ -196,7 +268,7 @@ __kernel void clt_sort_scatter(__global const key_t *keys, __global const idx_t 
 #if CLT_SORT_WG > 1
         for (uint j = lid; j < m; j += CLT_SORT_WG) {
             tk[j] = keys[t0 + j];
-            ti[j] = idx[t0 + j];
+            if (move_idx) ti[j] = idx[t0 + j];
         }
 #define TK(j) tk[(j)]
 #define TI(j) ti[(j)]
@@ -229,13 +301,13 @@ __kernel void clt_sort_scatter(__global const key_t *keys, __global const idx_t 
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint j = j0; j < j1; ++j) {
             const key_t k = TK(j);
-            const idx_t i = TI(j);
+            const idx_t i = move_idx ? TI(j) : 0;
             const uint d = DIGIT(k, i);
             const uint e = d * CLT_SORT_WG + lid; /* this work-item's own entry: no race */
             const ulong pos = (ulong)base[d] + (cnt[e] - dstart[d]);
             cnt[e] += 1u;
             keys_out[pos] = k;
-            idx_out[pos] = i;
+            if (move_idx) idx_out[pos] = i;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint d = lid; d < RADIX; d += CLT_SORT_WG) base[d] += dtot[d];
@@ -253,7 +325,8 @@ __kernel void clt_sort_scatter(__global const key_t *keys, __global const idx_t 
                                      const ulong n, const ulong row_len, __global T *out,         \
                                      __global long *pos, const uint want_out,                    \
                                      const uint want_pos) {                                      \
-        for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {                        \
+        BLOCK(n)                                                                                  \
+        for (ulong i = clt_a + get_local_id(0); i < clt_b; i += get_local_size(0)) {              \
             const ulong s = (ulong)idx[i];                                                        \
             if (want_out) out[i] = x[x_off + s];                                                  \
             if (want_pos) pos[i] = (long)(row_len ? s % row_len : s);                             \

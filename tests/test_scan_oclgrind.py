@@ -253,20 +253,26 @@ for shape in ((8, 4, 4, 3), (1, 37, 8, 2)):
         for rows, desc in ((1, False), (7, True)):
             cols = h.size // rows
             v = x[:rows * cols].reshape(rows, cols) if rows > 1 else x
-            order, prg, waits = S._order(q, v, rows, cols, desc, shape, vet=False)
-            _, pos, _ = S._gather(q, prg, order, v.size, cols if rows > 1 else 0, None, True,
-                                  waits)
+            s = S._order(q, v, rows, cols, desc, shape, vet=False)
+            _, pos, _ = S._gather(q, s.prg, s.idx, v.size, cols if rows > 1 else 0, None, True,
+                                  s.waits)
             hh = h[:rows * cols].reshape(rows, cols)
             want = np.stack([S.reference_order(r, desc) for r in hh])
-            out["runs"].append({"shape": shape, "dtype": dt, "rows": rows,
-                                "ok": bool(np.array_equal(pos.get().reshape(rows, cols), want))})
+            ok = np.array_equal(pos.get().reshape(rows, cols), want)
+            # the values from their keys, the indices not moved (1-D)
+            if rows == 1:
+                vals = S._values(q, S._order(q, v, 1, cols, desc, shape, vet=False,
+                                             want_idx=False), v).get()
+                ok = ok and vals.tobytes() == h[want[0]].tobytes()
+            out["runs"].append({"shape": shape, "dtype": dt, "rows": rows, "ok": bool(ok)})
 print(MARK + json.dumps(out), flush=True)
 '''
 
 
 def test_sort_kernels_are_clean_under_oclgrind():
     """kernels/sort.cl's keys, histogram, scan, scatter (tiles staged through __local memory,
-    and one work-item a chunk) and gather: right order, no race, no invalid access."""
+    and one work-item a chunk; indices moved or not), values and gather: right order, no
+    race, no invalid access."""
     res, summary = run_marked(SORT, MARK)
     assert res.returncode == 0 and summary, res.summary()
     assert len(summary["runs"]) == 8 and all(r["ok"] for r in summary["runs"]), summary["runs"]

@@ -72,14 +72,16 @@ class _Program:
 
     def __init__(self, prg: cl.Program, key: type, idx: type) -> None:
         self.keys, self.hist = prg.clt_sort_keys, prg.clt_sort_hist
+        self.values = prg.clt_sort_values
         self.scan, self.scatter = prg.clt_sort_scan, prg.clt_sort_scatter
         self.gather = {n: getattr(prg, f"clt_sort_gather{n}") for n in WORDS}
         self.lock = threading.Lock()
-        self.keys.set_scalar_arg_dtypes([None, _U64, _U64, key, None, None])
+        self.keys.set_scalar_arg_dtypes([None, _U64, _U64, key, None, None, None])
+        self.values.set_scalar_arg_dtypes([None, None, None, None, _U64, _U64, key, None])
         self.hist.set_scalar_arg_dtypes([None, None, _U64, _U64, _U32, _U64, None])
         self.scan.set_scalar_arg_dtypes([None, _U32])
         self.scatter.set_scalar_arg_dtypes([None, None, _U64, _U64, _U32, _U64, None, None,
-                                            None])
+                                            None, _U32, None])
         for k in self.gather.values():
             k.set_scalar_arg_dtypes([None, _U64, None, _U64, _U64, None, None, _U32, _U32])
 
@@ -122,10 +124,26 @@ def _key_dtype(x: cla.Array) -> np.dtype:
     return dt
 
 
+class _Sorted:
+    """A sort's result on the device: the keys and indices in order (the indices hold
+    nothing unless asked for, or some value's bits need them: `special`), the program, the
+    flip, and the events still to wait for."""
+
+    def __init__(self, keys: Any, idx: Any, special: Any, prg: _Program, flip: int,
+                 waits: list) -> None:
+        self.keys, self.idx, self.special, self.prg = keys, idx, special, prg
+        self.flip, self.waits = flip, waits
+
+
+def _blocks(n: int, q: cl.CommandQueue) -> int:
+    """Work-groups of 64 for the element-wise kernels: contiguous blocks of >= 4096."""
+    return max(1, min(_cdiv(n, 4096), 32 * max(1, q.device.max_compute_units)))
+
+
 def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending: bool,
-           shape: tuple | None = None, vet: bool = True) -> tuple[Any, _Program, list]:
-    """The indices (idx_t buffer) of x's n elements in sorted order (within each row of
-    row_len when rows > 1), the program and the events still to wait for."""
+           shape: tuple | None = None, vet: bool = True, want_idx: bool = True) -> _Sorted:
+    """x's n elements sorted (within each row of row_len when rows > 1; the indices moved
+    along where `want_idx` or rows)."""
     n = x.size
     dt = _key_dtype(x)
     idx64 = n >= 1 << 32
@@ -143,6 +161,8 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
     groups = _cdiv(n, chunk)
     radix = 1 << bits
     hist = cl.Buffer(ctx, mf, radix * groups * 4)
+    special = cl.Buffer(ctx, mf, 4)
+    want_idx = want_idx or rows > 1
     passes = [(s, 0) for s in range(0, key_bits, bits)]
     if rows > 1:
         passes += [(s, row_len) for s in range(0, (rows - 1).bit_length(), bits)]
@@ -157,19 +177,35 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
         waits = []
 
     cur = 0
+    ev = cl.enqueue_fill_buffer(q, special, np.uint32(0), 0, 4, wait_for=waits or None)
+    waits = []
     with prg.lock:
-        prg.keys.set_args(x.base_data, x.offset // x.dtype.itemsize, n, flip, keys[0], idx[0])
-        go(prg.keys, max(1, min(_cdiv(n, 64), 4096)) * 64, 64)
+        prg.keys.set_args(x.base_data, x.offset // x.dtype.itemsize, n, flip, keys[0], idx[0],
+                          special)
+        go(prg.keys, _blocks(n, q) * 64, 64)
         for shift, rl in passes:
             prg.hist.set_args(keys[cur], idx[cur], n, chunk, shift, rl, hist)
             go(prg.hist, groups * wg, wg)
             prg.scan.set_args(hist, radix * groups)
             go(prg.scan, wg, wg)
             prg.scatter.set_args(keys[cur], idx[cur], n, chunk, shift, rl, hist,
-                                 keys[1 - cur], idx[1 - cur])
+                                 keys[1 - cur], idx[1 - cur], int(want_idx), special)
             go(prg.scatter, groups * wg, wg)
             cur = 1 - cur
-    return idx[cur], prg, ([ev] if ev is not None else [])
+    return _Sorted(keys[cur], idx[cur], special, prg, flip, [ev] if ev is not None else [])
+
+
+def _values(q: cl.CommandQueue, s: _Sorted, x: cla.Array) -> cla.Array:
+    """The sorted values of x (its shape): from the keys, or by index (clt_sort_values)."""
+    out = cla.empty(q, x.shape, x.dtype)
+    n = x.size
+    with s.prg.lock:
+        s.prg.values.set_args(s.keys, s.idx, s.special, x.base_data,
+                              x.offset // x.dtype.itemsize, n, s.flip, out.data)
+        ev = cl.enqueue_nd_range_kernel(q, s.prg.values, (_blocks(n, q) * 64,), (64,),
+                                        wait_for=s.waits or None)
+    out.add_event(ev)
+    return out
 
 
 def _gather(q: cl.CommandQueue, prg: _Program, order: Any, n: int, row_len: int,
@@ -185,7 +221,7 @@ def _gather(q: cl.CommandQueue, prg: _Program, order: Any, n: int, row_len: int,
                    src.offset // word if src is not None else 0, order, n, row_len,
                    out.data if out is not None else dummy, pos.data if pos is not None else dummy,
                    int(out is not None), int(want_pos))
-        ev = cl.enqueue_nd_range_kernel(q, k, (max(1, min(_cdiv(n, 64), 4096)) * 64,), (64,),
+        ev = cl.enqueue_nd_range_kernel(q, k, (_blocks(n, q) * 64,), (64,),
                                         wait_for=waits or None)
     for a in (out, pos):
         if a is not None:
@@ -233,9 +269,7 @@ def sort(x: Any, axis: int | None = -1, descending: bool = False, stable: bool =
     xx, q, rows, row_len = _prepare(x, queue, axis, "sort")
     if xx.size < 2:
         return xx.copy(queue=q)
-    order, prg, waits = _order(q, xx, rows, row_len, bool(descending))
-    out, _, _ = _gather(q, prg, order, xx.size, 0, xx, False, waits)
-    return out
+    return _values(q, _order(q, xx, rows, row_len, bool(descending), want_idx=False), xx)
 
 
 def argsort(x: Any, axis: int | None = -1, descending: bool = False, stable: bool = True, *,
@@ -246,8 +280,9 @@ def argsort(x: Any, axis: int | None = -1, descending: bool = False, stable: boo
     shape = xx.shape
     if xx.size < 2:
         return cla.zeros(q, shape, np.int64)
-    order, prg, waits = _order(q, xx, rows, row_len, bool(descending))
-    _, pos, _ = _gather(q, prg, order, xx.size, row_len if rows > 1 else 0, None, True, waits)
+    s = _order(q, xx, rows, row_len, bool(descending))
+    _, pos, _ = _gather(q, s.prg, s.idx, xx.size, row_len if rows > 1 else 0, None, True,
+                        s.waits)
     return pos.reshape(shape)
 
 
@@ -271,9 +306,9 @@ def sort_by_key(keys: Any, values: Any, descending: bool = False, *,
         raise ValueError("sort_by_key takes contiguous values (copy a strided view first)")
     if kk.size < 2:
         return kk.copy(queue=q), values.copy(queue=q)
-    order, prg, waits = _order(q, kk, 1, kk.size, bool(descending))
-    ks, _, e1 = _gather(q, prg, order, kk.size, 0, kk, False, waits)
-    vs, _, _ = _gather(q, prg, order, kk.size, 0, values, False, [] if in_order(q) else [e1])
+    s = _order(q, kk, 1, kk.size, bool(descending))
+    ks = _values(q, s, kk)
+    vs, _, _ = _gather(q, s.prg, s.idx, kk.size, 0, values, False, s.waits)
     return ks, vs
 
 
@@ -309,15 +344,25 @@ def check_sort(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: An
         h[5::7] = h[9]
     x = cla.to_device(queue, h)
     shape = tuple(int(v) for v in shape)
+    plain = h.copy()
+    if dt.kind == "f":  # no -0 or NaN: the values come back from their keys
+        plain[np.isnan(plain) | (plain == 0)] = 1
     for desc in (False, True):
-        order, prg, waits = _order(queue, x, 1, h.size, desc, shape, vet=False)
-        _, pos, _ = _gather(queue, prg, order, h.size, 0, None, True, waits)
-        if not np.array_equal(pos.get(), reference_order(h, desc)):
-            return f"the sort of {dt.name} ({'descending' if desc else 'ascending'}) is " \
-                   "not numpy's stable order"
+        want = reference_order(h, desc)
+        s = _order(queue, x, 1, h.size, desc, shape, vet=False)
+        _, pos, _ = _gather(queue, s.prg, s.idx, h.size, 0, None, True, s.waits)
+        how = f"{dt.name} ({'descending' if desc else 'ascending'})"
+        if not np.array_equal(pos.get(), want):
+            return f"the argsort of {how} is not numpy's stable order"
+        for v in (h, plain):
+            xv = cla.to_device(queue, v)
+            got = _values(queue, _order(queue, xv, 1, v.size, desc, shape, vet=False,
+                                        want_idx=False), xv).get()
+            if got.tobytes() != v[reference_order(v, desc)].tobytes():
+                return f"the sorted values of {how} are not numpy's"
     rows = x[:7 * 1301].reshape(7, 1301)
-    order, prg, waits = _order(queue, rows, 7, 1301, False, shape, vet=False)
-    _, pos, _ = _gather(queue, prg, order, rows.size, 1301, None, True, waits)
+    s = _order(queue, rows, 7, 1301, False, shape, vet=False)
+    _, pos, _ = _gather(queue, s.prg, s.idx, rows.size, 1301, None, True, s.waits)
     want = np.stack([reference_order(r, False) for r in h[:7 * 1301].reshape(7, 1301)])
     if not np.array_equal(pos.get().reshape(7, 1301), want):
         return f"the sort of {dt.name} rows is not numpy's stable order"
