@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Sorting side by side in one process (#42): `cltune.sort` (and `argsort`, `sort_by_key`) of
-1-D arrays and along the rows of 2-D ones against `numpy.sort` on the host (kind="stable", and its default: the fastest, not stable),
-pyopencl's `RadixSort` (uint32 keys: the only kind it sorts by bits) and, when importable on
-CUDA, `torch.sort` (stable), each in blocks of its own; per call in µs (wall of --calls
-back-to-back calls, one wait a block, medians of --repeats blocks), Gkeys/s, and the device
-copy of the keys as the ceiling. Every answer is checked against numpy first.
+"""Sorting side by side in one process (#42): `cltune.sort` (and `sort_by_key` with --pairs) of
+1-D arrays and along the rows of 2-D ones against `numpy.sort` on the host (kind="stable", and
+its default: the fastest, not stable), pyopencl's `RadixSort` (uint32 keys: the only kind it
+sorts by bits) and, when importable on CUDA, `torch.sort` (stable), each in blocks of its
+own; per call in µs (wall of --calls back-to-back calls, one wait a block, medians of
+--repeats blocks), Gkeys/s, and the device copy of the keys as the ceiling. Every answer is
+checked against numpy first.
 
     python scripts/bench_sort.py --device 1 --sizes 2^20,2^24 --dtypes float32,uint32
     python scripts/bench_sort.py --device NVIDIA --sizes 2^16,2^20,2^24,2^27 \\
