@@ -6,13 +6,17 @@ vetting of the program in the worker."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pyopencl.array as cla
 import pytest
 from support.faults import injected
+from typer.testing import CliRunner
 
 import cltune
 import cltune.families.scan.sort as sort_mod
+from cltune.cli.app import app
 from cltune.isolation.vetting import NoConfigRuns
 
 DTYPES = ["float32", "float64", "float16", "int8", "uint8", "int16", "uint16", "int32",
@@ -165,3 +169,20 @@ def test_the_vetting_check_passes_here(ctx, queue):
         for shape in (sort_mod.device_shape(dev, kb, 4), (32, 3, 4, 2)):
             assert sort_mod.check_sort(ctx, queue, dev, info, np.dtype(dt).str, False,
                                        shape) == "", (dt, shape)
+
+
+def test_bench_op_sort(info):
+    """`cltune bench --op sort`: whole arrays and rows, every answer checked against numpy's,
+    cltune's rows and the baselines timed; bad options are one line."""
+    runner = CliRunner()
+    r = runner.invoke(app, ["bench", "--device", str(info.index), "--op", "sort", "--sizes",
+                            "5003", "--shapes", "7x301", "--dtype", "int16", "--repeats", "2",
+                            "--json"])
+    assert r.exit_code == 0, r.output
+    cases = json.loads(r.output)["cases"]
+    assert [c["label"] for c in cases] == ["5003", "7x301"], cases
+    for c in cases:
+        assert not c["wrong"] and {"cltune", "numpy", "numpy-stable", "copy"} <= set(c["rows"])
+    for bad, msg in ((["--axis", "0"], "not --axis 0"), (["--dtype", "complex64"], "real")):
+        r = runner.invoke(app, ["bench", "--device", str(info.index), "--op", "sort", *bad])
+        assert r.exit_code != 0 and msg in r.output, (bad, r.output)

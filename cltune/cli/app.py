@@ -378,8 +378,8 @@ def bench(
         "count_nonzero, any, all), whole (--sizes) or along --axis; or a scan (cumsum, "
         "cumprod, cummax, cummin) against the copy ceiling, numpy, pyopencl and torch; or a "
         "histogram (bincount with an integer --dtype, histogram) in --bins bins; or topk "
-        "(the --k largest of --sizes, or along the rows of --shapes); or compaction (copy_if, "
-        "nonzero) of --sizes.")]
+        "(the --k largest of --sizes, or along the rows of --shapes); or sort (--sizes, or "
+        "the rows of --shapes); or compaction (copy_if, nonzero) of --sizes.")]
     = "sum",
     dtype: Annotated[str, typer.Option(help="float32, float64, float16, int32, int64, uint32, "
                                        "uint64.")] = "float32",
@@ -425,7 +425,8 @@ def bench(
     cltune bench --device 0 --op cumsum --sizes 2^20,2^24 (or --axis both --shapes 4096x4096);
     cltune bench --device 0 --op bincount --dtype int32 --sizes 2^24 --bins 256,4096;
     cltune bench --device 0 --op topk --sizes 2^24 --k 10,1000 (rows: --shapes 4096x4096);
-    cltune bench --device 0 --op copy_if --sizes 2^20,2^24 (or --op nonzero)
+    cltune bench --device 0 --op copy_if --sizes 2^20,2^24 (or --op nonzero);
+    cltune bench --device 0 --op sort --sizes 2^20,2^24 (rows: --shapes 4096x4096)
     """
     from cltune.cli import bench as benchmark  # lazy: loads pyopencl.array and the runtime
     from cltune.cli import bench_modes  # lazy: loads the statistics

@@ -44,6 +44,7 @@ from cltune.cli.bench_cases import (
 from cltune.cli.bench_compact import COMPACT_OPS, compact_cases
 from cltune.cli.bench_hist import HIST_OPS, hist_cases
 from cltune.cli.bench_scan import SCAN_OPS, scan_cases
+from cltune.cli.bench_sort import SORT_OPS, sort_cases
 from cltune.cli.bench_topk import TOPK_OPS, topk_cases
 from cltune.core.buckets import count_label, parse_counts
 from cltune.core.family import entry
@@ -110,6 +111,12 @@ def mode_of(req: BenchRequest) -> str:
         return "topk"
     if req.k is not None:
         raise ValueError("--k goes with --op topk")
+    if req.op in SORT_OPS:
+        if req.axis not in (None, "1") or req.segments or req.many is not None \
+                or req.plot is not None:
+            raise ValueError("--op sort measures whole arrays (--sizes) and along the rows of "
+                             "--shapes; not --axis 0, --segments, --many or --plot")
+        return "sort"
     if req.op in COMPACT_OPS:
         _sizes_only(req)
         return "compact"
@@ -125,7 +132,7 @@ def mode_of(req: BenchRequest) -> str:
     if req.op not in OPS and req.op not in STATS_OPS:
         raise ValueError(f"unknown op {req.op!r:.30}; choose one of {', '.join(PLAIN)}, a "
                          f"statistic: {', '.join(STATS_OPS)}, a scan: {', '.join(SCAN_OPS)}, "
-                         f"a histogram: {', '.join(HIST_OPS)}, topk, or compaction: "
+                         f"a histogram: {', '.join(HIST_OPS)}, topk, sort, or compaction: "
                          f"{', '.join(COMPACT_OPS)}")
     if req.op == "dot":
         raise ValueError("cltune bench measures one-array reductions; dot is not offered")
@@ -165,13 +172,15 @@ def run_mode(q: cl.CommandQueue, info: DeviceInfo, req: BenchRequest) -> ModeRep
     torch, why = torch_module(info)
     notes = [why] if why else []
     dtype = np.dtype(req.dtype)
-    if mode in ("scan", "hist", "topk", "compact"):
+    if mode in ("scan", "hist", "topk", "compact", "sort"):
         cases = (scan_cases(q, req.op, dtype, req.sizes, req.axis, req.shapes, req.repeats,
                             torch, notes, req.db) if mode == "scan" else
                  hist_cases(q, req.op, dtype, req.sizes, req.bins, req.repeats, torch, notes,
                             req.db) if mode == "hist" else
                  topk_cases(q, dtype, req.sizes, req.shapes, req.k, req.repeats, torch, notes,
                             req.db) if mode == "topk" else
+                 sort_cases(q, dtype, req.sizes, req.shapes, req.repeats, torch, notes)
+                 if mode == "sort" else
                  compact_cases(q, req.op, dtype, req.sizes, req.repeats, torch, notes))
         return ModeReport(info.name, info.platform_version, mode, req.op, dtype.name,
                           req.repeats, cases, notes, host_parts(q, cases))

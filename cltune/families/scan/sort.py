@@ -31,6 +31,7 @@ from cltune.isolation.vetting import NoConfigRuns, checked
 from cltune.opencl.build import compile_program
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.events import in_order
+from cltune.opencl.pools import pool_for
 from cltune.opencl.sources import kernel_file, text_hash
 
 __all__ = ["argsort", "sort", "sort_by_key"]
@@ -65,6 +66,14 @@ def device_shape(dev: cl.Device, key_bytes: int, idx_bytes: int) -> tuple[int, i
     while wg > 1 and local(wg, items) + 256 > dev.local_mem_size:
         wg //= 2
     return wg, items, bits, 8
+
+
+def describe(dev: cl.Device, dtype: Any) -> str:
+    """How a sort of `dtype` keys runs on dev (for benchmarks' tables)."""
+    dt = np.dtype(np.uint8) if np.dtype(dtype) == np.bool_ else np.dtype(dtype)
+    wg, items, bits, per_cu = device_shape(dev, 8 if dt.itemsize == 8 else 4, 4)
+    return (f"kernels/sort.cl: LSD radix, {bits}-bit digits ({8 * dt.itemsize // bits} passes), "
+            f"groups of {wg} x {items}, {per_cu} chunks a compute unit (untuned)")
 
 
 class _Program:
@@ -151,17 +160,20 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
     kb, ib = (8 if dt.itemsize == 8 else 4), (8 if idx64 else 4)
     key_bits = 8 * dt.itemsize
     flip = ((1 << key_bits) - 1) if descending else 0
-    ctx = q.context
-    mf = cl.mem_flags.READ_WRITE
-    keys = [cl.Buffer(ctx, mf, n * kb), cl.Buffer(ctx, mf, n * kb)]
-    idx = [cl.Buffer(ctx, mf, n * ib), cl.Buffer(ctx, mf, n * ib)]
+    # scratch from the queue's pool (in order: nothing enqueued later reuses it before this
+    # call's kernels have run), else buffers of this call's own
+    pool = pool_for(q)
+    alloc = pool.allocate if pool is not None else \
+        (lambda nbytes: cl.Buffer(q.context, cl.mem_flags.READ_WRITE, nbytes))
+    keys = [alloc(n * kb), alloc(n * kb)]
+    idx = [alloc(n * ib), alloc(n * ib)]
     tile = wg * items
     groups = max(1, min(_cdiv(n, tile), per_cu * max(1, q.device.max_compute_units)))
     chunk = _cdiv(_cdiv(n, groups), tile) * tile
     groups = _cdiv(n, chunk)
     radix = 1 << bits
-    hist = cl.Buffer(ctx, mf, radix * groups * 4)
-    special = cl.Buffer(ctx, mf, 4)
+    hist = alloc(radix * groups * 4)
+    special = alloc(4)
     want_idx = want_idx or rows > 1
     passes = [(s, 0) for s in range(0, key_bits, bits)]
     if rows > 1:
