@@ -189,7 +189,7 @@ __kernel void clt_sort_values(__global const key_t *keys, __global const idx_t *
 
 __kernel void clt_sort_hist(__global const key_t *keys, __global const idx_t *idx,
                             const ulong n, const ulong chunk, const uint shift,
-                            const ulong row_len, __global uint *hist) {
+                            const ulong row_len, __global idx_t *hist) {
     __local uint counts[RADIX];
     const uint lid = get_local_id(0);
     for (uint d = lid; d < RADIX; d += CLT_SORT_WG) counts[d] = 0u;
@@ -202,41 +202,47 @@ __kernel void clt_sort_hist(__global const key_t *keys, __global const idx_t *id
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint d = lid; d < RADIX; d += CLT_SORT_WG)
-        hist[(ulong)d * get_num_groups(0) + get_group_id(0)] = counts[d];
+        hist[(ulong)d * get_num_groups(0) + get_group_id(0)] = (idx_t)counts[d];
 }
 
 /* exclusive scan of s[0 .. CLT_SORT_WG) in place (every work-item calls it); returns the
  * total */
-inline uint clt_group_exclusive(__local uint *s) {
-    const uint lid = get_local_id(0);
-    const uint own = s[lid];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint off = 1; off < CLT_SORT_WG; off <<= 1) {
-        const uint v = lid >= off ? s[lid - off] : 0u;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        s[lid] += v;
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    const uint total = s[CLT_SORT_WG - 1];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    s[lid] -= own;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return total;
+#define GROUP_EXCLUSIVE(name, T)                                                                  \
+inline T name(__local T *s) {                                                                     \
+    const uint lid = get_local_id(0);                                                             \
+    const T own = s[lid];                                                                         \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
+    for (uint off = 1; off < CLT_SORT_WG; off <<= 1) {                                            \
+        const T v = lid >= off ? s[lid - off] : (T)0;                                             \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                             \
+        s[lid] += v;                                                                              \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                             \
+    }                                                                                             \
+    const T total = s[CLT_SORT_WG - 1];                                                           \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
+    s[lid] -= own;                                                                                \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
+    return total;                                                                                 \
 }
-
+GROUP_EXCLUSIVE(clt_group_exclusive, uint)
+#if CLT_SORT_IDX64
+GROUP_EXCLUSIVE(clt_group_exclusive_idx, idx_t)
+#else
+#define clt_group_exclusive_idx clt_group_exclusive
+#endif
 /* h[0 .. len) exclusively scanned in place by one group: each work-item a contiguous run */
-__kernel void clt_sort_scan(__global uint *h, const uint len) {
-    __local uint s[CLT_SORT_WG];
+__kernel void clt_sort_scan(__global idx_t *h, const uint len) {
+    __local idx_t s[CLT_SORT_WG];
     const uint lid = get_local_id(0);
     const uint per = (len + CLT_SORT_WG - 1) / CLT_SORT_WG;
     const uint a = min(lid * per, len), b = min(a + per, len);
-    uint sum = 0u;
+    idx_t sum = 0;
     for (uint i = a; i < b; ++i) sum += h[i];
     s[lid] = sum;
-    (void)clt_group_exclusive(s);
-    uint run = s[lid];
+    (void)clt_group_exclusive_idx(s);
+    idx_t run = s[lid];
     for (uint i = a; i < b; ++i) {
-        const uint v = h[i];
+        const idx_t v = h[i];
         h[i] = run;
         run += v;
     }
@@ -244,10 +250,11 @@ __kernel void clt_sort_scan(__global uint *h, const uint len) {
 
 __kernel void clt_sort_scatter(__global const key_t *keys, __global const idx_t *idx,
                                const ulong n, const ulong chunk, const uint shift,
-                               const ulong row_len, __global const uint *hist,
+                               const ulong row_len, __global const idx_t *hist,
                                __global key_t *keys_out, __global idx_t *idx_out,
-                               const uint want_idx, __global const uint *special) {
-    __local uint base[RADIX];   /* where this chunk's next element of each digit goes */
+                               const uint want_idx, __global const uint *special,
+                               const uint own_chunk) {
+    __local idx_t base[RADIX];  /* where this chunk's next element of each digit goes */
     __local uint dstart[RADIX]; /* the tile's (digit, work-item 0) place in the tile's scan */
     __local uint dtot[RADIX];   /* the tile's elements of each digit */
     __local uint cnt[RADIX * CLT_SORT_WG]; /* [digit][work-item] counts, then places */
@@ -260,8 +267,20 @@ __kernel void clt_sort_scatter(__global const key_t *keys, __global const idx_t 
     const uint G = get_num_groups(0);
     /* the indices move only where they are read later (argsort, rows, gathered values) */
     const int move_idx = want_idx || special[0];
-    for (uint d = lid; d < RADIX; d += CLT_SORT_WG) base[d] = hist[(ulong)d * G + get_group_id(0)];
     const ulong a = (ulong)get_group_id(0) * chunk;
+    if (own_chunk) { /* each chunk (a row) sorted in place: its own histogram's prefix */
+        if (lid == 0) {
+            idx_t run = (idx_t)a;
+            for (uint d = 0; d < RADIX; ++d) {
+                base[d] = run;
+                run += hist[(ulong)d * G + get_group_id(0)];
+            }
+        }
+    } else {
+        for (uint d = lid; d < RADIX; d += CLT_SORT_WG)
+            base[d] = hist[(ulong)d * G + get_group_id(0)];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
     const ulong b = min(a + chunk, n);
     for (ulong t0 = a; t0 < b; t0 += TILE) {
         const uint m = (uint)min((ulong)TILE, b - t0); /* the tile's elements */

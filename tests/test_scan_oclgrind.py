@@ -250,21 +250,24 @@ for shape in ((8, 4, 4, 3), (1, 37, 8, 2)):
     for dt in ("float32", "int64"):
         h = (rng.standard_normal(1001) * 100).astype(dt)
         x = cla.to_device(q, h)
-        for rows, desc in ((1, False), (7, True)):
+        for rows, desc, own in ((1, False, False), (7, True, False), (7, False, True)):
             cols = h.size // rows
             v = x[:rows * cols].reshape(rows, cols) if rows > 1 else x
-            s = S._order(q, v, rows, cols, desc, shape, vet=False)
+            s = S._order(q, v, rows, cols, desc, shape, vet=False, own_rows=own,
+                         idx64=own)
             _, pos, _ = S._gather(q, s.prg, s.idx, v.size, cols if rows > 1 else 0, None, True,
                                   s.waits)
             hh = h[:rows * cols].reshape(rows, cols)
             want = np.stack([S.reference_order(r, desc) for r in hh])
+            # (a group a row: each row its own histogram's prefix; 64-bit indices)
             ok = np.array_equal(pos.get().reshape(rows, cols), want)
             # the values from their keys, the indices not moved (1-D)
             if rows == 1:
                 vals = S._values(q, S._order(q, v, 1, cols, desc, shape, vet=False,
                                              want_idx=False), v).get()
                 ok = ok and vals.tobytes() == h[want[0]].tobytes()
-            out["runs"].append({"shape": shape, "dtype": dt, "rows": rows, "ok": bool(ok)})
+            out["runs"].append({"shape": shape, "dtype": dt, "rows": rows, "own": own,
+                                "ok": bool(ok)})
 print(MARK + json.dumps(out), flush=True)
 '''
 
@@ -275,5 +278,5 @@ def test_sort_kernels_are_clean_under_oclgrind():
     race, no invalid access."""
     res, summary = run_marked(SORT, MARK)
     assert res.returncode == 0 and summary, res.summary()
-    assert len(summary["runs"]) == 8 and all(r["ok"] for r in summary["runs"]), summary["runs"]
+    assert len(summary["runs"]) == 12 and all(r["ok"] for r in summary["runs"]), summary["runs"]
     assert res.reports == [], res.summary(limit=8)

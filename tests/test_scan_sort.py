@@ -161,14 +161,32 @@ def test_a_sort_that_crashes_the_driver_is_never_built_here(queue, monkeypatch, 
 
 
 def test_the_vetting_check_passes_here(ctx, queue):
-    """check_sort itself, for the device's shape and a GPU-like one, on this driver."""
+    """check_sort itself (1-D both ways, the values from their keys and by index, rows sorted
+    whole then by their bits and a group a row), for the device's shape and a GPU-like one,
+    with 32- and 64-bit indices and offsets, on this driver."""
     dev = queue.device
     info = cltune.families.scan.sort.info_for(dev)
     for dt in ("float32", "int64", "float16"):
         kb = 8 if np.dtype(dt).itemsize == 8 else 4
         for shape in (sort_mod.device_shape(dev, kb, 4), (32, 3, 4, 2)):
-            assert sort_mod.check_sort(ctx, queue, dev, info, np.dtype(dt).str, False,
-                                       shape) == "", (dt, shape)
+            for idx64 in (False, True):
+                assert sort_mod.check_sort(ctx, queue, dev, info, np.dtype(dt).str, idx64,
+                                           shape) == "", (dt, shape, idx64)
+
+
+def test_rows_sorted_whole_or_a_group_a_row_agree(queue):
+    """Both ways of sorting rows, forced, on the same rows (the default picks by the rows'
+    count and length)."""
+    h = data("float64", 40 * 777, seed=4).reshape(40, 777)
+    x = cla.to_device(queue, h)
+    want = np.stack([sort_mod.reference_order(r, True) for r in h])
+    for own in (False, True):
+        s = sort_mod._order(queue, x, 40, 777, True, own_rows=own)
+        _, pos, _ = sort_mod._gather(queue, s.prg, s.idx, x.size, 777, None, True, s.waits)
+        assert np.array_equal(pos.get().reshape(40, 777), want), own
+        vals = sort_mod._values(queue, sort_mod._order(queue, x, 40, 777, True, own_rows=own,
+                                                       want_idx=False), x)
+        assert same_bits(vals.get(), np.take_along_axis(h, want, 1)), own
 
 
 def test_bench_op_sort(info):

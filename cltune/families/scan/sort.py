@@ -90,7 +90,7 @@ class _Program:
         self.hist.set_scalar_arg_dtypes([None, None, _U64, _U64, _U32, _U64, None])
         self.scan.set_scalar_arg_dtypes([None, _U32])
         self.scatter.set_scalar_arg_dtypes([None, None, _U64, _U64, _U32, _U64, None, None,
-                                            None, _U32, None])
+                                            None, _U32, None, _U32])
         for k in self.gather.values():
             k.set_scalar_arg_dtypes([None, _U64, None, _U64, _U64, None, None, _U32, _U32])
 
@@ -150,12 +150,16 @@ def _blocks(n: int, q: cl.CommandQueue) -> int:
 
 
 def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending: bool,
-           shape: tuple | None = None, vet: bool = True, want_idx: bool = True) -> _Sorted:
+           shape: tuple | None = None, vet: bool = True, want_idx: bool = True,
+           idx64: bool | None = None, own_rows: bool | None = None) -> _Sorted:
     """x's n elements sorted (within each row of row_len when rows > 1; the indices moved
-    along where `want_idx` or rows)."""
+    along where `want_idx` or the rows' passes read them). Rows enough to fill the device
+    (`own_rows`, by default from the shape) are each a group's chunk, sorted in place by their
+    own histograms; fewer rows are sorted whole, then by their own bits. `idx64` (tests)
+    forces 64-bit indices and offsets (2^32 elements or more take them anyway)."""
     n = x.size
     dt = _key_dtype(x)
-    idx64 = n >= 1 << 32
+    idx64 = n >= 1 << 32 if idx64 is None else bool(idx64)
     prg, (wg, items, bits, per_cu) = _program(q, dt, idx64, shape, vet)
     kb, ib = (8 if dt.itemsize == 8 else 4), (8 if idx64 else 4)
     key_bits = 8 * dt.itemsize
@@ -168,15 +172,22 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
     keys = [alloc(n * kb), alloc(n * kb)]
     idx = [alloc(n * ib), alloc(n * ib)]
     tile = wg * items
-    groups = max(1, min(_cdiv(n, tile), per_cu * max(1, q.device.max_compute_units)))
-    chunk = _cdiv(_cdiv(n, groups), tile) * tile
-    groups = _cdiv(n, chunk)
     radix = 1 << bits
-    hist = alloc(radix * groups * 4)
+    fill = per_cu * max(1, q.device.max_compute_units)  # the groups that fill the device
+    if own_rows is None:  # rows of a tile at least: shorter ones would pay a group's
+        own_rows = rows > 1 and rows >= fill and row_len >= tile  # overhead for a few items
+    if rows > 1 and own_rows:
+        groups, chunk = rows, row_len
+    else:
+        own_rows = False
+        groups = max(1, min(_cdiv(n, tile), fill))
+        chunk = _cdiv(_cdiv(n, groups), tile) * tile
+        groups = _cdiv(n, chunk)
+    hist = alloc(radix * groups * ib)
     special = alloc(4)
-    want_idx = want_idx or rows > 1
     passes = [(s, 0) for s in range(0, key_bits, bits)]
-    if rows > 1:
+    if rows > 1 and not own_rows:
+        want_idx = True  # the rows' passes read each element's row from its index
         passes += [(s, row_len) for s in range(0, (rows - 1).bit_length(), bits)]
     ordered = in_order(q) is not None
     waits = [e for e in x.events if e is not None]
@@ -198,10 +209,12 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
         for shift, rl in passes:
             prg.hist.set_args(keys[cur], idx[cur], n, chunk, shift, rl, hist)
             go(prg.hist, groups * wg, wg)
-            prg.scan.set_args(hist, radix * groups)
-            go(prg.scan, wg, wg)
+            if not own_rows:
+                prg.scan.set_args(hist, radix * groups)
+                go(prg.scan, wg, wg)
             prg.scatter.set_args(keys[cur], idx[cur], n, chunk, shift, rl, hist,
-                                 keys[1 - cur], idx[1 - cur], int(want_idx), special)
+                                 keys[1 - cur], idx[1 - cur], int(want_idx), special,
+                                 int(own_rows))
             go(prg.scatter, groups * wg, wg)
             cur = 1 - cur
     return _Sorted(keys[cur], idx[cur], special, prg, flip, [ev] if ev is not None else [])
@@ -361,7 +374,7 @@ def check_sort(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: An
         plain[np.isnan(plain) | (plain == 0)] = 1
     for desc in (False, True):
         want = reference_order(h, desc)
-        s = _order(queue, x, 1, h.size, desc, shape, vet=False)
+        s = _order(queue, x, 1, h.size, desc, shape, vet=False, idx64=idx64)
         _, pos, _ = _gather(queue, s.prg, s.idx, h.size, 0, None, True, s.waits)
         how = f"{dt.name} ({'descending' if desc else 'ascending'})"
         if not np.array_equal(pos.get(), want):
@@ -369,13 +382,14 @@ def check_sort(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: An
         for v in (h, plain):
             xv = cla.to_device(queue, v)
             got = _values(queue, _order(queue, xv, 1, v.size, desc, shape, vet=False,
-                                        want_idx=False), xv).get()
+                                        want_idx=False, idx64=idx64), xv).get()
             if got.tobytes() != v[reference_order(v, desc)].tobytes():
                 return f"the sorted values of {how} are not numpy's"
     rows = x[:7 * 1301].reshape(7, 1301)
-    s = _order(queue, rows, 7, 1301, False, shape, vet=False)
-    _, pos, _ = _gather(queue, s.prg, s.idx, rows.size, 1301, None, True, s.waits)
     want = np.stack([reference_order(r, False) for r in h[:7 * 1301].reshape(7, 1301)])
-    if not np.array_equal(pos.get().reshape(7, 1301), want):
-        return f"the sort of {dt.name} rows is not numpy's stable order"
+    for own in (False, True):  # sorted whole then by rows, and a group a row
+        s = _order(queue, rows, 7, 1301, False, shape, vet=False, idx64=idx64, own_rows=own)
+        _, pos, _ = _gather(queue, s.prg, s.idx, rows.size, 1301, None, True, s.waits)
+        if not np.array_equal(pos.get().reshape(7, 1301), want):
+            return f"the sort of {dt.name} rows (a group a row: {own}) is not numpy's order"
     return ""
