@@ -80,15 +80,15 @@ typedef uint idx_t;
 
 /* the value's place in numpy's order as an unsigned key, XOR flip (descending) */
 inline key_t order_key(const in_t v, const key_t flip) {
-#if CLT_SORT_TYPE == 0
+#if CLT_SORT_TYPE == 0 /* by the bits: a device that flushes denormals keeps their order */
     const uint b = as_uint(v);
-    const key_t k = isnan(v) ? 0xFFFFFFFFu
-                   : v == 0.0f ? 0x80000000u
+    const key_t k = (b & 0x7FFFFFFFu) > 0x7F800000u ? 0xFFFFFFFFu /* NaN */
+                   : (b & 0x7FFFFFFFu) == 0u ? 0x80000000u         /* -0 as 0 */
                    : (b & 0x80000000u) ? ~b : (b | 0x80000000u);
 #elif CLT_SORT_TYPE == 1
     const ulong b = as_ulong(v);
-    const key_t k = isnan(v) ? 0xFFFFFFFFFFFFFFFFul
-                   : v == 0.0 ? 0x8000000000000000ul
+    const key_t k = (b & 0x7FFFFFFFFFFFFFFFul) > 0x7FF0000000000000ul ? 0xFFFFFFFFFFFFFFFFul
+                   : (b & 0x7FFFFFFFFFFFFFFFul) == 0ul ? 0x8000000000000000ul
                    : (b & 0x8000000000000000ul) ? ~b : (b | 0x8000000000000000ul);
 #elif CLT_SORT_TYPE == 2
     const key_t k = (uint)((int)v + 128);
@@ -112,10 +112,11 @@ inline key_t order_key(const in_t v, const key_t flip) {
 /* whether the value's bits are not those its key gives back (-0, NaN): the sort's values are
  * then gathered by index instead */
 inline int clt_special(const in_t v) {
-#if CLT_SORT_TYPE == 0
-    return isnan(v) || (v == 0.0f && as_uint(v) != 0u);
+#if CLT_SORT_TYPE == 0 /* NaN, -0 */
+    return (as_uint(v) & 0x7FFFFFFFu) > 0x7F800000u || as_uint(v) == 0x80000000u;
 #elif CLT_SORT_TYPE == 1
-    return isnan(v) || (v == 0.0 && as_ulong(v) != 0ul);
+    return (as_ulong(v) & 0x7FFFFFFFFFFFFFFFul) > 0x7FF0000000000000ul ||
+           as_ulong(v) == 0x8000000000000000ul;
 #elif CLT_SORT_TYPE == 10
     return ((v & 0x7C00u) == 0x7C00u && (v & 0x3FFu)) || v == 0x8000u;
 #else

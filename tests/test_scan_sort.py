@@ -47,6 +47,8 @@ def data(dt: str, n: int, seed: int = 0) -> np.ndarray:
         h[3::67] = np.inf
         h[4::71] = -np.inf
         h[6::13] = h[min(7, n - 1)]  # ties
+        h[8::89] = np.finfo(d).smallest_subnormal  # denormals: above +-0 on every device
+        h[9::97] = -np.finfo(d).smallest_subnormal * 3
         return h
     i = np.iinfo(d)
     h = rng.integers(i.min, i.max, n, dtype=d, endpoint=True)
@@ -143,6 +145,8 @@ def test_errors(queue):
         (lambda: cltune.sort_by_key(x.reshape(12), x.reshape(12)[:5]), ValueError,
          "one length"),
         (lambda: cltune.sort_by_key(x.reshape(12), np.zeros(12, "V3")), TypeError, "bytes"),
+        (lambda: cltune.sort(cla.Array(queue, (5,), np.float32, data=x.base_data, offset=2)),
+         ValueError, "byte offset|whole element"),
     ]
     for call, err, msg in cases:
         with pytest.raises(err, match=msg):

@@ -21,6 +21,7 @@ import cltune.families.scan.generic as generic
 from cltune.core.serving import CltuneWarning
 from cltune.device.select import info_for
 from cltune.isolation.vetting import NoConfigRuns
+from cltune.opencl.build import BuildError
 
 SHAPES = [None, (8, 4, 3, 0), (1, 1, 2, 0), (64, 3, 2, 2), (24, 2, 3, 0)]
 
@@ -109,16 +110,24 @@ def test_a_wrong_answer_in_vetting_refuses_and_trust_overrides(queue, monkeypatc
 
 
 def test_a_predicate_that_does_not_compile_raises_the_compilers_error(queue):
-    """A compiler error is not a crash: the verdict lets this process build it, which raises
-    the compiler's words as pyopencl's copy_if does."""
+    """A compiler error is not a crash: the verdict (not kept) lets this process build it,
+    which raises the compiler's words as pyopencl does."""
     x = cla.to_device(queue, np.arange(10, dtype=np.float32))
-    with pytest.raises(Exception, match="no_such_name"):
+    with pytest.raises(BuildError, match="no_such_name"):
         cltune.copy_if(x, "ary[i] > no_such_name")
+    knl = cltune.InclusiveScanKernel(queue.context, np.float32, "a + no_such_scan_name", "0")
+    with pytest.raises(BuildError, match="no_such_scan_name"):
+        knl(x)
 
 
 def test_the_vetting_input_is_the_calls_own_data(queue, monkeypatch):
-    """An extra array larger than VET_EXTRA_BYTES is copied in part (never fewer elements
-    than the array vetted on); the array itself its first VET_ELEMENTS."""
+    """Arrays up to VET_EXTRA_BYTES are copied whole; a larger extra array in part (never
+    fewer elements than the array vetted on), a larger array its first VET_ELEMENTS."""
+    whole = cla.to_device(queue, np.arange(30000, dtype=np.float32))
+    data, _ = compact._sample(whole, [])
+    assert data.size == 30000
+    with pytest.raises(ValueError, match="contiguous"):
+        cltune.copy_if(whole, "ary[i] > t[i]", [("t", whole.reshape(100, 300)[:, ::2])])
     monkeypatch.setattr(compact, "VET_EXTRA_BYTES", 4096)
     x = cla.to_device(queue, np.arange(30000, dtype=np.float32))
     big = cla.to_device(queue, np.arange(40000, dtype=np.int32))

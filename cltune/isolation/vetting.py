@@ -186,8 +186,9 @@ def verdict(info: DeviceInfo, family: str, variant: str, cfg: Any, size_key: Any
     return v
 
 
-def checked(info: DeviceInfo, name: str, key: str, check: Callable[..., str],
-            *args: Any, args_of: Callable[[], tuple] | None = None) -> Verdict:  # noqa: ANN401
+def checked(info: DeviceInfo, name: str, key: str, check: Callable[..., str],  # noqa: ANN401
+            *args: Any, args_of: Callable[[], tuple] | None = None,
+            extra_s: float = 0.0) -> Verdict:
     """Whether a kernel outside the families built, ran and answered right on this device and
     driver. `check(ctx, queue, dev, info, *args)` is a module-level function of cltune (it
     reaches the worker by reference) that builds the kernel, runs it on inputs of its own and
@@ -195,7 +196,11 @@ def checked(info: DeviceInfo, name: str, key: str, check: Callable[..., str],
     runs once per fingerprint and driver, in the device's worker (a crash, a hang or an error
     there is a failed verdict, with its reason), and the verdict is kept with the families'.
     `args_of()`, where given, makes the arguments only when the check runs (an input copied
-    from the application's device arrays: no read-back when the verdict is known)."""
+    from the application's device arrays: no read-back when the verdict is known); if it
+    fails, nothing ran and nothing is kept (step `unstarted`, its reason). `extra_s` adds to
+    the deadline (a check whose input the application sized). A check that failed only
+    because its kernel does not compile (a BuildError, no crash) is `build` and not kept:
+    building it here raises the compiler's own words."""
     if trusted():
         return TRUSTED
     vkey = f"{info.fingerprint}:{info.driver}:check:{name}:{key}"
@@ -203,12 +208,18 @@ def checked(info: DeviceInfo, name: str, key: str, check: Callable[..., str],
     if hit is not None:
         return hit
     if args_of is not None:
-        args = (*args, *args_of())
+        try:
+            args = (*args, *args_of())
+        except Exception as e:  # noqa: BLE001 - the input could not be made: nothing ran
+            return Verdict(False, "unstarted", f"the vetting input could not be made: "
+                           f"{type(e).__name__}: {e}"[:500])
     w = worker_for(info)
     try:
-        why = w.call("check", name, key, check, args, deadline_s=deadline_floor())
+        why = w.call("check", name, key, check, args, deadline_s=deadline_floor() + extra_s)
         step = "validate" if why else "timed"
     except WorkerFailure as e:
+        if e.kind == "error" and e.reason.startswith("BuildError"):
+            return Verdict(True, "build", f"not vetted: {e.reason}"[:500])
         if e.kind == "error":  # a context in that state is not trusted for the next request
             w.close()
         why, step = e.reason, e.kind

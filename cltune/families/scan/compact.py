@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,8 @@ from cltune.opencl.sources import kernel_file, text_hash
 __all__ = ["copy_if", "partition", "remove_if", "unique"]
 
 _programs: ContextCache[Any] = ContextCache()
+#: this module's own text, in the vetting key (how it launches the program is vetted too)
+_HOST = text_hash(Path(__file__).read_text())
 _L = np.int64
 #: the most elements of the call's array a program is vetted on (odd: a partial last tile;
 #: ~10-20 groups on GPUs, every chunk on CPUs)
@@ -79,6 +82,9 @@ def _extra(extra_args: Any) -> list[tuple[str, Any]]:
         if not isinstance(value, (cla.Array, np.generic)):
             raise TypeError(f"extra argument {name!r}: a numpy scalar (np.float32(0.5)) or a "
                             "pyopencl Array, not " + type(value).__name__)
+        if isinstance(value, cla.Array) and value.size and not value.flags.forc:
+            raise ValueError(f"extra argument {name!r} must be contiguous (a strided view "
+                             "would be read as if it were not: copy it first)")
         out.append((name, value))
     return out
 
@@ -217,7 +223,7 @@ def _vet(dev: cl.Device, src: str, opts: tuple[str, ...], elem: np.dtype, pred: 
     """Raise NoConfigRuns unless this program ran right in the device's worker (or failed to
     compile cleanly: building it here then raises the compiler's error, as pyopencl does)."""
     info = info_for(dev)
-    key = f"{elem.str}/i{index}/{text_hash(src + chr(0) + ' '.join(opts))}"
+    key = f"{elem.str}/i{index}/{text_hash(src + chr(0) + ' '.join(opts))}/{_HOST}"
     v = checked(info, "compact", key, check_select, elem.str, pred,
                 [(name, "a" if isinstance(val, cla.Array) else "s") for name, val in extra],
                 preamble, index, shape, args_of=sample)
@@ -229,9 +235,11 @@ def _vet(dev: cl.Device, src: str, opts: tuple[str, ...], elem: np.dtype, pred: 
 
 
 def _sample(ary: cla.Array, extra: list[tuple[str, Any]]) -> tuple:
-    """The vetting input: the first VET_ELEMENTS elements of the call's array and its extra
-    arguments (arrays copied, up to VET_EXTRA_BYTES each), as host data."""
-    m = min(ary.size, VET_ELEMENTS)
+    """The vetting input: the call's array (its first VET_ELEMENTS elements where it has more
+    than VET_EXTRA_BYTES) and its extra arguments (arrays copied, up to VET_EXTRA_BYTES each),
+    as host data: a predicate that reads by the extra scalars' values (a length, a reversed
+    index) reads the same elements in the worker as here, but for the largest arrays."""
+    m = ary.size if ary.nbytes <= VET_EXTRA_BYTES else min(ary.size, VET_ELEMENTS)
     data = ary.reshape(ary.size)[:m].get()
     vals = []
     for _, v in extra:

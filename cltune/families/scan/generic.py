@@ -28,6 +28,7 @@ from __future__ import annotations
 import threading
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,8 @@ from cltune.opencl.sources import kernel_file, text_hash
 __all__ = ["ExclusiveScanKernel", "GenericScanKernel", "InclusiveScanKernel"]
 
 _programs: ContextCache[Any] = ContextCache()
+#: this module's own text, in the vetting key (how it launches the program is vetted too)
+_HOST = text_hash(Path(__file__).read_text())
 
 
 def _code(text: Any, what: str) -> str:
@@ -211,7 +214,8 @@ class GenericScanKernel:
         # the application's registered struct types, by their C names (the worker knows none)
         structs = [(dtype_to_ctype(d), d) for d in
                    [self.dtype, *(a.dtype for a in self.parsed_args)] if d.names]
-        v = checked(info, "generic_scan", key, check_scan, self._ctor, structs, args_of=sample)
+        v = checked(info, "generic_scan", f"{key}/{_HOST}", check_scan, self._ctor, structs,
+                    args_of=sample, extra_s=self._vet_s)
         if v.ok or v.step == "build":
             return
         if v.step == "validate":
@@ -242,10 +246,15 @@ class GenericScanKernel:
         inv: list[Any] = []
         for d, v in zip(self.parsed_args, args, strict=True):
             if isinstance(d, VectorArg):
+                if v.size and not v.flags.forc:
+                    raise ValueError(f"argument {d.name!r} must be contiguous (a strided view "
+                                     "would be read as if it were not: copy it first)")
                 inv += [v.base_data, v.offset]
                 waits += list(v.events)
             else:
                 inv.append(v)
+        # the serial walk and the copies of the first call's arrays take time in proportion
+        self._vet_s = 2e-7 * n
         b = self._built(queue.device, lambda: (list(args), n))
         cus = max(1, queue.device.max_compute_units)
         groups = max(1, min(cus * (4 if b.wg <= 8 else 8), -(-n // b.wg)))

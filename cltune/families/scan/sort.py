@@ -20,6 +20,7 @@ process builds it (house rule 17: `check_sort`, against numpy's stable argsort).
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,8 @@ TYPE_CODES = {np.dtype(t): i for i, t in enumerate(
 WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64, 16: None}
 _U32, _U64 = np.uint32, np.uint64
 _programs: ContextCache[Any] = ContextCache()
+#: this module's own text, in the vetting key (how it launches the program is vetted too)
+_HOST = text_hash(Path(__file__).read_text())
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -113,7 +116,7 @@ def _program(q: cl.CommandQueue, dt: np.dtype, idx64: bool,
         opts = _options(code, idx64, shape)
         if vet:
             info = info_for(dev)
-            key = f"{dt.str}/{' '.join(opts)}/{text_hash(kernel_file('sort.cl'))}"
+            key = f"{dt.str}/{' '.join(opts)}/{text_hash(kernel_file('sort.cl'))}/{_HOST}"
             v = checked(info, "sort", key, check_sort, dt.str, idx64, shape)
             if not v.buildable:
                 raise NoConfigRuns(f"cltune: the sort of {dt.name} keys {v.step} in vetting on "
@@ -228,7 +231,7 @@ def _values(q: cl.CommandQueue, s: _Sorted, x: cla.Array) -> cla.Array:
         s.prg.values.set_args(s.keys, s.idx, s.special, x.base_data,
                               x.offset // x.dtype.itemsize, n, s.flip, out.data)
         ev = cl.enqueue_nd_range_kernel(q, s.prg.values, (_blocks(n, q) * 64,), (64,),
-                                        wait_for=s.waits or None)
+                                        wait_for=None if in_order(q) else s.waits or None)
     out.add_event(ev)
     return out
 
@@ -267,7 +270,13 @@ def _prepare(x: Any, queue: cl.CommandQueue | None, axis: Any, what: str,
     q = queue or x.queue
     if q is None:
         raise TypeError(f"{what}: x has no queue: pass queue=")
-    _key_dtype(x)
+    dt = _key_dtype(x)
+    if dt == np.float64 and not info_for(q.device).fp64:
+        raise TypeError(f"{what}: the device has no fp64 (cl_khr_fp64): float64 keys cannot be "
+                        "sorted there")
+    if x.offset % x.dtype.itemsize:
+        raise ValueError(f"{what}: x starts {x.offset} bytes into its buffer, not at a whole "
+                         "element (a byte-offset view): copy it first")
     if x.size and not x.flags.c_contiguous:
         raise ValueError(f"{what} takes a C-contiguous array (copy a strided view first)")
     if axis is None:
@@ -307,7 +316,7 @@ def argsort(x: Any, axis: int | None = -1, descending: bool = False, stable: boo
         return cla.zeros(q, shape, np.int64)
     s = _order(q, xx, rows, row_len, bool(descending))
     _, pos, _ = _gather(q, s.prg, s.idx, xx.size, row_len if rows > 1 else 0, None, True,
-                        s.waits)
+                        [] if in_order(q) else s.waits)
     return pos.reshape(shape)
 
 
@@ -329,11 +338,18 @@ def sort_by_key(keys: Any, values: Any, descending: bool = False, *,
                         f"{values.dtype} ({values.dtype.itemsize} bytes)")
     if values.size and not values.flags.c_contiguous:
         raise ValueError("sort_by_key takes contiguous values (copy a strided view first)")
+    if values.offset % values.dtype.itemsize:
+        raise ValueError("sort_by_key: values start at a byte offset, not at a whole element: "
+                         "copy them first")
     if kk.size < 2:
         return kk.copy(queue=q), values.copy(queue=q)
     s = _order(q, kk, 1, kk.size, bool(descending))
     ks = _values(q, s, kk)
-    vs, _, _ = _gather(q, s.prg, s.idx, kk.size, 0, values, False, s.waits)
+    # the values' own pending writes too (the sort waited for the keys' only)
+    waits = [e for e in values.events if e is not None]
+    if not in_order(q):
+        waits += s.waits
+    vs, _, _ = _gather(q, s.prg, s.idx, kk.size, 0, values, False, waits)
     return ks, vs
 
 
