@@ -12,7 +12,9 @@ cache (`CLTUNE_CACHE_DIR`: device-health, vetting and work-group-limit verdicts,
 and the drivers' compiled programs (`POCL_CACHE_DIR` for PoCL, `XDG_CACHE_HOME` for pyopencl's
 binary cache of the other drivers). So a device is probed and a config vetted or built once per
 session, not once per worker, through the same on-disk formats and locks the product uses; a
-run neither reads nor writes the user's caches, and the folder is removed at the end. Point
+run neither reads nor writes cltune's or the drivers' caches of the user's applications
+(only CI's own folder of compiled programs, below), and the session's folder is removed at
+the end. Point
 `CLTUNE_TEST_SESSION_DIR` at a folder of your own to keep it between runs. The drivers'
 compiled programs (keyed by the drivers themselves on the source, the options and the device)
 are kept between runs by default, in the folder .ci/run keeps per machine and OpenCL stack
