@@ -15,41 +15,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
+from bench_timing import cuda_torch, per_call_us, size_of
 
 import cltune
 from cltune.device.select import select
 from cltune.families.hist.api import explain
-
-
-def _n(text: str) -> int:
-    return 2 ** int(text[2:]) if text.startswith("2^") else int(float(text))
-
-
-def _per_call(sync, fn, calls: int, repeats: int) -> float:
-    fn()
-    sync()
-    ts = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        sync()
-        ts.append((time.perf_counter() - t) / calls)
-    return statistics.median(ts) * 1e6
-
-
-def _torch():
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch if torch.cuda.is_available() else None
 
 
 def main() -> None:
@@ -64,13 +39,13 @@ def main() -> None:
     a = ap.parse_args()
     info, dev = select(a.device)
     q = cl.CommandQueue(cl.Context([dev]), dev)
-    torch = _torch()
+    torch = cuda_torch()
     tsync = torch.cuda.synchronize if torch is not None else None
     rng = np.random.default_rng(0)
     rows = []
     print(f"device: {info.name}; torch: {torch.__version__ if torch else 'no'}; us per call "
           f"(medians of {a.repeats} blocks of {a.calls})")
-    for n in (_n(s) for s in a.sizes.split(",")):
+    for n in (size_of(s) for s in a.sizes.split(",")):
         for nb in (int(b) for b in a.bins.split(",")):
             uni = rng.integers(0, nb, n, dtype=np.int32)
             hot = rng.integers(0, 3, n, dtype=np.int32)
@@ -89,7 +64,7 @@ def main() -> None:
                     want = np.histogram(h, nb, (0.0, 1.0))[0]
                     npcall = lambda: np.histogram(h, nb, (0.0, 1.0))
                 assert np.array_equal(call().get(), want), (kind, data, n, nb)
-                us = _per_call(q.finish, call, a.calls, a.repeats)
+                us = per_call_us(q.finish, call, a.calls, a.repeats)
                 t0 = time.perf_counter()
                 npcall()
                 np_us = (time.perf_counter() - t0) * 1e6
@@ -98,7 +73,7 @@ def main() -> None:
                     xt = torch.from_numpy(h).cuda()
                     tcall = (lambda: torch.bincount(xt, minlength=nb)) if kind == "bincount" \
                         else (lambda: torch.histc(xt, nb, 0.0, 1.0))
-                    torch_us = _per_call(tsync, tcall, a.calls, a.repeats)
+                    torch_us = per_call_us(tsync, tcall, a.calls, a.repeats)
                     del xt
                 ex = explain(q, kind, h.dtype, n, nb, db=a.db)
                 gbs = h.nbytes / us / 1e3

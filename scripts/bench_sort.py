@@ -17,40 +17,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
+from bench_timing import cuda_torch, per_call_us, size_of
 
 import cltune
 from cltune.device.select import select
-
-
-def _n(text: str) -> int:
-    return 2 ** int(text[2:]) if text.startswith("2^") else int(float(text))
-
-
-def _per_call(sync, fn, calls: int, repeats: int) -> float:
-    fn()
-    sync()
-    ts = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        sync()
-        ts.append((time.perf_counter() - t) / calls)
-    return statistics.median(ts) * 1e6
-
-
-def _torch():
-    try:
-        import torch  # optional: the GPU baseline
-    except ImportError:
-        return None
-    return torch if torch.cuda.is_available() else None
 
 
 def _data(dt: np.dtype, shape: tuple, rng: np.random.Generator) -> np.ndarray:
@@ -75,10 +49,10 @@ def main() -> None:
     info, dev = select(a.device)
     ctx = cl.Context([dev])
     q = cl.CommandQueue(ctx, dev)
-    torch = _torch()
+    torch = cuda_torch()
     tsync = torch.cuda.synchronize if torch is not None else None
     rng = np.random.default_rng(0)
-    shapes = [(n,) for n in map(_n, a.sizes.split(","))]
+    shapes = [(n,) for n in map(size_of, a.sizes.split(","))]
     for s in filter(None, a.shapes.split(",")):
         shapes.append(tuple(int(v) for v in s.lower().split("x")))
     rs = None
@@ -96,26 +70,26 @@ def main() -> None:
             x = cla.to_device(q, h)
             got = cltune.sort(x).get()
             assert got.tobytes() == np.sort(h, axis=-1, kind="stable").tobytes(), (dt, shape)
-            us = _per_call(q.finish, lambda: cltune.sort(x), a.calls, a.repeats)
-            copy_us = _per_call(q.finish, lambda: x.copy(), a.calls, a.repeats)
-            np_us = _per_call(lambda: None, lambda: np.sort(h, axis=-1, kind="stable"), 1, 3)
-            npq_us = _per_call(lambda: None, lambda: np.sort(h, axis=-1), 1, 3)
+            us = per_call_us(q.finish, lambda: cltune.sort(x), a.calls, a.repeats)
+            copy_us = per_call_us(q.finish, lambda: x.copy(), a.calls, a.repeats)
+            np_us = per_call_us(lambda: None, lambda: np.sort(h, axis=-1, kind="stable"), 1, 3)
+            npq_us = per_call_us(lambda: None, lambda: np.sort(h, axis=-1), 1, 3)
             row = {"dtype": dt.name, "shape": list(shape), "cltune_us": us, "copy_us": copy_us,
                    "numpy_stable_us": np_us, "numpy_default_us": npq_us,
                    "gkeys": h.size / us / 1e3}
             if a.pairs and len(shape) == 1:
                 vals = cla.to_device(q, np.arange(h.size, dtype=np.int32))
-                row["pairs_us"] = _per_call(q.finish, lambda: cltune.sort_by_key(x, vals),
+                row["pairs_us"] = per_call_us(q.finish, lambda: cltune.sort_by_key(x, vals),
                                             a.calls, a.repeats)
             if rs is not None and dt == np.uint32 and len(shape) == 1:
                 (srt,), _ = rs(x, key_bits=32)
                 assert np.array_equal(srt.get(), np.sort(h))
-                row["pyopencl_us"] = _per_call(q.finish, lambda: rs(x, key_bits=32), 1,
+                row["pyopencl_us"] = per_call_us(q.finish, lambda: rs(x, key_bits=32), 1,
                                                a.repeats)
             if torch is not None:
                 try:  # torch sorts no unsigned type wider than uint8
                     xt = torch.from_numpy(h).cuda()
-                    row["torch_us"] = _per_call(tsync, lambda: torch.sort(xt, stable=True),
+                    row["torch_us"] = per_call_us(tsync, lambda: torch.sort(xt, stable=True),
                                                 a.calls, a.repeats)
                     del xt
                 except (NotImplementedError, RuntimeError, TypeError) as e:

@@ -17,42 +17,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
+from bench_timing import cuda_torch, per_call_us, size_of
 
 import cltune
 from cltune.device.select import select
 from cltune.families.topk.api import explain
 from cltune.families.topk.reference import reference
-
-
-def _n(text: str) -> int:
-    return 2 ** int(text[2:]) if text.startswith("2^") else int(float(text))
-
-
-def _per_call(sync, fn, calls: int, repeats: int) -> float:
-    fn()
-    sync()
-    ts = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        sync()
-        ts.append((time.perf_counter() - t) / calls)
-    return statistics.median(ts) * 1e6
-
-
-def _torch():
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch if torch.cuda.is_available() else None
 
 
 def _numpy_topk(h: np.ndarray, k: int) -> None:
@@ -74,10 +49,10 @@ def main() -> None:
     a = ap.parse_args()
     info, dev = select(a.device)
     q = cl.CommandQueue(cl.Context([dev]), dev)
-    torch = _torch()
+    torch = cuda_torch()
     tsync = torch.cuda.synchronize if torch is not None else None
     rng = np.random.default_rng(0)
-    cases = [((n,), k) for n in map(_n, a.sizes.split(",")) for k in map(int, a.k.split(","))]
+    cases = [((n,), k) for n in map(size_of, a.sizes.split(",")) for k in map(int, a.k.split(","))]
     for s in filter(None, a.shapes.split(",")):
         r, c = (int(v) for v in s.lower().split("x"))
         cases += [((r, c), k) for k in map(int, a.rows_k.split(","))]
@@ -92,14 +67,14 @@ def main() -> None:
         gv, gi = call()
         assert np.array_equal(gv.get().reshape(wv.shape), wv), (shape, k)
         assert np.array_equal(gi.get().reshape(wi.shape), wi), (shape, k)
-        us = _per_call(q.finish, call, a.calls, a.repeats)
+        us = per_call_us(q.finish, call, a.calls, a.repeats)
         t0 = time.perf_counter()
         _numpy_topk(h, k)
         np_us = (time.perf_counter() - t0) * 1e6
         torch_us = None
         if torch is not None:
             xt = torch.from_numpy(h).cuda()
-            torch_us = _per_call(tsync, lambda: torch.topk(xt, k), a.calls, a.repeats)
+            torch_us = per_call_us(tsync, lambda: torch.topk(xt, k), a.calls, a.repeats)
             del xt
         ex = explain(q, h.dtype, h.size, k, h.size // shape[-1], db=a.db)
         gbs = h.nbytes / us / 1e3
