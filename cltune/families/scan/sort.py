@@ -42,7 +42,7 @@ TYPE_CODES = {np.dtype(t): i for i, t in enumerate(
     (np.float32, np.float64, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
      np.int64, np.uint64, np.float16))}
 #: the value sizes clt_sort_gatherN moves
-WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64, 16: None}
+WORDS = (1, 2, 4, 8, 16)
 _U32, _U64 = np.uint32, np.uint64
 _programs: ContextCache[Any] = ContextCache()
 #: this module's own text, in the vetting key (how it launches the program is vetted too)
