@@ -357,3 +357,153 @@ GATHER(2, ushort)
 GATHER(4, uint)
 GATHER(8, ulong)
 GATHER(16, ulong2)
+
+/* Rows sorted in __local memory, one launch (cltune.sort/argsort along rows of at most what a
+ * group's __local memory holds, and small 1-D sorts): group g takes rows [g*R, g*R + R) of
+ * row_len each (the last group fewer), each padded to P (a power of two >= row_len) with
+ * entries that order after every real one. Every entry is (key, index within the row) — one
+ * ulong key << 32 | index for keys of 32 bits or fewer, a ulong2 for 64-bit keys — so no two
+ * entries of a row are equal and the order found is the stable sort's. A bitonic network
+ * sorts each row's P entries (its stages of distance < P compare within a row: rows never
+ * mix), three stages a round trip through __local memory. Then each row's sorted values (from
+ * their keys; by index for keys of +-0 and NaN, whose bits the key does not keep) and/or
+ * int64 positions within the row. */
+/* an entry: its order word K (key << 32 | index for keys of 32 bits or fewer; the key for
+ * 64-bit keys, whose index I is then a second word in a second array) */
+#if CLT_SORT_TYPE == 1 || CLT_SORT_TYPE == 8 || CLT_SORT_TYPE == 9
+#define CLT_SORT_KEY64 1
+#define E_LT(ka, ia, kb, ib) ((ka) < (kb) || ((ka) == (kb) && (ia) < (ib)))
+#define E_KEY(k) ((key_t)(k))
+#define E_IDX(k, i) (i)
+#else
+#define CLT_SORT_KEY64 0
+#define E_LT(ka, ia, kb, ib) ((ka) < (kb))
+#define E_KEY(k) ((key_t)((k) >> 32))
+#define E_IDX(k, i) ((uint)(k))
+#endif
+#if CLT_SORT_TYPE == 0 || CLT_SORT_TYPE == 1 || CLT_SORT_TYPE == 10
+#define CLT_SORT_FLOAT 1
+#else
+#define CLT_SORT_FLOAT 0
+#endif
+
+__kernel void clt_sort_rows_local(__global const in_t *x, const ulong x_off, const ulong rows,
+                                  const uint row_len, const uint log_p, const uint R,
+                                  const key_t flip, __global in_t *out,
+                                  __global long *pos, const uint want_out, const uint want_pos,
+                                  __local ulong *bk) {
+    const uint lid = get_local_id(0), wg = get_local_size(0);
+    const uint P = 1u << log_p, tot = R * P;
+    const ulong r0 = (ulong)get_group_id(0) * R;
+    const uint nr = (uint)min((ulong)R, rows - r0);
+    const __global in_t *src = x + x_off + r0 * row_len;
+#if CLT_SORT_KEY64
+    __local uint *bi = (__local uint *)(bk + tot);
+#define IDX_AT(p) bi[p]
+#define IDX_SET(p, v) (bi[p] = (v))
+#else
+#define IDX_AT(p) 0u
+#define IDX_SET(p, v) ((void)0)
+#endif
+    for (uint e = lid; e < tot; e += wg) {
+        const uint r = e >> log_p, j = e & (P - 1u);
+        const int real = r < nr && j < row_len;
+        const key_t k = real ? order_key(src[(ulong)r * row_len + j], flip) : ~(key_t)0;
+#if CLT_SORT_KEY64
+        bk[e] = k;
+        bi[e] = real ? j : 0xFFFFFFFFu; /* pads after every real entry */
+#else
+        bk[e] = real ? ((ulong)k << 32) | j : ~0ul;
+#endif
+    }
+    /* the network, three stages a round trip through __local memory: each work-item takes
+     * 8 entries (distances jlo, 2 jlo, 4 jlo apart) into registers and runs the stages of
+     * distance 4 jlo, 2 jlo, jlo on them; the last one or two stages of a phase by pairs */
+    for (uint k = 2u; k <= P; k <<= 1) {
+        for (uint j = k >> 1; j > 0u;) {
+            const uint lj = 31u - clz(j);
+            uint m = min(3u, lj + 1u); /* stages this round */
+            const uint lo_log = lj + 1u - m, jlo = 1u << lo_log;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (m == 3u) {
+                for (uint c = lid; c < (tot >> 3); c += wg) {
+                    const uint base = ((c >> lo_log) << (lo_log + 3u)) | (c & (jlo - 1u));
+                    const int up = ((base & (P - 1u)) & k) == 0u; /* k == P: rows ascending */
+                    ulong vk[8];
+                    uint vi[8];
+#pragma unroll
+                    for (uint t = 0; t < 8u; ++t) {
+                        vk[t] = bk[base + t * jlo];
+                        vi[t] = IDX_AT(base + t * jlo);
+                    }
+#pragma unroll
+                    for (int st = 2; st >= 0; --st) {
+#pragma unroll
+                        for (uint t = 0; t < 8u; ++t) {
+                            const uint u = t | (1u << st);
+                            if (!(t & (1u << st)) && E_LT(vk[u], vi[u], vk[t], vi[t]) == up) {
+                                const ulong wk = vk[t];
+                                const uint wi = vi[t];
+                                vk[t] = vk[u];
+                                vi[t] = vi[u];
+                                vk[u] = wk;
+                                vi[u] = wi;
+                            }
+                        }
+                    }
+#pragma unroll
+                    for (uint t = 0; t < 8u; ++t) {
+                        bk[base + t * jlo] = vk[t];
+                        IDX_SET(base + t * jlo, vi[t]);
+                    }
+                }
+            } else {
+                for (uint c = lid; c < (tot >> 1); c += wg) {
+                    const uint i = ((c & ~(j - 1u)) << 1) | (c & (j - 1u)); /* bit j clear */
+                    const uint l = i | j;
+                    const int up = ((i & (P - 1u)) & k) == 0u;
+                    const ulong a = bk[i], b = bk[l];
+                    const uint ia = IDX_AT(i), ib = IDX_AT(l);
+                    if (E_LT(b, ib, a, ia) == up) {
+                        bk[i] = b;
+                        bk[l] = a;
+                        IDX_SET(i, ib);
+                        IDX_SET(l, ia);
+                    }
+                }
+                m = 1u;
+            }
+            j >>= m;
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+#if CLT_SORT_FLOAT
+    const key_t kzero = order_key((in_t)0, flip);
+#if CLT_SORT_TYPE == 0
+    const key_t knan = order_key(as_float(0x7FC00000u), flip);
+#elif CLT_SORT_TYPE == 1
+    const key_t knan = order_key(as_double(0x7FF8000000000000ul), flip);
+#else
+    const key_t knan = order_key((in_t)0x7E00u, flip);
+#endif
+#endif
+    for (uint e = lid; e < tot; e += wg) {
+        const uint r = e >> log_p, j = e & (P - 1u);
+        if (r < nr && j < row_len) {
+            const key_t k = E_KEY(bk[e]);
+            const uint i = E_IDX(bk[e], IDX_AT(e));
+            const ulong at = (r0 + r) * row_len + j;
+            if (want_out) {
+#if CLT_SORT_FLOAT
+                out[at] = (k == kzero || k == knan) ? src[(ulong)r * row_len + i]
+                                                    : value_of(k, flip);
+#else
+                out[at] = value_of(k, flip);
+#endif
+            }
+            if (want_pos) pos[at] = (long)i;
+        }
+    }
+#undef IDX_AT
+#undef IDX_SET
+}

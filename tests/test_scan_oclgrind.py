@@ -268,15 +268,34 @@ for shape in ((8, 4, 4, 3), (1, 37, 8, 2)):
                 ok = ok and vals.tobytes() == h[want[0]].tobytes()
             out["runs"].append({"shape": shape, "dtype": dt, "rows": rows, "own": own,
                                 "ok": bool(ok)})
+# rows in __local memory: several rows a group with a partial last group, an odd work-group,
+# a row at an offset; values (NaN and -0 by index) and positions
+for dt in ("float32", "int64"):
+    h = (rng.standard_normal(1200) * 100).astype(dt)
+    if dt == "float32":
+        h[::37] = np.nan
+        h[5::41] = -0.0
+    x = cla.to_device(q, h)
+    for v, rows, cols, plan, desc in ((x[:21].reshape(3, 7), 3, 7, (3, 2, 4), False),
+                                      (x[3:1003], 1, 1000, (10, 1, 7), True),
+                                      (x[:960].reshape(4, 240), 4, 240, (8, 3, 64),
+                                       False)):
+        vals, pos = S._rows_local(q, v, rows, cols, desc, plan, True, True, vet=False)
+        hh = v.get().reshape(rows, cols)
+        want = np.stack([S.reference_order(r, desc) for r in hh])
+        ok = np.array_equal(pos.get().reshape(rows, cols), want) and \
+            vals.get().tobytes() == np.take_along_axis(hh, want, 1).tobytes()
+        out["runs"].append({"local": plan, "dtype": dt, "rows": rows, "ok": bool(ok)})
 print(MARK + json.dumps(out), flush=True)
 '''
 
 
 def test_sort_kernels_are_clean_under_oclgrind():
     """kernels/sort.cl's keys, histogram, scan, scatter (tiles staged through __local memory,
-    and one work-item a chunk; indices moved or not), values and gather: right order, no
-    race, no invalid access."""
+    and one work-item a chunk; indices moved or not), values and gather, and the sort of rows
+    in __local memory: right order, no race, no invalid access."""
     res, summary = run_marked(SORT, MARK)
     assert res.returncode == 0 and summary, res.summary()
-    assert len(summary["runs"]) == 12 and all(r["ok"] for r in summary["runs"]), summary["runs"]
+    assert len(summary["runs"]) == 18, summary["runs"]
+    assert [r for r in summary["runs"] if not r["ok"]] == []
     assert res.reports == [], res.summary(limit=8)

@@ -193,6 +193,75 @@ def test_rows_sorted_whole_or_a_group_a_row_agree(queue):
         assert same_bits(vals.get(), np.take_along_axis(h, want, 1)), own
 
 
+#: plans of the sort in __local memory: the device's (taken on CPUs too), few rows a group
+#: (groups of at most 64 entries), one work-item a group, an odd work-group size
+LOCAL = {"device": None, "small-groups": ("group", 64), "one-item": ("wg", 1),
+         "odd-wg": ("wg", 7)}
+
+
+@pytest.fixture(params=list(LOCAL))
+def local(request, monkeypatch):
+    monkeypatch.setitem(sort_mod.LOCAL_ON, "cpu", True)
+    monkeypatch.setitem(sort_mod.LOCAL_ON, "gpu", True)
+    how = LOCAL[request.param]
+    if how and how[0] == "group":
+        monkeypatch.setitem(sort_mod.GROUP_ELEMENTS, "cpu", how[1])
+        monkeypatch.setitem(sort_mod.GROUP_ELEMENTS, "gpu", how[1])
+    if how and how[0] == "wg":
+        plan = sort_mod.local_plan
+        monkeypatch.setattr(sort_mod, "local_plan", lambda *a, **k: (
+            None if (p := plan(*a, **k)) is None else (p[0], p[1], how[1])))
+    return request.param
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_rows_in_local_memory_in_numpys_stable_order(queue, local, dt):
+    """The one-launch sort of rows in __local memory (rows padded to a power of two, several
+    a group, a bitonic network of (key, index) pairs) for every key dtype: NaN, +-0 (the
+    values' own bits), ties across a row, odd lengths, both directions, sort and argsort."""
+    for rows, cols in ((1, 2), (1, 1000), (3, 7), (9, 257), (301, 13), (2, 4096)):
+        h = data(dt, rows * cols, seed=rows + cols).reshape(rows, cols)
+        x = cla.to_device(queue, h)
+        for desc in (False, True):
+            want = np.stack([sort_mod.reference_order(r, desc) for r in h])
+            assert np.array_equal(cltune.argsort(x, descending=desc).get(), want), \
+                (dt, rows, cols, desc)
+            assert same_bits(cltune.sort(x, descending=desc).get(),
+                             np.take_along_axis(h, want, axis=1)), (dt, rows, cols, desc)
+        if rows == 1:  # axis=None: the same row, flattened
+            assert np.array_equal(cltune.argsort(x, axis=None).get(),
+                                  sort_mod.reference_order(h.reshape(-1), False))
+
+
+def test_rows_in_local_memory_at_offsets_and_in_3d(queue, local):
+    h = data("int32", 4 * 5 * 101, seed=3).reshape(4, 5, 101)
+    x = cla.to_device(queue, h)
+    assert np.array_equal(cltune.sort(x).get(), np.sort(h, axis=-1, kind="stable"))
+    assert np.array_equal(cltune.argsort(x, axis=2).get(), np.argsort(h, axis=2, kind="stable"))
+    flat = cla.to_device(queue, h.reshape(-1))
+    assert np.array_equal(cltune.sort(flat[7:1007]).get(), np.sort(h.reshape(-1)[7:1007]))
+    assert np.array_equal(cltune.argsort(flat[7:1007], descending=True).get(),
+                          sort_mod.reference_order(h.reshape(-1)[7:1007], True))
+
+
+def test_which_sorts_go_through_local_memory(monkeypatch):
+    """The plan: GPUs take rows up to LOCAL_MAX that fit __local memory (64-bit keys need
+    twice the room), several short rows a group while groups stay enough to fill the device,
+    8 entries a work-item; CPUs only when forced (their group is one core's serial run)."""
+    monkeypatch.setattr(sort_mod, "_facts", lambda dev: (False, 48 * 1024, 132, 1024))
+    plan = sort_mod.local_plan
+    assert plan(None, 4, 65536, 256) == (8, 8, 256)
+    assert plan(None, 4, 4096, 4096) == (12, 1, 512)
+    assert plan(None, 4, 100, 256) == (8, 1, 32)  # 100 rows: a row a group
+    assert plan(None, 4, 1, 1000) == (10, 1, 128)
+    assert plan(None, 8, 10, 2048) == (11, 1, 256)
+    assert plan(None, 8, 10, 4096) is None  # 48 KiB of (key, index) words
+    assert plan(None, 4, 10, 4097) is None and plan(None, 4, 10, 1) is None
+    monkeypatch.setattr(sort_mod, "_facts", lambda dev: (True, 1 << 20, 2, 4096))
+    assert plan(None, 4, 65536, 256) is None
+    assert plan(None, 4, 65536, 256, force=True) == (8, 16, 256)
+
+
 def test_bench_op_sort(info):
     """`cltune bench --op sort`: whole arrays and rows, every answer checked against numpy's,
     cltune's rows and the baselines timed; bad options are one line."""
