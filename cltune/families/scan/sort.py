@@ -33,6 +33,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
+from cltune.core.shapes import empty_result
 from cltune.device.select import info_for
 from cltune.isolation.vetting import NoConfigRuns, checked
 from cltune.opencl.build import compile_program
@@ -50,6 +51,7 @@ TYPE_CODES = {np.dtype(t): i for i, t in enumerate(
 #: the value sizes clt_sort_gatherN moves
 WORDS = (1, 2, 4, 8, 16)
 _U32, _U64 = np.uint32, np.uint64
+_I64 = np.dtype(np.int64)
 _programs: ContextCache[Any] = ContextCache()
 #: this module's own text, in the vetting key (how it launches the program is vetted too)
 _HOST = text_hash(Path(__file__).read_text())
@@ -63,8 +65,12 @@ def device_shape(dev: cl.Device, key_bytes: int, idx_bytes: int) -> tuple[int, i
     """(work-group size, items a work-item, bits a pass, chunks per compute unit) on dev:
     CPUs walk a chunk a work-item with 8-bit digits; GPUs take groups of 128 x 8 with 4-bit
     digits (fewer items, then a smaller group, where __local memory is short)."""
+    known = _SHAPES.get((dev.int_ptr, key_bytes, idx_bytes))
+    if known is not None:
+        return known
     if dev.type & cl.device_type.CPU:
-        return 1, 4096, 8, 2
+        shape = _SHAPES[(dev.int_ptr, key_bytes, idx_bytes)] = (1, 4096, 8, 2)
+        return shape
     wg, items, bits = min(128, 1 << (dev.max_work_group_size.bit_length() - 1)), 8, 4
 
     def local(wg: int, items: int) -> int:
@@ -74,7 +80,11 @@ def device_shape(dev: cl.Device, key_bytes: int, idx_bytes: int) -> tuple[int, i
         items //= 2
     while wg > 1 and local(wg, items) + 256 > dev.local_mem_size:
         wg //= 2
-    return wg, items, bits, 8
+    shape = _SHAPES[(dev.int_ptr, key_bytes, idx_bytes)] = (wg, items, bits, 8)
+    return shape
+
+
+_SHAPES: dict[tuple[int, int, int], tuple[int, int, int, int]] = {}
 
 
 def describe(dev: cl.Device, dtype: Any) -> str:
@@ -304,8 +314,8 @@ def _rows_local(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, desce
     key_bits = 8 * dt.itemsize
     flip = ((1 << key_bits) - 1) if descending else 0
     alloc = _allocator(q, x)
-    out = cla.empty(q, x.shape, x.dtype, allocator=alloc) if want_out else None
-    pos = cla.empty(q, x.shape, np.int64, allocator=alloc) if want_pos else None
+    out = empty_result(q, x.shape, x.dtype, "C", alloc) if want_out else None
+    pos = empty_result(q, x.shape, _I64, "C", alloc) if want_pos else None
     dummy = (out if out is not None else pos).data
     entry = 12 if dt.itemsize == 8 else 8
     groups = _cdiv(rows, r)
@@ -328,7 +338,7 @@ def _plan_for(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int,
 
 def _values(q: cl.CommandQueue, s: _Sorted, x: cla.Array) -> cla.Array:
     """The sorted values of x (its shape): from the keys, or by index (clt_sort_values)."""
-    out = cla.empty(q, x.shape, x.dtype, allocator=_allocator(q, x))
+    out = empty_result(q, x.shape, x.dtype, "C", _allocator(q, x))
     n = x.size
     with s.prg.lock:
         s.prg.values.set_args(s.keys, s.idx, s.special, x.base_data,
@@ -344,8 +354,8 @@ def _gather(q: cl.CommandQueue, prg: _Program, order: Any, n: int, row_len: int,
     """(values in order or None, int64 positions or None, event)."""
     word = src.dtype.itemsize if src is not None else 4
     alloc = _allocator(q, src)
-    out = cla.empty(q, src.shape, src.dtype, allocator=alloc) if src is not None else None
-    pos = cla.empty(q, (n,), np.int64, allocator=alloc) if want_pos else None
+    out = empty_result(q, src.shape, src.dtype, "C", alloc) if src is not None else None
+    pos = empty_result(q, (n,), _I64, "C", alloc) if want_pos else None
     k = prg.gather[word]
     dummy = order  # an unused argument still needs a buffer
     with prg.lock:
