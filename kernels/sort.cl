@@ -507,3 +507,155 @@ __kernel void clt_sort_rows_local(__global const in_t *x, const ulong x_off, con
 #undef IDX_AT
 #undef IDX_SET
 }
+
+/* Rows sorted by CPUs (clt_sort_rows_vec): each work-item sorts 8 rows at once, row r in lane
+ * r of ulong8 vectors (entries as clt_sort_rows_local's: key << 32 | index, or for 64-bit keys
+ * the key with its index in a uint8 beside it), the same bitonic network three stages a round
+ * trip, each compare-exchange one vector min/max (or masked selects for 64-bit keys) for all
+ * 8 rows; no barriers (a work-item's rows are its own). `scratch` holds each work-item's
+ * P entries x 8 lanes (and 8 indices for 64-bit keys). */
+#if CLT_SORT_KEY64
+/* (b < a) of (key, index) lanes, as a long8 mask */
+#define V_LT(kb, ib, ka, ia) ((kb) < (ka) | ((kb) == (ka) & convert_long8((ib) < (ia))))
+#define V_CX(ka, ia, kb, ib, up)                                                               \
+    do {                                                                                       \
+        long8 sw_;                                                                             \
+        if (up) sw_ = V_LT(kb, ib, ka, ia);                                                    \
+        else sw_ = V_LT(ka, ia, kb, ib);                                                       \
+        const ulong8 k0_ = select(ka, kb, sw_), k1_ = select(kb, ka, sw_);                     \
+        const int8 swi_ = convert_int8(sw_);                                                   \
+        const uint8 i0_ = select(ia, ib, swi_), i1_ = select(ib, ia, swi_);                    \
+        ka = k0_; kb = k1_; ia = i0_; ib = i1_;                                                \
+    } while (0)
+#else
+#define V_CX(ka, ia, kb, ib, up)                                                               \
+    do {                                                                                       \
+        const ulong8 lo_ = min(ka, kb), hi_ = max(ka, kb);                                     \
+        if (up) {                                                                              \
+            ka = lo_;                                                                          \
+            kb = hi_;                                                                          \
+        } else {                                                                               \
+            ka = hi_;                                                                          \
+            kb = lo_;                                                                          \
+        }                                                                                      \
+    } while (0)
+#endif
+
+__kernel void clt_sort_rows_vec(__global const in_t *x, const ulong x_off, const ulong rows,
+                                const uint row_len, const uint log_p, const key_t flip,
+                                __global in_t *out, __global long *pos, const uint want_out,
+                                const uint want_pos, __local ulong8 *scratch) {
+    const uint P = 1u << log_p;
+    const ulong r0 = (ulong)get_global_id(0) * 8u;
+    if (r0 >= rows) return;
+    const uint nr = (uint)min((ulong)8, rows - r0);
+    __local ulong8 *bk = scratch + (ulong)get_local_id(0) * P;
+    __local ulong *bs = (__local ulong *)bk; /* entry (j, lane r) at bs[j * 8 + r] */
+    const __global in_t *src = x + x_off + r0 * row_len;
+#if CLT_SORT_KEY64
+    __local uint8 *bi = (__local uint8 *)(scratch + (ulong)get_local_size(0) * P) +
+                        (ulong)get_local_id(0) * P;
+    __local uint *bis = (__local uint *)bi;
+#endif
+    for (uint r = 0; r < 8u; ++r) {
+        for (uint j = 0; j < P; ++j) {
+            const int real = r < nr && j < row_len;
+            const key_t k = real ? order_key(src[(ulong)r * row_len + j], flip) : ~(key_t)0;
+#if CLT_SORT_KEY64
+            bs[j * 8u + r] = k;
+            bis[j * 8u + r] = real ? j : 0xFFFFFFFFu;
+#else
+            bs[j * 8u + r] = real ? ((ulong)k << 32) | j : ~0ul;
+#endif
+        }
+    }
+    for (uint k = 2u; k <= P; k <<= 1) {
+        for (uint j = k >> 1; j > 0u;) {
+            const uint lj = 31u - clz(j);
+            const uint m = min(3u, lj + 1u);
+            const uint lo_log = lj + 1u - m, jlo = 1u << lo_log;
+            if (m == 3u) {
+                for (uint c = 0; c < (P >> 3); ++c) {
+                    const uint base = ((c >> lo_log) << (lo_log + 3u)) | (c & (jlo - 1u));
+                    const int up = (base & k) == 0u || k == P;
+                    ulong8 v[8];
+#if CLT_SORT_KEY64
+                    uint8 w[8];
+#else
+                    ulong8 w[8]; /* unused */
+#endif
+                    for (uint t = 0; t < 8u; ++t) {
+                        v[t] = bk[base + t * jlo];
+#if CLT_SORT_KEY64
+                        w[t] = bi[base + t * jlo];
+#endif
+                    }
+#define CX(a, b) V_CX(v[a], w[a], v[b], w[b], up)
+                    CX(0, 4); CX(1, 5); CX(2, 6); CX(3, 7);
+                    CX(0, 2); CX(1, 3); CX(4, 6); CX(5, 7);
+                    CX(0, 1); CX(2, 3); CX(4, 5); CX(6, 7);
+#undef CX
+                    for (uint t = 0; t < 8u; ++t) {
+                        bk[base + t * jlo] = v[t];
+#if CLT_SORT_KEY64
+                        bi[base + t * jlo] = w[t];
+#endif
+                    }
+                }
+                j >>= 3;
+            } else {
+                for (uint c = 0; c < (P >> 1); ++c) {
+                    const uint i = ((c & ~(j - 1u)) << 1) | (c & (j - 1u));
+                    const uint l = i | j;
+                    const int up = (i & k) == 0u || k == P;
+                    ulong8 a = bk[i], b = bk[l];
+#if CLT_SORT_KEY64
+                    uint8 ia = bi[i], ib = bi[l];
+#else
+                    ulong8 ia = a, ib = b; /* unused */
+#endif
+                    V_CX(a, ia, b, ib, up);
+                    bk[i] = a;
+                    bk[l] = b;
+#if CLT_SORT_KEY64
+                    bi[i] = ia;
+                    bi[l] = ib;
+#endif
+                }
+                j >>= 1;
+            }
+        }
+    }
+#if CLT_SORT_FLOAT
+    const key_t kzero = order_key((in_t)0, flip);
+#if CLT_SORT_TYPE == 0
+    const key_t knan = order_key(as_float(0x7FC00000u), flip);
+#elif CLT_SORT_TYPE == 1
+    const key_t knan = order_key(as_double(0x7FF8000000000000ul), flip);
+#else
+    const key_t knan = order_key((in_t)0x7E00u, flip);
+#endif
+#endif
+    for (uint r = 0; r < nr; ++r) {
+        const ulong row = (r0 + r) * row_len;
+        for (uint j = 0; j < row_len; ++j) {
+            const ulong e = bs[j * 8u + r];
+#if CLT_SORT_KEY64
+            const key_t k = (key_t)e;
+            const uint i = bis[j * 8u + r];
+#else
+            const key_t k = (key_t)(e >> 32);
+            const uint i = (uint)e;
+#endif
+            if (want_out) {
+#if CLT_SORT_FLOAT
+                out[row + j] = (k == kzero || k == knan) ? src[(ulong)r * row_len + i]
+                                                         : value_of(k, flip);
+#else
+                out[row + j] = value_of(k, flip);
+#endif
+            }
+            if (want_pos) pos[row + j] = (long)i;
+        }
+    }
+}

@@ -279,23 +279,34 @@ for dt in ("float32", "int64"):
     for v, rows, cols, plan, desc in ((x[:21].reshape(3, 7), 3, 7, (3, 2, 4), False),
                                       (x[3:1003], 1, 1000, (10, 1, 7), True),
                                       (x[:960].reshape(4, 240), 4, 240, (8, 3, 64),
-                                       False)):
-        vals, pos = S._rows_local(q, v, rows, cols, desc, plan, True, True, vet=False)
+                                       False),
+                                      (x[:900].reshape(9, 100), 9, 100, (7, 2, 16), True)):
         hh = v.get().reshape(rows, cols)
         want = np.stack([S.reference_order(r, desc) for r in hh])
-        ok = np.array_equal(pos.get().reshape(rows, cols), want) and \
-            vals.get().tobytes() == np.take_along_axis(hh, want, 1).tobytes()
-        out["runs"].append({"local": plan, "dtype": dt, "rows": rows, "ok": bool(ok)})
+        # in __local memory, then 8 rows a work-item in vector lanes (9 rows: a partial 2nd)
+        vplan = S.vec_plan(q.device, 8 if dt == "int64" else 4, rows, cols, force=True)
+        for how, go in (("local", lambda: S._rows_local(q, v, rows, cols, desc, plan, True,
+                                                        True, vet=False)),
+                        ("vec", lambda: S._rows_vec(q, v, rows, cols, desc, vplan, True, True,
+                                                    vet=False))):
+            if how == "vec" and vplan is None:  # 8 rows of 1024 pass Oclgrind's __local
+                continue
+            vals, pos = go()
+            ok = np.array_equal(pos.get().reshape(rows, cols), want) and \
+                vals.get().tobytes() == np.take_along_axis(hh, want, 1).tobytes()
+            out["runs"].append({how: plan, "dtype": dt, "rows": rows, "ok": bool(ok)})
 print(MARK + json.dumps(out), flush=True)
 '''
 
 
 def test_sort_kernels_are_clean_under_oclgrind():
     """kernels/sort.cl's keys, histogram, scan, scatter (tiles staged through __local memory,
-    and one work-item a chunk; indices moved or not), values and gather, and the sort of rows
-    in __local memory: right order, no race, no invalid access."""
+    and one work-item a chunk; indices moved or not), values and gather, and the one-launch
+    sorts of rows (in __local memory; in vector lanes): right order, no race, no invalid
+    access."""
     res, summary = run_marked(SORT, MARK)
     assert res.returncode == 0 and summary, res.summary()
-    assert len(summary["runs"]) == 18, summary["runs"]
+    assert len(summary["runs"]) == 26, summary["runs"]
+    assert sum("vec" in r for r in summary["runs"]) == 6
     assert [r for r in summary["runs"] if not r["ok"]] == []
     assert res.reports == [], res.summary(limit=8)

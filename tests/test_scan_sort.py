@@ -29,8 +29,11 @@ SHAPES = {"device": None, "gpu-64x4-b4": (64, 4, 4, 3), "gpu-32x3-b4": (32, 3, 4
 @pytest.fixture(params=list(SHAPES))
 def shape(request, monkeypatch):
     s = SHAPES[request.param]
-    if s:
+    if s:  # the radix passes in that shape, short rows too (not the one-launch sorts)
         monkeypatch.setattr(sort_mod, "device_shape", lambda dev, kb, ib: s)
+        for kind in ("cpu", "gpu"):
+            monkeypatch.setitem(sort_mod.LOCAL_ON, kind, False)
+            monkeypatch.setitem(sort_mod.VEC_ON, kind, False)
     return request.param
 
 
@@ -193,17 +196,23 @@ def test_rows_sorted_whole_or_a_group_a_row_agree(queue):
         assert same_bits(vals.get(), np.take_along_axis(h, want, 1)), own
 
 
-#: plans of the sort in __local memory: the device's (taken on CPUs too), few rows a group
-#: (groups of at most 64 entries), one work-item a group, an odd work-group size
+#: the one-launch sorts of rows: in __local memory with the device's plan (taken on CPUs
+#: too), few rows a group (groups of at most 64 entries), one work-item a group, an odd
+#: work-group size; and 8 rows a work-item in vector lanes (taken on GPUs too)
 LOCAL = {"device": None, "small-groups": ("group", 64), "one-item": ("wg", 1),
-         "odd-wg": ("wg", 7)}
+         "odd-wg": ("wg", 7), "vector-lanes": ("vec", 0)}
 
 
 @pytest.fixture(params=list(LOCAL))
 def local(request, monkeypatch):
-    monkeypatch.setitem(sort_mod.LOCAL_ON, "cpu", True)
-    monkeypatch.setitem(sort_mod.LOCAL_ON, "gpu", True)
     how = LOCAL[request.param]
+    vec = bool(how and how[0] == "vec")
+    for kind in ("cpu", "gpu"):
+        monkeypatch.setitem(sort_mod.LOCAL_ON, kind, not vec)
+        monkeypatch.setitem(sort_mod.VEC_ON, kind, vec)
+    if vec:  # every row count, 1..7 rows of any length too
+        plan = sort_mod.vec_plan
+        monkeypatch.setattr(sort_mod, "vec_plan", lambda *a, **k: plan(*a, force=True))
     if how and how[0] == "group":
         monkeypatch.setitem(sort_mod.GROUP_ELEMENTS, "cpu", how[1])
         monkeypatch.setitem(sort_mod.GROUP_ELEMENTS, "gpu", how[1])
@@ -216,10 +225,11 @@ def local(request, monkeypatch):
 
 @pytest.mark.parametrize("dt", DTYPES)
 def test_rows_in_local_memory_in_numpys_stable_order(queue, local, dt):
-    """The one-launch sort of rows in __local memory (rows padded to a power of two, several
-    a group, a bitonic network of (key, index) pairs) for every key dtype: NaN, +-0 (the
-    values' own bits), ties across a row, odd lengths, both directions, sort and argsort."""
-    for rows, cols in ((1, 2), (1, 1000), (3, 7), (9, 257), (301, 13), (2, 4096)):
+    """The one-launch sorts of rows (padded to a power of two; a bitonic network of (key,
+    index) pairs in __local memory, several rows a group, or 8 rows a work-item in vector
+    lanes) for every key dtype: NaN, +-0 (the values' own bits), ties across a row, odd
+    lengths, row counts not a multiple of 8, both directions, sort and argsort."""
+    for rows, cols in ((1, 2), (1, 1000), (3, 7), (9, 257), (301, 13), (2, 4096), (17, 64)):
         h = data(dt, rows * cols, seed=rows + cols).reshape(rows, cols)
         x = cla.to_device(queue, h)
         for desc in (False, True):
@@ -245,9 +255,10 @@ def test_rows_in_local_memory_at_offsets_and_in_3d(queue, local):
 
 
 def test_which_sorts_go_through_local_memory(monkeypatch):
-    """The plan: GPUs take rows up to LOCAL_MAX that fit __local memory (64-bit keys need
-    twice the room), several short rows a group while groups stay enough to fill the device,
-    8 entries a work-item; CPUs only when forced (their group is one core's serial run)."""
+    """The plans: GPUs take rows up to LOCAL_MAX that fit __local memory (64-bit keys need
+    more room), several short rows a group while groups stay enough to fill the device, 8
+    entries a work-item; CPUs 8 rows a work-item in vector lanes (a group's serial run of the
+    __local network only when forced), not for a few rows longer than 1024."""
     monkeypatch.setattr(sort_mod, "_facts", lambda dev: (False, 48 * 1024, 132, 1024))
     plan = sort_mod.local_plan
     assert plan(None, 4, 65536, 256) == (8, 8, 256)
@@ -260,6 +271,16 @@ def test_which_sorts_go_through_local_memory(monkeypatch):
     monkeypatch.setattr(sort_mod, "_facts", lambda dev: (True, 1 << 20, 2, 4096))
     assert plan(None, 4, 65536, 256) is None
     assert plan(None, 4, 65536, 256, force=True) == (8, 16, 256)
+    # CPUs: 8 rows a work-item in vector lanes, 64 (96 for 64-bit keys) bytes an entry
+    vec = sort_mod.vec_plan
+    assert vec(None, 4, 65536, 256) == (8, 1) and vec(None, 8, 9, 4096) == (12, 1)
+    assert vec(None, 4, 1, 1000) == (10, 1)
+    assert vec(None, 4, 3, 4096) is None  # a few long rows: the passes
+    assert vec(None, 4, 3, 4096, force=True) == (12, 1)
+    monkeypatch.setattr(sort_mod, "_facts", lambda dev: (True, 256 * 1024, 2, 8192))
+    assert vec(None, 4, 64, 4096) is None and vec(None, 4, 64, 2048) == (11, 1)
+    monkeypatch.setattr(sort_mod, "_facts", lambda dev: (False, 48 * 1024, 132, 1024))
+    assert vec(None, 4, 65536, 256) is None
 
 
 def test_bench_op_sort(info):

@@ -1,7 +1,8 @@
-"""Sorts along rows (#42): the one-launch __local sort of rows (clt_sort_rows_local, and the
-CPUs' vector kernel) beside the radix passes, over the plans it could take (elements a group,
-work-group caps), and torch.sort(dim=1) on a CUDA device, one process, per call in blocks.
-Every plan's answer is checked against numpy's stable order before it is timed.
+"""Sorts along rows (#42): the one-launch sorts of rows — in __local memory
+(clt_sort_rows_local, over the plans it could take: elements a group, work-group caps) and 8
+rows a work-item in vector lanes (clt_sort_rows_vec) — beside the radix passes, whatever the
+device's kind would take, and torch.sort(dim=1) on a CUDA device (else numpy's sort), one
+process, per call in blocks. Every answer is checked against numpy's stable order first.
 
     python scripts/experiments/sort_rows_ab.py --device 1 --shapes 65536x256,4096x4096
     python scripts/experiments/sort_rows_ab.py --device NVIDIA --group 1024,2048,4096 --wg 256,1024
@@ -33,6 +34,7 @@ def main() -> int:
     ap.add_argument("--dtypes", default="float32")
     ap.add_argument("--group", default="", help="elements a group to try (GPU plans)")
     ap.add_argument("--wg", default="", help="work-group caps to try")
+    ap.add_argument("--paths", default="local,vec,radix", help="which sorts to time")
     ap.add_argument("--calls", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=5)
     a = ap.parse_args()
@@ -41,7 +43,7 @@ def main() -> int:
     q = cl.CommandQueue(ctx, dev)
     torch = cuda_torch()
     kind = "cpu" if dev.type & cl.device_type.CPU else "gpu"
-    S.LOCAL_ON[kind] = True  # the __local sort measured on CPUs too
+    on = {"local": (True, False), "vec": (False, True), "radix": (False, False)}
     print(f"# {dev.name} | {dev.platform.version} | torch {'yes' if torch else 'no'}")
     rng = np.random.default_rng(0)
     orig_plan, orig_group = S.local_plan, dict(S.GROUP_ELEMENTS)
@@ -62,7 +64,9 @@ def main() -> int:
                 us = per_call_us(q.finish, lambda: cltune.sort(x), a.calls, a.repeats)  # noqa: B023
                 line.append(f"{label} {us:.1f}")
 
-            plans = [("default", None, None)]
+            S.LOCAL_ON[kind], S.VEC_ON[kind] = on["local"]
+            paths = a.paths.split(",")
+            plans = [("local", None, None)] if "local" in paths else []
             for g in [int(v) for v in a.group.split(",") if v] or [0]:
                 for w in [int(v) for v in a.wg.split(",") if v] or [0]:
                     if g or w:
@@ -74,21 +78,23 @@ def main() -> int:
                 p = S.local_plan(dev, 8 if np.dtype(dt).itemsize == 8 else 4, rows, cols)
                 if w and p is not None:
                     S.local_plan = lambda *_a, p=p, w=w: (p[0], p[1], min(p[2], w))
-                tag = label + (f"{p}" if p and label == "default" else "")
+                tag = label + (f"{p}" if p and label == "local" else "")
                 timed(tag)
                 S.local_plan = orig_plan
             S.GROUP_ELEMENTS.update(orig_group)
-            S.local_plan = lambda *_a: None
-            timed("radix")
-            S.local_plan = orig_plan
+            for mode in [m for m in ("vec", "radix") if m in paths]:
+                S.LOCAL_ON[kind], S.VEC_ON[kind] = on[mode]
+                timed(mode)
             if torch is not None:
                 t = torch.from_numpy(h).cuda()
                 us = per_call_us(torch.cuda.synchronize, lambda t=t: torch.sort(t, dim=1),
                                  a.calls, a.repeats)
                 line.append(f"torch {us:.1f}")
             else:
-                us = per_call_us(lambda: None, lambda h=h: np.sort(h, -1), 1, 3)
-                line.append(f"numpy {us:.1f}")
+                for kind_ in ("quicksort", "stable"):
+                    us = per_call_us(lambda: None, lambda h=h, k=kind_: np.sort(h, -1, kind=k),
+                                     1, 3)
+                    line.append(f"numpy-{kind_} {us:.1f}")
             print(" | ".join(line), "(us per call)", flush=True)
     return 0
 

@@ -12,11 +12,12 @@ scan of the histograms, a stable scatter), the lowest first. Along the last axis
 own bits are sorted last, so every row comes out sorted in place. The values come back by
 their indices, so the output holds the input's exact bits (-0.0, NaN payloads).
 
-On GPUs, rows of up to LOCAL_MAX elements (and whole arrays that short) are sorted in one
-launch instead, each in its group's __local memory (clt_sort_rows_local: the (key, index)
-pairs through a bitonic network, several short rows a group): measured on an H100 3-12x
-faster than the passes, and 1.9-3.0x torch.sort(dim=1) for rows of 64-256 (docs/benchmarks.md).
-On CPUs, where a group is one core's serial run of that network, the passes are faster.
+Rows of up to LOCAL_MAX elements (and whole arrays that short) are sorted in one launch
+instead, (key, index) pairs through a bitonic network: on GPUs in each group's __local memory
+(clt_sort_rows_local, several short rows a group; H100: 3-26x the passes, 1.7-4.0x
+torch.sort(dim=1) for rows of 16-256, 0.6-0.8x for 1024-4096), on CPUs 8 rows a work-item in
+the lanes of vectors (clt_sort_rows_vec; 4-27x the passes, ahead of numpy's quicksort from
+rows of 1024 and of its stable sort everywhere: docs/benchmarks.md).
 
 The shape is the device's (not tuned yet): CPUs take 8-bit digits and one work-item a chunk,
 GPUs 4-bit digits in groups of 128. The program is vetted in the device's worker before this
@@ -115,6 +116,9 @@ class _Program:
         self.rows_local = prg.clt_sort_rows_local
         self.rows_wg = self.rows_local.get_work_group_info(
             cl.kernel_work_group_info.WORK_GROUP_SIZE, dev)
+        self.rows_vec = prg.clt_sort_rows_vec
+        self.rows_vec.set_scalar_arg_dtypes([None, _U64, _U64, _U32, _U32, key, None, None,
+                                             _U32, _U32, None])
         self.rows_local.set_scalar_arg_dtypes([None, _U64, _U64, _U32, _U32, _U32, key, None,
                                                None, _U32, _U32, None])
 
@@ -155,6 +159,8 @@ GROUP_ELEMENTS = {"gpu": 2048, "cpu": 4096}
 #: the devices whose rows go through __local memory: GPUs; not CPUs, where a group is one
 #: core's serial run of the network (measured 1.5-5x slower than the radix passes there)
 LOCAL_ON = {"gpu": True, "cpu": False}
+#: the devices whose rows are sorted 8 a work-item in vector lanes (clt_sort_rows_vec): CPUs
+VEC_ON = {"gpu": False, "cpu": True}
 #: the longest row sorted in __local memory (beyond, the radix passes)
 LOCAL_MAX = 4096
 
@@ -184,6 +190,23 @@ def local_plan(dev: cl.Device, key_bytes: int, rows: int, row_len: int, *,
     wg = 1 << min(max(1, r * p // 8).bit_length() - 1, max_wg.bit_length() - 1,
                   8 if cpu else 10)
     return log_p, r, max(1, wg)
+
+
+def vec_plan(dev: cl.Device, key_bytes: int, rows: int, row_len: int, *,
+             force: bool = False) -> tuple[int, int] | None:
+    """(log2 of the padded row P, work-items a group) that sort `rows` rows of `row_len` 8 a
+    work-item in vector lanes (clt_sort_rows_vec: CPUs), or None where a work-item's rows do
+    not fit the group's __local memory or the device's kind does not take this path."""
+    if rows < 1 or row_len < 2 or row_len > LOCAL_MAX:
+        return None
+    cpu, local_mem, _, _ = _facts(dev)
+    if not (force or VEC_ON["cpu" if cpu else "gpu"] and (rows >= 8 or row_len <= 1024)):
+        return None  # (fewer than 8 long rows: the passes beat a network in one lane of 8)
+    log_p = (row_len - 1).bit_length()
+    per_item = (1 << log_p) * 8 * (12 if key_bytes == 8 else 8)
+    if per_item > local_mem - 1024:
+        return None
+    return log_p, 1
 
 
 _FACTS: dict[int, tuple[bool, int, int, int]] = {}
@@ -331,9 +354,48 @@ def _rows_local(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, desce
     return out, pos
 
 
-def _plan_for(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int,
-              ) -> tuple[int, int, int] | None:
-    return local_plan(q.device, 8 if _key_dtype(x).itemsize == 8 else 4, rows, row_len)
+def _rows_vec(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending: bool,
+              plan: tuple[int, int], want_out: bool, want_pos: bool,
+              shape: tuple | None = None, vet: bool = True,
+              ) -> tuple[cla.Array | None, cla.Array | None]:
+    """(sorted values, int64 positions within each row) of x's rows, each as asked, in one
+    launch of clt_sort_rows_vec (`plan`: vec_plan's)."""
+    dt = _key_dtype(x)
+    prg, _ = _program(q, dt, False, shape, vet)
+    log_p, wg = plan
+    flip = ((1 << (8 * dt.itemsize)) - 1) if descending else 0
+    alloc = _allocator(q, x)
+    out = empty_result(q, x.shape, x.dtype, "C", alloc) if want_out else None
+    pos = empty_result(q, x.shape, _I64, "C", alloc) if want_pos else None
+    dummy = (out if out is not None else pos).data
+    items = _cdiv(rows, 8)
+    groups = _cdiv(items, wg)
+    k = prg.rows_vec
+    with prg.lock:
+        k.set_args(x.base_data, x.offset // x.dtype.itemsize, rows, row_len, log_p, flip,
+                   out.data if out is not None else dummy, pos.data if pos is not None else dummy,
+                   int(want_out), int(want_pos),
+                   cl.LocalMemory(wg * (64 << log_p) * (12 if dt.itemsize == 8 else 8) // 8))
+        ev = cl.enqueue_nd_range_kernel(q, k, (groups * wg,), (wg,),
+                                        wait_for=[e for e in x.events if e is not None] or None)
+    for a in (out, pos):
+        if a is not None:
+            a.add_event(ev)
+    return out, pos
+
+
+def _rows_sorted(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending: bool,
+                 want_out: bool, want_pos: bool) -> tuple[Any, Any] | None:
+    """x's rows sorted in one launch where they fit a group (GPUs: __local memory; CPUs:
+    vector lanes): (values, positions) as asked, else None (the radix passes)."""
+    kb = 8 if _key_dtype(x).itemsize == 8 else 4
+    plan = local_plan(q.device, kb, rows, row_len)
+    if plan is not None:
+        return _rows_local(q, x, rows, row_len, descending, plan, want_out, want_pos)
+    vplan = vec_plan(q.device, kb, rows, row_len)
+    if vplan is not None:
+        return _rows_vec(q, x, rows, row_len, descending, vplan, want_out, want_pos)
+    return None
 
 
 def _values(q: cl.CommandQueue, s: _Sorted, x: cla.Array) -> cla.Array:
@@ -417,9 +479,9 @@ def sort(x: Any, axis: int | None = -1, descending: bool = False, stable: bool =
     xx, q, rows, row_len = _prepare(x, queue, axis, "sort")
     if xx.size < 2:
         return xx.copy(queue=q)
-    plan = _plan_for(q, xx, rows, row_len)
-    if plan is not None:
-        return _rows_local(q, xx, rows, row_len, bool(descending), plan, True, False)[0]
+    done = _rows_sorted(q, xx, rows, row_len, bool(descending), True, False)
+    if done is not None:
+        return done[0]
     return _values(q, _order(q, xx, rows, row_len, bool(descending), want_idx=False), xx)
 
 
@@ -431,9 +493,9 @@ def argsort(x: Any, axis: int | None = -1, descending: bool = False, stable: boo
     shape = xx.shape
     if xx.size < 2:
         return cla.zeros(q, shape, np.int64)
-    plan = _plan_for(q, xx, rows, row_len)
-    if plan is not None:
-        return _rows_local(q, xx, rows, row_len, bool(descending), plan, False, True)[1]
+    done = _rows_sorted(q, xx, rows, row_len, bool(descending), False, True)
+    if done is not None:
+        return done[1]
     s = _order(q, xx, rows, row_len, bool(descending))
     _, pos, _ = _gather(q, s.prg, s.idx, xx.size, row_len if rows > 1 else 0, None, True,
                         [] if in_order(q) else s.waits)
@@ -486,8 +548,9 @@ def check_sort(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: An
                dt_str: str, idx64: bool, shape: tuple[int, int, int, int]) -> str:
     """Vetting's check (isolation.vetting.checked, in the device's worker): this build sorts
     20011 values with ties, extremes (and NaN, +-0, +-inf for floats) ascending and
-    descending, 7 rows of 1301 (by the passes, and in __local memory), a row at an offset and
-    many short rows in __local memory, as numpy's stable argsort orders them."""
+    descending, 7 rows of 1301 (by the passes, in __local memory and in vector lanes), a row
+    at an offset and many short rows both one-launch ways, as numpy's stable argsort orders
+    them."""
     dt = np.dtype(dt_str)
     rng = np.random.default_rng(7)
     if dt.kind == "f":
@@ -524,7 +587,7 @@ def check_sort(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: An
                 return f"the sorted values of {how} are not numpy's"
     rows = x[:7 * 1301].reshape(7, 1301)
     want = np.stack([reference_order(r, False) for r in h[:7 * 1301].reshape(7, 1301)])
-    # rows in __local memory (whichever path this device's calls take): 7 rows of 1301, a row
+    # rows in one launch, both ways (whichever this device's calls take): 7 rows of 1301, a row
     # of 1000 at an offset, 301 rows of 13 many a group; values by bits and positions
     kb = 8 if dt.itemsize == 8 else 4
     for v, r, c in ((rows, 7, 1301), (x[11:1011], 1, 1000),
@@ -534,13 +597,19 @@ def check_sort(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: An
             plan = local_plan(dev, kb, r, c, force=True)
             if plan is None:  # rows longer than this device's __local memory holds
                 continue
-            vals, pos = _rows_local(queue, v, r, c, desc, plan, True, True, shape, vet=False)
             w = np.stack([reference_order(row, desc) for row in hv])
-            if not np.array_equal(pos.get().reshape(r, c), w):
-                return f"the sort of {r} rows of {c} {dt.name} in __local memory is not numpy's"
-            if vals.get().tobytes() != np.take_along_axis(hv, w, axis=1).tobytes():
-                return (f"the sorted values of {r} rows of {c} {dt.name} in __local memory are "
-                        "not numpy's")
+            vplan = vec_plan(dev, kb, r, c, force=True)
+            for how, done in (("in __local memory", _rows_local(
+                    queue, v, r, c, desc, plan, True, True, shape, vet=False)),
+                    ("in vector lanes", None if vplan is None else _rows_vec(
+                        queue, v, r, c, desc, vplan, True, True, shape, vet=False))):
+                if done is None:
+                    continue
+                vals, pos = done
+                if not np.array_equal(pos.get().reshape(r, c), w):
+                    return f"the sort of {r} rows of {c} {dt.name} {how} is not numpy's"
+                if vals.get().tobytes() != np.take_along_axis(hv, w, axis=1).tobytes():
+                    return f"the sorted values of {r} rows of {c} {dt.name} {how} are not numpy's"
     for own in (False, True):  # sorted whole then by rows, and a group a row
         s = _order(queue, rows, 7, 1301, False, shape, vet=False, idx64=idx64, own_rows=own)
         _, pos, _ = _gather(queue, s.prg, s.idx, rows.size, 1301, None, True, s.waits)
