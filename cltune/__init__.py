@@ -45,6 +45,7 @@ _API = {
        ("copy_if", "partition", "remove_if", "unique")},
     "nonzero": "cltune.families.scan.nonzero",
     **{name: "cltune.families.scan.sort" for name in ("argsort", "sort", "sort_by_key")},
+    "RadixSort": "cltune.families.scan.radix_sort",
     **{name: "cltune.families.scan.generic" for name in
        ("ExclusiveScanKernel", "GenericScanKernel", "InclusiveScanKernel")},
     "use_in_pyopencl": "cltune.dropin.switch",

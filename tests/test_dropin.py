@@ -27,6 +27,7 @@ from cltune.families.scan.generic import GenericScanKernel
 def _theirs() -> dict[str, object]:
     return {"rk": pred.ReductionKernel, "scan": pscan.GenericScanKernel,
             "alg_scan": alg.GenericScanKernel, "radix": alg.RadixSort.__init__.__defaults__,
+            "radix_class": alg.RadixSort,
             "inner": pscan.ScanTemplate.build_inner.__defaults__}
 
 
@@ -39,7 +40,8 @@ def test_the_switch_swaps_nests_and_restores():
         assert pred.ReductionKernel is ReductionKernel
         assert pscan.GenericScanKernel is GenericScanKernel
         assert alg.GenericScanKernel is GenericScanKernel
-        assert GenericScanKernel in alg.RadixSort.__init__.__defaults__
+        assert alg.RadixSort is cltune.RadixSort  # and one built before runs on our scan:
+        assert GenericScanKernel in before["radix_class"].__init__.__defaults__
         with cltune.use_in_pyopencl():  # nested: the inner end keeps the outer block's swap
             pass
         assert pred.ReductionKernel is ReductionKernel

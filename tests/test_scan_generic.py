@@ -137,9 +137,10 @@ def test_statements_as_pyopencl_takes_them(ctx, queue, h):
     assert np.array_equal(y.get(), np.cumsum(h))
     keys = np.random.default_rng(5).integers(0, 2**31 - 1, 20011).astype(np.int32)
     vals = np.arange(keys.size, dtype=np.int32)
-    with cltune.use_in_pyopencl():  # RadixSort's default scan_kernel is swapped too
-        rs = alg.RadixSort(ctx, "int *ary, int *v", key_expr="ary[i]",
-                           sort_arg_names=["ary", "v"])
+    theirs = alg.RadixSort  # pyopencl's class, as an application imported it before
+    with cltune.use_in_pyopencl():  # its default scan_kernel is swapped too (and the name
+        assert alg.RadixSort is cltune.RadixSort  # is cltune's sort: test_scan_radix_sort)
+        rs = theirs(ctx, "int *ary, int *v", key_expr="ary[i]", sort_arg_names=["ary", "v"])
         assert isinstance(rs.scan_kernel, cltune.GenericScanKernel)
         (srt, perm), _ = rs(cla.to_device(queue, keys), cla.to_device(queue, vals),
                             key_bits=31)

@@ -7,7 +7,9 @@ scan pyopencl builds is cltune's —
   out, so no kernel of one kind is served as the other);
 - `pyopencl.scan`'s `GenericScanKernel`, `InclusiveScanKernel`, `ExclusiveScanKernel`, and so
   `pyopencl.array.cumsum` and `pyopencl.algorithm`'s `copy_if`, `remove_if`, `partition`,
-  `unique`, `RadixSort` and `ListOfListsBuilder`.
+  `unique` and `ListOfListsBuilder`;
+- `pyopencl.algorithm.RadixSort` (cltune.families.scan.radix_sort: its keys once, then
+  cltune's stable sort; a RadixSort built before the switch runs its passes on cltune's scan).
 
     >>> with cltune.use_in_pyopencl():        # a block
     ...     total = cla.sum(x)
@@ -32,6 +34,7 @@ from cltune.families.scan.generic import (
     GenericScanKernel,
     InclusiveScanKernel,
 )
+from cltune.families.scan.radix_sort import RadixSort
 
 #: the environment variable that turns the switch on for the whole process
 ENV = "CLTUNE_PYOPENCL"
@@ -50,6 +53,8 @@ def _targets() -> list[tuple[Any, str, Any]]:
     ours = {"GenericScanKernel": GenericScanKernel, "InclusiveScanKernel": InclusiveScanKernel,
             "ExclusiveScanKernel": ExclusiveScanKernel}
     out = [(m, n, ours[n]) for m in (pscan, alg) for n in ours if hasattr(m, n)]
+    if hasattr(alg, "RadixSort"):
+        out.append((alg, "RadixSort", RadixSort))
     out.append((pred, "ReductionKernel", ReductionKernel))
     # functions that bound pyopencl's GenericScanKernel as a default argument when pyopencl
     # was imported: ScanTemplate.build_inner, RadixSort's constructor (its `scan_kernel=`)

@@ -58,7 +58,7 @@ _programs: ContextCache[Any] = ContextCache()
 _HOST = text_hash(Path(__file__).read_text())
 
 
-def _code(text: Any, what: str) -> str:
+def macro_body(text: Any, what: str) -> str:
     """An expression as a macro body, as pyopencl takes it (`_process_code_for_macro`): its
     `//CL//` markers dropped, any other `//` comment refused (a macro body is one line)."""
     if not isinstance(text, str):
@@ -162,11 +162,11 @@ class GenericScanKernel:
             "#define CLT_HAVE_USER 1",
             f"typedef {dtype_to_ctype(self.dtype)} clt_scan_t;",
             f"typedef {dtype_to_ctype(self.index_dtype)} clt_index_t;",
-            f"#define CLT_NEUTRAL ({_code(neutral, 'neutral')})",
-            f"#define CLT_INPUT(i) ({_code(input_expr, 'input_expr')})",
-            f"#define CLT_SCAN(a, b, across_seg_boundary) ({_code(scan_expr, 'scan_expr')})",
+            f"#define CLT_NEUTRAL ({macro_body(neutral, 'neutral')})",
+            f"#define CLT_INPUT(i) ({macro_body(input_expr, 'input_expr')})",
+            f"#define CLT_SCAN(a, b, across_seg_boundary) ({macro_body(scan_expr, 'scan_expr')})",
             *(["#define CLT_SEGMENTED 1",
-               f"#define CLT_SEG_START(i, a) ({_code(seg, 'is_segment_start_expr')})"]
+               f"#define CLT_SEG_START(i, a) ({macro_body(seg, 'is_segment_start_expr')})"]
               if seg else []),
             "#define CLT_FETCH(i) " + " ".join(fetch),
             # the output statement in a function of the user's arguments (the kernel passes

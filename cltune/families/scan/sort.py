@@ -43,7 +43,7 @@ from cltune.opencl.events import in_order
 from cltune.opencl.pools import pool_for
 from cltune.opencl.sources import kernel_file, text_hash
 
-__all__ = ["argsort", "sort", "sort_by_key"]
+__all__ = ["argsort", "sort", "sort_by_key", "stable_positions"]
 
 #: CLT_SORT_TYPE of each key dtype (kernels/sort.cl; bool sorts as uint8)
 TYPE_CODES = {np.dtype(t): i for i, t in enumerate(
@@ -254,13 +254,15 @@ def _blocks(n: int, q: cl.CommandQueue) -> int:
 
 def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending: bool,
            shape: tuple | None = None, vet: bool = True, want_idx: bool = True,
-           idx64: bool | None = None, own_rows: bool | None = None) -> _Sorted:
+           idx64: bool | None = None, own_rows: bool | None = None,
+           key_bits: int | None = None) -> _Sorted:
     """x's n elements sorted (within each row of row_len when rows > 1; the indices moved
     along where `want_idx` or the rows' passes read them). Rows enough to fill the device
     (`own_rows`, by default from the shape) are each a group's chunk, sorted in place by their
     own histograms; fewer rows are sorted whole, then by their own bits. `idx64` (tests)
-    forces 64-bit indices and offsets (2^32 elements or more take them anyway)."""
-    n = x.size
+    forces 64-bit indices and offsets (2^32 elements or more take them anyway); `key_bits`: only
+    the keys' lowest bits are sorted (unsigned keys whose higher bits are zero)."""
+    n, sort_bits = x.size, key_bits
     dt = _key_dtype(x)
     idx64 = n >= 1 << 32 if idx64 is None else bool(idx64)
     prg, (wg, items, bits, per_cu) = _program(q, dt, idx64, shape, vet)
@@ -288,7 +290,7 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
         groups = _cdiv(n, chunk)
     hist = alloc(radix * groups * ib)
     special = alloc(4)
-    passes = [(s, 0) for s in range(0, key_bits, bits)]
+    passes = [(s, 0) for s in range(0, min(key_bits, sort_bits or key_bits), bits)]
     if rows > 1 and not own_rows:
         want_idx = True  # the rows' passes read each element's row from its index
         passes += [(s, row_len) for s in range(0, (rows - 1).bit_length(), bits)]
@@ -533,6 +535,22 @@ def sort_by_key(keys: Any, values: Any, descending: bool = False, *,
         waits += s.waits
     vs, _, _ = _gather(q, s.prg, s.idx, kk.size, 0, values, False, waits)
     return ks, vs
+
+
+def stable_positions(q: cl.CommandQueue, keys: cla.Array, key_bits: int | None = None,
+                     ) -> cla.Array:
+    """The int64 positions that order the 1-D unsigned `keys` stably (ascending), sorting only
+    their lowest `key_bits` bits where the radix passes run (the higher ones zero): the
+    drop-in RadixSort's order (cltune.families.scan.radix_sort)."""
+    n = keys.size
+    if n < 2:
+        return cla.zeros(q, (n,), np.int64)
+    done = _rows_sorted(q, keys, 1, n, False, False, True)
+    if done is not None:
+        return done[1]
+    s = _order(q, keys, 1, n, False, key_bits=key_bits)
+    _, pos, _ = _gather(q, s.prg, s.idx, n, 0, None, True, [] if in_order(q) else s.waits)
+    return pos
 
 
 def reference_order(h: np.ndarray, descending: bool) -> np.ndarray:
