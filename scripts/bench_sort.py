@@ -2,7 +2,8 @@
 """Sorting side by side in one process (#42): `cltune.sort` (and `sort_by_key` with --pairs) of
 1-D arrays and along the rows of 2-D ones against `numpy.sort` on the host (kind="stable", and
 its default: the fastest, not stable), pyopencl's `RadixSort` (uint32 keys: the only kind it
-sorts by bits) and, when importable on CUDA, `torch.sort` (stable), each in blocks of its
+sorts by bits; beside it cltune.RadixSort, the drop-in with the same call, and the ratio
+`pyopencl_vs_radixsort`) and, when importable on CUDA, `torch.sort` (stable), each in blocks of its
 own; per call in µs (wall of --calls back-to-back calls, one wait a block, medians of
 --repeats blocks), Gkeys/s, and the device copy of the keys as the ceiling. Every answer is
 checked against numpy first.
@@ -61,6 +62,9 @@ def main() -> None:
 
         rs = RadixSort(ctx, "__global unsigned *k", key_expr="k[i]", sort_arg_names=["k"],
                        key_dtype=np.uint32)
+        # cltune's drop-in with the same constructor and call
+        crs = cltune.RadixSort(ctx, "__global unsigned *k", key_expr="k[i]",
+                               sort_arg_names=["k"], key_dtype=np.uint32)
     print(f"device: {info.name}; torch: {torch.__version__ if torch else 'no'}; us per call "
           f"(medians of {a.repeats} blocks of {a.calls})")
     rows = []
@@ -86,6 +90,11 @@ def main() -> None:
                 assert np.array_equal(srt.get(), np.sort(h))
                 row["pyopencl_us"] = per_call_us(q.finish, lambda: rs(x, key_bits=32), 1,
                                                a.repeats)
+                (srt,), _ = crs(x, key_bits=32)
+                assert np.array_equal(srt.get(), np.sort(h))
+                row["radixsort_us"] = per_call_us(q.finish, lambda: crs(x, key_bits=32),
+                                                  a.calls, a.repeats)
+                row["pyopencl_vs_radixsort"] = row["pyopencl_us"] / row["radixsort_us"]
             if torch is not None:
                 try:  # torch sorts no unsigned type wider than uint8
                     xt = torch.from_numpy(h).cuda()

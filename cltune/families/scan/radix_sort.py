@@ -47,12 +47,14 @@ from pyopencl.tools import (
 )
 
 from cltune.core.serving import CltuneWarning
+from cltune.core.shapes import empty_result
 from cltune.device.select import info_for
 from cltune.families.scan.generic import macro_body
 from cltune.families.scan.sort import stable_positions
 from cltune.isolation.vetting import NoConfigRuns, checked
 from cltune.opencl.build import compile_program
 from cltune.opencl.caches import ContextCache
+from cltune.opencl.pools import pool_for
 from cltune.opencl.sources import text_hash
 
 __all__ = ["RadixSort"]
@@ -214,7 +216,8 @@ class RadixSort:
         queue = queue or first.queue
         if queue is None:
             raise TypeError("no queue: pass queue= (the arrays have none)")
-        allocator = allocator if allocator is not None else first.allocator
+        if allocator is None:  # the array's, else the queue's pool (a buffer freed after
+            allocator = first.allocator or pool_for(queue)  # every call syncs NVIDIA's driver)
         if key_bits is None:
             key_bits = 8 * self.key_dtype.itemsize
         key_bits = int(key_bits)
@@ -231,11 +234,11 @@ class RadixSort:
         bits, mask = self._mask(key_bits)
         self._vet_s = 2e-7 * n  # the serial walk and the copies take time in proportion
         b = self._built(queue.device, lambda: (list(args), n))
-        keys = cla.empty(queue, (n,), self._ukey, allocator=allocator)
+        keys = empty_result(queue, (n,), self._ukey, "C", allocator)
         keys.add_event(self._launch_keys(b, queue, inv, n, mask, keys, waits))
         pos = stable_positions(queue, keys, bits)
-        outs = tuple(cla.take(by_name[nm], pos, queue=queue, out=cla.empty(
-            queue, (n,), by_name[nm].dtype, allocator=allocator)) for nm in names)
+        outs = tuple(cla.take(by_name[nm], pos, queue=queue, out=empty_result(
+            queue, (n,), by_name[nm].dtype, "C", allocator)) for nm in names)
         return outs, cl.enqueue_marker(queue, wait_for=[e for o in outs for e in o.events])
 
 
