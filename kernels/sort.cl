@@ -659,3 +659,20 @@ __kernel void clt_sort_rows_vec(__global const in_t *x, const ulong x_off, const
         }
     }
 }
+
+/* A batched transpose of P x Q, words of N bytes: out[(a Q + q) P + p] = in[ioff + (a P + p) Q
+ * + q] (a sort along an axis that is not the last: the axis made the rows', and the answer
+ * put back) */
+#define CLT_SORT_TRANSPOSE(N, T)                                                                  \
+    __kernel void clt_sort_transpose##N(__global const T *in, const ulong ioff, __global T *out, \
+                                        const ulong P, const ulong Q, const ulong total) {       \
+        const ulong pq = P * Q;                                                                   \
+        for (ulong g = get_global_id(0); g < total; g += get_global_size(0)) {                    \
+            const ulong a = g / pq, r = g - a * pq, q = r / P, p = r - q * P;                     \
+            out[g] = in[ioff + (a * P + p) * Q + q];                                              \
+        }                                                                                         \
+    }
+CLT_SORT_TRANSPOSE(1, uchar)
+CLT_SORT_TRANSPOSE(2, ushort)
+CLT_SORT_TRANSPOSE(4, uint)
+CLT_SORT_TRANSPOSE(8, ulong)

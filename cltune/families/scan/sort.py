@@ -116,6 +116,9 @@ class _Program:
         self.rows_local = prg.clt_sort_rows_local
         self.rows_wg = self.rows_local.get_work_group_info(
             cl.kernel_work_group_info.WORK_GROUP_SIZE, dev)
+        self.transpose = {n: getattr(prg, f"clt_sort_transpose{n}") for n in (1, 2, 4, 8)}
+        for k in self.transpose.values():
+            k.set_scalar_arg_dtypes([None, _U64, None, _U64, _U64, _U64])
         self.rows_vec = prg.clt_sort_rows_vec
         self.rows_vec.set_scalar_arg_dtypes([None, _U64, _U64, _U32, _U32, key, None, None,
                                              _U32, _U32, None])
@@ -437,7 +440,8 @@ def _gather(q: cl.CommandQueue, prg: _Program, order: Any, n: int, row_len: int,
 
 def _prepare(x: Any, queue: cl.CommandQueue | None, axis: Any, what: str,
              ) -> tuple[cla.Array, cl.CommandQueue, int, int]:
-    """(x as a contiguous device array, queue, rows, row length) for a sort along `axis`."""
+    """(x as a contiguous device array, queue, rows, row length, the axis: None flattened)
+    for a sort along `axis`."""
     if isinstance(x, np.ndarray):
         if queue is None:
             raise TypeError(f"{what}: a numpy input needs queue= (the device to run on)")
@@ -458,7 +462,7 @@ def _prepare(x: Any, queue: cl.CommandQueue | None, axis: Any, what: str,
     if x.size and not x.flags.c_contiguous:
         raise ValueError(f"{what} takes a C-contiguous array (copy a strided view first)")
     if axis is None:
-        return x.reshape(x.size), q, 1, x.size
+        return x.reshape(x.size), q, 1, x.size, None
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise TypeError(f"{what}: axis must be an integer or None, not {axis!r}")
     if x.ndim == 0:
@@ -466,49 +470,82 @@ def _prepare(x: Any, queue: cl.CommandQueue | None, axis: Any, what: str,
     ax = int(axis) + (x.ndim if axis < 0 else 0)
     if not 0 <= ax < x.ndim:
         raise ValueError(f"{what}: axis {axis} is out of range for {x.ndim} dimensions")
-    if ax != x.ndim - 1:
-        raise ValueError(f"{what} sorts along the last axis (or axis=None); move axis {axis} "
-                         "last first (a transposed copy)")
-    row_len = x.shape[-1]
-    return x, q, (x.size // row_len if row_len else 0), row_len
+    row_len = x.shape[ax]
+    return x, q, (x.size // row_len if row_len else 0), row_len, ax
+
+
+def _transposed(q: cl.CommandQueue, prg: _Program, x: cla.Array, a: int, p: int, b: int,
+                ) -> cla.Array:
+    """x read as a C-ordered (a, p, b) array, made (a, b, p): a new array (flat)."""
+    n = a * p * b
+    out = empty_result(q, (n,), x.dtype, "C", _allocator(q, x))
+    k = prg.transpose[x.dtype.itemsize]
+    with prg.lock:
+        k.set_args(x.base_data, x.offset // x.dtype.itemsize, out.data, p, b, n)
+        out.add_event(cl.enqueue_nd_range_kernel(
+            q, k, (_blocks(n, q) * 64,), (64,),
+            wait_for=[e for e in x.events if e is not None] or None))
+    return out
+
+
+def _along(q: cl.CommandQueue, x: cla.Array, ax: int | None, rows: int, row_len: int,
+           ) -> tuple[cla.Array, Any]:
+    """(x with the sorted axis made its rows' — a transposed copy where it is not the last —,
+    and how to put an answer of those rows back into x's shape)."""
+    if ax is None or ax == x.ndim - 1:
+        return x, lambda r: r
+    a = int(np.prod(x.shape[:ax], dtype=np.int64))
+    b = int(np.prod(x.shape[ax + 1:], dtype=np.int64))
+    prg, _ = _program(q, _key_dtype(x), False, None, True)
+    xt = _transposed(q, prg, x, a, row_len, b).reshape(rows, row_len)
+
+    def back(r: cla.Array) -> cla.Array:
+        return _transposed(q, prg, r, a, b, row_len).reshape(x.shape)
+
+    return xt, back
 
 
 def sort(x: Any, axis: int | None = -1, descending: bool = False, stable: bool = True, *,
          queue: cl.CommandQueue | None = None) -> cla.Array:
-    """x sorted along `axis` (the last, or None: flattened), a new device array of x's dtype
-    and exact bits; numpy's order (NaN last; descending: first, as torch's), always stable."""
+    """x sorted along `axis` (any; None: flattened), a new device array of x's dtype and
+    exact bits; numpy's order (NaN last; descending: first, as torch's), always stable. An
+    axis other than the last is sorted as rows of a transposed copy, put back after."""
     del stable  # every sort here is stable (torch's stable=False allows any order of ties)
-    xx, q, rows, row_len = _prepare(x, queue, axis, "sort")
+    xx, q, rows, row_len, ax = _prepare(x, queue, axis, "sort")
     if xx.size < 2:
         return xx.copy(queue=q)
-    done = _rows_sorted(q, xx, rows, row_len, bool(descending), True, False)
+    xr, back = _along(q, xx, ax, rows, row_len)
+    done = _rows_sorted(q, xr, rows, row_len, bool(descending), True, False)
     if done is not None:
-        return done[0]
-    return _values(q, _order(q, xx, rows, row_len, bool(descending), want_idx=False), xx)
+        return back(done[0])
+    return back(_values(q, _order(q, xr, rows, row_len, bool(descending), want_idx=False),
+                        xr))
 
 
 def argsort(x: Any, axis: int | None = -1, descending: bool = False, stable: bool = True, *,
             queue: cl.CommandQueue | None = None) -> cla.Array:
-    """The int64 indices that sort x along `axis` (within each row; flattened for None)."""
+    """The int64 indices that sort x along `axis` (positions along it, as numpy's argsort;
+    flattened for None)."""
     del stable
-    xx, q, rows, row_len = _prepare(x, queue, axis, "argsort")
+    xx, q, rows, row_len, ax = _prepare(x, queue, axis, "argsort")
     shape = xx.shape
     if xx.size < 2:
         return cla.zeros(q, shape, np.int64)
-    done = _rows_sorted(q, xx, rows, row_len, bool(descending), False, True)
+    xr, back = _along(q, xx, ax, rows, row_len)
+    done = _rows_sorted(q, xr, rows, row_len, bool(descending), False, True)
     if done is not None:
-        return done[1]
-    s = _order(q, xx, rows, row_len, bool(descending))
-    _, pos, _ = _gather(q, s.prg, s.idx, xx.size, row_len if rows > 1 else 0, None, True,
+        return back(done[1])
+    s = _order(q, xr, rows, row_len, bool(descending))
+    _, pos, _ = _gather(q, s.prg, s.idx, xr.size, row_len if rows > 1 else 0, None, True,
                         [] if in_order(q) else s.waits)
-    return pos.reshape(shape)
+    return back(pos.reshape(xr.shape)).reshape(shape)
 
 
 def sort_by_key(keys: Any, values: Any, descending: bool = False, *,
                 queue: cl.CommandQueue | None = None) -> tuple[cla.Array, cla.Array]:
     """(keys sorted, values in the keys' order): 1-D arrays of one length; values of any
     dtype of 1, 2, 4, 8 or 16 bytes (their bits moved as they are). Stable."""
-    kk, q, _, _ = _prepare(keys, queue, None, "sort_by_key")
+    kk, q, _, _, _ = _prepare(keys, queue, None, "sort_by_key")
     if isinstance(values, np.ndarray):
         values = cla.to_device(q, np.ascontiguousarray(values))
     if not isinstance(values, cla.Array):
@@ -568,7 +605,7 @@ def check_sort(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: An
     20011 values with ties, extremes (and NaN, +-0, +-inf for floats) ascending and
     descending, 7 rows of 1301 (by the passes, in __local memory and in vector lanes), a row
     at an offset and many short rows both one-launch ways, as numpy's stable argsort orders
-    them."""
+    them; and the transposes that sort along another axis, there and back."""
     dt = np.dtype(dt_str)
     rng = np.random.default_rng(7)
     if dt.kind == "f":
@@ -605,6 +642,15 @@ def check_sort(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: An
                 return f"the sorted values of {how} are not numpy's"
     rows = x[:7 * 1301].reshape(7, 1301)
     want = np.stack([reference_order(r, False) for r in h[:7 * 1301].reshape(7, 1301)])
+    # the batched transposes that sort along another axis: values of dt, int64 positions
+    prg, _ = _program(queue, dt, idx64, shape, vet=False)
+    for v in (x[5:5 + 3 * 17 * 29], cla.to_device(queue, np.arange(3 * 17 * 29))):
+        hv = v.get().reshape(3, 17, 29)
+        t = _transposed(queue, prg, v, 3, 17, 29)
+        if t.get().tobytes() != np.ascontiguousarray(hv.transpose(0, 2, 1)).tobytes():
+            return f"the transpose of {v.dtype.name} that sorts along an axis is wrong"
+        if _transposed(queue, prg, t, 3, 29, 17).get().tobytes() != hv.tobytes():
+            return f"the transpose of {v.dtype.name} back from the rows is wrong"
     # rows in one launch, both ways (whichever this device's calls take): 7 rows of 1301, a row
     # of 1000 at an offset, 301 rows of 13 many a group; values by bits and positions
     kb = 8 if dt.itemsize == 8 else 4
