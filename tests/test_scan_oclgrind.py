@@ -295,6 +295,15 @@ for dt in ("float32", "int64"):
             ok = np.array_equal(pos.get().reshape(rows, cols), want) and \
                 vals.get().tobytes() == np.take_along_axis(hh, want, 1).tobytes()
             out["runs"].append({how: plan, "dtype": dt, "rows": rows, "ok": bool(ok)})
+# the transposes that sort along another axis: float32 values at an offset, there and back
+prg, _ = S._program(q, np.dtype(np.float32), False, None, False)
+h = rng.standard_normal(5 + 3 * 17 * 29).astype(np.float32)
+v = cla.to_device(q, h)[5:]
+t = S._transposed(q, prg, v, 3, 17, 29)
+ok = t.get().tobytes() == np.ascontiguousarray(h[5:].reshape(3, 17, 29).transpose(0, 2, 1)
+                                               ).tobytes()
+ok = ok and S._transposed(q, prg, t, 3, 29, 17).get().tobytes() == h[5:].tobytes()
+out["runs"].append({"transpose": True, "ok": bool(ok)})
 print(MARK + json.dumps(out), flush=True)
 '''
 
@@ -302,11 +311,11 @@ print(MARK + json.dumps(out), flush=True)
 def test_sort_kernels_are_clean_under_oclgrind():
     """kernels/sort.cl's keys, histogram, scan, scatter (tiles staged through __local memory,
     and one work-item a chunk; indices moved or not), values and gather, and the one-launch
-    sorts of rows (in __local memory; in vector lanes): right order, no race, no invalid
-    access."""
+    sorts of rows (in __local memory; in vector lanes), the transposes for other axes: right
+    order, no race, no invalid access."""
     res, summary = run_marked(SORT, MARK)
     assert res.returncode == 0 and summary, res.summary()
-    assert len(summary["runs"]) == 26, summary["runs"]
+    assert len(summary["runs"]) == 27, summary["runs"]
     assert sum("vec" in r for r in summary["runs"]) == 6
     assert [r for r in summary["runs"] if not r["ok"]] == []
     assert res.reports == [], res.summary(limit=8)
