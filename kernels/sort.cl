@@ -676,3 +676,25 @@ CLT_SORT_TRANSPOSE(1, uchar)
 CLT_SORT_TRANSPOSE(2, ushort)
 CLT_SORT_TRANSPOSE(4, uint)
 CLT_SORT_TRANSPOSE(8, ulong)
+
+/* out[i] = x[x_off + pos[i]] by int64 positions (the one-launch sorts' and RadixSort's
+ * gathers): words of N bytes, or W bytes a value one byte at a time (any other size) */
+#define CLT_SORT_TAKE(N, T)                                                                       \
+    __kernel void clt_sort_take##N(__global const T *x, const ulong x_off,                        \
+                                   __global const long *pos, const ulong n, __global T *out) {    \
+        for (ulong i = get_global_id(0); i < n; i += get_global_size(0))                          \
+            out[i] = x[x_off + (ulong)pos[i]];                                                    \
+    }
+CLT_SORT_TAKE(1, uchar)
+CLT_SORT_TAKE(2, ushort)
+CLT_SORT_TAKE(4, uint)
+CLT_SORT_TAKE(8, ulong)
+CLT_SORT_TAKE(16, ulong2)
+__kernel void clt_sort_take_bytes(__global const uchar *x, const ulong x_off,
+                                  __global const long *pos, const ulong n, const ulong W,
+                                  __global uchar *out) {
+    for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+        const ulong s = x_off + (ulong)pos[i] * W;
+        for (ulong b = 0; b < W; ++b) out[i * W + b] = x[s + b];
+    }
+}

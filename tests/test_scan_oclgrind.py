@@ -304,6 +304,14 @@ ok = t.get().tobytes() == np.ascontiguousarray(h[5:].reshape(3, 17, 29).transpos
                                                ).tobytes()
 ok = ok and S._transposed(q, prg, t, 3, 29, 17).get().tobytes() == h[5:].tobytes()
 out["runs"].append({"transpose": True, "ok": bool(ok)})
+# the gathers by int64 positions: 4-byte words at an offset, 3-byte values a byte at a time
+perm = rng.permutation(300)
+pdev = cla.to_device(q, perm.astype(np.int64))
+hb = np.frombuffer(np.arange(900, dtype=np.uint8).tobytes(), "V3")
+ok = S.take(q, v[:300], pdev, None, prg).get().tobytes() == h[5:305][perm].tobytes()
+ok = ok and S.take(q, cla.to_device(q, hb), pdev, None, prg).get().tobytes() == \
+    hb[perm].tobytes()
+out["runs"].append({"take": True, "ok": bool(ok)})
 print(MARK + json.dumps(out), flush=True)
 '''
 
@@ -311,11 +319,11 @@ print(MARK + json.dumps(out), flush=True)
 def test_sort_kernels_are_clean_under_oclgrind():
     """kernels/sort.cl's keys, histogram, scan, scatter (tiles staged through __local memory,
     and one work-item a chunk; indices moved or not), values and gather, and the one-launch
-    sorts of rows (in __local memory; in vector lanes), the transposes for other axes: right
-    order, no race, no invalid access."""
+    sorts of rows (in __local memory; in vector lanes), the transposes for other axes, the
+    gathers by positions: right order, no race, no invalid access."""
     res, summary = run_marked(SORT, MARK)
     assert res.returncode == 0 and summary, res.summary()
-    assert len(summary["runs"]) == 27, summary["runs"]
+    assert len(summary["runs"]) == 28, summary["runs"]
     assert sum("vec" in r for r in summary["runs"]) == 6
     assert [r for r in summary["runs"] if not r["ok"]] == []
     assert res.reports == [], res.summary(limit=8)

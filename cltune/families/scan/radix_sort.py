@@ -50,7 +50,7 @@ from cltune.core.serving import CltuneWarning
 from cltune.core.shapes import empty_result
 from cltune.device.select import info_for
 from cltune.families.scan.generic import macro_body
-from cltune.families.scan.sort import stable_positions
+from cltune.families.scan.sort import stable_positions, take
 from cltune.isolation.vetting import NoConfigRuns, checked
 from cltune.opencl.build import compile_program
 from cltune.opencl.caches import ContextCache
@@ -237,8 +237,7 @@ class RadixSort:
         keys = empty_result(queue, (n,), self._ukey, "C", allocator)
         keys.add_event(self._launch_keys(b, queue, inv, n, mask, keys, waits))
         pos = stable_positions(queue, keys, bits)
-        outs = tuple(cla.take(by_name[nm], pos, queue=queue, out=empty_result(
-            queue, (n,), by_name[nm].dtype, "C", allocator)) for nm in names)
+        outs = tuple(take(queue, by_name[nm], pos, allocator) for nm in names)
         return outs, cl.enqueue_marker(queue, wait_for=[e for o in outs for e in o.events])
 
 

@@ -43,7 +43,7 @@ from cltune.opencl.events import in_order
 from cltune.opencl.pools import pool_for
 from cltune.opencl.sources import kernel_file, text_hash
 
-__all__ = ["argsort", "sort", "sort_by_key", "stable_positions"]
+__all__ = ["argsort", "sort", "sort_by_key", "stable_positions", "take"]
 
 #: CLT_SORT_TYPE of each key dtype (kernels/sort.cl; bool sorts as uint8)
 TYPE_CODES = {np.dtype(t): i for i, t in enumerate(
@@ -116,6 +116,11 @@ class _Program:
         self.rows_local = prg.clt_sort_rows_local
         self.rows_wg = self.rows_local.get_work_group_info(
             cl.kernel_work_group_info.WORK_GROUP_SIZE, dev)
+        self.take = {n: getattr(prg, f"clt_sort_take{n}") for n in WORDS}
+        for k in self.take.values():
+            k.set_scalar_arg_dtypes([None, _U64, None, _U64, None])
+        self.take_bytes = prg.clt_sort_take_bytes
+        self.take_bytes.set_scalar_arg_dtypes([None, _U64, None, _U64, _U64, None])
         self.transpose = {n: getattr(prg, f"clt_sort_transpose{n}") for n in (1, 2, 4, 8)}
         for k in self.transpose.values():
             k.set_scalar_arg_dtypes([None, _U64, None, _U64, _U64, _U64])
@@ -564,6 +569,9 @@ def sort_by_key(keys: Any, values: Any, descending: bool = False, *,
                          "copy them first")
     if kk.size < 2:
         return kk.copy(queue=q), values.copy(queue=q)
+    done = _rows_sorted(q, kk, 1, kk.size, bool(descending), True, True)
+    if done is not None:  # one launch: the keys and their positions, then the values by them
+        return done[0], take(q, values, done[1])
     s = _order(q, kk, 1, kk.size, bool(descending))
     ks = _values(q, s, kk)
     # the values' own pending writes too (the sort waited for the keys' only)
@@ -572,6 +580,31 @@ def sort_by_key(keys: Any, values: Any, descending: bool = False, *,
         waits += s.waits
     vs, _, _ = _gather(q, s.prg, s.idx, kk.size, 0, values, False, waits)
     return ks, vs
+
+
+def take(q: cl.CommandQueue, a: cla.Array, pos: cla.Array, allocator: Any = None,
+         prg: _Program | None = None) -> cla.Array:
+    """a[pos]: a contiguous 1-D array of any dtype gathered by int64 positions (words of 1-16
+    bytes, other sizes a byte at a time), after the pending writes of both (clt_sort_take*
+    of `prg`, by default the uint32 keys' program)."""
+    out = empty_result(q, pos.shape, a.dtype, "C",
+                       allocator if allocator is not None else _allocator(q, a))
+    n = pos.size
+    if n == 0:
+        return out
+    prg = prg or _program(q, np.dtype(np.uint32), False, None, True)[0]
+    w = a.dtype.itemsize
+    waits = [e for e in (*a.events, *pos.events) if e is not None] or None
+    with prg.lock:
+        if w in prg.take and a.offset % w == 0:
+            k = prg.take[w]
+            k.set_args(a.base_data, a.offset // w, pos.data, n, out.data)
+        else:
+            k = prg.take_bytes
+            k.set_args(a.base_data, a.offset, pos.data, n, w, out.data)
+        out.add_event(cl.enqueue_nd_range_kernel(q, k, (_blocks(n, q) * 64,), (64,),
+                                                 wait_for=waits))
+    return out
 
 
 def stable_positions(q: cl.CommandQueue, keys: cla.Array, key_bits: int | None = None,
@@ -644,6 +677,14 @@ def check_sort(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: An
     want = np.stack([reference_order(r, False) for r in h[:7 * 1301].reshape(7, 1301)])
     # the batched transposes that sort along another axis: values of dt, int64 positions
     prg, _ = _program(queue, dt, idx64, shape, vet=False)
+    # the gathers by int64 positions: every word size, and 3-byte values a byte at a time
+    perm = np.random.default_rng(3).permutation(1001)
+    pdev = cla.to_device(queue, perm.astype(np.int64))
+    for hv in (h[:1001].view(np.uint8), h[:1001], np.arange(1001 * 2).astype(np.complex128),
+               np.frombuffer(np.arange(3003, dtype=np.uint8).tobytes(), "V3")):
+        got = take(queue, cla.to_device(queue, hv[:1001]), pdev, None, prg).get()
+        if got.tobytes() != hv[:1001][perm].tobytes():
+            return f"the gather of {hv.dtype} values by positions is wrong"
     for v in (x[5:5 + 3 * 17 * 29], cla.to_device(queue, np.arange(3 * 17 * 29))):
         hv = v.get().reshape(3, 17, 29)
         t = _transposed(queue, prg, v, 3, 17, 29)
