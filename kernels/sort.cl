@@ -387,6 +387,22 @@ GATHER(16, ulong2)
 #define CLT_SORT_FLOAT 0
 #endif
 
+/* the value of a row's sorted key k: from the key, or read from the row at its index i for
+ * +-0 and NaN (whose bits the key does not keep) */
+inline in_t row_value(const key_t k, const key_t flip, const __global in_t *row, const uint i) {
+#if CLT_SORT_FLOAT
+#if CLT_SORT_TYPE == 0
+    const key_t knan = order_key(as_float(0x7FC00000u), flip);
+#elif CLT_SORT_TYPE == 1
+    const key_t knan = order_key(as_double(0x7FF8000000000000ul), flip);
+#else
+    const key_t knan = order_key((in_t)0x7E00u, flip);
+#endif
+    if (k == order_key((in_t)0, flip) || k == knan) return row[i];
+#endif
+    return value_of(k, flip);
+}
+
 __kernel void clt_sort_rows_local(__global const in_t *x, const ulong x_off, const ulong rows,
                                   const uint row_len, const uint log_p, const uint R,
                                   const key_t flip, __global in_t *out,
@@ -477,30 +493,13 @@ __kernel void clt_sort_rows_local(__global const in_t *x, const ulong x_off, con
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-#if CLT_SORT_FLOAT
-    const key_t kzero = order_key((in_t)0, flip);
-#if CLT_SORT_TYPE == 0
-    const key_t knan = order_key(as_float(0x7FC00000u), flip);
-#elif CLT_SORT_TYPE == 1
-    const key_t knan = order_key(as_double(0x7FF8000000000000ul), flip);
-#else
-    const key_t knan = order_key((in_t)0x7E00u, flip);
-#endif
-#endif
     for (uint e = lid; e < tot; e += wg) {
         const uint r = e >> log_p, j = e & (P - 1u);
         if (r < nr && j < row_len) {
             const key_t k = E_KEY(bk[e]);
             const uint i = E_IDX(bk[e], IDX_AT(e));
             const ulong at = (r0 + r) * row_len + j;
-            if (want_out) {
-#if CLT_SORT_FLOAT
-                out[at] = (k == kzero || k == knan) ? src[(ulong)r * row_len + i]
-                                                    : value_of(k, flip);
-#else
-                out[at] = value_of(k, flip);
-#endif
-            }
+            if (want_out) out[at] = row_value(k, flip, src + (ulong)r * row_len, i);
             if (want_pos) pos[at] = (long)i;
         }
     }
@@ -626,16 +625,6 @@ __kernel void clt_sort_rows_vec(__global const in_t *x, const ulong x_off, const
             }
         }
     }
-#if CLT_SORT_FLOAT
-    const key_t kzero = order_key((in_t)0, flip);
-#if CLT_SORT_TYPE == 0
-    const key_t knan = order_key(as_float(0x7FC00000u), flip);
-#elif CLT_SORT_TYPE == 1
-    const key_t knan = order_key(as_double(0x7FF8000000000000ul), flip);
-#else
-    const key_t knan = order_key((in_t)0x7E00u, flip);
-#endif
-#endif
     for (uint r = 0; r < nr; ++r) {
         const ulong row = (r0 + r) * row_len;
         for (uint j = 0; j < row_len; ++j) {
@@ -647,14 +636,7 @@ __kernel void clt_sort_rows_vec(__global const in_t *x, const ulong x_off, const
             const key_t k = (key_t)(e >> 32);
             const uint i = (uint)e;
 #endif
-            if (want_out) {
-#if CLT_SORT_FLOAT
-                out[row + j] = (k == kzero || k == knan) ? src[(ulong)r * row_len + i]
-                                                         : value_of(k, flip);
-#else
-                out[row + j] = value_of(k, flip);
-#endif
-            }
+            if (want_out) out[row + j] = row_value(k, flip, src + (ulong)r * row_len, i);
             if (want_pos) pos[row + j] = (long)i;
         }
     }

@@ -276,7 +276,7 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
     prg, (wg, items, bits, per_cu) = _program(q, dt, idx64, shape, vet)
     kb, ib = (8 if dt.itemsize == 8 else 4), (8 if idx64 else 4)
     key_bits = 8 * dt.itemsize
-    flip = ((1 << key_bits) - 1) if descending else 0
+    flip = _flip(dt, descending)
     # scratch from the queue's pool (in order: nothing enqueued later reuses it before this
     # call's kernels have run), else buffers of this call's own
     pool = pool_for(q)
@@ -344,19 +344,31 @@ def _rows_local(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, desce
     log_p, r, wg = plan
     k = prg.rows_local
     wg = max(1, min(wg, prg.rows_wg))
-    key_bits = 8 * dt.itemsize
-    flip = ((1 << key_bits) - 1) if descending else 0
+    groups = _cdiv(rows, r)
+    local = cl.LocalMemory((r << log_p) * (12 if dt.itemsize == 8 else 8))
+    return _rows_launch(q, prg, k, x, want_out, want_pos, (groups * wg, wg), (
+        rows, row_len, log_p, r, _flip(dt, descending)), local)
+
+
+def _flip(dt: np.dtype, descending: bool) -> int:
+    """What a key is XORed with: all ones of its bits for a descending sort."""
+    return ((1 << (8 * dt.itemsize)) - 1) if descending else 0
+
+
+def _rows_launch(q: cl.CommandQueue, prg: _Program, k: cl.Kernel, x: cla.Array,
+                 want_out: bool, want_pos: bool, sizes: tuple[int, int], scalars: tuple,
+                 local: cl.LocalMemory) -> tuple[cla.Array | None, cla.Array | None]:
+    """One launch of a one-launch rows kernel (x, its offset, `scalars`, the values' and
+    positions' outputs and flags, `local`): (values, positions) as asked."""
     alloc = _allocator(q, x)
     out = empty_result(q, x.shape, x.dtype, "C", alloc) if want_out else None
     pos = empty_result(q, x.shape, _I64, "C", alloc) if want_pos else None
     dummy = (out if out is not None else pos).data
-    entry = 12 if dt.itemsize == 8 else 8
-    groups = _cdiv(rows, r)
     with prg.lock:
-        k.set_args(x.base_data, x.offset // x.dtype.itemsize, rows, row_len, log_p, r, flip,
+        k.set_args(x.base_data, x.offset // x.dtype.itemsize, *scalars,
                    out.data if out is not None else dummy, pos.data if pos is not None else dummy,
-                   int(want_out), int(want_pos), cl.LocalMemory((r << log_p) * entry))
-        ev = cl.enqueue_nd_range_kernel(q, k, (groups * wg,), (wg,),
+                   int(want_out), int(want_pos), local)
+        ev = cl.enqueue_nd_range_kernel(q, k, (sizes[0],), (sizes[1],),
                                         wait_for=[e for e in x.events if e is not None] or None)
     for a in (out, pos):
         if a is not None:
@@ -373,25 +385,10 @@ def _rows_vec(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descend
     dt = _key_dtype(x)
     prg, _ = _program(q, dt, False, shape, vet)
     log_p, wg = plan
-    flip = ((1 << (8 * dt.itemsize)) - 1) if descending else 0
-    alloc = _allocator(q, x)
-    out = empty_result(q, x.shape, x.dtype, "C", alloc) if want_out else None
-    pos = empty_result(q, x.shape, _I64, "C", alloc) if want_pos else None
-    dummy = (out if out is not None else pos).data
-    items = _cdiv(rows, 8)
-    groups = _cdiv(items, wg)
-    k = prg.rows_vec
-    with prg.lock:
-        k.set_args(x.base_data, x.offset // x.dtype.itemsize, rows, row_len, log_p, flip,
-                   out.data if out is not None else dummy, pos.data if pos is not None else dummy,
-                   int(want_out), int(want_pos),
-                   cl.LocalMemory(wg * (64 << log_p) * (12 if dt.itemsize == 8 else 8) // 8))
-        ev = cl.enqueue_nd_range_kernel(q, k, (groups * wg,), (wg,),
-                                        wait_for=[e for e in x.events if e is not None] or None)
-    for a in (out, pos):
-        if a is not None:
-            a.add_event(ev)
-    return out, pos
+    groups = _cdiv(_cdiv(rows, 8), wg)
+    local = cl.LocalMemory(wg * (64 << log_p) * (12 if dt.itemsize == 8 else 8) // 8)
+    return _rows_launch(q, prg, prg.rows_vec, x, want_out, want_pos, (groups * wg, wg), (
+        rows, row_len, log_p, _flip(dt, descending)), local)
 
 
 def _rows_sorted(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending: bool,
