@@ -84,6 +84,6 @@ def _case(q: cl.CommandQueue, h: np.ndarray, repeats: int, torch: Any,
         except Exception as e:  # noqa: BLE001 - any torch failure only drops its row
             notes.append(f"torch has no sort of {h.dtype} ({type(e).__name__})")
     shape = count_label(h.size) if h.ndim == 1 else "x".join(map(str, h.shape))
-    case = Case(shape, h.nbytes, describe(q.device, h.dtype))
+    case = Case(shape, h.nbytes, describe(q.device, h.dtype, h.shape))
     return measure_case(case, np.sort(h, axis=-1), close_to(0.0, True), contenders, RATIOS,
                         repeats)
