@@ -220,6 +220,24 @@ def spawn(python: str, tool: str, name: str, a: argparse.Namespace, strategy: st
     return out
 
 
+def random_ceiling(table: dict, budget: int) -> str:
+    """What the table allows a search that knows nothing of it: how many configs are within
+    5 % of the best, the chance that `budget` distinct configs drawn at random include one,
+    and the median quality of such a draw (exact, by the hypergeometric law) — on a table
+    whose times are mostly noise no strategy's median beats that by much."""
+    from math import comb
+
+    times = sorted(table.values())
+    n, best = len(times), times[0]
+    near = sum(t <= best / 0.95 for t in times)
+    p = 1 - comb(n - near, budget) / comb(n, budget)
+    # the median of the best quality in a random draw: the r-th best config with
+    # P(best of the draw is at rank <= r) >= 1/2
+    r = next(r for r in range(1, n + 1) if 1 - comb(n - r, budget) / comb(n, budget) >= 0.5)
+    return (f"{near} of {n} within 5 % of the best; random draws of {budget} reach one with "
+            f"p = {p:.2f}, median quality {best / times[r - 1]:.3f}")
+
+
 def simulations(name: str, a: argparse.Namespace, table: dict, cache: str,
                 rows: list) -> None:
     """The budgeted searches of both tools, simulated on the exhaustive run's cache file."""
@@ -231,7 +249,7 @@ def simulations(name: str, a: argparse.Namespace, table: dict, cache: str,
         return ex_best / t if t else 0.0
 
     line = [f"  {name}: budget {budget} of {len(table)} ({a.seeds} seeds, simulated on "
-            f"cltune's exhaustive table):"]
+            f"cltune's exhaustive table; {random_ceiling(table, budget)}):"]
     for tool, strat, py in [("cltune", a.cltune_strategy, sys.executable),
                             *[("kernel_tuner", s, a.kt_python)
                               for s in a.kt_strategies.split(",") if s]]:
