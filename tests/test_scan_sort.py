@@ -116,6 +116,21 @@ def test_every_axis_as_numpy_sorts_it(queue, dt):
                 (shape, ax)
 
 
+@pytest.mark.parametrize("n", [1, 1000, 5003])
+def test_values_and_indices_from_one_sort(queue, shape, n):
+    """`sort(x, return_indices=True)`: (values, indices) as torch.sort returns them — 1-D,
+    rows, another axis, both directions — from the one sort (one launch or the passes)."""
+    h = data("float32", n * 6, seed=n).reshape(6, n)
+    x = cla.to_device(queue, h)
+    for ax, desc in ((None, False), (-1, True), (0, False)):
+        v, i = cltune.sort(x, axis=ax, descending=desc, return_indices=True)
+        want = cltune.argsort(x, axis=ax, descending=desc).get()
+        assert i.dtype == np.int64 and np.array_equal(i.get(), want), (ax, desc)
+        flat = h.reshape(-1) if ax is None else h
+        got_v = np.take_along_axis(flat, want, axis=-1 if ax is None else ax)
+        assert same_bits(v.get(), got_v), (ax, desc)
+
+
 def test_3d_offsets_numpy_input_and_axis_none(ctx, queue):
     h = data("int32", 4 * 5 * 101, seed=3).reshape(4, 5, 101)
     x = cla.to_device(queue, h)

@@ -520,20 +520,29 @@ def _along(q: cl.CommandQueue, x: cla.Array, ax: int | None, rows: int, row_len:
 
 
 def sort(x: Any, axis: int | None = -1, descending: bool = False, stable: bool = True, *,
-         queue: cl.CommandQueue | None = None) -> cla.Array:
+         return_indices: bool = False, queue: cl.CommandQueue | None = None) -> Any:
     """x sorted along `axis` (any; None: flattened), a new device array of x's dtype and
     exact bits; numpy's order (NaN last; descending: first, as torch's), always stable. An
-    axis other than the last is sorted as rows of a transposed copy, put back after."""
+    axis other than the last is sorted as rows of a transposed copy, put back after.
+    `return_indices=True`: (values, int64 indices along the axis), as `torch.sort` returns
+    them, from the one sort."""
     del stable  # every sort here is stable (torch's stable=False allows any order of ties)
     xx, q, rows, row_len, ax = _prepare(x, queue, axis, "sort")
     if xx.size < 2:
-        return xx.copy(queue=q)
+        v = xx.copy(queue=q)
+        return (v, cla.zeros(q, xx.shape, np.int64)) if return_indices else v
     xr, back = _along(q, xx, ax, rows, row_len)
-    done = _rows_sorted(q, xr, rows, row_len, bool(descending), True, False)
+    done = _rows_sorted(q, xr, rows, row_len, bool(descending), True, bool(return_indices))
     if done is not None:
-        return back(done[0])
-    return back(_values(q, _order(q, xr, rows, row_len, bool(descending), want_idx=False),
-                        xr))
+        return (back(done[0]), back(done[1])) if return_indices else back(done[0])
+    if not return_indices:
+        return back(_values(q, _order(q, xr, rows, row_len, bool(descending), want_idx=False),
+                            xr))
+    s = _order(q, xr, rows, row_len, bool(descending))
+    vals = _values(q, s, xr)
+    _, pos, _ = _gather(q, s.prg, s.idx, xr.size, row_len if rows > 1 else 0, None, True,
+                        [] if in_order(q) else s.waits)
+    return back(vals), back(pos.reshape(xr.shape)).reshape(xx.shape)
 
 
 def argsort(x: Any, axis: int | None = -1, descending: bool = False, stable: bool = True, *,
