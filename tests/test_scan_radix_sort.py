@@ -143,7 +143,9 @@ def test_errors_are_one_clear_line(ctx, queue):
                            (lambda: rs(x, scan=1), TypeError, "invalid keyword"),
                            (lambda: rs(x.get()), TypeError, "pyopencl.array.Array"),
                            (lambda: rs(x[::2]), ValueError, "contiguous"),
-                           (lambda: rs(x, key_bits=-1), ValueError, "key_bits")):
+                           (lambda: rs(x, key_bits=-1), ValueError, "key_bits"),
+                           (lambda: cltune.RadixSort(ctx, "uint *k, uint *v", "v[i]", ["k"])(
+                               x[:5], x), ValueError, "has 5 elements")):
         with pytest.raises(exc, match=msg):
             call()
 

@@ -227,6 +227,10 @@ class RadixSort:
         waits += list(wait_for or [])
         names = self.sort_arg_names  # pyopencl's documented order (see __call__'s text)
         by_name = dict(zip((a.name for a in self.arguments), args, strict=True))
+        for nm in names:
+            if by_name[nm].size < n:
+                raise ValueError(f"argument {nm!r} has {by_name[nm].size} elements; the sort "
+                                 f"moves {n} (the length of the last array argument)")
         if n < 2 or key_bits == 0:  # nothing to order: copies, as pyopencl's passes leave them
             outs = tuple(by_name[nm][:n].copy(queue=queue) for nm in names)
             return outs, cl.enqueue_marker(queue, wait_for=[
