@@ -11,8 +11,8 @@ checked against numpy first. Tells where one launch stops paying (the SHORT_COLS
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
+import sys
+from pathlib import Path
 
 import numpy as np
 import pyopencl as cl
@@ -22,20 +22,10 @@ import cltune
 from cltune.device.select import select
 from cltune.families.scan import launch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench_timing import per_call_us  # noqa: E402 - scripts/: the shared timing helper
+
 SHAPES = "8x100003,64x10000,64x100000,128x10000,256x10000,512x10000,1024x10000,256x1000"
-
-
-def _per_call(sync, fn, calls: int, repeats: int) -> float:
-    fn()
-    sync()
-    ts = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        sync()
-        ts.append((time.perf_counter() - t) / calls)
-    return statistics.median(ts) * 1e6
 
 
 def main() -> None:
@@ -66,12 +56,12 @@ def main() -> None:
             cltune.clear_caches()
             got = cltune.cumsum(x, axis=0).get()
             assert np.allclose(got, want, rtol=1e-4, atol=1e-3), (s, name)
-            res[name] = _per_call(q.finish, lambda: cltune.cumsum(x, axis=0), a.calls,
+            res[name] = per_call_us(q.finish, lambda: cltune.cumsum(x, axis=0), a.calls,
                                   a.repeats)
         tt = float("nan")
         if torch is not None:
             xt = torch.from_numpy(h).cuda()
-            tt = _per_call(torch.cuda.synchronize, lambda: torch.cumsum(xt, dim=0), a.calls,
+            tt = per_call_us(torch.cuda.synchronize, lambda: torch.cumsum(xt, dim=0), a.calls,
                            a.repeats)
         print(f"| {s} | {res['chunks']:.1f} | {res['one']:.1f} | "
               f"{res['one'] / res['chunks']:.2f} | {tt:.1f} | {tt / res['one']:.2f} |",
