@@ -340,25 +340,31 @@ clt_axis_stage1(CLT_USER_ARGS const long n, const long clt_outer, const long clt
 #undef CLT_POS
 #define CLT_POS(i) clt_div((i) - clt_row_base, clt_inner)
 
-/* one work-item per output: its `clt_split` partials combined (in the cascade of stage 1 for
- * floating-point accumulators) and finished */
-__kernel CLT_WG_ATTR void
+/* the `clt_split` partials of each output combined and finished. Work-item (o, l) of a group
+ * of (outputs, lanes) takes output group * outputs + o and folds partials l, l + lanes, ...
+ * (in increasing order, in the cascade of stage 1 for floating-point accumulators); the lanes
+ * of an output are combined by a tree in __local memory (lanes = get_local_size(1), a power
+ * of two chosen by the host: 1 on CPUs, more where few outputs have many partials). The work
+ * of neighbouring work-items is at neighbouring addresses (partial s of output p is at
+ * s * nout + p). Every work-item reaches every barrier. */
+__kernel void
 clt_axis_stage2(CLT_USER_ARGS const long n, const long clt_outer, const long clt_inner,
                 const long clt_split, __global const clt_out_t *clt_partials,
                 __global char *clt_res_base, const long clt_res_off) {
     CLT_USER_PREP
+    __local clt_out_t clt_tile2[CLT_AX_WG];
     const long clt_nout = clt_outer * clt_inner;
     const long clt_p = get_global_id(0);
-    if (clt_p >= clt_nout) return;
-    const long clt_o = clt_p / clt_inner;
-    const long clt_row_base = clt_o * n * clt_inner + (clt_p - clt_o * clt_inner);
+    const uint clt_l2 = get_local_size(1), clt_lane = get_local_id(1);
+    const int clt_live = clt_p < clt_nout;
 #if CLT_BLOCK > 0
     clt_out_t clt_lv[CLT_AX_DEPTH]; /* the binary counter of stage 1, a partial a push */
 #pragma unroll
     for (int clt_k = 0; clt_k < CLT_AX_DEPTH; ++clt_k) clt_lv[clt_k] = CLT_NEUTRAL;
-    for (long clt_s = 0; clt_s < clt_split; ++clt_s) {
+    uint clt_c0 = 0;
+    for (long clt_s = clt_lane; clt_live && clt_s < clt_split; clt_s += clt_l2, ++clt_c0) {
         clt_out_t clt_v = clt_partials[clt_s * clt_nout + clt_p];
-        uint clt_c = (uint)clt_s;
+        uint clt_c = clt_c0;
 #pragma unroll
         for (int clt_k = 0; clt_k < CLT_AX_DEPTH; ++clt_k) {
             if (clt_k == CLT_AX_DEPTH - 1 || !(clt_c & 1)) {
@@ -376,11 +382,29 @@ clt_axis_stage2(CLT_USER_ARGS const long n, const long clt_outer, const long clt
         clt_fa = CLT_REDUCE(clt_a, clt_fa);
     }
 #else
-    clt_out_t clt_fa = clt_partials[clt_p];
-    for (long clt_s = 1; clt_s < clt_split; ++clt_s) {
+    clt_out_t clt_fa = CLT_NEUTRAL;
+    for (long clt_s = clt_lane; clt_live && clt_s < clt_split; clt_s += clt_l2) {
         clt_out_t clt_b = clt_partials[clt_s * clt_nout + clt_p];
         clt_fa = CLT_REDUCE(clt_fa, clt_b);
     }
 #endif
+    if (clt_l2 > 1) { /* uniform per group: the lanes' tree */
+        const uint clt_o2 = get_local_size(0);
+        const uint clt_at = clt_lane * clt_o2 + get_local_id(0);
+        clt_tile2[clt_at] = clt_fa;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint clt_s = clt_l2 / 2; clt_s > 0; clt_s >>= 1) {
+            if (clt_lane < clt_s) {
+                clt_out_t clt_a = clt_tile2[clt_at];
+                clt_out_t clt_b = clt_tile2[clt_at + clt_s * clt_o2];
+                clt_tile2[clt_at] = CLT_REDUCE(clt_a, clt_b);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        clt_fa = clt_tile2[clt_at];
+    }
+    if (!clt_live || clt_lane != 0) return;
+    const long clt_o = clt_p / clt_inner;
+    const long clt_row_base = clt_o * n * clt_inner + (clt_p - clt_o * clt_inner);
     ((__global clt_res_t *)(clt_res_base + clt_res_off))[clt_p] = CLT_FINISH(clt_fa);
 }

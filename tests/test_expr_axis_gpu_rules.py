@@ -17,6 +17,7 @@ from cltune.families.expr_axis.defaults import (
     MIN_ROW_ELEMS_PER_LANE,
     MIN_ROW_ITEMS,
     ROW_ELEMS_PER_ACC_BYTE,
+    SHORT_COL,
     choose,
 )
 from cltune.families.expr_axis.launch import axis_plan
@@ -47,11 +48,16 @@ def test_gpu_rows_a_lane_per_slice_of_the_row_more_for_small_launches(acc, outer
 def test_gpu_cols_split_the_axis_over_lanes_while_outputs_are_few(acc, r, inner):
     cfg = choose(H200, 1, r, inner, acc)
     assert cfg.layout == "cols" and cfg.strip == 1
-    # var 4 accumulators, argmax 2, 8-byte ones 4 on few lanes and 1 on many
-    assert cfg.items == {32: 4, 16: 2}.get(acc, 4 if cfg.lanes <= 8 else 1)
+    # var 4 accumulators, argmax 2, 8-byte ones 4 on few lanes and 1 on many; columns of at
+    # most SHORT_COL rows: var 1, the rest 2
+    if cfg.lanes == 1 and r <= SHORT_COL:
+        assert cfg.items == (1 if acc >= 32 else 2)
+    else:
+        assert cfg.items == {32: 4, 16: 2}.get(acc, 4 if cfg.lanes <= 8 else 1)
     assert 1 <= cfg.lanes <= MAX_COL_LANES and (cfg.lanes == 1 or cfg.lanes * cfg.items <= r)
     want = COL_ITEM_BYTES // acc // inner
-    if cfg.lanes < MAX_COL_LANES and cfg.lanes * 2 * cfg.items <= r:
+    short = cfg.lanes == 1 and r <= SHORT_COL  # (2 lanes would take var's 4 accumulators)
+    if cfg.lanes < MAX_COL_LANES and cfg.lanes * 2 * cfg.items <= r and not short:
         assert cfg.lanes * 2 > want  # no more lanes would fit the launch's budget
     assert cfg.lanes <= max(1, want)
     p = axis_plan(cfg, H200.compute_units, 1, r, inner)
@@ -73,6 +79,31 @@ def test_the_fitted_cases():
     assert choose(H200, 777, 12345, 1, 8).short() == "rows wg=256 lanes=128 items=4"
     assert choose(H200, 1, 3000, 5000, 8).short() == "cols wg=256 lanes=32 items=1 g/cu=16"
     assert choose(H200, 1, 777, 12345, 8).short() == "cols wg=256 lanes=16 items=1 g/cu=16"
+    # millions of short columns (H100, 8x1048576 along 0)
+    assert choose(H200, 1, 8, 1 << 20, 32).short() == "cols wg=256 lanes=1 items=1 g/cu=16"
+    assert choose(H200, 1, 8, 1 << 20, 8).short() == "cols wg=256 lanes=1 items=2 g/cu=16"
+
+
+def test_gpu_plans_split_few_long_rows_and_give_stage2_lanes():
+    """GPU plans (H100 sweeps of 8x1048576, 4x2000003, 1x4194304 along rows and 1048576x8,
+    2000003x7 along 0): a row is split until a work-item keeps 16 of its elements, a column
+    block until it keeps 64 rows; stage 2 gives each of few outputs up to a work-group of
+    lanes (outputs x lanes within STAGE2_ITEMS); CPUs keep a work-item an output."""
+    from cltune.families.expr_axis.launch import STAGE2_ITEMS, device_plan
+
+    rows = choose(H200, 8, 1 << 20, 1, 8)
+    p = device_plan(rows, H200, 8, 1 << 20, 1)
+    assert p.split == (1 << 20) // (rows.lanes * rows.items * 16) and p.lanes2 == p.split
+    cols = choose(H200, 1, 1 << 20, 8, 8)
+    p = device_plan(cols, H200, 1, 1 << 20, 8)
+    assert p.split == (1 << 20) // (cols.lanes * cols.items * 64) and p.lanes2 == cols.wg
+    for outer, r, inner in ((1000, 5000, 1), (1, 5000, 1000), (3, 7, 5), (1, 1 << 22, 1)):
+        cfg = choose(H200, outer, r, inner, 32)
+        p = device_plan(cfg, H200, outer, r, inner)
+        assert p.lanes2 <= max(1, min(p.split, cfg.wg))
+        assert p.lanes2 == 1 or outer * inner * p.lanes2 <= STAGE2_ITEMS
+        cpu = NS(type="cpu", max_wg=8192, compute_units=2)
+        assert device_plan(choose(cpu, outer, r, inner), cpu, outer, r, inner).lanes2 == 1
 
 
 def test_cpus_keep_their_rules():
@@ -127,7 +158,7 @@ def test_the_gpu_configs_give_numpys_answers(ctx, queue, device, op, shape, axis
 def test_cpus_split_an_axis_only_past_cpu_max_unsplit_elements(shape, axis):
     """On CPUs the second launch of a split axis costs more than the groups it adds on small
     views (up to 2x there): the split starts past CPU_MAX_UNSPLIT elements; GPUs split as
-    before (their rules were fitted with it)."""
+    axis_plan does with their own fewest rows and stage 2's lanes."""
     from cltune.families.expr_axis.launch import CPU_MAX_UNSPLIT, device_plan
 
     cpu = NS(type="cpu", max_wg=8192, compute_units=2)
@@ -135,9 +166,17 @@ def test_cpus_split_an_axis_only_past_cpu_max_unsplit_elements(shape, axis):
     outer = 1 if axis == 0 else shape[0]
     r, inner = shape[axis], (shape[1] if axis == 0 else 1)
     size = outer * r * inner
+    from cltune.families.expr_axis.launch import (
+        GPU_MIN_ROW_ELEMS_PER_ITEM,
+        MIN_ROWS_PER_ITEM,
+        STAGE2_ITEMS,
+    )
+
     for info in (cpu, gpu):
         cfg = choose(info, outer, r, inner)
-        planned = axis_plan(cfg, info.compute_units, outer, r, inner)
+        mr = GPU_MIN_ROW_ELEMS_PER_ITEM if cfg.layout == "rows" else MIN_ROWS_PER_ITEM
+        planned = (axis_plan(cfg, info.compute_units, outer, r, inner) if info is cpu else
+                   axis_plan(cfg, info.compute_units, outer, r, inner, 0, mr, STAGE2_ITEMS))
         p = device_plan(cfg, info, outer, r, inner)
         if info is cpu and size <= CPU_MAX_UNSPLIT:
             assert p.split == 1 and p.chunk == r and p.groups == planned.groups

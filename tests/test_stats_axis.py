@@ -214,6 +214,47 @@ def test_split_axis_nan_ties_across_groups(queue, rng, shape, axis):
         check(queue, name, h, "C", axis=axis)
 
 
+@pytest.mark.parametrize("name", ["argmax", "argmin", "mean", "var", "norm", "norm_inf",
+                                  "count_nonzero"])
+def test_gpu_plans_split_and_stage2_lanes(queue, rng, monkeypatch, name):
+    """The GPU plans on the test device: long rows and tall-narrow blocks split finely over
+    groups, stage 2 combining an output's partials over several lanes (a tree in __local
+    memory) — against numpy, ties and NaN across chunks, C and F order, 3-D."""
+    import cltune.families.expr_axis.api as eapi
+    import cltune.families.expr_axis.launch as el
+
+    real = eapi.device_plan
+    seen = set()
+
+    def gpu_like(cfg, info, outer, r, inner):
+        p = el.axis_plan(cfg, 132, outer, r, inner, 0, 2, 1 << 14)
+        seen.add(p.lanes2)
+        return p
+
+    monkeypatch.setattr(eapi, "device_plan", gpu_like)
+    cltune.clear_caches()
+    try:
+        for shape, axis in (((3, 20011), 1), ((20011, 3), 0), ((1, 65537), 1),
+                            ((4099, 9), 0), ((2, 3001, 7), 1), ((9, 4001), 1)):
+            h = rng.standard_normal(shape).astype(np.float32)
+            idx = [slice(None)] * len(shape)
+            n = shape[axis]
+            for pos in (n - 2, n // 2, n // 5):  # ties in different chunks
+                idx[axis] = pos
+                h[tuple(idx)] = 9
+            if name in ("argmax", "argmin"):
+                idx[axis] = n // 3
+                h[tuple(idx)] = np.nan
+            if name == "count_nonzero":
+                h[h < 0.3] = 0
+            for order in "CF":
+                check(queue, name, h, order, rtol=1e-5, axis=axis)
+        assert max(seen) > 1, seen  # stage 2's lanes were exercised
+    finally:
+        monkeypatch.setattr(eapi, "device_plan", real)
+        cltune.clear_caches()
+
+
 def test_large_shapes(queue, rng):
     for shape in ((1 << 20, 16), (16, 1 << 16)):
         h = rng.standard_normal(shape).astype(np.float32)
@@ -365,8 +406,9 @@ for op in ("argmax",) if NEGATIVE else ("argmax", "var", "mean"):
                 block = cfg.lanes * cfg.items
                 per_split = -(-r // split)
                 chunk = -(-per_split // block) * block
-                plan = AxisPlan(-(-(outer * inner) // cfg.outputs_per_group),
-                                -(-r // chunk), chunk)
+                split_ = -(-r // chunk)  # stage 2 with a lanes' tree where split
+                plan = AxisPlan(-(-(outer * inner) // cfg.outputs_per_group), split_, chunk,
+                                2 if split_ > 1 and cfg.wg >= 8 else 1)
                 res = cla.empty(q, (outer, inner), knl.spec.dtype_result)
                 extra = [0.0] if op == "var" else []
                 red.launch(q, b, plan, [x.base_data, 0, *extra], outer, r, inner,

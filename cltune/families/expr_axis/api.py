@@ -218,7 +218,7 @@ class AxisReducer:
         nu, wg, two = len(types), b.config.wg, p.split > 1
         k1, k2 = b.stage1, b.stage2
         g1, l1 = (p.groups * wg, p.split), (wg, 1)
-        g2, l2 = (-(-(outer * inner) // wg) * wg,), (wg,)
+        g2, l2 = p.stage2_sizes(wg, outer * inner)
         dims = (np.int64(r), np.int64(outer), np.int64(inner))
         last1, last2 = np.int64(p.chunk), np.int64(p.split)
         plans, lock, block = self._plans, self._lock, b.lock

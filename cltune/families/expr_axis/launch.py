@@ -15,11 +15,19 @@ from cltune.families.expr_axis.config import MIN_ROWS_PER_ITEM, AxisExprConfig
 @dataclass(frozen=True)
 class AxisPlan:
     """The launch of one call: `groups` work-groups across outputs, `split` along the axis
-    (each `chunk` rows; split > 1 adds the combining second kernel)."""
+    (each `chunk` rows; split > 1 adds the combining second kernel, whose work-items of an
+    output are `lanes2`)."""
 
     groups: int
     split: int
     chunk: int
+    lanes2: int = 1
+
+    def stage2_sizes(self, wg: int, nout: int) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The global and local sizes of stage 2 for `nout` outputs and work-groups of `wg`:
+        (wg / lanes2) outputs a group, lanes2 work-items each."""
+        per = max(1, wg // self.lanes2)
+        return (-(-nout // per) * per, self.lanes2), (per, self.lanes2)
 
 
 #: CPUs: a reduction of at most this many elements is not split along its axis, the second
@@ -33,19 +41,37 @@ CPU_MAX_UNSPLIT = 1 << 17
 #: does not restart, kernel.wide_accumulator, keeps its rounding below float32's this way)
 MAX_STEPS = 1 << 24
 
+#: GPUs, rows: a split leaves a work-item at least this many elements of a row (columns keep
+#: config.MIN_ROWS_PER_ITEM): few long rows fill the device. H100, mean/var/argmax of
+#: 8x1048576, 4x2000003, 1x4194304 along rows: 16 within 3 % of the best of 4..64 with stage
+#: 2's lanes; tall-narrow columns ran best at 64 (2000003x7 var 38.2 us against 43.1 at 16).
+#: scripts/experiments/stats_axis_skinny.py, docs/benchmarks.md "Statistics along skinny
+#: shapes"
+GPU_MIN_ROW_ELEMS_PER_ITEM = 16
+
+#: GPUs: stage 2 gives an output lanes (powers of two up to the work-group) while outputs x
+#: lanes stay within this: each lane folds every lanes-th partial, a tree in __local memory
+#: combines them. A work-item an output folded the 512-2048 partials of a tall-narrow
+#: block's few outputs one after another: 1048576x8 float32 mean along axis 0 took 115 us
+#: on the H100, 28.8 us with 256 lanes (torch 24.8)
+STAGE2_ITEMS = 1 << 14
+
 
 def axis_plan(cfg: AxisExprConfig, compute_units: int, outer: int, r: int,
-              inner: int, max_unsplit: int = 0) -> AxisPlan:
+              inner: int, max_unsplit: int = 0, min_rows: int = MIN_ROWS_PER_ITEM,
+              stage2_items: int = 0) -> AxisPlan:
     """Groups across the outputs; when they are fewer than cfg.groups_per_cu per compute
-    unit, the axis is split over groups too, as long as every work-item keeps
-    MIN_ROWS_PER_ITEM rows or more and the view holds more than `max_unsplit` elements; and
-    wherever an accumulator would fold more than MAX_STEPS steps."""
+    unit, the axis is split over groups too, as long as every work-item keeps `min_rows`
+    rows or more and the view holds more than `max_unsplit` elements; and wherever an
+    accumulator would fold more than MAX_STEPS steps. Stage 2 gives each output up to
+    cfg.wg lanes (powers of two, at most the split) while outputs x lanes stay within
+    `stage2_items` (0: a work-item an output)."""
     outputs = outer * inner
     groups = max(1, -(-outputs // cfg.outputs_per_group))
     want = cfg.groups_per_cu * max(1, compute_units)
     split = 1
     if groups < want and r > 0 and outputs * r > max_unsplit:
-        per_group = cfg.lanes * cfg.items * MIN_ROWS_PER_ITEM  # the fewest rows worth a group
+        per_group = cfg.lanes * cfg.items * min_rows  # the fewest rows worth a group
         split = max(1, min(-(-want // groups), r // per_group))
     block = cfg.lanes * cfg.items
     split = max(split, -(-r // (MAX_STEPS * block)))
@@ -53,13 +79,20 @@ def axis_plan(cfg: AxisExprConfig, compute_units: int, outer: int, r: int,
     if split > 1:
         chunk = -(-chunk // block) * block
         split = -(-r // chunk)
-    return AxisPlan(groups, split, chunk)
+    lanes2 = 1
+    while (split > 1 and lanes2 * 2 <= min(split, cfg.wg)
+           and outputs * lanes2 * 2 <= stage2_items):
+        lanes2 *= 2
+    return AxisPlan(groups, split, chunk, lanes2)
 
 
 def device_plan(cfg: AxisExprConfig, info: Any, outer: int, r: int, inner: int) -> AxisPlan:
-    """axis_plan on the device `info` describes (CPUs: CPU_MAX_UNSPLIT)."""
-    return axis_plan(cfg, info.compute_units, outer, r, inner,
-                     CPU_MAX_UNSPLIT if info.type == "cpu" else 0)
+    """axis_plan on the device `info` describes (CPUs: CPU_MAX_UNSPLIT, a work-item an
+    output in stage 2; GPUs: GPU_MIN_ROW_ELEMS_PER_ITEM along rows, STAGE2_ITEMS)."""
+    if info.type == "cpu":
+        return axis_plan(cfg, info.compute_units, outer, r, inner, CPU_MAX_UNSPLIT)
+    min_rows = GPU_MIN_ROW_ELEMS_PER_ITEM if cfg.layout == "rows" else MIN_ROWS_PER_ITEM
+    return axis_plan(cfg, info.compute_units, outer, r, inner, 0, min_rows, STAGE2_ITEMS)
 
 
 class AxisScratch:
@@ -96,8 +129,8 @@ def enqueue(queue: cl.CommandQueue, s: AxisScratch, b: Any, p: AxisPlan,
                   p.chunk, s.partials, res, res_off, wait_for=wait_for)
     evs = [ev]
     if p.split > 1:
-        n2 = -(-(outer * inner) // wg) * wg
-        evs.append(b.stage2(queue, (n2,), (wg,), *user_args, r, outer, inner, p.split,
+        g2, l2 = p.stage2_sizes(wg, outer * inner)
+        evs.append(b.stage2(queue, g2, l2, *user_args, r, outer, inner, p.split,
                             s.partials, res, res_off,
                             wait_for=None if s.in_order else [ev]))
     s.last = evs[-1]
