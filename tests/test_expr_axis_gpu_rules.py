@@ -47,17 +47,17 @@ def test_gpu_rows_a_lane_per_slice_of_the_row_more_for_small_launches(acc, outer
                                      (16, 1 << 20), (1 << 20, 16), (3, 5), (1, 7), (2500, 6400)])
 def test_gpu_cols_split_the_axis_over_lanes_while_outputs_are_few(acc, r, inner):
     cfg = choose(H200, 1, r, inner, acc)
-    assert cfg.layout == "cols" and cfg.strip == 1
+    short = cfg.lanes == 1 and r <= SHORT_COL
+    assert cfg.layout == "cols" and cfg.strip == (2 if short else 1)
     # var 4 accumulators, argmax 2, 8-byte ones 4 on few lanes and 1 on many; columns of at
-    # most SHORT_COL rows: var 1, the rest 2
-    if cfg.lanes == 1 and r <= SHORT_COL:
-        assert cfg.items == (1 if acc >= 32 else 2)
-    else:
-        assert cfg.items == {32: 4, 16: 2}.get(acc, 4 if cfg.lanes <= 8 else 1)
+    # most SHORT_COL rows: two outputs a work-item, one accumulator each
+    if short:
+        assert cfg.items == 1 and cfg.wg == (128 if acc >= 32 else 256)
+        return
+    assert cfg.items == {32: 4, 16: 2}.get(acc, 4 if cfg.lanes <= 8 else 1)
     assert 1 <= cfg.lanes <= MAX_COL_LANES and (cfg.lanes == 1 or cfg.lanes * cfg.items <= r)
     want = COL_ITEM_BYTES // acc // inner
-    short = cfg.lanes == 1 and r <= SHORT_COL  # (2 lanes would take var's 4 accumulators)
-    if cfg.lanes < MAX_COL_LANES and cfg.lanes * 2 * cfg.items <= r and not short:
+    if cfg.lanes < MAX_COL_LANES and cfg.lanes * 2 * cfg.items <= r:
         assert cfg.lanes * 2 > want  # no more lanes would fit the launch's budget
     assert cfg.lanes <= max(1, want)
     p = axis_plan(cfg, H200.compute_units, 1, r, inner)
@@ -80,8 +80,8 @@ def test_the_fitted_cases():
     assert choose(H200, 1, 3000, 5000, 8).short() == "cols wg=256 lanes=32 items=1 g/cu=16"
     assert choose(H200, 1, 777, 12345, 8).short() == "cols wg=256 lanes=16 items=1 g/cu=16"
     # millions of short columns (H100, 8x1048576 along 0)
-    assert choose(H200, 1, 8, 1 << 20, 32).short() == "cols wg=256 lanes=1 items=1 g/cu=16"
-    assert choose(H200, 1, 8, 1 << 20, 8).short() == "cols wg=256 lanes=1 items=2 g/cu=16"
+    assert choose(H200, 1, 8, 1 << 20, 32).short() == "cols wg=128 lanes=1 items=1 strip=2 g/cu=16"
+    assert choose(H200, 1, 4, 2000003, 8).short() == "cols wg=256 lanes=1 items=1 strip=2 g/cu=16"
 
 
 def test_gpu_plans_split_few_long_rows_and_give_stage2_lanes():
@@ -114,7 +114,8 @@ def test_cpus_keep_their_rules():
 
 @pytest.mark.parametrize("op", ["var", "argmax", "mean"])
 @pytest.mark.parametrize("shape,axis", [((301, 77), 1), ((301, 77), 0), ((3, 5000), 1),
-                                        ((2000, 9), 0), ((9, 2000), 0)])
+                                        ((2000, 9), 0), ((9, 2000), 0), ((4, 3001), 0),
+                                        ((8, 777), 0)])
 def test_the_gpu_configs_give_numpys_answers(ctx, queue, device, op, shape, axis):
     """The configs the GPU rule picks (many lanes a row or column, 2 or 4 accumulators, the
     axis split over groups) run here as they would there: numpy's answers."""

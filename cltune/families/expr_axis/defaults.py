@@ -34,7 +34,7 @@ MIN_ROW_ELEMS_PER_LANE = 128
 MIN_ROW_ITEMS = 1 << 13
 COL_ITEM_BYTES = 1 << 21
 MAX_COL_LANES = 32
-#: GPUs: columns of at most this many rows take fewer accumulators (see `_gpu_cols`)
+#: GPUs: columns of at most this many rows take two outputs a work-item (see `_gpu_cols`)
 SHORT_COL = 8
 
 
@@ -83,17 +83,19 @@ def _gpu_cols(cap: int, outer: int, r: int, inner: int, acc_size: int) -> AxisEx
     lanes = max(1, min(MAX_COL_LANES, wg, pow2_at_most(max(1, work))))
     # var's 32-byte accumulators 4 a work-item; argmin/argmax's 16-byte ones 2 (4: up to
     # 1.8x slower); 8-byte ones (mean, norms) 4 on few lanes, 1 on many (2 on 32 lanes ran
-    # 1.5-2.3x the best). Columns of at most SHORT_COL rows (millions of outputs, a work-item
-    # each): var 1, the rest 2 (H100, 8x1048576 along 0: var 28.4 -> 23.3 us, mean 19.8 ->
-    # 15.5, argmax 21.5 either way; torch 19.9 / 14.6 / 24.3; the H200's sweep of 16 rows,
-    # with var's cascade then, preferred 2-4)
+    # 1.5-2.3x the best)
     def items(lanes: int) -> int:
-        if lanes == 1 and r <= SHORT_COL:
-            return 1 if acc_size >= 32 else 2
         return 4 if acc_size >= 32 else 2 if acc_size >= 16 else 4 if lanes <= 8 else 1
 
     while lanes > 1 and lanes * items(lanes) > max(1, r):
         lanes //= 2
+    if lanes == 1 and r <= SHORT_COL:
+        # millions of short columns: two neighbouring outputs a work-item, one accumulator
+        # each, var in groups of 128 (H100, float32, per call: 8x1048576 along 0 mean 19.8 ->
+        # 14.0 us, var 28.4 -> 16.3, argmax 21.5 -> 20.3; 4x2000003 mean 27.2 -> 17.3-17.9,
+        # norm 24.8 -> 17.4, argmax 31.1 -> 26.3; torch 14.6 / 19.9 / 24.3 and 19.1 / 19.5 /
+        # 31.6; scripts/experiments/stats_axis_skinny.py)
+        return AxisExprConfig("cols", min(wg, 128) if acc_size >= 32 else wg, 1, 1, 2, 16)
     return AxisExprConfig("cols", wg, lanes, items(lanes), 1, 16)
 
 
