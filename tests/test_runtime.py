@@ -329,3 +329,31 @@ print(json.dumps({{"sqlalchemy": "sqlalchemy" in sys.modules, "total": total,
                          timeout=300, check=True, env=env).stdout
     res = json.loads(out.strip().splitlines()[-1])
     assert res["total"] == 1001.0 and not res["sqlalchemy"] and res["warnings"] == [], res
+
+
+def test_a_get_reducer_per_call_gets_the_reducer_it_got_before(queue, ctx, empty_db):
+    """get_reducer(q)(x) in a loop (as applications write it) keeps its prepared launches: the
+    same target, op, dtype and database give the same reducer back (statistics too); another
+    queue, op, dtype or database another one; clear_caches() starts afresh."""
+    import cltune
+
+    r = get_reducer(queue, db=empty_db)
+    assert get_reducer(queue, db=empty_db) is r
+    assert get_reducer(queue, "max", db=empty_db) is not r
+    assert get_reducer(queue, dtype=np.float64, db=empty_db) is not r
+    assert get_reducer(queue) is not r  # the default database
+    q2 = cl.CommandQueue(ctx)
+    assert get_reducer(q2, db=empty_db) is not r and get_reducer(q2, db=empty_db).queue is q2
+    s = get_reducer(queue, "argmax")
+    assert get_reducer(queue, "argmax") is s and get_reducer(queue, "argmin") is not s
+    assert get_reducer(queue, "argmax", np.float64) is not s
+    x = cla.to_device(queue, np.arange(4099, dtype=np.float32))
+    for _ in range(3):
+        assert get_reducer(queue, db=empty_db)(x).get() == np.arange(4099).sum()
+        assert int(get_reducer(queue, "argmax")(x).get()) == 4098
+    with pytest.raises(Exception, match="op"):
+        get_reducer(queue, "nosuchop")
+    cltune.clear_caches()
+    r2 = get_reducer(queue, db=empty_db)
+    assert r2 is not r and r2(x).get() == r(x).get()
+    assert get_reducer(queue, "argmax") is not s

@@ -21,6 +21,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from cltune.core import family
+from cltune.opencl import caches
 from cltune.families.reduce.api import Reducer
 from cltune.families.reduce.api import get_reducer as _reduce
 from cltune.stats import anyvec, argvec, normvec, warm
@@ -112,6 +113,24 @@ def get_reducer(target: Any, op: str = "sum", dtype: Any = np.float32, *,
                              "is for sum/prod/min/max/dot (tune a statistic with "
                              f"cltune.stats.api.kernel({op!r}, ctx, dtype).tune(x, db=...))")
         # the plain reducer resolves the target (its cached context for a Device, the usable
-        # check) and lends its queue
-        return StatsReducer(_reduce(target, "sum", np.float32).queue, op, np.dtype(dtype))
+        # check) and lends its queue; the StatsReducer of that queue, op and dtype is kept
+        q = _reduce(target, "sum", np.float32).queue
+        dt = np.dtype(dtype)
+        key = (q.int_ptr, op, dt)
+        hit = _stats_reducers.get(key)
+        if hit is None or hit.queue is not q:
+            hit = StatsReducer(q, op, dt)
+            _stats_reducers[key] = hit
+            while len(_stats_reducers) > 64:
+                _stats_reducers.pop(next(iter(_stats_reducers)))
+        return hit
     return _reduce(target, op, dtype, db=db)
+
+
+#: (queue, op, dtype) -> the StatsReducer get_reducer handed out (each holds its queue)
+_stats_reducers: dict[tuple, StatsReducer] = {}
+
+
+@caches.register
+def _forget_stats_reducers() -> None:
+    _stats_reducers.clear()
