@@ -89,6 +89,8 @@ def cases(q: cl.CommandQueue, rng: np.random.Generator, torch: Any) -> list[Case
     t1 = t_of(h1)
     add("r(x) 4096", lambda: r(x1), h1.astype(np.float64).sum(),
         tcall=(lambda: torch.sum(t1)) if dev else None)
+    add("get_reducer(q)(x) 4096", lambda: cltune.get_reducer(q)(x1),
+        h1.astype(np.float64).sum(), tcall=(lambda: torch.sum(t1)) if dev else None)
     for shape in ((100, 100), (1000, 1000)):
         h = rng.random(shape, dtype=np.float32)
         x = cla.to_device(q, h)
