@@ -25,6 +25,8 @@ ap.add_argument("--calls", type=int, default=10)
 ap.add_argument("--repeats", type=int, default=3)
 ap.add_argument("--small", action="store_true", help="a tiny grid (a smoke test on CPUs)")
 ap.add_argument("--json", default=None)
+ap.add_argument("--few-plans", action="store_true",
+                help="min rows 16 and 64, stage 2 with lanes only (the configs, not the plans)")
 a = ap.parse_args()
 warnings.simplefilter("ignore")
 import cltune
@@ -51,11 +53,11 @@ NP = {"var": np.var, "argmax": np.argmax, "mean": np.mean,
 TORCH = {"var": lambda t, d: torch.var(t, dim=d, unbiased=False),
          "argmax": lambda t, d: torch.argmax(t, dim=d), "mean": lambda t, d: torch.mean(t, dim=d),
          "norm2": lambda t, d: torch.linalg.vector_norm(t, dim=d)}
-MIN_ROWS = (64,) if a.small else (4, 8, 16, 32, 64)
-S2 = (0, 1 << 14)
+MIN_ROWS = (64,) if a.small else (16, 64) if a.few_plans else (4, 8, 16, 32, 64)
+S2 = (1 << 14,) if a.few_plans else (0, 1 << 14)
 
 
-def grid(kind, r, served):
+def grid(kind, r, served, inner=1):
     out = {served}
     if kind == "rows":
         for wg, lanes, items, g in itertools.product(
@@ -67,12 +69,14 @@ def grid(kind, r, served):
         for wg, items, strip in itertools.product((8,) if a.small else (64, 128, 256, 512),
                                                   (1, 2, 4, 8), (1,) if a.small else (1, 2, 4)):
             out.add(C("cols", wg, 1, items, strip, 8))
-    else:  # tall-narrow: lanes along the axis
-        for wg, lanes, items, g in itertools.product(
-                (16,) if a.small else (256, 512), (4,) if a.small else (8, 16, 32, 64, 128),
-                (1, 2, 4) if a.small else (1, 2, 4, 8), (8,) if a.small else (8, 16, 32)):
-            if lanes <= wg:
-                out.add(C("cols", wg, lanes, items, 1, g))
+    else:  # tall-narrow: lanes along the axis, a strip of neighbouring outputs each
+        strips = sorted({1, min(16, 1 << max(0, (inner - 1).bit_length()))})
+        for wg, lanes, items, g, strip in itertools.product(
+                (16,) if a.small else (256, 512), (4,) if a.small else (8, 16, 32, 64, 128, 256),
+                (1, 2, 4) if a.small else (1, 2, 4, 8), (8,) if a.small else (8, 16, 32),
+                strips):
+            if lanes <= wg and (strip == 1 or lanes >= 32 or a.small) and (strip == 1 or items <= 2):
+                out.add(C("cols", wg, lanes, items, strip, g))
     return sorted(out, key=lambda c: c.short())
 
 
@@ -111,7 +115,7 @@ for item in a.shapes.split(","):
             user += (v.base_data, v.offset) if isinstance(t, VectorArg) else [v]
         served = red.config(g.outer, g.r, g.inner)
         found, built = [], {}
-        for cfg in grid(kind, g.r, served):
+        for cfg in grid(kind, g.r, served, g.inner):
             try:
                 b = build(ctx, dev, info, spec, cfg)
             except Exception as e:
