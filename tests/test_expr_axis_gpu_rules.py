@@ -18,6 +18,8 @@ from cltune.families.expr_axis.defaults import (
     MIN_ROW_ITEMS,
     ROW_ELEMS_PER_ACC_BYTE,
     SHORT_COL,
+    TALL_LANES,
+    TALL_OUTPUTS,
     choose,
 )
 from cltune.families.expr_axis.launch import axis_plan
@@ -54,10 +56,13 @@ def test_gpu_cols_split_the_axis_over_lanes_while_outputs_are_few(acc, r, inner)
     if short:
         assert cfg.items == 1 and cfg.wg == (128 if acc >= 32 else 256)
         return
-    assert cfg.items == {32: 4, 16: 2}.get(acc, 4 if cfg.lanes <= 8 else 1)
-    assert 1 <= cfg.lanes <= MAX_COL_LANES and (cfg.lanes == 1 or cfg.lanes * cfg.items <= r)
+    tall = inner <= TALL_OUTPUTS and cfg.lanes >= TALL_LANES
+    assert cfg.items == (2 if tall else {32: 4, 16: 2}.get(acc, 4 if cfg.lanes <= 8 else 1))
+    cap = TALL_LANES if inner <= TALL_OUTPUTS else MAX_COL_LANES
+    assert 1 <= cfg.lanes <= cap and (cfg.lanes == 1 or cfg.lanes * cfg.items <= r)
     want = COL_ITEM_BYTES // acc // inner
-    if cfg.lanes < MAX_COL_LANES and cfg.lanes * 2 * cfg.items <= r:
+    if cfg.lanes < cap and cfg.lanes * 2 * cfg.items <= r and not (
+            inner <= TALL_OUTPUTS and cfg.lanes * 2 >= TALL_LANES):
         assert cfg.lanes * 2 > want  # no more lanes would fit the launch's budget
     assert cfg.lanes <= max(1, want)
     p = axis_plan(cfg, H200.compute_units, 1, r, inner)
@@ -82,6 +87,9 @@ def test_the_fitted_cases():
     # millions of short columns (H100, 8x1048576 along 0)
     assert choose(H200, 1, 8, 1 << 20, 32).short() == "cols wg=128 lanes=1 items=1 strip=2 g/cu=16"
     assert choose(H200, 1, 4, 2000003, 8).short() == "cols wg=256 lanes=1 items=1 strip=2 g/cu=16"
+    # tall-narrow blocks (H100, 2000003x7, 3000017x3, 1048576x8 along 0)
+    for acc in (8, 16, 32):
+        assert choose(H200, 1, 3000017, 3, acc).short() == "cols wg=256 lanes=64 items=2 g/cu=16"
 
 
 def test_gpu_plans_split_few_long_rows_and_give_stage2_lanes():
@@ -96,7 +104,8 @@ def test_gpu_plans_split_few_long_rows_and_give_stage2_lanes():
     assert p.split == (1 << 20) // (rows.lanes * rows.items * 16) and p.lanes2 == p.split
     cols = choose(H200, 1, 1 << 20, 8, 8)
     p = device_plan(cols, H200, 1, 1 << 20, 8)
-    assert p.split == (1 << 20) // (cols.lanes * cols.items * 64) and p.lanes2 == cols.wg
+    assert p.split == (1 << 20) // (cols.lanes * cols.items * 64)
+    assert p.lanes2 == min(cols.wg, 1 << (p.split.bit_length() - 1)) > 1
     for outer, r, inner in ((1000, 5000, 1), (1, 5000, 1000), (3, 7, 5), (1, 1 << 22, 1)):
         cfg = choose(H200, outer, r, inner, 32)
         p = device_plan(cfg, H200, outer, r, inner)

@@ -34,6 +34,13 @@ MIN_ROW_ELEMS_PER_LANE = 128
 MIN_ROW_ITEMS = 1 << 13
 COL_ITEM_BYTES = 1 << 21
 MAX_COL_LANES = 32
+#: GPUs: a tall-narrow block (at most TALL_OUTPUTS outputs) gets up to TALL_LANES lanes along
+#: the axis, 2 accumulators each. H100, 2000003x7 / 3000017x3 / 1048576x8 along 0, mean,
+#: argmax and var: 1.09x the best of the grid in geometric mean, where 32 lanes with the
+#: accumulators below ran 1.27x (3000017x3 argmax 37.1 -> 22.5 us, var 30.8 -> 21.9; torch
+#: 26.2 / 26.6); scripts/experiments/stats_axis_skinny.py --few-plans
+TALL_OUTPUTS = 16
+TALL_LANES = 64
 #: GPUs: columns of at most this many rows take two outputs a work-item (see `_gpu_cols`)
 SHORT_COL = 8
 
@@ -80,11 +87,15 @@ def _gpu_rows(cap: int, outer: int, r: int, acc_size: int) -> AxisExprConfig:
 def _gpu_cols(cap: int, outer: int, r: int, inner: int, acc_size: int) -> AxisExprConfig:
     wg = min(cap, 256)
     work = COL_ITEM_BYTES // max(1, acc_size) // max(1, outer * inner)
-    lanes = max(1, min(MAX_COL_LANES, wg, pow2_at_most(max(1, work))))
+    tall = outer * inner <= TALL_OUTPUTS
+    lanes = max(1, min(TALL_LANES if tall else MAX_COL_LANES, wg, pow2_at_most(max(1, work))))
+
     # var's 32-byte accumulators 4 a work-item; argmin/argmax's 16-byte ones 2 (4: up to
     # 1.8x slower); 8-byte ones (mean, norms) 4 on few lanes, 1 on many (2 on 32 lanes ran
-    # 1.5-2.3x the best)
+    # 1.5-2.3x the best); a tall-narrow block's TALL_LANES lanes 2 whatever the accumulator
     def items(lanes: int) -> int:
+        if tall and lanes >= TALL_LANES:
+            return 2
         return 4 if acc_size >= 32 else 2 if acc_size >= 16 else 4 if lanes <= 8 else 1
 
     while lanes > 1 and lanes * items(lanes) > max(1, r):
