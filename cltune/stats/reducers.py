@@ -21,9 +21,9 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from cltune.core import family
-from cltune.opencl import caches
 from cltune.families.reduce.api import Reducer
 from cltune.families.reduce.api import get_reducer as _reduce
+from cltune.opencl import caches
 from cltune.stats import anyvec, argvec, normvec, warm
 from cltune.stats import api as stats
 from cltune.stats import axis as stats_axis

@@ -31,6 +31,7 @@ from cltune.families.hist.kernel import TYPE_CODES, sums_in_double
 from cltune.families.hist.launch import UniformBins
 from cltune.families.hist.serve import HistEngine, HistExplanation
 from cltune.opencl.caches import ContextCache
+from cltune.opencl.events import waits_on
 from cltune.opencl.pools import pool_for
 
 __all__ = ["Histogrammer", "bincount", "explain", "get_histogrammer", "histogram",
@@ -103,7 +104,7 @@ def _extremes(q: cl.CommandQueue, x: cla.Array) -> tuple[Any, Any]:
     # both read back behind one wait (each get() would wait for the queue on its own)
     host = np.empty(2, lo.dtype)
     evs = [cl.enqueue_copy(q, host[i:i + 1], a.base_data, src_offset=a.offset,
-                           is_blocking=False, wait_for=a.events or None)
+                           is_blocking=False, wait_for=waits_on(q, a.events))
            for i, a in enumerate((lo, hi))]
     cl.wait_for_events(evs)
     return host[0], host[1]
@@ -118,7 +119,7 @@ def _int_extremes(q: cl.CommandQueue, x: cla.Array, db: str | None) -> tuple[Any
     """(min, max) of a non-empty 1-D integer array in one pass of the histogram program's
     `clt_hist_extremes` (vetted with it), the groups' pairs read back together."""
     la = engine(q, HistVariant("bincount", x.dtype), db).served(x.size, EXTREMES_BINS)[0]
-    return la.extremes(q, x, 0, x.size, wait_for=list(x.events) or None)
+    return la.extremes(q, x, 0, x.size, wait_for=waits_on(q, x.events))
 
 
 def _run(q: cl.CommandQueue, variant: HistVariant, db: str | None, x: cla.Array,
@@ -131,9 +132,9 @@ def _run(q: cl.CommandQueue, variant: HistVariant, db: str | None, x: cla.Array,
     out = empty_result(q, (*kept, nbins), la.spec.out_dtype, "C", x.allocator or pool_for(q))
     if out.size == 0:
         return out
-    waits = [*x.events, *(w.events if w is not None else [])]
-    evs = la.run(q, x, 0, x.size, w, 0, nbins, bins, out, wait_for=waits or None, rows=rows,
-                 shift=shift)
+    evs = la.run(q, x, 0, x.size, w, 0, nbins, bins, out,
+                 wait_for=waits_on(q, x.events, w.events if w is not None else None),
+                 rows=rows, shift=shift)
     out.events.append(evs[-1])
     return out
 

@@ -39,7 +39,7 @@ from cltune.device.select import info_for
 from cltune.isolation.vetting import NoConfigRuns, checked
 from cltune.opencl.build import compile_program
 from cltune.opencl.caches import ContextCache
-from cltune.opencl.events import in_order
+from cltune.opencl.events import in_order, waits_on
 from cltune.opencl.pools import pool_for
 from cltune.opencl.sources import kernel_file, text_hash
 
@@ -315,7 +315,7 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
         want_idx = True  # the rows' passes read each element's row from its index
         passes += [(s, row_len) for s in range(0, (rows - 1).bit_length(), bits)]
     ordered = in_order(q) is not None
-    waits = [e for e in x.events if e is not None]
+    waits = waits_on(q, x.events) or []
     ev = None
 
     def go(k: cl.Kernel, gsize: int, lsize: int) -> None:
@@ -381,7 +381,7 @@ def _rows_launch(q: cl.CommandQueue, prg: _Program, k: cl.Kernel, x: cla.Array,
                    out.data if out is not None else dummy, pos.data if pos is not None else dummy,
                    int(want_out), int(want_pos), local)
         ev = cl.enqueue_nd_range_kernel(q, k, (sizes[0],), (sizes[1],),
-                                        wait_for=[e for e in x.events if e is not None] or None)
+                                        wait_for=waits_on(q, x.events))
     for a in (out, pos):
         if a is not None:
             a.add_event(ev)
@@ -498,7 +498,7 @@ def _transposed(q: cl.CommandQueue, prg: _Program, x: cla.Array, a: int, p: int,
         k.set_args(x.base_data, x.offset // x.dtype.itemsize, out.data, p, b, n)
         out.add_event(cl.enqueue_nd_range_kernel(
             q, k, (_blocks(n, q) * 64,), (64,),
-            wait_for=[e for e in x.events if e is not None] or None))
+            wait_for=waits_on(q, x.events)))
     return out
 
 
@@ -593,7 +593,7 @@ def sort_by_key(keys: Any, values: Any, descending: bool = False, *,
     s = _order(q, kk, 1, kk.size, bool(descending))
     ks = _values(q, s, kk)
     # the values' own pending writes too (the sort waited for the keys' only)
-    waits = [e for e in values.events if e is not None]
+    waits = waits_on(q, values.events) or []
     if not in_order(q):
         waits += s.waits
     vs, _, _ = _gather(q, s.prg, s.idx, kk.size, 0, values, False, waits)
@@ -612,7 +612,7 @@ def take(q: cl.CommandQueue, a: cla.Array, pos: cla.Array, allocator: Any = None
         return out
     prg = prg or _program(q, np.dtype(np.uint32), False, None, True)[0]
     w = a.dtype.itemsize
-    waits = [e for e in (*a.events, *pos.events) if e is not None] or None
+    waits = waits_on(q, a.events, pos.events)
     with prg.lock:
         if w in prg.take and a.offset % w == 0:
             k = prg.take[w]

@@ -29,6 +29,7 @@ from cltune.families.topk.kernel import TYPE_CODES
 from cltune.families.topk.launch import MAX_ROW
 from cltune.families.topk.serve import TopkEngine, TopkExplanation
 from cltune.opencl.caches import ContextCache
+from cltune.opencl.events import waits_on
 from cltune.opencl.pools import pool_for
 
 __all__ = ["Selector", "explain", "get_selector", "topk"]
@@ -125,7 +126,7 @@ def topk(x: Any, k: int, axis: int = -1, largest: bool = True, sorted: bool = Tr
         rows = rows_x.size // m
         la, _ = engine(q, TopkVariant("topk", xs.dtype), db).served(rows_x.size, k, rows)
         evs = la.run(q, rows_x, 0, m, rows, k, bool(largest), values, indices,
-                     wait_for=list(rows_x.events) or None)
+                     wait_for=waits_on(q, rows_x.events))
         values.events.append(evs[-1])
         indices.events.append(evs[-1])
         if flat:  # the axis is the last one longer than 1: the result in the same layout
@@ -157,7 +158,7 @@ def _along_inner(q: cl.CommandQueue, xs: cla.Array, k: int, largest: bool, outer
     la, _ = engine(q, TopkVariant("topk", xs.dtype), db).served(xs.size, k, rows)
     flat = xs.reshape(xs.size)
     xt = empty_result(q, (xs.size,), xs.dtype, "C", alloc)
-    ev = la.transpose(q, flat, 0, xt, outer, m, inner, wait_for=list(xs.events) or None)
+    ev = la.transpose(q, flat, 0, xt, outer, m, inner, wait_for=waits_on(q, xs.events))
     vt = empty_result(q, (rows * k,), xs.dtype, "C", alloc)
     it = empty_result(q, (rows * k,), _I64, "C", alloc)
     evs = la.run(q, xt, 0, m, rows, k, largest, vt, it, wait_for=[ev])
