@@ -1,6 +1,7 @@
 """The contract every warm public call keeps (issue 39's acceptance for its prepared calls),
 checked on each family's call the same way: the 1-D reducer, reductions along axes, statistics
-whole and along an axis, ReductionKernel whole and along an axis, the scanner and cumsum.
+whole and along an axis, ReductionKernel whole and along an axis, the scanner and cumsum,
+compaction and histograms over a given range.
 
 A warm call (its shape, dtype and queue seen before) must still follow what changes between
 calls: new data in the same array, a freed buffer handed out again by a pool, another offset,
@@ -120,6 +121,14 @@ CALLS = [
              _per_segment(np.cumsum), out=True, rtol=1e-4),
     WarmCall("copy_if(x, x > 0.5)", (4099,), _copy_if, lambda h: h[h > 0.5], exact=True,
              pick=_kept),
+    WarmCall("histogram(x, 64, (0, 1))", (4099,),
+             lambda q: lambda x: cltune.histogram(x, 64, (0.0, 1.0)),
+             lambda h: np.concatenate(np.histogram(h.astype(np.float32), 64, (0.0, 1.0))),
+             exact=True, pick=lambda res: np.concatenate([res[0].get(), res[1].get()])),
+    WarmCall("histogram(x 2-D, 100, (0.1, 0.9))", (37, 101),
+             lambda q: lambda x: cltune.histogram(x, 100, (0.1, 0.9)),
+             lambda h: np.concatenate(np.histogram(h.astype(np.float32), 100, (0.1, 0.9))),
+             exact=True, pick=lambda res: np.concatenate([res[0].get(), res[1].get()])),
 ]
 IDS = [c.name for c in CALLS]
 

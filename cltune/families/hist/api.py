@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import operator
 import warnings
+from collections.abc import Callable
+from math import copysign
 from typing import Any
 
 import numpy as np
@@ -31,8 +33,10 @@ from cltune.families.hist.kernel import TYPE_CODES, sums_in_double
 from cltune.families.hist.launch import UniformBins
 from cltune.families.hist.serve import HistEngine, HistExplanation
 from cltune.opencl.caches import ContextCache
+from cltune.opencl.copies import copy_buffer
 from cltune.opencl.events import waits_on
 from cltune.opencl.pools import pool_for
+from cltune.opencl.prepared import PreparedCalls
 
 __all__ = ["Histogrammer", "bincount", "explain", "get_histogrammer", "histogram",
            "unique_counts"]
@@ -164,10 +168,9 @@ _EDGES_KEPT = 16
 _edges_kept: ContextCache[dict] = ContextCache()
 
 
-def _edges_array(q: cl.CommandQueue, edges: np.ndarray) -> cla.Array:
-    """The edges as a new device array, copied on the device from the same edges kept there
-    (the latest _EDGES_KEPT per context): an upload from the host each call cost ~190 us on
-    NVIDIA's driver (its copy from pageable memory waits for the queue)."""
+def _kept_edges(q: cl.CommandQueue, edges: np.ndarray) -> cla.Array:
+    """The edges on the device, kept per context (the latest _EDGES_KEPT): never handed out,
+    only copied from."""
     kept = _edges_kept.get(q.context, "edges", dict)
     key = (edges.dtype.str, edges.tobytes())
     src = kept.get(key)
@@ -175,9 +178,61 @@ def _edges_array(q: cl.CommandQueue, edges: np.ndarray) -> cla.Array:
         if len(kept) >= _EDGES_KEPT:
             kept.clear()
         src = kept[key] = cla.to_device(q, edges, allocator=pool_for(q))
+    return src
+
+
+def _edges_array(q: cl.CommandQueue, edges: np.ndarray) -> cla.Array:
+    """The edges as a new device array, copied on the device from the same edges kept there
+    (`_kept_edges`): an upload from the host each call cost ~190 us on NVIDIA's driver (its
+    copy from pageable memory waits for the queue)."""
+    src = _kept_edges(q, edges)
     out = empty_result(q, src.shape, src.dtype, "C", src.allocator)
-    out.add_event(cl.enqueue_copy(q, out.base_data, src.base_data, byte_count=src.nbytes))
+    out.add_event(copy_buffer(q, src.base_data, out.base_data, src.nbytes))
     return out
+
+
+#: warm `histogram(x, bins, range)` calls (an int of bins, a range, no weights, density or
+#: axis): per (queue, dtype, size, bins, range as given, db) the launches prepared
+#: (HistLauncher.prepared), the result's type and the kept edges
+_warm: PreparedCalls = PreparedCalls()
+
+
+def _warm_key(x: cla.Array, bins: int, range: Any, db: str | None) -> tuple:  # noqa: A002
+    """The warm call's key; TypeError/ValueError for a range that is not two numbers. The
+    range's types and signs are in it: they decide the bins' dtype and the edges' bits."""
+    r0, r1 = range
+    return (x.queue, x.dtype, x.size, bins, type(r0), r0, copysign(1.0, r0), type(r1), r1,
+            copysign(1.0, r1), db)
+
+
+def _prepare(q: cl.CommandQueue, variant: HistVariant, db: str | None, n: int, nb: int,
+             bins: UniformBins, edges: np.ndarray) -> Callable[..., Any] | None:
+    """The warm call of a histogram of n elements (a contiguous array of the bins' dtype) in
+    nb uniform bins on q: `call(x) -> (hist, edges)` as `histogram` returns them, or None
+    (for `histogram` to serve) when x is not laid out as the first call's was or the
+    launcher's scratch went; None here where the launcher prepares nothing."""
+    la, _ = engine(q, variant, db).served(n, nb)
+    launch = la.prepared(q, n, nb, bins)
+    if launch is None:
+        return None
+    src = _kept_edges(q, edges)
+    out_dtype, pool = la.spec.out_dtype, pool_for(q)
+    isz, osz, ebuf, eshape, edt, enb = (variant.dtype.itemsize, out_dtype.itemsize,
+                                        src.base_data, src.shape, src.dtype, src.nbytes)
+
+    def call(x: cla.Array) -> tuple[cla.Array, cla.Array] | None:
+        if not (x._flags or x.flags).forc or x.offset % isz:
+            return None
+        out = empty_result(q, (nb,), out_dtype, "C", x.allocator or pool)
+        ev = launch(x.base_data, x.offset // isz, out.base_data, out.offset // osz,
+                    waits_on(q, x.events))
+        if ev is None:
+            return None
+        out.add_event(ev)
+        e = empty_result(q, eshape, edt, "C", pool)
+        e.add_event(copy_buffer(q, ebuf, e.base_data, enb))
+        return out, e
+    return call
 
 
 def _weights(q: cl.CommandQueue, weights: Any, x: cla.Array, what: str,
@@ -248,6 +303,18 @@ def histogram(x: Any, bins: int = 10, range: Any = None, weights: Any = None,  #
     and NaN are not counted; the last bin includes its right edge. `axis=k`: one histogram per
     slice along axis k over the same edges (the range given, else x's min and max), shape
     x.shape without k + (bins,); density per histogram."""
+    key = None
+    if (range is not None and weights is None and not density and axis is None
+            and queue is None and type(x) is cla.Array and type(bins) is int):
+        try:
+            key = _warm_key(x, bins, range, db)
+            call = _warm.get(key)
+        except (TypeError, ValueError):
+            key = call = None
+        if call is not None:
+            got = call(x)
+            if got is not None:
+                return got
     if isinstance(bins, str):
         raise TypeError("histogram: bins must be a number of uniform bins or an array of "
                         "edges (estimators by name are not supported)")
@@ -306,6 +373,11 @@ def histogram(x: Any, bins: int = 10, range: Any = None, weights: Any = None,  #
     if w is not None and hist.dtype != ntype:
         hist = hist.astype(ntype)
     edges_d = _edges_array(q, edges)
+    if key is not None and given is None and xd.dtype == xs.dtype and hist.size:
+        # the next call of this key: the launches prepared, nothing worked out again
+        call = _prepare(q, variant, db, xd.size, nb, bins_d, edges)
+        if call is not None:
+            _warm.keep(key, call)
     if density:
         n = hist.get()
         db = np.array(np.diff(edges), float)

@@ -8,6 +8,7 @@ scratch per queue (a cell per bin), passes of 32-bit counters, and the result.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -146,6 +147,49 @@ class HistLauncher:
             if in_order(queue) is not None:
                 self._scratch[key] = s
         return s
+
+    def prepared(self, queue: cl.CommandQueue, n: int, nbins: int,
+                 bins: UniformBins) -> Callable[..., cl.Event | None] | None:
+        """The launches `run` makes for n elements in nbins uniform `bins` (no weights, one row)
+        on the in-order `queue`, prepared for calls in a loop: `launch(x_buf, x_base, out_buf,
+        out_base, wait_for)` (bases in elements) enqueues both kernels, setting only the input
+        and result buffers (and the bases when they change), and returns the last event; None
+        once the queue's scratch was replaced (`run` serves then). None where the call is not
+        one pass of one window, or the queue's scratch is not made yet (after a `run`)."""
+        sp = self.spec
+        if (sp.weights is not None or in_order(queue) is None or not 0 < n < PASS
+                or self.window(nbins) < nbins):
+            return None
+        b = self.built()
+        acc = sp.acc_dtype.itemsize
+        scratch = self._scratch.get(queue.int_ptr)
+        if scratch is None or scratch.size < nbins * acc:
+            return None
+        real = sp.real_dtype.type
+        lo, hi = bins.edges[0], bins.edges[-1]
+        scale, edges = real(nbins / bins.denom), self._edges_buffer(bins.edges)
+        nloc = max(acc, self.cfg.local_bytes(nbins, acc))
+        local = self._locals.get(nloc)
+        if local is None:
+            local = self._locals[nloc] = cl.LocalMemory(nloc)
+        gpr, chunk = groups(self.cfg, self.info.compute_units, n, nbins, 1)
+        hist, out = setter(b.hist, self._hist_types), setter(b.out, _OUT_TYPES)
+        g1, l1 = (gpr * self.cfg.wg,), (self.cfg.wg,)
+        lock, blk, kept, qkey = self._lock, b.lock, self._scratch, queue.int_ptr
+        token = object()
+
+        def launch(xbuf: cl.Buffer, xbase: int, obuf: cl.Buffer, obase: int,
+                   wait_for: list[cl.Event] | None) -> cl.Event | None:
+            with lock, blk:
+                if kept.get(qkey) is not scratch:
+                    return None
+                hist.launch_keyed(queue, g1, l1, (xbuf, xbase, n, nbins, lo, hi, scale, edges,
+                                                  chunk, n, gpr, scratch, local, 0, nbins),
+                                  (0,), (token, xbase), wait_for)
+                return out.launch_keyed(queue, (nbins,), None,
+                                        (scratch, nbins, 1, nbins, 2, obuf, obase), (5,),
+                                        (token, obase), None)
+        return launch
 
     def run(self, queue: cl.CommandQueue, x: cla.Array, xoff: int, n: int, w: cla.Array | None,
             woff: int, nbins: int, bins: UniformBins | None, out: cla.Array,
