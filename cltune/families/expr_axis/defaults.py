@@ -21,6 +21,12 @@ from cltune.opencl.expression import ExprSpec
 #: CPU columns: a work-item's accumulators (strip x items) are kept within this many bytes
 #: (more spill: var's 32-byte accumulators at items=2 ran 1.3-3x slower on both CPU runtimes)
 CPU_ACC_BYTES = 256
+#: CPUs: columns of at most this many rows take strips of at most 8 outputs with one
+#: accumulator each. This AMD EPYC host, float32, ms a call (Debian's PoCL / Intel's runtime):
+#: mean of 4x1048576 along 0 1.98 -> 1.05-1.11 / 2.08 -> 1.70 (numpy 1.38 / 1.58), 3x1000003
+#: 2.59 -> 1.21-1.23; var (its strip within CPU_ACC_BYTES: 8 outputs, was 16) 4.26 -> 1.88 /
+#: 4.52 -> 3.71, 100000x64 1.61 -> 1.20 / 3.86 -> 3.15
+CPU_SHORT_COL = 16
 
 
 #: GPUs (fitted to H200 sweeps of var, argmax, mean and norm on 24 untuned shapes, see
@@ -68,7 +74,11 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8) -> Axis
             return AxisExprConfig("rows", min(cap, 16 if acc_size == 16 else 8), 1, items)
         return _gpu_rows(cap, outer, r, acc_size)
     if cpu:
-        strip = min(16, pow2_at_most(inner))
+        # a strip's accumulators within CPU_ACC_BYTES (var: 8 outputs), short columns 8
+        # outputs of one accumulator each; see CPU_SHORT_COL
+        strip = min(16, pow2_at_most(inner), pow2_at_most(max(1, CPU_ACC_BYTES // acc_size)))
+        if r <= CPU_SHORT_COL:
+            return AxisExprConfig("cols", min(cap, 8), 1, 1, min(strip, 8))
         items = 2 if r >= 2 and strip * 2 * acc_size <= CPU_ACC_BYTES else 1
         return AxisExprConfig("cols", min(cap, 8), 1, items, strip)
     return _gpu_cols(cap, outer, r, inner, acc_size)
