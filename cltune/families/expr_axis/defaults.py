@@ -21,11 +21,14 @@ from cltune.opencl.expression import ExprSpec
 #: CPU columns: a work-item's accumulators (strip x items) are kept within this many bytes
 #: (more spill: var's 32-byte accumulators at items=2 ran 1.3-3x slower on both CPU runtimes)
 CPU_ACC_BYTES = 256
-#: CPUs: columns of at most this many rows take strips of at most 8 outputs with one
-#: accumulator each. This AMD EPYC host, float32, ms a call (Debian's PoCL / Intel's runtime):
-#: mean of 4x1048576 along 0 1.98 -> 1.05-1.11 / 2.08 -> 1.70 (numpy 1.38 / 1.58), 3x1000003
-#: 2.59 -> 1.21-1.23; var (its strip within CPU_ACC_BYTES: 8 outputs, was 16) 4.26 -> 1.88 /
-#: 4.52 -> 3.71, 100000x64 1.61 -> 1.20 / 3.86 -> 3.15
+#: CPUs: columns of at most this many rows take one accumulator an output (2 before), and
+#: var's strip is kept within CPU_ACC_BYTES (8 outputs, 16 before) at every length. This AMD
+#: EPYC host, float32, ms a call, configs interleaved in one process
+#: (scripts/experiments/cpu_cols_ab.py, Debian's PoCL): mean of 4x1048576 along 0 2.88 ->
+#: 2.05, 3x1000003 2.09 -> 1.60, 16x262144 0.92 -> 0.57; norm 2.20 -> 1.56, 1.94 -> 1.42,
+#: 1.03 -> 0.68; var 3.11 -> 2.05, 2.85 -> 1.90, 1.12 -> 0.97 (100000x64: 1.43 -> 1.85 in
+#: that run, 1.61 -> 1.20 in another; Intel's runtime 3.86 -> 3.15). Intel's runtime, 4x1048576
+#: mean: 2.08 -> 1.93
 CPU_SHORT_COL = 16
 
 
@@ -74,11 +77,11 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8) -> Axis
             return AxisExprConfig("rows", min(cap, 16 if acc_size == 16 else 8), 1, items)
         return _gpu_rows(cap, outer, r, acc_size)
     if cpu:
-        # a strip's accumulators within CPU_ACC_BYTES (var: 8 outputs), short columns 8
-        # outputs of one accumulator each; see CPU_SHORT_COL
+        # a strip's accumulators within CPU_ACC_BYTES (var: 8 outputs); short columns one
+        # accumulator an output (see CPU_SHORT_COL)
         strip = min(16, pow2_at_most(inner), pow2_at_most(max(1, CPU_ACC_BYTES // acc_size)))
         if r <= CPU_SHORT_COL:
-            return AxisExprConfig("cols", min(cap, 8), 1, 1, min(strip, 8))
+            return AxisExprConfig("cols", min(cap, 8), 1, 1, strip)
         items = 2 if r >= 2 and strip * 2 * acc_size <= CPU_ACC_BYTES else 1
         return AxisExprConfig("cols", min(cap, 8), 1, items, strip)
     return _gpu_cols(cap, outer, r, inner, acc_size)
