@@ -119,11 +119,11 @@ def test_cpus_keep_their_rules():
     cpu = NS(type="cpu", max_wg=8192, compute_units=2)
     assert choose(cpu, 1 << 16, 256, 1).short() == "rows wg=8 lanes=1 items=2"
     assert choose(cpu, 1, 1 << 20, 16, acc_size=8).short() == "cols wg=8 lanes=1 items=2 strip=16"
-    # short columns: one accumulator an output; var's strip within 256 bytes
-    assert choose(cpu, 1, 4, 1 << 20, acc_size=8).short() == "cols wg=8 lanes=1 items=1 strip=16"
+    # short columns: strips of 8 outputs, one accumulator each; long ones as before
+    assert choose(cpu, 1, 4, 1 << 20, acc_size=8).short() == "cols wg=8 lanes=1 items=1 strip=8"
     assert choose(cpu, 1, 16, 1 << 20, acc_size=32).short() == "cols wg=8 lanes=1 items=1 strip=8"
-    assert choose(cpu, 1, 100000, 64, acc_size=32).short() == "cols wg=8 lanes=1 items=1 strip=8"
-    assert choose(cpu, 1, 100000, 64, acc_size=16).short() == "cols wg=8 lanes=1 items=1 strip=16"
+    assert choose(cpu, 1, 17, 1 << 20, acc_size=8).short() == "cols wg=8 lanes=1 items=2 strip=16"
+    assert choose(cpu, 1, 100000, 64, acc_size=32).short() == "cols wg=8 lanes=1 items=1 strip=16"
 
 
 @pytest.mark.parametrize("op", ["var", "argmax", "mean"])

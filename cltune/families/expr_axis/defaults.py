@@ -21,14 +21,15 @@ from cltune.opencl.expression import ExprSpec
 #: CPU columns: a work-item's accumulators (strip x items) are kept within this many bytes
 #: (more spill: var's 32-byte accumulators at items=2 ran 1.3-3x slower on both CPU runtimes)
 CPU_ACC_BYTES = 256
-#: CPUs: columns of at most this many rows take one accumulator an output (2 before), and
-#: var's strip is kept within CPU_ACC_BYTES (8 outputs, 16 before) at every length. This AMD
-#: EPYC host, float32, ms a call, configs interleaved in one process
-#: (scripts/experiments/cpu_cols_ab.py, Debian's PoCL): mean of 4x1048576 along 0 2.88 ->
-#: 2.05, 3x1000003 2.09 -> 1.60, 16x262144 0.92 -> 0.57; norm 2.20 -> 1.56, 1.94 -> 1.42,
-#: 1.03 -> 0.68; var 3.11 -> 2.05, 2.85 -> 1.90, 1.12 -> 0.97 (100000x64: 1.43 -> 1.85 in
-#: that run, 1.61 -> 1.20 in another; Intel's runtime 3.86 -> 3.15). Intel's runtime, 4x1048576
-#: mean: 2.08 -> 1.93
+#: CPUs: columns of at most this many rows take strips of 8 outputs (16 before) with one
+#: accumulator each (2 before for mean and norms). Configs interleaved in one process
+#: (scripts/experiments/cpu_cols_ab.py, docs/logs/cpu-stats-short-cols-2026-12-06.txt), this
+#: AMD EPYC host, float32, before / after ms a call: Debian's PoCL mean of 4x1048576 along 0
+#: 2.73 / 1.79, 3x1000003 1.48 / 1.05, 16x262144 1.74 / 0.87; norm 2.47 / 1.80, 1.96 / 1.48,
+#: 0.98 / 0.76; var 3.10 / 2.04, 2.85 / 1.89, 1.25 / 1.11. Intel's runtime: mean 2.10 / 1.76,
+#: 1.78 / 1.48; norm 2.62 / 2.12, 2.40 / 1.80; var 4.51 / 3.56, 3.84 / 3.09. (16-output strips
+#: with one accumulator ran faster still on PoCL and slower than before on Intel's for norms;
+#: 8-output strips of var on long columns, 100000x64, slower on both.)
 CPU_SHORT_COL = 16
 
 
@@ -77,11 +78,9 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8) -> Axis
             return AxisExprConfig("rows", min(cap, 16 if acc_size == 16 else 8), 1, items)
         return _gpu_rows(cap, outer, r, acc_size)
     if cpu:
-        # a strip's accumulators within CPU_ACC_BYTES (var: 8 outputs); short columns one
-        # accumulator an output (see CPU_SHORT_COL)
-        strip = min(16, pow2_at_most(inner), pow2_at_most(max(1, CPU_ACC_BYTES // acc_size)))
-        if r <= CPU_SHORT_COL:
-            return AxisExprConfig("cols", min(cap, 8), 1, 1, strip)
+        strip = min(16, pow2_at_most(inner))
+        if r <= CPU_SHORT_COL:  # strips of 8 outputs, one accumulator each
+            return AxisExprConfig("cols", min(cap, 8), 1, 1, min(strip, 8))
         items = 2 if r >= 2 and strip * 2 * acc_size <= CPU_ACC_BYTES else 1
         return AxisExprConfig("cols", min(cap, 8), 1, items, strip)
     return _gpu_cols(cap, outer, r, inner, acc_size)
