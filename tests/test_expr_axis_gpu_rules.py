@@ -126,13 +126,21 @@ def test_cpus_keep_their_rules():
     assert choose(cpu, 1, 100000, 64, acc_size=32).short() == "cols wg=8 lanes=1 items=1 strip=16"
 
 
+#: #40's skinny categories: k = 1..9 long rows (odd lengths), tall-narrow blocks of 1..65
+#: columns, short columns, 3-D middle axes
+SKINNY = [((1, 40009), 1), ((2, 30011), 1), ((5, 20011), 1), ((9, 12007), 1),
+          ((20011, 1), 0), ((12007, 3), 0), ((9001, 8), 0), ((5003, 17), 0), ((3001, 65), 0),
+          ((3, 3001), 0), ((2, 4001, 5), 1), ((3, 7, 2001), 1)]
+
+
 @pytest.mark.parametrize("op", ["var", "argmax", "mean"])
 @pytest.mark.parametrize("shape,axis", [((301, 77), 1), ((301, 77), 0), ((3, 5000), 1),
                                         ((2000, 9), 0), ((9, 2000), 0), ((4, 3001), 0),
-                                        ((8, 777), 0)])
+                                        ((8, 777), 0), *SKINNY])
 def test_the_gpu_configs_give_numpys_answers(ctx, queue, device, op, shape, axis):
-    """The configs the GPU rule picks (many lanes a row or column, 2 or 4 accumulators, the
-    axis split over groups) run here as they would there: numpy's answers."""
+    """The configs the GPU rule picks (many lanes a row or column, 2 or 4 accumulators, two
+    outputs a work-item for short columns) under the GPU plan (the axis split over groups,
+    stage 2's lanes) run here as they would there: numpy's answers, C and F order."""
     import numpy as np
     import pyopencl.array as cla
     from pyopencl.tools import VectorArg
@@ -140,32 +148,35 @@ def test_the_gpu_configs_give_numpys_answers(ctx, queue, device, op, shape, axis
     from cltune.core.shapes import geometry
     from cltune.families.expr_axis.api import axis_reducer
     from cltune.families.expr_axis.kernel import build
+    from cltune.families.expr_axis.launch import device_plan
     from cltune.stats.kernels import kernel
 
     info, dev = device
     knl = kernel(op, ctx, np.float32)
     spec = knl.spec
-    g = geometry(shape, True, axis, False)
-    cfg = choose(H200, g.outer, g.r, g.inner, spec.dtype_out.itemsize)
-    cfg = AxisExprConfig.from_mapping({**cfg.to_dict(), "wg": min(cfg.wg, 64),  # CPUs' cap
-                                       "lanes": min(cfg.lanes, 64)})
-    h = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
-    x = cla.to_device(queue, h)
-    res = cla.empty(queue, g.outer * g.inner, spec.dtype_result)
-    user: list = []
-    for v, t in zip((x, *((0.0,) if op == "var" else ())), spec.arguments, strict=True):
-        user += (v.base_data, v.offset) if isinstance(t, VectorArg) else [v]
     red = axis_reducer(ctx, dev, spec)
-    b = build(ctx, dev, info, spec, cfg)
-    p = axis_plan(cfg, H200.compute_units, g.outer, g.r, g.inner)
-    red.launch(queue, b, p, user, g.outer, g.r, g.inner, res.base_data, 0)
-    got = res.get()
-    want = {"var": np.var, "argmax": np.argmax, "mean": np.mean}[op](
-        h.astype(np.float64), axis=axis)
-    if op == "argmax":
-        assert np.array_equal(got, want), cfg.short()
-    else:
-        assert np.allclose(got, want, rtol=1e-5, atol=1e-6), cfg.short()
+    h = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+    want = np.asarray({"var": np.var, "argmax": np.argmax, "mean": np.mean}[op](
+        h.astype(np.float64), axis=axis))
+    for order in "CF":
+        g = geometry(shape, order == "C", axis, False)
+        cfg = choose(H200, g.outer, g.r, g.inner, spec.dtype_out.itemsize)
+        cfg = AxisExprConfig.from_mapping({**cfg.to_dict(), "wg": min(cfg.wg, 64),  # CPUs' cap
+                                           "lanes": min(cfg.lanes, 64)})
+        x = cla.to_device(queue, np.asarray(h, order=order))
+        res = cla.empty(queue, g.outer * g.inner, spec.dtype_result)
+        user: list = []
+        for v, t in zip((x, *((0.0,) if op == "var" else ())), spec.arguments, strict=True):
+            user += (v.base_data, v.offset) if isinstance(t, VectorArg) else [v]
+        b = build(ctx, dev, info, spec, cfg)
+        p = device_plan(cfg, H200, g.outer, g.r, g.inner)
+        red.launch(queue, b, p, user, g.outer, g.r, g.inner, res.base_data, 0)
+        got, w = res.get(), want.ravel(order=order)
+        what = f"{cfg.short()} {order} split {p.split} lanes2 {p.lanes2}"
+        if op == "argmax":
+            assert np.array_equal(got, w), what
+        else:
+            assert np.allclose(got, w, rtol=1e-5, atol=1e-6), what
 
 
 @pytest.mark.parametrize("shape,axis", [((300, 300), 0), ((1000, 100), 0), ((100, 1000), 1),
