@@ -34,7 +34,6 @@ import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.tools import dtype_to_ctype
 
-from cltune.core.shapes import empty_result
 from cltune.device.select import info_for
 from cltune.isolation.vetting import NoConfigRuns, checked
 from cltune.opencl.build import compile_program
@@ -42,7 +41,7 @@ from cltune.opencl.caches import ContextCache
 from cltune.opencl.events import in_order, pending
 from cltune.opencl.pools import pool_for
 from cltune.opencl.prepared import PreparedCalls
-from cltune.opencl.scalars import new_scalar
+from cltune.opencl.scalars import ResultFactory
 from cltune.opencl.sources import kernel_file, text_hash
 
 __all__ = ["copy_if", "partition", "remove_if", "unique"]
@@ -319,7 +318,8 @@ def _plan(q: cl.CommandQueue, elem: np.dtype, n: int, pred: str, extra: list[tup
           sig: tuple, preamble: str, index: int, sample: Callable[[], tuple],
           shape: tuple[int, int, int, int] | None) -> tuple:
     """(program, work-group size, groups, chunk, result dtype, pool, the queue when in order,
-    the chunks' scratch when in order) of a call on n elements."""
+    the results' factories (made by the first call), the chunks' scratch when in order) of a
+    call on n elements."""
     odt = INDEX_DTYPES[index] if index else elem
     # the program and kernel shape of this predicate: made once (the source, the device's
     # limits and the program lookup cost more host time per call than the kernels take)
@@ -337,7 +337,7 @@ def _plan(q: cl.CommandQueue, elem: np.dtype, n: int, pred: str, extra: list[tup
     starts = None
     if ordered is not None:  # kept: the queue runs each call's launches before the next's
         starts = cl.Buffer(q.context, cl.mem_flags.READ_WRITE, groups * 8)
-    return prg, wg, groups, chunk, odt, pool, ordered, starts
+    return prg, wg, groups, chunk, odt, pool, ordered, {}, starts
 
 
 def select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
@@ -379,11 +379,18 @@ def select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
         plan = _plan(q, ary.dtype, n, pred, extra, sig, preamble, index,
                      lambda: _sample(ary, extra), shape)
         _plans.keep(key, plan)
-    prg, wg, groups, chunk, odt, pool, ordered, starts = plan
-    # pyopencl's fast constructor: its general one spends ~15 us of host time on checks
-    out = empty_result(q, (max(n, fill_to),), odt, "C", pool)
-    out_false = empty_result(q, (n,), odt, "C", pool) if with_false else None
-    count = new_scalar(q, _I64, pool)
+    prg, wg, groups, chunk, odt, pool, ordered, made, starts = plan
+    # the results from templates (opencl.scalars.ResultFactory: ~2 us a result less than
+    # pyopencl's fast constructor, whose general form spends ~15 us on checks), kept with the
+    # plan
+    if not made:
+        made["out"] = ResultFactory(q, odt, pool, (max(n, fill_to),))
+        made["count"] = ResultFactory(q, _I64, pool)
+        if with_false:
+            made["false"] = ResultFactory(q, odt, pool, (n,))
+    out = made["out"]()
+    out_false = made["false"]() if with_false else None
+    count = made["count"]()
     if starts is None:  # an out-of-order queue: scratch of this call's own
         starts = pool.allocate(groups * 8) if pool is not None else \
             cl.Buffer(q.context, cl.mem_flags.READ_WRITE, groups * 8)
