@@ -41,9 +41,11 @@ STATISTICS = stats.OPS
 #: `--axis` values and the axes they tune
 AXES = {"0": (0,), "1": (1,), "both": (1, 0)}
 
-#: shapes `cltune tune --kernel X --axis` tunes when none are named (log2 rows, log2 cols):
-#: 2^22 elements each, narrow to wide
-KERNEL_AXIS_SHAPES = ((18, 4), (14, 8), (11, 11), (4, 18))
+#: shapes `cltune tune --kernel X --axis` (and `--op <statistic> --axis`) tunes when none are
+#: named (log2 rows, log2 cols): 2^22 elements each, narrow to wide, and #40's skinny corners
+#: (2^20 rows of 8, 8 rows of 2^20: few long rows along 1, a tall-narrow block along 0, and
+#: the transposes)
+KERNEL_AXIS_SHAPES = ((20, 3), (18, 4), (14, 8), (11, 11), (4, 18), (3, 20))
 
 
 @dataclass(frozen=True)
