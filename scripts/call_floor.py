@@ -13,7 +13,11 @@ back-to-back calls then one `queue.finish()`), medians over BLOCKS blocks, µs p
   host part; `launches` is how many enqueues a call made there, and `per launch` the
   stubbed figure divided by them (issue 39's CPU target: <= 3 µs);
 - `bare enqueue`: one `cl.enqueue_nd_range_kernel` of a one-work-item kernel, arguments set
-  once: the floor any call from Python pays (its `stubbed` is the stub's own cost).
+  once: the floor any call from Python pays (its `stubbed` is the stub's own cost);
+- `device` (with `--device-time`): the same calls made on a second queue of the context with
+  profiling on, the kernels' own time per call (the sum of each launch's end − start): where
+  `wall` is above both `device` and `bare + stubbed`, the gap is the driver's, not cltune's
+  Python nor its kernels.
 
 Every call's answer is checked against numpy before it is timed and again after the real
 blocks; a wrong answer stops the script. The stubbed blocks come last: a stubbed call leaves
@@ -147,7 +151,31 @@ def cases(q: cl.CommandQueue, rng: np.random.Generator, torch: Any) -> list[Case
     return out
 
 
-def run(q: cl.CommandQueue, calls: int, blocks: int, only: str | None) -> dict[str, Any]:
+def device_time(q: cl.CommandQueue, c: Case, calls: int) -> float:
+    """Seconds of kernel time per call of `c` (its queue has profiling on): every launch's
+    event is kept (the ND-range entry point wrapped, passing through) and its end − start
+    summed."""
+    import pyopencl._cl as _cl
+    seen: dict[int, cl.Event] = {}
+    real = _cl.enqueue_nd_range_kernel
+
+    def keep(*args: Any, **kw: Any) -> cl.Event:
+        e = real(*args, **kw)
+        seen[e.int_ptr] = e
+        return e
+
+    cl.enqueue_nd_range_kernel = _cl.enqueue_nd_range_kernel = keep
+    try:
+        for _ in range(calls):
+            c.call()
+    finally:
+        cl.enqueue_nd_range_kernel = _cl.enqueue_nd_range_kernel = real
+    q.finish()
+    return sum(e.profile.end - e.profile.start for e in seen.values()) * 1e-9 / calls
+
+
+def run(q: cl.CommandQueue, calls: int, blocks: int, only: str | None,
+        dev_time: bool = False) -> dict[str, Any]:
     try:
         import torch
         if not torch.cuda.is_available():
@@ -179,6 +207,19 @@ def run(q: cl.CommandQueue, calls: int, blocks: int, only: str | None) -> dict[s
             c.rows.setdefault("host", []).append(h)
     for c in cs:
         _check(c, "after the timed blocks")
+    if dev_time:
+        qp = cl.CommandQueue(q.context, q.device,
+                             properties=cl.command_queue_properties.PROFILING_ENABLE)
+        for c, cp in zip(cs, [c for c in cases(qp, np.random.default_rng(39), None)
+                              if not only or only in c.name], strict=True):
+            _check(cp, "on the profiling queue")
+            for _ in range(20):
+                cp.call()
+            qp.finish()
+            c.rows["device"] = [device_time(qp, cp, min(calls, 200)) for _ in range(3)]
+        fp = Case("bare enqueue", lambda: cl.enqueue_nd_range_kernel(qp, k, (1,), (1,)),
+                  np.zeros(0), 0)
+        floor.rows["device"] = [device_time(qp, fp, min(calls, 200)) for _ in range(3)]
     # last: a stubbed call breaks what the host and the device agree on (a chained scan's
     # ticket base moves on while no kernel takes tickets), so no real call follows these
     for b in range(blocks):
@@ -206,16 +247,21 @@ def run(q: cl.CommandQueue, calls: int, blocks: int, only: str | None) -> dict[s
                "stubbed_per_launch_us": med["stubbed"] * 1e6 / launches}
         if "torch" in med:
             row["torch_us"] = med["torch"] * 1e6
+        if "device" in med:
+            row["device_us"] = med["device"] * 1e6
         res[c.name] = row
     return res
 
 
 def render(res: dict[str, Any], markdown: bool) -> str:
     cols = ["wall_us", "host_us", "stubbed_us", "launches", "stubbed_per_launch_us"]
+    if any("device_us" in r for r in res.values()):
+        cols.append("device_us")
     if any("torch_us" in r for r in res.values()):
         cols.append("torch_us")
     floor = res["bare enqueue"]["wall_us"]
     head = ["call", "wall µs", "host µs", "stubbed µs", "launches", "stubbed / launch µs",
+            *(["device µs"] if "device_us" in cols else []),
             *(["torch µs"] if "torch_us" in cols else []), "wall − bare µs"]
     lines = []
     for name, r in res.items():
@@ -237,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calls", type=int, default=1000, help="calls per block")
     ap.add_argument("--blocks", type=int, default=9, help="blocks per row (median)")
     ap.add_argument("--only", help="only the calls whose name contains this")
+    ap.add_argument("--device-time", action="store_true",
+                    help="also the kernels' own time per call (a profiling queue)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--markdown", action="store_true", help="a markdown table")
     a = ap.parse_args(argv)
@@ -245,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     info, dev = select(a.device)
     ctx = cl.Context([dev])  # kept: Intel's runtime drops a context its queue still names
     q = cl.CommandQueue(ctx, dev)
-    res = run(q, a.calls, a.blocks, a.only)
+    res = run(q, a.calls, a.blocks, a.only, a.device_time)
     print(f"# {info.name} | {info.platform_version} | {a.calls} calls x {a.blocks} blocks, "
           f"medians | {datetime.datetime.now().isoformat(timespec='seconds')}")
     print(render(res, a.markdown))
