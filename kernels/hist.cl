@@ -22,7 +22,9 @@
  * clt_hist_out the scratch's rows (uint counts, or double / float sums; one row a histogram
  *              for counts and for global, a row a group for local/private sums) added up into
  *              the result (long, or the weights' type): 32-bit counters take passes of
- *              fewer than 2^32 elements, added.
+ *              fewer than 2^32 elements, added; work-items k < ne also copy edge k of a
+ *              kept array into the returned one (a device copy command costs NVIDIA's
+ *              driver ~12 us of host time, this launch's work-items nothing more).
  * Every tunable has a default; values arrive as -D options from cltune.families.hist.kernel
  * (a validated HistConfig). Barriers are never in divergent code.
  */
@@ -286,10 +288,13 @@ typedef acc_t sum_t;
 #endif
 __kernel void clt_hist_out(__global acc_t *scratch, const long nbins, const long parts,
                            const long total, const uint flags, __global out_t *out,
-                           const long ooff) {
+                           const long ooff, __global const in_t *ekept, __global in_t *eout,
+                           const long eoff, const long ne) {
     /* flags: 1 add to out (a later pass), 2 leave the cells read zero (the next call's or
      * pass's atomics start from them) */
     const long k = get_global_id(0); /* bin k % nbins of histogram (row) k / nbins */
+    if (k < ne)
+        eout[eoff + k] = ekept[k];
     if (k >= total)
         return;
     const long row = k / nbins, i = k - row * nbins;

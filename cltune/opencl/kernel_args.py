@@ -39,6 +39,18 @@ def set_u32(k: cl.Kernel, index: int, value: int) -> None:
         k.set_arg(index, np.uint32(value))
 
 
+#: the work-group size of one-work-item-an-element launches: NVIDIA's OpenCL spends ~4-6 us
+#: more host time on a launch whose work-group size it must choose itself (`None`) than on
+#: one that names it (scripts/experiments/enqueue_costs.py, H100: 9.5-11.0 against 5.2 us)
+FLAT_WG = 64
+
+
+def flat_grid(items: int, wg: int = FLAT_WG) -> tuple[tuple[int], tuple[int]]:
+    """(global, local) sizes of a 1-D launch of at least `items` work-items (>= 1) in groups
+    of `wg` (the kernel returns past its count), so that no driver picks the group size."""
+    return (max(1, -(-items // wg)) * wg,), (wg,)
+
+
 def changed(last: Any, value: Any) -> bool:
     """Whether a scalar argument set to `last` must be set again for `value`: they differ,
     or both are zeros of other signs (-0.0 == 0.0, yet x / a flips an infinity's sign). The

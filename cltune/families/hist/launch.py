@@ -19,7 +19,7 @@ from cltune.device.info import DeviceInfo
 from cltune.families.hist.config import HistConfig
 from cltune.families.hist.kernel import HistBuilt, HistSpec, build
 from cltune.opencl.events import in_order
-from cltune.opencl.kernel_args import setter
+from cltune.opencl.kernel_args import flat_grid, setter
 
 #: elements one pass of 32-bit counters takes (a bin can count to 2^32 - 1)
 PASS = (1 << 32) - (1 << 20)
@@ -40,7 +40,8 @@ class UniformBins:
 
 
 #: clt_hist_out's argument types
-_OUT_TYPES = (None, np.int64, np.int64, np.int64, np.uint32, None, np.int64)
+_OUT_TYPES = (None, np.int64, np.int64, np.int64, np.uint32, None, np.int64, None, None,
+              np.int64, np.int64)
 
 
 def groups(cfg: HistConfig, compute_units: int, n: int, nbins: int,
@@ -152,8 +153,10 @@ class HistLauncher:
                  bins: UniformBins) -> Callable[..., cl.Event | None] | None:
         """The launches `run` makes for n elements in nbins uniform `bins` (no weights, one row)
         on the in-order `queue`, prepared for calls in a loop: `launch(x_buf, x_base, out_buf,
-        out_base, wait_for)` (bases in elements) enqueues both kernels, setting only the input
-        and result buffers (and the bases when they change), and returns the last event; None
+        out_base, e_buf, e_base, wait_for)` (bases in elements) enqueues both kernels, setting
+        only the input and result buffers (and the bases when they change); the second also
+        writes `bins.edges` into e_buf from e_base (the returned edges, of the spec's dtype);
+        it returns the last event; None
         once the queue's scratch was replaced (`run` serves then). None where the call is not
         one pass of one window, or the queue's scratch is not made yet (after a `run`)."""
         sp = self.spec
@@ -175,20 +178,21 @@ class HistLauncher:
         gpr, chunk = groups(self.cfg, self.info.compute_units, n, nbins, 1)
         hist, out = setter(b.hist, self._hist_types), setter(b.out, _OUT_TYPES)
         g1, l1 = (gpr * self.cfg.wg,), (self.cfg.wg,)
+        g2, l2 = flat_grid(nbins + 1)
         lock, blk, kept, qkey = self._lock, b.lock, self._scratch, queue.int_ptr
         token = object()
 
-        def launch(xbuf: cl.Buffer, xbase: int, obuf: cl.Buffer, obase: int,
-                   wait_for: list[cl.Event] | None) -> cl.Event | None:
+        def launch(xbuf: cl.Buffer, xbase: int, obuf: cl.Buffer, obase: int, ebuf: cl.Buffer,
+                   ebase: int, wait_for: list[cl.Event] | None) -> cl.Event | None:
             with lock, blk:
                 if kept.get(qkey) is not scratch:
                     return None
                 hist.launch_keyed(queue, g1, l1, (xbuf, xbase, n, nbins, lo, hi, scale, edges,
                                                   chunk, n, gpr, scratch, local, 0, nbins),
                                   (0,), (token, xbase), wait_for)
-                return out.launch_keyed(queue, (nbins,), None,
-                                        (scratch, nbins, 1, nbins, 2, obuf, obase), (5,),
-                                        (token, obase), None)
+                return out.launch_keyed(queue, g2, l2,
+                                        (scratch, nbins, 1, nbins, 2, obuf, obase, edges, ebuf,
+                                         ebase, nbins + 1), (5, 8), (token, obase, ebase), None)
         return launch
 
     def run(self, queue: cl.CommandQueue, x: cla.Array, xoff: int, n: int, w: cla.Array | None,
@@ -279,8 +283,8 @@ class HistLauncher:
                     before = [] if inorder else [ev]
             total = rows * nbins
             ev = setter(b.out, _OUT_TYPES).launch(
-                queue, (total,), None, (scratch, nbins, parts, total,
+                queue, *flat_grid(total), (scratch, nbins, parts, total,
                                         int(p0 > 0) | (0 if grouped else 2),
-                                        out.base_data, ooff),
+                                        out.base_data, ooff, self._dummy, self._dummy, 0, 0),
                 None if inorder else [ev])
             evs.append(ev)

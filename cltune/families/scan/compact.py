@@ -39,6 +39,7 @@ from cltune.isolation.vetting import NoConfigRuns, checked
 from cltune.opencl.build import compile_program
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.events import in_order, pending
+from cltune.opencl.kernel_args import flat_grid
 from cltune.opencl.pools import pool_for
 from cltune.opencl.prepared import PreparedCalls
 from cltune.opencl.scalars import ResultFactory
@@ -303,7 +304,7 @@ def check_select(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: 
             with prg.lock:
                 prg.clt_unravel.set_args(flat.data, ref_c.data, _L(c + 2), _L(7), _L(13),
                                          _L(-1), np.uint32(narrow), res.data)
-                cl.enqueue_nd_range_kernel(queue, prg.clt_unravel, (c + 2,), None)
+                cl.enqueue_nd_range_kernel(queue, prg.clt_unravel, *flat_grid(c + 2))
             want = np.concatenate([(want_t.astype(np.int64) // 7) % 13, [-1, -1]])
             if not np.array_equal(res.get().astype(np.int64), want):
                 return f"clt_unravel's indices are wrong (narrow={narrow})"

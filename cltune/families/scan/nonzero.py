@@ -16,6 +16,7 @@ import pyopencl.array as cla
 from cltune.core.shapes import empty_result
 from cltune.families.scan.compact import INDEX_DTYPES, select
 from cltune.opencl.events import in_order, pending
+from cltune.opencl.kernel_args import flat_grid
 from cltune.opencl.pools import pool_for
 
 __all__ = ["nonzero"]
@@ -137,7 +138,7 @@ def nonzero(x: Any, queue: cl.CommandQueue | None = None, *, size: int | None = 
                 k.set_args(idx.data, count.data, _L(c), _L(stride), _L(d), _L(f), narrow,
                            o.data)
                 ev = cl.enqueue_nd_range_kernel(
-                    q, k, (c,), None,
+                    q, k, *flat_grid(c),
                     wait_for=pending(idx.events, count.events, in_order=ordered))
             o.add_event(ev)
         out.append(o)

@@ -17,7 +17,7 @@ from cltune.device.info import DeviceInfo
 from cltune.families.topk.config import TopkConfig
 from cltune.families.topk.kernel import RESERVE, TopkBuilt, TopkSpec, build
 from cltune.opencl.events import in_order
-from cltune.opencl.kernel_args import setter
+from cltune.opencl.kernel_args import flat_grid, setter
 
 #: the least a group takes (lists: a group's merge costs about wg x kp)
 MIN_CHUNK = 4096
@@ -131,7 +131,7 @@ class TopkLauncher:
         total = batches * p * q
         with self._lock, self.b.lock:  # type: ignore[union-attr]
             return setter(self.b.kernel(name), self._types[name]).launch(  # type: ignore[union-attr]
-                queue, (max(1, -(-total // 64)) * 64,), None,
+                queue, *flat_grid(total),
                 (src.base_data, src.offset // src.dtype.itemsize + srcoff, dst.base_data, p, q,
                  total), wait_for or None)
 
