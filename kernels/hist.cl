@@ -22,9 +22,10 @@
  * clt_hist_out the scratch's rows (uint counts, or double / float sums; one row a histogram
  *              for counts and for global, a row a group for local/private sums) added up into
  *              the result (long, or the weights' type): 32-bit counters take passes of
- *              fewer than 2^32 elements, added; work-items k < ne also copy edge k of a
- *              kept array into the returned one (a device copy command costs NVIDIA's
- *              driver ~12 us of host time, this launch's work-items nothing more).
+ *              fewer than 2^32 elements, added.
+ * clt_hist_fin clt_hist and clt_hist_out in one launch (counts of one row in one window and
+ *              one pass: the warm histogram call), the returned edges copied by its last
+ *              group (a device copy command costs NVIDIA's driver ~12 us of host time).
  * Every tunable has a default; values arrive as -D options from cltune.families.hist.kernel
  * (a validated HistConfig). Barriers are never in divergent code.
  */
@@ -209,11 +210,21 @@ inline long clt_bin(const in_t v, const long nbins, const in_t lo, const in_t hi
         }                                                                                      \
     } while (0)
 
-__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
-clt_hist(__global const in_t *x, const long xoff, const long n W_ARGS, const long nbins,
-         const in_t lo, const in_t hi, const real_t scale, __global const in_t *edges,
-         const long chunk, const long rowlen, const long gpr, volatile __global acc_t *scratch,
-         volatile __local acc_t *tile, const long wlo, const long wn) {
+#define HIST_PARAMS                                                                              \
+    __global const in_t *x, const long xoff, const long n W_ARGS, const long nbins,            \
+        const in_t lo, const in_t hi, const real_t scale, __global const in_t *edges,          \
+        const long chunk, const long rowlen, const long gpr, volatile __global acc_t *scratch, \
+        volatile __local acc_t *tile, const long wlo, const long wn
+#if CLT_H_WEIGHTS
+#define HIST_W_NAMES , w, woff
+#else
+#define HIST_W_NAMES
+#endif
+#define HIST_NAMES                                                                               \
+    x, xoff, n HIST_W_NAMES, nbins, lo, hi, scale, edges, chunk, rowlen, gpr, scratch, tile, wlo, wn
+
+/* a group's part of clt_hist (and of clt_hist_fin) */
+inline void clt_hist_group(HIST_PARAMS) {
     /* bins wlo .. wlo + wn only (local and private: a window of the histogram that fits
      * __local memory; the host launches the windows in turn; global: all of them) */
     /* rows of rowlen elements (one row: the whole array), gpr groups a row, each a block of
@@ -277,6 +288,46 @@ clt_hist(__global const in_t *x, const long xoff, const long n W_ARGS, const lon
 #endif
 }
 
+__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void clt_hist(HIST_PARAMS) {
+    clt_hist_group(HIST_NAMES);
+}
+
+#if CLT_H_WEIGHTS == 0
+/* clt_hist and clt_hist_out in one launch, for counts of one row, one window (wlo 0, wn
+ * nbins) and one pass: the last group to finish (a ticket in the scratch's cell nbins, zero
+ * between calls) moves the counts into out (reading each cell by an exchange with zero: the
+ * cells left zero for the next call) and copies the ne kept edges into eout. */
+__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
+clt_hist_fin(HIST_PARAMS, __global long *out, const long ooff, __global in_t *eout,
+             const long eoff, const long ne) {
+    __local uint is_last;
+    clt_hist_group(HIST_NAMES);
+    volatile __global uint *ticket = (volatile __global uint *)scratch + nbins;
+    /* every work-item's adds before the group's ticket */
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+#ifdef cl_nv_pragma_unroll
+    asm volatile("membar.gl;");
+#endif
+    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+    const uint lid = get_local_id(0);
+    if (lid == 0)
+        is_last = atomic_inc(ticket) == (uint)(get_num_groups(0) - 1);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (is_last) {
+#ifdef cl_nv_pragma_unroll
+        asm volatile("membar.gl;");
+#endif
+        mem_fence(CLK_GLOBAL_MEM_FENCE);
+        for (long j = lid; j < nbins; j += CLT_WG)
+            out[ooff + j] = (long)atomic_xchg(scratch + j, 0u);
+        for (long j = lid; j < ne; j += CLT_WG)
+            eout[eoff + j] = edges[j];
+        if (lid == 0)
+            atomic_xchg(ticket, 0u);
+    }
+}
+#endif
+
 /* out[i] (+)= the sum of the scratch's `parts` rows at bin i (counts: in long; sums: in the
  * scratch's type, converted once to the weights' type) */
 #if CLT_H_WEIGHTS == 0
@@ -288,13 +339,10 @@ typedef acc_t sum_t;
 #endif
 __kernel void clt_hist_out(__global acc_t *scratch, const long nbins, const long parts,
                            const long total, const uint flags, __global out_t *out,
-                           const long ooff, __global const in_t *ekept, __global in_t *eout,
-                           const long eoff, const long ne) {
+                           const long ooff) {
     /* flags: 1 add to out (a later pass), 2 leave the cells read zero (the next call's or
      * pass's atomics start from them) */
     const long k = get_global_id(0); /* bin k % nbins of histogram (row) k / nbins */
-    if (k < ne)
-        eout[eoff + k] = ekept[k];
     if (k >= total)
         return;
     const long row = k / nbins, i = k - row * nbins;

@@ -208,6 +208,60 @@ def test_a_launcher_called_again_with_other_shapes(ctx, queue, device, rng):
                                                                           rows)
 
 
+def test_the_warm_call_is_one_launch_whose_last_group_finishes(ctx, queue, device, rng):
+    """The prepared launch (clt_hist_fin: counts, their move into the result by the last group
+    to finish, the returned edges) for every strategy, several groups, called again and again
+    between `run`s of other bins and rows on the same scratch: numpy's counts and edges each
+    time (the ticket and the cells are left zero), one launch a call; and through
+    `cltune.histogram` itself, one enqueue a warm call."""
+    from cltune.opencl.host_part import stubbed_enqueue
+
+    info, dev = device
+    nbins, n = 37, 30011
+    edges = np.linspace(0.0, 1.0, nbins + 1, dtype=np.float32)
+    bins = UniformBins(edges, 1.0)
+    for cfg in (HistConfig("local", 8, 2, 2), HistConfig("global", 8, 1, 2),
+                HistConfig("private", 1, 4, 4)):
+        la = HistLauncher(ctx, dev, info, HistSpec(np.dtype(np.float32), True, None,
+                                                   bool(info.fp64)), cfg)
+        out = cla.empty(queue, nbins, np.int64)
+        f = rng.random(n).astype(np.float32)
+        la.run(queue, cla.to_device(queue, f), 0, n, None, 0, nbins, bins, out)
+        launch = la.prepared(queue, n, nbins, bins)
+        assert launch is not None, cfg.short()
+        for rep in range(4):
+            f = rng.random(n).astype(np.float32)
+            f[:50] = np.nan
+            f[50:90] = 1.0  # the closed last edge
+            x, e = cla.to_device(queue, f), cla.empty(queue, nbins + 1, np.float32)
+            assert launch(x.base_data, 0, out.base_data, 0, e.base_data, 0, None) is not None
+            assert np.array_equal(out.get(), np.histogram(f, edges)[0]), (cfg.short(), rep)
+            assert np.array_equal(e.get(), edges)
+            if rep == 1:  # another run on the scratch between warm calls: 3 rows of 300 bins
+                o2 = cla.empty(queue, 900, np.int64)
+                g = rng.random(3000).astype(np.float32)
+                e300 = np.linspace(0.0, 1.0, 301, dtype=np.float32)
+                la.run(queue, cla.to_device(queue, g), 0, 3000, None, 0, 300,
+                       UniformBins(e300, 1.0), o2, rows=3)
+                want = np.stack([np.histogram(r, e300)[0] for r in g.reshape(3, -1)])
+                assert np.array_equal(o2.get().reshape(3, 300), want)
+                # that run grew the scratch: the old launch declines, a new one takes it
+                assert launch(x.base_data, 0, out.base_data, 0, e.base_data, 0, None) is None
+                launch = la.prepared(queue, n, nbins, bins)
+    h = rng.random(n).astype(np.float32)
+    x = cla.to_device(queue, h)
+    for _ in range(2):
+        cltune.histogram(x, 64, (0.0, 1.0))
+    count = [0]
+    with stubbed_enqueue(queue, count):
+        cltune.histogram(x, 64, (0.0, 1.0))
+    assert count[0] == 1
+    cltune.clear_caches()  # the stubbed call left nothing a later call could trust
+    got, e = cltune.histogram(x, 64, (0.0, 1.0))
+    want, we = np.histogram(h, 64, (0.0, 1.0))
+    assert np.array_equal(got.get(), want) and np.array_equal(e.get(), we)
+
+
 def test_histograms_larger_than_local_memory_go_a_window_at_a_time(ctx, queue, device, rng):
     """local and private configs on a device whose __local memory holds a few hundred bins:
     the histogram a window at a time (counts, weighted sums, rows, uniform bins), numpy's
@@ -311,6 +365,18 @@ for cfg, where in ((HistConfig("global", 8, 1, 2, 2), info),
             ok = np.allclose(got, want, rtol=1e-12) if kind == "weights" else \
                 np.array_equal(got, want)
             err = "" if ok else f"wrong: {got[:6]} numpy {want[:6]}"
+            if ok and kind == "uniform" and where is info:
+                # the warm call's one launch (clt_hist_fin: its last group of 3 finishes),
+                # twice: the ticket and the cells are left zero for the next
+                launch = la.prepared(q, 9001, nbins, bins)
+                for rep in range(2):
+                    f2 = rng.random(9001).astype(np.float32)
+                    x2, e2 = cla.to_device(q, f2), cla.empty(q, nbins + 1, np.float32)
+                    launch(x2.base_data, 0, res.base_data, 0, e2.base_data, 0, None)
+                    w2 = np.histogram(f2, edges)[0]
+                    if not (np.array_equal(res.get(), w2) and np.array_equal(e2.get(), edges)):
+                        err = f"clt_hist_fin (call {rep}): {res.get()[:6]} numpy {w2[:6]}"
+                        break
         except Exception as e:
             err = f"{type(e).__name__}: {e}"[:300]
         out["runs"].append({"cfg": cfg.short(), "kind": kind, "error": err,
@@ -325,8 +391,8 @@ print(MARK + json.dumps(out), flush=True)
 def test_the_kernels_are_clean_under_oclgrind():
     """Every strategy (global atomics, replicated __local copies with their merge, a
     work-item's own copies) for counts (and bincount's min/max kernel), uniform bins and
-    weighted sums (the CAS loops) under Oclgrind: numpy's answers, no invalid access, no
-    race."""
+    weighted sums (the CAS loops), and the warm call's one launch (clt_hist_fin, its last
+    group finishing) under Oclgrind: numpy's answers, no invalid access, no race."""
     from support.oclgrind import run_marked
 
     res, summary = run_marked(OCLGRIND_SCRIPT, OCLGRIND_MARK)

@@ -86,7 +86,7 @@ def build_options(spec: HistSpec, cfg: HistConfig) -> list[str]:
 
 @dataclass(eq=False)
 class HistBuilt:
-    """The two kernels of one build; their arguments are shared state (launches take lock)."""
+    """The kernels of one build; their arguments are shared state (launches take lock)."""
 
     spec: HistSpec
     config: HistConfig
@@ -94,13 +94,15 @@ class HistBuilt:
     out: cl.Kernel
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     extremes: cl.Kernel | None = None  # bincount's (integers only)
+    fin: cl.Kernel | None = None  # clt_hist and clt_hist_out in one launch (counts only)
 
 
 def build(ctx: cl.Context, dev: cl.Device, spec: HistSpec, cfg: HistConfig) -> HistBuilt:
     """Compile kernels/hist.cl for spec and cfg (BuildError with the compiler's words)."""
     prg = compile_program(ctx, dev, source(), build_options(spec, cfg))
     return HistBuilt(spec, cfg, prg.clt_hist, prg.clt_hist_out,
-                     extremes=None if spec.uniform else prg.clt_hist_extremes)
+                     extremes=None if spec.uniform else prg.clt_hist_extremes,
+                     fin=prg.clt_hist_fin if spec.weights is None else None)
 
 
 def sums_in_double(info: DeviceInfo, weighted: bool) -> bool:

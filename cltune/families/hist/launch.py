@@ -40,8 +40,7 @@ class UniformBins:
 
 
 #: clt_hist_out's argument types
-_OUT_TYPES = (None, np.int64, np.int64, np.int64, np.uint32, None, np.int64, None, None,
-              np.int64, np.int64)
+_OUT_TYPES = (None, np.int64, np.int64, np.int64, np.uint32, None, np.int64)
 
 
 def groups(cfg: HistConfig, compute_units: int, n: int, nbins: int,
@@ -110,7 +109,10 @@ class HistLauncher:
 
     def _scratch_for(self, queue: cl.CommandQueue, nbytes: int) -> tuple[cl.Buffer, bool]:
         """(the scratch, whether it is new): a queue's own is kept between calls, zero (each
-        call's clt_hist_out clears the cells it adds up), so that a call needs no fill."""
+        call's clt_hist_out clears the cells it adds up, clt_hist_fin's last group its cells
+        and its ticket), so that a call needs no fill. One cell more than asked: the ticket
+        of clt_hist_fin (cell nbins)."""
+        nbytes += self.spec.acc_bytes
         if in_order(queue) is None:  # calls may overlap there: each its own
             return cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, max(nbytes, 64)), True
         s = self._scratch.get(queue.int_ptr)
@@ -153,10 +155,11 @@ class HistLauncher:
                  bins: UniformBins) -> Callable[..., cl.Event | None] | None:
         """The launches `run` makes for n elements in nbins uniform `bins` (no weights, one row)
         on the in-order `queue`, prepared for calls in a loop: `launch(x_buf, x_base, out_buf,
-        out_base, e_buf, e_base, wait_for)` (bases in elements) enqueues both kernels, setting
-        only the input and result buffers (and the bases when they change); the second also
-        writes `bins.edges` into e_buf from e_base (the returned edges, of the spec's dtype);
-        it returns the last event; None
+        out_base, e_buf, e_base, wait_for)` (bases in elements) enqueues clt_hist_fin (the
+        counts and their move into out in one launch: its last group finishes), setting only
+        the input and result buffers (and the bases when they change); it also writes
+        `bins.edges` into e_buf from e_base (the returned edges, of the spec's dtype); it
+        returns the launch's event; None
         once the queue's scratch was replaced (`run` serves then). None where the call is not
         one pass of one window, or the queue's scratch is not made yet (after a `run`)."""
         sp = self.spec
@@ -166,8 +169,8 @@ class HistLauncher:
         b = self.built()
         acc = sp.acc_dtype.itemsize
         scratch = self._scratch.get(queue.int_ptr)
-        if scratch is None or scratch.size < nbins * acc:
-            return None
+        if scratch is None or scratch.size < (nbins + 1) * acc or b.fin is None:
+            return None  # cell nbins: clt_hist_fin's ticket
         real = sp.real_dtype.type
         lo, hi = bins.edges[0], bins.edges[-1]
         scale, edges = real(nbins / bins.denom), self._edges_buffer(bins.edges)
@@ -176,9 +179,8 @@ class HistLauncher:
         if local is None:
             local = self._locals[nloc] = cl.LocalMemory(nloc)
         gpr, chunk = groups(self.cfg, self.info.compute_units, n, nbins, 1)
-        hist, out = setter(b.hist, self._hist_types), setter(b.out, _OUT_TYPES)
+        fin = setter(b.fin, (*self._hist_types, None, np.int64, None, np.int64, np.int64))
         g1, l1 = (gpr * self.cfg.wg,), (self.cfg.wg,)
-        g2, l2 = flat_grid(nbins + 1)
         lock, blk, kept, qkey = self._lock, b.lock, self._scratch, queue.int_ptr
         token = object()
 
@@ -187,12 +189,11 @@ class HistLauncher:
             with lock, blk:
                 if kept.get(qkey) is not scratch:
                     return None
-                hist.launch_keyed(queue, g1, l1, (xbuf, xbase, n, nbins, lo, hi, scale, edges,
-                                                  chunk, n, gpr, scratch, local, 0, nbins),
-                                  (0,), (token, xbase), wait_for)
-                return out.launch_keyed(queue, g2, l2,
-                                        (scratch, nbins, 1, nbins, 2, obuf, obase, edges, ebuf,
-                                         ebase, nbins + 1), (5, 8), (token, obase, ebase), None)
+                return fin.launch_keyed(
+                    queue, g1, l1, (xbuf, xbase, n, nbins, lo, hi, scale, edges, chunk, n, gpr,
+                                    scratch, local, 0, nbins, obuf, obase, ebuf, ebase,
+                                    nbins + 1),
+                    (0, 15, 17), (token, xbase, obase, ebase), wait_for)
         return launch
 
     def run(self, queue: cl.CommandQueue, x: cla.Array, xoff: int, n: int, w: cla.Array | None,
@@ -285,6 +286,6 @@ class HistLauncher:
             ev = setter(b.out, _OUT_TYPES).launch(
                 queue, *flat_grid(total), (scratch, nbins, parts, total,
                                         int(p0 > 0) | (0 if grouped else 2),
-                                        out.base_data, ooff, self._dummy, self._dummy, 0, 0),
+                                        out.base_data, ooff),
                 None if inorder else [ev])
             evs.append(ev)
