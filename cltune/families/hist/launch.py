@@ -74,6 +74,8 @@ class HistLauncher:
                             *((None, np.int64) if spec.weights is not None else ()),
                             np.int64, spec.dtype.type, spec.dtype.type, real, None, np.int64,
                             np.int64, np.int64, None, None, np.int64, np.int64)
+        # clt_hist_fin's: clt_hist's, then the result, its base, the edges out and theirs, ne
+        self._fin_types = (*self._hist_types, None, np.int64, None, np.int64, np.int64)
         self._lock = threading.Lock()
 
     def built(self) -> HistBuilt:
@@ -179,7 +181,7 @@ class HistLauncher:
         if local is None:
             local = self._locals[nloc] = cl.LocalMemory(nloc)
         gpr, chunk = groups(self.cfg, self.info.compute_units, n, nbins, 1)
-        fin = setter(b.fin, (*self._hist_types, None, np.int64, None, np.int64, np.int64))
+        fin = setter(b.fin, self._fin_types)
         g1, l1 = (gpr * self.cfg.wg,), (self.cfg.wg,)
         lock, blk, kept, qkey = self._lock, b.lock, self._scratch, queue.int_ptr
         token = object()
@@ -253,7 +255,8 @@ class HistLauncher:
                 out, ooff, wait_for, rows, step, grouped, fresh, scratch, local, win, evs):
         """The launches of `run`: per pass of `step` elements, the histogram kernel (a launch
         a window of `win` bins) and clt_hist_out (which leaves the counts' cells zero
-        again)."""
+        again); counts of one row in one window and one pass: clt_hist_fin alone (its last
+        group does clt_hist_out's part)."""
         sp, inorder = self.spec, in_order(queue) is not None
         cus = self.info.compute_units
         ev: cl.Event | None = None
@@ -273,6 +276,14 @@ class HistLauncher:
                 parts = gpr if grouped else 1
                 if sp.weights is not None:
                     wargs = (wargs[0], w.offset // w.dtype.itemsize + woff + p0)
+                if b.fin is not None and rows == 1 and win >= nbins and m == n:
+                    ev = setter(b.fin, self._fin_types).launch(
+                        queue, (gpr * self.cfg.wg,), (self.cfg.wg,),
+                        (x.base_data, xbase, n, nbins, lo, hi, scale, edges, chunk, n, gpr,
+                         scratch, local, 0, nbins, out.base_data, ooff, self._dummy, 0, 0),
+                        before or None)
+                    evs.append(ev)
+                    continue  # one pass: nothing follows
                 for w0 in range(0, nbins, win):
                     # an ArgSetter sets only the arguments that changed since its last call
                     ev = setter(b.hist, self._hist_types).launch(
