@@ -37,6 +37,10 @@ def main() -> None:
     ap.add_argument("--n", default="2^24")
     ap.add_argument("--bins", type=int, default=256)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--small", action="store_true",
+                    help="GPUs: local wg 256/512, reps 1/2/8, groups 4/8/16, items 4/8 only")
+    ap.add_argument("--cases", default="uniform,skewed,float32 uniform bins",
+                    help="which inputs (comma-separated)")
     a = ap.parse_args()
     info, dev = select(a.device)
     q = cl.CommandQueue(cl.Context([dev]), dev)
@@ -46,6 +50,8 @@ def main() -> None:
     grid = ([HistConfig("private", 1, r, g) for r in (1, 2, 4, 8) for g in (2, 4, 16)]
             + [HistConfig("local", 8, r, 4) for r in (1, 4)] + [HistConfig("global", 64, 1, 4)]
             if cpu else
+            [HistConfig("local", wg, r, g, i) for wg in (256, 512) for r in (1, 2, 8)
+             for g in (4, 8, 16) for i in (4, 8)] if a.small else
             [HistConfig("local", wg, r, g, i) for wg in (256, 512) for r in (1, 4, 8, 16)
              for g in (2, 8, 32) for i in (1, 4, 8)]
             + [HistConfig("global", 256, 1, g, i) for g in (8, 32) for i in (1, 4)])
@@ -56,6 +62,8 @@ def main() -> None:
     edges = np.linspace(0.0, 1.0, nb + 1, dtype=np.float32)
     print(f"device: {info.name}; n = {n}, {nb} bins; ms per call (medians)")
     for name, h in [*cases.items(), ("float32 uniform bins", f)]:
+        if name not in a.cases.split(","):
+            continue
         uniform = h.dtype.kind == "f"
         spec = HistSpec(h.dtype, uniform, None, bool(info.fp64))
         x = cla.to_device(q, h)
@@ -87,9 +95,23 @@ def main() -> None:
         tn = time.perf_counter() - t0
         med = sorted((statistics.median(v), c) for c, v in ts.items())
         b = builtin_config(info, nb, 4)
+        if b not in ts and b not in grid:  # the builtin timed too, outside the grid
+            la = HistLauncher(q.context, dev, info, spec, b)
+            la.run(q, x, 0, n, None, 0, nb, bins, out)
+            assert np.array_equal(out.get(), want), (name, b.short())
+            tb_ = []
+            for _ in range(a.repeats):
+                q.finish()
+                t = time.perf_counter()
+                la.run(q, x, 0, n, None, 0, nb, bins, out)
+                q.finish()
+                tb_.append(time.perf_counter() - t)
+            ts[b] = tb_
         tb = statistics.median(ts[b]) if b in ts else float("nan")
-        print(f"{name}: numpy {tn * 1e3:.2f}; builtin {tb * 1e3:.2f} [{b.short()}]; best: " +
-              "; ".join(f"{c.short()} {t * 1e3:.2f}" for t, c in med[:5]), flush=True)
+        print(f"{name}: numpy {tn * 1e3:.2f}; builtin {tb * 1e3:.3f} [{b.short()}]; best: " +
+              "; ".join(f"{c.short()} {t * 1e3:.3f}" for t, c in med[:6]), flush=True)
+        if a.small:  # every config's median, for picking a rule across sizes
+            print("  all: " + "; ".join(f"{c.short()} {t * 1e3:.3f}" for t, c in med))
 
 
 if __name__ == "__main__":
