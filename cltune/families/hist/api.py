@@ -37,6 +37,7 @@ from cltune.opencl.copies import copy_buffer
 from cltune.opencl.events import waits_on
 from cltune.opencl.pools import pool_for
 from cltune.opencl.prepared import PreparedCalls
+from cltune.opencl.scalars import ResultFactory
 
 __all__ = ["Histogrammer", "bincount", "explain", "get_histogrammer", "histogram",
            "unique_counts"]
@@ -218,13 +219,18 @@ def _prepare(q: cl.CommandQueue, variant: HistVariant, db: str | None, n: int, n
     if launch is None:
         return None
     out_dtype, pool = la.spec.out_dtype, pool_for(q)
-    isz, osz, eshape, edt = variant.dtype.itemsize, out_dtype.itemsize, edges.shape, edges.dtype
+    isz, osz = variant.dtype.itemsize, out_dtype.itemsize
+    # the results from templates (~1.2 us each less than the constructor's path)
+    outs, edges_out = ResultFactory(q, out_dtype, pool, (nb,)), \
+        ResultFactory(q, edges.dtype, pool, edges.shape)
 
     def call(x: cla.Array) -> tuple[cla.Array, cla.Array] | None:
         if not (x._flags or x.flags).forc or x.offset % isz:
             return None
-        out = empty_result(q, (nb,), out_dtype, "C", x.allocator or pool)
-        e = empty_result(q, eshape, edt, "C", pool)
+        a = x.allocator
+        out = outs() if a is None or a is pool else \
+            empty_result(q, (nb,), out_dtype, "C", a)  # the input's allocator, as pyopencl
+        e = edges_out()
         ev = launch(x.base_data, x.offset // isz, out.base_data, out.offset // osz,
                     e.base_data, e.offset // isz, waits_on(q, x.events))
         if ev is None:
