@@ -457,6 +457,20 @@ clt_stage1(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n, c
 
     /* ---- in-group combine ---- */
     uint my_partial_count; /* partials this group wrote */
+    /* one pass of one group (small n): the group's value is the result, stored by work-item
+     * 0 with no partial, ticket or finish (ONE_GROUP_OUT: where the strategy has it there) */
+#if CLT_PASSES == 1
+    const int one_group = get_num_groups(0) == 1;
+#else
+    const int one_group = 0;
+#endif
+#define ONE_GROUP_OUT(v)                                                                         \
+    do {                                                                                       \
+        if (one_group)                                                                         \
+            STORE_OUT(out, (v));                                                               \
+        else                                                                                   \
+            PUT_PARTIAL(partials, unit, (v));                                                  \
+    } while (0)
 #if CLT_HOOK
 #pragma unroll
     for (int l = 1; l < CLT_LANES; ++l) lane[0] = OP(lane[0], lane[l]);
@@ -484,7 +498,7 @@ clt_stage1(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n, c
             for (uint j = get_sub_group_local_id(); j < nsg; j += get_sub_group_size())
                 t = OP(t, tile[j]);
             t = SG_REDUCE(t);
-            if (lid == 0) PUT_PARTIAL(partials, unit, t);
+            if (lid == 0) ONE_GROUP_OUT(t);
         }
         my_partial_count = 1;
     }
@@ -497,7 +511,7 @@ clt_stage1(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n, c
         if (lid < 32) { /* whole warp 0: uniform for the shuffle */
             acc_t t = lid < nw ? tile[lid] : IDENT;
             t = warp_reduce(t);
-            if (lid == 0) PUT_PARTIAL(partials, unit, t);
+            if (lid == 0) ONE_GROUP_OUT(t);
         }
         my_partial_count = 1;
     }
@@ -510,9 +524,18 @@ clt_stage1(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n, c
             for (uint j = lid; j < stride; j += CLT_WG) tile[j] = OP(tile[j], tile[j + stride]);
             barrier(CLK_LOCAL_MEM_FENCE);
         }
-        if (lid == 0) PUT_PARTIAL(partials, unit, tile[0]);
+        if (lid == 0) ONE_GROUP_OUT(tile[0]);
         my_partial_count = 1;
     }
+#endif
+#if CLT_HOOK || CLT_SERIAL || (CLT_SG_ACTIVE && CLT_STRATEGY == 1)
+#define CLT_ONE_GROUP_DONE 0 /* these wrote partials: the finish below takes them */
+#else
+#define CLT_ONE_GROUP_DONE 1
+#endif
+#if CLT_PASSES == 1 && CLT_ONE_GROUP_DONE
+    if (one_group)
+        return; /* uniform: the only group */
 #endif
 
 #if CLT_PASSES == 1
