@@ -307,7 +307,7 @@ def verify(db: str | None, selector: str, op: str | None, dtype: str | None):  #
 #: families whose stored results verify cannot re-run: their code (an application's
 #: expression or kernel) is not stored, only its fingerprint; `knl.tune(...)` and
 #: `tune_kernel(..., resume=False)` re-validate them
-CODE_FAMILIES = ("expr", "expr_axis", user_family.NAME)
+CODE_FAMILIES = ("expr", "expr_axis", "gscan", user_family.NAME)
 
 
 def not_reverified(db: str | None, selector: str) -> dict[str, int]:

@@ -28,6 +28,8 @@ from cltune.device.select import select
 from cltune.families.expr import family as expr_family
 from cltune.families.expr.api import ReductionKernel
 from cltune.families.hist import family as hist_family
+from cltune.families.scan import gscan_family
+from cltune.families.scan.generic import GenericScanKernel
 from cltune.families.topk import family as topk_family
 from cltune.stats import api as stats
 from cltune.tuning.tuner import SAMPLERS, BucketResult, Progress, TuneOptions
@@ -113,10 +115,21 @@ def tune_shapes(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo, R
 
 def tune_kernel(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo, Runs]:
     """`cltune tune --kernel module:attribute`: the application's ReductionKernel, whole over
-    `--sizes` (default 2^20) or with `--axis` along axes of 2-D inputs of `--shapes`."""
+    `--sizes` (default 2^20) or with `--axis` along axes of 2-D inputs of `--shapes`; or its
+    GenericScanKernel (or Inclusive/ExclusiveScanKernel) over `--sizes`."""
     if req.kernel is None:
         raise ValueError("--kernel module:attribute names the kernel to tune")
-    return _tune_expression(req, req.kernel, req.kernel, progress)
+    knl = load_kernel(req.kernel)
+    if isinstance(knl, GenericScanKernel):
+        if req.axis is not None:
+            raise ValueError("--axis tunes a ReductionKernel along axes; a scan kernel is "
+                             "tuned over --sizes")
+        buckets = parse_sizes(req.sizes) if req.sizes else (20,)
+        info, results = tune_scan_spec(req.device, knl, buckets, trials=req.trials or 30,
+                                       timeout=req.timeout or 180.0, db=req.db,
+                                       storage=req.storage, seed=req.seed, progress=progress)
+        return info, [(req.kernel, results)]
+    return _tune_expression(req, knl, req.kernel, progress)
 
 
 def tune_statistic(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo, Runs]:
@@ -266,10 +279,11 @@ def stats_kernel(device: str, op: str, dtype: str) -> tuple[str, ReductionKernel
     return f"{op}/{dt.name} (cltune.stats.api)", knl
 
 
-def load_kernel(spec: str) -> ReductionKernel:
-    """The `cltune.ReductionKernel` that `module:attribute` names: the attribute itself, or
-    what it returns when called without arguments. The module is the application's code
-    (imported, so it runs)."""
+def load_kernel(spec: str) -> ReductionKernel | GenericScanKernel:
+    """The `cltune.ReductionKernel` or `cltune.GenericScanKernel` (an Inclusive or
+    ExclusiveScanKernel: the one it wraps) that `module:attribute` names: the attribute
+    itself, or what it returns when called without arguments. The module is the
+    application's code (imported, so it runs)."""
     module, sep, attr = spec.partition(":")
     if not sep or not module or not attr:
         raise ValueError(f"--kernel {spec!r:.80}: expected module:attribute")
@@ -281,16 +295,40 @@ def load_kernel(spec: str) -> ReductionKernel:
         if not hasattr(obj, part):
             raise ValueError(f"--kernel {spec!r:.80}: {module} has no attribute {attr!r}")
         obj = getattr(obj, part)
-    if not isinstance(obj, ReductionKernel) and callable(obj):
+    kinds = (ReductionKernel, GenericScanKernel)
+    if not isinstance(obj, kinds) and not isinstance(getattr(obj, "_knl", None), kinds) \
+            and callable(obj) and not isinstance(obj, type):
         try:
             obj = obj()
         except Exception as e:  # noqa: BLE001 - the application's function failed: say so
             raise ValueError(f"--kernel {spec!r:.80}: calling it failed: "
                              f"{type(e).__name__}: {e}"[:300]) from None
-    if not isinstance(obj, ReductionKernel):
+    if not isinstance(obj, kinds) and isinstance(getattr(obj, "_knl", None), GenericScanKernel):
+        obj = obj._knl  # an InclusiveScanKernel / ExclusiveScanKernel: the kernel it calls
+    if not isinstance(obj, kinds):
         raise ValueError(f"--kernel {spec!r:.80} is a {type(obj).__name__}, not a "
-                         "cltune.ReductionKernel (or a function returning one)")
+                         "cltune.ReductionKernel or GenericScanKernel (or a function "
+                         "returning one)")
     return obj
+
+
+def _reduction(knl: Any) -> ReductionKernel:
+    if not isinstance(knl, ReductionKernel):
+        raise ValueError(f"{type(knl).__name__} is not a cltune.ReductionKernel")
+    return knl
+
+
+def tune_scan_spec(selector: str, knl: GenericScanKernel, buckets: tuple[int, ...] = (20,), *,
+                   trials: int = 30, timeout: float = 180.0, db: str | None = None,
+                   storage: str | None = None, seed: int = 0, progress: Progress | None = None,
+                   ) -> tuple[DeviceInfo, list[BucketResult]]:
+    """Tune a GenericScanKernel on the selected device at the given size classes (log2; its
+    `sample_args` make the inputs, in the evaluation worker). Returns (device info,
+    per-size-class results), like `service.tune`."""
+    opts = TuneOptions(family=gscan_family.NAME, variant=knl.fingerprint,
+                       buckets=tuple(buckets), trials=trials, timeout_s=timeout, seed=seed,
+                       target_options={"kernel": knl, "db": db})
+    return service.tune(selector, opts, db, storage, progress)
 
 
 def tune_kernel_spec(selector: str, kernel: str | ReductionKernel,
@@ -301,7 +339,7 @@ def tune_kernel_spec(selector: str, kernel: str | ReductionKernel,
     """Tune a ReductionKernel (or the one `module:attribute` names) whole on the selected
     device at the given size classes (log2; its `sample_args` make the inputs). Returns
     (device info, per-size-class results), like `service.tune`."""
-    knl = kernel if not isinstance(kernel, str) else load_kernel(kernel)
+    knl = _reduction(kernel if not isinstance(kernel, str) else load_kernel(kernel))
     opts = TuneOptions(family=expr_family.NAME, variant=knl.fingerprint,
                        buckets=tuple(buckets), trials=trials, timeout_s=timeout, seed=seed,
                        target_options={"kernel": knl, "db": db})
@@ -318,7 +356,7 @@ def tune_kernel_axis_spec(selector: str, kernel: str | ReductionKernel, axes: tu
     KERNEL_AXIS_SHAPES) on the selected device, which must be one of the kernel's context. Its
     `sample_args` make the inputs, reshaped. `timeout` is per shape and axis. Returns (device
     info, the tuner's results, one per shape and axis)."""
-    knl = kernel if not isinstance(kernel, str) else load_kernel(kernel)
+    knl = _reduction(kernel if not isinstance(kernel, str) else load_kernel(kernel))
     info, dev = select(selector)
     mine = [d for d in knl.context.devices if d.int_ptr == dev.int_ptr]
     if not mine:

@@ -91,6 +91,7 @@ BUILTIN = {
     "scan": "cltune.families.scan.family",
     "hist": "cltune.families.hist.family",
     "topk": "cltune.families.topk.family",
+    "gscan": "cltune.families.scan.gscan_family",  # an application's GenericScanKernel
     "kernel": "cltune.user.family",  # an application's own kernels (cltune.tune_kernel)
 }
 

@@ -1,9 +1,11 @@
-"""Tuning custom expressions: `knl.tune(...)`, opt-in tuning at first use (a background thread
-on a private queue), and the library side of `cltune tune --kernel module:attribute`.
+"""Tuning an application's kernels: `knl.tune(...)`, opt-in tuning at first use (a background
+thread on a private queue), and the library side of `cltune tune --kernel module:attribute`,
+for `cltune.ReductionKernel` (family `expr`, `expr_axis` along axes) and
+`cltune.GenericScanKernel` (family `gscan`).
 
-All three drive the family-agnostic tuner (`tuner.Tuner`) with family `expr`, the
-expression's fingerprint as the variant and the kernel object as a target option; results go
-to the same database and fallback chain as every other family.
+All drive the family-agnostic tuner (`tuner.Tuner`) with the kernel's fingerprint as the
+variant and the kernel object as a target option; results go to the same database and
+fallback chain as every other family.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ from cltune.tuning_db.paths import sqlite_file
 log = logging.getLogger(__name__)
 
 
-#: the families a ReductionKernel's results are stored under (whole, along an axis)
-EXPR, EXPR_AXIS = "expr", "expr_axis"
+#: the families a ReductionKernel's results are stored under (whole, along an axis), and a
+#: GenericScanKernel's
+EXPR, EXPR_AXIS, GSCAN = "expr", "expr_axis", "gscan"
 
 
 def synthetic_args(spec: ExprSpec, queue: cl.CommandQueue, n: int,
@@ -185,3 +188,64 @@ def tune_along(knl: Any, sample_args: tuple[Any, ...], axis: Any, *, trials: int
     for d in dict.fromkeys((db, knl.db)):
         axis_reducer(q.context, dev, spec, d).reload()
     return res
+
+
+def tune_scan_kernel(knl: Any, sample_args: tuple[Any, ...], *, trials: int = 30,
+                     timeout: float = 120.0, queue: cl.CommandQueue | None = None,
+                     db: str | None = None, storage: str | None = None, seed: int = 0,
+                     size: int | None = None, progress: Any = None) -> list[Any]:
+    """Tune the GenericScanKernel `knl` on `sample_args` (as a call takes them; its size class
+    is the nearest 2^k to their first array's length, or to `size`) on the queue's device
+    (default: the first array's queue); store the best in `db`."""
+    if len(sample_args) != len(knl.parsed_args):
+        raise TypeError(f"tune takes the kernel's {len(knl.parsed_args)} arguments, "
+                        f"got {len(sample_args)}")
+    first = sample_args[knl.first_array_idx]
+    if not isinstance(first, cla.Array):
+        raise TypeError("tune takes pyopencl Arrays for the kernel's array arguments")
+    n = int(size) if size is not None else int(first.shape[0])
+    if n < 1:
+        raise ValueError("tune needs sample arguments with at least one element")
+    q = queue if queue is not None else first.queue
+    if q is None:
+        raise TypeError("no queue: pass queue= or arrays that have one")
+    bucket = min(MAX_BUCKET, max(MIN_BUCKET, bucket_of(n)))
+    dev = q.device
+    opts = TuneOptions(family=GSCAN, variant=knl.fingerprint, buckets=(bucket,),
+                       trials=trials, timeout_s=timeout, seed=seed,
+                       target_options={"kernel": knl, "sample_args": tuple(sample_args),
+                                       "sample_size": n, "db": db})
+    store = Store.open(db)
+    try:
+        return Tuner(q.context, dev, info_for(dev), store, _storage_for(db, storage), opts,
+                     progress).run()
+    finally:
+        store.close()
+
+
+def start_background_scan(knl: Any, dev: cl.Device, n: int, budget_s: float,
+                          ) -> threading.Thread:
+    """Tune the GenericScanKernel `knl` for calls of n elements in a daemon thread, on a
+    private queue, within about `budget_s` seconds, on its `sample_args` (the application's
+    own arrays are never touched); the kernel re-reads the database when it is done.
+    Failures are logged and warned about, never raised into the application."""
+    def run() -> None:
+        try:
+            q = cl.CommandQueue(knl.context, dev)
+            args = knl.sample_args(q, max(1, n))
+            with tempfile.TemporaryDirectory(prefix="cltune-first-use-") as tmp:
+                tune_scan_kernel(knl, args, trials=100_000, timeout=budget_s, queue=q,
+                                 db=knl.db, storage=f"sqlite:///{Path(tmp) / 'studies.db'}",
+                                 size=max(1, n))
+            knl.reload()
+            knl.background_error = None
+        except Exception as e:  # noqa: BLE001 - a background failure must not crash the app
+            knl.background_error = e
+            log.warning("cltune: first-use tuning of %s failed: %s", knl.name, e)
+            warnings.warn(f"cltune: first-use tuning of {knl.name} failed: {e}", CltuneWarning,
+                          stacklevel=1)
+
+    t = threading.Thread(target=run, name=f"cltune-first-use-{knl.fingerprint[:8]}",
+                         daemon=True)
+    t.start()
+    return t

@@ -410,3 +410,17 @@ def cummin(x: Any, axis: Any = None, out: Any = None, *,
            queue: cl.CommandQueue | None = None) -> cla.Array:
     """numpy.minimum.accumulate on the device (NaN propagates)."""
     return _scan("min", x, axis, None, out, queue)
+
+
+def tune_generic(knl: Any, sample_args: tuple[Any, ...], **kw: Any) -> list[Any]:
+    """`GenericScanKernel.tune`: the tuner on the kernel (cltune.tuning.kernels)."""
+    from cltune.tuning.kernels import tune_scan_kernel  # lazy: the tuner loads optuna
+
+    return tune_scan_kernel(knl, sample_args, **kw)
+
+
+def tune_generic_in_background(knl: Any, dev: cl.Device, n: int, budget_s: float) -> Any:
+    """`GenericScanKernel(..., tune="first-use")`'s background run: the thread."""
+    from cltune.tuning.kernels import start_background_scan  # lazy: the tuner loads optuna
+
+    return start_background_scan(knl, dev, n, budget_s)

@@ -13,7 +13,15 @@ pyopencl.algorithm, so that `copy_if`, `remove_if`, `partition`, `unique`, `Radi
 The expressions are the application's code, compiled as pyopencl compiles them (never read
 from the database). Every work-item scans a contiguous range and every combine joins
 neighbours in order, so `scan_expr` need only be associative (pyopencl's contract), not
-commutative. Groups and work-items come from the device (the config is not tuned yet).
+commutative.
+
+Tuned like `cltune.ReductionKernel` (family `gscan`, cltune.families.scan.gscan_*): the
+work-group size and the chunks a compute unit are looked up per call size by the kernel's
+fingerprint (never its text) in the tuning database, else shaped like the device's tuned plain
+scan (`derived`), else from the device's limits (`builtin`); `knl.explain(n)` says which and
+why. `knl.tune(*sample_args)` tunes it (each config run in the device's worker against the
+one-work-item walk), `tune="first-use"` does so in a background thread at the first call, and
+`cltune tune --kernel module:attribute` from the command line.
 
 The expressions are the application's code and the driver is untrusted (house rule 17): the
 first call on a device builds and runs the program in the device's worker, on copies of that
@@ -25,6 +33,7 @@ another order, or an output statement that reads what others write) are a warnin
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import warnings
 from collections.abc import Sequence
@@ -43,15 +52,19 @@ from pyopencl.tools import (
     parse_arg_list,
 )
 
-from cltune.core.pow2 import pow2_at_most
-from cltune.core.serving import CltuneWarning
+from cltune.core.serving import CltuneWarning, Explanation
 from cltune.device.select import info_for
+from cltune.families.scan.gscan_config import GScanConfig
+from cltune.families.scan.gscan_serve import Choices, GScanChoice, builtin, resolve
 from cltune.isolation.vetting import NoConfigRuns, checked
 from cltune.opencl.build import compile_program
 from cltune.opencl.caches import ContextCache
+from cltune.opencl.expression import FINGERPRINT_HEX
 from cltune.opencl.sources import kernel_file, text_hash
 
 __all__ = ["ExclusiveScanKernel", "GenericScanKernel", "InclusiveScanKernel"]
+
+TUNE_MODES = (None, "first-use")
 
 _programs: ContextCache[Any] = ContextCache()
 #: this module's own text, in the vetting key (how it launches the program is vetted too)
@@ -105,17 +118,51 @@ class _Built:
         self.serial.set_scalar_arg_dtypes([*user, None, None, None])
 
 
+class _DeviceChoices:
+    """The database's answer for one kernel on one device, and the choice per call size."""
+
+    def __init__(self, info: Any, choices: Choices) -> None:
+        self.info, self.choices = info, choices
+        self.by_n: dict[int, tuple[GScanChoice, str, str]] = {}
+
+    def serve(self, n: int) -> tuple[GScanChoice, str, str]:
+        hit = self.by_n.get(n)
+        if hit is None:
+            if len(self.by_n) > 256:
+                self.by_n.clear()
+            hit = self.by_n[n] = self.choices.serve(n)
+        return hit
+
+
 class GenericScanKernel:
-    """pyopencl.scan.GenericScanKernel's constructor and call, on cltune's scan."""
+    """pyopencl.scan.GenericScanKernel's constructor and call, on cltune's scan, tuned.
+
+    cltune's extensions, keyword-only: `tune="first-use"` (the first call starts tuning its
+    size class in a background thread on a private queue, within `budget_s` seconds; calls
+    switch to the result when it is stored), `db` (the tuning database; default `CLTUNE_DB`
+    or the user's data dir), `sample` (`sample(queue, n) -> args` to tune at size n; default
+    random vectors of n elements and zero scalars)."""
 
     def __init__(self, ctx: cl.Context, dtype: Any, arguments: Any, input_expr: str,
                  scan_expr: str, neutral: str | None, output_statement: str,
                  is_segment_start_expr: str | None = None,
                  input_fetch_exprs: Sequence[tuple[str, str, int]] | None = None,
                  index_dtype: Any = None, name_prefix: str = "scan", options: Any = None,
-                 preamble: str = "", devices: Sequence[cl.Device] | None = None) -> None:
+                 preamble: str = "", devices: Sequence[cl.Device] | None = None, *,
+                 tune: str | None = None, budget_s: float = 60.0, db: str | None = None,
+                 sample: Any = None) -> None:
         if neutral is None:
             raise ValueError("must provide a 'neutral' element in scan")
+        if tune not in TUNE_MODES:
+            raise ValueError(f"tune={tune!r} is not one of {TUNE_MODES}")
+        if not budget_s > 0:
+            raise ValueError(f"budget_s must be > 0, got {budget_s!r}")
+        self.tune_mode, self.budget_s, self.db, self.sample = tune, budget_s, db, sample
+        self.name = name_prefix
+        self._states: dict[int, _DeviceChoices] = {}
+        self._lock = threading.Lock()
+        self.background: Any = None  # the first-use tuning thread, once started
+        self.background_error: Exception | None = None
         # what the worker makes its own copy from (vetting: check_scan)
         self._ctor = {"dtype": dtype, "arguments": arguments, "input_expr": input_expr,
                       "scan_expr": scan_expr, "neutral": neutral,
@@ -187,34 +234,69 @@ class GenericScanKernel:
             "",
         ])
         self._user = list(get_arg_list_scalar_arg_dtypes(self.parsed_args))
+        self.fingerprint = self._fingerprint()
+
+    def _fingerprint(self) -> str:
+        """The database key of this kernel: a hash of its types and code as it is built (the
+        generated prelude holds the dtypes, expressions, arguments and preamble), the options
+        and the index type; never the text itself."""
+        blob = "\0".join([self.dtype.str, repr(self.dtype.descr), self.index_dtype.str,
+                          self._prelude, " ".join(self.options)])
+        return hashlib.sha256(blob.encode()).hexdigest()[:FINGERPRINT_HEX]
+
+    #: per-process state that never crosses to the evaluation worker (isolation.codec)
+    _LOCAL_STATE = ("_states", "_lock", "background", "background_error")
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What the evaluation worker rebuilds the kernel from: the context (the worker's own
+        takes its place), the constructor's arguments, `sample`, and the application's
+        registered struct types by their C names."""
+        structs = [(dtype_to_ctype(d), d) for d in
+                   [self.dtype, *(a.dtype for a in self.parsed_args)] if d.names]
+        return {"context": self.context, "ctor": self._ctor, "db": self.db,
+                "sample": self.sample, "budget_s": self.budget_s, "name": self.name,
+                "structs": structs}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, dt in state["structs"]:
+            get_or_register_dtype(name, dt)
+        ctor = dict(state["ctor"])
+        # the worker evaluates; it never tunes in the background
+        self.__init__(state["context"], name_prefix=state["name"], db=state["db"],  # type: ignore[misc]
+                      sample=state["sample"], budget_s=state["budget_s"], **ctor)
 
     def _uses_double(self) -> bool:
         dts = [self.dtype] + [a.dtype for a in getattr(self, "parsed_args", [])]
         return any(d == np.float64 or (d.names and any(d.fields[n][0] == np.float64
                                                        for n in d.names)) for d in dts)
 
-    def _built(self, dev: cl.Device, sample: Any = None) -> _Built:
-        """The program on dev, vetted first where `sample()` (the call's arguments and size)
-        is given (None: in the worker's check)."""
-        cpu = bool(dev.type & cl.device_type.CPU)
-        wg = pow2_at_most(min(8 if cpu else 128, dev.max_work_group_size))
+    def _built(self, dev: cl.Device, sample: Any = None, cfg: GScanConfig | None = None,
+               ) -> _Built:
+        """The program of `cfg` (default: the builtin's) on dev, vetted first where
+        `sample()` (the call's arguments and size) is given (None: in the worker, where a
+        tuning trial or the vetting check runs it)."""
+        if cfg is None:
+            cfg = builtin(info_for(dev))
+        wg = cfg.defines()["CLT_WG"]
         src = self._prelude + f"\n#define CLT_WG {wg}\n" + kernel_file("generic_scan.cl")
 
         def make() -> _Built:
             if sample is not None:
-                self._vet(dev, src, sample)
+                self._vet(dev, src, sample, cfg)
             return _Built(compile_program(self.context, dev, src, self.options), wg,
                           self._user)
 
         return _programs.get(self.context, (dev.int_ptr, src, tuple(self.options)), make)
 
-    def _vet(self, dev: cl.Device, src: str, sample: Any) -> None:
+    def _vet(self, dev: cl.Device, src: str, sample: Any, cfg: GScanConfig) -> None:
         info = info_for(dev)
         key = f"{self.dtype.str}/{text_hash(src + chr(0) + ' '.join(self.options))}"
         # the application's registered struct types, by their C names (the worker knows none)
         structs = [(dtype_to_ctype(d), d) for d in
                    [self.dtype, *(a.dtype for a in self.parsed_args)] if d.names]
-        v = checked(info, "generic_scan", f"{key}/{_HOST}", check_scan, self._ctor, structs,
+        # the config the program is built for: the worker's check launches it as a call would
+        ctor = {**self._ctor, "_config": cfg.to_dict()}
+        v = checked(info, "generic_scan", f"{key}/{_HOST}", check_scan, ctor, structs,
                     args_of=sample, extra_s=self._vet_s)
         if v.ok or v.step == "build":
             return
@@ -253,32 +335,121 @@ class GenericScanKernel:
                 waits += list(v.events)
             else:
                 inv.append(v)
+        dev = queue.device
+        ch, level, _ = self._state(dev).serve(n)
+        if self.tune_mode == "first-use" and self.background is None and not _tuned(level):
+            self._start_background(dev, n)
         # the serial walk and the copies of the first call's arrays take time in proportion
         self._vet_s = 2e-7 * n
-        b = self._built(queue.device, lambda: (list(args), n))
+        b = self._built(dev, lambda: (list(args), n), ch.config)
+        return self._enqueue(queue, b, ch.config, inv, args, n, allocator, waits)[-1]
+
+    def _enqueue(self, queue: cl.CommandQueue, b: _Built, cfg: GScanConfig, inv: list,
+                 args: Sequence[Any], n: int, allocator: Any, waits: list,
+                 ) -> list[cl.Event]:
+        """The three launches of a built config over n >= 1 elements, their events; the
+        vector arguments get the last one."""
         cus = max(1, queue.device.max_compute_units)
-        groups = max(1, min(cus * (4 if b.wg <= 8 else 8), -(-n // b.wg)))
+        groups = max(1, min(cus * cfg.groups_per_cu, -(-n // b.wg)))
         chunk = -(-n // groups)
         groups = -(-n // chunk)
-        pv = cla.empty(queue, (groups + 1,), self.dtype, allocator=allocator)
-        pf = cla.empty(queue, (groups,), np.uint32, allocator=allocator)
+        alloc = allocator  # None: buffers of their own (a pool's could be handed to another
+        # queue's call while this one's launches still run)
+        pv = cla.empty(queue, (groups + 1,), self.dtype, allocator=alloc)
+        pf = cla.empty(queue, (groups,), np.uint32, allocator=alloc)
         # every element's input value and segment flag, read once (pyopencl's contract: an
         # output statement may overwrite inputs, e.g. ary[i + 1] = item in place)
-        tmp = cla.empty(queue, (n,), self.dtype, allocator=allocator)
-        tflag = cla.empty(queue, (n,), np.uint8, allocator=allocator)
+        tmp = cla.empty(queue, (n,), self.dtype, allocator=alloc)
+        tflag = cla.empty(queue, (n,), np.uint8, allocator=alloc)
         ni = self.index_dtype.type(n)
         with b.lock:
             b.reduce.set_args(*inv, ni, chunk, pv.data, pf.data, tmp.data, tflag.data)
-            cl.enqueue_nd_range_kernel(queue, b.reduce, (groups * b.wg,), (b.wg,),
-                                       wait_for=waits or None)
+            e1 = cl.enqueue_nd_range_kernel(queue, b.reduce, (groups * b.wg,), (b.wg,),
+                                            wait_for=waits or None)
             b.top.set_args(pv.data, pf.data, groups)
-            cl.enqueue_nd_range_kernel(queue, b.top, (b.wg,), (b.wg,))
+            e2 = cl.enqueue_nd_range_kernel(queue, b.top, (b.wg,), (b.wg,))
             b.down.set_args(*inv, ni, chunk, pv.data, tmp.data, tflag.data)
             ev = cl.enqueue_nd_range_kernel(queue, b.down, (groups * b.wg,), (b.wg,))
         for d, v in zip(self.parsed_args, args, strict=True):
             if isinstance(d, VectorArg):
                 v.add_event(ev)
-        return ev
+        return [e1, e2, ev]
+
+    # ---- tuning ---------------------------------------------------------------------------
+    def _state(self, dev: cl.Device) -> _DeviceChoices:
+        st = self._states.get(dev.int_ptr)
+        if st is None:
+            with self._lock:
+                st = self._states.get(dev.int_ptr)
+                if st is None:
+                    info = info_for(dev)
+                    st = self._states[dev.int_ptr] = _DeviceChoices(
+                        info, resolve(info, self.fingerprint, self.dtype.itemsize, self.db))
+        return st
+
+    def reload(self) -> None:
+        """Read the database again (after tuning elsewhere)."""
+        with self._lock:
+            self._states.clear()
+
+    def explain(self, n: int, device: cl.Device | None = None) -> Explanation:
+        """Which config serves calls of n elements on `device` (default: the context's
+        first), and where it came from (a lookup level, `derived` or `builtin`)."""
+        dev = device if device is not None else self.context.devices[0]
+        ch, level, why = self._state(dev).serve(max(1, int(n)))
+        return Explanation(int(n), ch.config, level, why, ch.bucket, ch.tuned_at, ch.driver,
+                           ch.gbps)
+
+    def sample_args(self, queue: cl.CommandQueue, n: int, seed: int = 0) -> tuple[Any, ...]:
+        """Arguments for tuning at size n: `sample(queue, n)` when given, else vectors of n
+        elements (floats in [0, 1), integers 0..99, booleans, structs zeroed) and zero
+        scalars, in the order of the kernel's arguments."""
+        if self.sample is not None:
+            return tuple(self.sample(queue, n))
+        rng = np.random.default_rng(seed)
+        out: list[Any] = []
+        for a in self.parsed_args:
+            dt = np.dtype(a.dtype)
+            if not isinstance(a, VectorArg):
+                out.append(np.zeros((), dt)[()] if dt.names is None else np.zeros((), dt))
+                continue
+            if dt.kind == "f":
+                host = rng.random(n).astype(dt)
+            elif dt.kind in "iu":
+                host = rng.integers(0, 100, n).astype(dt)
+            elif dt.kind == "b":
+                host = rng.random(n) < 0.5
+            else:
+                host = np.zeros(n, dt)
+            out.append(cla.to_device(queue, host))
+        return tuple(out)
+
+    def tune(self, *sample_args: Any, trials: int = 30, timeout: float = 120.0,
+             queue: cl.CommandQueue | None = None, db: str | None = None,
+             storage: str | None = None, seed: int = 0, size: int | None = None) -> list[Any]:
+        """Tune this kernel for the size class of `sample_args` (as a call takes them; their
+        first array's length, or `size`) on the queue's device; every config runs in the
+        device's worker against the one-work-item walk of the same expressions. Results go
+        to the database, and this kernel switches to them. Returns the tuner's results."""
+        from cltune.families.scan import api  # lazy: the family's api reaches the tuner
+
+        res = api.tune_generic(self, sample_args, trials=trials, timeout=timeout, queue=queue,
+                               db=db if db is not None else self.db, storage=storage,
+                               seed=seed, size=size)
+        self.reload()
+        return res
+
+    def _start_background(self, dev: cl.Device, n: int) -> None:
+        from cltune.families.scan import api  # lazy: the family's api reaches the tuner
+
+        with self._lock:
+            if self.background is None:
+                self.background = api.tune_generic_in_background(self, dev, n, self.budget_s)
+
+
+def _tuned(level: str) -> bool:
+    """Whether a lookup level is this kernel's own tuned config on this device."""
+    return level not in ("derived", "builtin")
 
 
 class _LegacyScan:
@@ -327,7 +498,7 @@ class ExclusiveScanKernel(_LegacyScan):
     _output = "output_ary[i] = prev_item;"
 
 
-def _same(got: np.ndarray, want: np.ndarray, n: int) -> bool:
+def same_answers(got: np.ndarray, want: np.ndarray, n: int) -> bool:
     """Equal, or for floats within the rounding that another order of n combines may give."""
     if got.tobytes() == want.tobytes():
         return True
@@ -346,6 +517,8 @@ def check_scan(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: An
     arguments, against clt_gs_serial on other copies; '' or the arrays that differ."""
     for name, dt in structs:
         get_or_register_dtype(name, dt)
+    ctor = dict(ctor)
+    cfg = GScanConfig.from_mapping(ctor.pop("_config")) if "_config" in ctor else builtin(info)
     knl = GenericScanKernel(ctx, **ctor)
     arrays = [i for i, (d, a) in enumerate(zip(knl.parsed_args, args, strict=True))
               if isinstance(d, VectorArg) and isinstance(a, cla.Array)]
@@ -353,9 +526,13 @@ def check_scan(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: An
     ref = list(args)
     for i in arrays:
         mine[i], ref[i] = args[i].copy(queue=queue), args[i].copy(queue=queue)
-    knl(*mine, queue=queue, size=n)
-    b = knl._built(dev)
+    b = knl._built(dev, None, cfg)
     inv: list[Any] = []
+    for d, v in zip(knl.parsed_args, mine, strict=True):
+        inv += [v.base_data, v.offset] if isinstance(d, VectorArg) else [v]
+    if n:
+        knl._enqueue(queue, b, cfg, inv, mine, n, None, [])
+    inv = []
     for d, v in zip(knl.parsed_args, ref, strict=True):
         inv += [v.base_data, v.offset] if isinstance(d, VectorArg) else [v]
     tmp = cla.empty(queue, (max(1, n),), knl.dtype)
@@ -364,5 +541,5 @@ def check_scan(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: An
         b.serial.set_args(*inv, knl.index_dtype.type(n), tmp.data, tflag.data)
         cl.enqueue_nd_range_kernel(queue, b.serial, (1,), (1,))
     differ = [knl.parsed_args[i].name for i in arrays
-              if not _same(mine[i].get(), ref[i].get(), n)]
+              if not same_answers(mine[i].get(), ref[i].get(), n)]
     return f"arrays {', '.join(differ)} differ from the serial walk's" if differ else ""

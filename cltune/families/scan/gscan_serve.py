@@ -1,0 +1,117 @@
+"""Which config serves an application's `GenericScanKernel` on a device, and where that answer
+came from (every answer names its level):
+
+  exact / driver-changed / same-device / shipped / vendor-default
+           this kernel's fingerprint tuned (family `gscan`, the database's chain)
+  derived  not tuned: the work-group size and chunks of the device's tuned plain scan
+           (`scan`, `sum/float32/rows`, a reduce-then-scan config, any level of that chain)
+  builtin  nothing known: `builtin` (the device's limits)
+
+Stored configs go through `GScanConfig.from_mapping` and `fit` (a value that is not allowed is
+skipped, never compiled); the runtime never writes to the database.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from cltune.core.buckets import class_bucket, nearest
+from cltune.core.config import ConfigError
+from cltune.core.pow2 import pow2_at_most
+from cltune.device.info import DeviceInfo
+from cltune.families.scan.config import ScanConfig
+from cltune.families.scan.gscan_config import GROUPS_PER_CU, GScanConfig
+from cltune.families.scan.gscan_family import NAME
+from cltune.tuning_db.answer import answers
+
+#: a tuned size class serves sizes up to this many powers of two away (as the expressions')
+MAX_BUCKET_STEPS = 2
+#: the plain scan a derived config is shaped like
+PLAIN = ("scan", "sum/float32/rows")
+
+
+def builtin(info: DeviceInfo) -> GScanConfig:
+    """CPUs: groups of 8, 4 a compute unit; GPUs: groups of 128, 8 a compute unit (what every
+    call ran before the kernel could be tuned)."""
+    if info.type == "cpu":
+        return fit(GScanConfig(8, 4), info, 8)
+    return fit(GScanConfig(128, 8), info, 8)
+
+
+def fit(cfg: GScanConfig, info: DeviceInfo, itemsize: int) -> GScanConfig:
+    """cfg runnable on the device: its group no larger than the device allows, nor than its
+    __local memory holds (a value and a flag a work-item)."""
+    wg = min(cfg.wg, pow2_at_most(max(1, int(info.max_wg))))
+    while wg > 1 and wg * (itemsize + 4) + 256 > info.local_mem:
+        wg //= 2
+    return replace(cfg, wg=wg)
+
+
+def derive(plain: ScanConfig, info: DeviceInfo, itemsize: int) -> GScanConfig:
+    """A GenericScanKernel config shaped like the tuned plain scan: its work-group size and,
+    for reduce-then-scan configs, its chunks a compute unit (a chained config's tiles say
+    nothing about chunks: the builtin's then)."""
+    gpc = plain.groups_per_cu if not plain.chain else builtin(info).groups_per_cu
+    gpc = min(GROUPS_PER_CU, key=lambda a: (abs(math.log2(a) - math.log2(max(1, gpc))), a))
+    return fit(GScanConfig(plain.wg, gpc), info, itemsize)
+
+
+@dataclass(frozen=True)
+class GScanChoice:
+    config: GScanConfig
+    bucket: int | None  # the size class 2^bucket it was tuned for; None: any n
+    tuned_at: str = ""
+    driver: str = ""
+    gbps: float | None = None
+
+
+@dataclass(frozen=True)
+class Choices:
+    level: str
+    why: str
+    choices: tuple[GScanChoice, ...]
+    fallback: Choices | None = None  # what serves sizes far from every tuned class
+
+    def serve(self, n: int) -> tuple[GScanChoice, str, str]:
+        """The choice for n elements, its level and why."""
+        buckets = [c.bucket for c in self.choices if c.bucket is not None]
+        b = nearest(n, buckets)
+        far = b is None or abs(b - math.log2(max(1, n))) > MAX_BUCKET_STEPS
+        if far and self.fallback is not None:
+            c, level, why = self.fallback.serve(n)
+            tuned = ", ".join(f"2^{x}" for x in sorted(buckets))
+            return c, level, (f"tuned for {tuned} ({self.level}), more than "
+                              f"2^{MAX_BUCKET_STEPS} from n: {why}")
+        return next((c for c in self.choices if c.bucket == b), self.choices[0]), \
+            self.level, self.why
+
+
+def _choices(rows: Any, make: Any, bucketed: bool) -> list[GScanChoice]:
+    out = []
+    for r in rows:
+        try:
+            cfg = make(r.config)
+            bucket = class_bucket(r.size_class) if bucketed else None
+        except (ConfigError, ValueError, TypeError):
+            continue  # a stored config that does not validate never reaches the compiler
+        out.append(GScanChoice(cfg, bucket, r.updated_at, r.driver, r.gbps))
+    return out
+
+
+def resolve(info: DeviceInfo, fingerprint: str, itemsize: int, db: str | None) -> Choices:
+    """The chain for one kernel on one device (a bad database is a warning and the next level
+    answers, never an error)."""
+    own, plain = answers(info, db, [(NAME, fingerprint), PLAIN], stacklevel=4)
+    got = _choices(own.rows, lambda m: fit(GScanConfig.from_mapping(m), info, itemsize), True)
+    derived = _choices(plain.rows,
+                       lambda m: derive(ScanConfig.from_mapping(m), info, itemsize), False)
+    fallback = (Choices("derived", f"not tuned: shaped like the tuned plain scan "
+                        f"sum/float32/rows ({plain.level}: {plain.why})", tuple(derived[:1]))
+                if derived else
+                Choices("builtin", "not tuned, and no tuned plain scan for this device: "
+                        "config from its limits", (GScanChoice(builtin(info), None),)))
+    if got:
+        return Choices(own.level, own.why, tuple(got), fallback)
+    return fallback
