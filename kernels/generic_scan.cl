@@ -38,6 +38,12 @@ typedef int clt_index_t;
 #ifndef CLT_WG
 #define CLT_WG 64
 #endif
+#ifndef CLT_GS_TILED
+#define CLT_GS_TILED 0 /* 1: tiles through __local memory, coalesced (clt_gs_reduce/down below) */
+#endif
+#ifndef CLT_K
+#define CLT_K 4 /* tiled: consecutive elements a work-item combines in a tile */
+#endif
 #ifndef CLT_SEGMENTED
 #define CLT_SEGMENTED 0
 #endif
@@ -93,6 +99,68 @@ inline void clt_group_inclusive(uint *f, clt_scan_t *v, __local clt_scan_t *sv,
     const long clt_s = min(clt_a0 + (long)clt_lid * clt_per, clt_b0);                            \
     const long clt_e = min(clt_s + clt_per, clt_b0);
 
+#if CLT_GS_TILED
+/* tiled (GPUs): the group takes its chunk a tile of CLT_WG * CLT_K elements at a time; the
+ * tile's inputs are loaded by consecutive work-items (coalesced) into __local memory, then
+ * work-item l combines the CLT_K consecutive elements l * CLT_K .. (in order), the group scans
+ * those runs, and the tile's total joins the group's running carry (every work-item holds
+ * the same carry). */
+#define CLT_TILE (CLT_WG * CLT_K)
+__kernel void clt_gs_reduce(CLT_USER_ARGS const clt_index_t N, const long clt_chunk,
+                            __global clt_scan_t *clt_pv, __global uint *clt_pf,
+                            __global clt_scan_t *clt_tmp, __global uchar *clt_tflag) {
+    CLT_USER_PREP
+    __local clt_scan_t clt_tv[CLT_TILE];
+    __local uchar clt_tf[CLT_TILE];
+    __local clt_scan_t clt_sv[CLT_WG];
+    __local uint clt_sf[CLT_WG];
+    const uint clt_lid = get_local_id(0);
+    const long clt_a0 = (long)get_group_id(0) * clt_chunk;
+    const long clt_b0 = min(clt_a0 + clt_chunk, (long)N);
+    uint clt_cf = 0u;
+    clt_scan_t clt_cv = CLT_NEUTRAL;
+    for (long clt_base = clt_a0; clt_base < clt_b0; clt_base += CLT_TILE) {
+        for (int clt_k = 0; clt_k < CLT_K; ++clt_k) {
+            const int clt_j = clt_k * CLT_WG + (int)clt_lid;
+            const long clt_ii = clt_base + clt_j;
+            if (clt_ii < clt_b0) {
+                const clt_index_t clt_i = (clt_index_t)clt_ii;
+                CLT_FETCH(clt_i)
+                const clt_scan_t clt_x = CLT_INPUT(clt_i);
+                const uint clt_st = CLT_IS_START(clt_i, clt_x);
+                clt_tmp[clt_ii] = clt_x;
+                clt_tflag[clt_ii] = (uchar)clt_st;
+                clt_tv[clt_j] = clt_x;
+                clt_tf[clt_j] = (uchar)clt_st;
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint clt_f = 0u;
+        clt_scan_t clt_v = CLT_NEUTRAL;
+        for (int clt_k = 0; clt_k < CLT_K; ++clt_k) {
+            const int clt_j = (int)clt_lid * CLT_K + clt_k;
+            if (clt_base + clt_j < clt_b0) {
+                const uint clt_st = clt_tf[clt_j];
+                clt_v = CLT_SCAN(clt_v, clt_tv[clt_j], clt_st != 0u);
+                clt_f |= clt_st;
+            }
+        }
+        clt_group_inclusive(&clt_f, &clt_v, clt_sv, clt_sf);
+        {
+            uint clt_fo;
+            clt_scan_t clt_vo;
+            CLT_COMBINE(clt_cf, clt_cv, clt_sf[CLT_WG - 1], clt_sv[CLT_WG - 1], clt_fo, clt_vo);
+            clt_cf = clt_fo;
+            clt_cv = clt_vo;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE); /* the next tile overwrites what was read */
+    }
+    if (clt_lid == 0) {
+        clt_pv[get_group_id(0)] = clt_cv;
+        clt_pf[get_group_id(0)] = clt_cf;
+    }
+}
+#else
 __kernel void clt_gs_reduce(CLT_USER_ARGS const clt_index_t N, const long clt_chunk,
                             __global clt_scan_t *clt_pv, __global uint *clt_pf,
                             __global clt_scan_t *clt_tmp, __global uchar *clt_tflag) {
@@ -119,6 +187,8 @@ __kernel void clt_gs_reduce(CLT_USER_ARGS const clt_index_t N, const long clt_ch
         clt_pf[get_group_id(0)] = clt_f;
     }
 }
+
+#endif
 
 /* pv[0 .. G) -> the carries (exclusive), pv[G] the total */
 __kernel void clt_gs_top(__global clt_scan_t *pv, __global const uint *pf, const long G) {
@@ -154,6 +224,84 @@ __kernel void clt_gs_top(__global clt_scan_t *pv, __global const uint *pf, const
     if (lid == 0) pv[G] = carry;
 }
 
+#if CLT_GS_TILED
+/* tiled: each tile's saved inputs and flags loaded coalesced into __local memory, the runs of
+ * CLT_K scanned and the group's scan of them as clt_gs_reduce, then each run's items written
+ * over its inputs in __local memory, and the output statements called by consecutive
+ * work-items (coalesced stores), element j's prev_item the item before it (the running carry
+ * before the tile for its first element). */
+__kernel void clt_gs_down(CLT_USER_ARGS const clt_index_t N, const long clt_chunk,
+                          __global const clt_scan_t *clt_pv,
+                          __global const clt_scan_t *clt_tmp, __global const uchar *clt_tflag) {
+    CLT_USER_PREP
+    __local clt_scan_t clt_tv[CLT_TILE];
+    __local uchar clt_tf[CLT_TILE];
+    __local clt_scan_t clt_sv[CLT_WG];
+    __local uint clt_sf[CLT_WG];
+    const uint clt_lid = get_local_id(0);
+    const long clt_a0 = (long)get_group_id(0) * clt_chunk;
+    const long clt_b0 = min(clt_a0 + clt_chunk, (long)N);
+    const clt_scan_t clt_last = clt_pv[get_num_groups(0)];
+    clt_scan_t clt_c = clt_pv[get_group_id(0)]; /* the item before the tile */
+    for (long clt_base = clt_a0; clt_base < clt_b0; clt_base += CLT_TILE) {
+        for (int clt_k = 0; clt_k < CLT_K; ++clt_k) {
+            const int clt_j = clt_k * CLT_WG + (int)clt_lid;
+            const long clt_ii = clt_base + clt_j;
+            if (clt_ii < clt_b0) {
+                clt_tv[clt_j] = clt_tmp[clt_ii];
+                clt_tf[clt_j] = clt_tflag[clt_ii];
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        uint clt_f = 0u;
+        clt_scan_t clt_v = CLT_NEUTRAL;
+        for (int clt_k = 0; clt_k < CLT_K; ++clt_k) {
+            const int clt_j = (int)clt_lid * CLT_K + clt_k;
+            if (clt_base + clt_j < clt_b0) {
+                const uint clt_st = clt_tf[clt_j];
+                clt_v = CLT_SCAN(clt_v, clt_tv[clt_j], clt_st != 0u);
+                clt_f |= clt_st;
+            }
+        }
+        clt_group_inclusive(&clt_f, &clt_v, clt_sv, clt_sf);
+        const clt_scan_t clt_ev = clt_lid > 0 ? clt_sv[clt_lid - 1] : CLT_NEUTRAL;
+        const uint clt_ef = clt_lid > 0 ? clt_sf[clt_lid - 1] : 0u;
+        const clt_scan_t clt_tot = clt_sv[CLT_WG - 1];
+        const uint clt_totf = clt_sf[CLT_WG - 1];
+        clt_scan_t clt_p = clt_c;
+        if (clt_lid > 0) {
+            uint clt_fo;
+            CLT_COMBINE(0u, clt_c, clt_ef, clt_ev, clt_fo, clt_p);
+        }
+        for (int clt_k = 0; clt_k < CLT_K; ++clt_k) {
+            const int clt_j = (int)clt_lid * CLT_K + clt_k;
+            if (clt_base + clt_j < clt_b0) {
+                clt_p = CLT_SCAN(clt_p, clt_tv[clt_j], clt_tf[clt_j] != 0u);
+                clt_tv[clt_j] = clt_p; /* the item, over its input (read by this work-item only) */
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int clt_k = 0; clt_k < CLT_K; ++clt_k) {
+            const int clt_j = clt_k * CLT_WG + (int)clt_lid;
+            const long clt_ii = clt_base + clt_j;
+            if (clt_ii < clt_b0) {
+                const clt_index_t clt_i = (clt_index_t)clt_ii;
+                const clt_scan_t clt_before = clt_j > 0 ? clt_tv[clt_j - 1] : clt_c;
+                const clt_scan_t clt_prev_item =
+                    (clt_tf[clt_j] || clt_ii == 0) ? CLT_NEUTRAL : clt_before;
+                CLT_OUTPUT(clt_i, clt_tv[clt_j], clt_prev_item, clt_last);
+            }
+        }
+        {
+            uint clt_fo;
+            clt_scan_t clt_vo;
+            CLT_COMBINE(0u, clt_c, clt_totf, clt_tot, clt_fo, clt_vo);
+            clt_c = clt_vo;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE); /* the next tile overwrites what was read */
+    }
+}
+#else
 __kernel void clt_gs_down(CLT_USER_ARGS const clt_index_t N, const long clt_chunk,
                           __global const clt_scan_t *clt_pv,
                           __global const clt_scan_t *clt_tmp, __global const uchar *clt_tflag) {
@@ -190,6 +338,8 @@ __kernel void clt_gs_down(CLT_USER_ARGS const clt_index_t N, const long clt_chun
         clt_prev = clt_item;
     }
 }
+
+#endif
 
 /* The reference that vetting checks the three launches against (one work-item walks every
  * element in order, with the same expressions): the inputs saved first (an output statement

@@ -59,22 +59,27 @@ def test_the_fingerprint_is_the_code_not_the_object(ctx):
 
 
 def test_configs_are_validated():
-    assert GScanConfig.from_mapping({"wg": 64, "groups_per_cu": 4}) == GScanConfig(64, 4)
-    for bad, msg in (({"wg": 3, "groups_per_cu": 4}, "wg"),
-                     ({"wg": 2048, "groups_per_cu": 4}, "wg"),
-                     ({"wg": 64, "groups_per_cu": 5}, "groups_per_cu"),
-                     ({"wg": True, "groups_per_cu": 4}, "wg"),
-                     ({"wg": 64}, "missing"),
-                     ({"wg": 64, "groups_per_cu": 4, "x": 1}, "unknown")):
+    ok = {"layout": "tiled", "wg": 64, "groups_per_cu": 4, "items": 8}
+    assert GScanConfig.from_mapping(ok) == GScanConfig("tiled", 64, 4, 8)
+    for change, msg in (({"wg": 3}, "wg"), ({"wg": 2048}, "wg"),
+                        ({"groups_per_cu": 5}, "groups_per_cu"), ({"wg": True}, "wg"),
+                        ({"items": 3}, "items"), ({"layout": "contiguous"}, "items"),
+                        ({"layout": "strided"}, "layout"), ({"x": 1}, "unknown"),
+                        ({"wg": 4}, "below 8")):
         with pytest.raises(GScanConfigError, match=msg):
-            GScanConfig.from_mapping(bad)
+            GScanConfig.from_mapping({**ok, **change})
+    with pytest.raises(GScanConfigError, match="missing"):
+        GScanConfig.from_mapping({"wg": 64})
+    assert GScanConfig("tiled", 64, 4, 8).defines() == {"CLT_WG": 64, "CLT_GS_TILED": 1,
+                                                        "CLT_K": 8}
     with pytest.raises(ValueError, match="tune="):
         cltune.GenericScanKernel(None, np.int32, *EXCL, tune="always")  # before the context
 
 
 def test_every_point_of_the_space_gives_the_serial_walks_answers(ctx, queue, device):
-    """Work-group sizes from the smallest to the largest offered, chunks a compute unit from 1
-    to 64, on sizes of 1 to 100003: a segmented scan whose scan_expr is associative but not
+    """Both layouts, work-group sizes from the smallest to the largest offered, items 1 to 16
+    (tiled), chunks a compute unit from 1 to 64, on sizes of 1 to 100003 (tiles cut short,
+    chunks of several tiles): a segmented scan whose scan_expr is associative but not
     commutative (the last non-zero value), an exclusive sum written in place one element on
     (pyopencl's ListOfListsBuilder writes ary[i + 1] so), each against numpy."""
     info, dev = device
@@ -88,8 +93,11 @@ def test_every_point_of_the_space_gives_the_serial_walks_answers(ctx, queue, dev
     shift = cltune.GenericScanKernel(ctx, np.int32, "__global int *x", "x[i]", "a+b", "0",
                                      "if (i + 1 < N) x[i + 1] = item; if (i == 0) x[0] = 0")
     rng = np.random.default_rng(42)
-    configs = [GScanConfig(w, g) for w in dict.fromkeys((wgs[0], wgs[len(wgs) // 2], wgs[-1]))
-               for g in (1, 8, 64)]
+    pick = dict.fromkeys((wgs[0], wgs[len(wgs) // 2], wgs[-1]))
+    configs = [GScanConfig("contiguous", w, g, 1) for w in pick for g in (1, 8, 64)]
+    configs += [c for c in (GScanConfig("tiled", w, g, k) for w in (*pick, 8) if w >= 8
+                            for g in (1, 64) for k in (1, 4, 16)) if not space.check(c)]
+    assert any(c.layout == "tiled" for c in configs)
     for n in (1, 7, 1000, 100003):
         h = rng.integers(-3, 4, n).astype(np.int32)
         h[rng.random(n) < 0.3] = 0
@@ -138,15 +146,15 @@ def test_untuned_kernels_are_shaped_like_the_tuned_plain_scan(ctx, device, db_ur
 
     knl = _excl(ctx, db=db_url)
     _record(db_url, info, "scan", "sum/float32/rows", "2^0x2^20",
-            ScanConfig("rows", wg=4, items=8, groups_per_cu=16))
+            ScanConfig("rows", wg=64, items=8, groups_per_cu=16))
     knl.reload()
     e = knl.explain(1 << 20)
     assert e.level == "derived" and "sum/float32/rows" in e.why, e
-    assert e.config == GScanConfig(4, 16)
+    assert e.config == GScanConfig("tiled", 64, 16, 8)  # the plain scan stages tiles
     # and this kernel's own tuned class wins where it is near
-    _record(db_url, info, "gscan", knl.fingerprint, "2^20", GScanConfig(2, 2))
+    _record(db_url, info, "gscan", knl.fingerprint, "2^20", GScanConfig("contiguous", 2, 2, 1))
     knl.reload()
-    assert knl.explain(1 << 20).config == GScanConfig(2, 2)
+    assert knl.explain(1 << 20).config == GScanConfig("contiguous", 2, 2, 1)
 
 
 def test_first_use_tunes_in_the_background_and_switches(ctx, queue, db_url):

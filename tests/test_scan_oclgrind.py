@@ -124,6 +124,23 @@ out["runs"].append({"what": "in place, shifted", "ok": bool((a.get()[1:] == np.c
 from cltune.families.scan.generic import check_scan
 why = check_scan(ctx, q, dev, info, k._ctor, [], [x, f, y], 301)
 out["runs"].append({"what": "vetting check", "ok": why == ""})
+# the tiled layout (GPUs' builtin): tiles through __local memory, several tiles a chunk, a
+# short last tile, groups of 8 and 16; segmented exclusive and in place shifted
+from cltune.families.scan.gscan_config import GScanConfig
+from cltune.families.scan.gscan_target import GScanLauncher
+for cfg in (GScanConfig("tiled", 8, 1, 4), GScanConfig("tiled", 16, 2, 2),
+            GScanConfig("tiled", 8, 64, 1)):
+    y2 = cla.empty(q, (301,), np.int32)
+    GScanLauncher(k, dev, cfg).enqueue(q, (x, f, y2), 301)
+    a2 = cla.to_device(q, np.concatenate([h, [0]]).astype(np.int32))
+    sh = GenericScanKernel(ctx, np.int32, "__global int *ary", "ary[i]", "a+b", "0",
+                           "ary[i + 1] = item;")
+    GScanLauncher(sh, dev, cfg).enqueue(q, (a2,), 301)
+    ok = bool((y2.get() == want).all() and (a2.get()[1:] == np.cumsum(h)).all())
+    out["runs"].append({"what": "tiled " + cfg.short(), "ok": ok})
+why = check_scan(ctx, q, dev, info, {**k._ctor, "_config": GScanConfig("tiled", 8, 2, 4).to_dict()},
+                 [], [x, f, y], 301)
+out["runs"].append({"what": "vetting check, tiled", "ok": why == ""})
 print(MARK + json.dumps(out), flush=True)
 '''
 
@@ -131,10 +148,11 @@ print(MARK + json.dumps(out), flush=True)
 def test_generic_scan_kernels_are_clean_under_oclgrind():
     """cltune.GenericScanKernel: segmented, exclusive through prev_item, and in place with
     shifted outputs (the inputs are read once, before any output is written); vetting's
-    check of the segmented one (clt_gs_serial)."""
+    check of the segmented one (clt_gs_serial); the tiled layout's launches (several tiles a
+    chunk, a short last tile) and its check."""
     res, summary = run_marked(GENERIC, MARK)
     assert res.returncode == 0 and summary, res.summary()
-    assert len(summary["runs"]) == 3 and all(r["ok"] for r in summary["runs"]), summary["runs"]
+    assert len(summary["runs"]) == 7 and all(r["ok"] for r in summary["runs"]), summary["runs"]
     assert res.reports == [], res.summary(limit=8)
 
 

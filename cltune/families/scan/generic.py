@@ -276,9 +276,11 @@ class GenericScanKernel:
         `sample()` (the call's arguments and size) is given (None: in the worker, where a
         tuning trial or the vetting check runs it)."""
         if cfg is None:
-            cfg = builtin(info_for(dev))
-        wg = cfg.defines()["CLT_WG"]
-        src = self._prelude + f"\n#define CLT_WG {wg}\n" + kernel_file("generic_scan.cl")
+            cfg = builtin(info_for(dev), self.dtype.itemsize)
+        d = cfg.defines()
+        wg = d["CLT_WG"]
+        src = (self._prelude + "\n" + "".join(f"#define {k} {v}\n" for k, v in d.items())
+               + kernel_file("generic_scan.cl"))
 
         def make() -> _Built:
             if sample is not None:
@@ -350,8 +352,11 @@ class GenericScanKernel:
         """The three launches of a built config over n >= 1 elements, their events; the
         vector arguments get the last one."""
         cus = max(1, queue.device.max_compute_units)
-        groups = max(1, min(cus * cfg.groups_per_cu, -(-n // b.wg)))
+        tile = max(b.wg, cfg.tile)  # a group's least share: a tile, or a work-item each
+        groups = max(1, min(cus * cfg.groups_per_cu, -(-n // tile)))
         chunk = -(-n // groups)
+        if cfg.tile > 1:
+            chunk = -(-chunk // cfg.tile) * cfg.tile  # whole tiles, the last one partial
         groups = -(-n // chunk)
         alloc = allocator  # None: buffers of their own (a pool's could be handed to another
         # queue's call while this one's launches still run)
@@ -518,7 +523,8 @@ def check_scan(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: An
     for name, dt in structs:
         get_or_register_dtype(name, dt)
     ctor = dict(ctor)
-    cfg = GScanConfig.from_mapping(ctor.pop("_config")) if "_config" in ctor else builtin(info)
+    cfg = GScanConfig.from_mapping(ctor.pop("_config")) if "_config" in ctor else \
+        builtin(info, np.dtype(ctor["dtype"]).itemsize)
     knl = GenericScanKernel(ctx, **ctor)
     arrays = [i for i, (d, a) in enumerate(zip(knl.parsed_args, args, strict=True))
               if isinstance(d, VectorArg) and isinstance(a, cla.Array)]

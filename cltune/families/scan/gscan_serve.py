@@ -22,7 +22,7 @@ from cltune.core.config import ConfigError
 from cltune.core.pow2 import pow2_at_most
 from cltune.device.info import DeviceInfo
 from cltune.families.scan.config import ScanConfig
-from cltune.families.scan.gscan_config import GROUPS_PER_CU, GScanConfig
+from cltune.families.scan.gscan_config import GROUPS_PER_CU, ITEMS, MIN_TILED_WG, GScanConfig
 from cltune.families.scan.gscan_family import NAME
 from cltune.tuning_db.answer import answers
 
@@ -32,30 +32,50 @@ MAX_BUCKET_STEPS = 2
 PLAIN = ("scan", "sum/float32/rows")
 
 
-def builtin(info: DeviceInfo) -> GScanConfig:
-    """CPUs: groups of 8, 4 a compute unit; GPUs: groups of 128, 8 a compute unit (what every
-    call ran before the kernel could be tuned)."""
+#: __local bytes a group leaves to the compiler's own needs
+RESERVE = 256
+
+
+def builtin(info: DeviceInfo, itemsize: int = 8) -> GScanConfig:
+    """CPUs: work-items scanning contiguous ranges, groups of 8, 4 a compute unit (a core
+    streams its range); GPUs: tiles of 128 x 8 through __local memory, loaded and stored by
+    consecutive work-items (coalesced), 8 groups a compute unit."""
     if info.type == "cpu":
-        return fit(GScanConfig(8, 4), info, 8)
-    return fit(GScanConfig(128, 8), info, 8)
+        return fit(GScanConfig("contiguous", 8, 4, 1), info, itemsize)
+    return fit(GScanConfig("tiled", 128, 8, 8), info, itemsize)
 
 
 def fit(cfg: GScanConfig, info: DeviceInfo, itemsize: int) -> GScanConfig:
     """cfg runnable on the device: its group no larger than the device allows, nor than its
-    __local memory holds (a value and a flag a work-item)."""
-    wg = min(cfg.wg, pow2_at_most(max(1, int(info.max_wg))))
-    while wg > 1 and wg * (itemsize + 4) + 256 > info.local_mem:
-        wg //= 2
-    return replace(cfg, wg=wg)
+    __local memory holds (fewer items a tile first, then a smaller group; tiles of fewer than
+    MIN_TILED_WG work-items become contiguous ranges)."""
+    top = pow2_at_most(max(1, int(info.max_wg)))
+    if cfg.layout == "tiled" and top < MIN_TILED_WG:
+        cfg = GScanConfig("contiguous", top, cfg.groups_per_cu, 1)
+    cfg = replace(cfg, wg=min(cfg.wg, top))
+    while cfg.local_bytes(itemsize) + RESERVE > info.local_mem:
+        if cfg.items > 1:
+            cfg = replace(cfg, items=cfg.items // 2)
+        elif cfg.layout == "tiled" and cfg.wg // 2 < MIN_TILED_WG:
+            cfg = GScanConfig("contiguous", cfg.wg, cfg.groups_per_cu, 1)
+        elif cfg.wg > 1:
+            cfg = replace(cfg, wg=cfg.wg // 2)
+        else:
+            break
+    return cfg
 
 
 def derive(plain: ScanConfig, info: DeviceInfo, itemsize: int) -> GScanConfig:
-    """A GenericScanKernel config shaped like the tuned plain scan: its work-group size and,
-    for reduce-then-scan configs, its chunks a compute unit (a chained config's tiles say
-    nothing about chunks: the builtin's then)."""
+    """A GenericScanKernel config shaped like the tuned plain scan: its work-group size,
+    its elements a work-item (up to 16, tiled where the plain scan stages tiles through
+    __local memory, else contiguous ranges) and, for reduce-then-scan configs, its chunks a
+    compute unit (a chained config's tiles say nothing about chunks: the builtin's then)."""
     gpc = plain.groups_per_cu if not plain.chain else builtin(info).groups_per_cu
     gpc = min(GROUPS_PER_CU, key=lambda a: (abs(math.log2(a) - math.log2(max(1, gpc))), a))
-    return fit(GScanConfig(plain.wg, gpc), info, itemsize)
+    if plain.stage == 1 and plain.wg >= MIN_TILED_WG:
+        k = min(ITEMS, key=lambda a: (abs(a - min(16, plain.items)), a))
+        return fit(GScanConfig("tiled", plain.wg, gpc, k), info, itemsize)
+    return fit(GScanConfig("contiguous", plain.wg, gpc, 1), info, itemsize)
 
 
 @dataclass(frozen=True)
@@ -111,7 +131,8 @@ def resolve(info: DeviceInfo, fingerprint: str, itemsize: int, db: str | None) -
                         f"sum/float32/rows ({plain.level}: {plain.why})", tuple(derived[:1]))
                 if derived else
                 Choices("builtin", "not tuned, and no tuned plain scan for this device: "
-                        "config from its limits", (GScanChoice(builtin(info), None),)))
+                        "config from its limits",
+                        (GScanChoice(builtin(info, itemsize), None),)))
     if got:
         return Choices(own.level, own.why, tuple(got), fallback)
     return fallback

@@ -21,8 +21,15 @@ from cltune.core.space import ValuesSpace
 from cltune.device.info import DeviceInfo
 from cltune.families.base import MAX_SEEDS, Target, known_config
 from cltune.families.scan import gscan_family
-from cltune.families.scan.gscan_config import GROUPS_PER_CU, GScanConfig, GScanConfigError
-from cltune.families.scan.gscan_serve import builtin, fit, resolve
+from cltune.families.scan.gscan_config import (
+    GROUPS_PER_CU,
+    ITEMS,
+    LAYOUTS,
+    MIN_TILED_WG,
+    GScanConfig,
+    GScanConfigError,
+)
+from cltune.families.scan.gscan_serve import RESERVE, builtin, fit, resolve
 from cltune.opencl.build import BuildError
 from cltune.opencl.measure import Timed
 from cltune.opencl.sources import kernel_file, text_hash
@@ -47,24 +54,37 @@ class GScanSpace(ValuesSpace):
         for k, v in cfg.to_dict().items():
             if v not in self.values[k]:
                 return f"{k}={v} not offered here"
+        need = cfg.local_bytes(self.itemsize) + RESERVE
+        if need > self.device.local_mem:
+            return f"{need} bytes of __local memory > CL_DEVICE_LOCAL_MEM_SIZE"
         return ""
 
     def configs(self) -> list[GScanConfig]:
         v = self.values
-        return [GScanConfig(w, g) for w, g in itertools.product(v["wg"], v["groups_per_cu"])]
+        out = []
+        for lay, w, g, k in itertools.product(v["layout"], v["wg"], v["groups_per_cu"],
+                                              v["items"]):
+            if (lay == "contiguous" and k != 1) or (lay == "tiled" and w < MIN_TILED_WG):
+                continue
+            c = GScanConfig(lay, w, g, k)
+            if not self.check(c):
+                out.append(c)
+        return out
 
     def size(self) -> int:
         return len(self.configs())
 
 
 def make_space(info: DeviceInfo, itemsize: int) -> GScanSpace:
-    """Work-groups from 1 (CPUs) or the warp (GPUs) to what the device and its __local memory
-    allow (a value and a flag a work-item), every GROUPS_PER_CU."""
-    top = fit(GScanConfig(pow2_at_most(min(1024, max(1, int(info.max_wg)))), 8), info,
-              itemsize).wg
+    """Both layouts; work-groups from 1 (CPUs) or the warp (GPUs) to what the device allows
+    (a config's tile must also fit its __local memory: `GScanSpace.check`), items 1-16
+    (tiled), every GROUPS_PER_CU."""
+    top = fit(GScanConfig("contiguous", pow2_at_most(min(1024, max(1, int(info.max_wg)))), 8,
+                          1), info, itemsize).wg
     low = 1 if info.type == "cpu" else min(top, max(1, int(info.warp_size or 32)))
     wgs = tuple(w for w in (2 ** k for k in range(11)) if low <= w <= top)
-    return GScanSpace(info, itemsize, {"wg": wgs, "groups_per_cu": GROUPS_PER_CU})
+    return GScanSpace(info, itemsize, {"layout": LAYOUTS, "wg": wgs,
+                                       "groups_per_cu": GROUPS_PER_CU, "items": ITEMS})
 
 
 class GScanLauncher:
@@ -116,7 +136,7 @@ class GScanBench(Timed):
     def _serial(self) -> dict[int, np.ndarray]:
         knl, q = self.target.kernel, self.queue
         mine = self._copies()
-        b = knl._built(q.device, None, builtin(self.target.info))
+        b = knl._built(q.device, None, builtin(self.target.info, knl.dtype.itemsize))
         inv: list[Any] = []
         for d, v in zip(knl.parsed_args, mine, strict=True):
             inv += [v.base_data, v.offset] if isinstance(d, VectorArg) else [v]
@@ -182,7 +202,7 @@ class GScanTarget(Target):
         return GScanConfig(**{k: trial.suggest_categorical(k, v[k]) for k in GScanConfig.names()})
 
     def builtin(self) -> GScanConfig | None:
-        cfg = builtin(self.info)
+        cfg = builtin(self.info, self.kernel.dtype.itemsize)
         return cfg if not self.space.check(cfg) else None
 
     def seeds(self, known_rows: Iterable[object], bucket: int,
@@ -191,9 +211,10 @@ class GScanTarget(Target):
         derived from the device's tuned plain scan, the builtin one: those feasible here."""
         derived = resolve(self.info, "0" * len(self.variant), self.kernel.dtype.itemsize,
                           self.db)
+        base = builtin(self.info, self.kernel.dtype.itemsize)
         cands: list[Any] = [known_config(known_rows, bucket), previous,
-                            *(c.config for c in derived.choices), builtin(self.info),
-                            replace(builtin(self.info), groups_per_cu=1)]
+                            *(c.config for c in derived.choices), base,
+                            replace(base, groups_per_cu=1)]
         out: list[dict] = []
         for c in cands:
             try:
