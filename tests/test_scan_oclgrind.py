@@ -138,8 +138,8 @@ for cfg in (GScanConfig("tiled", 8, 1, 4), GScanConfig("tiled", 16, 2, 2),
     GScanLauncher(sh, dev, cfg).enqueue(q, (a2,), 301)
     ok = bool((y2.get() == want).all() and (a2.get()[1:] == np.cumsum(h)).all())
     out["runs"].append({"what": "tiled " + cfg.short(), "ok": ok})
-why = check_scan(ctx, q, dev, info, {**k._ctor, "_config": GScanConfig("tiled", 8, 2, 4).to_dict()},
-                 [], [x, f, y], 301)
+tiled = GScanConfig("tiled", 8, 2, 4).to_dict()
+why = check_scan(ctx, q, dev, info, {**k._ctor, "_config": tiled}, [], [x, f, y], 301)
 out["runs"].append({"what": "vetting check, tiled", "ok": why == ""})
 print(MARK + json.dumps(out), flush=True)
 '''
