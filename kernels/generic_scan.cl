@@ -49,8 +49,14 @@ typedef int clt_index_t;
 #endif
 #if CLT_SEGMENTED
 #define CLT_IS_START(i, a) ((CLT_SEG_START(i, a)) ? 1u : 0u)
+/* the segment flags saved by clt_gs_reduce for clt_gs_down (none without segments: a byte an
+ * element less written and read) */
+#define CLT_SAVE_FLAG(ii, st) (clt_tflag[(ii)] = (uchar)(st))
+#define CLT_FLAG_AT(ii) ((uint)clt_tflag[(ii)])
 #else
 #define CLT_IS_START(i, a) 0u
+#define CLT_SAVE_FLAG(ii, st)
+#define CLT_FLAG_AT(ii) 0u
 #endif
 
 #define CLT_COMBINE(fa, va, fb, vb, fo, vo)                                                      \
@@ -129,7 +135,7 @@ __kernel void clt_gs_reduce(CLT_USER_ARGS const clt_index_t N, const long clt_ch
                 const clt_scan_t clt_x = CLT_INPUT(clt_i);
                 const uint clt_st = CLT_IS_START(clt_i, clt_x);
                 clt_tmp[clt_ii] = clt_x;
-                clt_tflag[clt_ii] = (uchar)clt_st;
+                CLT_SAVE_FLAG(clt_ii, clt_st);
                 clt_tv[clt_j] = clt_x;
                 clt_tf[clt_j] = (uchar)clt_st;
             }
@@ -177,7 +183,7 @@ __kernel void clt_gs_reduce(CLT_USER_ARGS const clt_index_t N, const long clt_ch
         const uint clt_st = CLT_IS_START(clt_i, clt_x);
         const bool clt_across = clt_st != 0u;
         clt_tmp[clt_ii] = clt_x;
-        clt_tflag[clt_ii] = (uchar)clt_st;
+        CLT_SAVE_FLAG(clt_ii, clt_st);
         clt_v = CLT_SCAN(clt_v, clt_x, clt_across);
         clt_f |= clt_st;
     }
@@ -249,7 +255,7 @@ __kernel void clt_gs_down(CLT_USER_ARGS const clt_index_t N, const long clt_chun
             const long clt_ii = clt_base + clt_j;
             if (clt_ii < clt_b0) {
                 clt_tv[clt_j] = clt_tmp[clt_ii];
-                clt_tf[clt_j] = clt_tflag[clt_ii];
+                clt_tf[clt_j] = (uchar)CLT_FLAG_AT(clt_ii);
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -312,7 +318,7 @@ __kernel void clt_gs_down(CLT_USER_ARGS const clt_index_t N, const long clt_chun
     uint clt_f = 0u;
     clt_scan_t clt_v = CLT_NEUTRAL;
     for (long clt_ii = clt_s; clt_ii < clt_e; ++clt_ii) {
-        const uint clt_st = clt_tflag[clt_ii];
+        const uint clt_st = CLT_FLAG_AT(clt_ii);
         const bool clt_across = clt_st != 0u;
         clt_v = CLT_SCAN(clt_v, clt_tmp[clt_ii], clt_across);
         clt_f |= clt_st;
@@ -330,7 +336,7 @@ __kernel void clt_gs_down(CLT_USER_ARGS const clt_index_t N, const long clt_chun
     for (long clt_ii = clt_s; clt_ii < clt_e; ++clt_ii) {
         const clt_index_t clt_i = (clt_index_t)clt_ii;
         const clt_scan_t clt_x = clt_tmp[clt_ii];
-        const uint clt_st = clt_tflag[clt_ii];
+        const uint clt_st = CLT_FLAG_AT(clt_ii);
         const bool clt_across = clt_st != 0u;
         const clt_scan_t clt_item = CLT_SCAN(clt_prev, clt_x, clt_across);
         const clt_scan_t clt_prev_item = (clt_st || clt_ii == 0) ? CLT_NEUTRAL : clt_prev;

@@ -365,7 +365,8 @@ class GenericScanKernel:
         # every element's input value and segment flag, read once (pyopencl's contract: an
         # output statement may overwrite inputs, e.g. ary[i + 1] = item in place)
         tmp = cla.empty(queue, (n,), self.dtype, allocator=alloc)
-        tflag = cla.empty(queue, (n,), np.uint8, allocator=alloc)
+        seg = bool(self._ctor["is_segment_start_expr"])  # flags saved only with segments
+        tflag = cla.empty(queue, (n if seg else 1,), np.uint8, allocator=alloc)
         ni = self.index_dtype.type(n)
         with b.lock:
             b.reduce.set_args(*inv, ni, chunk, pv.data, pf.data, tmp.data, tflag.data)
