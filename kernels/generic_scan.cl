@@ -112,17 +112,40 @@ inline void clt_group_inclusive(uint *f, clt_scan_t *v, __local clt_scan_t *sv,
  * those runs, and the tile's total joins the group's running carry (every work-item holds
  * the same carry). */
 #define CLT_TILE (CLT_WG * CLT_K)
+/* a tiled kernel's __local tile (values, flags), its group scan's arrays, and its chunk */
+#define CLT_TILED_SETUP                                                                          \
+    __local clt_scan_t clt_tv[CLT_TILE];                                                         \
+    __local uchar clt_tf[CLT_TILE];                                                              \
+    __local clt_scan_t clt_sv[CLT_WG];                                                           \
+    __local uint clt_sf[CLT_WG];                                                                 \
+    const uint clt_lid = get_local_id(0);                                                        \
+    const long clt_a0 = (long)get_group_id(0) * clt_chunk;                                       \
+    const long clt_b0 = min(clt_a0 + clt_chunk, (long)N);
+/* a tile's runs: work-item l combines its CLT_K consecutive elements l * CLT_K .. (those of
+ * the `left` the tile holds), in order, then the group scans the runs (*f, *v: this
+ * work-item's inclusive pair; sv[CLT_WG - 1], sf[CLT_WG - 1]: the tile's total) */
+inline void clt_tile_runs(__local const clt_scan_t *tv, __local const uchar *tf, const long left,
+                          uint *f, clt_scan_t *v, __local clt_scan_t *sv, __local uint *sf) {
+    const int lid = (int)get_local_id(0);
+    uint rf = 0u;
+    clt_scan_t rv = CLT_NEUTRAL;
+    for (int k = 0; k < CLT_K; ++k) {
+        const int j = lid * CLT_K + k;
+        if (j < left) {
+            const uint st = tf[j];
+            rv = CLT_SCAN(rv, tv[j], st != 0u);
+            rf |= st;
+        }
+    }
+    *f = rf;
+    *v = rv;
+    clt_group_inclusive(f, v, sv, sf);
+}
 __kernel void clt_gs_reduce(CLT_USER_ARGS const clt_index_t N, const long clt_chunk,
                             __global clt_scan_t *clt_pv, __global uint *clt_pf,
                             __global clt_scan_t *clt_tmp, __global uchar *clt_tflag) {
     CLT_USER_PREP
-    __local clt_scan_t clt_tv[CLT_TILE];
-    __local uchar clt_tf[CLT_TILE];
-    __local clt_scan_t clt_sv[CLT_WG];
-    __local uint clt_sf[CLT_WG];
-    const uint clt_lid = get_local_id(0);
-    const long clt_a0 = (long)get_group_id(0) * clt_chunk;
-    const long clt_b0 = min(clt_a0 + clt_chunk, (long)N);
+    CLT_TILED_SETUP
     uint clt_cf = 0u;
     clt_scan_t clt_cv = CLT_NEUTRAL;
     for (long clt_base = clt_a0; clt_base < clt_b0; clt_base += CLT_TILE) {
@@ -141,17 +164,9 @@ __kernel void clt_gs_reduce(CLT_USER_ARGS const clt_index_t N, const long clt_ch
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        uint clt_f = 0u;
-        clt_scan_t clt_v = CLT_NEUTRAL;
-        for (int clt_k = 0; clt_k < CLT_K; ++clt_k) {
-            const int clt_j = (int)clt_lid * CLT_K + clt_k;
-            if (clt_base + clt_j < clt_b0) {
-                const uint clt_st = clt_tf[clt_j];
-                clt_v = CLT_SCAN(clt_v, clt_tv[clt_j], clt_st != 0u);
-                clt_f |= clt_st;
-            }
-        }
-        clt_group_inclusive(&clt_f, &clt_v, clt_sv, clt_sf);
+        uint clt_f;
+        clt_scan_t clt_v;
+        clt_tile_runs(clt_tv, clt_tf, clt_b0 - clt_base, &clt_f, &clt_v, clt_sv, clt_sf);
         {
             uint clt_fo;
             clt_scan_t clt_vo;
@@ -240,13 +255,7 @@ __kernel void clt_gs_down(CLT_USER_ARGS const clt_index_t N, const long clt_chun
                           __global const clt_scan_t *clt_pv,
                           __global const clt_scan_t *clt_tmp, __global const uchar *clt_tflag) {
     CLT_USER_PREP
-    __local clt_scan_t clt_tv[CLT_TILE];
-    __local uchar clt_tf[CLT_TILE];
-    __local clt_scan_t clt_sv[CLT_WG];
-    __local uint clt_sf[CLT_WG];
-    const uint clt_lid = get_local_id(0);
-    const long clt_a0 = (long)get_group_id(0) * clt_chunk;
-    const long clt_b0 = min(clt_a0 + clt_chunk, (long)N);
+    CLT_TILED_SETUP
     const clt_scan_t clt_last = clt_pv[get_num_groups(0)];
     clt_scan_t clt_c = clt_pv[get_group_id(0)]; /* the item before the tile */
     for (long clt_base = clt_a0; clt_base < clt_b0; clt_base += CLT_TILE) {
@@ -259,17 +268,9 @@ __kernel void clt_gs_down(CLT_USER_ARGS const clt_index_t N, const long clt_chun
             }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        uint clt_f = 0u;
-        clt_scan_t clt_v = CLT_NEUTRAL;
-        for (int clt_k = 0; clt_k < CLT_K; ++clt_k) {
-            const int clt_j = (int)clt_lid * CLT_K + clt_k;
-            if (clt_base + clt_j < clt_b0) {
-                const uint clt_st = clt_tf[clt_j];
-                clt_v = CLT_SCAN(clt_v, clt_tv[clt_j], clt_st != 0u);
-                clt_f |= clt_st;
-            }
-        }
-        clt_group_inclusive(&clt_f, &clt_v, clt_sv, clt_sf);
+        uint clt_f;
+        clt_scan_t clt_v;
+        clt_tile_runs(clt_tv, clt_tf, clt_b0 - clt_base, &clt_f, &clt_v, clt_sv, clt_sf);
         const clt_scan_t clt_ev = clt_lid > 0 ? clt_sv[clt_lid - 1] : CLT_NEUTRAL;
         const uint clt_ef = clt_lid > 0 ? clt_sf[clt_lid - 1] : 0u;
         const clt_scan_t clt_tot = clt_sv[CLT_WG - 1];

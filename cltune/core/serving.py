@@ -1,11 +1,45 @@
 """What a served answer says about itself: `Explanation` (the config serving n elements and
 where that answer came from) and `CltuneWarning` (the runtime fell back; results stay
-correct). Shared by every family's api."""
+correct); `SizeChoices`, an application's kernel's tuned size classes with the fallback for
+sizes far from them (the expressions', the scan kernels'). Shared by every family's api."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
+
+from cltune.core.buckets import nearest
+
+#: a size class an application's kernel was tuned for serves sizes up to this many powers of
+#: two away; beyond, its fallback does (on the H200 the var tuned at 2^24, two passes, took
+#: 22.9 us per call at 2^12 and 23.1 at 2^20 where the derived single pass took 17.1 at both)
+NEAR_STEPS = 2
+
+
+@dataclass(frozen=True)
+class SizeChoices:
+    """A lookup level and why, the choices (each with its size class `bucket`, log2, or None
+    for any size) and what serves sizes far from every tuned class."""
+
+    level: str  # a lookup level, `derived` or `builtin`
+    why: str
+    choices: tuple[Any, ...]
+    fallback: SizeChoices | None = None
+
+    def serve(self, n: int) -> tuple[Any, str, str]:
+        """The choice for n elements, its level and why: the nearest size class within
+        NEAR_STEPS, else the fallback's (the first choice where none has a class)."""
+        buckets = [c.bucket for c in self.choices if c.bucket is not None]
+        b = nearest(n, buckets)
+        far = b is None or abs(b - math.log2(max(1, n))) > NEAR_STEPS
+        if far and self.fallback is not None:
+            c, level, why = self.fallback.serve(n)
+            tuned = ", ".join(f"2^{x}" for x in sorted(buckets))
+            return c, level, (f"tuned for {tuned} ({self.level}), more than "
+                              f"2^{NEAR_STEPS} from n: {why}")
+        return next((c for c in self.choices if c.bucket == b), self.choices[0]), \
+            self.level, self.why
 
 
 class CltuneWarning(UserWarning):

@@ -14,10 +14,10 @@ import logging
 import tempfile
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.tools import VectorArg
@@ -28,6 +28,7 @@ from cltune.core.serving import CltuneWarning
 from cltune.core.shapes import class_of_view, geometry
 from cltune.device.select import info_for
 from cltune.opencl.expression import ExprSpec
+from cltune.opencl.samples import random_args
 from cltune.tuning.tuner import TuneOptions, Tuner
 from cltune.tuning_db import Store, default_storage_url
 from cltune.tuning_db.paths import sqlite_file
@@ -44,23 +45,7 @@ def synthetic_args(spec: ExprSpec, queue: cl.CommandQueue, n: int,
                    seed: int = 0) -> tuple[Any, ...]:
     """Random vectors of n elements (floats in [0, 1), integers 0..99, booleans, structs
     zeroed) and zero scalars, in the order of the kernel's arguments."""
-    rng = np.random.default_rng(seed)
-    out: list[Any] = []
-    for a in spec.arguments:
-        dt = np.dtype(a.dtype)
-        if not isinstance(a, VectorArg):
-            out.append(dt.type(0))
-            continue
-        if dt.kind == "f":
-            host = rng.random(n).astype(dt)
-        elif dt.kind in "iu":
-            host = rng.integers(0, 100, n).astype(dt)
-        elif dt.kind == "b":
-            host = rng.random(n) < 0.5
-        else:
-            host = np.zeros(n, dt)
-        out.append(cla.to_device(queue, host))
-    return tuple(out)
+    return random_args(spec.arguments, queue, n, seed)
 
 
 def _storage_for(db: str | None, storage: str | None) -> str:
@@ -71,6 +56,17 @@ def _storage_for(db: str | None, storage: str | None) -> str:
     if path is not None:
         return f"sqlite:///{path.parent / 'studies.db'}"
     return default_storage_url()
+
+
+def _tune(q: cl.CommandQueue, opts: TuneOptions, db: str | None, storage: str | None,
+          progress: Any) -> list[Any]:
+    """The tuner on q's device with `opts`, its results stored in `db`."""
+    store = Store.open(db)
+    try:
+        return Tuner(q.context, q.device, info_for(q.device), store, _storage_for(db, storage),
+                     opts, progress).run()
+    finally:
+        store.close()
 
 
 def tune_kernel(knl: Any, sample_args: tuple[Any, ...], *, trials: int = 30,
@@ -95,17 +91,11 @@ def tune_kernel(knl: Any, sample_args: tuple[Any, ...], *, trials: int = 30,
     if q is None:
         raise TypeError("no queue: pass queue= or arrays that have one")
     bucket = min(MAX_BUCKET, max(MIN_BUCKET, bucket_of(size)))
-    dev = q.device
     opts = TuneOptions(family=EXPR, variant=knl.fingerprint, buckets=(bucket,),
                        trials=trials, timeout_s=timeout, seed=seed,
                        target_options={"kernel": knl, "sample_args": tuple(sample_args),
                                        "db": db})
-    store = Store.open(db)
-    try:
-        return Tuner(q.context, dev, info_for(dev), store, _storage_for(db, storage), opts,
-                     progress).run()
-    finally:
-        store.close()
+    return _tune(q, opts, db, storage, progress)
 
 
 def start_background(knl: Any, dev: cl.Device, n: int, budget_s: float,
@@ -115,20 +105,30 @@ def start_background(knl: Any, dev: cl.Device, n: int, budget_s: float,
     `shape` and memory `order`) in a daemon thread, on a private queue, within about
     `budget_s` seconds; the kernel re-reads the database when it is done. Failures are
     logged and warned about, never raised into the application."""
+    def work(q: cl.CommandQueue, storage: str) -> None:
+        args = knl.sample_args(q, max(1, n))
+        if axis is None:
+            tune_kernel(knl, args, trials=100_000, timeout=budget_s, queue=q, db=knl.db,
+                        storage=storage, n=max(1, n))
+        else:
+            args = tuple(a.reshape(shape, order=order) if isinstance(a, cla.Array) else a
+                         for a in args)
+            knl.tune(*args, axis=axis, trials=100_000, timeout=budget_s, queue=q,
+                     db=knl.db, storage=storage)
+
+    return _in_background(knl, dev, work)
+
+
+def _in_background(knl: Any, dev: cl.Device,
+                   work: Callable[[cl.CommandQueue, str], None]) -> threading.Thread:
+    """Run `work(queue, storage)` (a private queue of dev, Optuna's storage in a temporary
+    folder) in a daemon thread, then make `knl` read the database again; a failure is kept
+    in `knl.background_error`, logged and warned about, never raised into the application."""
     def run() -> None:
         try:
             q = cl.CommandQueue(knl.context, dev)
-            args = knl.sample_args(q, max(1, n))
             with tempfile.TemporaryDirectory(prefix="cltune-first-use-") as tmp:
-                storage = f"sqlite:///{Path(tmp) / 'studies.db'}"
-                if axis is None:
-                    tune_kernel(knl, args, trials=100_000, timeout=budget_s, queue=q,
-                                db=knl.db, storage=storage, n=max(1, n))
-                else:
-                    args = tuple(a.reshape(shape, order=order) if isinstance(a, cla.Array)
-                                 else a for a in args)
-                    knl.tune(*args, axis=axis, trials=100_000, timeout=budget_s, queue=q,
-                             db=knl.db, storage=storage)
+                work(q, f"sqlite:///{Path(tmp) / 'studies.db'}")
             knl.reload()
             knl.background_error = None
         except Exception as e:  # noqa: BLE001 - a background failure must not crash the app
@@ -179,12 +179,7 @@ def tune_along(knl: Any, sample_args: tuple[Any, ...], axis: Any, *, trials: int
                        buckets=(key,), trials=trials, timeout_s=timeout, seed=seed,
                        target_options={"kernel": knl, "sample_args": tuple(sample_args),
                                        "sample_view": view, "db": db})
-    store = Store.open(db)
-    try:
-        res = Tuner(q.context, dev, info_for(dev), store, _storage_for(db, storage), opts,
-                    progress).run()
-    finally:
-        store.close()
+    res = _tune(q, opts, db, storage, progress)
     for d in dict.fromkeys((db, knl.db)):
         axis_reducer(q.context, dev, spec, d).reload()
     return res
@@ -210,17 +205,11 @@ def tune_scan_kernel(knl: Any, sample_args: tuple[Any, ...], *, trials: int = 30
     if q is None:
         raise TypeError("no queue: pass queue= or arrays that have one")
     bucket = min(MAX_BUCKET, max(MIN_BUCKET, bucket_of(n)))
-    dev = q.device
     opts = TuneOptions(family=GSCAN, variant=knl.fingerprint, buckets=(bucket,),
                        trials=trials, timeout_s=timeout, seed=seed,
                        target_options={"kernel": knl, "sample_args": tuple(sample_args),
                                        "sample_size": n, "db": db})
-    store = Store.open(db)
-    try:
-        return Tuner(q.context, dev, info_for(dev), store, _storage_for(db, storage), opts,
-                     progress).run()
-    finally:
-        store.close()
+    return _tune(q, opts, db, storage, progress)
 
 
 def start_background_scan(knl: Any, dev: cl.Device, n: int, budget_s: float,
@@ -229,23 +218,9 @@ def start_background_scan(knl: Any, dev: cl.Device, n: int, budget_s: float,
     private queue, within about `budget_s` seconds, on its `sample_args` (the application's
     own arrays are never touched); the kernel re-reads the database when it is done.
     Failures are logged and warned about, never raised into the application."""
-    def run() -> None:
-        try:
-            q = cl.CommandQueue(knl.context, dev)
-            args = knl.sample_args(q, max(1, n))
-            with tempfile.TemporaryDirectory(prefix="cltune-first-use-") as tmp:
-                tune_scan_kernel(knl, args, trials=100_000, timeout=budget_s, queue=q,
-                                 db=knl.db, storage=f"sqlite:///{Path(tmp) / 'studies.db'}",
-                                 size=max(1, n))
-            knl.reload()
-            knl.background_error = None
-        except Exception as e:  # noqa: BLE001 - a background failure must not crash the app
-            knl.background_error = e
-            log.warning("cltune: first-use tuning of %s failed: %s", knl.name, e)
-            warnings.warn(f"cltune: first-use tuning of {knl.name} failed: {e}", CltuneWarning,
-                          stacklevel=1)
+    def work(q: cl.CommandQueue, storage: str) -> None:
+        tune_scan_kernel(knl, knl.sample_args(q, max(1, n)), trials=100_000,
+                         timeout=budget_s, queue=q, db=knl.db, storage=storage,
+                         size=max(1, n))
 
-    t = threading.Thread(target=run, name=f"cltune-first-use-{knl.fingerprint[:8]}",
-                         daemon=True)
-    t.start()
-    return t
+    return _in_background(knl, dev, work)

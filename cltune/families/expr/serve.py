@@ -13,13 +13,12 @@ never compiled); the runtime never writes to the database.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from cltune.core import family
-from cltune.core.buckets import nearest
 from cltune.core.config import ConfigError
+from cltune.core.serving import NEAR_STEPS, SizeChoices
 from cltune.device.info import DeviceInfo
 from cltune.families.expr import family as expr_family
 from cltune.families.expr.config import ExprConfig, ExprConfigError
@@ -38,34 +37,10 @@ class ExprChoice:
     gbps: float | None = None
 
 
-#: a size class this expression was tuned for serves sizes up to this many powers of two
-#: away; beyond, the derived (or builtin) config does (on the H200 the var tuned at 2^24, two
-#: passes, took 22.9 us per call at 2^12 and 23.1 at 2^20 where the derived single pass took
-#: 17.1 at both)
-MAX_BUCKET_STEPS = 2
-
-
-@dataclass(frozen=True)
-class Choices:
-    level: str  # a lookup level, `derived` or `builtin`
-    why: str
-    choices: tuple[ExprChoice, ...]
-    #: where this expression is tuned: what serves sizes far from every tuned class
-    fallback: Choices | None = None
-
-    def serve(self, n: int) -> tuple[ExprChoice, str, str]:
-        """The choice for n elements, its level and why: the nearest size class within
-        MAX_BUCKET_STEPS, else the fallback's (the first choice where none has a class)."""
-        buckets = [c.bucket for c in self.choices if c.bucket is not None]
-        b = nearest(n, buckets)
-        far = b is None or abs(b - math.log2(max(1, n))) > MAX_BUCKET_STEPS
-        if far and self.fallback is not None:
-            c, level, why = self.fallback.serve(n)
-            tuned = ", ".join(f"2^{x}" for x in sorted(buckets))
-            return c, level, (f"tuned for {tuned} ({self.level}), more than "
-                              f"2^{MAX_BUCKET_STEPS} from n: {why}")
-        return next((c for c in self.choices if c.bucket == b), self.choices[0]), \
-            self.level, self.why
+#: a size class this expression was tuned for serves sizes up to this many powers of two away
+MAX_BUCKET_STEPS = NEAR_STEPS
+#: the chain's answer for one expression (core.serving)
+Choices = SizeChoices
 
 
 def _rows_to_choices(rows: Any, make: Any) -> list[ExprChoice]:

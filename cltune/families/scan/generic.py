@@ -60,6 +60,7 @@ from cltune.isolation.vetting import NoConfigRuns, checked
 from cltune.opencl.build import compile_program
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.expression import FINGERPRINT_HEX
+from cltune.opencl.samples import random_args
 from cltune.opencl.sources import kernel_file, text_hash
 
 __all__ = ["ExclusiveScanKernel", "GenericScanKernel", "InclusiveScanKernel"]
@@ -412,23 +413,7 @@ class GenericScanKernel:
         scalars, in the order of the kernel's arguments."""
         if self.sample is not None:
             return tuple(self.sample(queue, n))
-        rng = np.random.default_rng(seed)
-        out: list[Any] = []
-        for a in self.parsed_args:
-            dt = np.dtype(a.dtype)
-            if not isinstance(a, VectorArg):
-                out.append(np.zeros((), dt)[()] if dt.names is None else np.zeros((), dt))
-                continue
-            if dt.kind == "f":
-                host = rng.random(n).astype(dt)
-            elif dt.kind in "iu":
-                host = rng.integers(0, 100, n).astype(dt)
-            elif dt.kind == "b":
-                host = rng.random(n) < 0.5
-            else:
-                host = np.zeros(n, dt)
-            out.append(cla.to_device(queue, host))
-        return tuple(out)
+        return random_args(self.parsed_args, queue, n, seed)
 
     def tune(self, *sample_args: Any, trials: int = 30, timeout: float = 120.0,
              queue: cl.CommandQueue | None = None, db: str | None = None,

@@ -17,9 +17,10 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cltune.core.buckets import class_bucket, nearest
+from cltune.core.buckets import class_bucket
 from cltune.core.config import ConfigError
 from cltune.core.pow2 import pow2_at_most
+from cltune.core.serving import NEAR_STEPS, SizeChoices
 from cltune.device.info import DeviceInfo
 from cltune.families.scan.config import ScanConfig
 from cltune.families.scan.gscan_config import GROUPS_PER_CU, ITEMS, MIN_TILED_WG, GScanConfig
@@ -27,7 +28,7 @@ from cltune.families.scan.gscan_family import NAME
 from cltune.tuning_db.answer import answers
 
 #: a tuned size class serves sizes up to this many powers of two away (as the expressions')
-MAX_BUCKET_STEPS = 2
+MAX_BUCKET_STEPS = NEAR_STEPS
 #: the plain scan a derived config is shaped like
 PLAIN = ("scan", "sum/float32/rows")
 
@@ -87,25 +88,7 @@ class GScanChoice:
     gbps: float | None = None
 
 
-@dataclass(frozen=True)
-class Choices:
-    level: str
-    why: str
-    choices: tuple[GScanChoice, ...]
-    fallback: Choices | None = None  # what serves sizes far from every tuned class
-
-    def serve(self, n: int) -> tuple[GScanChoice, str, str]:
-        """The choice for n elements, its level and why."""
-        buckets = [c.bucket for c in self.choices if c.bucket is not None]
-        b = nearest(n, buckets)
-        far = b is None or abs(b - math.log2(max(1, n))) > MAX_BUCKET_STEPS
-        if far and self.fallback is not None:
-            c, level, why = self.fallback.serve(n)
-            tuned = ", ".join(f"2^{x}" for x in sorted(buckets))
-            return c, level, (f"tuned for {tuned} ({self.level}), more than "
-                              f"2^{MAX_BUCKET_STEPS} from n: {why}")
-        return next((c for c in self.choices if c.bucket == b), self.choices[0]), \
-            self.level, self.why
+Choices = SizeChoices  # the chain's answer for one kernel (core.serving)
 
 
 def _choices(rows: Any, make: Any, bucketed: bool) -> list[GScanChoice]:
