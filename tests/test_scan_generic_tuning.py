@@ -202,3 +202,30 @@ def test_the_cli_tunes_a_scan_kernel_named_module_attribute(tmp_path, monkeypatc
                             "clt_scan_app:running_max", "--axis", "0", "--db", db_url])
     assert r.exit_code != 0 and "--axis" in r.output
     sys.modules.pop("clt_scan_app", None)
+
+
+def test_the_scratch_kept_per_queue_serves_calls_of_any_size_and_queue(ctx, queue):
+    """The scratch a kernel keeps per in-order queue (its calls run one after another there):
+    calls of shrinking and growing sizes back to back on two queues, no wait between them,
+    and with an allocator (its own buffers): numpy's answers each time."""
+    import pyopencl as cl
+    import pyopencl.tools as cltools
+
+    knl = _excl(ctx)
+    q2 = cl.CommandQueue(ctx, queue.device)
+    rng = np.random.default_rng(3)
+    outs = []
+    for i, n in enumerate((100003, 7, 50001, 200003, 1)):
+        q = queue if i % 2 == 0 else q2
+        h = rng.integers(0, 9, n).astype(np.int32)
+        x, y = cla.to_device(q, h), cla.empty(q, n, np.int32)
+        knl(x, y, queue=q)
+        outs.append((h, y))
+    pool = cltools.MemoryPool(cltools.ImmediateAllocator(queue))
+    h = rng.integers(0, 9, 3001).astype(np.int32)
+    x, y = cla.to_device(queue, h), cla.empty(queue, 3001, np.int32)
+    knl(x, y, allocator=pool)
+    outs.append((h, y))
+    for h, y in outs:
+        assert np.array_equal(y.get(), np.concatenate([[0], np.cumsum(h)[:-1]])), h.size
+    assert len(knl._kept) == 2  # one scratch per queue

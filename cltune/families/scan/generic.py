@@ -59,13 +59,17 @@ from cltune.families.scan.gscan_serve import Choices, GScanChoice, builtin, reso
 from cltune.isolation.vetting import NoConfigRuns, checked
 from cltune.opencl.build import compile_program
 from cltune.opencl.caches import ContextCache
+from cltune.opencl.events import in_order
 from cltune.opencl.expression import FINGERPRINT_HEX
+from cltune.opencl.kernel_args import setter
 from cltune.opencl.samples import random_args
 from cltune.opencl.sources import kernel_file, text_hash
 
 __all__ = ["ExclusiveScanKernel", "GenericScanKernel", "InclusiveScanKernel"]
 
 TUNE_MODES = (None, "first-use")
+#: scratch bytes a kernel keeps per in-order queue between calls (larger calls make their own)
+KEPT_SCRATCH = 64 << 20
 
 _programs: ContextCache[Any] = ContextCache()
 #: this module's own text, in the vetting key (how it launches the program is vetted too)
@@ -162,6 +166,8 @@ class GenericScanKernel:
         self.name = name_prefix
         self._states: dict[int, _DeviceChoices] = {}
         self._lock = threading.Lock()
+        self._kept: dict[int, tuple[cl.CommandQueue, list]] = {}  # queue -> its scratch
+        self._builds: dict[tuple, _Built] = {}  # (device, config) -> its program
         self.background: Any = None  # the first-use tuning thread, once started
         self.background_error: Exception | None = None
         # what the worker makes its own copy from (vetting: check_scan)
@@ -235,6 +241,10 @@ class GenericScanKernel:
             "",
         ])
         self._user = list(get_arg_list_scalar_arg_dtypes(self.parsed_args))
+        # the ArgSetters' types of the application's arguments: numpy scalar types; None for
+        # buffers and structs (set through pyopencl's own path)
+        self._arg_types = tuple(None if d is None or np.dtype(d).names else np.dtype(d).type
+                                for d in self._user)
         self.fingerprint = self._fingerprint()
 
     def _fingerprint(self) -> str:
@@ -246,7 +256,7 @@ class GenericScanKernel:
         return hashlib.sha256(blob.encode()).hexdigest()[:FINGERPRINT_HEX]
 
     #: per-process state that never crosses to the evaluation worker (isolation.codec)
-    _LOCAL_STATE = ("_states", "_lock", "background", "background_error")
+    _LOCAL_STATE = ("_states", "_lock", "_kept", "_builds", "background", "background_error")
 
     def __getstate__(self) -> dict[str, Any]:
         """What the evaluation worker rebuilds the kernel from: the context (the worker's own
@@ -278,6 +288,9 @@ class GenericScanKernel:
         tuning trial or the vetting check runs it)."""
         if cfg is None:
             cfg = builtin(info_for(dev), self.dtype.itemsize)
+        hit = self._builds.get((dev.int_ptr, cfg))  # a call's look-up: no source text hashed
+        if hit is not None:
+            return hit
         d = cfg.defines()
         wg = d["CLT_WG"]
         src = (self._prelude + "\n" + "".join(f"#define {k} {v}\n" for k, v in d.items())
@@ -289,7 +302,9 @@ class GenericScanKernel:
             return _Built(compile_program(self.context, dev, src, self.options), wg,
                           self._user)
 
-        return _programs.get(self.context, (dev.int_ptr, src, tuple(self.options)), make)
+        b = _programs.get(self.context, (dev.int_ptr, src, tuple(self.options)), make)
+        self._builds[(dev.int_ptr, cfg)] = b
+        return b
 
     def _vet(self, dev: cl.Device, src: str, sample: Any, cfg: GScanConfig) -> None:
         info = info_for(dev)
@@ -359,28 +374,50 @@ class GenericScanKernel:
         if cfg.tile > 1:
             chunk = -(-chunk // cfg.tile) * cfg.tile  # whole tiles, the last one partial
         groups = -(-n // chunk)
-        alloc = allocator  # None: buffers of their own (a pool's could be handed to another
-        # queue's call while this one's launches still run)
-        pv = cla.empty(queue, (groups + 1,), self.dtype, allocator=alloc)
-        pf = cla.empty(queue, (groups,), np.uint32, allocator=alloc)
-        # every element's input value and segment flag, read once (pyopencl's contract: an
-        # output statement may overwrite inputs, e.g. ary[i + 1] = item in place)
-        tmp = cla.empty(queue, (n,), self.dtype, allocator=alloc)
         seg = bool(self._ctor["is_segment_start_expr"])  # flags saved only with segments
-        tflag = cla.empty(queue, (n if seg else 1,), np.uint8, allocator=alloc)
-        ni = self.index_dtype.type(n)
+        # the groups' carries and flags; every element's input value and segment flag, read
+        # once (pyopencl's contract: an output statement may overwrite inputs, e.g.
+        # ary[i + 1] = item in place)
+        sizes = ((groups + 1) * self.dtype.itemsize, groups * 4, n * self.dtype.itemsize,
+                 n if seg else 1)
+        pv, pf, tmp, tflag = self._scratch(queue, allocator, sizes)
+        # through ArgSetters: scalars set only when they change, by the fast path (pyopencl's
+        # set_args converted each: ~5 us a scalar, most of a small call's host time)
+        user, it, i8 = self._arg_types, self.index_dtype.type, np.int64
+        g, lw = (groups * b.wg,), (b.wg,)
         with b.lock:
-            b.reduce.set_args(*inv, ni, chunk, pv.data, pf.data, tmp.data, tflag.data)
-            e1 = cl.enqueue_nd_range_kernel(queue, b.reduce, (groups * b.wg,), (b.wg,),
-                                            wait_for=waits or None)
-            b.top.set_args(pv.data, pf.data, groups)
-            e2 = cl.enqueue_nd_range_kernel(queue, b.top, (b.wg,), (b.wg,))
-            b.down.set_args(*inv, ni, chunk, pv.data, tmp.data, tflag.data)
-            ev = cl.enqueue_nd_range_kernel(queue, b.down, (groups * b.wg,), (b.wg,))
+            e1 = setter(b.reduce, (*user, it, i8, None, None, None, None)).launch(
+                queue, g, lw, (*inv, n, chunk, pv, pf, tmp, tflag), waits or None)
+            e2 = setter(b.top, (None, None, i8)).launch(queue, lw, lw, (pv, pf, groups), None)
+            ev = setter(b.down, (*user, it, i8, None, None, None)).launch(
+                queue, g, lw, (*inv, n, chunk, pv, tmp, tflag), None)
         for d, v in zip(self.parsed_args, args, strict=True):
             if isinstance(d, VectorArg):
                 v.add_event(ev)
         return [e1, e2, ev]
+
+    def _scratch(self, queue: cl.CommandQueue, allocator: Any, sizes: tuple[int, ...],
+                 ) -> list[Any]:
+        """Buffers of `sizes` bytes for one call: with an allocator, its; on an in-order queue,
+        the queue's own kept between calls (its calls run one after another there; at most
+        KEPT_SCRATCH bytes, the latest queues) — making them each call costs ~5 us apiece
+        on NVIDIA's driver; else new ones (released when the call's launches are done)."""
+        if allocator is not None:
+            return [cla.empty(queue, (max(1, s),), np.uint8, allocator=allocator).data
+                    for s in sizes]
+        if in_order(queue) is None or sum(sizes) > KEPT_SCRATCH:
+            return [cl.Buffer(self.context, cl.mem_flags.READ_WRITE, max(1, s)) for s in sizes]
+        with self._lock:
+            kept = self._kept.get(queue.int_ptr)  # held with its queue: the address is its
+            bufs = kept[1] if kept is not None else [None] * len(sizes)
+            bufs = [b if b is not None and b.size >= s else
+                    cl.Buffer(self.context, cl.mem_flags.READ_WRITE, max(64, s))
+                    for b, s in zip(bufs, sizes, strict=True)]
+            self._kept.pop(queue.int_ptr, None)
+            self._kept[queue.int_ptr] = (queue, bufs)
+            while len(self._kept) > 4:
+                self._kept.pop(next(iter(self._kept)))
+            return bufs
 
     # ---- tuning ---------------------------------------------------------------------------
     def _state(self, dev: cl.Device) -> _DeviceChoices:
