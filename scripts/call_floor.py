@@ -133,6 +133,20 @@ def cases(q: cl.CommandQueue, rng: np.random.Generator, torch: Any) -> list[Case
                 tcall=(lambda ts=ts: torch.cumsum(ts, 0)) if dev else None)
         add(f"cltune.cumsum(x) {n}", lambda xs=xs: cltune.cumsum(xs), want, rtol=1e-3,
             tcall=(lambda ts=ts: torch.cumsum(ts, 0)) if dev else None)
+    # an application's scan kernel (pyopencl's GenericScanKernel contract; three launches)
+    gsk = cltune.GenericScanKernel(q.context, np.float32, "__global const float *x, "
+                                   "__global float *y", "x[i]", "a+b", "0", "y[i] = item")
+    hg = rng.random(1000, dtype=np.float32)
+    xg, yg = cla.to_device(q, hg), cla.empty(q, 1000, np.float32)
+    tg = t_of(hg)
+    add("GenericScanKernel(x, y) 1000", lambda: (gsk(xg, yg), yg)[1],
+        np.cumsum(hg.astype(np.float64)), rtol=1e-3,
+        tcall=(lambda: torch.cumsum(tg, 0)) if dev else None)
+    # the warm histogram (one launch: its last group finishes, the edges with it)
+    add("cltune.histogram(x, 256, (0, 1)) 4096", lambda: cltune.histogram(x1, 256, (0.0, 1.0)),
+        np.histogram(h1, 256, (0.0, 1.0))[0], rtol=0,
+        tcall=(lambda: torch.histc(t1, 256, 0.0, 1.0)) if dev else None,
+        answer=lambda res: res[0].get())
     # compaction (3 launches): copy_if's kept elements with the count on the device, and
     # nonzero of a fixed size (nothing read back) of a ready mask
     t = np.float32(0.5)
