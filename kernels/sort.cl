@@ -337,6 +337,162 @@ __kernel void clt_sort_scatter(__global const key_t *keys, __global const idx_t 
     }
 }
 
+/* The scatter of groups of work-items (GPUs): like clt_sort_scatter, but each tile
+ * (CLT_SORT_WG x CLT_SORT_ITEMS consecutive elements) is first sorted by the pass's digit
+ * in __local memory — rounds of CLT_SORT_SUB bits, each a stable counting sort: per
+ * work-item counts of its CLT_SORT_ITEMS consecutive elements ([sub-digit][work-item], padded
+ * against bank conflicts), one raking scan of them, each element to its place — so that the
+ * tile's elements of one digit are consecutive and each work-item then writes consecutive
+ * places (coalesced runs) instead of one place per digit. Digits of 8 bits take 2 rounds of
+ * 4 bits and the passes are half as many as with 4-bit digits. The tile's elements past the
+ * chunk's end count as the highest digit in every round: they stay last and are not
+ * written. */
+#ifndef CLT_SORT_SUB
+#define CLT_SORT_SUB 4
+#endif
+#define SUB_BITS (CLT_SORT_BITS < CLT_SORT_SUB ? CLT_SORT_BITS : CLT_SORT_SUB)
+#define SUBR (1 << SUB_BITS)
+#define ROUNDS ((CLT_SORT_BITS + SUB_BITS - 1) / SUB_BITS)
+#define PADW(e) ((e) + ((e) >> 5)) /* a word's place in a padded __local array */
+#define RAKERS (CLT_SORT_WG < 32 ? CLT_SORT_WG : 32)
+#define PER_RAKER ((CLT_SORT_WG + RAKERS - 1) / RAKERS)
+
+__kernel void clt_sort_split(__global const key_t *keys, __global const idx_t *idx,
+                             const ulong n, const ulong chunk, const uint shift,
+                             const ulong row_len, __global const idx_t *hist,
+                             __global key_t *keys_out, __global idx_t *idx_out,
+                             const uint want_idx, __global const uint *special,
+                             const uint own_chunk) {
+    __local idx_t base[RADIX];  /* where this chunk's next element of each digit goes */
+    __local uint tfirst[RADIX]; /* the tile's first sorted place of each digit (if any) */
+    __local uint tend[RADIX];   /* ... and one past its last (0, 0 where none) */
+    __local uint cnt[PADW(SUBR * CLT_SORT_WG)]; /* [sub-digit][work-item] counts, places */
+    __local uint sums[CLT_SORT_WG];
+    __local uint rake[RAKERS];
+    __local key_t tk[PADW(TILE)];
+    __local idx_t ti[PADW(TILE)];
+    const uint lid = get_local_id(0);
+    const uint G = get_num_groups(0);
+    const int move_idx = want_idx || special[0];
+    const ulong a = (ulong)get_group_id(0) * chunk;
+    if (own_chunk) { /* each chunk (a row) sorted in place: its own histogram's prefix */
+        if (lid == 0) {
+            idx_t run = (idx_t)a;
+            for (uint d = 0; d < RADIX; ++d) {
+                base[d] = run;
+                run += hist[(ulong)d * G + get_group_id(0)];
+            }
+        }
+    } else {
+        for (uint d = lid; d < RADIX; d += CLT_SORT_WG)
+            base[d] = hist[(ulong)d * G + get_group_id(0)];
+    }
+    for (uint d = lid; d < RADIX; d += CLT_SORT_WG) tfirst[d] = tend[d] = 0u;
+    const ulong b = min(a + chunk, n);
+    for (ulong t0 = a; t0 < b; t0 += TILE) {
+        const uint m = (uint)min((ulong)TILE, b - t0); /* the tile's elements */
+        for (uint j = lid; j < m; j += CLT_SORT_WG) { /* coalesced */
+            tk[PADW(j)] = keys[t0 + j];
+            if (move_idx) ti[PADW(j)] = idx[t0 + j];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        key_t k[CLT_SORT_ITEMS];
+        idx_t iv[CLT_SORT_ITEMS];
+        uint dg[CLT_SORT_ITEMS], rank[CLT_SORT_ITEMS];
+        for (uint r = 0; r < ROUNDS; ++r) {
+            /* this work-item's elements lid * ITEMS + t in the tile's order so far */
+#pragma unroll
+            for (uint t = 0; t < CLT_SORT_ITEMS; ++t) {
+                const uint j = lid * CLT_SORT_ITEMS + t;
+                k[t] = j < m ? tk[PADW(j)] : (key_t)0;
+                iv[t] = (move_idx && j < m) ? ti[PADW(j)] : (idx_t)0;
+                dg[t] = j < m ? DIGIT(k[t], iv[t]) : (uint)(RADIX - 1);
+            }
+            for (uint d = 0; d < SUBR; ++d) cnt[PADW(d * CLT_SORT_WG + lid)] = 0u;
+            const uint sh = r * SUB_BITS;
+#pragma unroll
+            for (uint t = 0; t < CLT_SORT_ITEMS; ++t) {
+                const uint e = PADW(((dg[t] >> sh) & (SUBR - 1)) * CLT_SORT_WG + lid);
+                rank[t] = cnt[e];
+                cnt[e] = rank[t] + 1u;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            /* exclusive scan of cnt in (sub-digit, work-item) order: each work-item SUBR
+             * consecutive entries, RAKERS work-items a run of sums, one the rakers' totals */
+            uint sum = 0u;
+            for (uint e = lid * SUBR; e < (lid + 1) * SUBR; ++e) sum += cnt[PADW(e)];
+            sums[lid] = sum;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (lid < RAKERS) {
+                uint s = 0u;
+                for (uint w = lid * PER_RAKER; w < min((lid + 1) * PER_RAKER, (uint)CLT_SORT_WG);
+                     ++w)
+                    s += sums[w];
+                rake[lid] = s;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (lid == 0) {
+                uint run = 0u;
+                for (uint w = 0; w < RAKERS; ++w) {
+                    const uint v = rake[w];
+                    rake[w] = run;
+                    run += v;
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (lid < RAKERS) {
+                uint run = rake[lid];
+                for (uint w = lid * PER_RAKER; w < min((lid + 1) * PER_RAKER, (uint)CLT_SORT_WG);
+                     ++w) {
+                    const uint v = sums[w];
+                    sums[w] = run;
+                    run += v;
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            uint run = sums[lid];
+            for (uint e = lid * SUBR; e < (lid + 1) * SUBR; ++e) {
+                const uint v = cnt[PADW(e)];
+                cnt[PADW(e)] = run;
+                run += v;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+            for (uint t = 0; t < CLT_SORT_ITEMS; ++t) { /* own column: no race */
+                const uint p = cnt[PADW(((dg[t] >> sh) & (SUBR - 1)) * CLT_SORT_WG + lid)] +
+                               rank[t];
+                tk[PADW(p)] = k[t];
+                if (move_idx) ti[PADW(p)] = iv[t];
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        /* the tile is in digit order: each digit's first and one-past-last place */
+        for (uint p = lid; p < m; p += CLT_SORT_WG) {
+            const uint d = DIGIT(tk[PADW(p)], move_idx ? ti[PADW(p)] : (idx_t)0);
+            if (p == 0 || DIGIT(tk[PADW(p - 1)], move_idx ? ti[PADW(p - 1)] : (idx_t)0) != d)
+                tfirst[d] = p;
+            if (p + 1 == m ||
+                DIGIT(tk[PADW(p + 1)], move_idx ? ti[PADW(p + 1)] : (idx_t)0) != d)
+                tend[d] = p + 1;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint p = lid; p < m; p += CLT_SORT_WG) { /* consecutive places: coalesced runs */
+            const key_t kk = tk[PADW(p)];
+            const idx_t ii = move_idx ? ti[PADW(p)] : (idx_t)0;
+            const uint d = DIGIT(kk, ii);
+            const ulong pos = (ulong)base[d] + (p - tfirst[d]);
+            keys_out[pos] = kk;
+            if (move_idx) idx_out[pos] = ii;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint d = lid; d < RADIX; d += CLT_SORT_WG) {
+            base[d] += tend[d] - tfirst[d];
+            tfirst[d] = tend[d] = 0u;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
 /* out[i] = x[idx[i]] (words of N bytes; where want_out), pos[i] = idx[i] (% row_len for rows)
  * as long (where want_pos) */
 #define GATHER(N, T)                                                                              \

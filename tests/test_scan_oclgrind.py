@@ -262,9 +262,10 @@ import cltune.families.scan.sort as S
 
 out = {"runs": []}
 rng = np.random.default_rng(4)
-# tiles of 8 x 4 and 1 x 37 in chunks (3 and 2 a compute unit), 4- and 8-bit digits, a
-# partial last tile, rows (their own bits sorted last), 32- and 64-bit keys, descending
-for shape in ((8, 4, 4, 3), (1, 37, 8, 2)):
+# tiles of 12 x 3 (each sorted in __local memory, 6-bit digits: rounds of 4 and 2 bits) and
+# 1 x 37 in chunks (3 and 2 a compute unit), a partial last tile, rows (their own bits sorted
+# last), 32- and 64-bit keys, descending
+for shape in ((12, 3, 6, 3), (1, 37, 8, 2)):
     for dt in ("float32", "int64"):
         h = (rng.standard_normal(1001) * 100).astype(dt)
         x = cla.to_device(q, h)
@@ -335,7 +336,7 @@ print(MARK + json.dumps(out), flush=True)
 
 
 def test_sort_kernels_are_clean_under_oclgrind():
-    """kernels/sort.cl's keys, histogram, scan, scatter (tiles staged through __local memory,
+    """kernels/sort.cl's keys, histogram, scan, scatter (tiles sorted in __local memory by groups,
     and one work-item a chunk; indices moved or not), values and gather, and the one-launch
     sorts of rows (in __local memory; in vector lanes), the transposes for other axes, the
     gathers by positions: right order, no race, no invalid access."""

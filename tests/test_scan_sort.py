@@ -1,7 +1,7 @@
 """cltune.sort / argsort / sort_by_key (#42 item 4): numpy's stable order for every key dtype
 (NaN, +-0, +-inf, extremes, ties) ascending and descending, odd sizes, offsets, rows along the
 last axis (2-D and 3-D), values of every width moved by their bits, the device's kernel shape
-and GPU-like ones (groups staging tiles through __local memory, 4-bit digits), errors, and the
+and GPU-like ones (groups sorting each tile in __local memory, 8- and 5-bit digits), errors, and the
 vetting of the program in the worker."""
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from cltune.isolation.vetting import NoConfigRuns
 DTYPES = ["float32", "float64", "float16", "int8", "uint8", "int16", "uint16", "int32",
           "uint32", "int64", "uint64", "bool"]
 #: (work-group size, items, bits, chunks per compute unit): the device's, then GPU-like ones
-SHAPES = {"device": None, "gpu-64x4-b4": (64, 4, 4, 3), "gpu-32x3-b4": (32, 3, 4, 2),
+#: (groups sort each tile in __local memory: 8-bit digits in two rounds of 4 bits; 5-bit
+#: digits in rounds of 4 and 1 bits, a group of 24 (not a power of two) x 3 items)
+SHAPES = {"device": None, "gpu-64x4-b8": (64, 4, 8, 3), "gpu-24x3-b5": (24, 3, 5, 2),
           "cpu-1x37-b8": (1, 37, 8, 2)}
 
 

@@ -64,25 +64,43 @@ def _cdiv(a: int, b: int) -> int:
 
 def device_shape(dev: cl.Device, key_bytes: int, idx_bytes: int) -> tuple[int, int, int, int]:
     """(work-group size, items a work-item, bits a pass, chunks per compute unit) on dev:
-    CPUs walk a chunk a work-item with 8-bit digits; GPUs take groups of 128 x 8 with 4-bit
-    digits (fewer items, then a smaller group, where __local memory is short)."""
+    CPUs walk a chunk a work-item with 8-bit digits; GPUs take 8-bit digits too, each tile
+    sorted in __local memory by `clt_sort_split` in groups of GPU_WG x GPU_ITEMS (fewer
+    items, then a smaller group, where __local memory is short)."""
     known = _SHAPES.get((dev.int_ptr, key_bytes, idx_bytes))
     if known is not None:
         return known
     if dev.type & cl.device_type.CPU:
         shape = _SHAPES[(dev.int_ptr, key_bytes, idx_bytes)] = (1, 4096, 8, 2)
         return shape
-    wg, items, bits = min(128, 1 << (dev.max_work_group_size.bit_length() - 1)), 8, 4
-
-    def local(wg: int, items: int) -> int:
-        return (3 << bits) * 4 + (wg << bits) * 4 + wg * 4 + wg * items * (key_bytes + idx_bytes)
-
-    while items > 1 and local(wg, items) + 256 > dev.local_mem_size:
+    wg = min(GPU_WG, 1 << (dev.max_work_group_size.bit_length() - 1))
+    items, bits = GPU_ITEMS, GPU_BITS
+    while items > 1 and split_local(wg, items, bits, key_bytes, idx_bytes) + 256 > \
+            dev.local_mem_size:
         items //= 2
-    while wg > 1 and local(wg, items) + 256 > dev.local_mem_size:
+    while wg > 1 and split_local(wg, items, bits, key_bytes, idx_bytes) + 256 > \
+            dev.local_mem_size:
         wg //= 2
-    shape = _SHAPES[(dev.int_ptr, key_bytes, idx_bytes)] = (wg, items, bits, 8)
+    shape = _SHAPES[(dev.int_ptr, key_bytes, idx_bytes)] = (wg, items, bits, GPU_PER_CU)
     return shape
+
+
+#: GPUs' untuned shape (clt_sort_split): groups of 256 x 8 elements, 8-bit digits (rounds of
+#: SUB_BITS in a tile), chunks for 2 groups a compute unit
+GPU_WG, GPU_ITEMS, GPU_BITS, GPU_PER_CU = 256, 8, 8, 2
+#: the bits of one counting round within a tile (CLT_SORT_SUB)
+SUB_BITS = 4
+
+
+def _padw(n: int) -> int:
+    return n + n // 32
+
+
+def split_local(wg: int, items: int, bits: int, key_bytes: int, idx_bytes: int) -> int:
+    """The __local bytes clt_sort_split takes in that shape."""
+    radix, sub = 1 << bits, 1 << min(bits, SUB_BITS)
+    return (radix * (idx_bytes + 8) + _padw(sub * wg) * 4 + wg * 4 + 128 +
+            _padw(wg * items) * (key_bytes + idx_bytes))
 
 
 _SHAPES: dict[tuple[int, int, int], tuple[int, int, int, int]] = {}
@@ -114,14 +132,16 @@ class _Program:
         self.keys, self.hist = prg.clt_sort_keys, prg.clt_sort_hist
         self.values = prg.clt_sort_values
         self.scan, self.scatter = prg.clt_sort_scan, prg.clt_sort_scatter
+        self.split = prg.clt_sort_split
         self.gather = {n: getattr(prg, f"clt_sort_gather{n}") for n in WORDS}
         self.lock = threading.Lock()
         self.keys.set_scalar_arg_dtypes([None, _U64, _U64, key, None, None, None])
         self.values.set_scalar_arg_dtypes([None, None, None, None, _U64, _U64, key, None])
         self.hist.set_scalar_arg_dtypes([None, None, _U64, _U64, _U32, _U64, None])
         self.scan.set_scalar_arg_dtypes([None, _U32])
-        self.scatter.set_scalar_arg_dtypes([None, None, _U64, _U64, _U32, _U64, None, None,
-                                            None, _U32, None, _U32])
+        for k in (self.scatter, self.split):
+            k.set_scalar_arg_dtypes([None, None, _U64, _U64, _U32, _U64, None, None, None,
+                                     _U32, None, _U32])
         for k in self.gather.values():
             k.set_scalar_arg_dtypes([None, _U64, None, _U64, _U64, None, None, _U32, _U32])
         self.rows_local = prg.clt_sort_rows_local
@@ -146,7 +166,7 @@ def _options(code: int, idx64: bool, shape: tuple[int, int, int, int]) -> list[s
     wg, items, bits, _ = shape
     return [f"-DCLT_SORT_TYPE={int(code)}", f"-DCLT_SORT_WG={int(wg)}",
             f"-DCLT_SORT_ITEMS={int(items)}", f"-DCLT_SORT_BITS={int(bits)}",
-            f"-DCLT_SORT_IDX64={int(idx64)}"]
+            f"-DCLT_SORT_IDX64={int(idx64)}", f"-DCLT_SORT_SUB={SUB_BITS}"]
 
 
 def _program(q: cl.CommandQueue, dt: np.dtype, idx64: bool,
@@ -325,6 +345,7 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
         waits = []
 
     cur = 0
+    scatter = prg.split if wg > 1 else prg.scatter  # groups: tiles sorted in __local memory
     ev = cl.enqueue_fill_buffer(q, special, np.uint32(0), 0, 4, wait_for=waits or None)
     waits = []
     with prg.lock:
@@ -337,10 +358,9 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
             if not own_rows:
                 prg.scan.set_args(hist, radix * groups)
                 go(prg.scan, wg, wg)
-            prg.scatter.set_args(keys[cur], idx[cur], n, chunk, shift, rl, hist,
-                                 keys[1 - cur], idx[1 - cur], int(want_idx), special,
-                                 int(own_rows))
-            go(prg.scatter, groups * wg, wg)
+            scatter.set_args(keys[cur], idx[cur], n, chunk, shift, rl, hist, keys[1 - cur],
+                             idx[1 - cur], int(want_idx), special, int(own_rows))
+            go(scatter, groups * wg, wg)
             cur = 1 - cur
     return _Sorted(keys[cur], idx[cur], special, prg, flip, [ev] if ev is not None else [])
 
