@@ -1,8 +1,8 @@
 """cltune.sort / argsort / sort_by_key (#42 item 4): numpy's stable order for every key dtype
 (NaN, +-0, +-inf, extremes, ties) ascending and descending, odd sizes, offsets, rows along the
 last axis (2-D and 3-D), values of every width moved by their bits, the device's kernel shape
-and GPU-like ones (groups sorting each tile in __local memory, 8- and 5-bit digits), errors, and the
-vetting of the program in the worker."""
+and GPU-like ones (groups sorting each tile in __local memory, 8- and 5-bit digits), errors,
+and the vetting of the program in the worker."""
 
 from __future__ import annotations
 

@@ -73,10 +73,11 @@ def main() -> int:
         line = [f"n={text}"]
         if torch is not None:
             t = torch.from_numpy(h).cuda()
-            us = per_call_us(torch.cuda.synchronize, lambda: torch.sort(t), a.calls, a.repeats)
+            us = per_call_us(torch.cuda.synchronize, lambda t=t: torch.sort(t), a.calls, a.repeats)
             line.append(f"torch.sort {us:.1f}")
         for shape_text in a.shapes.split(","):
-            shape = None if shape_text == "device" else tuple(int(v) for v in shape_text.split(":"))
+            shape = None if shape_text == "device" else \
+                tuple(int(v) for v in shape_text.split(":"))
             S.device_shape = real_shape if shape is None else (lambda d, kb, ib, s=shape: s)
             S._programs = S.ContextCache()
             try:
@@ -88,10 +89,10 @@ def main() -> int:
                         break
                 else:
                     x = cla.to_device(q, h)
-                    s_us = per_call_us(q.finish, lambda: S.sort(x), a.calls, a.repeats)
-                    a_us = per_call_us(q.finish, lambda: S.argsort(x), a.calls, a.repeats)
+                    s_us = per_call_us(q.finish, lambda x=x: S.sort(x), a.calls, a.repeats)
+                    a_us = per_call_us(q.finish, lambda x=x: S.argsort(x), a.calls, a.repeats)
                     xp = cla.to_device(pq, h)
-                    kt = kernel_times(pq, lambda: S.sort(xp))
+                    kt = kernel_times(pq, lambda xp=xp: S.sort(xp))
                     parts = " ".join(f"{k.replace('clt_sort_', '')} {v:.0f}"
                                      for k, v in sorted(kt.items(), key=lambda kv: -kv[1]))
                     line.append(f"[{shape_text}] sort {s_us:.1f} argsort {a_us:.1f} "
