@@ -153,16 +153,15 @@ inline in_t value_of(key_t k, const key_t flip) {
     const ulong clt_a = (ulong)get_group_id(0) * clt_per;                                       \
     const ulong clt_b = min(clt_a + clt_per, (ulong)(n));
 
-/* keys and indices; special[0] set where a value's bits do not come back from its key */
+/* the keys; special[0] set where a value's bits do not come back from its key (the first
+ * pass takes each element's index from its place: `first`) */
 __kernel void clt_sort_keys(__global const in_t *x, const ulong x_off, const ulong n,
-                            const key_t flip, __global key_t *keys, __global idx_t *idx,
-                            __global uint *special) {
+                            const key_t flip, __global key_t *keys, __global uint *special) {
     BLOCK(n)
     int sp = 0;
     for (ulong i = clt_a + get_local_id(0); i < clt_b; i += get_local_size(0)) {
         const in_t v = x[x_off + i];
         keys[i] = order_key(v, flip);
-        idx[i] = (idx_t)i;
         sp |= clt_special(v);
     }
     if (sp) special[0] = 1u;
@@ -254,7 +253,7 @@ __kernel void clt_sort_scatter(__global const key_t *keys, __global const idx_t 
                                const ulong row_len, __global const idx_t *hist,
                                __global key_t *keys_out, __global idx_t *idx_out,
                                const uint want_idx, __global const uint *special,
-                               const uint own_chunk) {
+                               const uint own_chunk, const uint first) {
     __local idx_t base[RADIX];  /* where this chunk's next element of each digit goes */
     __local uint dstart[RADIX]; /* the tile's (digit, work-item 0) place in the tile's scan */
     __local uint dtot[RADIX];   /* the tile's elements of each digit */
@@ -288,13 +287,13 @@ __kernel void clt_sort_scatter(__global const key_t *keys, __global const idx_t 
 #if CLT_SORT_WG > 1
         for (uint j = lid; j < m; j += CLT_SORT_WG) {
             tk[j] = keys[t0 + j];
-            if (move_idx) ti[j] = idx[t0 + j];
+            if (move_idx) ti[j] = first ? (idx_t)(t0 + j) : idx[t0 + j];
         }
 #define TK(j) tk[(j)]
 #define TI(j) ti[(j)]
 #else
 #define TK(j) keys[t0 + (j)]
-#define TI(j) idx[t0 + (j)]
+#define TI(j) (first ? (idx_t)(t0 + (j)) : idx[t0 + (j)])
 #endif
         for (uint d = 0; d < RADIX; ++d) cnt[d * CLT_SORT_WG + lid] = 0u;
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -362,7 +361,7 @@ __kernel void clt_sort_split(__global const key_t *keys, __global const idx_t *i
                              const ulong row_len, __global const idx_t *hist,
                              __global key_t *keys_out, __global idx_t *idx_out,
                              const uint want_idx, __global const uint *special,
-                             const uint own_chunk) {
+                             const uint own_chunk, const uint first) {
     __local idx_t base[RADIX];  /* where this chunk's next element of each digit goes */
     __local uint tfirst[RADIX]; /* the tile's first sorted place of each digit (if any) */
     __local uint tend[RADIX];   /* ... and one past its last (0, 0 where none) */
@@ -393,7 +392,7 @@ __kernel void clt_sort_split(__global const key_t *keys, __global const idx_t *i
         const uint m = (uint)min((ulong)TILE, b - t0); /* the tile's elements */
         for (uint j = lid; j < m; j += CLT_SORT_WG) { /* coalesced */
             tk[PADW(j)] = keys[t0 + j];
-            if (move_idx) ti[PADW(j)] = idx[t0 + j];
+            if (move_idx) ti[PADW(j)] = first ? (idx_t)(t0 + j) : idx[t0 + j];
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         key_t k[CLT_SORT_ITEMS];

@@ -135,13 +135,13 @@ class _Program:
         self.split = prg.clt_sort_split
         self.gather = {n: getattr(prg, f"clt_sort_gather{n}") for n in WORDS}
         self.lock = threading.Lock()
-        self.keys.set_scalar_arg_dtypes([None, _U64, _U64, key, None, None, None])
+        self.keys.set_scalar_arg_dtypes([None, _U64, _U64, key, None, None])
         self.values.set_scalar_arg_dtypes([None, None, None, None, _U64, _U64, key, None])
         self.hist.set_scalar_arg_dtypes([None, None, _U64, _U64, _U32, _U64, None])
         self.scan.set_scalar_arg_dtypes([None, _U32])
         for k in (self.scatter, self.split):
             k.set_scalar_arg_dtypes([None, None, _U64, _U64, _U32, _U64, None, None, None,
-                                     _U32, None, _U32])
+                                     _U32, None, _U32, _U32])
         for k in self.gather.values():
             k.set_scalar_arg_dtypes([None, _U64, None, _U64, _U64, None, None, _U32, _U32])
         self.rows_local = prg.clt_sort_rows_local
@@ -346,11 +346,11 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
 
     cur = 0
     scatter = prg.split if wg > 1 else prg.scatter  # groups: tiles sorted in __local memory
+    first = True  # (its indices are the elements' places: clt_sort_keys writes none)
     ev = cl.enqueue_fill_buffer(q, special, np.uint32(0), 0, 4, wait_for=waits or None)
     waits = []
     with prg.lock:
-        prg.keys.set_args(x.base_data, x.offset // x.dtype.itemsize, n, flip, keys[0], idx[0],
-                          special)
+        prg.keys.set_args(x.base_data, x.offset // x.dtype.itemsize, n, flip, keys[0], special)
         go(prg.keys, _blocks(n, q) * 64, 64)
         for shift, rl in passes:
             prg.hist.set_args(keys[cur], idx[cur], n, chunk, shift, rl, hist)
@@ -359,7 +359,9 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
                 prg.scan.set_args(hist, radix * groups)
                 go(prg.scan, wg, wg)
             scatter.set_args(keys[cur], idx[cur], n, chunk, shift, rl, hist, keys[1 - cur],
-                             idx[1 - cur], int(want_idx), special, int(own_rows))
+                             idx[1 - cur], int(want_idx), special, int(own_rows),
+                             int(first))
+            first = False
             go(scatter, groups * wg, wg)
             cur = 1 - cur
     return _Sorted(keys[cur], idx[cur], special, prg, flip, [ev] if ev is not None else [])
