@@ -85,6 +85,12 @@ def device_shape(dev: cl.Device, key_bytes: int, idx_bytes: int) -> tuple[int, i
     return shape
 
 
+def shape_for(q: cl.CommandQueue, dt: np.dtype, n: int, idx64: bool) -> tuple[int, int, int, int]:
+    """The radix passes' shape for a sort of n keys of dt on q's device: (work-group size,
+    items a work-item, bits a pass, chunks per compute unit) — the device's untuned shape."""
+    return device_shape(q.device, 8 if dt.itemsize == 8 else 4, 8 if idx64 else 4)
+
+
 #: GPUs' untuned shape (clt_sort_split): groups of 256 x 8 elements, 8-bit digits (rounds of
 #: SUB_BITS in a tile), chunks for 2 groups a compute unit
 GPU_WG, GPU_ITEMS, GPU_BITS, GPU_PER_CU = 256, 8, 8, 2
@@ -305,7 +311,8 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
     n, sort_bits = x.size, key_bits
     dt = _key_dtype(x)
     idx64 = n >= 1 << 32 if idx64 is None else bool(idx64)
-    prg, (wg, items, bits, per_cu) = _program(q, dt, idx64, shape, vet)
+    prg, (wg, items, bits, per_cu) = _program(q, dt, idx64, shape or shape_for(q, dt, n, idx64),
+                                              vet)
     kb, ib = (8 if dt.itemsize == 8 else 4), (8 if idx64 else 4)
     key_bits = 8 * dt.itemsize
     flip = _flip(dt, descending)
