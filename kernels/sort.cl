@@ -205,46 +205,81 @@ __kernel void clt_sort_hist(__global const key_t *keys, __global const idx_t *id
         hist[(ulong)d * get_num_groups(0) + get_group_id(0)] = (idx_t)counts[d];
 }
 
-/* exclusive scan of s[0 .. CLT_SORT_WG) in place (every work-item calls it); returns the
- * total */
-#define GROUP_EXCLUSIVE(name, T)                                                                  \
-inline T name(__local T *s) {                                                                     \
+#define PADW(e) ((e) + ((e) >> 5)) /* a word's place in a padded __local array */
+#define RAKERS (CLT_SORT_WG < 32 ? CLT_SORT_WG : 32)
+#define PER_RAKER ((CLT_SORT_WG + RAKERS - 1) / RAKERS)
+/* exclusive scan of s[0 .. CLT_SORT_WG) in place, every work-item calls it (after writing
+ * its own s[lid]); returns the total. RAKERS work-items each sum a run of PER_RAKER entries,
+ * one scans their totals, then each run is scanned from its total's prefix: 4 barriers,
+ * whatever the group's size. rake: RAKERS + 1 entries. */
+#define RAKE_EXCLUSIVE(name, T)                                                                   \
+inline T name(__local T *s, __local T *rake) {                                                    \
     const uint lid = get_local_id(0);                                                             \
-    const T own = s[lid];                                                                         \
+    const uint w0 = lid * PER_RAKER, w1 = min(w0 + PER_RAKER, (uint)CLT_SORT_WG);                 \
     barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
-    for (uint off = 1; off < CLT_SORT_WG; off <<= 1) {                                            \
-        const T v = lid >= off ? s[lid - off] : (T)0;                                             \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                             \
-        s[lid] += v;                                                                              \
-        barrier(CLK_LOCAL_MEM_FENCE);                                                             \
+    if (lid < RAKERS) {                                                                           \
+        T acc = 0;                                                                                \
+        for (uint w = w0; w < w1; ++w) acc += s[w];                                               \
+        rake[lid] = acc;                                                                          \
     }                                                                                             \
-    const T total = s[CLT_SORT_WG - 1];                                                           \
     barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
-    s[lid] -= own;                                                                                \
+    if (lid == 0) {                                                                               \
+        T run = 0;                                                                                \
+        for (uint w = 0; w < RAKERS; ++w) {                                                       \
+            const T v = rake[w];                                                                  \
+            rake[w] = run;                                                                        \
+            run += v;                                                                             \
+        }                                                                                         \
+        rake[RAKERS] = run;                                                                       \
+    }                                                                                             \
     barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
-    return total;                                                                                 \
+    if (lid < RAKERS) {                                                                           \
+        T run = rake[lid];                                                                        \
+        for (uint w = w0; w < w1; ++w) {                                                          \
+            const T v = s[w];                                                                     \
+            s[w] = run;                                                                           \
+            run += v;                                                                             \
+        }                                                                                         \
+    }                                                                                             \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
+    return rake[RAKERS];                                                                          \
 }
-GROUP_EXCLUSIVE(clt_group_exclusive, uint)
+RAKE_EXCLUSIVE(clt_group_exclusive, uint)
 #if CLT_SORT_IDX64
-GROUP_EXCLUSIVE(clt_group_exclusive_idx, idx_t)
+RAKE_EXCLUSIVE(clt_group_exclusive_idx, idx_t)
 #else
 #define clt_group_exclusive_idx clt_group_exclusive
 #endif
-/* h[0 .. len) exclusively scanned in place by one group: each work-item a contiguous run */
+/* the words of h[0 .. len) a tile of the scan holds: CLT_SORT_WG x SCAN_R */
+#define SCAN_R 16
+/* h[0 .. len) exclusively scanned in place by one group, a tile of WG x SCAN_R at a time:
+ * loaded and stored by consecutive work-items (coalesced), each work-item then scans
+ * SCAN_R consecutive words of the tile in __local memory */
 __kernel void clt_sort_scan(__global idx_t *h, const uint len) {
-    __local idx_t s[CLT_SORT_WG];
+    __local idx_t s[PADW(CLT_SORT_WG * SCAN_R)];
+    __local idx_t part[CLT_SORT_WG];
+    __local idx_t rake[RAKERS + 1];
     const uint lid = get_local_id(0);
-    const uint per = (len + CLT_SORT_WG - 1) / CLT_SORT_WG;
-    const uint a = min(lid * per, len), b = min(a + per, len);
-    idx_t sum = 0;
-    for (uint i = a; i < b; ++i) sum += h[i];
-    s[lid] = sum;
-    (void)clt_group_exclusive_idx(s);
-    idx_t run = s[lid];
-    for (uint i = a; i < b; ++i) {
-        const idx_t v = h[i];
-        h[i] = run;
-        run += v;
+    idx_t carry = 0;
+    for (uint t0 = 0; t0 < len; t0 += CLT_SORT_WG * SCAN_R) {
+        const uint m = min((uint)(CLT_SORT_WG * SCAN_R), len - t0);
+        for (uint j = lid; j < m; j += CLT_SORT_WG) s[PADW(j)] = h[t0 + j];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const uint e0 = min(lid * SCAN_R, m), e1 = min(e0 + SCAN_R, m);
+        idx_t sum = 0;
+        for (uint e = e0; e < e1; ++e) sum += s[PADW(e)];
+        part[lid] = sum;
+        const idx_t total = clt_group_exclusive_idx(part, rake);
+        idx_t run = carry + part[lid];
+        for (uint e = e0; e < e1; ++e) {
+            const idx_t v = s[PADW(e)];
+            s[PADW(e)] = run;
+            run += v;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint j = lid; j < m; j += CLT_SORT_WG) h[t0 + j] = s[PADW(j)];
+        carry += total;
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
 }
 
@@ -259,6 +294,7 @@ __kernel void clt_sort_scatter(__global const key_t *keys, __global const idx_t 
     __local uint dtot[RADIX];   /* the tile's elements of each digit */
     __local uint cnt[RADIX * CLT_SORT_WG]; /* [digit][work-item] counts, then places */
     __local uint sums[CLT_SORT_WG];
+    __local uint rake0[RAKERS + 1];
 #if CLT_SORT_WG > 1
     __local key_t tk[TILE];
     __local idx_t ti[TILE];
@@ -305,7 +341,7 @@ __kernel void clt_sort_scatter(__global const key_t *keys, __global const idx_t 
         uint sum = 0u;
         for (uint e = lid * RADIX; e < (lid + 1) * RADIX; ++e) sum += cnt[e];
         sums[lid] = sum;
-        const uint total = clt_group_exclusive(sums);
+        const uint total = clt_group_exclusive(sums, rake0);
         uint run = sums[lid];
         for (uint e = lid * RADIX; e < (lid + 1) * RADIX; ++e) {
             const uint v = cnt[e];
@@ -352,9 +388,6 @@ __kernel void clt_sort_scatter(__global const key_t *keys, __global const idx_t 
 #define SUB_BITS (CLT_SORT_BITS < CLT_SORT_SUB ? CLT_SORT_BITS : CLT_SORT_SUB)
 #define SUBR (1 << SUB_BITS)
 #define ROUNDS ((CLT_SORT_BITS + SUB_BITS - 1) / SUB_BITS)
-#define PADW(e) ((e) + ((e) >> 5)) /* a word's place in a padded __local array */
-#define RAKERS (CLT_SORT_WG < 32 ? CLT_SORT_WG : 32)
-#define PER_RAKER ((CLT_SORT_WG + RAKERS - 1) / RAKERS)
 
 __kernel void clt_sort_split(__global const key_t *keys, __global const idx_t *idx,
                              const ulong n, const ulong chunk, const uint shift,
@@ -367,7 +400,7 @@ __kernel void clt_sort_split(__global const key_t *keys, __global const idx_t *i
     __local uint tend[RADIX];   /* ... and one past its last (0, 0 where none) */
     __local uint cnt[PADW(SUBR * CLT_SORT_WG)]; /* [sub-digit][work-item] counts, places */
     __local uint sums[CLT_SORT_WG];
-    __local uint rake[RAKERS];
+    __local uint rake[RAKERS + 1];
     __local key_t tk[PADW(TILE)];
     __local idx_t ti[PADW(TILE)];
     const uint lid = get_local_id(0);
@@ -417,38 +450,11 @@ __kernel void clt_sort_split(__global const key_t *keys, __global const idx_t *i
             }
             barrier(CLK_LOCAL_MEM_FENCE);
             /* exclusive scan of cnt in (sub-digit, work-item) order: each work-item SUBR
-             * consecutive entries, RAKERS work-items a run of sums, one the rakers' totals */
+             * consecutive entries, then the group's scan of their sums */
             uint sum = 0u;
             for (uint e = lid * SUBR; e < (lid + 1) * SUBR; ++e) sum += cnt[PADW(e)];
             sums[lid] = sum;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            if (lid < RAKERS) {
-                uint s = 0u;
-                for (uint w = lid * PER_RAKER; w < min((lid + 1) * PER_RAKER, (uint)CLT_SORT_WG);
-                     ++w)
-                    s += sums[w];
-                rake[lid] = s;
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
-            if (lid == 0) {
-                uint run = 0u;
-                for (uint w = 0; w < RAKERS; ++w) {
-                    const uint v = rake[w];
-                    rake[w] = run;
-                    run += v;
-                }
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
-            if (lid < RAKERS) {
-                uint run = rake[lid];
-                for (uint w = lid * PER_RAKER; w < min((lid + 1) * PER_RAKER, (uint)CLT_SORT_WG);
-                     ++w) {
-                    const uint v = sums[w];
-                    sums[w] = run;
-                    run += v;
-                }
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
+            (void)clt_group_exclusive(sums, rake);
             uint run = sums[lid];
             for (uint e = lid * SUBR; e < (lid + 1) * SUBR; ++e) {
                 const uint v = cnt[PADW(e)];
