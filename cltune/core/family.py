@@ -92,6 +92,7 @@ BUILTIN = {
     "hist": "cltune.families.hist.family",
     "topk": "cltune.families.topk.family",
     "gscan": "cltune.families.scan.gscan_family",  # an application's GenericScanKernel
+    "sort": "cltune.families.scan.sort_family",  # cltune.sort's radix passes
     "kernel": "cltune.user.family",  # an application's own kernels (cltune.tune_kernel)
 }
 

@@ -34,10 +34,12 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
+from cltune.core.buckets import bucket_of
 from cltune.core.shapes import empty_result
 from cltune.device.select import info_for
+from cltune.families.scan import sort_serve
 from cltune.isolation.vetting import NoConfigRuns, checked
-from cltune.opencl.build import compile_program
+from cltune.opencl.build import BuildError, compile_program
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.events import in_order, waits_on
 from cltune.opencl.pools import pool_for
@@ -87,8 +89,26 @@ def device_shape(dev: cl.Device, key_bytes: int, idx_bytes: int) -> tuple[int, i
 
 def shape_for(q: cl.CommandQueue, dt: np.dtype, n: int, idx64: bool) -> tuple[int, int, int, int]:
     """The radix passes' shape for a sort of n keys of dt on q's device: (work-group size,
-    items a work-item, bits a pass, chunks per compute unit) — the device's untuned shape."""
-    return device_shape(q.device, 8 if dt.itemsize == 8 else 4, 8 if idx64 else 4)
+    items a work-item, bits a pass, chunks per compute unit) — the stored best of the tuned
+    size class nearest to n (family `sort`: sort_serve, the database's chain), vetted in the
+    device's worker before it is built here; else (nothing tuned near n, or the tuned shape
+    does not build or run right here) the device's untuned shape, `device_shape`. The answer
+    is kept per (context, device, dtype, size class, index width): a warm call asks no
+    database (`cltune.clear_caches()` asks again)."""
+    kb, ib = (8 if dt.itemsize == 8 else 4), (8 if idx64 else 4)
+    bucket = bucket_of(n)
+
+    def serve() -> sort_serve.Served:
+        s = sort_serve.served(info_for(q.device), dt, bucket, kb, ib, split_local)
+        if s.shape is not None:
+            try:  # vetted (house rule 17) and built now: _order finds the build
+                _program(q, dt, idx64, s.shape, True)
+            except (NoConfigRuns, BuildError) as e:
+                return sort_serve.passed_over(s, str(e))
+        return s
+
+    s = sort_serve.SERVED.get(q.context, (q.device.int_ptr, dt.str, bucket, idx64), serve)
+    return s.shape if s.shape is not None else device_shape(q.device, kb, ib)
 
 
 #: GPUs' untuned shape (clt_sort_split): groups of 256 x 8 elements, 8-bit digits (rounds of
@@ -126,9 +146,18 @@ def describe(dev: cl.Device, dtype: Any, shape: tuple[int, ...] | None = None) -
         if vec_plan(dev, kb, rows, row_len) is not None:
             return ("kernels/sort.cl: one launch, 8 rows a work-item in vector lanes, a bitonic "
                     "network")
-    wg, items, bits, per_cu = device_shape(dev, kb, 4)
-    return (f"kernels/sort.cl: LSD radix, {bits}-bit digits ({8 * dt.itemsize // bits} passes), "
-            f"groups of {wg} x {items}, {per_cu} chunks a compute unit (untuned)")
+    served = None
+    if shape:  # which level serves the radix passes of that many keys (no vetting here)
+        n = int(np.prod(shape, dtype=np.int64))
+        served = sort_serve.served(info_for(dev), dt, bucket_of(n), kb, 4, split_local)
+    if served is not None and served.shape is not None:
+        wg, items, bits, per_cu = served.shape
+        how = f"tuned for 2^{served.bucket}: {served.level}"
+    else:
+        wg, items, bits, per_cu = device_shape(dev, kb, 4)
+        how = "untuned"
+    return (f"kernels/sort.cl: LSD radix, {bits}-bit digits ({-(-8 * dt.itemsize // bits)} "
+            f"passes), groups of {wg} x {items}, {per_cu} chunks a compute unit ({how})")
 
 
 class _Program:
