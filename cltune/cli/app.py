@@ -106,7 +106,9 @@ def tune(
     op: Annotated[str, typer.Option(
         help="sum, prod, min, max or dot; or a statistic of cltune.stats.api (argmin, argmax, "
         "mean, var, std, norm1, norm2, norm_inf, count_nonzero, any, all), tuned as an "
-        "expression (sizes from --sizes, default 2^20; along axes with --axis).")] = "sum",
+        "expression (sizes from --sizes, default 2^20; along axes with --axis); or sort: "
+        "the radix passes' shape of cltune.sort/argsort/sort_by_key for --dtype keys over "
+        "--sizes (default 2^20,2^24 on GPUs, 2^16,2^20 on CPUs).")] = "sum",
     dtype: Annotated[str, typer.Option(help="float32, float64, float16, int32, int64, uint32, "
                                        "uint64.")] = "float32",
     sizes: Annotated[str | None, typer.Option(  # noqa: UP007
@@ -181,6 +183,7 @@ def tune(
     cltune tune --device 0 --many 64x4096 --op norm;
     cltune tune --device 0 --hist 16777216x256 --op bincount --dtype int32;
     cltune tune --device 0 --topk 16777216x8,16777216x1024 --dtype float32;
+    cltune tune --device 0 --op sort --dtype float32 --sizes 2^20,2^24;
     cltune tune --device 0 --scan --sizes 2^20,2^24; cltune tune --device 0 --scan --axis 0;
     cltune tune --device 0,1,2,3 (or --device all): identical GPUs tune together;
     cltune tune --device 0 --t1 problem.json --t4 results.json (an application's kernel)
@@ -215,7 +218,7 @@ def tune(
 #: how each mode's results are drawn; each returns True when a class has no validated config
 _RENDER_TUNED = {"sizes": render_sizes, "shapes": render_shapes, "kernel": render_kernel,
                  "statistic": render_kernel, "many": render_shapes, "scan": render_shapes,
-                 "hist": render_shapes, "topk": render_shapes}
+                 "hist": render_shapes, "topk": render_shapes, "sort": render_sizes}
 
 
 def _tune_mode(req: TuneRequest, statistics: tuple[str, ...]) -> str:
@@ -253,6 +256,12 @@ def _tune_mode(req: TuneRequest, statistics: tuple[str, ...]) -> str:
         if req.axis is not None or req.segments or req.kernel is not None:
             _fail("--many goes alone (not with --axis, --segments or --kernel)")
         return "many"
+    if req.op == "sort":
+        if req.axis is not None or req.segments or req.kernel is not None \
+                or req.shapes is not None:
+            _fail("--op sort tunes whole-array sorts over --sizes (not with --axis, --shapes, "
+                  "--segments or --kernel)")
+        return "sort"
     if req.op not in OPS and req.op not in statistics:
         _fail(f"unknown op {req.op!r:.30}; choose one of {', '.join(OPS)}, or a statistic: "
               f"{', '.join(statistics)}")

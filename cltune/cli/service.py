@@ -24,6 +24,7 @@ from cltune.families.many import family as many_family
 from cltune.families.reduce import family as reduce_family
 from cltune.families.reduce.kernel import kernel_subgroup_size
 from cltune.families.scan import family as scan_family
+from cltune.families.scan import sort_family
 from cltune.families.topk import family as topk_family
 from cltune.tuning.parallel import ParallelTuner
 from cltune.tuning.reverify import verify_device
@@ -273,12 +274,12 @@ def _hist_matches(variant: str, op: str | None, dtype: str | None) -> bool:
 
 def verify(db: str | None, selector: str, op: str | None, dtype: str | None):  # noqa: ANN201
     """Re-validate and re-time the stored configs of the families whose results the database
-    alone describes (1-D, axis, many, scan, hist, topk) on the selected device. Returns
+    alone describes (1-D, axis, many, scan, hist, topk, sort) on the selected device. Returns
     (device info, reverify rows)."""
     info, dev = select(selector)
     store = Store.open(db)
     try:
-        variants = axis = many = scan = hist = topk = None
+        variants = axis = many = scan = hist = topk = sort = None
         if op or dtype:  # the variants of this op and/or dtype
             variants = tuple(reduce_family.variant(OpSpec(o, d)) for o in OPS for d in DTYPES
                              if o == (op or o) and d == (dtype or d))
@@ -291,6 +292,7 @@ def verify(db: str | None, selector: str, op: str | None, dtype: str | None):  #
                 store.device_ids(fingerprint=info.fingerprint), hist_family.NAME, None)
                 if _hist_matches(r.variant, op, dtype))
             topk = () if op not in (None, "topk") else (f"topk/{dtype}",) if dtype else None
+            sort = () if op not in (None, "sort") else (f"sort/{dtype}",) if dtype else None
         ctx = cl.Context([dev])
         # the families whose stored results can be re-run from the database alone (a custom
         # expression's text is not stored: `knl.tune` re-validates those)
@@ -299,7 +301,8 @@ def verify(db: str | None, selector: str, op: str | None, dtype: str | None):  #
                       + verify_device(ctx, dev, info, store, many_family.NAME, many)
                       + verify_device(ctx, dev, info, store, scan_family.NAME, scan)
                 + verify_device(ctx, dev, info, store, hist_family.NAME, hist)
-                + verify_device(ctx, dev, info, store, topk_family.NAME, topk))
+                + verify_device(ctx, dev, info, store, topk_family.NAME, topk)
+                + verify_device(ctx, dev, info, store, sort_family.NAME, sort))
     finally:
         store.close()
 

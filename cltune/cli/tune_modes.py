@@ -1,7 +1,8 @@
-"""`cltune tune`'s four modes, one function each (`MODES`): the built-in ops over 1-D sizes
+"""`cltune tune`'s modes, one function each (`MODES`): the built-in ops over 1-D sizes
 (`tune_sizes`), along an axis of 2-D arrays or over segments (`tune_shapes`), an application's
 ReductionKernel named `module:attribute` (`tune_kernel`) and a statistic of cltune.stats.api
-(`tune_statistic`, `--op var`), the last two whole or along an axis.
+(`tune_statistic`, `--op var`), the last two whole or along an axis; and the other families'
+(`tune_many`, `tune_hist`, `tune_topk`, `tune_scan`, `tune_sort`).
 
 Each takes the parsed options (`TuneRequest`; None: the mode's default) and the progress
 display, and returns (device info, [(label, per-size-class results)]) for `render`. A bad option
@@ -24,11 +25,11 @@ from cltune.cli.render import RichProgress
 from cltune.core.buckets import DEFAULT_BUCKETS, parse_sizes
 from cltune.core.shapes import parse_shapes
 from cltune.device.info import DeviceInfo
-from cltune.device.select import select
+from cltune.device.select import select, select_many
 from cltune.families.expr import family as expr_family
 from cltune.families.expr.api import ReductionKernel
 from cltune.families.hist import family as hist_family
-from cltune.families.scan import gscan_family
+from cltune.families.scan import gscan_family, sort_family
 from cltune.families.scan.generic import GenericScanKernel
 from cltune.families.topk import family as topk_family
 from cltune.stats import api as stats
@@ -184,6 +185,25 @@ def tune_topk(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo, Run
                                req.storage, progress, req.workers)
 
 
+def tune_sort(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo, Runs]:
+    """`cltune tune --op sort`: the radix passes' shape of cltune.sort, argsort and
+    sort_by_key for keys of `--dtype` (the `sort` family) over `--sizes` (default
+    sort_family.DEFAULT_SIZES: 2^20 and 2^24 on GPUs, 2^16 and 2^20 on CPUs), 12 trials per
+    size and 120 s in all unless given."""
+    _check_sampler(req.sampler)
+    variant = sort_family.variant_for(req.dtype)  # a clear error for a dtype it has not
+    if req.sizes:
+        sizes = parse_sizes(req.sizes)
+    else:
+        kind = select_many(req.device)[0][0].type
+        sizes = sort_family.DEFAULT_SIZES["cpu" if kind == "cpu" else "gpu"]
+    opts = TuneOptions(op="sort", dtype=req.dtype, trials=req.trials or 12,
+                       timeout_s=req.timeout or 120.0, sampler=req.sampler, seed=req.seed,
+                       resume=req.resume, study_prefix=req.study, seeds=req.seeds)
+    return service.tune_family(req.device, sort_family.NAME, [variant], sizes, opts, req.db,
+                               req.storage, progress, req.workers)
+
+
 #: `cltune tune --scan` without --sizes/--axis: whole arrays of these sizes (log2) and the
 #: default shapes along both axes
 SCAN_SIZES = (16, 20, 24)
@@ -238,7 +258,7 @@ def tune_scan(req: TuneRequest, progress: RichProgress) -> tuple[DeviceInfo, Run
 MODES: dict[str, Callable[[TuneRequest, RichProgress], tuple[DeviceInfo, Runs]]] = {
     "sizes": tune_sizes, "shapes": tune_shapes, "kernel": tune_kernel,
     "statistic": tune_statistic, "many": tune_many, "scan": tune_scan, "hist": tune_hist,
-    "topk": tune_topk}
+    "topk": tune_topk, "sort": tune_sort}
 
 
 def _tune_expression(req: TuneRequest, kernel: str | ReductionKernel, label: str,
