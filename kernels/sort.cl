@@ -1,24 +1,24 @@
 /* cltune's stable LSD radix sort of (key, index) pairs (cltune.sort, argsort, sort_by_key):
- *   clt_sort_keys     every element's order key (an unsigned integer whose order is numpy's:
- *                     floats by sign flip, NaN after everything, -0 as +0; signed integers by
- *                     a bias; XOR `flip` for descending) and its index
+ *   every element's order key: an unsigned integer whose order is numpy's (floats by sign
+ *   flip, NaN after everything, -0 as +0; signed integers by a bias; XOR `flip` for
+ *   descending), computed from the input by the first pass
  *   per pass (CLT_SORT_BITS bits of the key, the lowest first; then, for rows, the bits of
  *   each element's row, so that rows end up in order and each row sorted):
- *     clt_sort_hist    group g counts the digits of its chunk -> hist[digit * G + g]
+ *     clt_sort_hist    group g counts the digits of its chunk -> hist[digit * G + g] (the
+ *                      first pass also flags values whose bits do not come back from their
+ *                      keys: -0, NaN)
  *     clt_sort_scan    one group: hist exclusively scanned in place (digit-major: every
  *                      element of a smaller digit, then the same digit's earlier groups)
- *     clt_sort_scatter group g walks its chunk a tile (CLT_SORT_WG x CLT_SORT_ITEMS
- *                      consecutive elements, staged through __local memory) at a time: each
- *                      work-item counts the digits of its CLT_SORT_ITEMS consecutive elements,
- *                      a scan of the counts in (digit, work-item) order places them, and each
- *                      element goes to hist[its digit, g] + the elements of that digit before
- *                      it in the chunk: stable
- *   clt_sort_values   the sorted values from their keys (the key's inverse), or by index where
- *                     some value's bits do not come back from its key (-0, NaN: clt_sort_keys
- *                     flags them); the indices then move through the passes only where
- *                     something reads them (argsort, rows, such values)
- *   clt_sort_gatherN  values (N bytes each) by the sorted indices (sort_by_key), and the
- *                     indices (within a row for rows)
+ *     clt_sort_scatter each element to hist[its digit, g] + the elements of that digit before
+ *                      it in the chunk (stable): one work-item a chunk (CLT_SORT_WG 1: CPUs)
+ *                      walks it once; groups (GPUs) sort each tile of CLT_SORT_WG x
+ *                      CLT_SORT_ITEMS in __local memory first and write coalesced runs
+ *   the last pass writes what the caller reads: keys and indices (mode 0), or the sorted
+ *   values (mode 1: from their keys, by index where a value's bits do not come back from
+ *   its key) and/or the int64 positions (mode 2; within a row for rows); the indices move
+ *   through the passes only where something reads them (positions, rows, such values)
+ *   clt_sort_values / clt_sort_gatherN  values from (keys, indices) and values (N bytes
+ *                     each) by sorted indices (sort_by_key), positions
  * Equal keys keep their input order in every pass, so the sort is stable, ascending and
  * descending alike. Built per input type (CLT_SORT_TYPE: kernels/topk.cl's codes).
  */
@@ -153,20 +153,6 @@ inline in_t value_of(key_t k, const key_t flip) {
     const ulong clt_a = (ulong)get_group_id(0) * clt_per;                                       \
     const ulong clt_b = min(clt_a + clt_per, (ulong)(n));
 
-/* the keys; special[0] set where a value's bits do not come back from its key (the first
- * pass takes each element's index from its place: `first`) */
-__kernel void clt_sort_keys(__global const in_t *x, const ulong x_off, const ulong n,
-                            const key_t flip, __global key_t *keys, __global uint *special) {
-    BLOCK(n)
-    int sp = 0;
-    for (ulong i = clt_a + get_local_id(0); i < clt_b; i += get_local_size(0)) {
-        const in_t v = x[x_off + i];
-        keys[i] = order_key(v, flip);
-        sp |= clt_special(v);
-    }
-    if (sp) special[0] = 1u;
-}
-
 /* the sorted values: from the keys where every value comes back from its key, else by index */
 __kernel void clt_sort_values(__global const key_t *keys, __global const idx_t *idx,
                               __global const uint *special, __global const in_t *x,
@@ -187,19 +173,39 @@ __kernel void clt_sort_values(__global const key_t *keys, __global const idx_t *
 #define DIGIT(k, i) ((uint)((row_len ? ((ulong)(i) / row_len) >> shift                         \
                                      : (ulong)((k) >> shift)) & (RADIX - 1)))
 
+/* element g's key in a pass: computed from the input in the first pass */
+#define KEY_AT(g) (first ? order_key(x[x_off + (g)], flip) : keys[(g)])
+/* ... and its index: its place in the first pass */
+#define IDX_AT(g) (first ? (idx_t)(g) : idx[(g)])
+
 __kernel void clt_sort_hist(__global const key_t *keys, __global const idx_t *idx,
                             const ulong n, const ulong chunk, const uint shift,
-                            const ulong row_len, __global idx_t *hist) {
+                            const ulong row_len, __global idx_t *hist,
+                            __global const in_t *x, const ulong x_off, const key_t flip,
+                            const uint first, __global uint *special) {
     __local uint counts[RADIX];
     const uint lid = get_local_id(0);
     for (uint d = lid; d < RADIX; d += CLT_SORT_WG) counts[d] = 0u;
     barrier(CLK_LOCAL_MEM_FENCE);
     const ulong a = (ulong)get_group_id(0) * chunk;
     const ulong b = min(a + chunk, n);
+    int sp = 0;
     for (ulong i = a + lid; i < b; i += CLT_SORT_WG) {
-        const uint d = row_len ? DIGIT(0, idx[i]) : DIGIT(keys[i], 0);
+        uint d;
+        if (first) {
+            const in_t v = x[x_off + i];
+            sp |= clt_special(v);
+            d = DIGIT(order_key(v, flip), 0);
+        } else {
+            d = row_len ? DIGIT(0, idx[i]) : DIGIT(keys[i], 0);
+        }
+#if CLT_SORT_WG == 1
+        counts[d] += 1u; /* one work-item: no atomics */
+#else
         atomic_inc(&counts[d]);
+#endif
     }
+    if (sp) special[0] = 1u;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint d = lid; d < RADIX; d += CLT_SORT_WG)
         hist[(ulong)d * get_num_groups(0) + get_group_id(0)] = (idx_t)counts[d];
@@ -283,96 +289,63 @@ __kernel void clt_sort_scan(__global idx_t *h, const uint len) {
     }
 }
 
-__kernel void clt_sort_scatter(__global const key_t *keys, __global const idx_t *idx,
-                               const ulong n, const ulong chunk, const uint shift,
-                               const ulong row_len, __global const idx_t *hist,
-                               __global key_t *keys_out, __global idx_t *idx_out,
-                               const uint want_idx, __global const uint *special,
-                               const uint own_chunk, const uint first) {
-    __local idx_t base[RADIX];  /* where this chunk's next element of each digit goes */
-    __local uint dstart[RADIX]; /* the tile's (digit, work-item 0) place in the tile's scan */
-    __local uint dtot[RADIX];   /* the tile's elements of each digit */
-    __local uint cnt[RADIX * CLT_SORT_WG]; /* [digit][work-item] counts, then places */
-    __local uint sums[CLT_SORT_WG];
-    __local uint rake0[RAKERS + 1];
-#if CLT_SORT_WG > 1
-    __local key_t tk[TILE];
-    __local idx_t ti[TILE];
-#endif
-    const uint lid = get_local_id(0);
-    const uint G = get_num_groups(0);
-    /* the indices move only where they are read later (argsort, rows, gathered values) */
-    const int move_idx = want_idx || special[0];
-    const ulong a = (ulong)get_group_id(0) * chunk;
-    if (own_chunk) { /* each chunk (a row) sorted in place: its own histogram's prefix */
-        if (lid == 0) {
-            idx_t run = (idx_t)a;
-            for (uint d = 0; d < RADIX; ++d) {
-                base[d] = run;
-                run += hist[(ulong)d * G + get_group_id(0)];
-            }
-        }
-    } else {
-        for (uint d = lid; d < RADIX; d += CLT_SORT_WG)
-            base[d] = hist[(ulong)d * G + get_group_id(0)];
+/* the scatter's arguments (both forms) */
+#define SCATTER_ARGS                                                                              \
+    __global const key_t *keys, __global const idx_t *idx, const ulong n, const ulong chunk,      \
+        const uint shift, const ulong row_len, __global const idx_t *hist,                        \
+        __global key_t *keys_out, __global idx_t *idx_out, const uint want_idx,                   \
+        __global const uint *special, const uint own_chunk, const uint first,                     \
+        __global const in_t *x, const ulong x_off, const key_t flip, const uint mode,             \
+        __global in_t *vals, __global long *pos, const ulong pos_row
+/* where this chunk's first element of each digit goes: the scanned histograms, or (each
+ * chunk a row sorted in place) its own histogram's prefix */
+#define BASE_INIT(base)                                                                           \
+    if (own_chunk) {                                                                              \
+        if (get_local_id(0) == 0) {                                                               \
+            idx_t run = (idx_t)a;                                                                 \
+            for (uint d = 0; d < RADIX; ++d) {                                                    \
+                base[d] = run;                                                                    \
+                run += hist[(ulong)d * G + get_group_id(0)];                                      \
+            }                                                                                     \
+        }                                                                                         \
+    } else {                                                                                      \
+        for (uint d = get_local_id(0); d < RADIX; d += CLT_SORT_WG)                               \
+            base[d] = hist[(ulong)d * G + get_group_id(0)];                                       \
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
+/* element (k, i) to place p: the next pass's key and index, or the last's value / position */
+#define EMIT(p, k, i)                                                                             \
+    do {                                                                                          \
+        if (mode == 0u) {                                                                         \
+            keys_out[(p)] = (k);                                                                  \
+            if (move_idx) idx_out[(p)] = (i);                                                     \
+        } else {                                                                                  \
+            if (mode & 1u) vals[(p)] = sp ? x[x_off + (i)] : value_of((k), flip);                 \
+            if (mode & 2u)                                                                        \
+                pos[(p)] = (long)(pos_row ? (ulong)(i) % pos_row : (ulong)(i));                   \
+        }                                                                                         \
+    } while (0)
+
+#if CLT_SORT_WG == 1
+/* one work-item a chunk (CPUs): each element once, to its digit's next place */
+__kernel void clt_sort_scatter(SCATTER_ARGS) {
+    __local idx_t base[RADIX];
+    const uint G = get_num_groups(0);
+    const uint sp = special[0];
+    /* the indices move only where they are read later (positions, rows, gathered values) */
+    const int move_idx = want_idx || sp;
+    const ulong a = (ulong)get_group_id(0) * chunk;
+    BASE_INIT(base)
     const ulong b = min(a + chunk, n);
-    for (ulong t0 = a; t0 < b; t0 += TILE) {
-        const uint m = (uint)min((ulong)TILE, b - t0); /* the tile's elements */
-#if CLT_SORT_WG > 1
-        for (uint j = lid; j < m; j += CLT_SORT_WG) {
-            tk[j] = keys[t0 + j];
-            if (move_idx) ti[j] = first ? (idx_t)(t0 + j) : idx[t0 + j];
-        }
-#define TK(j) tk[(j)]
-#define TI(j) ti[(j)]
-#else
-#define TK(j) keys[t0 + (j)]
-#define TI(j) (first ? (idx_t)(t0 + (j)) : idx[t0 + (j)])
-#endif
-        for (uint d = 0; d < RADIX; ++d) cnt[d * CLT_SORT_WG + lid] = 0u;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const uint j0 = min(lid * (uint)CLT_SORT_ITEMS, m);
-        const uint j1 = min(j0 + (uint)CLT_SORT_ITEMS, m);
-        for (uint j = j0; j < j1; ++j) cnt[DIGIT(TK(j), TI(j)) * CLT_SORT_WG + lid] += 1u;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        /* exclusive scan of cnt in (digit, work-item) order: each work-item RADIX entries */
-        uint sum = 0u;
-        for (uint e = lid * RADIX; e < (lid + 1) * RADIX; ++e) sum += cnt[e];
-        sums[lid] = sum;
-        const uint total = clt_group_exclusive(sums, rake0);
-        uint run = sums[lid];
-        for (uint e = lid * RADIX; e < (lid + 1) * RADIX; ++e) {
-            const uint v = cnt[e];
-            cnt[e] = run;
-            run += v;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint d = lid; d < RADIX; d += CLT_SORT_WG) {
-            dstart[d] = cnt[d * CLT_SORT_WG];
-            dtot[d] = (d + 1 < RADIX ? cnt[(d + 1) * CLT_SORT_WG] : total) - cnt[d * CLT_SORT_WG];
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint j = j0; j < j1; ++j) {
-            const key_t k = TK(j);
-            const idx_t i = move_idx ? TI(j) : 0;
-            const uint d = DIGIT(k, i);
-            const uint e = d * CLT_SORT_WG + lid; /* this work-item's own entry: no race */
-            const ulong pos = (ulong)base[d] + (cnt[e] - dstart[d]);
-            cnt[e] += 1u;
-            keys_out[pos] = k;
-            if (move_idx) idx_out[pos] = i;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint d = lid; d < RADIX; d += CLT_SORT_WG) base[d] += dtot[d];
-        barrier(CLK_LOCAL_MEM_FENCE);
-#undef TK
-#undef TI
+    for (ulong g = a; g < b; ++g) {
+        const key_t k = KEY_AT(g);
+        const idx_t i = move_idx ? IDX_AT(g) : (idx_t)0;
+        const uint d = DIGIT(k, i);
+        const idx_t p = base[d]++;
+        EMIT(p, k, i);
     }
 }
-
-/* The scatter of groups of work-items (GPUs): like clt_sort_scatter, but each tile
+#else
+/* Groups of work-items a chunk (GPUs): each tile
  * (CLT_SORT_WG x CLT_SORT_ITEMS consecutive elements) is first sorted by the pass's digit
  * in __local memory — rounds of CLT_SORT_SUB bits, each a stable counting sort: per
  * work-item counts of its CLT_SORT_ITEMS consecutive elements ([sub-digit][work-item], padded
@@ -389,12 +362,7 @@ __kernel void clt_sort_scatter(__global const key_t *keys, __global const idx_t 
 #define SUBR (1 << SUB_BITS)
 #define ROUNDS ((CLT_SORT_BITS + SUB_BITS - 1) / SUB_BITS)
 
-__kernel void clt_sort_split(__global const key_t *keys, __global const idx_t *idx,
-                             const ulong n, const ulong chunk, const uint shift,
-                             const ulong row_len, __global const idx_t *hist,
-                             __global key_t *keys_out, __global idx_t *idx_out,
-                             const uint want_idx, __global const uint *special,
-                             const uint own_chunk, const uint first) {
+__kernel void clt_sort_scatter(SCATTER_ARGS) {
     __local idx_t base[RADIX];  /* where this chunk's next element of each digit goes */
     __local uint tfirst[RADIX]; /* the tile's first sorted place of each digit (if any) */
     __local uint tend[RADIX];   /* ... and one past its last (0, 0 where none) */
@@ -405,27 +373,17 @@ __kernel void clt_sort_split(__global const key_t *keys, __global const idx_t *i
     __local idx_t ti[PADW(TILE)];
     const uint lid = get_local_id(0);
     const uint G = get_num_groups(0);
-    const int move_idx = want_idx || special[0];
+    const uint sp = special[0];
+    const int move_idx = want_idx || sp;
     const ulong a = (ulong)get_group_id(0) * chunk;
-    if (own_chunk) { /* each chunk (a row) sorted in place: its own histogram's prefix */
-        if (lid == 0) {
-            idx_t run = (idx_t)a;
-            for (uint d = 0; d < RADIX; ++d) {
-                base[d] = run;
-                run += hist[(ulong)d * G + get_group_id(0)];
-            }
-        }
-    } else {
-        for (uint d = lid; d < RADIX; d += CLT_SORT_WG)
-            base[d] = hist[(ulong)d * G + get_group_id(0)];
-    }
+    BASE_INIT(base)
     for (uint d = lid; d < RADIX; d += CLT_SORT_WG) tfirst[d] = tend[d] = 0u;
     const ulong b = min(a + chunk, n);
     for (ulong t0 = a; t0 < b; t0 += TILE) {
         const uint m = (uint)min((ulong)TILE, b - t0); /* the tile's elements */
         for (uint j = lid; j < m; j += CLT_SORT_WG) { /* coalesced */
-            tk[PADW(j)] = keys[t0 + j];
-            if (move_idx) ti[PADW(j)] = first ? (idx_t)(t0 + j) : idx[t0 + j];
+            tk[PADW(j)] = KEY_AT(t0 + j);
+            if (move_idx) ti[PADW(j)] = IDX_AT(t0 + j);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         key_t k[CLT_SORT_ITEMS];
@@ -485,9 +443,8 @@ __kernel void clt_sort_split(__global const key_t *keys, __global const idx_t *i
             const key_t kk = tk[PADW(p)];
             const idx_t ii = move_idx ? ti[PADW(p)] : (idx_t)0;
             const uint d = DIGIT(kk, ii);
-            const ulong pos = (ulong)base[d] + (p - tfirst[d]);
-            keys_out[pos] = kk;
-            if (move_idx) idx_out[pos] = ii;
+            const ulong q = (ulong)base[d] + (p - tfirst[d]);
+            EMIT(q, kk, ii);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint d = lid; d < RADIX; d += CLT_SORT_WG) {
@@ -497,6 +454,7 @@ __kernel void clt_sort_split(__global const key_t *keys, __global const idx_t *i
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 }
+#endif
 
 /* out[i] = x[idx[i]] (words of N bytes; where want_out), pos[i] = idx[i] (% row_len for rows)
  * as long (where want_pos) */

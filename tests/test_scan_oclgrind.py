@@ -280,6 +280,11 @@ for shape in ((12, 3, 6, 3), (1, 37, 8, 2)):
             want = np.stack([S.reference_order(r, desc) for r in hh])
             # (a group a row: each row its own histogram's prefix; 64-bit indices)
             ok = np.array_equal(pos.get().reshape(rows, cols), want)
+            # the values and positions as the calls take them: written by the last pass
+            vals, pos = S._sorted(q, v, rows, cols, desc, True, True, shape=shape, vet=False,
+                                  own_rows=own, idx64=own)
+            ok = ok and np.array_equal(pos.get().reshape(rows, cols), want) and \
+                vals.get().tobytes() == np.take_along_axis(hh, want, 1).tobytes()
             # the values from their keys, the indices not moved (1-D)
             if rows == 1:
                 vals = S._values(q, S._order(q, v, 1, cols, desc, shape, vet=False,

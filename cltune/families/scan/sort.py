@@ -164,19 +164,18 @@ class _Program:
     """One build's kernels (their arguments are shared: calls take `lock`)."""
 
     def __init__(self, prg: cl.Program, key: type, idx: type, dev: cl.Device) -> None:
-        self.keys, self.hist = prg.clt_sort_keys, prg.clt_sort_hist
+        self.hist = prg.clt_sort_hist
         self.values = prg.clt_sort_values
         self.scan, self.scatter = prg.clt_sort_scan, prg.clt_sort_scatter
-        self.split = prg.clt_sort_split
         self.gather = {n: getattr(prg, f"clt_sort_gather{n}") for n in WORDS}
         self.lock = threading.Lock()
-        self.keys.set_scalar_arg_dtypes([None, _U64, _U64, key, None, None])
         self.values.set_scalar_arg_dtypes([None, None, None, None, _U64, _U64, key, None])
-        self.hist.set_scalar_arg_dtypes([None, None, _U64, _U64, _U32, _U64, None])
+        self.hist.set_scalar_arg_dtypes([None, None, _U64, _U64, _U32, _U64, None, None, _U64,
+                                         key, _U32, None])
         self.scan.set_scalar_arg_dtypes([None, _U32])
-        for k in (self.scatter, self.split):
-            k.set_scalar_arg_dtypes([None, None, _U64, _U64, _U32, _U64, None, None, None,
-                                     _U32, None, _U32, _U32])
+        self.scatter.set_scalar_arg_dtypes([None, None, _U64, _U64, _U32, _U64, None, None, None,
+                                            _U32, None, _U32, _U32, None, _U64, key, _U32,
+                                            None, None, _U64])
         for k in self.gather.values():
             k.set_scalar_arg_dtypes([None, _U64, None, _U64, _U64, None, None, _U32, _U32])
         self.rows_local = prg.clt_sort_rows_local
@@ -330,14 +329,20 @@ def _blocks(n: int, q: cl.CommandQueue) -> int:
 def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending: bool,
            shape: tuple | None = None, vet: bool = True, want_idx: bool = True,
            idx64: bool | None = None, own_rows: bool | None = None,
-           key_bits: int | None = None) -> _Sorted:
+           key_bits: int | None = None, out: cla.Array | None = None,
+           pos: cla.Array | None = None) -> _Sorted:
     """x's n elements sorted (within each row of row_len when rows > 1; the indices moved
     along where `want_idx` or the rows' passes read them). Rows enough to fill the device
     (`own_rows`, by default from the shape) are each a group's chunk, sorted in place by their
     own histograms; fewer rows are sorted whole, then by their own bits. `idx64` (tests)
     forces 64-bit indices and offsets (2^32 elements or more take them anyway); `key_bits`: only
-    the keys' lowest bits are sorted (unsigned keys whose higher bits are zero)."""
+    the keys' lowest bits are sorted (unsigned keys whose higher bits are zero). `out` / `pos`:
+    the last pass writes the sorted values (x's dtype) / int64 positions (within a row for
+    rows) there instead of keys and indices (the result's keys and indices then hold
+    nothing)."""
     n, sort_bits = x.size, key_bits
+    mode = (1 if out is not None else 0) | (2 if pos is not None else 0)
+    want_idx = want_idx or pos is not None
     dt = _key_dtype(x)
     idx64 = n >= 1 << 32 if idx64 is None else bool(idx64)
     prg, (wg, items, bits, per_cu) = _program(q, dt, idx64, shape or shape_for(q, dt, n, idx64),
@@ -381,24 +386,26 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
         waits = []
 
     cur = 0
-    scatter = prg.split if wg > 1 else prg.scatter  # groups: tiles sorted in __local memory
-    first = True  # (its indices are the elements' places: clt_sort_keys writes none)
+    first = True  # keys from x, indices from the elements' places
+    xoff = x.offset // x.dtype.itemsize
+    outs = (out.data if out is not None else special, pos.data if pos is not None else special,
+            row_len if rows > 1 else 0)
     ev = cl.enqueue_fill_buffer(q, special, np.uint32(0), 0, 4, wait_for=waits or None)
     waits = []
     with prg.lock:
-        prg.keys.set_args(x.base_data, x.offset // x.dtype.itemsize, n, flip, keys[0], special)
-        go(prg.keys, _blocks(n, q) * 64, 64)
-        for shift, rl in passes:
-            prg.hist.set_args(keys[cur], idx[cur], n, chunk, shift, rl, hist)
+        for p, (shift, rl) in enumerate(passes):
+            prg.hist.set_args(keys[cur], idx[cur], n, chunk, shift, rl, hist, x.base_data, xoff,
+                              flip, int(first), special)
             go(prg.hist, groups * wg, wg)
             if not own_rows:
                 prg.scan.set_args(hist, radix * groups)
                 go(prg.scan, wg, wg)
-            scatter.set_args(keys[cur], idx[cur], n, chunk, shift, rl, hist, keys[1 - cur],
-                             idx[1 - cur], int(want_idx), special, int(own_rows),
-                             int(first))
+            prg.scatter.set_args(keys[cur], idx[cur], n, chunk, shift, rl, hist, keys[1 - cur],
+                                 idx[1 - cur], int(want_idx), special, int(own_rows),
+                                 int(first), x.base_data, xoff, flip,
+                                 mode if p == len(passes) - 1 else 0, *outs)
+            go(prg.scatter, groups * wg, wg)
             first = False
-            go(scatter, groups * wg, wg)
             cur = 1 - cur
     return _Sorted(keys[cur], idx[cur], special, prg, flip, [ev] if ev is not None else [])
 
@@ -473,6 +480,19 @@ def _rows_sorted(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, desc
     if vplan is not None:
         return _rows_vec(q, x, rows, row_len, descending, vplan, want_out, want_pos)
     return None
+
+
+def _sorted(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending: bool,
+            want_vals: bool, want_pos: bool, **how: Any) -> tuple[Any, Any]:
+    """(sorted values of x's dtype, int64 positions within rows) by the radix passes, as asked
+    (None for the other), both written by the last pass; `how`: `_order`'s options."""
+    out = empty_result(q, x.shape, x.dtype, "C", _allocator(q, x)) if want_vals else None
+    pos = empty_result(q, x.shape, _I64, "C", _allocator(q, x)) if want_pos else None
+    s = _order(q, x, rows, row_len, descending, want_idx=want_pos, out=out, pos=pos, **how)
+    for a in (out, pos):
+        for ev in s.waits if a is not None else ():
+            a.add_event(ev)
+    return out, pos
 
 
 def _values(q: cl.CommandQueue, s: _Sorted, x: cla.Array) -> cla.Array:
@@ -593,14 +613,10 @@ def sort(x: Any, axis: int | None = -1, descending: bool = False, stable: bool =
     done = _rows_sorted(q, xr, rows, row_len, bool(descending), True, bool(return_indices))
     if done is not None:
         return (back(done[0]), back(done[1])) if return_indices else back(done[0])
+    vals, pos = _sorted(q, xr, rows, row_len, bool(descending), True, bool(return_indices))
     if not return_indices:
-        return back(_values(q, _order(q, xr, rows, row_len, bool(descending), want_idx=False),
-                            xr))
-    s = _order(q, xr, rows, row_len, bool(descending))
-    vals = _values(q, s, xr)
-    _, pos, _ = _gather(q, s.prg, s.idx, xr.size, row_len if rows > 1 else 0, None, True,
-                        [] if in_order(q) else s.waits)
-    return back(vals), back(pos.reshape(xr.shape)).reshape(xx.shape)
+        return back(vals)
+    return back(vals), back(pos).reshape(xx.shape)
 
 
 def argsort(x: Any, axis: int | None = -1, descending: bool = False, stable: bool = True, *,
@@ -616,10 +632,8 @@ def argsort(x: Any, axis: int | None = -1, descending: bool = False, stable: boo
     done = _rows_sorted(q, xr, rows, row_len, bool(descending), False, True)
     if done is not None:
         return back(done[1])
-    s = _order(q, xr, rows, row_len, bool(descending))
-    _, pos, _ = _gather(q, s.prg, s.idx, xr.size, row_len if rows > 1 else 0, None, True,
-                        [] if in_order(q) else s.waits)
-    return back(pos.reshape(xr.shape)).reshape(shape)
+    _, pos = _sorted(q, xr, rows, row_len, bool(descending), False, True)
+    return back(pos).reshape(shape)
 
 
 def sort_by_key(keys: Any, values: Any, descending: bool = False, *,
@@ -694,9 +708,7 @@ def stable_positions(q: cl.CommandQueue, keys: cla.Array, key_bits: int | None =
     done = _rows_sorted(q, keys, 1, n, False, False, True)
     if done is not None:
         return done[1]
-    s = _order(q, keys, 1, n, False, key_bits=key_bits)
-    _, pos, _ = _gather(q, s.prg, s.idx, n, 0, None, True, [] if in_order(q) else s.waits)
-    return pos
+    return _sorted(q, keys, 1, n, False, False, True, key_bits=key_bits)[1]
 
 
 def reference_order(h: np.ndarray, descending: bool) -> np.ndarray:
@@ -742,13 +754,22 @@ def check_sort(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: An
         _, pos, _ = _gather(queue, s.prg, s.idx, h.size, 0, None, True, s.waits)
         how = f"{dt.name} ({'descending' if desc else 'ascending'})"
         if not np.array_equal(pos.get(), want):
+            return f"the argsort of {how} by gathered indices is not numpy's stable order"
+        _, pos = _sorted(queue, x, 1, h.size, desc, False, True, shape=shape, vet=False,
+                         idx64=idx64)
+        if not np.array_equal(pos.get(), want):
             return f"the argsort of {how} is not numpy's stable order"
         for v in (h, plain):
             xv = cla.to_device(queue, v)
+            wv = v[reference_order(v, desc)].tobytes()
             got = _values(queue, _order(queue, xv, 1, v.size, desc, shape, vet=False,
                                         want_idx=False, idx64=idx64), xv).get()
-            if got.tobytes() != v[reference_order(v, desc)].tobytes():
+            vals, pos = _sorted(queue, xv, 1, v.size, desc, True, True, shape=shape, vet=False,
+                                idx64=idx64)
+            if got.tobytes() != wv or vals.get().tobytes() != wv:
                 return f"the sorted values of {how} are not numpy's"
+            if not np.array_equal(pos.get(), reference_order(v, desc)):
+                return f"the positions beside the sorted values of {how} are not numpy's"
     rows = x[:7 * 1301].reshape(7, 1301)
     want = np.stack([reference_order(r, False) for r in h[:7 * 1301].reshape(7, 1301)])
     # the batched transposes that sort along another axis: values of dt, int64 positions
@@ -792,8 +813,8 @@ def check_sort(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: An
                 if vals.get().tobytes() != np.take_along_axis(hv, w, axis=1).tobytes():
                     return f"the sorted values of {r} rows of {c} {dt.name} {how} are not numpy's"
     for own in (False, True):  # sorted whole then by rows, and a group a row
-        s = _order(queue, rows, 7, 1301, False, shape, vet=False, idx64=idx64, own_rows=own)
-        _, pos, _ = _gather(queue, s.prg, s.idx, rows.size, 1301, None, True, s.waits)
+        _, pos = _sorted(queue, rows, 7, 1301, False, False, True, shape=shape, vet=False,
+                         idx64=idx64, own_rows=own)
         if not np.array_equal(pos.get().reshape(7, 1301), want):
             return f"the sort of {dt.name} rows (a group a row: {own}) is not numpy's order"
     return ""
