@@ -2,9 +2,9 @@
 (kernels/sort.cl), validated on creation: the only door from stored or sampled values to
 their `-DCLT_SORT_WG/ITEMS/BITS` and the launch's chunks.
 
-Two kinds of scatter share the fields: a work-group of one work-item (`clt_sort_scatter`,
-CPUs) walks its chunk a tile of `items` elements at a time; larger groups (`clt_sort_split`,
-GPUs) sort each tile of wg x items elements by the digit in __local memory first.
+Two kinds of scatter share the fields: a work-group of one work-item (CPUs) walks its chunk,
+a whole number of tiles of `items` elements; larger groups (GPUs) sort each tile of wg x items
+elements by the digit in __local memory first.
 
     >>> SortConfig(1, 4096, 8, 2).short(), SortConfig(256, 8, 8, 2).shape()
     ('wg1 x4096 b8 c/cu2', (256, 8, 8, 2))
@@ -22,9 +22,9 @@ from cltune.core.config import ConfigError, MappedConfig
 from cltune.core.pow2 import is_pow2, pow2_at_most
 
 MAX_WG = 1024
-#: elements a work-item takes in a tile of a group (wg > 1: clt_sort_split)
+#: elements a work-item takes in a tile of a group (wg > 1)
 SPLIT_ITEMS = tuple(range(1, 17))
-#: the tile a one-work-item group walks (wg == 1: clt_sort_scatter)
+#: the tile of a one-work-item group (wg == 1; its chunk a whole number of them)
 WALK_ITEMS = tuple(1 << k for k in range(6, 15))
 #: the bits of the key a pass sorts by
 BITS = (4, 5, 6, 7, 8)
@@ -47,9 +47,9 @@ class SortConfigError(ConfigError):
 @dataclass(frozen=True)
 class SortConfig(MappedConfig):
     """wg: work-group size (a power of two; 1: one work-item walks its chunk); items: a
-    work-item's elements in a tile of wg x items (groups: 1-16), or the tile the one
-    work-item walks (a power of two, 64-16384); bits: of the key a pass (4-8); chunks_per_cu:
-    chunks (a group each) per compute unit the input is cut into."""
+    work-item's elements in a tile of wg x items (groups: 1-16), or the one work-item's tile
+    (a power of two, 64-16384; its chunk is a whole number of them); bits: of the key a pass
+    (4-8); chunks_per_cu: chunks (a group each) per compute unit the input is cut into."""
 
     error: ClassVar[type[ValueError]] = SortConfigError
 
@@ -84,17 +84,18 @@ class SortConfig(MappedConfig):
 
     def local_bytes(self, key_bytes: int, idx_bytes: int, split_local: SplitLocal) -> int:
         """__local bytes a group of this shape holds: the tile kernel's (`split_local`), or
-        for one work-item clt_sort_scatter's arrays (`walk_local`)."""
+        for one work-item a bound of its kernels' arrays (`walk_local`)."""
         if self.wg == 1:
             return walk_local(self.bits, idx_bytes)
         return split_local(self.wg, self.items, self.bits, key_bytes, idx_bytes)
 
 
 def walk_local(bits: int, idx_bytes: int) -> int:
-    """__local bytes clt_sort_scatter takes for one work-item: base (an index a digit),
-    dstart, dtot and cnt (a word a digit each), sums (a word); clt_sort_hist's counts and
-    clt_sort_scan's one index are fewer."""
-    return (1 << bits) * (idx_bytes + 12) + 4
+    """__local bytes the passes' kernels of one work-item take at most: an index and three
+    words a digit, and a few words beside them (clt_sort_scatter's base, an index a digit, is
+    what one work-item walking its chunk holds; clt_sort_hist's counts and clt_sort_scan's
+    tile are fewer: a bound that holds while those kernels change)."""
+    return (1 << bits) * (idx_bytes + 12) + 64
 
 
 def fit(cfg: SortConfig, info: Any, key_bytes: int, idx_bytes: int,  # noqa: ANN401
