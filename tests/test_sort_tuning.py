@@ -209,13 +209,16 @@ def test_the_cli_tunes_stores_shows_verifies_and_serves(info, queue, db_url, sto
 def test_a_candidate_that_crashes_the_driver_fails_its_trial_only(info, db_url, storage_url,
                                                                   monkeypatch, tmp_path):
     from cltune.cli import service
+    from cltune.device.select import select
     from cltune.tuning.tuner import TuneOptions
 
+    # two points: the device's untuned shape, and the same with 5-bit digits, which crashes
+    untuned = SortConfig(*sort_mod.device_shape(select(str(info.index))[1], 4, 4))
+    only = {k: (v,) for k, v in params_of(untuned).items()}
     opts = TuneOptions(trials=2, timeout_s=90, sampler="grid", seeds=False,
-                       restrict={"wg": (1,), "tile": (4096,), "items": (2,), "bits": (5, 8),
-                                 "chunks_per_cu": (2,)})
+                       restrict={**only, "bits": (5, untuned.bits)})
     with injected(monkeypatch, tmp_path, "abort:family=sort,bits=5"):
         _, runs = service.tune_family(str(info.index), "sort", ["sort/float32"], (13,), opts,
                                       db_url, storage_url)
     (res,) = runs[0][1]
-    assert res.crashed == 1 and res.failed == 1 and res.config == SortConfig(1, 4096, 8, 2), res
+    assert res.crashed == 1 and res.failed == 1 and res.config == untuned, res
