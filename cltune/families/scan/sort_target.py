@@ -93,9 +93,9 @@ class SortSpace(ValuesSpace):
 
 
 def make_space(info: DeviceInfo, key_bytes: int) -> SortSpace:
-    """CPUs: one work-item walking tiles of 512-8192, and groups of 8-64 sorting tiles in
-    __local memory; GPUs: groups of 64-512 (what the device allows) of 2-16 items; 4- to
-    8-bit digits, 1-8 chunks a compute unit."""
+    """CPUs: one work-item walking its chunk (whole tiles of 512-8192), and groups of 8-64
+    sorting tiles in __local memory; GPUs: groups of 64-512 (what the device allows) of 2-16
+    items; 4- to 8-bit digits, 1-8 chunks a compute unit."""
     values = dict(CPU_VALUES if info.type == "cpu" else GPU_VALUES)
     wgs = tuple(w for w in values["wg"] if w <= info.max_wg)
     values["wg"] = wgs or (1 << (max(1, int(info.max_wg)).bit_length() - 1),)
