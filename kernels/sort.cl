@@ -178,6 +178,12 @@ __kernel void clt_sort_values(__global const key_t *keys, __global const idx_t *
 /* ... and its index: its place in the first pass */
 #define IDX_AT(g) (first ? (idx_t)(g) : idx[(g)])
 
+#if CLT_SORT_WG == 1
+#define COUNT(d, c) (counts[(d)] += (c)) /* one work-item: no atomics */
+#else
+#define COUNT(d, c) atomic_add(&counts[(d)], (c))
+#endif
+
 __kernel void clt_sort_hist(__global const key_t *keys, __global const idx_t *idx,
                             const ulong n, const ulong chunk, const uint shift,
                             const ulong row_len, __global idx_t *hist,
@@ -190,6 +196,8 @@ __kernel void clt_sort_hist(__global const key_t *keys, __global const idx_t *id
     const ulong a = (ulong)get_group_id(0) * chunk;
     const ulong b = min(a + chunk, n);
     int sp = 0;
+    /* a work-item counts runs of one digit in a register (skewed keys: few atomics) */
+    uint last = RADIX, run = 0u;
     for (ulong i = a + lid; i < b; i += CLT_SORT_WG) {
         uint d;
         if (first) {
@@ -199,12 +207,15 @@ __kernel void clt_sort_hist(__global const key_t *keys, __global const idx_t *id
         } else {
             d = row_len ? DIGIT(0, idx[i]) : DIGIT(keys[i], 0);
         }
-#if CLT_SORT_WG == 1
-        counts[d] += 1u; /* one work-item: no atomics */
-#else
-        atomic_inc(&counts[d]);
-#endif
+        if (d == last) {
+            ++run;
+        } else {
+            if (run) COUNT(last, run);
+            last = d;
+            run = 1u;
+        }
     }
+    if (run) COUNT(last, run);
     if (sp) special[0] = 1u;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint d = lid; d < RADIX; d += CLT_SORT_WG)
