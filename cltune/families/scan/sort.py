@@ -19,9 +19,12 @@ torch.sort(dim=1) for rows of 16-256, 0.6-0.8x for 1024-4096), on CPUs 8 rows a 
 the lanes of vectors (clt_sort_rows_vec; 4-27x the passes, ahead of numpy's quicksort from
 rows of 1024 and of its stable sort everywhere: docs/benchmarks.md).
 
-The shape is the device's (not tuned yet): CPUs take 8-bit digits and one work-item a chunk,
-GPUs 4-bit digits in groups of 128. The program is vetted in the device's worker before this
-process builds it (house rule 17: `check_sort`, against numpy's stable argsort).
+The passes' shape is tuned per device and key dtype (`cltune tune --op sort`: the family in
+sort_config/sort_family/sort_serve/sort_target); untuned, CPUs take 8-bit digits and one
+work-item a chunk, GPUs 8-bit digits in groups of 256 x 8 that sort each tile in __local
+memory (clt_sort_scatter's rounds) before writing it out. The program is vetted in the
+device's worker before this process builds it (house rule 17: `check_sort`, against numpy's
+stable argsort).
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ def _cdiv(a: int, b: int) -> int:
 def device_shape(dev: cl.Device, key_bytes: int, idx_bytes: int) -> tuple[int, int, int, int]:
     """(work-group size, items a work-item, bits a pass, chunks per compute unit) on dev:
     CPUs walk a chunk a work-item with 8-bit digits; GPUs take 8-bit digits too, each tile
-    sorted in __local memory by `clt_sort_split` in groups of GPU_WG x GPU_ITEMS (fewer
+    sorted in __local memory by clt_sort_scatter in groups of GPU_WG x GPU_ITEMS (fewer
     items, then a smaller group, where __local memory is short)."""
     known = _SHAPES.get((dev.int_ptr, key_bytes, idx_bytes))
     if known is not None:
@@ -111,8 +114,8 @@ def shape_for(q: cl.CommandQueue, dt: np.dtype, n: int, idx64: bool) -> tuple[in
     return s.shape if s.shape is not None else device_shape(q.device, kb, ib)
 
 
-#: GPUs' untuned shape (clt_sort_split): groups of 256 x 8 elements, 8-bit digits (rounds of
-#: SUB_BITS in a tile), chunks for 2 groups a compute unit
+#: GPUs' untuned shape (clt_sort_scatter of groups): groups of 256 x 8 elements, 8-bit digits
+#: (rounds of SUB_BITS in a tile), chunks for 2 groups a compute unit
 GPU_WG, GPU_ITEMS, GPU_BITS, GPU_PER_CU = 256, 8, 8, 2
 #: the bits of one counting round within a tile (CLT_SORT_SUB)
 SUB_BITS = 4
@@ -123,7 +126,7 @@ def _padw(n: int) -> int:
 
 
 def split_local(wg: int, items: int, bits: int, key_bytes: int, idx_bytes: int) -> int:
-    """The __local bytes clt_sort_split takes in that shape."""
+    """The __local bytes clt_sort_scatter of groups (wg > 1) takes in that shape."""
     radix, sub = 1 << bits, 1 << min(bits, SUB_BITS)
     return (radix * (idx_bytes + 8) + _padw(sub * wg) * 4 + wg * 4 + 128 +
             _padw(wg * items) * (key_bytes + idx_bytes))
