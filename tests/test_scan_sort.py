@@ -31,8 +31,10 @@ SHAPES = {"device": None, "gpu-64x4-b8": (64, 4, 8, 3), "gpu-24x3-b5": (24, 3, 5
 @pytest.fixture(params=list(SHAPES))
 def shape(request, monkeypatch):
     s = SHAPES[request.param]
-    if s:  # the radix passes in that shape, short rows too (not the one-launch sorts)
+    if s:  # the radix passes in that shape, short rows too (not the one-launch sorts), whatever
+        # a database of this machine's holds for the family `sort`
         monkeypatch.setattr(sort_mod, "device_shape", lambda dev, kb, ib: s)
+        monkeypatch.setattr(sort_mod, "shape_for", lambda q, dt, n, idx64: s)
         for kind in ("cpu", "gpu"):
             monkeypatch.setitem(sort_mod.LOCAL_ON, kind, False)
             monkeypatch.setitem(sort_mod.VEC_ON, kind, False)
