@@ -178,6 +178,8 @@ __kernel void clt_sort_values(__global const key_t *keys, __global const idx_t *
 /* ... and its index: its place in the first pass */
 #define IDX_AT(g) (first ? (idx_t)(g) : idx[(g)])
 
+/* the elements a work-item of the histogram loads before counting them */
+#define HIST_LOADS (CLT_SORT_WG > 1 ? 8 : 1)
 #if CLT_SORT_WG == 1
 #define COUNT(d, c) (counts[(d)] += (c)) /* one work-item: no atomics */
 #else
@@ -198,21 +200,32 @@ __kernel void clt_sort_hist(__global const key_t *keys, __global const idx_t *id
     int sp = 0;
     /* a work-item counts runs of one digit in a register (skewed keys: few atomics) */
     uint last = RADIX, run = 0u;
-    for (ulong i = a + lid; i < b; i += CLT_SORT_WG) {
-        uint d;
-        if (first) {
-            const in_t v = x[x_off + i];
-            sp |= clt_special(v);
-            d = DIGIT(order_key(v, flip), 0);
-        } else {
-            d = row_len ? DIGIT(0, idx[i]) : DIGIT(keys[i], 0);
+    for (ulong i0 = a + lid; i0 < b; i0 += (ulong)CLT_SORT_WG * HIST_LOADS) {
+        uint dd[HIST_LOADS]; /* several loads in flight before their counts */
+#pragma unroll
+        for (uint u = 0; u < HIST_LOADS; ++u) {
+            const ulong i = i0 + (ulong)u * CLT_SORT_WG;
+            dd[u] = RADIX;
+            if (i < b) {
+                if (first) {
+                    const in_t v = x[x_off + i];
+                    sp |= clt_special(v);
+                    dd[u] = DIGIT(order_key(v, flip), 0);
+                } else {
+                    dd[u] = row_len ? DIGIT(0, idx[i]) : DIGIT(keys[i], 0);
+                }
+            }
         }
-        if (d == last) {
-            ++run;
-        } else {
-            if (run) COUNT(last, run);
-            last = d;
-            run = 1u;
+#pragma unroll
+        for (uint u = 0; u < HIST_LOADS; ++u) {
+            const uint d = dd[u];
+            if (d == last) {
+                ++run;
+            } else if (d < RADIX) {
+                if (run) COUNT(last, run);
+                last = d;
+                run = 1u;
+            }
         }
     }
     if (run) COUNT(last, run);
@@ -269,14 +282,16 @@ RAKE_EXCLUSIVE(clt_group_exclusive_idx, idx_t)
 #endif
 /* the words of h[0 .. len) a tile of the scan holds: CLT_SORT_WG x SCAN_R */
 #define SCAN_R 16
-/* h[0 .. len) exclusively scanned in place by one group, a tile of WG x SCAN_R at a time:
- * loaded and stored by consecutive work-items (coalesced), each work-item then scans
- * SCAN_R consecutive words of the tile in __local memory */
-__kernel void clt_sort_scan(__global idx_t *h, const uint len) {
+/* group d: digit d's counts over the G chunks, h[d * G .. d * G + G), exclusively scanned in
+ * place, a tile of WG x SCAN_R at a time (loaded and stored by consecutive work-items:
+ * coalesced; each work-item then scans SCAN_R consecutive words of the tile in __local
+ * memory), and their total to tot[d] (the scatter adds the totals of the smaller digits) */
+__kernel void clt_sort_scan(__global idx_t *hist, const uint len, __global idx_t *tot) {
     __local idx_t s[PADW(CLT_SORT_WG * SCAN_R)];
     __local idx_t part[CLT_SORT_WG];
     __local idx_t rake[RAKERS + 1];
     const uint lid = get_local_id(0);
+    __global idx_t *h = hist + (ulong)get_group_id(0) * len;
     idx_t carry = 0;
     for (uint t0 = 0; t0 < len; t0 += CLT_SORT_WG * SCAN_R) {
         const uint m = min((uint)(CLT_SORT_WG * SCAN_R), len - t0);
@@ -298,6 +313,7 @@ __kernel void clt_sort_scan(__global idx_t *h, const uint len) {
         carry += total;
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+    if (lid == 0) tot[get_group_id(0)] = carry;
 }
 
 /* the scatter's arguments (both forms) */
@@ -306,23 +322,27 @@ __kernel void clt_sort_scan(__global idx_t *h, const uint len) {
         const uint shift, const ulong row_len, __global const idx_t *hist,                        \
         __global key_t *keys_out, __global idx_t *idx_out, const uint want_idx,                   \
         __global const uint *special, const uint own_chunk, const uint first,                     \
+        __global const idx_t *tot,                                                                \
         __global const in_t *x, const ulong x_off, const key_t flip, const uint mode,             \
         __global in_t *vals, __global long *pos, const ulong pos_row
-/* where this chunk's first element of each digit goes: the scanned histograms, or (each
- * chunk a row sorted in place) its own histogram's prefix */
+/* where this chunk's first element of each digit goes: the smaller digits' totals and this
+ * digit's earlier chunks (the scanned histograms), or (each chunk a row sorted in place) its
+ * own histogram's prefix */
 #define BASE_INIT(base)                                                                           \
-    if (own_chunk) {                                                                              \
-        if (get_local_id(0) == 0) {                                                               \
-            idx_t run = (idx_t)a;                                                                 \
-            for (uint d = 0; d < RADIX; ++d) {                                                    \
-                base[d] = run;                                                                    \
-                run += hist[(ulong)d * G + get_group_id(0)];                                      \
-            }                                                                                     \
+    for (uint d = get_local_id(0); d < RADIX; d += CLT_SORT_WG) base[d] = own_chunk ? 0 : tot[d]; \
+    barrier(CLK_LOCAL_MEM_FENCE); /* (barriers outside any branch: PoCL) */                      \
+    if (get_local_id(0) == 0) {                                                                   \
+        idx_t run = own_chunk ? (idx_t)a : 0;                                                     \
+        for (uint d = 0; d < RADIX; ++d) {                                                        \
+            const idx_t v = own_chunk ? hist[(ulong)d * G + get_group_id(0)] : base[d];           \
+            base[d] = run;                                                                        \
+            run += v;                                                                             \
         }                                                                                         \
-    } else {                                                                                      \
+    }                                                                                             \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
+    if (!own_chunk)                                                                               \
         for (uint d = get_local_id(0); d < RADIX; d += CLT_SORT_WG)                               \
-            base[d] = hist[(ulong)d * G + get_group_id(0)];                                       \
-    }
+            base[d] += hist[(ulong)d * G + get_group_id(0)];
 /* element (k, i) to place p: the next pass's key and index, or the last's value / position */
 #define EMIT(p, k, i)                                                                             \
     do {                                                                                          \

@@ -175,10 +175,10 @@ class _Program:
         self.values.set_scalar_arg_dtypes([None, None, None, None, _U64, _U64, key, None])
         self.hist.set_scalar_arg_dtypes([None, None, _U64, _U64, _U32, _U64, None, None, _U64,
                                          key, _U32, None])
-        self.scan.set_scalar_arg_dtypes([None, _U32])
+        self.scan.set_scalar_arg_dtypes([None, _U32, None])
         self.scatter.set_scalar_arg_dtypes([None, None, _U64, _U64, _U32, _U64, None, None, None,
-                                            _U32, None, _U32, _U32, None, _U64, key, _U32,
-                                            None, None, _U64])
+                                            _U32, None, _U32, _U32, None, None, _U64, key,
+                                            _U32, None, None, _U64])
         for k in self.gather.values():
             k.set_scalar_arg_dtypes([None, _U64, None, _U64, _U64, None, None, _U32, _U32])
         self.rows_local = prg.clt_sort_rows_local
@@ -373,6 +373,7 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
         chunk = _cdiv(_cdiv(n, groups), tile) * tile
         groups = _cdiv(n, chunk)
     hist = alloc(radix * groups * ib)
+    tot = alloc(radix * ib)  # each digit's count over the chunks
     special = alloc(4)
     passes = [(s, 0) for s in range(0, min(key_bits, sort_bits or key_bits), bits)]
     if rows > 1 and not own_rows:
@@ -401,11 +402,11 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
                               flip, int(first), special)
             go(prg.hist, groups * wg, wg)
             if not own_rows:
-                prg.scan.set_args(hist, radix * groups)
-                go(prg.scan, wg, wg)
+                prg.scan.set_args(hist, groups, tot)
+                go(prg.scan, radix * wg, wg)  # a group a digit
             prg.scatter.set_args(keys[cur], idx[cur], n, chunk, shift, rl, hist, keys[1 - cur],
                                  idx[1 - cur], int(want_idx), special, int(own_rows),
-                                 int(first), x.base_data, xoff, flip,
+                                 int(first), tot, x.base_data, xoff, flip,
                                  mode if p == len(passes) - 1 else 0, *outs)
             go(prg.scatter, groups * wg, wg)
             first = False
