@@ -724,6 +724,28 @@ def reference_order(h: np.ndarray, descending: bool) -> np.ndarray:
     return np.lexsort((np.arange(h.size), -inv if descending else inv))
 
 
+def sample_keys(dtype: np.dtype, n: int, seed: int = 7) -> np.ndarray:
+    """n keys of dtype with what a sort must get right: ties, the extremes and, for floats,
+    NaN, -0.0 beside 0.0 and both infinities (the checks' input: vetting, tuning)."""
+    rng = np.random.default_rng(seed)
+    tie = min(19, n - 1)
+    if dtype.kind == "f":
+        h = (rng.standard_normal(n) * 100).astype(dtype)
+        h[::97] = np.nan
+        h[5::101] = -0.0
+        h[7::103] = 0.0
+        h[11::211] = np.inf
+        h[13::307] = -np.inf
+        h[17::29] = h[tie]
+        return h
+    lim = np.iinfo(dtype)
+    h = rng.integers(lim.min, lim.max, n, dtype=dtype, endpoint=True)
+    h[::31] = lim.min
+    h[3::37] = lim.max
+    h[5::7] = h[tie]
+    return h
+
+
 def check_sort(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: Any,
                dt_str: str, idx64: bool, shape: tuple[int, int, int, int]) -> str:
     """Vetting's check (isolation.vetting.checked, in the device's worker): this build sorts
@@ -732,21 +754,7 @@ def check_sort(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: An
     at an offset and many short rows both one-launch ways, as numpy's stable argsort orders
     them; and the transposes that sort along another axis, there and back."""
     dt = np.dtype(dt_str)
-    rng = np.random.default_rng(7)
-    if dt.kind == "f":
-        h = (rng.standard_normal(20011) * 100).astype(dt)
-        h[::97] = np.nan
-        h[5::101] = -0.0
-        h[7::103] = 0.0
-        h[11::211] = np.inf
-        h[13::307] = -np.inf
-        h[17::29] = h[19]  # ties
-    else:
-        info_i = np.iinfo(dt)
-        h = rng.integers(info_i.min, info_i.max, 20011, dtype=dt, endpoint=True)
-        h[::31] = info_i.min
-        h[3::37] = info_i.max
-        h[5::7] = h[9]
+    h = sample_keys(dt, 20011)
     x = cla.to_device(queue, h)
     shape = tuple(int(v) for v in shape)
     plain = h.copy()

@@ -131,28 +131,6 @@ class SortLauncher:
         return self.prg
 
 
-def sample(dtype: np.dtype, n: int, seed: int = 7) -> np.ndarray:
-    """n keys of dtype with what a sort must get right: ties, the extremes and, for floats,
-    NaN, -0.0 beside 0.0 and both infinities."""
-    rng = np.random.default_rng(seed)
-    tie = min(19, n - 1)
-    if dtype.kind == "f":
-        h = (rng.standard_normal(n) * 100).astype(dtype)
-        h[::97] = np.nan
-        h[5::101] = -0.0
-        h[7::103] = 0.0
-        h[11::211] = np.inf
-        h[13::307] = -np.inf
-        h[17::29] = h[tie]
-        return h
-    lim = np.iinfo(dtype)
-    h = rng.integers(lim.min, lim.max, n, dtype=dtype, endpoint=True)
-    h[::31] = lim.min
-    h[3::37] = lim.max
-    h[5::7] = h[tie]
-    return h
-
-
 def plain(dtype: np.dtype, n: int, seed: int = 11) -> np.ndarray:
     """n random keys of dtype (no NaN or -0.0: the values come back from their keys), the
     input a config is timed on."""
@@ -173,7 +151,7 @@ class SortBench(Timed):
         self._app_queue = None
         self.n = 1 << int(bucket)
         self.nbytes = self.n * self.dtype.itemsize
-        self.awkward = sample(self.dtype, self.n)
+        self.awkward = sort.sample_keys(self.dtype, self.n)
         self.want = {d: sort.reference_order(self.awkward, d) for d in (False, True)}
         self.xa = cla.to_device(self.queue, self.awkward)
         self.xp = cla.to_device(self.queue, plain(self.dtype, self.n))
