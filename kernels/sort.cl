@@ -392,6 +392,10 @@ __kernel void clt_sort_scatter(SCATTER_ARGS) {
 #define SUB_BITS (CLT_SORT_BITS < CLT_SORT_SUB ? CLT_SORT_BITS : CLT_SORT_SUB)
 #define SUBR (1 << SUB_BITS)
 #define ROUNDS ((CLT_SORT_BITS + SUB_BITS - 1) / SUB_BITS)
+/* a work-item's counts of the SUBR sub-digits packed in a ulong: CB bits each, so up to
+ * PACK_MAX items a work-item (4-bit rounds: 15) count in registers */
+#define CB (64 / SUBR)
+#define PACK_MAX ((1u << (CB < 31 ? CB : 31)) - 1u)
 
 __kernel void clt_sort_scatter(SCATTER_ARGS) {
     __local idx_t base[RADIX];  /* where this chunk's next element of each digit goes */
@@ -429,14 +433,26 @@ __kernel void clt_sort_scatter(SCATTER_ARGS) {
                 iv[t] = (move_idx && j < m) ? ti[PADW(j)] : (idx_t)0;
                 dg[t] = j < m ? DIGIT(k[t], iv[t]) : (uint)(RADIX - 1);
             }
-            for (uint d = 0; d < SUBR; ++d) cnt[PADW(d * CLT_SORT_WG + lid)] = 0u;
             const uint sh = r * SUB_BITS;
+#if CLT_SORT_ITEMS <= PACK_MAX /* the work-item's counts in one register word, CB bits each */
+            ulong packed = 0ul;
+#pragma unroll
+            for (uint t = 0; t < CLT_SORT_ITEMS; ++t) {
+                const uint f = ((dg[t] >> sh) & (SUBR - 1)) * CB;
+                rank[t] = (uint)(packed >> f) & PACK_MAX;
+                packed += 1ul << f;
+            }
+            for (uint d = 0; d < SUBR; ++d)
+                cnt[PADW(d * CLT_SORT_WG + lid)] = (uint)(packed >> (d * CB)) & PACK_MAX;
+#else
+            for (uint d = 0; d < SUBR; ++d) cnt[PADW(d * CLT_SORT_WG + lid)] = 0u;
 #pragma unroll
             for (uint t = 0; t < CLT_SORT_ITEMS; ++t) {
                 const uint e = PADW(((dg[t] >> sh) & (SUBR - 1)) * CLT_SORT_WG + lid);
                 rank[t] = cnt[e];
                 cnt[e] = rank[t] + 1u;
             }
+#endif
             barrier(CLK_LOCAL_MEM_FENCE);
             /* exclusive scan of cnt in (sub-digit, work-item) order: each work-item SUBR
              * consecutive entries, then the group's scan of their sums */
