@@ -255,6 +255,41 @@ def test_a_missing_kernel_name_and_bad_input_are_one_clear_error(device):
     assert any("does not match" in str(x.message) for x in w)
 
 
+def _vadd_generator(params):
+    """Kernel Tuner's vector_add_codegen example's generator (the block size in the text)."""
+    return """
+    __kernel void vector_add(__global float *c, __global const float *a,
+                             __global const float *b, int n) {
+        int i = get_local_id(0) + get_group_id(0) * %s;
+        if (i<n) {
+            c[i] = a[i] + b[i];
+        }
+    }
+    """ % params["block_size_x"]  # noqa: UP031 - the example's own formatting
+
+
+def test_a_code_generator_as_kernel_tuners_vector_add_codegen(device, db_url):
+    """kernel_source a function of the params (Kernel Tuner's vector_add_codegen example, at
+    10007 elements): each config's text from it, checked, stored under the generator's own
+    name; a generator that fails or returns no text is one clear error."""
+    args, want = _vadd()
+    tune_params = {"block_size_x": [64, 128, 192]}
+    results, env = cltune.tune_kernel("vector_add", _vadd_generator, 10007, args, tune_params,
+                                      lang="OpenCL", device=device[1],
+                                      answer=[want, None, None, None], db=db_url, quiet=True)
+    assert [r["block_size_x"] for r in results] == [64, 128, 192] and env["failed"] == []
+    # (a wrong block size in the text would index past the answer: verified per config)
+    k = cltune.PythonKernel("vector_add", _vadd_generator, 10007, args, device=device[1],
+                            db=db_url)
+    assert k.params["block_size_x"] == env["best_config"]["block_size_x"]
+    with pytest.raises(KernelSourceError, match="the code generator failed for"):
+        cltune.tune_kernel("vector_add", lambda p: 1 / 0, 100, _vadd(100)[0],
+                           {"block_size_x": [32]}, device=device[1], db=False, quiet=True)
+    with pytest.raises(KernelSourceError, match="not a kernel's text"):
+        cltune.tune_kernel("vector_add", lambda p: None, 100, _vadd(100)[0],
+                           {"block_size_x": [32]}, device=device[1], db=False, quiet=True)
+
+
 RESTRICTED = {"block_size_x": [16, 32, 64], "tile": [1, 2, 4]}
 
 

@@ -101,7 +101,8 @@ class Kernel:
         self.max_threads = int(self.dev.max_work_group_size)
         self.nbytes = sum(int(getattr(a, "nbytes", 0)) for a in self.arguments
                           if not isinstance(a, np.generic))
-        source.check_arguments(kernel_name, self.src.text, self.arguments)
+        if self.src.generator is None:  # (a generator's text is known per set of params)
+            source.check_arguments(kernel_name, self.src.text, self.arguments)
         self.digest = self.src.digest(kernel_name, self.compiler_options, defines)
         self.variant = family.variant(_identifier(kernel_name), self.digest)
         self._folders: list[str] = []
@@ -114,7 +115,7 @@ class Kernel:
         block = grid.block_dims(params, self.block_names)
         g = grid.grid_dims(dims, params, self.grid_div, self.block_names)
         head = source.prefix(params, g, block, self.block_names, self.defines)
-        text = head + self.src.text
+        text = head + self.src.text_for(params)
         if self.src.others:
             folder = source.files_folder()
             self._folders.append(folder)

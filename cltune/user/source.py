@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import re
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,18 +57,38 @@ def replace_params(text: str, params: Mapping[str, object]) -> str:
 @dataclass(frozen=True)
 class Source:
     """The kernel's text as read (`text`), the file it came from (None: a string), and the
-    secondary files of a list (read with it, put beside it by `files`)."""
+    secondary files of a list (read with it, put beside it by `files`); or a code generator
+    (`generator`: a function of the params dict that returns the kernel's text, as Kernel
+    Tuner takes one; `text` is then empty)."""
 
     text: str
     path: Path | None = None
     others: tuple[tuple[str, str], ...] = ()  # (name as given, text)
+    generator: Callable[[dict], str] | None = None
+
+    def text_for(self, params: Mapping[str, object]) -> str:
+        """The kernel's text for one set of params (the generator's answer, checked)."""
+        if self.generator is None:
+            return self.text
+        try:
+            text = self.generator(dict(params))
+        except Exception as e:  # noqa: BLE001 - the application's generator: say which params
+            raise KernelSourceError(f"kernel_source: the code generator failed for "
+                                    f"{dict(params)!r:.200}: {type(e).__name__}: "
+                                    f"{str(e)[:200]}") from None
+        if not isinstance(text, str) or not text.strip():
+            raise KernelSourceError(f"kernel_source: the code generator returned "
+                                    f"{type(text).__name__} {text!r:.60} for "
+                                    f"{dict(params)!r:.200}, not a kernel's text")
+        return text
 
     def digest(self, kernel_name: str, compiler_options: Sequence[str] | None,
                defines: Mapping[str, object] | None) -> str:
         """The hash that names this kernel in the database: source, secondary files, name,
         compiler options and defines (a function's bytecode standing for itself)."""
         h = hashlib.sha256()
-        for part in (kernel_name, self.text, *(t for _, t in self.others),
+        gen = _code_text(self.generator) if self.generator is not None else ""
+        for part in (kernel_name, self.text, gen, *(t for _, t in self.others),
                      repr(list(compiler_options or ())), _defines_text(defines)):
             h.update(part.encode("utf-8", "surrogatepass"))
             h.update(b"\0")
@@ -78,20 +98,28 @@ class Source:
 def _defines_text(defines: Mapping[str, object] | None) -> str:
     if defines is None:
         return "default"
-    out = []
+    out = []  # (a function's bytecode stands for it: the stored kernels' names keep it)
     for k, v in defines.items():
         code = getattr(v, "__code__", None)
         out.append(f"{k}={code.co_code.hex() if code is not None else repr(v)}")
     return ";".join(out)
 
 
+def _code_text(fn: Callable) -> str:
+    """A code generator as its qualified name, bytecode and constants (what names its
+    kernel in the database)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:  # a callable object: its class
+        return f"{type(fn).__qualname__}:{type(fn).__module__}"
+    return f"{getattr(fn, '__qualname__', '')}:{code.co_code.hex()}:{code.co_consts!r}"
+
+
 def read_source(kernel_source: Any) -> Source:  # noqa: ANN401 - str, Path or a list
     """The kernel's text from `kernel_source` as Kernel Tuner takes it: code in a string, a
     file name (`looks_like_a_filename`) or a Path, or a list whose first entry is the kernel
     and whose others are files it includes (by the name given)."""
-    if callable(kernel_source):
-        raise KernelSourceError("kernel_source: a code generator function is not supported by "
-                                "cltune (pass the generated string)")
+    if callable(kernel_source):  # a code generator: the text comes per set of params
+        return Source("", generator=kernel_source)
     if isinstance(kernel_source, (list, tuple)):
         if not kernel_source:
             raise KernelSourceError("kernel_source: an empty list")
@@ -104,7 +132,7 @@ def read_source(kernel_source: Any) -> Source:  # noqa: ANN401 - str, Path or a 
                 raise KernelSourceError("When passing multiple kernel sources, the secondary "
                                         "entries must be filenames")
             others.append((str(f), _read(Path(f))))
-        return Source(first.text, first.path, tuple(others))
+        return Source(first.text, first.path, tuple(others), first.generator)
     if isinstance(kernel_source, Path) or looks_like_a_filename(kernel_source):
         p = Path(kernel_source)
         return Source(_read(p), p)
