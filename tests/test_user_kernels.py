@@ -290,6 +290,58 @@ def test_a_code_generator_as_kernel_tuners_vector_add_codegen(device, db_url):
                            {"block_size_x": [32]}, device=device[1], db=False, quiet=True)
 
 
+def test_observers_hook_every_timed_launch_and_feed_the_metrics(device):
+    """Kernel Tuner's benchmark observers: their hooks around each timed launch (in the
+    worker), get_results() in each result, the metrics reading it; an observer that raises
+    fails its configs with the reason; anything else is one clear error."""
+
+    class Counting:
+        """A benchmark observer in Kernel Tuner's shape, counting its hooks per config
+        (defined here: sent to the worker by value, as a script's own class is)."""
+
+        def __init__(self):
+            self.dev, self.params, self.seen = None, None, []
+
+        def register_device(self, dev):
+            self.dev = dev
+
+        def register_configuration(self, params):
+            self.params = params
+
+        def before_start(self):
+            self.seen.append("before")
+
+        def after_finish(self):
+            self.seen.append("after")
+
+        def get_results(self):
+            n = self.seen.count("after")
+            self.seen = []
+            return {"launches": n, "bx_seen": self.params["block_size_x"],
+                    "device_known": int(self.dev is not None)}
+
+    class Broken(Counting):
+        def after_finish(self):
+            raise RuntimeError("sensor unplugged")
+
+    args, _ = _vadd(1000)
+    results, env = cltune.tune_kernel(
+        "vector_add", VECTOR_ADD, 1000, args, {"block_size_x": [32, 64]}, iterations=5,
+        observers=[Counting()], metrics={"per_launch": lambda p: p["time"] / p["launches"]},
+        device=device[1], db=False, quiet=True)
+    for r in results:
+        assert r["launches"] == 5 and r["bx_seen"] == r["block_size_x"]
+        assert r["device_known"] == 1 and r["per_launch"] == pytest.approx(r["time"] / 5)
+    results, env = cltune.tune_kernel(
+        "vector_add", VECTOR_ADD, 1000, args, {"block_size_x": [32, 64]}, observers=[Broken()],
+        device=device[1], db=False, quiet=True)
+    assert results == [] and len(env["failed"]) == 2
+    assert all("sensor unplugged" in f["reason"] for f in env["failed"]), env["failed"]
+    with pytest.raises(ValueError, match="benchmark observers"):
+        cltune.tune_kernel("vector_add", VECTOR_ADD, 1000, args, {"block_size_x": [32]},
+                           observers=[object()], device=device[1], db=False, quiet=True)
+
+
 RESTRICTED = {"block_size_x": [16, 32, 64], "tile": [1, 2, 4]}
 
 

@@ -49,6 +49,9 @@ class Spec:
     atol: float = 1e-6
     iterations: int = 7
     compiler_options: list = field(default_factory=list)
+    #: Kernel Tuner's benchmark observers (copies in the worker): hooks around each timed
+    #: launch, `get_results()` merged into the config's result
+    observers: list = field(default_factory=list)
 
 
 @dataclass
@@ -88,6 +91,9 @@ class _Session:
         self.synced = [ans[i] is not None for i in range(len(ans))] if ans is not None else \
             [isinstance(h, np.ndarray) for h in self.host]
         self.checks = ans is not None or spec.verify is not None
+        for o in spec.observers:
+            if hasattr(o, "register_device"):
+                o.register_device(dev)
 
 
 _sessions: dict[str, _Session] = {}
@@ -204,12 +210,34 @@ def _judge(s: _Session, job: Job, ahead: Job | None = None) -> dict:
         t1 = time.perf_counter()
         if not s.checks:  # one untimed launch: first-launch work of the driver stays out
             cl.enqueue_nd_range_kernel(q, k, job.gsize, job.lsize).wait()
+        obs = s.spec.observers
+        try:
+            _observe(obs, "register_configuration", dict(job.params))
+        except Exception as e:  # noqa: BLE001 - the application's observer
+            return _observer_failed(out, e)
         times = []
         for _ in range(s.spec.iterations):
-            ev = cl.enqueue_nd_range_kernel(q, k, job.gsize, job.lsize)
-            ev.wait()
+            try:
+                _observe(obs, "before_start")
+                ev = cl.enqueue_nd_range_kernel(q, k, job.gsize, job.lsize)
+                _observe(obs, "after_start")
+                _observe(obs, "during")
+                ev.wait()
+                _observe(obs, "after_finish")
+            except cl.Error:
+                raise
+            except Exception as e:  # noqa: BLE001 - the application's observer
+                return _observer_failed(out, e)
             times.append((ev.profile.end - ev.profile.start) * 1e-6)
         out["benchmark_time"] = (time.perf_counter() - t1) * 1e3
+        try:
+            observed: dict = {}
+            for o in obs:
+                observed.update(o.get_results())
+        except Exception as e:  # noqa: BLE001 - the application's observer
+            return _observer_failed(out, e)
+        if observed:
+            out["observed"] = observed
     except cl.Error as e:
         out["step"], out["error"] = "launch", "RuntimeFailedConfig"
         out["reason"] = f"launch failed: {one_line(e)}"
@@ -218,6 +246,20 @@ def _judge(s: _Session, job: Job, ahead: Job | None = None) -> dict:
             out["reason"] += f" (a work-group of {wg}; the driver gives this kernel {kwg})"
         return out
     out["step"], out["times"] = "timed", times
+    return out
+
+
+def _observe(observers: list, hook: str, *args: Any) -> None:  # noqa: ANN401
+    """Each observer's `hook` (where it has one), as Kernel Tuner calls it."""
+    for o in observers:
+        f = getattr(o, hook, None)
+        if f is not None:
+            f(*args)
+
+
+def _observer_failed(out: dict, e: Exception) -> dict:
+    out["step"], out["error"] = "observe", "RuntimeFailedConfig"
+    out["reason"] = f"an observer raised {type(e).__name__}: {str(e)[:300]}"
     return out
 
 

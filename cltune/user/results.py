@@ -73,6 +73,7 @@ def make_result(params: Mapping[str, object], out: Mapping[str, Any],
     r["times"] = times
     for k in TIMING_KEYS:
         r[k] = float(out.get(k) or 0.0)
+    r.update(out.get("observed") or {})  # the observers' results (the metrics may read them)
     add_metrics(r, metrics)
     r["timestamp"] = now()
     return r

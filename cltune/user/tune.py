@@ -34,6 +34,19 @@ ERROR_CLASS = {"build": "CompilationFailedConfig", "launch": "RuntimeFailedConfi
                "hung": "RuntimeFailedConfig", "error": "RuntimeFailedConfig"}
 
 
+def _observers(observers: Any) -> list:  # noqa: ANN401
+    """Kernel Tuner's `observers`: a list of objects with `get_results()` (and any of
+    `register_device`, `register_configuration`, `before_start`, `after_start`, `during`,
+    `after_finish`), run in the worker around each timed launch."""
+    if not observers:
+        return []
+    if not isinstance(observers, (list, tuple)) or not all(
+            callable(getattr(o, "get_results", None)) for o in observers):
+        raise ValueError("observers must be a list of benchmark observers (objects with "
+                         "get_results(), as Kernel Tuner's BenchmarkObserver)")
+    return list(observers)
+
+
 def tune_kernel(kernel_name: str, kernel_source: Any, problem_size: Any,  # noqa: ANN401, PLR0913
                 arguments: Sequence[Any], tune_params: Mapping[str, Sequence[Any]],
                 grid_div_x: Any = None, grid_div_y: Any = None, grid_div_z: Any = None,  # noqa: ANN401
@@ -63,9 +76,7 @@ def tune_kernel(kernel_name: str, kernel_source: Any, problem_size: Any,  # noqa
     if parallel:
         raise NotImplementedError("parallel=: cltune tunes an application kernel with one "
                                   "worker per device")
-    if observers:
-        raise NotImplementedError("observers=: cltune times kernels by OpenCL profiling events "
-                                  "only")
+    observers = _observers(observers)
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
         raise ValueError("iterations must be a positive int")
     space_params = dict(tune_params) if isinstance(tune_params, Mapping) else tune_params
@@ -79,7 +90,7 @@ def tune_kernel(kernel_name: str, kernel_source: Any, problem_size: Any,  # noqa
         return _tune(k, space_params, restrictions, checked_answer, atol,
                      verify, verbose, iterations, quiet, strategy, strategy_options, cache,
                      metrics, bool(simulation_mode), objective, objective_higher_is_better,
-                     objectives, seed, db, resume, block_size_names, t_start)
+                     objectives, seed, db, resume, block_size_names, t_start, observers)
     finally:
         k.cleanup()
 
@@ -89,7 +100,7 @@ def _tune(k: Kernel, tune_params: Any, restrictions: Any, answer: list | None,  
           strategy: str | None, strategy_options: Any, cache: Any, metrics_in: Any,  # noqa: ANN401
           simulation: bool, objective_in: Any, higher_in: Any, objectives: Any,  # noqa: ANN401
           seed: int | None, db: Any, resume: bool, block_size_names: Any,  # noqa: ANN401
-          t_start: float) -> tuple[list[dict], dict]:
+          t_start: float, observers: list) -> tuple[list[dict], dict]:
     metrics = results.check_metrics(metrics_in)
     objective, higher = results.objective_of(objective_in, higher_in, objectives, metrics)
     name, opts = strategies.check(strategy, strategy_options)
@@ -104,7 +115,8 @@ def _tune(k: Kernel, tune_params: Any, restrictions: Any, answer: list | None,  
                                 objective=objective, simulation=simulation) if cache else None
     if simulation and cfile is None:
         raise ValueError("simulation_mode needs a cache file (cache=)")
-    spec = remote.Spec(k.arguments, answer, verify, float(atol), iterations, k.compiler_options)
+    spec = remote.Spec(k.arguments, answer, verify, float(atol), iterations, k.compiler_options,
+                       observers)
     session = None if simulation else Session(k.info, spec, k.variant)
     stores: dict[str, KernelResults] = {}
     known: dict[str, dict] = {}
