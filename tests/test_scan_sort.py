@@ -34,7 +34,7 @@ def shape(request, monkeypatch):
     if s:  # the radix passes in that shape, short rows too (not the one-launch sorts), whatever
         # a database of this machine's holds for the family `sort`
         monkeypatch.setattr(sort_mod, "device_shape", lambda dev, kb, ib: s)
-        monkeypatch.setattr(sort_mod, "shape_for", lambda q, dt, n, idx64: s)
+        monkeypatch.setattr(sort_mod, "shape_for", lambda q, dt, n, idx64, db=None: s)
         for kind in ("cpu", "gpu"):
             monkeypatch.setitem(sort_mod.LOCAL_ON, kind, False)
             monkeypatch.setitem(sort_mod.VEC_ON, kind, False)

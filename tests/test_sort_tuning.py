@@ -167,6 +167,27 @@ def test_shape_for_serves_the_chain(queue, info, db_url, served_from):
 
 
 @pytest.mark.multiprocess
+def test_the_sorts_take_a_database_by_name(queue, info, db_url, served_from, tmp_path):
+    """db= on sort / argsort / sort_by_key: the shape tuned there, whatever CLTUNE_DB names."""
+    tuned = SortConfig(16, 4, 6, 4) if info.type == "cpu" else SortConfig(64, 4, 6, 4)
+    _record(db_url, info, "sort/float32", "2^13", tuned.to_dict())
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    _record(other, info, "sort/int8", "2^13", tuned.to_dict())  # nothing for float32 there
+    served_from(other)
+    f32 = np.dtype(np.float32)
+    assert sort_mod.shape_for(queue, f32, 8000, False) == sort_mod.device_shape(
+        queue.device, 4, 4)
+    assert sort_mod.shape_for(queue, f32, 8000, False, db_url) == tuned.shape()
+    h = _awkward(8001)
+    x = cla.to_device(queue, h)
+    want = sort_mod.reference_order(h, False)
+    assert cltune.sort(x, db=db_url).get().tobytes() == h[want].tobytes()
+    assert np.array_equal(cltune.argsort(x, db=db_url).get(), want)
+    k, v = cltune.sort_by_key(x, x, db=db_url)
+    assert k.get().tobytes() == h[want].tobytes() == v.get().tobytes()
+
+
+@pytest.mark.multiprocess
 def test_a_tuned_shape_that_fails_its_vetting_is_passed_over(queue, info, db_url, served_from,
                                                              monkeypatch, tmp_path):
     tuned = SortConfig(1, 1024, 5, 1)

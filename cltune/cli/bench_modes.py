@@ -179,8 +179,8 @@ def run_mode(q: cl.CommandQueue, info: DeviceInfo, req: BenchRequest) -> ModeRep
                             req.db) if mode == "hist" else
                  topk_cases(q, dtype, req.sizes, req.shapes, req.k, req.repeats, torch, notes,
                             req.db) if mode == "topk" else
-                 sort_cases(q, dtype, req.sizes, req.shapes, req.repeats, torch, notes)
-                 if mode == "sort" else
+                 sort_cases(q, dtype, req.sizes, req.shapes, req.repeats, torch, notes,
+                            req.db) if mode == "sort" else
                  compact_cases(q, req.op, dtype, req.sizes, req.repeats, torch, notes))
         return ModeReport(info.name, info.platform_version, mode, req.op, dtype.name,
                           req.repeats, cases, notes, host_parts(q, cases))

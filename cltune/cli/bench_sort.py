@@ -31,7 +31,8 @@ RATIOS = (("cltune", "numpy"), ("cltune", "numpy-stable"), ("cltune-batch", "tor
 
 
 def sort_cases(q: cl.CommandQueue, dtype: np.dtype, sizes: str | None, shapes: str | None,
-               repeats: int, torch: Any, notes: list[str]) -> list[Case]:
+               repeats: int, torch: Any, notes: list[str],
+               db: str | None = None) -> list[Case]:
     if dtype not in TYPE_CODES:
         raise ValueError(f"--op sort measures real numbers (--dtype), not {dtype}")
     rng = np.random.default_rng(42)
@@ -45,18 +46,18 @@ def sort_cases(q: cl.CommandQueue, dtype: np.dtype, sizes: str | None, shapes: s
         else:
             i = np.iinfo(dtype)
             h = rng.integers(i.min, i.max, shape, dtype=dtype, endpoint=True)
-        out.append(_case(q, h, repeats, torch, notes))
+        out.append(_case(q, h, repeats, torch, notes, db))
     return out
 
 
 def _case(q: cl.CommandQueue, h: np.ndarray, repeats: int, torch: Any,
-          notes: list[str]) -> Case:
+          notes: list[str], db: str | None) -> Case:
     x = cla.to_device(q, h)
     y = cla.empty_like(x)
     q.finish()
 
     def call() -> cla.Array:
-        return sort(x)
+        return sort(x, db=db)
 
     contenders = {
         "cltune": Contender(lambda: call().get(), lambda: blocking(lambda: call().get())),

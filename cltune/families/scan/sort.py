@@ -90,19 +90,21 @@ def device_shape(dev: cl.Device, key_bytes: int, idx_bytes: int) -> tuple[int, i
     return shape
 
 
-def shape_for(q: cl.CommandQueue, dt: np.dtype, n: int, idx64: bool) -> tuple[int, int, int, int]:
+def shape_for(q: cl.CommandQueue, dt: np.dtype, n: int, idx64: bool,
+              db: str | None = None) -> tuple[int, int, int, int]:
     """The radix passes' shape for a sort of n keys of dt on q's device: (work-group size,
     items a work-item, bits a pass, chunks per compute unit) — the stored best of the tuned
     size class nearest to n (family `sort`: sort_serve, the database's chain), vetted in the
     device's worker before it is built here; else (nothing tuned near n, or the tuned shape
     does not build or run right here) the device's untuned shape, `device_shape`. The answer
-    is kept per (context, device, dtype, size class, index width): a warm call asks no
-    database (`cltune.clear_caches()` asks again)."""
+    is kept per (context, device, dtype, size class, index width, database): a warm call asks
+    no database (`cltune.clear_caches()` asks again). `db`: a tuning database's URL or path
+    (None: CLTUNE_DB, else cltune's default)."""
     kb, ib = (8 if dt.itemsize == 8 else 4), (8 if idx64 else 4)
     bucket = bucket_of(n)
 
     def serve() -> sort_serve.Served:
-        s = sort_serve.served(info_for(q.device), dt, bucket, kb, ib, split_local)
+        s = sort_serve.served(info_for(q.device), dt, bucket, kb, ib, split_local, db)
         if s.shape is not None:
             try:  # vetted (house rule 17) and built now: _order finds the build
                 _program(q, dt, idx64, s.shape, True)
@@ -110,7 +112,7 @@ def shape_for(q: cl.CommandQueue, dt: np.dtype, n: int, idx64: bool) -> tuple[in
                 return sort_serve.passed_over(s, str(e))
         return s
 
-    s = sort_serve.SERVED.get(q.context, (q.device.int_ptr, dt.str, bucket, idx64), serve)
+    s = sort_serve.SERVED.get(q.context, (q.device.int_ptr, dt.str, bucket, idx64, db), serve)
     return s.shape if s.shape is not None else device_shape(q.device, kb, ib)
 
 
@@ -333,7 +335,7 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
            shape: tuple | None = None, vet: bool = True, want_idx: bool = True,
            idx64: bool | None = None, own_rows: bool | None = None,
            key_bits: int | None = None, out: cla.Array | None = None,
-           pos: cla.Array | None = None) -> _Sorted:
+           pos: cla.Array | None = None, db: str | None = None) -> _Sorted:
     """x's n elements sorted (within each row of row_len when rows > 1; the indices moved
     along where `want_idx` or the rows' passes read them). Rows enough to fill the device
     (`own_rows`, by default from the shape) are each a group's chunk, sorted in place by their
@@ -348,8 +350,8 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
     want_idx = want_idx or pos is not None
     dt = _key_dtype(x)
     idx64 = n >= 1 << 32 if idx64 is None else bool(idx64)
-    prg, (wg, items, bits, per_cu) = _program(q, dt, idx64, shape or shape_for(q, dt, n, idx64),
-                                              vet)
+    prg, (wg, items, bits, per_cu) = _program(
+        q, dt, idx64, shape or shape_for(q, dt, n, idx64, db), vet)
     kb, ib = (8 if dt.itemsize == 8 else 4), (8 if idx64 else 4)
     key_bits = 8 * dt.itemsize
     flip = _flip(dt, descending)
@@ -602,12 +604,14 @@ def _along(q: cl.CommandQueue, x: cla.Array, ax: int | None, rows: int, row_len:
 
 
 def sort(x: Any, axis: int | None = -1, descending: bool = False, stable: bool = True, *,
-         return_indices: bool = False, queue: cl.CommandQueue | None = None) -> Any:
+         return_indices: bool = False, queue: cl.CommandQueue | None = None,
+         db: str | None = None) -> Any:
     """x sorted along `axis` (any; None: flattened), a new device array of x's dtype and
     exact bits; numpy's order (NaN last; descending: first, as torch's), always stable. An
     axis other than the last is sorted as rows of a transposed copy, put back after.
     `return_indices=True`: (values, int64 indices along the axis), as `torch.sort` returns
-    them, from the one sort."""
+    them, from the one sort. `db`: the tuning database the passes' shape comes from (None:
+    CLTUNE_DB, else cltune's default)."""
     del stable  # every sort here is stable (torch's stable=False allows any order of ties)
     xx, q, rows, row_len, ax = _prepare(x, queue, axis, "sort")
     if xx.size < 2:
@@ -617,14 +621,15 @@ def sort(x: Any, axis: int | None = -1, descending: bool = False, stable: bool =
     done = _rows_sorted(q, xr, rows, row_len, bool(descending), True, bool(return_indices))
     if done is not None:
         return (back(done[0]), back(done[1])) if return_indices else back(done[0])
-    vals, pos = _sorted(q, xr, rows, row_len, bool(descending), True, bool(return_indices))
+    vals, pos = _sorted(q, xr, rows, row_len, bool(descending), True, bool(return_indices),
+                        db=db)
     if not return_indices:
         return back(vals)
     return back(vals), back(pos).reshape(xx.shape)
 
 
 def argsort(x: Any, axis: int | None = -1, descending: bool = False, stable: bool = True, *,
-            queue: cl.CommandQueue | None = None) -> cla.Array:
+            queue: cl.CommandQueue | None = None, db: str | None = None) -> cla.Array:
     """The int64 indices that sort x along `axis` (positions along it, as numpy's argsort;
     flattened for None)."""
     del stable
@@ -636,12 +641,13 @@ def argsort(x: Any, axis: int | None = -1, descending: bool = False, stable: boo
     done = _rows_sorted(q, xr, rows, row_len, bool(descending), False, True)
     if done is not None:
         return back(done[1])
-    _, pos = _sorted(q, xr, rows, row_len, bool(descending), False, True)
+    _, pos = _sorted(q, xr, rows, row_len, bool(descending), False, True, db=db)
     return back(pos).reshape(shape)
 
 
 def sort_by_key(keys: Any, values: Any, descending: bool = False, *,
-                queue: cl.CommandQueue | None = None) -> tuple[cla.Array, cla.Array]:
+                queue: cl.CommandQueue | None = None, db: str | None = None,
+                ) -> tuple[cla.Array, cla.Array]:
     """(keys sorted, values in the keys' order): 1-D arrays of one length; values of any
     dtype of 1, 2, 4, 8 or 16 bytes (their bits moved as they are). Stable."""
     kk, q, _, _, _ = _prepare(keys, queue, None, "sort_by_key")
@@ -666,7 +672,7 @@ def sort_by_key(keys: Any, values: Any, descending: bool = False, *,
     done = _rows_sorted(q, kk, 1, kk.size, bool(descending), True, True)
     if done is not None:  # one launch: the keys and their positions, then the values by them
         return done[0], take(q, values, done[1])
-    s = _order(q, kk, 1, kk.size, bool(descending))
+    s = _order(q, kk, 1, kk.size, bool(descending), db=db)
     ks = _values(q, s, kk)
     # the values' own pending writes too (the sort waited for the keys' only)
     waits = waits_on(q, values.events) or []
