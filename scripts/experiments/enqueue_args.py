@@ -42,6 +42,24 @@ ls = prg.ls; ls.set_args(o); ks["static __local array, 256"] = (ls, (256,), (256
 E = cl.enqueue_nd_range_kernel
 rows = {n: (lambda k=k, g=g, l=l: E(q, k, g, l)) for n, (k, g, l) in ks.items()}
 rows["1 buffer + 1 struct, set a call"] = lambda: (st.set_arg(1, np.zeros((), dt)), E(q, st, (1,), (1,)))[1]
+b2 = prg.b2; o2 = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4096)
+rows["2 buffers, the same one set a call"] = lambda: (b2.set_arg(1, o2), E(q, b2, (1,), (1,)))[1]
+flip = [o, o2]
+def alternate():
+    flip.reverse(); b2.set_arg(1, flip[0]); return E(q, b2, (1,), (1,))
+rows["2 buffers, two alternating set a call"] = alternate
+def fresh():
+    b2.set_arg(1, cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4096)); return E(q, b2, (1,), (1,))
+rows["2 buffers, a new cl.Buffer a call"] = fresh
+import pyopencl.array as cla
+import pyopencl.tools as clt
+pool = clt.MemoryPool(clt.ImmediateAllocator(q))
+def pooled():
+    b2.set_arg(1, pool.allocate(4096)); return E(q, b2, (1,), (1,))
+rows["2 buffers, a pooled buffer a call"] = pooled
+def arr():
+    a = cla.Array(q, (1024,), np.float32); b2.set_arg(1, a.base_data); return E(q, b2, (1,), (1,))
+rows["2 buffers, a cl.array.Array a call"] = arr
 res = {k: [] for k in rows}
 names = list(rows)
 for b in range(a.blocks):
