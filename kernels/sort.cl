@@ -397,6 +397,92 @@ __kernel void clt_sort_scatter(SCATTER_ARGS) {
 #define CB (64 / SUBR)
 #define PACK_MAX ((1u << (CB < 31 ? CB : 31)) - 1u)
 
+/* sorts the tile's m elements (tk, ti: its keys and, where move_idx, indices; padded) by
+ * their digit at `shift` (of the row for row_len) in place, stably, in ROUNDS counting rounds;
+ * then tfirst[d] / tend[d] are digit d's first and one-past-last place in the tile (0, 0 where
+ * none: the caller zeroes them after use). Every work-item calls it; barriers inside. */
+inline void clt_tile_sort(__local key_t *tk, __local idx_t *ti, __local uint *cnt,
+                          __local uint *sums, __local uint *rake, __local uint *tfirst,
+                          __local uint *tend, const uint m, const int move_idx,
+                          const uint shift, const ulong row_len) {
+    const uint lid = get_local_id(0);
+    key_t k[CLT_SORT_ITEMS];
+    idx_t iv[CLT_SORT_ITEMS];
+    uint dg[CLT_SORT_ITEMS], rank[CLT_SORT_ITEMS];
+    for (uint r = 0; r < ROUNDS; ++r) {
+        /* this work-item's elements lid * ITEMS + t in the tile's order so far */
+#pragma unroll
+        for (uint t = 0; t < CLT_SORT_ITEMS; ++t) {
+            const uint j = lid * CLT_SORT_ITEMS + t;
+            k[t] = j < m ? tk[PADW(j)] : (key_t)0;
+            iv[t] = (move_idx && j < m) ? ti[PADW(j)] : (idx_t)0;
+            dg[t] = j < m ? DIGIT(k[t], iv[t]) : (uint)(RADIX - 1);
+        }
+        const uint sh = r * SUB_BITS;
+#if CLT_SORT_ITEMS <= PACK_MAX /* the work-item's counts in one register word, CB bits each */
+        ulong packed = 0ul;
+#pragma unroll
+        for (uint t = 0; t < CLT_SORT_ITEMS; ++t) {
+            const uint f = ((dg[t] >> sh) & (SUBR - 1)) * CB;
+            rank[t] = (uint)(packed >> f) & PACK_MAX;
+            packed += 1ul << f;
+        }
+        for (uint d = 0; d < SUBR; ++d)
+            cnt[PADW(d * CLT_SORT_WG + lid)] = (uint)(packed >> (d * CB)) & PACK_MAX;
+#else
+        for (uint d = 0; d < SUBR; ++d) cnt[PADW(d * CLT_SORT_WG + lid)] = 0u;
+#pragma unroll
+        for (uint t = 0; t < CLT_SORT_ITEMS; ++t) {
+            const uint e = PADW(((dg[t] >> sh) & (SUBR - 1)) * CLT_SORT_WG + lid);
+            rank[t] = cnt[e];
+            cnt[e] = rank[t] + 1u;
+        }
+#endif
+        barrier(CLK_LOCAL_MEM_FENCE);
+        /* exclusive scan of cnt in (sub-digit, work-item) order: each work-item SUBR
+         * consecutive entries, then the group's scan of their sums */
+        uint sum = 0u;
+        for (uint e = lid * SUBR; e < (lid + 1) * SUBR; ++e) sum += cnt[PADW(e)];
+        sums[lid] = sum;
+        (void)clt_group_exclusive(sums, rake);
+        uint run = sums[lid];
+        for (uint e = lid * SUBR; e < (lid + 1) * SUBR; ++e) {
+            const uint v = cnt[PADW(e)];
+            cnt[PADW(e)] = run;
+            run += v;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+        for (uint t = 0; t < CLT_SORT_ITEMS; ++t) { /* own column: no race */
+            const uint p = cnt[PADW(((dg[t] >> sh) & (SUBR - 1)) * CLT_SORT_WG + lid)] +
+                           rank[t];
+            tk[PADW(p)] = k[t];
+            if (move_idx) ti[PADW(p)] = iv[t];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    /* the tile is in digit order: each digit's first and one-past-last place */
+    for (uint p = lid; p < m; p += CLT_SORT_WG) {
+        const uint d = DIGIT(tk[PADW(p)], move_idx ? ti[PADW(p)] : (idx_t)0);
+        if (p == 0 || DIGIT(tk[PADW(p - 1)], move_idx ? ti[PADW(p - 1)] : (idx_t)0) != d)
+            tfirst[d] = p;
+        if (p + 1 == m || DIGIT(tk[PADW(p + 1)], move_idx ? ti[PADW(p + 1)] : (idx_t)0) != d)
+            tend[d] = p + 1;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* the tile's m sorted elements to base[their digit] + their place among the digit's (consecutive
+ * places: coalesced runs) */
+#define TILE_WRITE(base)                                                                          \
+    for (uint p = lid; p < m; p += CLT_SORT_WG) {                                                 \
+        const key_t kk = tk[PADW(p)];                                                             \
+        const idx_t ii = move_idx ? ti[PADW(p)] : (idx_t)0;                                       \
+        const uint d = DIGIT(kk, ii);                                                             \
+        const ulong q = (ulong)base[d] + (p - tfirst[d]);                                         \
+        EMIT(q, kk, ii);                                                                          \
+    }
+
 __kernel void clt_sort_scatter(SCATTER_ARGS) {
     __local idx_t base[RADIX];  /* where this chunk's next element of each digit goes */
     __local uint tfirst[RADIX]; /* the tile's first sorted place of each digit (if any) */
@@ -421,78 +507,8 @@ __kernel void clt_sort_scatter(SCATTER_ARGS) {
             if (move_idx) ti[PADW(j)] = IDX_AT(t0 + j);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        key_t k[CLT_SORT_ITEMS];
-        idx_t iv[CLT_SORT_ITEMS];
-        uint dg[CLT_SORT_ITEMS], rank[CLT_SORT_ITEMS];
-        for (uint r = 0; r < ROUNDS; ++r) {
-            /* this work-item's elements lid * ITEMS + t in the tile's order so far */
-#pragma unroll
-            for (uint t = 0; t < CLT_SORT_ITEMS; ++t) {
-                const uint j = lid * CLT_SORT_ITEMS + t;
-                k[t] = j < m ? tk[PADW(j)] : (key_t)0;
-                iv[t] = (move_idx && j < m) ? ti[PADW(j)] : (idx_t)0;
-                dg[t] = j < m ? DIGIT(k[t], iv[t]) : (uint)(RADIX - 1);
-            }
-            const uint sh = r * SUB_BITS;
-#if CLT_SORT_ITEMS <= PACK_MAX /* the work-item's counts in one register word, CB bits each */
-            ulong packed = 0ul;
-#pragma unroll
-            for (uint t = 0; t < CLT_SORT_ITEMS; ++t) {
-                const uint f = ((dg[t] >> sh) & (SUBR - 1)) * CB;
-                rank[t] = (uint)(packed >> f) & PACK_MAX;
-                packed += 1ul << f;
-            }
-            for (uint d = 0; d < SUBR; ++d)
-                cnt[PADW(d * CLT_SORT_WG + lid)] = (uint)(packed >> (d * CB)) & PACK_MAX;
-#else
-            for (uint d = 0; d < SUBR; ++d) cnt[PADW(d * CLT_SORT_WG + lid)] = 0u;
-#pragma unroll
-            for (uint t = 0; t < CLT_SORT_ITEMS; ++t) {
-                const uint e = PADW(((dg[t] >> sh) & (SUBR - 1)) * CLT_SORT_WG + lid);
-                rank[t] = cnt[e];
-                cnt[e] = rank[t] + 1u;
-            }
-#endif
-            barrier(CLK_LOCAL_MEM_FENCE);
-            /* exclusive scan of cnt in (sub-digit, work-item) order: each work-item SUBR
-             * consecutive entries, then the group's scan of their sums */
-            uint sum = 0u;
-            for (uint e = lid * SUBR; e < (lid + 1) * SUBR; ++e) sum += cnt[PADW(e)];
-            sums[lid] = sum;
-            (void)clt_group_exclusive(sums, rake);
-            uint run = sums[lid];
-            for (uint e = lid * SUBR; e < (lid + 1) * SUBR; ++e) {
-                const uint v = cnt[PADW(e)];
-                cnt[PADW(e)] = run;
-                run += v;
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
-#pragma unroll
-            for (uint t = 0; t < CLT_SORT_ITEMS; ++t) { /* own column: no race */
-                const uint p = cnt[PADW(((dg[t] >> sh) & (SUBR - 1)) * CLT_SORT_WG + lid)] +
-                               rank[t];
-                tk[PADW(p)] = k[t];
-                if (move_idx) ti[PADW(p)] = iv[t];
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);
-        }
-        /* the tile is in digit order: each digit's first and one-past-last place */
-        for (uint p = lid; p < m; p += CLT_SORT_WG) {
-            const uint d = DIGIT(tk[PADW(p)], move_idx ? ti[PADW(p)] : (idx_t)0);
-            if (p == 0 || DIGIT(tk[PADW(p - 1)], move_idx ? ti[PADW(p - 1)] : (idx_t)0) != d)
-                tfirst[d] = p;
-            if (p + 1 == m ||
-                DIGIT(tk[PADW(p + 1)], move_idx ? ti[PADW(p + 1)] : (idx_t)0) != d)
-                tend[d] = p + 1;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint p = lid; p < m; p += CLT_SORT_WG) { /* consecutive places: coalesced runs */
-            const key_t kk = tk[PADW(p)];
-            const idx_t ii = move_idx ? ti[PADW(p)] : (idx_t)0;
-            const uint d = DIGIT(kk, ii);
-            const ulong q = (ulong)base[d] + (p - tfirst[d]);
-            EMIT(q, kk, ii);
-        }
+        clt_tile_sort(tk, ti, cnt, sums, rake, tfirst, tend, m, move_idx, shift, row_len);
+        TILE_WRITE(base)
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint d = lid; d < RADIX; d += CLT_SORT_WG) {
             base[d] += tend[d] - tfirst[d];
@@ -500,6 +516,122 @@ __kernel void clt_sort_scatter(SCATTER_ARGS) {
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+}
+
+/* ---- onesweep (GPUs, whole arrays of fewer than 2^30 elements) -------------------------------
+ * clt_sort_hist_all counts every pass's digits in one read of the input, its last group turns
+ * them into each pass's exclusive digit offsets; then one clt_sort_onesweep launch a pass: a
+ * group takes a ticket (tiles handed out in the order groups start, so a group only waits on
+ * groups that already run), sorts its tile by the digit in __local memory (clt_tile_sort),
+ * publishes each digit's count in its tile (state A), walks back over its predecessors' words
+ * of the same digit until an inclusive count (state P), publishes its own (P), and writes the
+ * tile to the digit's offset + the elements of the digit before the tile (CUB's onesweep: no
+ * histogram and scan a pass). A look word: the state in bits 30..31, the count below. The
+ * look words of a pass are zero before it: the first pass's cleared by clt_sort_hist_all, each
+ * later pass's (the other of two arrays) by the pass before it, a tile its own row.
+ * `state` (zeroed before the sort): [0] special, [1] clt_sort_hist_all's ticket, [2 + p] pass
+ * p's ticket, [OFFS_AT + p * RADIX + d] pass p's offset of digit d. */
+#define OFFS_AT 64u
+#define LK_A 0x40000000u
+#define LK_P 0x80000000u
+#define LK_COUNT 0x3FFFFFFFu
+
+__kernel void clt_sort_hist_all(__global const in_t *x, const ulong x_off, const ulong n,
+                                const key_t flip, const uint passes, volatile __global uint *state,
+                                __global uint *look0, const ulong look_words,
+                                __local uint *counts) {
+    __local uint last;
+    const uint lid = get_local_id(0);
+    const uint R = passes * RADIX;
+    for (uint e = lid; e < R; e += CLT_SORT_WG) counts[e] = 0u;
+    for (ulong e = get_global_id(0); e < look_words; e += get_global_size(0)) look0[e] = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    BLOCK(n)
+    int sp = 0;
+    for (ulong i = clt_a + lid; i < clt_b; i += CLT_SORT_WG) {
+        const in_t v = x[x_off + i];
+        sp |= clt_special(v);
+        const key_t k = order_key(v, flip);
+        for (uint p = 0; p < passes; ++p)
+            atomic_inc(&counts[p * RADIX + (uint)((k >> (p * CLT_SORT_BITS)) & (RADIX - 1))]);
+    }
+    if (sp) state[0] = 1u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint e = lid; e < R; e += CLT_SORT_WG)
+        if (counts[e]) atomic_add(&state[OFFS_AT + e], counts[e]);
+    /* the last group: each pass's counts to exclusive offsets */
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) last = atomic_inc(&state[1]) == get_num_groups(0) - 1;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (last) {
+        for (uint p = lid; p < passes; p += CLT_SORT_WG) {
+            uint run = 0u;
+            for (uint d = 0; d < RADIX; ++d) {
+                const uint c = atomic_xchg(&state[OFFS_AT + p * RADIX + d], run);
+                run += c;
+            }
+        }
+    }
+}
+
+__kernel void clt_sort_onesweep(__global const key_t *keys, __global const idx_t *idx,
+                                const ulong n, const uint pass, volatile __global uint *state,
+                                volatile __global uint *look, __global uint *look_next,
+                                const uint clear_next, __global key_t *keys_out,
+                                __global idx_t *idx_out, const uint want_idx, const uint first,
+                                __global const in_t *x, const ulong x_off, const key_t flip,
+                                const uint mode, __global in_t *vals, __global long *pos) {
+    __local idx_t base[RADIX];
+    __local uint tfirst[RADIX];
+    __local uint tend[RADIX];
+    __local uint cnt[PADW(SUBR * CLT_SORT_WG)];
+    __local uint sums[CLT_SORT_WG];
+    __local uint rake[RAKERS + 1];
+    __local key_t tk[PADW(TILE)];
+    __local idx_t ti[PADW(TILE)];
+    __local uint s_t;
+    const uint lid = get_local_id(0);
+    const uint sp = state[0];
+    const int move_idx = want_idx || sp;
+    const uint shift = pass * CLT_SORT_BITS;
+    const ulong row_len = 0, pos_row = 0; /* (DIGIT, EMIT) */
+    if (lid == 0) s_t = atomic_inc(&state[2 + pass]);
+    for (uint d = lid; d < RADIX; d += CLT_SORT_WG) tfirst[d] = tend[d] = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint t = s_t;
+    const ulong t0 = (ulong)t * TILE;
+    if (clear_next)
+        for (uint d = lid; d < RADIX; d += CLT_SORT_WG) look_next[(ulong)t * RADIX + d] = 0u;
+    const uint m = (uint)min((ulong)TILE, n - t0);
+    for (uint j = lid; j < m; j += CLT_SORT_WG) {
+        tk[PADW(j)] = KEY_AT(t0 + j);
+        if (move_idx) ti[PADW(j)] = IDX_AT(t0 + j);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    clt_tile_sort(tk, ti, cnt, sums, rake, tfirst, tend, m, move_idx, shift, row_len);
+    /* each digit's count in this tile: published, then everything of it before the tile */
+    for (uint d = lid; d < RADIX; d += CLT_SORT_WG) {
+        const uint c = tend[d] - tfirst[d];
+        volatile __global uint *w = look + (ulong)t * RADIX + d;
+        uint before = 0u;
+        if (t == 0) {
+            atomic_xchg(w, LK_P | c);
+        } else {
+            atomic_xchg(w, LK_A | c);
+            for (long j = (long)t - 1; j >= 0;) {
+                const uint v = atomic_or(look + (ulong)j * RADIX + d, 0u);
+                if (!(v & (LK_A | LK_P))) continue; /* not yet: read again */
+                before += v & LK_COUNT;
+                if (v & LK_P) break;
+                --j;
+            }
+            atomic_xchg(w, LK_P | (before + c));
+        }
+        base[d] = (idx_t)state[OFFS_AT + pass * RADIX + d] + before;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    TILE_WRITE(base)
 }
 #endif
 

@@ -285,6 +285,12 @@ for shape in ((12, 3, 6, 3), (1, 37, 8, 2)):
                                   own_rows=own, idx64=own)
             ok = ok and np.array_equal(pos.get().reshape(rows, cols), want) and \
                 vals.get().tobytes() == np.take_along_axis(hh, want, 1).tobytes()
+            # 1-D: the chunks' passes too (a group form's default there is onesweep)
+            if rows == 1:
+                vals, pos = S._sorted(q, v, 1, cols, desc, True, True, shape=shape, vet=False,
+                                      onesweep=False)
+                ok = ok and np.array_equal(pos.get(), want[0]) and \
+                    vals.get().tobytes() == h[want[0]].tobytes()
             # the values from their keys, the indices not moved (1-D)
             if rows == 1:
                 vals = S._values(q, S._order(q, v, 1, cols, desc, shape, vet=False,
@@ -342,7 +348,8 @@ print(MARK + json.dumps(out), flush=True)
 
 def test_sort_kernels_are_clean_under_oclgrind():
     """kernels/sort.cl's keys, histogram, scan, scatter (tiles sorted in __local memory by groups,
-    and one work-item a chunk; indices moved or not), values and gather, and the one-launch
+    and one work-item a chunk; indices moved or not), onesweep (every pass's histogram in one
+    launch, a pass's tiles by decoupled look-back), values and gather, and the one-launch
     sorts of rows (in __local memory; in vector lanes), the transposes for other axes, the
     gathers by positions: right order, no race, no invalid access."""
     res, summary = run_marked(SORT, MARK)

@@ -57,6 +57,8 @@ def main() -> int:
                     help="wg:items:bits:chunks-per-CU,... or 'device'")
     ap.add_argument("--calls", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--onesweep", default="both", choices=("both", "on", "off"),
+                    help="whole arrays by onesweep, by the chunks' passes, or each in turn")
     a = ap.parse_args()
     _, dev = select(a.device)
     ctx = cl.Context([dev])
@@ -75,9 +77,11 @@ def main() -> int:
             t = torch.from_numpy(h).cuda()
             us = per_call_us(torch.cuda.synchronize, lambda t=t: torch.sort(t), a.calls, a.repeats)
             line.append(f"torch.sort {us:.1f}")
-        for shape_text in a.shapes.split(","):
+        ways = {"both": ("os", "chunks"), "on": ("os",), "off": ("chunks",)}[a.onesweep]
+        for shape_text, way in [(st, w) for st in a.shapes.split(",") for w in ways]:
             shape = None if shape_text == "device" else \
                 tuple(int(v) for v in shape_text.split(":"))
+            S.ONESWEEP_MAX = (1 << 30) if way == "os" else 0
             S.device_shape = real_shape if shape is None else (lambda d, kb, ib, s=shape: s)
             S._programs = S.ContextCache()
             try:
@@ -85,7 +89,7 @@ def main() -> int:
                     xq = cla.to_device(qq, h)
                     pos = S.argsort(xq).get()
                     if not np.array_equal(pos, want):
-                        line.append(f"{shape_text} WRONG")
+                        line.append(f"{shape_text} {way} WRONG")
                         break
                 else:
                     x = cla.to_device(q, h)
@@ -95,7 +99,7 @@ def main() -> int:
                     kt = kernel_times(pq, lambda xp=xp: S.sort(xp))
                     parts = " ".join(f"{k.replace('clt_sort_', '')} {v:.0f}"
                                      for k, v in sorted(kt.items(), key=lambda kv: -kv[1]))
-                    line.append(f"[{shape_text}] sort {s_us:.1f} argsort {a_us:.1f} "
+                    line.append(f"[{shape_text} {way}] sort {s_us:.1f} argsort {a_us:.1f} "
                                 f"(kernels {sum(kt.values()):.0f}: {parts})")
             finally:
                 S.device_shape = real_shape

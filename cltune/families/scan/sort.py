@@ -172,6 +172,14 @@ class _Program:
         self.hist = prg.clt_sort_hist
         self.values = prg.clt_sort_values
         self.scan, self.scatter = prg.clt_sort_scan, prg.clt_sort_scatter
+        self.hist_all = self.onesweep = None
+        if hasattr(prg, "clt_sort_onesweep"):  # the group form's (wg > 1)
+            self.hist_all, self.onesweep = prg.clt_sort_hist_all, prg.clt_sort_onesweep
+            self.hist_all.set_scalar_arg_dtypes([None, _U64, _U64, key, _U32, None, None, _U64,
+                                                 None])
+            self.onesweep.set_scalar_arg_dtypes([None, None, _U64, _U32, None, None, None, _U32,
+                                                 None, None, _U32, _U32, None, _U64, key, _U32,
+                                                 None, None])
         self.gather = {n: getattr(prg, f"clt_sort_gather{n}") for n in WORDS}
         self.lock = threading.Lock()
         self.values.set_scalar_arg_dtypes([None, None, None, None, _U64, _U64, key, None])
@@ -335,7 +343,8 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
            shape: tuple | None = None, vet: bool = True, want_idx: bool = True,
            idx64: bool | None = None, own_rows: bool | None = None,
            key_bits: int | None = None, out: cla.Array | None = None,
-           pos: cla.Array | None = None, db: str | None = None) -> _Sorted:
+           pos: cla.Array | None = None, db: str | None = None,
+           onesweep: bool | None = None) -> _Sorted:
     """x's n elements sorted (within each row of row_len when rows > 1; the indices moved
     along where `want_idx` or the rows' passes read them). Rows enough to fill the device
     (`own_rows`, by default from the shape) are each a group's chunk, sorted in place by their
@@ -344,7 +353,9 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
     the keys' lowest bits are sorted (unsigned keys whose higher bits are zero). `out` / `pos`:
     the last pass writes the sorted values (x's dtype) / int64 positions (within a row for
     rows) there instead of keys and indices (the result's keys and indices then hold
-    nothing)."""
+    nothing). `onesweep` (None: wherever it serves) sorts a whole array of fewer than 2^30
+    elements in groups (wg > 1) by one histogram launch and a onesweep launch a pass
+    (`_onesweep`); False: the chunks' passes (histogram, scan, scatter a pass)."""
     n, sort_bits = x.size, key_bits
     mode = (1 if out is not None else 0) | (2 if pos is not None else 0)
     want_idx = want_idx or pos is not None
@@ -364,6 +375,12 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
     idx = [alloc(n * ib), alloc(n * ib)]
     tile = wg * items
     radix = 1 << bits
+    if onesweep is None:
+        onesweep = rows <= 1 and not idx64 and n < ONESWEEP_MAX
+    if onesweep and wg > 1 and prg.onesweep is not None and rows <= 1:
+        return _onesweep(q, x, prg, (wg, items, bits), n, kb, ib, -(-min(key_bits, sort_bits or
+                         key_bits) // bits), _flip(dt, descending), want_idx, mode, out, pos,
+                         keys, idx, alloc)
     fill = per_cu * max(1, q.device.max_compute_units)  # the groups that fill the device
     if own_rows is None:  # rows of a tile at least: shorter ones would pay a group's
         own_rows = rows > 1 and rows >= fill and row_len >= tile  # overhead for a few items
@@ -414,6 +431,50 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
             first = False
             cur = 1 - cur
     return _Sorted(keys[cur], idx[cur], special, prg, flip, [ev] if ev is not None else [])
+
+
+#: onesweep's look words hold a count in 30 bits
+ONESWEEP_MAX = 1 << 30
+#: clt_sort_onesweep's `state` words before the offsets (sort.cl's OFFS_AT)
+_OFFS_AT = 64
+
+
+def _onesweep(q: cl.CommandQueue, x: cla.Array, prg: _Program, shape: tuple[int, int, int],
+              n: int, kb: int, ib: int, passes: int, flip: int, want_idx: bool, mode: int,
+              out: cla.Array | None, pos: cla.Array | None, keys: list, idx: list,
+              alloc: Any) -> _Sorted:
+    """_order's whole-array sort in groups: clt_sort_hist_all (every pass's digit counts in
+    one read, then their offsets), then one clt_sort_onesweep launch a pass (a tile a group,
+    the digits' places before it by decoupled look-back)."""
+    wg, items, bits = shape
+    radix, tile = 1 << bits, wg * items
+    tiles = _cdiv(n, tile)
+    state = alloc(4 * (_OFFS_AT + passes * radix))
+    look = [alloc(4 * tiles * radix), alloc(4 * tiles * radix)] if passes > 1 else \
+        [alloc(4 * tiles * radix)] * 2
+    ordered = in_order(q) is not None
+    waits = waits_on(q, x.events) or None
+    ev = cl.enqueue_fill_buffer(q, state, np.uint32(0), 0, 4 * (_OFFS_AT + passes * radix),
+                                wait_for=waits)
+    xoff = x.offset // x.dtype.itemsize
+    groups = max(1, min(_cdiv(n, tile), 4 * max(1, q.device.max_compute_units)))
+    outs = (out.data if out is not None else state, pos.data if pos is not None else state)
+    with prg.lock:
+        prg.hist_all.set_args(x.base_data, xoff, n, flip, passes, state, look[0],
+                              tiles * radix, cl.LocalMemory(4 * passes * radix))
+        ev = cl.enqueue_nd_range_kernel(q, prg.hist_all, (groups * wg,), (wg,),
+                                        wait_for=None if ordered else [ev])
+        cur = 0
+        for p in range(passes):
+            last = p == passes - 1
+            prg.onesweep.set_args(keys[cur], idx[cur], n, p, state, look[p & 1],
+                                  look[1 - (p & 1)], int(not last), keys[1 - cur], idx[1 - cur],
+                                  int(want_idx), int(p == 0), x.base_data, xoff, flip,
+                                  mode if last else 0, *outs)
+            ev = cl.enqueue_nd_range_kernel(q, prg.onesweep, (tiles * wg,), (wg,),
+                                            wait_for=None if ordered else [ev])
+            cur = 1 - cur
+    return _Sorted(keys[cur], idx[cur], state, prg, flip, [ev])
 
 
 def _rows_local(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending: bool,
