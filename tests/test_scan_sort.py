@@ -22,9 +22,10 @@ from cltune.isolation.vetting import NoConfigRuns
 DTYPES = ["float32", "float64", "float16", "int8", "uint8", "int16", "uint16", "int32",
           "uint32", "int64", "uint64", "bool"]
 #: (work-group size, items, bits, chunks per compute unit): the device's, then GPU-like ones
-#: (groups sort each tile in __local memory: 8-bit digits in two rounds of 4 bits; 5-bit
-#: digits in rounds of 4 and 1 bits, a group of 24 (not a power of two) x 3 items)
-SHAPES = {"device": None, "gpu-64x4-b8": (64, 4, 8, 3), "gpu-24x3-b5": (24, 3, 5, 2),
+#: (groups sort each tile in __local memory: 8-bit digits in two rounds of 4 bits, whole
+#: arrays by onesweep; 5-bit digits in rounds of 4 and 1 bits, a group of 24 (not a power of
+#: two) x 3 items, whole arrays by the chunks' passes too)
+SHAPES = {"device": None, "gpu-64x4-b8": (64, 4, 8, 3), "gpu-24x3-b5-chunks": (24, 3, 5, 2),
           "cpu-1x37-b8": (1, 37, 8, 2)}
 
 
@@ -38,6 +39,8 @@ def shape(request, monkeypatch):
         for kind in ("cpu", "gpu"):
             monkeypatch.setitem(sort_mod.LOCAL_ON, kind, False)
             monkeypatch.setitem(sort_mod.VEC_ON, kind, False)
+        if request.param.endswith("-chunks"):
+            monkeypatch.setattr(sort_mod, "ONESWEEP_MAX", 0)
     return request.param
 
 
