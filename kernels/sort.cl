@@ -536,6 +536,23 @@ __kernel void clt_sort_scatter(SCATTER_ARGS) {
 #define LK_P 0x80000000u
 #define LK_COUNT 0x3FFFFFFFu
 
+/* the passes of a whole key (its type's bits), counted by clt_sort_hist_all (a sort of fewer
+ * bits uses the first ones) */
+#if CLT_SORT_TYPE == 1 || CLT_SORT_TYPE == 8 || CLT_SORT_TYPE == 9
+#define KEY_BITS 64
+#elif CLT_SORT_TYPE == 2 || CLT_SORT_TYPE == 3
+#define KEY_BITS 8
+#elif CLT_SORT_TYPE == 4 || CLT_SORT_TYPE == 5 || CLT_SORT_TYPE == 10
+#define KEY_BITS 16
+#else
+#define KEY_BITS 32
+#endif
+#define PASSES_ALL ((KEY_BITS + CLT_SORT_BITS - 1) / CLT_SORT_BITS)
+
+/* every pass's digit counts of the input (a work-item counts runs of one digit a pass in
+ * registers: skewed keys take few atomics; HIST_LOADS loads in flight), added to state's
+ * offsets; the last group turns them into exclusive offsets. Clears the first pass's look
+ * words and flags values whose bits do not come back from their keys (-0, NaN). */
 __kernel void clt_sort_hist_all(__global const in_t *x, const ulong x_off, const ulong n,
                                 const key_t flip, const uint passes, volatile __global uint *state,
                                 __global uint *look0, const ulong look_words,
@@ -543,18 +560,47 @@ __kernel void clt_sort_hist_all(__global const in_t *x, const ulong x_off, const
     __local uint last;
     const uint lid = get_local_id(0);
     const uint R = passes * RADIX;
-    for (uint e = lid; e < R; e += CLT_SORT_WG) counts[e] = 0u;
+    for (uint e = lid; e < PASSES_ALL * RADIX; e += CLT_SORT_WG) counts[e] = 0u;
     for (ulong e = get_global_id(0); e < look_words; e += get_global_size(0)) look0[e] = 0u;
     barrier(CLK_LOCAL_MEM_FENCE);
     BLOCK(n)
     int sp = 0;
-    for (ulong i = clt_a + lid; i < clt_b; i += CLT_SORT_WG) {
-        const in_t v = x[x_off + i];
-        sp |= clt_special(v);
-        const key_t k = order_key(v, flip);
-        for (uint p = 0; p < passes; ++p)
-            atomic_inc(&counts[p * RADIX + (uint)((k >> (p * CLT_SORT_BITS)) & (RADIX - 1))]);
+    uint dl[PASSES_ALL], run[PASSES_ALL];
+#pragma unroll
+    for (uint p = 0; p < PASSES_ALL; ++p) dl[p] = run[p] = 0u;
+    for (ulong i0 = clt_a + lid; i0 < clt_b; i0 += (ulong)CLT_SORT_WG * HIST_LOADS) {
+        key_t kv[HIST_LOADS];
+        uint ok = 0u;
+#pragma unroll
+        for (uint u = 0; u < HIST_LOADS; ++u) {
+            const ulong i = i0 + (ulong)u * CLT_SORT_WG;
+            kv[u] = 0;
+            if (i < clt_b) {
+                const in_t v = x[x_off + i];
+                sp |= clt_special(v);
+                kv[u] = order_key(v, flip);
+                ok |= 1u << u;
+            }
+        }
+#pragma unroll
+        for (uint u = 0; u < HIST_LOADS; ++u) {
+            if (!(ok & (1u << u))) continue;
+#pragma unroll
+            for (uint p = 0; p < PASSES_ALL; ++p) {
+                const uint d = (uint)((kv[u] >> (p * CLT_SORT_BITS)) & (RADIX - 1));
+                if (run[p] && d == dl[p]) {
+                    ++run[p];
+                } else {
+                    if (run[p]) atomic_add(&counts[p * RADIX + dl[p]], run[p]);
+                    dl[p] = d;
+                    run[p] = 1u;
+                }
+            }
+        }
     }
+#pragma unroll
+    for (uint p = 0; p < PASSES_ALL; ++p)
+        if (run[p]) atomic_add(&counts[p * RADIX + dl[p]], run[p]);
     if (sp) state[0] = 1u;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint e = lid; e < R; e += CLT_SORT_WG)
@@ -566,11 +612,8 @@ __kernel void clt_sort_hist_all(__global const in_t *x, const ulong x_off, const
     barrier(CLK_LOCAL_MEM_FENCE);
     if (last) {
         for (uint p = lid; p < passes; p += CLT_SORT_WG) {
-            uint run = 0u;
-            for (uint d = 0; d < RADIX; ++d) {
-                const uint c = atomic_xchg(&state[OFFS_AT + p * RADIX + d], run);
-                run += c;
-            }
+            uint acc = 0u;
+            for (uint d = 0; d < RADIX; ++d) acc += atomic_xchg(&state[OFFS_AT + p * RADIX + d], acc);
         }
     }
 }

@@ -461,7 +461,7 @@ def _onesweep(q: cl.CommandQueue, x: cla.Array, prg: _Program, shape: tuple[int,
     outs = (out.data if out is not None else state, pos.data if pos is not None else state)
     with prg.lock:
         prg.hist_all.set_args(x.base_data, xoff, n, flip, passes, state, look[0],
-                              tiles * radix, cl.LocalMemory(4 * passes * radix))
+                              tiles * radix, cl.LocalMemory(4 * radix * _cdiv(kb * 8, bits)))
         ev = cl.enqueue_nd_range_kernel(q, prg.hist_all, (groups * wg,), (wg,),
                                         wait_for=None if ordered else [ev])
         cur = 0
