@@ -22,7 +22,11 @@ rows of 1024 and of its stable sort everywhere: docs/benchmarks.md).
 The passes' shape is tuned per device and key dtype (`cltune tune --op sort`: the family in
 sort_config/sort_family/sort_serve/sort_target); untuned, CPUs take 8-bit digits and one
 work-item a chunk, GPUs 8-bit digits in groups of 256 x 8 that sort each tile in __local
-memory (clt_sort_scatter's rounds) before writing it out. The program is vetted in the
+memory (clt_sort_scatter's rounds) before writing it out. In groups, a whole array of fewer
+than 2^30 elements is sorted by onesweep (CUB's): one launch counts every pass's digits
+(clt_sort_hist_all), then one launch a pass (clt_sort_onesweep) in which each tile finds
+where its digits go by decoupled look-back over the tiles before it — no histogram and scan a
+pass; rows and 2^30 elements or more keep the chunks' passes. The program is vetted in the
 device's worker before this process builds it (house rule 17: `check_sort`, against numpy's
 stable argsort).
 """

@@ -43,7 +43,8 @@ GPU_VALUES = {"wg": (64, 128, 256, 512), "items": (2, 4, 6, 8, 12, 16), "bits": 
 #: the index width the passes are tuned with (below 2^32 elements)
 IDX_BYTES = 4
 #: the kernels of sort.py's program that the passes launch in groups of the shape's wg
-LAUNCHED_IN_GROUPS = ("hist", "scan", "scatter")
+#: (onesweep's two: the group form's only)
+LAUNCHED_IN_GROUPS = ("hist", "scan", "scatter", "hist_all", "onesweep")
 
 
 def params_of(cfg: SortConfig) -> dict[str, int]:
@@ -121,7 +122,7 @@ class SortLauncher:
                 prg, _ = sort._program(self.queue, self.dtype, False, self.shape, False)
                 limit = min(getattr(prg, k).get_work_group_info(
                     cl.kernel_work_group_info.WORK_GROUP_SIZE, self.queue.device)
-                    for k in LAUNCHED_IN_GROUPS)
+                    for k in LAUNCHED_IN_GROUPS if getattr(prg, k) is not None)
             except cl.Error as e:
                 raise BuildError(str(e)[:2000]) from None
             if self.cfg.wg > limit:
