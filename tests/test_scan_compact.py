@@ -191,6 +191,18 @@ def test_the_prepared_call_keeps_its_scratch_only_where_the_queue_orders_the_cal
         c = int(count.get())
         assert np.array_equal(out[:c].get(), h[h > np.float32(0.25 * k)]), k
     assert len(compact._plans) == 1
+    # warm calls set the input and the extra arguments anew: arrays at other offsets, values
+    lims = [cla.to_device(queue, np.array([9, 0.1 * k, 0.2 + 0.1 * k], np.float32))
+            for k in range(3)]
+    for k, lim in enumerate(lims):
+        for x, h in ((xs[k], hs[k]), (xs[k + 1], hs[k + 1])):
+            out, count, _ = cltune.copy_if(x, "ary[i] > lim[0] && ary[i] < lim[1]",
+                                           extra_args=[("lim", lim[1:])])
+            want = h[(h > np.float32(0.1 * k)) & (h < np.float32(0.2 + 0.1 * k))]
+            assert np.array_equal(out[:int(count.get())].get(), want), k
+    compact._plans.clear()
+    res = [cltune.copy_if(x, "ary[i] > t", extra_args=[("t", np.float32(0.25 * k))])[:2]
+           for k, x in enumerate(xs)]
     (plan,) = compact._plans.values()
     assert plan[-1] is not None  # the in-order queue's kept scratch
     ooo = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE

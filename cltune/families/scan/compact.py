@@ -39,7 +39,7 @@ from cltune.isolation.vetting import NoConfigRuns, checked
 from cltune.opencl.build import compile_program
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.events import in_order, pending
-from cltune.opencl.kernel_args import flat_grid
+from cltune.opencl.kernel_args import set_scalar, flat_grid
 from cltune.opencl.pools import pool_for
 from cltune.opencl.prepared import PreparedCalls
 from cltune.opencl.scalars import ResultFactory
@@ -402,14 +402,31 @@ def select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
                     in_order=ordered)
     args = _args_of(ary, extra)
     of = out_false if out_false is not None else out
+    na = len(args)
     with prg.lock:
         k1, k3 = prg.clt_sel_count, prg.clt_sel_scatter
-        k1.set_args(*args, n, chunk, starts)
-        e1 = cl.enqueue_nd_range_kernel(q, k1, (groups * wg,), (wg,), wait_for=waits)
-        k3.set_args(*args, n, chunk, starts, out.base_data, of.base_data, int(with_false),
-                    count.data, fill_to, fill)
-        ev = cl.enqueue_nd_range_kernel(q, k3, (groups * wg,), (wg,),
-                                        wait_for=None if ordered else [e1])
+        # the kernels still hold this plan's arguments (its last call set them, the same
+        # scratch): only the input's and the results' (and the extra arguments) are set
+        if getattr(k1, "_clt_plan", None) is made and made.get("starts") is starts:
+            for i, v in enumerate(args):
+                if isinstance(v, np.generic):
+                    set_scalar(k1, i, v)
+                    set_scalar(k3, i, v)
+                else:
+                    k1.set_arg(i, v)
+                    k3.set_arg(i, v)
+            k3.set_arg(na + 3, out.base_data)
+            k3.set_arg(na + 4, of.base_data)
+            k3.set_arg(na + 6, count.base_data)
+        else:
+            k1.set_args(*args, n, chunk, starts)
+            k3.set_args(*args, n, chunk, starts, out.base_data, of.base_data, int(with_false),
+                        count.data, fill_to, fill)
+            k1._clt_plan = k3._clt_plan = made
+            made["starts"] = starts
+        e1 = cl.enqueue_nd_range_kernel(q, k1, (groups * wg,), (wg,), None, waits)
+        ev = cl.enqueue_nd_range_kernel(q, k3, (groups * wg,), (wg,), None,
+                                        None if ordered else [e1])
     count.add_event(ev)
     for a in (out,) + ((out_false,) if out_false is not None else ()):
         a.add_event(ev)

@@ -23,6 +23,8 @@ __all__ = ["nonzero"]
 
 _L = np.int64
 _I64 = np.dtype(np.int64)
+#: (index_dtype, n, fill_value, ndim) -> (mode, index dtype, fills): what a call checked
+_checked: dict = {}
 
 
 def _read_count(count: cla.Array, q: cl.CommandQueue) -> int:
@@ -100,14 +102,22 @@ def nonzero(x: Any, queue: cl.CommandQueue | None = None, *, size: int | None = 
         raise ValueError("nonzero of a 0-d array: use atleast_1d first (as numpy asks)")
     if x.size and not x.flags.c_contiguous:
         raise ValueError("nonzero takes a C-contiguous array")
-    mode = _index_mode(index_dtype, x.size)
-    idt = INDEX_DTYPES[mode]
     if size is not None:
         if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) \
                 or size < 0:
             raise ValueError(f"size must be a non-negative integer, not {size!r}")
         size = int(size)
-    fills = _fills(fill_value, x.ndim, idt)
+    # the index dtype's mode and the fills, checked once per (dtype, n, fill, ndim) seen
+    mk = (index_dtype, x.size, fill_value, x.ndim) if type(fill_value) is int else None
+    known = _checked.get(mk) if mk is not None else None
+    if known is None:
+        mode = _index_mode(index_dtype, x.size)
+        idt = INDEX_DTYPES[mode]
+        fills = _fills(fill_value, x.ndim, idt)
+        if mk is not None and len(_checked) < 256:
+            _checked[mk] = (mode, idt, fills)
+    else:
+        mode, idt, fills = known
     flat = x if x.ndim == 1 else x.reshape(x.size)
     if flat.dtype == np.bool_:
         flat = flat.view(np.uint8)
