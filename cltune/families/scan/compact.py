@@ -39,7 +39,7 @@ from cltune.isolation.vetting import NoConfigRuns, checked
 from cltune.opencl.build import compile_program
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.events import in_order, pending
-from cltune.opencl.kernel_args import set_scalar, flat_grid
+from cltune.opencl.kernel_args import flat_grid, set_scalar
 from cltune.opencl.pools import pool_for
 from cltune.opencl.prepared import PreparedCalls
 from cltune.opencl.scalars import ResultFactory
