@@ -404,7 +404,7 @@ __kernel void clt_sort_scatter(SCATTER_ARGS) {
 inline void clt_tile_sort(__local key_t *tk, __local idx_t *ti, __local uint *cnt,
                           __local uint *sums, __local uint *rake, __local uint *tfirst,
                           __local uint *tend, const uint m, const int move_idx,
-                          const uint shift, const ulong row_len) {
+                          const uint shift, const ulong row_len, const int bounds) {
     const uint lid = get_local_id(0);
     key_t k[CLT_SORT_ITEMS];
     idx_t iv[CLT_SORT_ITEMS];
@@ -461,6 +461,7 @@ inline void clt_tile_sort(__local key_t *tk, __local idx_t *ti, __local uint *cn
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
+    if (!bounds) return; /* (uniform) */
     /* the tile is in digit order: each digit's first and one-past-last place */
     for (uint p = lid; p < m; p += CLT_SORT_WG) {
         const uint d = DIGIT(tk[PADW(p)], move_idx ? ti[PADW(p)] : (idx_t)0);
@@ -507,7 +508,7 @@ __kernel void clt_sort_scatter(SCATTER_ARGS) {
             if (move_idx) ti[PADW(j)] = IDX_AT(t0 + j);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        clt_tile_sort(tk, ti, cnt, sums, rake, tfirst, tend, m, move_idx, shift, row_len);
+        clt_tile_sort(tk, ti, cnt, sums, rake, tfirst, tend, m, move_idx, shift, row_len, 1);
         TILE_WRITE(base)
         barrier(CLK_LOCAL_MEM_FENCE);
         for (uint d = lid; d < RADIX; d += CLT_SORT_WG) {
@@ -652,7 +653,7 @@ __kernel void clt_sort_onesweep(__global const key_t *keys, __global const idx_t
         if (move_idx) ti[PADW(j)] = IDX_AT(t0 + j);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    clt_tile_sort(tk, ti, cnt, sums, rake, tfirst, tend, m, move_idx, shift, row_len);
+    clt_tile_sort(tk, ti, cnt, sums, rake, tfirst, tend, m, move_idx, shift, row_len, 1);
     /* each digit's count in this tile: published, then everything of it before the tile */
     for (uint d = lid; d < RADIX; d += CLT_SORT_WG) {
         const uint c = tend[d] - tfirst[d];
@@ -675,6 +676,50 @@ __kernel void clt_sort_onesweep(__global const key_t *keys, __global const idx_t
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     TILE_WRITE(base)
+}
+
+/* rows of up to a tile (CLT_SORT_WG x CLT_SORT_ITEMS) sorted in one launch, a group a row:
+ * the row's keys (and indices, where positions are asked for or a value's bits need them)
+ * in __local memory, sorted by every CLT_SORT_BITS bits of the key in turn (clt_tile_sort's
+ * stable rounds, the lowest bits first), then the values (from their keys, or by index)
+ * and the positions written in order: the in-group radix sort beside clt_sort_rows_local's
+ * bitonic network. */
+__kernel void clt_sort_rows_radix(__global const in_t *x, const ulong x_off, const uint row_len,
+                                  const uint key_bits, const key_t flip, __global in_t *out,
+                                  __global long *pos, const uint want_out,
+                                  const uint want_pos) {
+    __local uint tfirst[RADIX];
+    __local uint tend[RADIX];
+    __local uint cnt[PADW(SUBR * CLT_SORT_WG)];
+    __local uint sums[CLT_SORT_WG];
+    __local uint rake[RAKERS + 1];
+    __local key_t tk[PADW(TILE)];
+    __local idx_t ti[PADW(TILE)];
+    __local uint s_sp;
+    const uint lid = get_local_id(0);
+    const ulong r0 = (ulong)get_group_id(0) * row_len;
+    const __global in_t *src = x + x_off + r0;
+    const uint m = min(row_len, (uint)TILE);
+    if (lid == 0) s_sp = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint sp = 0u;
+    for (uint j = lid; j < m; j += CLT_SORT_WG) {
+        const in_t v = src[j];
+        sp |= (uint)clt_special(v);
+        tk[PADW(j)] = order_key(v, flip);
+        ti[PADW(j)] = (idx_t)j;
+    }
+    if (sp) s_sp = 1u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint special = s_sp;
+    const int move_idx = want_pos || special;
+    for (uint shift = 0; shift < key_bits; shift += CLT_SORT_BITS)
+        clt_tile_sort(tk, ti, cnt, sums, rake, tfirst, tend, m, move_idx, shift, 0, 0);
+    for (uint p = lid; p < m; p += CLT_SORT_WG) {
+        const idx_t i = move_idx ? ti[PADW(p)] : (idx_t)0;
+        if (want_out) out[r0 + p] = special ? src[i] : value_of(tk[PADW(p)], flip);
+        if (want_pos) pos[r0 + p] = (long)i;
+    }
 }
 #endif
 

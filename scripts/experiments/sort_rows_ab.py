@@ -1,6 +1,7 @@
 """Sorts along rows (#42): the one-launch sorts of rows — in __local memory
-(clt_sort_rows_local, over the plans it could take: elements a group, work-group caps) and 8
-rows a work-item in vector lanes (clt_sort_rows_vec) — beside the radix passes, whatever the
+(clt_sort_rows_local, over the plans it could take: elements a group, work-group caps), 8
+rows a work-item in vector lanes (clt_sort_rows_vec) and a group a row by the in-group radix
+sort (clt_sort_rows_radix: rows of 1024-4096, 32-bit keys) — beside the radix passes, whatever the
 device's kind would take, and torch.sort(dim=1) on a CUDA device (else numpy's sort), one
 process, per call in blocks. Every answer is checked against numpy's stable order first.
 
@@ -34,7 +35,9 @@ def main() -> int:
     ap.add_argument("--dtypes", default="float32")
     ap.add_argument("--group", default="", help="elements a group to try (GPU plans)")
     ap.add_argument("--wg", default="", help="work-group caps to try")
-    ap.add_argument("--paths", default="local,vec,radix", help="which sorts to time")
+    ap.add_argument("--paths", default="local,vec,radix,rradix",
+                    help="which sorts to time (radix: the passes; rradix: the in-group radix "
+                         "sort of a row, clt_sort_rows_radix)")
     ap.add_argument("--calls", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=5)
     a = ap.parse_args()
@@ -43,7 +46,8 @@ def main() -> int:
     q = cl.CommandQueue(ctx, dev)
     torch = cuda_torch()
     kind = "cpu" if dev.type & cl.device_type.CPU else "gpu"
-    on = {"local": (True, False), "vec": (False, True), "radix": (False, False)}
+    on = {"local": (True, False), "vec": (False, True), "radix": (False, False),
+          "rradix": (False, False)}
     print(f"# {dev.name} | {dev.platform.version} | torch {'yes' if torch else 'no'}")
     rng = np.random.default_rng(0)
     orig_plan, orig_group = S.local_plan, dict(S.GROUP_ELEMENTS)
@@ -65,6 +69,7 @@ def main() -> int:
                 line.append(f"{label} {us:.1f}")
 
             S.LOCAL_ON[kind], S.VEC_ON[kind] = on["local"]
+            S.RADIX_ROWS_ON[kind] = False
             paths = a.paths.split(",")
             plans = [("local", None, None)] if "local" in paths else []
             for g in [int(v) for v in a.group.split(",") if v] or [0]:
@@ -82,9 +87,12 @@ def main() -> int:
                 timed(tag)
                 S.local_plan = orig_plan
             S.GROUP_ELEMENTS.update(orig_group)
-            for mode in [m for m in ("vec", "radix") if m in paths]:
+            for mode in [m for m in ("vec", "radix", "rradix") if m in paths]:
                 S.LOCAL_ON[kind], S.VEC_ON[kind] = on[mode]
-                timed(mode)
+                S.RADIX_ROWS_ON[kind] = mode == "rradix"
+                if mode != "rradix" or S.radix_rows_shape(
+                        dev, 8 if np.dtype(dt).itemsize == 8 else 4, cols) is not None:
+                    timed(mode)
             if torch is not None:
                 t = torch.from_numpy(h).cuda()
                 us = per_call_us(torch.cuda.synchronize, lambda t=t: torch.sort(t, dim=1),

@@ -195,6 +195,10 @@ class _Program:
                                             _U32, None, None, _U64])
         for k in self.gather.values():
             k.set_scalar_arg_dtypes([None, _U64, None, _U64, _U64, None, None, _U32, _U32])
+        self.rows_radix = getattr(prg, "clt_sort_rows_radix", None) if self.onesweep else None
+        if self.rows_radix is not None:
+            self.rows_radix.set_scalar_arg_dtypes([None, _U64, _U32, _U32, key, None, None,
+                                                   _U32, _U32])
         self.rows_local = prg.clt_sort_rows_local
         self.rows_wg = self.rows_local.get_work_group_info(
             cl.kernel_work_group_info.WORK_GROUP_SIZE, dev)
@@ -498,6 +502,58 @@ def _rows_local(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, desce
         rows, row_len, log_p, r, _flip(dt, descending)), local)
 
 
+#: the devices whose rows of RADIX_ROWS_MIN..RADIX_ROWS_MAX elements (32-bit keys or narrower)
+#: are sorted by the in-group radix sort (clt_sort_rows_radix) instead of the bitonic network
+RADIX_ROWS_ON = {"gpu": True, "cpu": False}
+RADIX_ROWS_MIN, RADIX_ROWS_MAX = 1024, 4096
+
+
+def radix_rows_shape(dev: cl.Device, key_bytes: int, row_len: int, *,
+                     force: bool = False) -> tuple[int, int, int, int] | None:
+    """The program shape (work-group size, items, bits a round, 1) whose group sorts a row of
+    row_len by clt_sort_rows_radix — a tile of at least row_len in __local memory, counts
+    packed in registers — or None (64-bit keys, rows outside RADIX_ROWS_MIN..MAX, a device
+    kind that does not take it; `force`: the checks take any length up to MAX)."""
+    cpu, local_mem, _, max_wg = _facts(dev)
+    if key_bytes != 4 or row_len > RADIX_ROWS_MAX or row_len < (2 if force else
+                                                                 RADIX_ROWS_MIN):
+        return None
+    if not (force or RADIX_ROWS_ON["cpu" if cpu else "gpu"]):
+        return None
+    wg = min(256, 1 << (max_wg.bit_length() - 1))
+    items = _cdiv(row_len, wg)
+    for bits in (4, 3, 2):  # the widest rounds whose counts fit a register word and memory
+        if items <= (1 << min(64 // (1 << bits), 31)) - 1 and \
+                split_local(wg, items, bits, 4, 4) + 256 <= local_mem:
+            return wg, items, bits, 1
+    return None
+
+
+def _rows_radix(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending: bool,
+                shape: tuple[int, int, int, int], want_out: bool, want_pos: bool,
+                vet: bool = True) -> tuple[cla.Array | None, cla.Array | None]:
+    """(sorted values, int64 positions within each row) of x's rows, each as asked, in one
+    launch of clt_sort_rows_radix (a group a row; `shape`: radix_rows_shape's)."""
+    dt = _key_dtype(x)
+    prg, _ = _program(q, dt, False, shape, vet)
+    k = prg.rows_radix
+    wg = shape[0]
+    alloc = _allocator(q, x)
+    out = empty_result(q, x.shape, x.dtype, "C", alloc) if want_out else None
+    pos = empty_result(q, x.shape, _I64, "C", alloc) if want_pos else None
+    dummy = (out if out is not None else pos).data
+    with prg.lock:
+        k.set_args(x.base_data, x.offset // x.dtype.itemsize, row_len, 8 * dt.itemsize,
+                   _flip(dt, descending), out.data if out is not None else dummy,
+                   pos.data if pos is not None else dummy, int(want_out), int(want_pos))
+        ev = cl.enqueue_nd_range_kernel(q, k, (rows * wg,), (wg,),
+                                        wait_for=waits_on(q, x.events))
+    for a in (out, pos):
+        if a is not None:
+            a.add_event(ev)
+    return out, pos
+
+
 def _flip(dt: np.dtype, descending: bool) -> int:
     """What a key is XORed with: all ones of its bits for a descending sort."""
     return ((1 << (8 * dt.itemsize)) - 1) if descending else 0
@@ -544,6 +600,9 @@ def _rows_sorted(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, desc
     """x's rows sorted in one launch where they fit a group (GPUs: __local memory; CPUs:
     vector lanes): (values, positions) as asked, else None (the radix passes)."""
     kb = 8 if _key_dtype(x).itemsize == 8 else 4
+    rshape = radix_rows_shape(q.device, kb, row_len)
+    if rshape is not None:
+        return _rows_radix(q, x, rows, row_len, descending, rshape, want_out, want_pos)
     plan = local_plan(q.device, kb, rows, row_len)
     if plan is not None:
         return _rows_local(q, x, rows, row_len, descending, plan, want_out, want_pos)
@@ -887,7 +946,10 @@ def check_sort(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: An
             for how, done in (("in __local memory", _rows_local(
                     queue, v, r, c, desc, plan, True, True, shape, vet=False)),
                     ("in vector lanes", None if vplan is None else _rows_vec(
-                        queue, v, r, c, desc, vplan, True, True, shape, vet=False))):
+                        queue, v, r, c, desc, vplan, True, True, shape, vet=False)),
+                    ("by the in-group radix sort", _rows_radix(
+                        queue, v, r, c, desc, shape, True, True, vet=False)
+                        if shape[0] > 1 and kb == 4 and shape[0] * shape[1] >= c else None)):
                 if done is None:
                     continue
                 vals, pos = done
