@@ -750,6 +750,88 @@ clt_ax_cols_stream(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const id
     }
 }
 
+/* CPUs, few columns (inner = 1..AXN_MAX): each outer block is read as a flat array, a block
+ * of CLT_VEC rows being `inner` whole vectors. Work-item u takes piece u % split (`chunk`
+ * blocks) of outer block u / split and adds vector k of each block into accumulator k, so that
+ * lane j of accumulator k only ever sees column (k * CLT_VEC + j) % inner; at the end the
+ * lanes are folded into their columns. Full-width loads of whole contiguous blocks, instead of
+ * one short vector (or scalars) a row: 2-7 columns of 2-4 x 10^6 rows had read at 0.3-0.7 of
+ * the 1-D sum's GB/s. `inner` is a constant in each case of the switch (accumulators in
+ * registers). The last piece also takes the rows past the last whole block. Results go to out
+ * (split 1) or partials[(o * split + piece) * inner + c] for clt_ax_cols_fin. Built where the
+ * host may launch it (-DCLT_AX_NARROW=1: CPUs, streamed columns). */
+#ifndef CLT_AX_NARROW
+#define CLT_AX_NARROW 0
+#endif
+#if CLT_AX_NARROW && CLT_VEC > 1
+#define AXN_MAX 8
+#define AXN_CASE(N)                                                                              \
+    case N: {                                                                                  \
+        accv_t acc_[N], comp_[N];                                                              \
+        _Pragma("unroll") for (int k = 0; k < (N); ++k) {                                      \
+            acc_[k] = (accv_t)IDENT;                                                           \
+            comp_[k] = (accv_t)0;                                                              \
+        }                                                                                      \
+        for (idx_t b = b0; b < b1; ++b) {                                                      \
+            const idx_t e_ = base + b * ((N) * CLT_VEC);                                       \
+            _Pragma("unroll") for (int k = 0; k < (N); ++k)                                    \
+                ACCUM(acc_[k], comp_[k], AXV(e_ + k * CLT_VEC));                               \
+        }                                                                                      \
+        _Pragma("unroll") for (int k = 0; k < (N); ++k) {                                      \
+            acc_t h_[CLT_VEC];                                                                 \
+            CAT(vstore, CLT_VEC)(ACC_FIN(acc_[k], comp_[k]), 0, h_);                           \
+            _Pragma("unroll") for (int j = 0; j < CLT_VEC; ++j)                                \
+                ACCUM1(col[(k * CLT_VEC + j) % (N)], colc[(k * CLT_VEC + j) % (N)], h_[j]);    \
+        }                                                                                      \
+    } break
+
+__kernel void
+clt_ax_cols_narrow(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t outer,
+                   const idx_t R, const idx_t inner, const uint split, const idx_t chunk,
+                   __global acc_t *partials, __global out_t *out) {
+    __global const CLT_IN_T *xp = x + xoff;
+    Y_SETUP
+    const idx_t u = get_global_id(0);
+    if (u >= outer * split) return;
+    const uint piece = (uint)(u % split);
+    const idx_t o = u / split;
+    const idx_t base = o * R * inner;
+    const idx_t nb = R / CLT_VEC; /* whole blocks */
+    const idx_t b0 = min((idx_t)piece * chunk, nb);
+    const idx_t b1 = min(b0 + chunk, nb);
+    acc_t col[AXN_MAX], colc[AXN_MAX];
+#pragma unroll
+    for (int c = 0; c < AXN_MAX; ++c) {
+        col[c] = IDENT;
+        colc[c] = (acc_t)0;
+    }
+    switch ((uint)inner) {
+        AXN_CASE(1);
+        AXN_CASE(2);
+        AXN_CASE(3);
+        AXN_CASE(4);
+        AXN_CASE(5);
+        AXN_CASE(6);
+        AXN_CASE(7);
+        AXN_CASE(8);
+        default: break;
+    }
+    if (piece == split - 1) {
+        for (idx_t r = nb * CLT_VEC; r < R; ++r)
+            for (uint c = 0; c < (uint)inner; ++c)
+                ACCUM1(col[c], colc[c], AX1(base + r * inner + c));
+    }
+    const idx_t dst = split == 1 ? o * inner : (o * split + piece) * inner;
+    for (uint c = 0; c < (uint)inner; ++c) {
+        const acc_t v = ACC_FIN(col[c], colc[c]);
+        if (split == 1)
+            STORE_OUT(out + dst + c, v);
+        else
+            partials[dst + c] = v;
+    }
+}
+#endif /* CLT_AX_NARROW */
+
 /* partials[(o * split + piece) * inner + i] over piece -> out[o * inner + i]. A group of
  * CLT_WG work-items takes `fcols` consecutive outputs (a power of two <= CLT_WG, from the
  * host: few outputs get many work-items each); CLT_WG / fcols of them stride the pieces, then

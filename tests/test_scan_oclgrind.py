@@ -342,6 +342,20 @@ ok = S.take(q, v[:300], pdev, None, prg).get().tobytes() == h[5:305][perm].tobyt
 ok = ok and S.take(q, cla.to_device(q, hb), pdev, None, prg).get().tobytes() == \
     hb[perm].tobytes()
 out["runs"].append({"take": True, "ok": bool(ok)})
+# rows by the in-group radix sort: groups of 32 x 32 items (counts in __local memory) and of
+# 16 x 15 (packed in registers), NaN and -0 by index, a row at an offset
+h = rng.standard_normal(1200).astype(np.float32)
+h[::37] = np.nan
+h[5::41] = -0.0
+x = cla.to_device(q, h)
+for v, rows, cols, shape, desc in ((x[3:1003], 1, 1000, (32, 32, 4, 1), True),
+                                   (x[:960].reshape(4, 240), 4, 240, (16, 15, 4, 1), False)):
+    hh = v.get().reshape(rows, cols)
+    want = np.stack([S.reference_order(r, desc) for r in hh])
+    vals, pos = S._rows_radix(q, v, rows, cols, desc, shape, True, True, vet=False)
+    ok = np.array_equal(pos.get().reshape(rows, cols), want) and \
+        vals.get().tobytes() == np.take_along_axis(hh, want, 1).tobytes()
+    out["runs"].append({"rradix": shape, "ok": bool(ok)})
 print(MARK + json.dumps(out), flush=True)
 '''
 
@@ -350,11 +364,12 @@ def test_sort_kernels_are_clean_under_oclgrind():
     """kernels/sort.cl's keys, histogram, scan, scatter (tiles sorted in __local memory by groups,
     and one work-item a chunk; indices moved or not), onesweep (every pass's histogram in one
     launch, a pass's tiles by decoupled look-back), values and gather, and the one-launch
-    sorts of rows (in __local memory; in vector lanes), the transposes for other axes, the
-    gathers by positions: right order, no race, no invalid access."""
+    sorts of rows (in __local memory; in vector lanes; by the in-group radix sort), the
+    transposes for other axes, the gathers by positions: right order, no race, no invalid
+    access."""
     res, summary = run_marked(SORT, MARK)
     assert res.returncode == 0 and summary, res.summary()
-    assert len(summary["runs"]) == 28, summary["runs"]
+    assert len(summary["runs"]) == 30, summary["runs"]
     assert sum("vec" in r for r in summary["runs"]) == 6
     assert [r for r in summary["runs"] if not r["ok"]] == []
     assert res.reports == [], res.summary(limit=8)

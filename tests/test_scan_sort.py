@@ -240,18 +240,26 @@ def test_rows_sorted_whole_or_a_group_a_row_agree(queue):
 
 #: the one-launch sorts of rows: in __local memory with the device's plan (taken on CPUs
 #: too), few rows a group (groups of at most 64 entries), one work-item a group, an odd
-#: work-group size; and 8 rows a work-item in vector lanes (taken on GPUs too)
+#: work-group size; 8 rows a work-item in vector lanes (taken on GPUs too); a group a row by
+#: the in-group radix sort (32-bit keys and narrower, any length up to its most)
 LOCAL = {"device": None, "small-groups": ("group", 64), "one-item": ("wg", 1),
-         "odd-wg": ("wg", 7), "vector-lanes": ("vec", 0)}
+         "odd-wg": ("wg", 7), "vector-lanes": ("vec", 0), "group-radix": ("radix", 0)}
 
 
 @pytest.fixture(params=list(LOCAL))
 def local(request, monkeypatch):
     how = LOCAL[request.param]
     vec = bool(how and how[0] == "vec")
+    radix = bool(how and how[0] == "radix")
     for kind in ("cpu", "gpu"):
         monkeypatch.setitem(sort_mod.LOCAL_ON, kind, not vec)
         monkeypatch.setitem(sort_mod.VEC_ON, kind, vec)
+        if how is not None:  # the device's own choice stays with "device"
+            monkeypatch.setitem(sort_mod.RADIX_ROWS_ON, kind, radix)
+    if radix:
+        rplan = sort_mod.radix_rows_shape
+        monkeypatch.setattr(sort_mod, "radix_rows_shape",
+                            lambda *a, **k: rplan(*a, **{**k, "force": True}))
     if vec:  # every row count, 1..7 rows of any length too
         plan = sort_mod.vec_plan
         monkeypatch.setattr(sort_mod, "vec_plan", lambda *a, **k: plan(*a, force=True))
@@ -323,6 +331,15 @@ def test_which_sorts_go_through_local_memory(monkeypatch):
     assert vec(None, 4, 64, 4096) is None and vec(None, 4, 64, 2048) == (11, 1)
     monkeypatch.setattr(sort_mod, "_facts", lambda dev: (False, 48 * 1024, 132, 1024))
     assert vec(None, 4, 65536, 256) is None
+    # GPUs: rows of 1024-4096 with 32-bit keys or narrower by the in-group radix sort, a tile
+    # of the row's length at least, counts packed in registers (3-bit rounds for 16 items)
+    rr = sort_mod.radix_rows_shape
+    assert rr(None, 4, 4096) == (256, 16, 3, 1) and rr(None, 4, 2048) == (256, 8, 4, 1)
+    assert rr(None, 4, 1024) == (256, 4, 4, 1) and rr(None, 4, 3000) == (256, 12, 4, 1)
+    assert rr(None, 4, 1000) is None and rr(None, 4, 4097) is None and rr(None, 8, 2048) is None
+    assert rr(None, 4, 1000, force=True) == (256, 4, 4, 1)
+    monkeypatch.setattr(sort_mod, "_facts", lambda dev: (True, 1 << 20, 2, 4096))
+    assert rr(None, 4, 2048) is None and rr(None, 4, 2048, force=True) == (256, 8, 4, 1)
 
 
 def test_bench_op_sort(info):

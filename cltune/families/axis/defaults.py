@@ -17,7 +17,7 @@ from cltune.core.ops import OpSpec
 from cltune.core.pow2 import pow2_at_least, pow2_at_most
 from cltune.families.axis.config import AxisConfig
 from cltune.families.axis.kernel import source_hash
-from cltune.families.axis.launch import SHORT_ROW
+from cltune.families.axis.launch import NARROW_COLS, SHORT_ROW
 
 #: CPUs, strided axis: vectors per work-item's strip of columns. Strips of 4096 columns
 #: (256 x 16) kept 32 KiB of double accumulators per work-item and left few work-items on
@@ -82,6 +82,11 @@ def builtin_axis_config(info: Any, layout: str, a: int, b: int,
         if b >= CPU_LONG_ROW:  # rows of 256+: 4 in flight, 64 groups a CU (docs/benchmarks.md)
             return AxisConfig(wg=wg, lanes=1, vec=vec, items=min(items, 4), groups_per_cu=64)
         return AxisConfig(wg=wg, lanes=1, vec=vec, items=items, groups_per_cu=8)
+    if cpu and b <= NARROW_COLS and cap >= 2:
+        # a few columns: read as a flat array, 512-bit vectors (clt_ax_cols_narrow)
+        vec = min(64 // max(4, element_bytes), cap)
+        return AxisConfig(wg=min(pow2_at_most(info.max_wg), 16), lanes=0, cols=1, vec=vec,
+                          items=2, groups_per_cu=8, stream=1)
     if cpu:  # stream strips of up to 1024 columns, 8 rows a pass (docs/benchmarks.md)
         vec = min(16, pow2_at_most(b), cap)
         few = a <= CPU_FEW_REDUCED

@@ -59,6 +59,11 @@ def cols_stream_args(spec: OpSpec) -> KernelArgs:
                   "aligned", "partials", "out"))
 
 
+def cols_narrow_args(spec: OpSpec) -> KernelArgs:
+    return _args(("x", "xoff", *_y(spec), "outer", "R", "inner", "split", "chunk", "partials",
+                  "out"))
+
+
 COLS_FIN = _args(("partials", "outer", "inner", "split", "fcols", "out", "tile"))
 
 
@@ -127,6 +132,12 @@ def builds_packed(info: DeviceInfo, cfg: AxisConfig) -> bool:
     return info.type == "cpu" and cfg.lanes == 1 and cfg.vec >= 2
 
 
+def builds_narrow(info: DeviceInfo, cfg: AxisConfig) -> bool:
+    """Whether a build has clt_ax_cols_narrow (a few columns read as a flat array): CPUs,
+    streamed columns, vectors of 2 or more."""
+    return info.type == "cpu" and bool(cfg.stream) and cfg.vec >= 2
+
+
 @dataclass(frozen=True, eq=False)
 class AxisBuilt:
     """The kernels of one build and what launching them needs."""
@@ -142,6 +153,7 @@ class AxisBuilt:
     segs: cl.Kernel
     segs_long: cl.Kernel
     packed: cl.Kernel | None  # None: not built (builds_packed)
+    narrow: cl.Kernel | None  # None: not built (builds_narrow)
     acc_dtype: np.dtype
     warp_active: bool
 
@@ -173,8 +185,10 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
     if cfg.warp and not info.is_nvidia:
         raise BuildError("warp shuffles need NVIDIA's OpenCL (inline PTX)")
     packed = builds_packed(info, cfg)
+    narrow = builds_narrow(info, cfg)
     opts = [*build_defines(spec, cfg, index64=index64, nv_ptx=info.is_nvidia, fp64=info.fp64),
-            *(["-DCLT_AX_PACKED=1"] if packed else []), *std_options(info)]
+            *(["-DCLT_AX_PACKED=1"] if packed else []),
+            *(["-DCLT_AX_NARROW=1"] if narrow else []), *std_options(info)]
     prg = compile_program(ctx, dev, axis_source(), opts)
     acc = np.dtype({"float": np.float32, "double": np.float64, "int": np.int32,
                     "uint": np.uint32, "long": np.int64, "ulong": np.uint64}[
@@ -182,7 +196,8 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
     kernels = {k: getattr(prg, k) for k in ("clt_ax_rows", "clt_ax_rows_fin", "clt_ax_cols",
                                              "clt_ax_cols_fin", "clt_ax_cols_stream",
                                              "clt_ax_segs", "clt_ax_segs_long",
-                                             *(("clt_ax_packed",) if packed else ()))}
+                                             *(("clt_ax_packed",) if packed else ()),
+                                             *(("clt_ax_cols_narrow",) if narrow else ()))}
     tile = cfg.wg * (cfg.vec if cfg.cols else 1) * acc.itemsize
     mine = ("clt_ax_cols", "clt_ax_cols_fin") if cfg.cols else (
         "clt_ax_rows", "clt_ax_rows_fin", "clt_ax_segs", "clt_ax_segs_long", "clt_ax_packed")
@@ -196,4 +211,5 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
     return AxisBuilt(spec, cfg, index64, kernels["clt_ax_rows"], kernels["clt_ax_rows_fin"],
                      kernels["clt_ax_cols"], kernels["clt_ax_cols_fin"],
                      kernels["clt_ax_cols_stream"], kernels["clt_ax_segs"],
-                     kernels["clt_ax_segs_long"], kernels.get("clt_ax_packed"), acc, warp)
+                     kernels["clt_ax_segs_long"], kernels.get("clt_ax_packed"),
+                     kernels.get("clt_ax_cols_narrow"), acc, warp)

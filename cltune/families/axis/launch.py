@@ -24,6 +24,7 @@ from cltune.families.axis.kernel import (
     build,
     builds_packed,
     cols_args,
+    cols_narrow_args,
     cols_stream_args,
     rows_args,
     scalar_dtypes,
@@ -48,6 +49,8 @@ _IDX32_LIMIT = (1 << 32) - (1 << 20)
 PACKED = (2, 4, 8, 16)
 #: the longest rows clt_ax_packed takes (other lengths: blocks of vec rows transposed)
 SHORT_ROW = 16
+#: the most columns clt_ax_cols_narrow takes (its AXN_MAX: a case of its switch each)
+NARROW_COLS = 8
 _LOCK = threading.RLock()
 
 
@@ -105,6 +108,22 @@ def plan_stream(cfg: AxisConfig, cus: int, outer: int, r: int, inner: int,
     chunk = -(-r // split)
     split = -(-r // chunk)
     return AxisPlan(base * split, split, chunk, ctiles)
+
+
+def plan_narrow(cfg: AxisConfig, cus: int, outer: int, r: int, inner: int,
+                elem_bytes: int = 0) -> AxisPlan:
+    """clt_ax_cols_narrow: each outer block's blocks of vec rows split into pieces (a
+    work-item each) as plan_stream splits rows: as far as the device needs units, never into
+    pieces of fewer than MIN_PIECE_BYTES; `chunk` counts blocks."""
+    nb = max(1, r // cfg.vec)
+    target = cfg.groups_per_cu * max(1, cus)
+    most = nb
+    if elem_bytes:
+        most = min(most, max(1, outer * r * inner * elem_bytes // (outer * MIN_PIECE_BYTES)))
+    split = max(1, min(target // outer, most, MAX_SPLIT))
+    chunk = -(-nb // split)
+    split = -(-nb // chunk)
+    return AxisPlan(outer * split, split, chunk)
 
 
 def plan_cols(cfg: AxisConfig, cus: int, outer: int, r: int, inner: int,
@@ -248,6 +267,8 @@ class AxisLauncher:
             b = build(self.ctx, self.dev, self.info, self.spec, self.cfg, index64=index64)
             idx = np.uint64 if index64 else np.uint32
             packed = (("packed", rows_args(self.spec)),) if b.packed is not None else ()
+            if b.narrow is not None:
+                packed += (("narrow", cols_narrow_args(self.spec)),)
             self._sets[index64] = {
                 name: setter(getattr(b, name), _types(scalar_dtypes(args, idx, b.acc_dtype)))
                 for name, args in (("rows", rows_args(self.spec)), *packed,
@@ -345,6 +366,8 @@ class AxisLauncher:
     def prepare_cols(self, queue: cl.CommandQueue, xoff: int, yoff: int, outer: int, r: int,
                      inner: int) -> Prepared:
         """`cols` as `prepare_rows` does `rows`."""
+        if self.narrows(r, inner):
+            return self._prepare_narrow(queue, xoff, yoff, outer, r, inner)
         p = self.plan("cols", outer, r, inner)
         i64 = max(xoff, yoff) + outer * r * inner + p.partials(outer * inner) > _IDX32_LIMIT
         b = self.built(i64)
@@ -369,6 +392,31 @@ class AxisLauncher:
                             [*xs, *shape, None, None], False, fin)
         return Prepared(queue, s, two, k["cols"], (p.groups * wg,), (wg,),
                         [*xs, *shape, None, None, None, self._local], True, fin)
+
+    def narrows(self, r: int, inner: int) -> bool:
+        """A few columns read as a flat array (clt_ax_cols_narrow): CPUs, streamed columns,
+        1..NARROW_COLS of them, two blocks of vec rows at least."""
+        return (self.info.type == "cpu" and bool(self.cfg.stream) and self.cfg.vec >= 2
+                and inner <= NARROW_COLS and r >= 2 * self.cfg.vec)
+
+    def _prepare_narrow(self, queue: cl.CommandQueue, xoff: int, yoff: int, outer: int,
+                        r: int, inner: int) -> Prepared:
+        p = self.plan("narrow", outer, r, inner)
+        i64 = max(xoff, yoff) + outer * r * inner + p.partials(outer * inner) > _IDX32_LIMIT
+        b = self.built(i64)
+        k = self._sets[i64]
+        wg = self.cfg.wg
+        with _LOCK:
+            s = self._scratch_for(queue, p.partials(outer * inner), b.acc_dtype.itemsize)
+        xs = [None, xoff, *((None, yoff) if self.spec.n_inputs == 2 else ())]
+        fin = None
+        if p.split > 1:
+            kept = outer * inner
+            fcols = min(wg, FIN_COLS_CPU, 1 << max(0, (kept - 1).bit_length()))
+            fin = (k["cols_fin"], (-(-kept // fcols) * wg,), (wg,),
+                   [None, outer, inner, p.split, fcols, None, self._local], 5)
+        return Prepared(queue, s, self.spec.n_inputs == 2, k["narrow"], (p.groups,), (1,),
+                        [*xs, outer, r, inner, p.split, p.chunk, None, None], False, fin)
 
     def segs(self, queue: cl.CommandQueue, x: cl.Buffer, xoff: int, n: int, offs: cl.Buffer,
              off64: bool, m: int, init: object, err: cl.Buffer, out: cl.Buffer, *,
@@ -402,8 +450,10 @@ class AxisLauncher:
         p = self._plans.get((layout, a, b, c))
         if p is None:
             cus = self.info.compute_units
-            p = plan_rows(self.cfg, cus, a, b) if layout == "rows" else plan_cols(
-                self.cfg, cus, a, b, c, self.spec.itemsize * self.spec.n_inputs)
+            eb = self.spec.itemsize * self.spec.n_inputs
+            p = (plan_rows(self.cfg, cus, a, b) if layout == "rows" else
+                 plan_narrow(self.cfg, cus, a, b, c, eb) if layout == "narrow" else
+                 plan_cols(self.cfg, cus, a, b, c, eb))
             if len(self._plans) > 256:
                 self._plans.clear()
             self._plans[(layout, a, b, c)] = p
