@@ -20,6 +20,9 @@
  *                 owning CLT_VEC adjacent outputs (coalesced loads), CLT_WG / CLT_AX_COLS of
  *                 them stream rows; a tree in __local memory combines those; with split > 1
  *                 the rows are split over groups and clt_ax_cols_fin combines the partials.
+ *   clt_ax_cols_narrow  inner of 1..16 (CPUs): each outer block read as a flat array, a
+ *                 block of CLT_VEC rows being `inner` whole vectors, lane j of accumulator k
+ *                 holding column (k * CLT_VEC + j) % inner; folded into the columns at the end.
  *   clt_ax_segs   segment i is x[offs[i] : offs[i+1]] (CSR row pointers, int or long): as
  *                 clt_ax_rows with the row bounds read from offs. Bounds that are negative,
  *                 decreasing or past n make that segment empty and record the lowest such
@@ -764,7 +767,7 @@ clt_ax_cols_stream(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const id
 #define CLT_AX_NARROW 0
 #endif
 #if CLT_AX_NARROW && CLT_VEC > 1
-#define AXN_MAX 8
+#define AXN_MAX 16
 #define AXN_CASE(N)                                                                              \
     case N: {                                                                                  \
         accv_t acc_[N], comp_[N];                                                              \
@@ -814,6 +817,14 @@ clt_ax_cols_narrow(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const id
         AXN_CASE(6);
         AXN_CASE(7);
         AXN_CASE(8);
+        AXN_CASE(9);
+        AXN_CASE(10);
+        AXN_CASE(11);
+        AXN_CASE(12);
+        AXN_CASE(13);
+        AXN_CASE(14);
+        AXN_CASE(15);
+        AXN_CASE(16);
         default: break;
     }
     if (piece == split - 1) {

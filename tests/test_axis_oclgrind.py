@@ -47,23 +47,30 @@ COLS = [C(wg=8, lanes=0, cols=4, vec=1, items=2, groups_per_cu=4),
 # told it is a CPU): whole vectors or blocks, the tail rows
 PACKED = [C(wg=1, lanes=1, vec=4, items=2, groups_per_cu=2),
           C(wg=2, lanes=1, vec=8, items=1, groups_per_cu=4)]
+# clt_ax_cols_narrow (1..16 columns read as a flat array; CPUs, streamed columns): whole
+# blocks of vec rows, the tail rows, several outer blocks
+NARROW = [C(wg=4, lanes=0, cols=1, vec=4, items=2, groups_per_cu=2, stream=1)]
 if NEGATIVE:
-    ROWS, COLS, PACKED = [ROWS[2]], [], []
+    ROWS, COLS, PACKED, NARROW = [ROWS[2]], [], [], []
 lens = np.array([0, 3, 700, 1, 0, 40, 5])
 SEGS = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
 PROBLEMS = {"rows": [Problem(3, 37, 1), Problem(1, 301, 1), Problem(5, 2, 1)],
             "cols": [Problem(1, 37, 3), Problem(2, 29, 5), Problem(1, 200, 2)],
             "segs": [Problem(1, int(SEGS[-1]), 1, SEGS)],
             "packed": [Problem(37, 4, 1), Problem(11, 2, 1), Problem(9, 8, 1), Problem(2, 2, 1),
-                       Problem(19, 7, 1), Problem(8, 12, 1), Problem(3, 5, 1)]}
+                       Problem(19, 7, 1), Problem(8, 12, 1), Problem(3, 5, 1)],
+            "narrow": [Problem(1, 37, 3), Problem(2, 29, 5), Problem(1, 9, 2), Problem(1, 40, 16),
+                       Problem(3, 8, 1)]}
 out = {"runs": []}
 for op, dtype in [("sum", "float32"), ("max", "float32"), ("sum", "int32")]:
     spec = OpSpec(op, dtype)
-    for cfg in ROWS + COLS + PACKED:
-        packed = cfg in PACKED
-        la = AxisLauncher(ctx, dev, replace(info, type="cpu") if packed else info, spec, cfg)
+    for cfg in ROWS + COLS + PACKED + NARROW:
+        packed, narrow = cfg in PACKED, cfg in NARROW
+        la = AxisLauncher(ctx, dev, replace(info, type="cpu") if packed or narrow else info,
+                          spec, cfg)
         KEEP.append(la)
-        kinds = ["packed"] if packed else ["rows", "segs"] if cfg.lanes else ["cols"]
+        kinds = ["packed"] if packed else ["narrow"] if narrow else ["rows", "segs"] \
+            if cfg.lanes else ["cols"]
         if NEGATIVE:
             kinds = ["rows"]
         for kind in kinds:
@@ -81,6 +88,8 @@ for op, dtype in [("sum", "float32"), ("max", "float32"), ("sum", "int32")]:
                                                         p.outer) >= cfg.vec
                 if la.packs(p.outer, p.r) != expect:
                     err = err or f"packed {la.packs(p.outer, p.r)}, expected {expect}"
+                if la.narrows(p.r, p.inner) != (kind == "narrow"):
+                    err = err or f"narrow {la.narrows(p.r, p.inner)} for {kind}"
                 out["runs"].append({"cfg": cfg.short(), "spec": str(spec), "kind": kind,
                                     "shape": [p.outer, p.r, p.inner], "error": err})
 print(MARK + json.dumps(out), flush=True)
@@ -99,7 +108,7 @@ def test_axis_kernels_are_clean_under_oclgrind():
     # not vacuous: every layout, both finishes and the segments ran
     ran = {(r["kind"], "1p" in r["cfg"]) for r in summary["runs"]}
     assert ran >= {("rows", False), ("rows", True), ("cols", False), ("cols", True),
-                   ("segs", False), ("packed", False)}
+                   ("segs", False), ("packed", False), ("narrow", False)}
     assert res.reports == [], res.summary(limit=8)
 
 

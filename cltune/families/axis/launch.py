@@ -50,7 +50,7 @@ PACKED = (2, 4, 8, 16)
 #: the longest rows clt_ax_packed takes (other lengths: blocks of vec rows transposed)
 SHORT_ROW = 16
 #: the most columns clt_ax_cols_narrow takes (its AXN_MAX: a case of its switch each)
-NARROW_COLS = 8
+NARROW_COLS = 16
 _LOCK = threading.RLock()
 
 
