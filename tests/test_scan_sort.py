@@ -41,6 +41,8 @@ def shape(request, monkeypatch):
             monkeypatch.setitem(sort_mod.VEC_ON, kind, False)
         if request.param.endswith("-chunks"):
             monkeypatch.setattr(sort_mod, "ONESWEEP_MAX", 0)
+        else:  # whole arrays in groups by onesweep on any device (CPUs too)
+            monkeypatch.setitem(sort_mod.ONESWEEP_ON, "cpu", True)
     return request.param
 
 

@@ -82,6 +82,8 @@ def main() -> int:
             shape = None if shape_text == "device" else \
                 tuple(int(v) for v in shape_text.split(":"))
             S.ONESWEEP_MAX = (1 << 30) if way == "os" else 0
+            if hasattr(S, "ONESWEEP_ON"):
+                S.ONESWEEP_ON["cpu"] = True
             S.device_shape = real_shape if shape is None else (lambda d, kb, ib, s=shape: s)
             S._programs = S.ContextCache()
             try:

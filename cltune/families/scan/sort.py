@@ -361,7 +361,7 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
     the keys' lowest bits are sorted (unsigned keys whose higher bits are zero). `out` / `pos`:
     the last pass writes the sorted values (x's dtype) / int64 positions (within a row for
     rows) there instead of keys and indices (the result's keys and indices then hold
-    nothing). `onesweep` (None: wherever it serves) sorts a whole array of fewer than 2^30
+    nothing). `onesweep` (None: where ONESWEEP_ON says) sorts a whole array of fewer than 2^30
     elements in groups (wg > 1) by one histogram launch and a onesweep launch a pass
     (`_onesweep`); False: the chunks' passes (histogram, scan, scatter a pass)."""
     n, sort_bits = x.size, key_bits
@@ -384,7 +384,8 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
     tile = wg * items
     radix = 1 << bits
     if onesweep is None:
-        onesweep = rows <= 1 and not idx64 and n < ONESWEEP_MAX
+        onesweep = rows <= 1 and not idx64 and n < ONESWEEP_MAX and \
+            ONESWEEP_ON["cpu" if q.device.type & cl.device_type.CPU else "gpu"]
     if onesweep and wg > 1 and prg.onesweep is not None and rows <= 1:
         return _onesweep(q, x, prg, (wg, items, bits), n, kb, ib, -(-min(key_bits, sort_bits or
                          key_bits) // bits), _flip(dt, descending), want_idx, mode, out, pos,
@@ -443,6 +444,10 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
 
 #: onesweep's look words hold a count in 30 bits
 ONESWEEP_MAX = 1 << 30
+#: the devices whose whole arrays sorted in groups (wg > 1) take onesweep: GPUs (on CPUs a
+#: tuned shape in groups keeps the chunks' passes: PoCL 2^16, groups of 64 x 4: onesweep 9.5
+#: ms, the chunks' passes 5.7)
+ONESWEEP_ON = {"gpu": True, "cpu": False}
 #: clt_sort_onesweep's `state` words before the offsets (sort.cl's OFFS_AT)
 _OFFS_AT = 64
 
