@@ -335,10 +335,19 @@ typedef acc_t axp_t1;
     _Pragma("unroll") for (uint j_ = 0; j_ < (CLT_VEC >> (L)); ++j_)                           \
         STORE_OUT((o) + j_, ((const acc_t *)&(r))[j_])
 #if CLT_IS_FLOAT && !CLT_IS_HALF
-#define AXP_PUTV(w, o, r) CAT(vstore, w)(CAT(convert_, CAT(CLT_OUT_T, w))(r), 0, (o))
+#define AXP_PUTV(w, o, r) AXP_NT(w, o, CAT(convert_, CAT(CLT_OUT_T, w))(r))
 #else
 #define AXP_PUTV(w, o, r) AXP_PUT_EACH(AXP_LOG_##w, o, r)
 #endif
+/* AXP_NT(w, o, v): v (w outputs) to o, bypassing the caches where o is aligned to the vector
+ * (the results are not read again here; a plain store first reads each line it writes) */
+#define AXP_NT(w, o, v)                                                                          \
+    do {                                                                                       \
+        if (((size_t)(o) & (sizeof(CAT(CLT_OUT_T, w)) - 1)) == 0)                              \
+            __builtin_nontemporal_store((v), (__global CAT(CLT_OUT_T, w) *)(o));               \
+        else                                                                                   \
+            CAT(vstore, w)((v), 0, (o));                                                       \
+    } while (0)
 #define AXP_LOG_2 (AXP_LV - 1)
 #define AXP_LOG_4 (AXP_LV - 2)
 #define AXP_LOG_8 (AXP_LV - 3)
@@ -438,7 +447,7 @@ typedef acc_t axp_t1;
 #define AXP_COL(a, l, j) ((accv_t)(a[j], a[(l) + j]))
 #endif
 #if CLT_IS_FLOAT && !CLT_IS_HALF
-#define AXP_PUT_BLOCK(o, r) CAT(vstore, CLT_VEC)(CAT(convert_, CAT(CLT_OUT_T, CLT_VEC))(r), 0, (o))
+#define AXP_PUT_BLOCK(o, r) AXP_NT(CLT_VEC, o, CAT(convert_, CAT(CLT_OUT_T, CLT_VEC))(r))
 #else
 #define AXP_PUT_BLOCK(o, r) AXP_PUT_EACH(0, o, r)
 #endif
