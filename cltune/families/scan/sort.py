@@ -148,6 +148,10 @@ def describe(dev: cl.Device, dtype: Any, shape: tuple[int, ...] | None = None) -
     kb = 8 if dt.itemsize == 8 else 4
     if shape:
         rows, row_len = int(np.prod(shape[:-1], dtype=np.int64)), int(shape[-1])
+        rshape = radix_rows_shape(dev, kb, row_len)
+        if rshape is not None:
+            return (f"kernels/sort.cl: one launch, a group of {rshape[0]} a row, an in-group "
+                    f"radix sort of {rshape[2]}-bit rounds in __local memory")
         plan = local_plan(dev, kb, rows, row_len)
         if plan is not None:
             return (f"kernels/sort.cl: one launch, rows in __local memory (padded to "
@@ -165,6 +169,13 @@ def describe(dev: cl.Device, dtype: Any, shape: tuple[int, ...] | None = None) -
     else:
         wg, items, bits, per_cu = device_shape(dev, kb, 4)
         how = "untuned"
+    n = int(np.prod(shape, dtype=np.int64)) if shape else 0
+    rows = int(np.prod(shape[:-1], dtype=np.int64)) if shape else 1
+    if wg > 1 and rows <= 1 and n < ONESWEEP_MAX and \
+            ONESWEEP_ON["cpu" if dev.type & cl.device_type.CPU else "gpu"]:
+        return (f"kernels/sort.cl: LSD radix by onesweep, {bits}-bit digits "
+                f"({-(-8 * dt.itemsize // bits)} passes after one histogram launch), tiles of "
+                f"{wg} x {items} placed by decoupled look-back ({how})")
     return (f"kernels/sort.cl: LSD radix, {bits}-bit digits ({-(-8 * dt.itemsize // bits)} "
             f"passes), groups of {wg} x {items}, {per_cu} chunks a compute unit ({how})")
 
