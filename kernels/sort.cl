@@ -625,7 +625,8 @@ __kernel void clt_sort_onesweep(__global const key_t *keys, __global const idx_t
                                 const uint clear_next, __global key_t *keys_out,
                                 __global idx_t *idx_out, const uint want_idx, const uint first,
                                 __global const in_t *x, const ulong x_off, const key_t flip,
-                                const uint mode, __global in_t *vals, __global long *pos) {
+                                const uint mode, __global in_t *vals, __global long *pos,
+                                const uint vol) {
     __local idx_t base[RADIX];
     __local uint tfirst[RADIX];
     __local uint tend[RADIX];
@@ -659,18 +660,22 @@ __kernel void clt_sort_onesweep(__global const key_t *keys, __global const idx_t
         const uint c = tend[d] - tfirst[d];
         volatile __global uint *w = look + (ulong)t * RADIX + d;
         uint before = 0u;
+        /* vol: the words by volatile 32-bit stores and loads (one transaction each on the
+         * GPUs it is chosen for; a word carries state and count together, so nothing else
+         * needs ordering against it), else by atomics */
         if (t == 0) {
-            atomic_xchg(w, LK_P | c);
+            if (vol) *w = LK_P | c; else atomic_xchg(w, LK_P | c);
         } else {
-            atomic_xchg(w, LK_A | c);
+            if (vol) *w = LK_A | c; else atomic_xchg(w, LK_A | c);
             for (long j = (long)t - 1; j >= 0;) {
-                const uint v = atomic_or(look + (ulong)j * RADIX + d, 0u);
+                volatile __global uint *r = look + (ulong)j * RADIX + d;
+                const uint v = vol ? *r : atomic_or(r, 0u);
                 if (!(v & (LK_A | LK_P))) continue; /* not yet: read again */
                 before += v & LK_COUNT;
                 if (v & LK_P) break;
                 --j;
             }
-            atomic_xchg(w, LK_P | (before + c));
+            if (vol) *w = LK_P | (before + c); else atomic_xchg(w, LK_P | (before + c));
         }
         base[d] = (idx_t)state[OFFS_AT + pass * RADIX + d] + before;
     }

@@ -42,7 +42,7 @@ ls = prg.ls; ls.set_args(o); ks["static __local array, 256"] = (ls, (256,), (256
 E = cl.enqueue_nd_range_kernel
 rows = {n: (lambda k=k, g=g, l=l: E(q, k, g, l)) for n, (k, g, l) in ks.items()}
 rows["1 buffer + 1 struct, set a call"] = lambda: (st.set_arg(1, np.zeros((), dt)), E(q, st, (1,), (1,)))[1]
-b2 = prg.b2; o2 = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4096)
+b2 = ks["2 buffer args"][0]; o2 = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4096)
 rows["2 buffers, the same one set a call"] = lambda: (b2.set_arg(1, o2), E(q, b2, (1,), (1,)))[1]
 flip = [o, o2]
 def alternate():

@@ -57,7 +57,7 @@ def main() -> int:
                     help="wg:items:bits:chunks-per-CU,... or 'device'")
     ap.add_argument("--calls", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--onesweep", default="both", choices=("both", "on", "off"),
+    ap.add_argument("--onesweep", default="both", choices=("both", "on", "off", "vol"),
                     help="whole arrays by onesweep, by the chunks' passes, or each in turn")
     a = ap.parse_args()
     _, dev = select(a.device)
@@ -77,11 +77,14 @@ def main() -> int:
             t = torch.from_numpy(h).cuda()
             us = per_call_us(torch.cuda.synchronize, lambda t=t: torch.sort(t), a.calls, a.repeats)
             line.append(f"torch.sort {us:.1f}")
-        ways = {"both": ("os", "chunks"), "on": ("os",), "off": ("chunks",)}[a.onesweep]
+        ways = {"both": ("os", "chunks"), "on": ("os",), "off": ("chunks",),
+                "vol": ("osv", "os", "chunks")}[a.onesweep]
         for shape_text, way in [(st, w) for st in a.shapes.split(",") for w in ways]:
             shape = None if shape_text == "device" else \
                 tuple(int(v) for v in shape_text.split(":"))
-            S.ONESWEEP_MAX = (1 << 30) if way == "os" else 0
+            S.ONESWEEP_MAX = (1 << 30) if way in ("os", "osv") else 0
+            if hasattr(S, "ONESWEEP_VOLATILE"):
+                S.ONESWEEP_VOLATILE["gpu"] = way == "osv"
             if hasattr(S, "ONESWEEP_ON"):
                 S.ONESWEEP_ON["cpu"] = True
             S.device_shape = real_shape if shape is None else (lambda d, kb, ib, s=shape: s)

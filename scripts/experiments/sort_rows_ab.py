@@ -38,6 +38,8 @@ def main() -> int:
     ap.add_argument("--paths", default="local,vec,radix,rradix",
                     help="which sorts to time (radix: the passes; rradix: the in-group radix "
                          "sort of a row, clt_sort_rows_radix)")
+    ap.add_argument("--rshapes", default="",
+                    help="wg:items:bits shapes of the in-group radix sort to time too")
     ap.add_argument("--calls", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=5)
     a = ap.parse_args()
@@ -93,6 +95,17 @@ def main() -> int:
                 if mode != "rradix" or S.radix_rows_shape(
                         dev, 8 if np.dtype(dt).itemsize == 8 else 4, cols) is not None:
                     timed(mode)
+                if mode == "rradix":
+                    real = S.radix_rows_shape
+                    for rs in [t for t in a.rshapes.split(",") if t]:
+                        wg_, it_, b_ = (int(v) for v in rs.split(":"))
+                        if wg_ * it_ < cols:
+                            continue
+                        S.radix_rows_shape = lambda *_a, r=(wg_, it_, b_, 1), **_k: r
+                        try:
+                            timed(f"rradix{wg_}x{it_}b{b_}")
+                        finally:
+                            S.radix_rows_shape = real
             if torch is not None:
                 t = torch.from_numpy(h).cuda()
                 us = per_call_us(torch.cuda.synchronize, lambda t=t: torch.sort(t, dim=1),

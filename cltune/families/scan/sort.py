@@ -194,7 +194,7 @@ class _Program:
                                                  None])
             self.onesweep.set_scalar_arg_dtypes([None, None, _U64, _U32, None, None, None, _U32,
                                                  None, None, _U32, _U32, None, _U64, key, _U32,
-                                                 None, None])
+                                                 None, None, _U32])
         self.gather = {n: getattr(prg, f"clt_sort_gather{n}") for n in WORDS}
         self.lock = threading.Lock()
         self.values.set_scalar_arg_dtypes([None, None, None, None, _U64, _U64, key, None])
@@ -459,6 +459,9 @@ ONESWEEP_MAX = 1 << 30
 #: tuned shape in groups keeps the chunks' passes: PoCL 2^16, groups of 64 x 4: onesweep 9.5
 #: ms, the chunks' passes 5.7)
 ONESWEEP_ON = {"gpu": True, "cpu": False}
+#: the devices whose onesweep look-back words are written and read by volatile 32-bit stores
+#: and loads instead of atomics (each word carries its state and count together)
+ONESWEEP_VOLATILE = {"gpu": True, "cpu": False}
 #: clt_sort_onesweep's `state` words before the offsets (sort.cl's OFFS_AT)
 _OFFS_AT = 64
 
@@ -483,6 +486,7 @@ def _onesweep(q: cl.CommandQueue, x: cla.Array, prg: _Program, shape: tuple[int,
     xoff = x.offset // x.dtype.itemsize
     groups = max(1, min(_cdiv(n, tile), 4 * max(1, q.device.max_compute_units)))
     outs = (out.data if out is not None else state, pos.data if pos is not None else state)
+    vol = int(ONESWEEP_VOLATILE["cpu" if q.device.type & cl.device_type.CPU else "gpu"])
     with prg.lock:
         prg.hist_all.set_args(x.base_data, xoff, n, flip, passes, state, look[0],
                               tiles * radix, cl.LocalMemory(4 * radix * _cdiv(kb * 8, bits)))
@@ -494,7 +498,7 @@ def _onesweep(q: cl.CommandQueue, x: cla.Array, prg: _Program, shape: tuple[int,
             prg.onesweep.set_args(keys[cur], idx[cur], n, p, state, look[p & 1],
                                   look[1 - (p & 1)], int(not last), keys[1 - cur], idx[1 - cur],
                                   int(want_idx), int(p == 0), x.base_data, xoff, flip,
-                                  mode if last else 0, *outs)
+                                  mode if last else 0, *outs, vol)
             ev = cl.enqueue_nd_range_kernel(q, prg.onesweep, (tiles * wg,), (wg,),
                                             wait_for=None if ordered else [ev])
             cur = 1 - cur
