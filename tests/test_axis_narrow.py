@@ -87,3 +87,22 @@ def test_the_public_call_serves_it_untuned(queue, device, tmp_path):
         np.testing.assert_allclose(got, h.astype(np.float64).sum(axis=axis), rtol=1e-6)
     e = r.explain((70001, 4), axis=0)
     assert e.level == "builtin" and e.config.stream and e.config.vec >= 4, e
+
+
+def test_a_sum_past_float16s_range_is_inf_as_the_output_dtype_rounds_it(queue):
+    """A float16 sum whose exact value rounds to inf in float16 (65525.8 > 65520) is right as
+    inf: the validation accepts it (float16 column sums were refused on CPUs for it), the
+    call is served; a finite reference far below the edge still refuses inf."""
+    from cltune.families.reduce import reference as flat
+
+    spec = OpSpec("sum", "float16")
+    assert compare(spec, np.array([np.inf, -np.inf]), np.array([65525.8, -65530.0]),
+                   np.array([53.3, 1.0])) == ""
+    assert compare(spec, np.array([np.inf]), np.array([65000.0]), np.array([10.0])) != ""
+    assert compare(OpSpec("sum", "float32"), np.array([np.inf]), np.array([65525.8]),
+                   np.array([53.3])) != ""
+    assert flat.compare(spec, np.float16(np.inf), 65525.8, 53.3) == ""
+    assert flat.compare(spec, np.float16(np.inf), 60000.0, 53.3) != ""
+    h = np.random.default_rng(0).random((200003, 7)).astype(np.float16)  # (vload_half)
+    got = cltune.get_reducer(queue, "sum", np.float16)(cla.to_device(queue, h), axis=0).get()
+    assert np.all(np.isposinf(got))  # the true sums (~10^5) are past float16's range
