@@ -22,11 +22,14 @@ rows of 1024 and of its stable sort everywhere: docs/benchmarks.md).
 The passes' shape is tuned per device and key dtype (`cltune tune --op sort`: the family in
 sort_config/sort_family/sort_serve/sort_target); untuned, CPUs take 8-bit digits and one
 work-item a chunk, GPUs 8-bit digits in groups of 256 x 8 that sort each tile in __local
-memory (clt_sort_scatter's rounds) before writing it out. In groups, a whole array of fewer
-than 2^30 elements is sorted by onesweep (CUB's): one launch counts every pass's digits
-(clt_sort_hist_all), then one launch a pass (clt_sort_onesweep) in which each tile finds
-where its digits go by decoupled look-back over the tiles before it — no histogram and scan a
-pass; rows and 2^30 elements or more keep the chunks' passes. The program is vetted in the
+memory (clt_sort_scatter's rounds) before writing it out. Onesweep (CUB's) is built beside
+them and taken where ONESWEEP_ON says (no device by default: not faster on the H100 yet): a
+whole array of fewer than 2^30 elements in groups, one launch counting every pass's digits
+(clt_sort_hist_all), then one launch a pass (clt_sort_onesweep) in which each tile finds where
+its digits go by decoupled look-back over the tiles before it. Rows of 1024-4096 (32-bit keys
+and narrower) are sorted on GPUs a group a row by an in-group radix sort
+(clt_sort_rows_radix: H100 4096x4096 463 us against the bitonic network's 944 and
+torch.sort(dim=1)'s 576). The program is vetted in the
 device's worker before this process builds it (house rule 17: `check_sort`, against numpy's
 stable argsort).
 """
@@ -455,10 +458,12 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
 
 #: onesweep's look words hold a count in 30 bits
 ONESWEEP_MAX = 1 << 30
-#: the devices whose whole arrays sorted in groups (wg > 1) take onesweep: GPUs (on CPUs a
-#: tuned shape in groups keeps the chunks' passes: PoCL 2^16, groups of 64 x 4: onesweep 9.5
-#: ms, the chunks' passes 5.7)
-ONESWEEP_ON = {"gpu": True, "cpu": False}
+#: the devices whose whole arrays sorted in groups (wg > 1) take onesweep: none by default.
+#: H100, float32, groups of 256 x 8 (docs/logs/h100-sort-onesweep-rows-2026-12-06.txt): 2^20
+#: onesweep 221 us against the chunks' passes' 162, 2^24 1835 against 1833 (its look-back's
+#: atomics cost what the histograms and scans save); CPUs: PoCL 2^16, groups of 64 x 4, 9.5
+#: ms against 5.7
+ONESWEEP_ON = {"gpu": False, "cpu": False}
 #: the devices whose onesweep look-back words are written and read by volatile 32-bit stores
 #: and loads instead of atomics (each word carries its state and count together)
 ONESWEEP_VOLATILE = {"gpu": True, "cpu": False}
