@@ -85,8 +85,8 @@ def main() -> int:
             S.ONESWEEP_MAX = (1 << 30) if way in ("os", "osv") else 0
             if hasattr(S, "ONESWEEP_VOLATILE"):
                 S.ONESWEEP_VOLATILE["gpu"] = way == "osv"
-            if hasattr(S, "ONESWEEP_ON"):
-                S.ONESWEEP_ON["cpu"] = True
+            if hasattr(S, "ONESWEEP_ON"):  # (ONESWEEP_MAX above says which way)
+                S.ONESWEEP_ON["cpu"] = S.ONESWEEP_ON["gpu"] = True
             S.device_shape = real_shape if shape is None else (lambda d, kb, ib, s=shape: s)
             S._programs = S.ContextCache()
             try:
