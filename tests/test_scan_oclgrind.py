@@ -262,7 +262,7 @@ import cltune.families.scan.sort as S
 
 out = {"runs": []}
 rng = np.random.default_rng(4)
-S.ONESWEEP_ON["cpu"] = True  # whole arrays in groups by onesweep (Oclgrind is a CPU device)
+S.ONESWEEP_ON["cpu"] = (0, 0)  # whole arrays in groups by onesweep (Oclgrind is a CPU device)
 # tiles of 12 x 3 (each sorted in __local memory, 6-bit digits: rounds of 4 and 2 bits) and
 # 1 x 37 in chunks (3 and 2 a compute unit), a partial last tile, rows (their own bits sorted
 # last), 32- and 64-bit keys, descending

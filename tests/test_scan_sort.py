@@ -42,7 +42,7 @@ def shape(request, monkeypatch):
         if request.param.endswith("-chunks"):
             monkeypatch.setattr(sort_mod, "ONESWEEP_MAX", 0)
         else:  # whole arrays in groups by onesweep on any device (CPUs too)
-            monkeypatch.setitem(sort_mod.ONESWEEP_ON, "cpu", True)
+            monkeypatch.setitem(sort_mod.ONESWEEP_ON, "cpu", (0, 0))
     return request.param
 
 
@@ -333,15 +333,17 @@ def test_which_sorts_go_through_local_memory(monkeypatch):
     assert vec(None, 4, 64, 4096) is None and vec(None, 4, 64, 2048) == (11, 1)
     monkeypatch.setattr(sort_mod, "_facts", lambda dev: (False, 48 * 1024, 132, 1024))
     assert vec(None, 4, 65536, 256) is None
-    # GPUs: rows of 1024-4096 with 32-bit keys or narrower by the in-group radix sort, a tile
-    # of the row's length at least, counts packed in registers (3-bit rounds for 16 items)
+    # GPUs: rows of 512-4096 with 32-bit keys or narrower by the in-group radix sort, a tile
+    # of the row's length at least (about 16 items a work-item, groups of up to 128), counts
+    # packed in registers (3-bit rounds past 15 items)
     rr = sort_mod.radix_rows_shape
-    assert rr(None, 4, 4096) == (256, 16, 3, 1) and rr(None, 4, 2048) == (256, 8, 4, 1)
-    assert rr(None, 4, 1024) == (256, 4, 4, 1) and rr(None, 4, 3000) == (256, 12, 4, 1)
-    assert rr(None, 4, 1000) is None and rr(None, 4, 4097) is None and rr(None, 8, 2048) is None
-    assert rr(None, 4, 1000, force=True) == (256, 4, 4, 1)
+    assert rr(None, 4, 4096) == (128, 32, 3, 1) and rr(None, 4, 2048) == (128, 16, 3, 1)
+    assert rr(None, 4, 1024) == (64, 16, 3, 1) and rr(None, 4, 3000) == (128, 24, 3, 1)
+    assert rr(None, 4, 512) == (32, 16, 3, 1) and rr(None, 4, 600) == (64, 10, 4, 1)
+    assert rr(None, 4, 500) is None and rr(None, 4, 4097) is None and rr(None, 8, 2048) is None
+    assert rr(None, 4, 100, force=True) == (8, 13, 4, 1)
     monkeypatch.setattr(sort_mod, "_facts", lambda dev: (True, 1 << 20, 2, 4096))
-    assert rr(None, 4, 2048) is None and rr(None, 4, 2048, force=True) == (256, 8, 4, 1)
+    assert rr(None, 4, 2048) is None and rr(None, 4, 2048, force=True) == (128, 16, 3, 1)
 
 
 def test_bench_op_sort(info):

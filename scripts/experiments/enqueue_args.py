@@ -48,17 +48,21 @@ flip = [o, o2]
 def alternate():
     flip.reverse(); b2.set_arg(1, flip[0]); return E(q, b2, (1,), (1,))
 rows["2 buffers, two alternating set a call"] = alternate
+held = []
 def fresh():
-    b2.set_arg(1, cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4096)); return E(q, b2, (1,), (1,))
+    held[:] = [cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4096)]  # alive until the launch ran
+    b2.set_arg(1, held[0]); return E(q, b2, (1,), (1,))
 rows["2 buffers, a new cl.Buffer a call"] = fresh
 import pyopencl.array as cla
 import pyopencl.tools as clt
 pool = clt.MemoryPool(clt.ImmediateAllocator(q))
 def pooled():
-    b2.set_arg(1, pool.allocate(4096)); return E(q, b2, (1,), (1,))
+    held[:] = [pool.allocate(4096)]
+    b2.set_arg(1, held[0]); return E(q, b2, (1,), (1,))
 rows["2 buffers, a pooled buffer a call"] = pooled
 def arr():
-    a = cla.Array(q, (1024,), np.float32); b2.set_arg(1, a.base_data); return E(q, b2, (1,), (1,))
+    held[:] = [cla.Array(q, (1024,), np.float32)]
+    b2.set_arg(1, held[0].base_data); return E(q, b2, (1,), (1,))
 rows["2 buffers, a cl.array.Array a call"] = arr
 res = {k: [] for k in rows}
 names = list(rows)

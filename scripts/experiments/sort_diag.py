@@ -37,7 +37,7 @@ for st in a.shapes.split(","):
             for way in (["chunks", "os"] if has_os else ["chunks"]):
                 kw = {"onesweep": way == "os"} if has_os else {}
                 if has_os:
-                    S.ONESWEEP_ON["cpu"] = S.ONESWEEP_ON["gpu"] = True
+                    S.ONESWEEP_ON["cpu"] = S.ONESWEEP_ON["gpu"] = (0, 0)
                 want = S.reference_order(h, False)
                 bad = []
                 for rep in range(3):

@@ -86,7 +86,7 @@ def main() -> int:
             if hasattr(S, "ONESWEEP_VOLATILE"):
                 S.ONESWEEP_VOLATILE["gpu"] = way == "osv"
             if hasattr(S, "ONESWEEP_ON"):  # (ONESWEEP_MAX above says which way)
-                S.ONESWEEP_ON["cpu"] = S.ONESWEEP_ON["gpu"] = True
+                S.ONESWEEP_ON["cpu"] = S.ONESWEEP_ON["gpu"] = (0, 0)
             S.device_shape = real_shape if shape is None else (lambda d, kb, ib, s=shape: s)
             S._programs = S.ContextCache()
             try:

@@ -22,14 +22,14 @@ rows of 1024 and of its stable sort everywhere: docs/benchmarks.md).
 The passes' shape is tuned per device and key dtype (`cltune tune --op sort`: the family in
 sort_config/sort_family/sort_serve/sort_target); untuned, CPUs take 8-bit digits and one
 work-item a chunk, GPUs 8-bit digits in groups of 256 x 8 that sort each tile in __local
-memory (clt_sort_scatter's rounds) before writing it out. Onesweep (CUB's) is built beside
-them and taken where ONESWEEP_ON says (no device by default: not faster on the H100 yet): a
-whole array of fewer than 2^30 elements in groups, one launch counting every pass's digits
+memory (clt_sort_scatter's rounds) before writing it out. Onesweep (CUB's) takes whole GPU
+arrays from the sizes ONESWEEP_ON names (2^23 keys, 2^22 with indices; below, the chunks'
+passes are faster) up to 2^30 elements, one launch counting every pass's digits
 (clt_sort_hist_all), then one launch a pass (clt_sort_onesweep) in which each tile finds where
-its digits go by decoupled look-back over the tiles before it. Rows of 1024-4096 (32-bit keys
+its digits go by decoupled look-back over the tiles before it. Rows of 512-4096 (32-bit keys
 and narrower) are sorted on GPUs a group a row by an in-group radix sort
-(clt_sort_rows_radix: H100 4096x4096 463 us against the bitonic network's 944 and
-torch.sort(dim=1)'s 576). The program is vetted in the
+(clt_sort_rows_radix: H100 4096x4096 403 us against the bitonic network's 944 and
+torch.sort(dim=1)'s 577). The program is vetted in the
 device's worker before this process builds it (house rule 17: `check_sort`, against numpy's
 stable argsort).
 """
@@ -174,8 +174,8 @@ def describe(dev: cl.Device, dtype: Any, shape: tuple[int, ...] | None = None) -
         how = "untuned"
     n = int(np.prod(shape, dtype=np.int64)) if shape else 0
     rows = int(np.prod(shape[:-1], dtype=np.int64)) if shape else 1
-    if wg > 1 and rows <= 1 and n < ONESWEEP_MAX and \
-            ONESWEEP_ON["cpu" if dev.type & cl.device_type.CPU else "gpu"]:
+    least = ONESWEEP_ON["cpu" if dev.type & cl.device_type.CPU else "gpu"]
+    if wg > 1 and rows <= 1 and least is not None and least[0] <= n < ONESWEEP_MAX:
         return (f"kernels/sort.cl: LSD radix by onesweep, {bits}-bit digits "
                 f"({-(-8 * dt.itemsize // bits)} passes after one histogram launch), tiles of "
                 f"{wg} x {items} placed by decoupled look-back ({how})")
@@ -375,7 +375,7 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
     the keys' lowest bits are sorted (unsigned keys whose higher bits are zero). `out` / `pos`:
     the last pass writes the sorted values (x's dtype) / int64 positions (within a row for
     rows) there instead of keys and indices (the result's keys and indices then hold
-    nothing). `onesweep` (None: where ONESWEEP_ON says) sorts a whole array of fewer than 2^30
+    nothing). `onesweep` (None: from the sizes ONESWEEP_ON says) sorts a whole array of < 2^30
     elements in groups (wg > 1) by one histogram launch and a onesweep launch a pass
     (`_onesweep`); False: the chunks' passes (histogram, scan, scatter a pass)."""
     n, sort_bits = x.size, key_bits
@@ -398,8 +398,9 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
     tile = wg * items
     radix = 1 << bits
     if onesweep is None:
-        onesweep = rows <= 1 and not idx64 and n < ONESWEEP_MAX and \
-            ONESWEEP_ON["cpu" if q.device.type & cl.device_type.CPU else "gpu"]
+        least = ONESWEEP_ON["cpu" if q.device.type & cl.device_type.CPU else "gpu"]
+        onesweep = rows <= 1 and not idx64 and n < ONESWEEP_MAX and least is not None and \
+            n >= least[1 if (want_idx or pos is not None) else 0]
     if onesweep and wg > 1 and prg.onesweep is not None and rows <= 1:
         return _onesweep(q, x, prg, (wg, items, bits), n, kb, ib, -(-min(key_bits, sort_bits or
                          key_bits) // bits), _flip(dt, descending), want_idx, mode, out, pos,
@@ -458,12 +459,13 @@ def _order(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, descending
 
 #: onesweep's look words hold a count in 30 bits
 ONESWEEP_MAX = 1 << 30
-#: the devices whose whole arrays sorted in groups (wg > 1) take onesweep: none by default.
-#: H100, float32, groups of 256 x 8 (docs/logs/h100-sort-onesweep-rows-2026-12-06.txt): 2^20
-#: onesweep 221 us against the chunks' passes' 162, 2^24 1835 against 1833 (its look-back's
-#: atomics cost what the histograms and scans save); CPUs: PoCL 2^16, groups of 64 x 4, 9.5
-#: ms against 5.7
-ONESWEEP_ON = {"gpu": False, "cpu": False}
+#: per device kind, from how many elements a whole array sorted in groups (wg > 1) takes
+#: onesweep: (values only, indices moved too), or None. H100, float32, groups of 256 x 8,
+#: volatile look-back words (docs/logs/h100-sort-onesweep-rows-2026-12-06.txt), µs onesweep /
+#: the chunks' passes: sort 2^21 312 / 257, 2^22 519 / 450, 2^23 935 / 947, 2^24 1741 / 1834;
+#: argsort 2^21 333 / 322, 2^22 567 / 649, 2^23 1017 / 1259, 2^24 1867 / 2447. CPUs: PoCL
+#: 2^16, groups of 64 x 4, 9.5 ms against 5.7.
+ONESWEEP_ON: dict[str, tuple[int, int] | None] = {"gpu": (1 << 23, 1 << 22), "cpu": None}
 #: the devices whose onesweep look-back words are written and read by volatile 32-bit stores
 #: and loads instead of atomics (each word carries its state and count together)
 ONESWEEP_VOLATILE = {"gpu": True, "cpu": False}
@@ -530,7 +532,9 @@ def _rows_local(q: cl.CommandQueue, x: cla.Array, rows: int, row_len: int, desce
 #: the devices whose rows of RADIX_ROWS_MIN..RADIX_ROWS_MAX elements (32-bit keys or narrower)
 #: are sorted by the in-group radix sort (clt_sort_rows_radix) instead of the bitonic network
 RADIX_ROWS_ON = {"gpu": True, "cpu": False}
-RADIX_ROWS_MIN, RADIX_ROWS_MAX = 1024, 4096
+RADIX_ROWS_MIN, RADIX_ROWS_MAX = 512, 4096
+#: the largest group of the in-group radix sort
+RADIX_ROWS_WG = 128
 
 
 def radix_rows_shape(dev: cl.Device, key_bytes: int, row_len: int, *,
@@ -545,7 +549,11 @@ def radix_rows_shape(dev: cl.Device, key_bytes: int, row_len: int, *,
         return None
     if not (force or RADIX_ROWS_ON["cpu" if cpu else "gpu"]):
         return None
-    wg = min(256, 1 << (max_wg.bit_length() - 1))
+    # about 16 items a work-item in groups of up to 128 (H100, float32 rows, µs: 512: 32 x 16
+    # 406; 1024: 64 x 16 392, 256 x 4 685; 2048: 128 x 16 403, 256 x 8 494; 3000: 128 x 24
+    # 338, 256 x 12 367; 4096: 128 x 32 403, 256 x 16 465)
+    wg = min(RADIX_ROWS_WG, 1 << (max_wg.bit_length() - 1),
+             max(8, 1 << (_cdiv(row_len, 16) - 1).bit_length()))  # (groups: sort.cl's form)
     items = _cdiv(row_len, wg)
     for bits in (4, 3, 2):  # the widest rounds whose counts fit a register word and memory
         if items <= (1 << min(64 // (1 << bits), 31)) - 1 and \
