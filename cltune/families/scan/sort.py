@@ -913,7 +913,7 @@ def check_sort(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: An
                dt_str: str, idx64: bool, shape: tuple[int, int, int, int]) -> str:
     """Vetting's check (isolation.vetting.checked, in the device's worker): this build sorts
     20011 values with ties, extremes (and NaN, +-0, +-inf for floats) ascending and
-    descending, 7 rows of 1301 (by the passes, in __local memory and in vector lanes), a row
+    descending (by the chunks' passes and, in groups, by onesweep), 7 rows of 1301 (by the passes, in __local memory and in vector lanes), a row
     at an offset and many short rows both one-launch ways, as numpy's stable argsort orders
     them; and the transposes that sort along another axis, there and back."""
     dt = np.dtype(dt_str)
@@ -934,6 +934,12 @@ def check_sort(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: An
                          idx64=idx64)
         if not np.array_equal(pos.get(), want):
             return f"the argsort of {how} is not numpy's stable order"
+        if shape[0] > 1 and not idx64:  # onesweep, which serves large arrays in groups
+            vals, pos = _sorted(queue, x, 1, h.size, desc, True, True, shape=shape, vet=False,
+                                onesweep=True)
+            if not np.array_equal(pos.get(), want) or \
+                    vals.get().tobytes() != h[want].tobytes():
+                return f"onesweep's sort of {how} is not numpy's stable order"
         for v in (h, plain):
             xv = cla.to_device(queue, v)
             wv = v[reference_order(v, desc)].tobytes()
