@@ -473,6 +473,18 @@ inline void clt_tile_sort(__local key_t *tk, __local idx_t *ti, __local uint *cn
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
+/* clt_tile_sort's __local arrays: each digit's first and one-past-last place in the tile
+ * (0, 0 where none), the [sub-digit][work-item] counts and places, the scan's sums and rakers,
+ * the tile's keys and indices */
+#define TILE_LOCALS                                                                               \
+    __local uint tfirst[RADIX];                                                                   \
+    __local uint tend[RADIX];                                                                     \
+    __local uint cnt[PADW(SUBR * CLT_SORT_WG)];                                                   \
+    __local uint sums[CLT_SORT_WG];                                                               \
+    __local uint rake[RAKERS + 1];                                                                \
+    __local key_t tk[PADW(TILE)];                                                                 \
+    __local idx_t ti[PADW(TILE)];
+
 /* the tile's m sorted elements to base[their digit] + their place among the digit's (consecutive
  * places: coalesced runs) */
 #define TILE_WRITE(base)                                                                          \
@@ -485,14 +497,8 @@ inline void clt_tile_sort(__local key_t *tk, __local idx_t *ti, __local uint *cn
     }
 
 __kernel void clt_sort_scatter(SCATTER_ARGS) {
-    __local idx_t base[RADIX];  /* where this chunk's next element of each digit goes */
-    __local uint tfirst[RADIX]; /* the tile's first sorted place of each digit (if any) */
-    __local uint tend[RADIX];   /* ... and one past its last (0, 0 where none) */
-    __local uint cnt[PADW(SUBR * CLT_SORT_WG)]; /* [sub-digit][work-item] counts, places */
-    __local uint sums[CLT_SORT_WG];
-    __local uint rake[RAKERS + 1];
-    __local key_t tk[PADW(TILE)];
-    __local idx_t ti[PADW(TILE)];
+    __local idx_t base[RADIX]; /* where this chunk's next element of each digit goes */
+    TILE_LOCALS
     const uint lid = get_local_id(0);
     const uint G = get_num_groups(0);
     const uint sp = special[0];
@@ -628,13 +634,7 @@ __kernel void clt_sort_onesweep(__global const key_t *keys, __global const idx_t
                                 const uint mode, __global in_t *vals, __global long *pos,
                                 const uint vol) {
     __local idx_t base[RADIX];
-    __local uint tfirst[RADIX];
-    __local uint tend[RADIX];
-    __local uint cnt[PADW(SUBR * CLT_SORT_WG)];
-    __local uint sums[CLT_SORT_WG];
-    __local uint rake[RAKERS + 1];
-    __local key_t tk[PADW(TILE)];
-    __local idx_t ti[PADW(TILE)];
+    TILE_LOCALS
     __local uint s_t;
     const uint lid = get_local_id(0);
     const uint sp = state[0];
@@ -693,13 +693,7 @@ __kernel void clt_sort_rows_radix(__global const in_t *x, const ulong x_off, con
                                   const uint key_bits, const key_t flip, __global in_t *out,
                                   __global long *pos, const uint want_out,
                                   const uint want_pos) {
-    __local uint tfirst[RADIX];
-    __local uint tend[RADIX];
-    __local uint cnt[PADW(SUBR * CLT_SORT_WG)];
-    __local uint sums[CLT_SORT_WG];
-    __local uint rake[RAKERS + 1];
-    __local key_t tk[PADW(TILE)];
-    __local idx_t ti[PADW(TILE)];
+    TILE_LOCALS
     __local uint s_sp;
     const uint lid = get_local_id(0);
     const ulong r0 = (ulong)get_group_id(0) * row_len;
