@@ -36,15 +36,19 @@ class ResultFactory:
     a template built by pyopencl itself is copied, with a fresh pool buffer and event list.
     Used only when the template has exactly the attributes above; else the constructor path."""
 
-    __slots__ = ("_q", "_dtype", "_alloc", "_shape", "_order", "_attrs", "_nbytes", "fast")
+    __slots__ = ("_q", "_dtype", "_alloc", "_shape", "_order", "_attrs", "_nbytes", "_more",
+                 "fast")
 
     def __init__(self, q: cl.CommandQueue, dtype: np.dtype, allocator: Any,
-                 shape: tuple[int, ...] = (), order: str = "C") -> None:
+                 shape: tuple[int, ...] = (), order: str = "C", alloc_bytes: int = 0) -> None:
+        """`alloc_bytes`: each result's buffer holds at least this many bytes (a kernel that
+        writes past the result's own elements, e.g. the kept indices past nonzero's size)."""
         self._q, self._dtype, self._alloc = q, np.dtype(dtype), allocator
         self._shape, self._order = shape, order
         t = self._made()
         self._attrs = {k: v for k, v in vars(t).items() if k not in ("base_data", "events")}
-        self._nbytes = t.nbytes
+        self._nbytes = max(t.nbytes, alloc_bytes)
+        self._more = alloc_bytes > t.nbytes
         self.fast = (set(vars(t)) == ARRAY_ATTRS and type(t) is cla.Array and t.shape == shape
                      and t.nbytes == self._dtype.itemsize * t.size and t.offset == 0
                      and t.nbytes > 0 and allocator is not None)
@@ -54,9 +58,15 @@ class ResultFactory:
             return new_scalar(self._q, self._dtype, self._alloc)
         return empty_result(self._q, self._shape, self._dtype, self._order, self._alloc)
 
+    def _bigger(self) -> cla.Array:
+        a = self._made()
+        buf = self._alloc(self._nbytes) if self._alloc is not None else \
+            cl.Buffer(self._q.context, cl.mem_flags.READ_WRITE, self._nbytes)
+        return cla.Array(self._q, a.shape, a.dtype, strides=a.strides, data=buf)
+
     def __call__(self) -> cla.Array:
         if not self.fast:
-            return self._made()
+            return self._bigger() if self._more else self._made()
         a = _new(cla.Array)
         d = self._attrs.copy()  # a copied dict assigned whole: ~0.2 us less than update()
         d["base_data"] = self._alloc(self._nbytes)

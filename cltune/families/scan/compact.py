@@ -59,13 +59,24 @@ VET_ELEMENTS = 20011
 VET_EXTRA_BYTES = 1 << 26
 
 
+#: expressions checked before -> their text as compiled (a warm call's look-up)
+_exprs: dict[str, str] = {}
+
+
 def _check_expr(text: Any, what: str) -> str:
+    if type(text) is str:
+        done = _exprs.get(text)
+        if done is not None:
+            return done
     if not isinstance(text, str):
         raise TypeError(f"{what} must be a string of OpenCL C, not {type(text).__name__}")
     text = text.replace("//CL//", "\n")  # pyopencl's marker (its _process_code_for_macro)
     if "//" in text:
         raise ValueError(f"{what}: // comments are not allowed in expressions; use /* */")
-    return text.replace("\n", " ")
+    checked = text.replace("\n", " ")
+    if type(text) is str and len(_exprs) < 1024:
+        _exprs[text] = checked
+    return checked
 
 
 def _extra(extra_args: Any) -> list[tuple[str, Any]]:
@@ -341,42 +352,103 @@ def _plan(q: cl.CommandQueue, elem: np.dtype, n: int, pred: str, extra: list[tup
     return prg, wg, groups, chunk, odt, pool, ordered, {}, starts
 
 
+def _quick(ary: cla.Array, extra_args: Any) -> tuple[tuple, list, list] | None:
+    """(signature, arguments, event lists) of a call whose array and extra arguments need no
+    check beyond these (the names are checked by `_extra` when a key is first seen): a
+    non-empty contiguous Array, and (name, numpy scalar or contiguous Array) tuples in a list
+    or tuple; else None (the long path checks and explains). Offsets are element counts."""
+    if not ary.size or not (ary._flags or ary.flags).forc:
+        return None
+    args = [ary.base_data, ary.offset // ary.dtype.itemsize]
+    events = [ary.events]
+    if extra_args is None:
+        return (), args, events
+    t = type(extra_args)
+    if t is not list and t is not tuple:
+        return None
+    sig = []
+    for item in extra_args:
+        if type(item) is not tuple or len(item) != 2 or type(item[0]) is not str:
+            return None
+        name, v = item
+        if type(v) is cla.Array:
+            if v.size and not (v._flags or v.flags).forc:
+                return None
+            sig.append((name, "a", v.dtype))
+            args += [v.base_data, v.offset // v.dtype.itemsize]
+            events.append(v.events)
+        elif isinstance(v, np.generic):
+            sig.append((name, "s", v.dtype))
+            args.append(v)
+        else:
+            return None
+    return tuple(sig), args, events
+
+
+def _slots(sig: tuple) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """The user arguments' places by kind: (buffers, offsets, scalars)."""
+    bufs, offs, scalars = [0], [1], []
+    i = 2
+    for _, kind, _ in sig:
+        if kind == "a":
+            bufs.append(i)
+            offs.append(i + 1)
+            i += 2
+        else:
+            scalars.append(i)
+            i += 1
+    return tuple(bufs), tuple(offs), tuple(scalars)
+
+
 def select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
            queue: cl.CommandQueue | None, wait_for: Sequence[cl.Event] | None,
            with_false: bool = False, index: int = 0, fill_to: int = 0, fill: int = 0,
-           shape: tuple[int, int, int, int] | None = None,
+           shape: tuple[int, int, int, int] | None = None, length: int | None = None,
            ) -> tuple[cla.Array, cla.Array | None, cla.Array, cl.Event | None,
                       cl.CommandQueue, Any]:
     """(out, out_false, count, event, queue, program): the kept elements (their indices with
     `index`: 1 as int64, 2 as int32) in order in out[:count], the others in out_false[:n -
     count] (with_false); with `index` and `fill_to`, out holds fill_to elements at least and
     out[count:fill_to] = fill (nonzero of a fixed size). `shape` (vetting's check) overrides
-    the device's kernel shape."""
-    if not isinstance(ary, cla.Array):
-        raise TypeError(f"ary must be a pyopencl Array, not {type(ary).__name__}")
-    if ary.size and not ary.flags.forc:
-        raise ValueError("ary must be contiguous (a strided view would be read as if it were "
-                         "not: copy it first)")
-    q = queue or ary.queue
-    if q is None:
-        raise TypeError("ary has no queue: pass queue=")
-    extra = _extra(extra_args)
-    if not isinstance(preamble, str):
-        raise TypeError("preamble must be a string of OpenCL C")
-    sig = tuple((name, "a" if isinstance(v, cla.Array) else "s", v.dtype.str)
-                for name, v in extra)
+    the device's kernel shape. `length`: out's shape is (length,) (its buffer still holds
+    what the scatter writes: nonzero's first `size` indices, without a slice a call)."""
+    quick = _quick(ary, extra_args) if type(ary) is cla.Array else None
+    q = queue or ary.queue if quick is not None else None
+    if quick is not None and q is not None and type(preamble) is str:
+        sig, args, events = quick
+    else:
+        if not isinstance(ary, cla.Array):
+            raise TypeError(f"ary must be a pyopencl Array, not {type(ary).__name__}")
+        if ary.size and not ary.flags.forc:
+            raise ValueError("ary must be contiguous (a strided view would be read as if it "
+                             "were not: copy it first)")
+        q = queue or ary.queue
+        if q is None:
+            raise TypeError("ary has no queue: pass queue=")
+        extra = _extra(extra_args)
+        if not isinstance(preamble, str):
+            raise TypeError("preamble must be a string of OpenCL C")
+        sig = tuple((name, "a" if isinstance(v, cla.Array) else "s", v.dtype)
+                    for name, v in extra)
+        args = _args_of(ary, extra)
+        for i in _slots(sig)[1]:
+            args[i] = int(args[i])
+        events = [ary.events, *(v.events for _, v in extra if isinstance(v, cla.Array))]
     n = ary.size
     # the prepared call of this key (issue 39): the program, the launch geometry, the pool and
     # (on an in-order queue, which runs one call's two launches before the next call's) the
     # chunks' scratch, found by one look-up; a call then allocates its results, sets the
     # arguments and enqueues
     key = (q, ary.dtype, n, pred, sig, preamble, with_false, index, fill_to, fill, shape,
-           _shape_of, _use_ballot)
-    if n == 0:  # nothing to launch, so nothing built (or vetted: there is no input)
-        empty = cla.empty(q, (0,), INDEX_DTYPES[index] if index else ary.dtype)
-        return empty, (empty if with_false else None), cla.zeros(q, (), np.int64), None, q, None
-    plan = _plans.hit(key)
+           _shape_of, _use_ballot, length)
+    plan = _plans.hit(key) if n else None
     if plan is None:
+        if quick is not None:  # a key not seen: the names are checked now
+            extra = _extra(extra_args)
+        if n == 0:  # nothing to launch, so nothing built (or vetted: there is no input)
+            empty = cla.empty(q, (0,), INDEX_DTYPES[index] if index else ary.dtype)
+            return (empty, (empty if with_false else None), cla.zeros(q, (), np.int64), None,
+                    q, None)
         plan = _plan(q, ary.dtype, n, pred, extra, sig, preamble, index,
                      lambda: _sample(ary, extra), shape)
         _plans.keep(key, plan)
@@ -385,10 +457,13 @@ def select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
     # pyopencl's fast constructor, whose general form spends ~15 us on checks), kept with the
     # plan
     if not made:
-        made["out"] = ResultFactory(q, odt, pool, (max(n, fill_to),))
+        held = max(n, fill_to)
+        made["out"] = ResultFactory(q, odt, pool, (held if length is None else length,),
+                                    alloc_bytes=held * odt.itemsize)
         made["count"] = ResultFactory(q, _I64, pool)
         if with_false:
             made["false"] = ResultFactory(q, odt, pool, (n,))
+        made["slots"] = _slots(sig)
     out = made["out"]()
     out_false = made["false"]() if with_false else None
     count = made["count"]()
@@ -397,39 +472,52 @@ def select(ary: cla.Array, pred: str, extra_args: Any, preamble: str,
             cl.Buffer(q.context, cl.mem_flags.READ_WRITE, groups * 8)
     # waited events: NVIDIA's driver pays a host round trip (~50 us) for each one a kernel
     # waits on, even one already complete; an in-order queue orders its own commands anyway
-    arrays = [v for _, v in extra if isinstance(v, cla.Array)]
-    waits = pending(list(wait_for or []), ary.events, *(v.events for v in arrays),
-                    in_order=ordered)
-    args = _args_of(ary, extra)
+    waits = None
+    if wait_for or any(events):
+        waits = pending(list(wait_for or []), *events, in_order=ordered)
     of = out_false if out_false is not None else out
     na = len(args)
+    bufs, offs, scalars = made["slots"]
     with prg.lock:
         k1, k3 = prg.clt_sel_count, prg.clt_sel_scatter
         # the kernels still hold this plan's arguments (its last call set them, the same
-        # scratch): only the input's and the results' (and the extra arguments) are set
-        if getattr(k1, "_clt_plan", None) is made and made.get("starts") is starts:
-            for i, v in enumerate(args):
-                if isinstance(v, np.generic):
-                    set_scalar(k1, i, v)
-                    set_scalar(k3, i, v)
-                else:
-                    k1.set_arg(i, v)
-                    k3.set_arg(i, v)
+        # scratch): only the input's and the results' buffers, the offsets that changed and
+        # the extra scalars are set
+        if getattr(k1, "_clt_plan", None) is made and made["starts"] is starts:
+            for i in bufs:
+                v = args[i]
+                k1.set_arg(i, v)
+                k3.set_arg(i, v)
+            last = made["offsets"]
+            for i in offs:
+                v = args[i]
+                if last[i] != v:
+                    set_scalar(k1, i, _L(v))
+                    set_scalar(k3, i, _L(v))
+                    last[i] = v
+            for i in scalars:
+                v = args[i]
+                set_scalar(k1, i, v)
+                set_scalar(k3, i, v)
             k3.set_arg(na + 3, out.base_data)
             k3.set_arg(na + 4, of.base_data)
             k3.set_arg(na + 6, count.base_data)
         else:
-            k1.set_args(*args, n, chunk, starts)
-            k3.set_args(*args, n, chunk, starts, out.base_data, of.base_data, int(with_false),
-                        count.data, fill_to, fill)
+            typed = [_L(v) if i in offs else v for i, v in enumerate(args)]
+            k1.set_args(*typed, n, chunk, starts)
+            k3.set_args(*typed, n, chunk, starts, out.base_data, of.base_data,
+                        int(with_false), count.data, fill_to, fill)
             k1._clt_plan = k3._clt_plan = made
             made["starts"] = starts
+            made["offsets"] = {i: args[i] for i in offs}
         e1 = cl.enqueue_nd_range_kernel(q, k1, (groups * wg,), (wg,), None, waits)
         ev = cl.enqueue_nd_range_kernel(q, k3, (groups * wg,), (wg,), None,
                                         None if ordered else [e1])
-    count.add_event(ev)
-    for a in (out,) + ((out_false,) if out_false is not None else ()):
-        a.add_event(ev)
+    # fresh results: their event lists are empty (pyopencl's add_event only trims long lists)
+    count.events.append(ev)
+    out.events.append(ev)
+    if out_false is not None:
+        out_false.events.append(ev)
     return out, out_false, count, ev, q, prg
 
 

@@ -91,55 +91,57 @@ def nonzero(x: Any, queue: cl.CommandQueue | None = None, *, size: int | None = 
     integer, or one per dimension) — and nothing is read back: the call only enqueues.
     `index_dtype=np.int32` writes 4-byte indices (half the bytes; arrays below 2^31 elements).
     """
-    if isinstance(x, np.ndarray):
-        if queue is None:
-            raise TypeError("a numpy input needs queue= (the device to run on)")
-        x = cla.to_device(queue, np.ascontiguousarray(x))
-    if not isinstance(x, cla.Array):
-        raise TypeError(f"x must be a pyopencl.array.Array or numpy array, not "
-                        f"{type(x).__name__}")
-    if x.ndim == 0:
+    if type(x) is not cla.Array:
+        if isinstance(x, np.ndarray):
+            if queue is None:
+                raise TypeError("a numpy input needs queue= (the device to run on)")
+            x = cla.to_device(queue, np.ascontiguousarray(x))
+        if not isinstance(x, cla.Array):
+            raise TypeError(f"x must be a pyopencl.array.Array or numpy array, not "
+                            f"{type(x).__name__}")
+    shape = x.shape
+    ndim, n = len(shape), x.size
+    if ndim == 0:
         raise ValueError("nonzero of a 0-d array: use atleast_1d first (as numpy asks)")
-    if x.size and not x.flags.c_contiguous:
+    if n and not (x._flags or x.flags).c_contiguous:
         raise ValueError("nonzero takes a C-contiguous array")
-    if size is not None:
-        if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) \
-                or size < 0:
+    if size is not None and type(size) is not int:
+        if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)):
             raise ValueError(f"size must be a non-negative integer, not {size!r}")
         size = int(size)
+    if size is not None and size < 0:
+        raise ValueError(f"size must be a non-negative integer, not {size!r}")
     # the index dtype's mode and the fills, checked once per (dtype, n, fill, ndim) seen
-    mk = (index_dtype, x.size, fill_value, x.ndim) if type(fill_value) is int else None
+    mk = (index_dtype, n, fill_value, ndim) if type(fill_value) is int else None
     known = _checked.get(mk) if mk is not None else None
     if known is None:
-        mode = _index_mode(index_dtype, x.size)
+        mode = _index_mode(index_dtype, n)
         idt = INDEX_DTYPES[mode]
-        fills = _fills(fill_value, x.ndim, idt)
+        fills = _fills(fill_value, ndim, idt)
         if mk is not None and len(_checked) < 256:
             _checked[mk] = (mode, idt, fills)
     else:
         mode, idt, fills = known
-    flat = x if x.ndim == 1 else x.reshape(x.size)
-    if flat.dtype == np.bool_:
+    flat = x if ndim == 1 else x.reshape(n)
+    if flat.dtype.kind == "b":
         flat = flat.view(np.uint8)
-    if size is not None and not flat.size:  # nothing to launch: every entry is the fill
+    if size is not None and not n:  # nothing to launch: every entry is the fill
         q = queue if queue is not None else x.queue
         return tuple(cla.empty(q, (size,), idt).fill(f) if size else cla.empty(q, (0,), idt)
                      for f in fills)
-    sized_1d = size is not None and x.ndim == 1
-    idx, _, count, _, q, prg = select(flat, "ary[i] != 0", None, "", queue, None, index=mode,
-                                      fill_to=size if sized_1d else 0,
-                                      fill=fills[0] if sized_1d else 0)
-    if size is None:
-        c = _read_count(count, q) if flat.size else 0
-    else:
-        c = size
-    if x.ndim == 1:  # the indices are the answer (a fixed size's tail filled by the scatter)
+    if ndim == 1 and size is not None:  # the result is the first `size` indices: no slice
+        idx = select(flat, "ary[i] != 0", None, "", queue, None, index=mode, fill_to=size,
+                     fill=fills[0], length=size)[0]
+        return (idx,)
+    idx, _, count, _, q, prg = select(flat, "ary[i] != 0", None, "", queue, None, index=mode)
+    c = (_read_count(count, q) if n else 0) if size is None else size
+    if ndim == 1:  # the indices are the answer
         return (idx if c == idx.size else _head(idx, c, q),)
     ordered = in_order(q)
     out = []
     narrow = np.uint32(x.size <= 1 << 32)
     stride = x.size
-    for d, f in zip(x.shape, fills, strict=True):
+    for d, f in zip(shape, fills, strict=True):
         stride //= max(1, d)
         o = empty_result(q, (c,), idt, "C", pool_for(q)) if c else cla.empty(q, (0,), idt)
         if c:
