@@ -34,7 +34,7 @@ from cltune.families.hist.launch import UniformBins
 from cltune.families.hist.serve import HistEngine, HistExplanation
 from cltune.opencl.caches import ContextCache
 from cltune.opencl.copies import copy_buffer
-from cltune.opencl.events import waits_on
+from cltune.opencl.events import pending, waits_on
 from cltune.opencl.pools import pool_for
 from cltune.opencl.prepared import PreparedCalls
 from cltune.opencl.scalars import ResultFactory
@@ -231,12 +231,14 @@ def _prepare(q: cl.CommandQueue, variant: HistVariant, db: str | None, n: int, n
         out = outs() if a is None or a is pool else \
             empty_result(q, (nb,), out_dtype, "C", a)  # the input's allocator, as pyopencl
         e = edges_out()
+        # q runs in order (la.prepared serves no other): its own events are not waited for
         ev = launch(x.base_data, x.offset // isz, out.base_data, out.offset // osz,
-                    e.base_data, e.offset // isz, waits_on(q, x.events))
+                    e.base_data, e.offset // isz,
+                    pending(x.events, in_order=q) if x.events else None)
         if ev is None:
             return None
-        out.add_event(ev)
-        e.add_event(ev)
+        out.events.append(ev)  # fresh results: an empty event list each
+        e.events.append(ev)
         return out, e
     return call
 
