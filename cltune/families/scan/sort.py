@@ -913,9 +913,10 @@ def check_sort(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: An
                dt_str: str, idx64: bool, shape: tuple[int, int, int, int]) -> str:
     """Vetting's check (isolation.vetting.checked, in the device's worker): this build sorts
     20011 values with ties, extremes (and NaN, +-0, +-inf for floats) ascending and
-    descending (by the chunks' passes and, in groups, by onesweep), 7 rows of 1301 (by the passes, in __local memory and in vector lanes), a row
-    at an offset and many short rows both one-launch ways, as numpy's stable argsort orders
-    them; and the transposes that sort along another axis, there and back."""
+    descending (by the chunks' passes and, in groups, by onesweep), 7 rows of 1301 (by the
+    passes, in __local memory, in vector lanes, by the in-group radix sort), a row at an
+    offset and many short rows the one-launch ways, as numpy's stable argsort orders them;
+    and the transposes that sort along another axis, there and back."""
     dt = np.dtype(dt_str)
     h = sample_keys(dt, 20011)
     x = cla.to_device(queue, h)
