@@ -164,3 +164,32 @@ def test_errors(ctx):
     with pytest.raises(ValueError, match="OFFSET"):
         cltune.GenericScanKernel(ctx, np.int32, "__global int *x", "x[i]", "a+b", "0",
                                  "x[i] = item", input_fetch_exprs=[("p", "x", 2)])
+
+
+def test_repeated_calls_of_one_key_take_new_arrays_offsets_and_queues(ctx, queue):
+    """The warm call (a key seen before on the queue's kept scratch: its geometry, scratch and
+    offset-keyed scalars kept) against numpy on every call: new input and output arrays, input
+    and output views at other offsets, an input freed and another allocated in its place, the
+    size changing and coming back, a second queue of the context, out-of-place and in place."""
+    import pyopencl as cl
+
+    k = cltune.GenericScanKernel(ctx, np.int32, "__global const int *x, __global int *y",
+                                 "x[i]", "a+b", "0", "y[i] = item")
+    rng = np.random.default_rng(7)
+    q2 = cl.CommandQueue(ctx)
+    m = 30011
+    for step, (qq, xoff, yoff, n) in enumerate([
+            (queue, 0, 0, m), (queue, 0, 0, m), (queue, 5, 0, m), (queue, 100, 3, m),
+            (queue, 7, 7, m), (queue, 0, 0, 1001), (queue, 0, 0, m), (q2, 0, 0, m),
+            (q2, 11, 2, m), (queue, 0, 0, m)]):
+        h = rng.integers(-9, 9, n + xoff).astype(np.int32)
+        xb = cla.to_device(qq, h)
+        yb = cla.empty(qq, (n + yoff,), np.int32)
+        x, y = xb[xoff:xoff + n], yb[yoff:yoff + n]
+        k(x, y, queue=qq)
+        assert np.array_equal(y.get(qq), np.cumsum(h[xoff:xoff + n])), step
+        del xb, x  # freed: the next call's input may take its place
+    z = cla.to_device(queue, np.ones(m, np.int32))
+    for _ in range(2):  # in place, twice (triangular numbers: below 2^31)
+        k(z, z)
+    assert np.array_equal(z.get(), np.cumsum(np.arange(1, m + 1)))
