@@ -8,6 +8,7 @@ arguments are state shared by everyone using a build, so launches hold one lock.
 
 from __future__ import annotations
 
+import struct
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +23,10 @@ from cltune.families.scan.family import ScanVariant
 from cltune.families.scan.kernel import SEG_NONE, SEG_OFFSETS, SEG_ROWS, Form, ScanBuilt, build
 from cltune.opencl.kernel_args import set_u32
 from cltune.opencl.prepared import PreparedCalls
+
+# set_u32's own (inlined in the prepared call): pyopencl's private byte setter, uint packing
+_FAST = hasattr(cl.Kernel, "_set_arg_buf")
+_U32 = struct.Struct("=I").pack
 
 L = U = int  # the kernels' scalar types are set at build (kernel.py)
 _OOO = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
@@ -300,7 +305,8 @@ class ScanLauncher:
                wait_for: list[cl.Event] | None = None,
                evs: list[cl.Event] | None = None) -> cl.Event:
             with lock:
-                s = self._scratch_of(queue)
+                # _scratch_of's common case inlined: the queue of the last call
+                s = self._q_scratch if queue is self._q_last else self._scratch_of(queue)
                 self._in_order = s.in_order
                 if single:
                     if getattr(k, "_clt_warm", None) is w and w.offs == (xoff, ooff):
@@ -328,8 +334,12 @@ class ScanLauncher:
                         k.set_arg(_CHAIN_STATUS, status)
                         k.set_arg(_CHAIN_STATUS + 1, ticket)
                         w.state = (status, ticket)
-                    set_u32(k, _CHAIN_STATUS + 2, s.base)
-                    set_u32(k, _CHAIN_STATUS + 3, s.epoch)
+                    if _FAST:  # set_u32 inlined
+                        k._set_arg_buf(_CHAIN_STATUS + 2, _U32(s.base))
+                        k._set_arg_buf(_CHAIN_STATUS + 3, _U32(s.epoch))
+                    else:  # pragma: no cover - a pyopencl without the private setter
+                        set_u32(k, _CHAIN_STATUS + 2, s.base)
+                        set_u32(k, _CHAIN_STATUS + 3, s.epoch)
                 else:
                     self._rows_args(b, p, x, xoff, out, ooff, n, r, (status, ticket, s))
                     k._clt_warm, w.offs, w.state = w, (xoff, ooff), (status, ticket)
