@@ -28,6 +28,9 @@ def set_scalar(k: cl.Kernel, index: int, value: np.generic) -> None:
 
 
 _U32 = struct.Struct("=I").pack  # the host's byte order, as the device's (both little-endian)
+#: for hot paths that inline set_u32: whether pyopencl has the private byte setter, and the
+#: packing of a uint argument
+FAST_SETTER, pack_u32 = _FAST, _U32
 
 
 def set_u32(k: cl.Kernel, index: int, value: int) -> None:

@@ -8,7 +8,6 @@ arguments are state shared by everyone using a build, so launches hold one lock.
 
 from __future__ import annotations
 
-import struct
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,12 +20,8 @@ from cltune.device.info import DeviceInfo
 from cltune.families.scan.config import ScanConfig
 from cltune.families.scan.family import ScanVariant
 from cltune.families.scan.kernel import SEG_NONE, SEG_OFFSETS, SEG_ROWS, Form, ScanBuilt, build
-from cltune.opencl.kernel_args import set_u32
+from cltune.opencl.kernel_args import FAST_SETTER, pack_u32, set_u32
 from cltune.opencl.prepared import PreparedCalls
-
-# set_u32's own (inlined in the prepared call): pyopencl's private byte setter, uint packing
-_FAST = hasattr(cl.Kernel, "_set_arg_buf")
-_U32 = struct.Struct("=I").pack
 
 L = U = int  # the kernels' scalar types are set at build (kernel.py)
 _OOO = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
@@ -334,9 +329,9 @@ class ScanLauncher:
                         k.set_arg(_CHAIN_STATUS, status)
                         k.set_arg(_CHAIN_STATUS + 1, ticket)
                         w.state = (status, ticket)
-                    if _FAST:  # set_u32 inlined
-                        k._set_arg_buf(_CHAIN_STATUS + 2, _U32(s.base))
-                        k._set_arg_buf(_CHAIN_STATUS + 3, _U32(s.epoch))
+                    if FAST_SETTER:  # set_u32 inlined
+                        k._set_arg_buf(_CHAIN_STATUS + 2, pack_u32(s.base))
+                        k._set_arg_buf(_CHAIN_STATUS + 3, pack_u32(s.epoch))
                     else:  # pragma: no cover - a pyopencl without the private setter
                         set_u32(k, _CHAIN_STATUS + 2, s.base)
                         set_u32(k, _CHAIN_STATUS + 3, s.epoch)
