@@ -51,26 +51,37 @@
 
 #if CLT_T_TYPE == 0
 typedef float in_t;
+typedef float16 in16_t;
 #elif CLT_T_TYPE == 1
 typedef double in_t;
+typedef double16 in16_t;
 #elif CLT_T_TYPE == 2
 typedef char in_t;
+typedef char16 in16_t;
 #elif CLT_T_TYPE == 3
 typedef uchar in_t;
+typedef uchar16 in16_t;
 #elif CLT_T_TYPE == 4
 typedef short in_t;
+typedef short16 in16_t;
 #elif CLT_T_TYPE == 5
 typedef ushort in_t;
+typedef ushort16 in16_t;
 #elif CLT_T_TYPE == 6
 typedef int in_t;
+typedef int16 in16_t;
 #elif CLT_T_TYPE == 7
 typedef uint in_t;
+typedef uint16 in16_t;
 #elif CLT_T_TYPE == 8
 typedef long in_t;
+typedef long16 in16_t;
 #elif CLT_T_TYPE == 9
 typedef ulong in_t;
+typedef ulong16 in16_t;
 #else
 typedef ushort in_t; /* half: its bits (no cl_khr_fp16 needed: only compared, never added) */
+typedef ushort16 in16_t;
 #endif
 
 #if CLT_T_TYPE == 1 || CLT_T_TYPE == 8 || CLT_T_TYPE == 9
@@ -118,6 +129,29 @@ inline key_t order_key(const in_t v, const key_t flip) {
     const key_t k = (key_t)v;
 #endif
     return k ^ flip;
+}
+
+/* the value whose order_key (XOR flip) is k (CPUs' vector filter; not for half) */
+inline in_t key_value(key_t k, const key_t flip) {
+    k ^= flip;
+#if CLT_T_TYPE == 0
+    return k == 0xFFFFFFFFu ? as_float(0x7FC00000u)
+                            : as_float((k & 0x80000000u) ? (k & 0x7FFFFFFFu) : ~k);
+#elif CLT_T_TYPE == 1
+    return k == 0xFFFFFFFFFFFFFFFFul
+               ? as_double(0x7FF8000000000000ul)
+               : as_double((k & 0x8000000000000000ul) ? (k & 0x7FFFFFFFFFFFFFFFul) : ~k);
+#elif CLT_T_TYPE == 2
+    return (char)((int)k - 128);
+#elif CLT_T_TYPE == 4
+    return (short)((int)k - 32768);
+#elif CLT_T_TYPE == 6
+    return as_int(k ^ 0x80000000u);
+#elif CLT_T_TYPE == 8
+    return as_long(k ^ 0x8000000000000000ul);
+#else
+    return (in_t)k;
+#endif
 }
 
 inline int better(const key_t ka, const uint ia, const key_t kb, const uint ib) {
@@ -525,6 +559,426 @@ __kernel void clt_tk_emit(__global const uint *pi, const long kp, const uint k,
     ov[ooff + row * k + j] = x[xoff + row * m + i];
     ox[ooff + row * k + j] = (long)i;
 }
+
+/* ---- sample threshold (strategy `sample`: one row, k well below its length) -------------- */
+#ifndef CLT_T_SAMPLE
+#define CLT_T_SAMPLE 1024 /* keys in a group's sample (a power of two; __local memory) */
+#endif
+#ifndef CLT_WG_FIN
+#define CLT_WG_FIN CLT_WG /* clt_tk_sfinish's one group */
+#endif
+#define SB 256 /* bins of an 8-bit digit (the sample's and the finish's selects) */
+
+/* the 8-bit digit of the SB counts in h holding the want-th largest key, and that key's rank
+ * among the keys of the digit (*rem, in: want); every work-item of the nt gets both; ls: nt + 2
+ * uints. Needs 1 <= want <= the counts' sum. */
+inline uint pick_sb(volatile __local uint *h, uint *rem, __local uint *ls, const uint nt) {
+    const uint lid = get_local_id(0);
+    const uint per = (SB + nt - 1) / nt; /* a work-item's block of bins */
+    const uint b0 = min(lid * per, (uint)SB), b1 = min(b0 + per, (uint)SB);
+    const uint want = *rem;
+    uint s = 0;
+    for (uint b = b0; b < b1; ++b)
+        s += h[b];
+    if (lid == 0) { /* (never left unset, even were want out of range) */
+        ls[nt] = 0u;
+        ls[nt + 1] = 1u;
+    }
+    ls[lid] = s;
+    for (uint off = 1; off < nt; off <<= 1) { /* suffix sums over the blocks */
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const uint v = lid + off < nt ? ls[lid + off] : 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        ls[lid] += v;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint incl = ls[lid], above0 = incl - s;
+    if (above0 < want && want <= incl) {
+        uint above = above0;
+        uint b = b1 - 1;
+        for (; b > b0; --b) {
+            const uint c = h[b];
+            if (above + c >= want)
+                break;
+            above += c;
+        }
+        ls[nt] = b;
+        ls[nt + 1] = want - above;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint d = ls[nt];
+    *rem = ls[nt + 1];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return d;
+}
+
+/* count one key's digit in __local bins (one work-item a group: no atomics needed) */
+#define COUNT_BIN(h, b, nt)                                                                    \
+    do {                                                                                       \
+        if ((nt) == 1)                                                                         \
+            (h)[b] += 1u;                                                                      \
+        else                                                                                   \
+            atomic_inc((h) + (b));                                                             \
+    } while (0)
+
+/* the bits of a uint above `hi` (none at 32) */
+#define ABOVE32(v, hi) ((hi) >= 32 ? 0u : (v) >> (hi))
+
+/* the want-th largest of the `count` keys in __local sk (ties counted), by 8-bit digits */
+inline key_t select_local(__local const key_t *sk, const uint count, uint want,
+                          volatile __local uint *lh, __local uint *ls, const uint nt) {
+    const uint lid = get_local_id(0);
+    key_t prefix = 0;
+    for (int hi = KEY_BITS; hi > 0; hi -= 8) {
+        const int shift = hi - 8;
+        for (uint j = lid; j < SB; j += nt)
+            lh[j] = 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (uint j = lid; j < count; j += nt) {
+            const key_t kk = sk[j];
+            if (ABOVE(kk, hi) == prefix)
+                COUNT_BIN(lh, (uint)((kk >> shift) & (key_t)(SB - 1)), nt);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        prefix = (prefix << 8) | (key_t)pick_sb(lh, &want, ls, nt);
+    }
+    return prefix;
+}
+
+/* Pass 1 (a grid over one row of m >= CLT_T_SAMPLE elements, `chunk` a group): every group
+ * draws the same sample (one key from each stretch of m / CLT_T_SAMPLE, at a place hashed from
+ * its number) and selects its r-th largest key t; then streams its block: each key above t
+ * goes into the candidates (ck, ci; cnt[0] counts them all, the first `cap` kept; staged in
+ * __local memory, one global atomic a group), each key equal to t is counted (eqc[group], and
+ * cnt[1] all of them). t goes to state[0]. cnt is zero when a call starts (clt_tk_sfinish
+ * leaves it so). */
+__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
+clt_tk_sfilter(__global const in_t *x, const long xoff, const long m, const key_t flip,
+               const long chunk, const uint r, const uint cap, volatile __global uint *cnt,
+               __global uint *eqc, __global ulong *state, __global key_t *ck, __global uint *ci,
+               __local key_t *sk, volatile __local uint *lh, __local uint *ls) {
+    const uint lid = get_local_id(0);
+    const long grp = (long)get_group_id(0);
+    const uint span = (uint)(m / CLT_T_SAMPLE);
+    for (uint s = lid; s < CLT_T_SAMPLE; s += CLT_WG) {
+        const long at = (long)s * m / CLT_T_SAMPLE + (long)((s * 2654435761u) % span);
+        sk[s] = order_key(x[xoff + at], flip);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const key_t t = select_local(sk, CLT_T_SAMPLE, r, lh, ls, CLT_WG);
+    if (grp == 0 && lid == 0)
+        state[0] = (ulong)t;
+    /* the sample's memory stages the group's candidates: keys, then their indices */
+    const uint room = CLT_T_SAMPLE / 2;
+    __local key_t *stk = sk;
+    __local uint *sti = (__local uint *)(sk + room);
+    volatile __local uint *staged = lh; /* (the bins are done with) */
+    if (lid == 0)
+        staged[0] = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const long begin = grp * chunk, end = min(begin + chunk, m);
+    uint eq = 0;
+#define SFILTER_ONE(i)                                                                         \
+    do {                                                                                       \
+        const key_t kk = order_key(x[xoff + (i)], flip);                                       \
+        if (kk > t) {                                                                          \
+            uint s;                                                                            \
+            if (CLT_WG == 1)                                                                   \
+                s = staged[0]++;                                                               \
+            else                                                                               \
+                s = atomic_inc(staged);                                                        \
+            if (s < room) {                                                                    \
+                stk[s] = kk;                                                                   \
+                sti[s] = (uint)(i);                                                            \
+            } else { /* the stage is full: straight to the candidates */                       \
+                const uint g = atomic_inc(cnt);                                                \
+                if (g < cap) {                                                                 \
+                    ck[g] = kk;                                                                \
+                    ci[g] = (uint)(i);                                                         \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+        eq += kk == t;                                                                         \
+    } while (0)
+    long i0 = begin + lid;
+#if CLT_WG == 1 && CLT_T_TYPE != 10
+    /* one work-item a group (CPUs): 16 values at a time compared with t's value, the few
+     * blocks that may hold a key at or above t looked at one by one */
+    {
+        const in16_t vt = (in16_t)key_value(t, flip);
+        for (; i0 + 16 <= end; i0 += 16) {
+            const in16_t v = vload16(0, x + xoff + i0);
+#if CLT_T_TYPE <= 1
+            const int hit = flip ? any(v <= vt) : any(v >= vt) || any(isnan(v));
+#else
+            const int hit = flip ? any(v <= vt) : any(v >= vt);
+#endif
+            if (hit) {
+                for (long i = i0; i < i0 + 16; ++i)
+                    SFILTER_ONE(i);
+            }
+        }
+    }
+#endif
+#if CLT_WG > 1
+    /* GPUs: 8 loads in flight a work-item (one a round left the memory system half idle) */
+    for (; i0 + 7 * CLT_WG < end; i0 += 8 * CLT_WG) {
+        in_t v[8];
+        for (int u = 0; u < 8; ++u)
+            v[u] = x[xoff + i0 + u * CLT_WG];
+        for (int u = 0; u < 8; ++u) {
+            const long i = i0 + u * CLT_WG;
+            const key_t kk = order_key(v[u], flip);
+            if (kk > t) {
+                const uint s = atomic_inc(staged);
+                if (s < room) {
+                    stk[s] = kk;
+                    sti[s] = (uint)i;
+                } else {
+                    const uint g = atomic_inc(cnt);
+                    if (g < cap) {
+                        ck[g] = kk;
+                        ci[g] = (uint)i;
+                    }
+                }
+            }
+            eq += kk == t;
+        }
+    }
+#endif
+    for (long i = i0; i < end; i += CLT_WG)
+        SFILTER_ONE(i);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint ns = min(staged[0], room);
+    eq = group_sum(eq, ls); /* (its barriers order the read of staged[0] above) */
+    if (lid == 0) {
+        eqc[grp] = eq;
+        if (eq)
+            atomic_add(cnt + 1, eq);
+        ls[0] = ns ? atomic_add(cnt, ns) : 0u;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint base = ls[0];
+    for (uint j = lid; j < ns; j += CLT_WG) {
+        if (base + j < cap) {
+            ck[base + j] = stk[j];
+            ci[base + j] = sti[j];
+        }
+    }
+}
+
+#if CLT_T_KP > 0
+/* where a pair comes from: the candidates (j of them) or the row itself (index j) */
+#define PAIR_AT(j, kk, ii)                                                                     \
+    do {                                                                                       \
+        if (full) {                                                                            \
+            kk = order_key(x[xoff + (j)], flip);                                               \
+            ii = (uint)(j);                                                                    \
+        } else {                                                                               \
+            kk = ck[j];                                                                        \
+            ii = ci[j];                                                                        \
+        }                                                                                      \
+    } while (0)
+
+/* the k best pairs of `count` (the candidates, or with `full` the row) into lk, li [0, k) in
+ * any order: the k-th key by 8-bit digits, then where it has more equal pairs than are
+ * needed, the highest index taken by 8-bit digits of the index; one group (nt work-items) */
+inline void select_pairs(__global const in_t *x, const long xoff, const key_t flip,
+                         __global const key_t *ck, __global const uint *ci, const int full,
+                         const long count, const uint k, __local key_t *lk, __local uint *li,
+                         volatile __local uint *lh, __local uint *ls, const uint nt) {
+    const uint lid = get_local_id(0);
+    key_t prefix = 0;
+    uint rem = k, ties = 0;
+    for (int hi = KEY_BITS; hi > 0; hi -= 8) {
+        const int shift = hi - 8;
+        for (uint j = lid; j < SB; j += nt)
+            lh[j] = 0u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (long j = lid; j < count; j += nt) {
+            key_t kk;
+            uint ii;
+            PAIR_AT(j, kk, ii);
+            if (ABOVE(kk, hi) == prefix)
+                COUNT_BIN(lh, (uint)((kk >> shift) & (key_t)(SB - 1)), nt);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const uint d = pick_sb(lh, &rem, ls, nt);
+        prefix = (prefix << 8) | (key_t)d;
+        ties = lh[d]; /* the pairs of the chosen digits so far */
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const key_t t = prefix;
+    uint ilim = 0xFFFFFFFFu; /* the highest index of key t taken */
+    if (ties > rem) {         /* the rem lowest indices of key t: the largest of ~index */
+        uint ip = 0, irem = rem;
+        for (int hi = 32; hi > 0; hi -= 8) {
+            const int shift = hi - 8;
+            for (uint j = lid; j < SB; j += nt)
+                lh[j] = 0u;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (long j = lid; j < count; j += nt) {
+                key_t kk;
+                uint ii;
+                PAIR_AT(j, kk, ii);
+                const uint ni = ~ii;
+                if (kk == t && ABOVE32(ni, hi) == ip)
+                    COUNT_BIN(lh, (ni >> shift) & (SB - 1u), nt);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            ip = (ip << 8) | pick_sb(lh, &irem, ls, nt);
+        }
+        ilim = ~ip;
+    }
+    if (lid == 0)
+        ls[nt + 2] = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    volatile __local uint *taken = (volatile __local uint *)(ls + nt + 2);
+    for (long j = lid; j < count; j += nt) {
+        key_t kk;
+        uint ii;
+        PAIR_AT(j, kk, ii);
+        if (kk > t || (kk == t && ii <= ilim)) {
+            uint s;
+            if (nt == 1)
+                s = taken[0]++;
+            else
+                s = atomic_inc(taken);
+            if (s < k) {
+                lk[s] = kk;
+                li[s] = ii;
+            }
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* Pass 2 (one group): the row's k best from pass 1's candidates where they hold them
+ * (cnt[0] in k .. cap); else, where the candidates are fewer than k but the keys equal to t
+ * make up the rest, the candidates and the lowest-indexed equal keys (the groups' blocks in
+ * order, where pass 1 counted some); else (the sample misled: rare) the k best of the whole
+ * row by this group. Sorted in __local memory, values read back by index; cnt zeroed. ls:
+ * 2 CLT_WG_FIN + 4 uints; fs: s2 keys (0: no second sample). */
+__kernel __attribute__((reqd_work_group_size(CLT_WG_FIN, 1, 1))) void
+clt_tk_sfinish(__global const in_t *x, const long xoff, const long m, const key_t flip,
+               const long chunk, const uint groups, const uint k, const uint cap,
+               volatile __global uint *cnt, __global const uint *eqc,
+               __global const ulong *state, __global const key_t *ck, __global const uint *ci,
+               __global in_t *ov, __global long *ox, const long ooff, const uint s2,
+               const uint cap2, __global key_t *ck2, __global uint *ci2, __local key_t *lk,
+               __local uint *li, volatile __local uint *lh, __local uint *ls,
+               __local key_t *fs) {
+    const uint lid = get_local_id(0);
+    const uint nt = CLT_WG_FIN;
+    const uint gt = cnt[0], eqn = cnt[1];
+    const key_t t = (key_t)state[0];
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    if (lid == 0) { /* left zero for the next call (every work-item has read them) */
+        cnt[0] = 0u;
+        cnt[1] = 0u;
+    }
+    if (gt >= k && gt <= cap) {
+        /* many candidates (a long row): a sample of s2 of them in fs, its threshold t2, the
+         * candidates above it (ck2, ci2) where they are k to cap2 (5 sigma above k's expected
+         * rank in the sample: nearly always), else all the candidates */
+        uint n2 = 0;
+        if (s2 && gt > 2 * s2) {
+            const uint span2 = gt / s2;
+            for (uint j = lid; j < s2; j += nt)
+                fs[j] = ck[(uint)((ulong)j * gt / s2) + (j * 2654435761u) % span2];
+            barrier(CLK_LOCAL_MEM_FENCE);
+            const float mu = (float)s2 * (float)k / (float)gt;
+            const uint r2 = min(s2, (uint)ceil(mu + 5.0f * sqrt(mu) + 6.0f));
+            const key_t t2 = select_local(fs, s2, r2, lh, ls, nt);
+            volatile __local uint *kept = (volatile __local uint *)(ls + nt + 2);
+            if (lid == 0)
+                kept[0] = 0u;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (uint j = lid; j < gt; j += nt) {
+                const key_t kk = ck[j];
+                if (kk > t2) {
+                    uint s;
+                    if (nt == 1)
+                        s = kept[0]++;
+                    else
+                        s = atomic_inc(kept);
+                    if (s < cap2) {
+                        ck2[s] = kk;
+                        ci2[s] = ci[j];
+                    }
+                }
+            }
+            barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+            n2 = kept[0];
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        if (n2 >= k && n2 <= cap2)
+            select_pairs(x, xoff, flip, ck2, ci2, 0, n2, k, lk, li, lh, ls, nt);
+        else
+            select_pairs(x, xoff, flip, ck, ci, 0, gt, k, lk, li, lh, ls, nt);
+    } else if (gt < k && k - gt <= eqn) {
+        for (uint j = lid; j < gt; j += nt) {
+            lk[j] = ck[j];
+            li[j] = ci[j];
+        }
+        const uint need = k - gt;
+        uint run = 0;
+        for (uint g0 = 0; g0 < groups && run < need; g0 += nt) {
+            /* a block of nt groups' counts: which hold equal keys, in order */
+            const uint c = g0 + lid < groups ? eqc[g0 + lid] : 0u;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            ls[lid] = c;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (uint gj = 0; gj < nt && g0 + gj < groups && run < need; ++gj) {
+                if (ls[gj] == 0u)
+                    continue;
+                const long b = (long)(g0 + gj) * chunk, e = min(b + chunk, m);
+                for (long i0 = b; i0 < e && run < need; i0 += nt) {
+                    const long i = i0 + lid;
+                    const uint isq = i < e && order_key(x[xoff + i], flip) == t;
+                    barrier(CLK_LOCAL_MEM_FENCE);
+                    ls[nt + 2 + lid] = isq;
+                    for (uint off = 1; off < nt; off <<= 1) {
+                        barrier(CLK_LOCAL_MEM_FENCE);
+                        const uint v = lid >= off ? ls[nt + 2 + lid - off] : 0u;
+                        barrier(CLK_LOCAL_MEM_FENCE);
+                        ls[nt + 2 + lid] += v;
+                    }
+                    barrier(CLK_LOCAL_MEM_FENCE);
+                    const uint slot = run + ls[nt + 2 + lid] - isq;
+                    if (isq && slot < need) {
+                        lk[gt + slot] = t;
+                        li[gt + slot] = (uint)i;
+                    }
+                    run += ls[nt + 2 + nt - 1];
+                }
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    } else {
+        select_pairs(x, xoff, flip, ck, ci, 1, m, k, lk, li, lh, ls, nt);
+    }
+    for (uint j = k + lid; j < CLT_T_KP; j += nt) {
+        lk[j] = (key_t)0;
+        li[j] = NO_INDEX;
+    }
+    for (int size = 2; size <= CLT_T_KP; size <<= 1) {
+        for (int stride = size >> 1; stride > 0; stride >>= 1) {
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (int tt = lid; tt < CLT_T_KP / 2; tt += nt) {
+                const int lo = 2 * stride * (tt / stride) + tt % stride, hi = lo + stride;
+                const int want = (lo & size) == 0;
+                SWAP_IF_BETTER(lk[lo], li[lo], lk[hi], li[hi], want);
+            }
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint j = lid; j < k; j += nt) {
+        ov[ooff + j] = x[xoff + li[j]];
+        ox[ooff + j] = (long)li[j];
+    }
+}
+#endif
 
 /* A batched transposes of P x Q: out[(a Q + q) P + p] = in[ioff + (a P + p) Q + q] (a top-k
  * along an axis that is not the last: the axis made the rows' and the answer put back), for

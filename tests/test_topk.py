@@ -103,7 +103,8 @@ def test_topk_errors(queue, bad, err, match):
 
 @pytest.mark.parametrize("cfg", [TopkConfig("lists", 1, 4, 8), TopkConfig("lists", 8, 2, 8),
                                  TopkConfig("radix", 16, 2, 8), TopkConfig("radix", 1, 4, 11),
-                                 TopkConfig("radix", 8, 1, 4)])
+                                 TopkConfig("radix", 8, 1, 4), TopkConfig("sample", 16, 2, 8),
+                                 TopkConfig("sample", 1, 4, 11)])
 def test_every_strategy_selects_exactly(ctx, queue, device, rng, cfg, monkeypatch):
     """Each strategy through the launcher, one group a row and several (the lists' second
     stage, the radix select's ticket), rows of 1 element to a few blocks, at an offset; the
@@ -135,6 +136,48 @@ def test_every_strategy_selects_exactly(ctx, queue, device, rng, cfg, monkeypatc
         la.run(queue, cla.to_device(queue, h.ravel()), 0, 5003, 2, 300, True, v, i)
         why = compare(v.get().reshape(2, 300), i.get().reshape(2, 300), *want)
         assert not why, (cfg.short(), keep, local_sort, why)
+
+
+@pytest.mark.parametrize("dt,wg,fin", [(np.float32, 16, 8), (np.int64, 1, 1),
+                                       (np.uint16, 8, 4), (np.float64, 1, 1),
+                                       (np.float16, 1, 1)])
+def test_the_sample_strategy_on_each_of_its_paths(ctx, queue, device, rng, dt, wg, fin,
+                                                   monkeypatch):
+    """The sample strategy's three ways to its answer, each forced: the candidates above the
+    sample's threshold (its plan), too few of them with the keys equal to the threshold
+    making up the rest (the threshold the sample's largest key, on data of a few values: the
+    groups' blocks walked in order for the lowest-indexed equal keys), and the whole row by
+    the finishing group (more candidates than are kept, or too few on distinct data); ties at
+    the k-th place, the smallest k, ascending data, all equal, an offset; the same launcher
+    called again (its counts left zero)."""
+    info, dev = device
+    if dt == np.float64 and not info.fp64:
+        pytest.skip("the device has no cl_khr_fp64")
+    orig = topk_launch.sample_plan
+    k = 37
+    spec = TopkSpec(np.dtype(dt), 64, True, 512, fin)
+    la = TopkLauncher(ctx, dev, info, spec, TopkConfig("sample", wg, 2, 8))
+    m = 9001
+    datas = {"random": sample(np.dtype(dt), 1, m, rng)[0],
+             "few": rng.integers(0, 6, m).astype(dt),
+             "ascending": (np.arange(m) % np.iinfo(np.int16).max).astype(dt),
+             "equal": np.full(m, 3, dt)}
+    plans = {"plan": orig, "sample max": lambda *a: (1, 4096, 0, 0),
+             "overflow": lambda *a: (60, 64, 0, 0),
+             "two samples": lambda *a: (100, 8192, 512, 256),
+             "second overflows": lambda *a: (100, 8192, 512, 40)}
+    for pname, plan in plans.items():
+        monkeypatch.setattr(topk_launch, "sample_plan", plan)
+        for dname, h in datas.items():
+            for largest in (True, False):
+                x = cla.to_device(queue, np.concatenate([np.zeros(5, dt), h]))
+                v = cla.empty(queue, k, dt)
+                i = cla.empty(queue, k, np.int64)
+                la.run(queue, x, 5, m, 1, k, largest, v, i)
+                why = compare(v.get()[None], i.get()[None], *reference(h[None], k, largest))
+                assert not why, (pname, dname, largest, why)
+    assert orig(spec, info.local_mem, m, k) is not None  # (the plan itself was exercised)
+    assert orig(spec, info.local_mem, 1000, k) is None  # a short row: the radix select's
 
 
 def test_a_launcher_called_again_with_other_shapes(ctx, queue, device, rng):
@@ -255,6 +298,30 @@ for cfg, keep, local_sort in ((TopkConfig("lists", 8, 2, 8), 1 << 24, True),
     except Exception as e:
         err = f"{type(e).__name__}: {e}"[:300]
     out["runs"].append({"cfg": cfg.short(), "keep": keep, "local": local_sort, "error": err})
+orig = topk_launch.sample_plan
+for wg, fin, force, kind in ((8, 8, None, "random"), (8, 8, 1, "few"), (8, 4, 1, "ascending"),
+                             (1, 1, None, "random"), (8, 8, 60, "random")):
+    topk_launch.sample_plan = (orig if force is None else
+                               (lambda *a, f=force: (f, 4096, 0, 0) if f == 1 else (f, 4096,
+                                                                                     64, 64)))
+    cfg = TopkConfig("sample", wg, 2, 8)
+    m, k = 2001, 5
+    h = sample(np.dtype(np.float32), 1, m, rng)[0]
+    if kind == "few":
+        h = rng.integers(0, 3, m).astype(np.float32)
+    elif kind == "ascending":
+        h = np.arange(m, dtype=np.float32)
+    err = ""
+    try:
+        la = TopkLauncher(ctx, dev, info, TopkSpec(np.dtype(np.float32), 8, True, 512, fin),
+                          cfg)
+        v = cla.empty(q, k, np.float32)
+        i = cla.empty(q, k, np.int64)
+        la.run(q, cla.to_device(q, h), 0, m, 1, k, True, v, i)
+        err = compare(v.get()[None], i.get()[None], *reference(h[None], k))
+    except Exception as e:
+        err = f"{type(e).__name__}: {e}"[:300]
+    out["runs"].append({"cfg": f"{cfg.short()} fin{fin} r{force} {kind}", "error": err})
 print(MARK + json.dumps(out), flush=True)
 '''
 
@@ -263,15 +330,16 @@ print(MARK + json.dumps(out), flush=True)
 @pytest.mark.multiprocess
 @pytest.mark.slow
 def test_the_kernels_are_clean_under_oclgrind():
-    """Both strategies (lists: the merge of the group's lists, the second stage; radix: the
+    """Every strategy (lists: the merge of the group's lists, the second stage; radix: the
     ticket that picks a digit, the kept counts and the counting pass, the ordered collection
-    of ties, the __local and the global sort) under Oclgrind: the reference's answers, no
+    of ties, the __local and the global sort; sample: the groups' selects of the sample, the
+    staged candidates, the finishing group's three paths) under Oclgrind: the reference's answers, no
     invalid access, no race, no divergent barrier."""
     from support.oclgrind import run_marked
 
     res, summary = run_marked(OCLGRIND_SCRIPT, OCLGRIND_MARK)
     assert res.returncode == 0 and summary, res.summary()
-    assert {r["cfg"].split()[0] for r in summary["runs"]} == {"lists", "radix"}
+    assert {r["cfg"].split()[0] for r in summary["runs"]} == {"lists", "radix", "sample"}
     wrong = [r for r in summary["runs"] if r["error"]]
     assert not wrong, wrong
     assert res.reports == [], res.summary(limit=8)

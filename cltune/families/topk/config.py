@@ -13,7 +13,7 @@ from typing import ClassVar
 from cltune.core.config import ConfigError, MappedConfig
 from cltune.core.pow2 import is_pow2
 
-STRATEGIES = ("lists", "radix")
+STRATEGIES = ("lists", "radix", "sample")
 BITS = (4, 8, 11)
 MAX_WG = 1024
 MAX_GROUPS_PER_CU = 1024
@@ -31,7 +31,10 @@ class TopkConfig(MappedConfig):
     the groups' lists by one group a row; k up to MAX_LIST) or `radix` (a radix select of the
     k-th key, `bits` a digit, then the k collected and sorted; any k); wg: work-group size;
     groups_per_cu: work-groups per compute unit, each a contiguous block of a row; bits:
-    radix's digit (lists: 8, unused)."""
+    radix's digit (lists: 8, unused); `sample` (one row): a threshold from a sample every
+    group draws, one pass keeping the keys above it, one group selecting the k among them
+    (kernels/topk.cl's clt_tk_sfilter, clt_tk_sfinish), the radix select with `bits` where
+    the row is too short or k too large for it."""
 
     error: ClassVar[type[ValueError]] = TopkConfigError
 
@@ -63,7 +66,7 @@ class TopkConfig(MappedConfig):
         radix: the digit's histogram)."""
         if self.strategy == "lists":
             return self.wg * kp * (key_bytes + 4)
-        return (1 << self.bits) * 4
+        return (1 << self.bits) * 4  # (sample: its own needs are checked by its plan)
 
     def short(self) -> str:
         return f"{self.strategy} wg{self.wg} g{self.groups_per_cu} b{self.bits}"

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyopencl as cl
 
-from cltune.core.pow2 import pow2_at_least
+from cltune.core.pow2 import pow2_at_least, pow2_at_most
 from cltune.device.info import DeviceInfo
 from cltune.families.topk.config import TopkConfig
 from cltune.opencl.build import compile_program
@@ -24,23 +24,37 @@ TYPE_CODES = {np.dtype(t): i for i, t in enumerate(
 MAX_LOCAL_SORT = 4096
 #: __local bytes left to the kernel's own needs
 RESERVE = 1024
+#: the sample strategy: the most keys a group's sample takes (H100: 8192 float32 keys, 32
+#: KiB of its 48), the bins of its 8-bit digits
+MAX_SAMPLE = 8192
+SAMPLE_BINS = 256
 
 
 @dataclass(frozen=True)
 class TopkSpec:
     """dtype: the input's; kp: the power of two >= k (lists: a list's length; radix: the
     pairs a row's sort takes); local_sort: radix sorts its kp pairs in __local memory (else
-    in global memory, step by step)."""
+    in global memory, step by step); sample: the keys of the sample strategy's sample (a
+    power of two in its groups' __local memory; 0: none); fin_wg: its finishing group's
+    size (a power of two)."""
 
     dtype: np.dtype
     kp: int
     local_sort: bool = True
+    sample: int = 1024
+    fin_wg: int = 64
 
     def __post_init__(self) -> None:
         if self.dtype not in TYPE_CODES:
             raise ValueError(f"topk: unsupported dtype {self.dtype}")
         if self.kp < 1 or self.kp & (self.kp - 1):
             raise ValueError(f"topk: kp {self.kp} is not a power of two")
+        if self.sample and (self.sample < 2 * SAMPLE_BINS or self.sample & (self.sample - 1)
+                            or self.sample > MAX_SAMPLE):
+            raise ValueError(f"topk: sample {self.sample} is not 0 or a power of two in "
+                             f"{2 * SAMPLE_BINS}..{MAX_SAMPLE}")
+        if self.fin_wg < 1 or self.fin_wg & (self.fin_wg - 1) or self.fin_wg > 1024:
+            raise ValueError(f"topk: fin_wg {self.fin_wg} is not a power of two <= 1024")
 
     @property
     def key_bytes(self) -> int:
@@ -73,7 +87,9 @@ def build_options(spec: TopkSpec, cfg: TopkConfig) -> list[str]:
     cfg.validate()
     kp = spec.kp if cfg.strategy == "lists" or spec.local_sort else 0
     return [f"-DCLT_T_TYPE={TYPE_CODES[spec.dtype]}", f"-DCLT_WG={int(cfg.wg)}",
-            f"-DCLT_T_KP={int(kp)}", f"-DCLT_T_BITS={int(cfg.bits)}"]
+            f"-DCLT_T_KP={int(kp)}", f"-DCLT_T_BITS={int(cfg.bits)}",
+            f"-DCLT_T_SAMPLE={int(spec.sample) or 2 * SAMPLE_BINS}",
+            f"-DCLT_WG_FIN={int(spec.fin_wg)}"]
 
 
 @dataclass(eq=False)
@@ -102,8 +118,14 @@ def build(ctx: cl.Context, dev: cl.Device, spec: TopkSpec, cfg: TopkConfig) -> T
 
 def spec_for(dtype: np.dtype, k: int, info: DeviceInfo) -> TopkSpec:
     """The build spec of k of dtype on a device: a radix sort in __local memory where kp
-    pairs fit it."""
+    pairs fit it; the largest sample (up to MAX_SAMPLE keys, 32 KiB) that leaves room for the
+    bins and a group of 1024's scan; a finishing group of up to 1024 on GPUs, 1 on CPUs (a
+    work-group is a loop there)."""
     kp = pow2_at_least(max(1, k))
     key_bytes = 8 if np.dtype(dtype).itemsize == 8 else 4
-    local = kp <= MAX_LOCAL_SORT and kp * (key_bytes + 4) + RESERVE <= int(info.local_mem)
-    return TopkSpec(np.dtype(dtype), kp, local)
+    room = int(info.local_mem) - RESERVE
+    local = kp <= MAX_LOCAL_SORT and kp * (key_bytes + 4) <= room
+    keys = min(MAX_SAMPLE, min(32768, room - 4 * SAMPLE_BINS - 4 * 1028) // key_bytes)
+    sample = pow2_at_most(keys) if keys >= 2 * SAMPLE_BINS else 0
+    fin = 1 if info.type == "cpu" else min(1024, pow2_at_most(max(1, int(info.max_wg))))
+    return TopkSpec(np.dtype(dtype), kp, local, sample, fin)

@@ -7,6 +7,7 @@ per queue, and the launches of the lists or the radix strategy (kernels/topk.cl)
 
 from __future__ import annotations
 
+import math
 import threading
 
 import numpy as np
@@ -15,7 +16,8 @@ import pyopencl.array as cla
 
 from cltune.device.info import DeviceInfo
 from cltune.families.topk.config import TopkConfig
-from cltune.families.topk.kernel import RESERVE, TopkBuilt, TopkSpec, build
+from cltune.core.pow2 import pow2_at_least, pow2_at_most
+from cltune.families.topk.kernel import RESERVE, SAMPLE_BINS, TopkBuilt, TopkSpec, build
 from cltune.opencl.events import in_order
 from cltune.opencl.kernel_args import flat_grid, setter
 
@@ -29,6 +31,56 @@ MAX_KEPT = 32
 MAX_ROW = (1 << 32) - 2
 
 _I64, _U32 = np.int64, np.uint32
+
+#: the sample strategy: the sample's rank of the threshold is the least whose chance of
+#: fewer than k keys reaching it is below SAMPLE_MISS on data in any order (a Poisson tail;
+#: the finishing group then selects from the whole row: correct, slow); the row is left to
+#: the radix select where the keys kept would be more than SAMPLE_KEEP of it
+SAMPLE_MISS = 1e-6
+SAMPLE_KEEP = 1 / 8
+#: the most keys of the finishing group's own sample of the candidates (a long row's many)
+FIN_SAMPLE = 4096
+
+
+def sample_rank(mu: float, miss: float = SAMPLE_MISS) -> int:
+    """The least r with P(Poisson(mu) >= r) <= miss (mu: the sample's keys expected at or
+    above the k-th key).
+
+    >>> sample_rank(0.06), sample_rank(0.49), sample_rank(7.8), sample_rank(1000.0)
+    (4, 7, 25, 1161)
+    """
+    if mu > 30:  # (the tail as a normal one's, 5 sigma: e^-mu would underflow)
+        return math.ceil(mu + 5 * math.sqrt(mu) + 2)
+    term = math.exp(-mu)  # P(X = 0)
+    below, r = term, 1  # P(X < r)
+    while 1.0 - below > miss:
+        term *= mu / r
+        below += term
+        r += 1
+    return r
+
+
+def sample_plan(spec: TopkSpec, local_mem: int, m: int, k: int
+                ) -> tuple[int, int, int, int] | None:
+    """(the sample's rank r of the threshold, the candidates kept, the finishing group's
+    second sample (0: none), the candidates above its threshold kept) of the sample strategy
+    for k of one row of m, or None where it does not serve (a short row, a large k, its
+    finishing group's __local memory)."""
+    s = spec.sample
+    if not s or not spec.local_sort or m < 2 * s:
+        return None
+    fin = spec.kp * (spec.key_bytes + 4) + 4 * SAMPLE_BINS + 4 * (2 * spec.fin_wg + 4)
+    if fin + RESERVE > local_mem:
+        return None
+    r = sample_rank(s * k / m)
+    expect = r * (m / s)  # the keys expected above the threshold
+    if r > s // 8 or expect > m * SAMPLE_KEEP:
+        return None
+    cap = min(pow2_at_least(int(max(4 * expect, 2 * spec.kp, 4096))), pow2_at_least(m))
+    s2 = min(FIN_SAMPLE, (local_mem - RESERVE - fin) // spec.key_bytes)
+    s2 = pow2_at_most(s2) if s2 >= 2 * SAMPLE_BINS else 0
+    cap2 = min(cap, max(8192, 4 * spec.kp)) if s2 else 0
+    return r, cap, s2, cap2
 
 
 def groups(cfg: TopkConfig, compute_units: int, m: int, rows: int) -> tuple[int, int]:
@@ -64,6 +116,11 @@ class TopkLauncher:
                             None),
             "clt_tk_bitonic": (None, None, _I64, _I64, _I64),
             "clt_tk_emit": (None, _I64, _U32, None, _I64, _I64, None, None, _I64),
+            "clt_tk_sfilter": (None, _I64, _I64, kt, _I64, _U32, _U32, None, None, None, None,
+                               None, None, None, None),
+            "clt_tk_sfinish": (None, _I64, _I64, kt, _I64, _U32, _U32, _U32, None, None, None,
+                               None, None, None, None, _I64, _U32, _U32, None, None, None,
+                               None, None, None, None),
             "clt_tk_transpose": (None, _I64, None, _I64, _I64, _I64),
             "clt_tk_transpose_index": (None, _I64, None, _I64, _I64, _I64),
         }
@@ -158,9 +215,18 @@ class TopkLauncher:
         evs: list[cl.Event] = []
         with self._lock, self.b.lock:  # type: ignore[union-attr]
             before = list(wait_for or [])
+            plan = (sample_plan(sp, self.info.local_mem, m, k)
+                    if self.cfg.strategy == "sample" and rows == 1 else None)
             if self.cfg.strategy == "lists":
                 self._lists(queue, x.base_data, xb, m, rows, k, flip, gpr, chunk, out, ooff,
                             before, evs)
+            elif plan is not None:
+                try:
+                    self._sample(queue, x.base_data, xb, m, k, flip, gpr, chunk, out, ooff,
+                                 plan, before, evs)
+                except BaseException:  # the zeros of its counts are no longer known
+                    self._scratch.pop((queue.int_ptr, "szeroed"), None)
+                    raise
             else:
                 try:
                     self._radix(queue, x.base_data, xb, m, rows, k, flip, gpr, chunk, out, ooff,
@@ -187,6 +253,31 @@ class TopkLauncher:
         cm = gpr * kp
         self._go(queue, "clt_tk_lists", (rows * wg,), (wg,),
                  (x, xb, m, flip, ck, ci, cm, cm, 1, k, 1, ck, ci, *out, ooff, *loc),
+                 before, evs)
+
+    def _sample(self, queue, x, xb, m, k, flip, gpr, chunk, out, ooff, plan, before, evs):
+        sp, wg, fw = self.spec, self.cfg.wg, self.spec.fin_wg
+        r, cap, s2, cap2 = plan
+        # the candidates' counts (zero when a call starts, left so by clt_tk_sfinish), the
+        # threshold, the groups' counts of keys equal to it, the candidates
+        zb, fresh = self._fresh(queue, "szeroed", 16)
+        state = self._buffer(queue, "sstate", 16)
+        eqc = self._buffer(queue, "eqc", gpr * 4)
+        ck = self._buffer(queue, "ckeys", cap * sp.key_bytes)
+        ci = self._buffer(queue, "cidx", cap * 4)
+        ck2 = self._buffer(queue, "ckeys2", max(1, cap2) * sp.key_bytes)
+        ci2 = self._buffer(queue, "cidx2", max(1, cap2) * 4)
+        if fresh:
+            before = self._fill(queue, zb, np.zeros(1, np.uint32), zb.size, before, evs)
+        bins = self._local(4 * SAMPLE_BINS)
+        before = self._go(queue, "clt_tk_sfilter", (gpr * wg,), (wg,),
+                          (x, xb, m, flip, chunk, r, cap, zb, eqc, state, ck, ci,
+                           self._local(sp.sample * sp.key_bytes), bins,
+                           self._local(4 * (wg + 4))), before, evs)
+        self._go(queue, "clt_tk_sfinish", (fw,), (fw,),
+                 (x, xb, m, flip, chunk, gpr, k, cap, zb, eqc, state, ck, ci, *out, ooff, s2,
+                  cap2, ck2, ci2, self._local(sp.kp * sp.key_bytes), self._local(sp.kp * 4),
+                  bins, self._local(4 * (2 * fw + 4)), self._local(max(1, s2) * sp.key_bytes)),
                  before, evs)
 
     def _radix(self, queue, x, xb, m, rows, k, flip, gpr, chunk, out, ooff, before, evs):

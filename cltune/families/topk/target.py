@@ -43,7 +43,7 @@ def make_space(info: DeviceInfo) -> TopkSpace:
     gpu = info.type != "cpu"
     top = min(info.max_wg, 512 if gpu else 64)
     wgs = tuple(v for v in POW2 if (16 if gpu else 1) <= v <= top) or (1,)
-    return TopkSpace(info, {"strategy": ("lists", "radix"), "wg": wgs,
+    return TopkSpace(info, {"strategy": ("lists", "radix", "sample"), "wg": wgs,
                             "groups_per_cu": (1, 2, 4, 8, 16, 32), "bits": BITS})
 
 
