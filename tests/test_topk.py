@@ -333,8 +333,8 @@ def test_the_kernels_are_clean_under_oclgrind():
     """Every strategy (lists: the merge of the group's lists, the second stage; radix: the
     ticket that picks a digit, the kept counts and the counting pass, the ordered collection
     of ties, the __local and the global sort; sample: the groups' selects of the sample, the
-    staged candidates, the finishing group's three paths) under Oclgrind: the reference's answers, no
-    invalid access, no race, no divergent barrier."""
+    staged candidates, the finishing group's paths and second sample) under Oclgrind: the
+    reference's answers, no invalid access, no race, no divergent barrier."""
     from support.oclgrind import run_marked
 
     res, summary = run_marked(OCLGRIND_SCRIPT, OCLGRIND_MARK)

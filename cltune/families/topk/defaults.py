@@ -46,11 +46,11 @@ def builtin_config(info: Any, k: int, key_bytes: int, rows: int = 1,
                    n: int | None = None) -> TopkConfig:
     """One long row: the sample strategy (its radix select with 11-bit digits where its sample
     does not serve). CPUs: one work-item a group keeping its own list (4 groups a compute
-    unit) up to CPU_LIST_K, else the radix select; GPUs: along at least a row per compute unit, lists in
-    groups of up to 32 whose lists fit __local memory up to GPU_LIST_K; rows of n / rows up to
-    2^SMALL_LOG2 elements with k up to SMALL_LIST_K, lists in groups of 128 (one launch where
-    the radix select takes five); else the radix select in groups of 256 with 11-bit digits
-    (3 passes of 32-bit keys)."""
+    unit) up to CPU_LIST_K, else the radix select. GPUs: along at least a row per compute
+    unit, lists in groups of up to 32 whose lists fit __local memory up to GPU_LIST_K; rows
+    of n / rows up to 2^SMALL_LOG2 elements with k up to SMALL_LIST_K, lists in groups of 128
+    (one launch where the radix select takes five); else the radix select in groups of 256
+    with 11-bit digits (3 passes of 32-bit keys)."""
     kp = pow2_at_least(max(1, k))
     room = int(info.local_mem) - RESERVE
     one_long = rows == 1 and (n is None or n >= 1 << SAMPLE_LOG2)

@@ -14,9 +14,9 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
+from cltune.core.pow2 import pow2_at_least, pow2_at_most
 from cltune.device.info import DeviceInfo
 from cltune.families.topk.config import TopkConfig
-from cltune.core.pow2 import pow2_at_least, pow2_at_most
 from cltune.families.topk.kernel import RESERVE, SAMPLE_BINS, TopkBuilt, TopkSpec, build
 from cltune.opencl.events import in_order
 from cltune.opencl.kernel_args import flat_grid, setter
