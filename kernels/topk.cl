@@ -645,27 +645,28 @@ inline key_t select_local(__local const key_t *sk, const uint count, uint want,
     return prefix;
 }
 
-/* Pass 1 (a grid over one row of m >= CLT_T_SAMPLE elements, `chunk` a group): every group
- * draws the same sample (one key from each stretch of m / CLT_T_SAMPLE, at a place hashed from
- * its number) and selects its r-th largest key t; then streams its block: each key above t
+/* Pass 1 (a grid over one row of m >= ns elements, `chunk` a group): every group draws the
+ * same sample of ns <= CLT_T_SAMPLE keys (one from each stretch of m / ns, at a place hashed
+ * from its number) and selects its r-th largest key t; then streams its block: each key above t
  * goes into the candidates (ck, ci; cnt[0] counts them all, the first `cap` kept; staged in
  * __local memory, one global atomic a group), each key equal to t is counted (eqc[group], and
  * cnt[1] all of them). t goes to state[0]. cnt is zero when a call starts (clt_tk_sfinish
  * leaves it so). */
 __kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
 clt_tk_sfilter(__global const in_t *x, const long xoff, const long m, const key_t flip,
-               const long chunk, const uint r, const uint cap, volatile __global uint *cnt,
-               __global uint *eqc, __global ulong *state, __global key_t *ck, __global uint *ci,
-               __local key_t *sk, volatile __local uint *lh, __local uint *ls) {
+               const long chunk, const uint ns, const uint r, const uint cap,
+               volatile __global uint *cnt, __global uint *eqc, __global ulong *state,
+               __global key_t *ck, __global uint *ci, __local key_t *sk,
+               volatile __local uint *lh, __local uint *ls) {
     const uint lid = get_local_id(0);
     const long grp = (long)get_group_id(0);
-    const uint span = (uint)(m / CLT_T_SAMPLE);
-    for (uint s = lid; s < CLT_T_SAMPLE; s += CLT_WG) {
-        const long at = (long)s * m / CLT_T_SAMPLE + (long)((s * 2654435761u) % span);
+    const uint span = (uint)(m / ns);
+    for (uint s = lid; s < ns; s += CLT_WG) {
+        const long at = (long)s * m / ns + (long)((s * 2654435761u) % span);
         sk[s] = order_key(x[xoff + at], flip);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    const key_t t = select_local(sk, CLT_T_SAMPLE, r, lh, ls, CLT_WG);
+    const key_t t = select_local(sk, ns, r, lh, ls, CLT_WG);
     if (grp == 0 && lid == 0)
         state[0] = (ulong)t;
     /* the sample's memory stages the group's candidates: keys, then their indices */
@@ -749,17 +750,17 @@ clt_tk_sfilter(__global const in_t *x, const long xoff, const long m, const key_
     for (long i = i0; i < end; i += CLT_WG)
         SFILTER_ONE(i);
     barrier(CLK_LOCAL_MEM_FENCE);
-    const uint ns = min(staged[0], room);
+    const uint nst = min(staged[0], room);
     eq = group_sum(eq, ls); /* (its barriers order the read of staged[0] above) */
     if (lid == 0) {
         eqc[grp] = eq;
         if (eq)
             atomic_add(cnt + 1, eq);
-        ls[0] = ns ? atomic_add(cnt, ns) : 0u;
+        ls[0] = nst ? atomic_add(cnt, nst) : 0u;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     const uint base = ls[0];
-    for (uint j = lid; j < ns; j += CLT_WG) {
+    for (uint j = lid; j < nst; j += CLT_WG) {
         if (base + j < cap) {
             ck[base + j] = stk[j];
             ci[base + j] = sti[j];

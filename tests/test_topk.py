@@ -157,15 +157,15 @@ def test_the_sample_strategy_on_each_of_its_paths(ctx, queue, device, rng, dt, w
     k = 37
     spec = TopkSpec(np.dtype(dt), 64, True, 512, fin)
     la = TopkLauncher(ctx, dev, info, spec, TopkConfig("sample", wg, 2, 8))
-    m = 9001
+    m = 20011
     datas = {"random": sample(np.dtype(dt), 1, m, rng)[0],
              "few": rng.integers(0, 6, m).astype(dt),
              "ascending": (np.arange(m) % np.iinfo(np.int16).max).astype(dt),
              "equal": np.full(m, 3, dt)}
-    plans = {"plan": orig, "sample max": lambda *a: (1, 4096, 0, 0),
-             "overflow": lambda *a: (60, 64, 0, 0),
-             "two samples": lambda *a: (100, 8192, 512, 256),
-             "second overflows": lambda *a: (100, 8192, 512, 40)}
+    plans = {"plan": orig, "sample max": lambda *a: (1, 4096, 0, 0, 512),
+             "overflow": lambda *a: (60, 64, 0, 0, 512),
+             "two samples": lambda *a: (100, 8192, 512, 256, 512),
+             "second overflows": lambda *a: (100, 8192, 512, 40, 512)}
     for pname, plan in plans.items():
         monkeypatch.setattr(topk_launch, "sample_plan", plan)
         for dname, h in datas.items():
@@ -178,6 +178,7 @@ def test_the_sample_strategy_on_each_of_its_paths(ctx, queue, device, rng, dt, w
                 assert not why, (pname, dname, largest, why)
     assert orig(spec, info.local_mem, m, k) is not None  # (the plan itself was exercised)
     assert orig(spec, info.local_mem, 1000, k) is None  # a short row: the radix select's
+    assert orig(spec_for(np.dtype(dt), k, info), info.local_mem, 1 << 20, k)[4] >= 512
 
 
 def test_a_launcher_called_again_with_other_shapes(ctx, queue, device, rng):
@@ -301,9 +302,8 @@ for cfg, keep, local_sort in ((TopkConfig("lists", 8, 2, 8), 1 << 24, True),
 orig = topk_launch.sample_plan
 for wg, fin, force, kind in ((8, 8, None, "random"), (8, 8, 1, "few"), (8, 4, 1, "ascending"),
                              (1, 1, None, "random"), (8, 8, 60, "random")):
-    topk_launch.sample_plan = (orig if force is None else
-                               (lambda *a, f=force: (f, 4096, 0, 0) if f == 1 else (f, 4096,
-                                                                                     64, 64)))
+    topk_launch.sample_plan = (lambda *a, f=force: (11, 4096, 0, 0, 512) if f is None else
+                               (f, 4096, 0, 0, 512) if f == 1 else (f, 4096, 64, 64, 512))
     cfg = TopkConfig("sample", wg, 2, 8)
     m, k = 2001, 5
     h = sample(np.dtype(np.float32), 1, m, rng)[0]

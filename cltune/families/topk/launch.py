@@ -38,6 +38,9 @@ _I64, _U32 = np.int64, np.uint32
 #: the radix select where the keys kept would be more than SAMPLE_KEEP of it
 SAMPLE_MISS = 1e-6
 SAMPLE_KEEP = 1 / 8
+#: the fewest elements of the row a key of the sample stands for (a smaller sample for a
+#: shorter row: each group selects in it)
+SAMPLE_STRETCH = 32
 #: the most keys of the finishing group's own sample of the candidates (a long row's many)
 FIN_SAMPLE = 4096
 
@@ -61,13 +64,14 @@ def sample_rank(mu: float, miss: float = SAMPLE_MISS) -> int:
 
 
 def sample_plan(spec: TopkSpec, local_mem: int, m: int, k: int
-                ) -> tuple[int, int, int, int] | None:
+                ) -> tuple[int, int, int, int, int] | None:
     """(the sample's rank r of the threshold, the candidates kept, the finishing group's
-    second sample (0: none), the candidates above its threshold kept) of the sample strategy
-    for k of one row of m, or None where it does not serve (a short row, a large k, its
-    finishing group's __local memory)."""
-    s = spec.sample
-    if not s or not spec.local_sort or m < 2 * s:
+    second sample (0: none), the candidates above its threshold kept, the sample's keys) of
+    the sample strategy for k of one row of m, or None where it does not serve (a short row,
+    a large k, its finishing group's __local memory). The sample takes up to spec.sample
+    keys, one a stretch of at least SAMPLE_STRETCH elements (each group selects in it)."""
+    s = min(spec.sample, pow2_at_most(max(1, m // SAMPLE_STRETCH)))
+    if not spec.sample or not spec.local_sort or s < 2 * SAMPLE_BINS:
         return None
     fin = spec.kp * (spec.key_bytes + 4) + 4 * SAMPLE_BINS + 4 * (2 * spec.fin_wg + 4)
     if fin + RESERVE > local_mem:
@@ -80,7 +84,7 @@ def sample_plan(spec: TopkSpec, local_mem: int, m: int, k: int
     s2 = min(FIN_SAMPLE, (local_mem - RESERVE - fin) // spec.key_bytes)
     s2 = pow2_at_most(s2) if s2 >= 2 * SAMPLE_BINS else 0
     cap2 = min(cap, max(8192, 4 * spec.kp)) if s2 else 0
-    return r, cap, s2, cap2
+    return r, cap, s2, cap2, s
 
 
 def groups(cfg: TopkConfig, compute_units: int, m: int, rows: int) -> tuple[int, int]:
@@ -116,8 +120,8 @@ class TopkLauncher:
                             None),
             "clt_tk_bitonic": (None, None, _I64, _I64, _I64),
             "clt_tk_emit": (None, _I64, _U32, None, _I64, _I64, None, None, _I64),
-            "clt_tk_sfilter": (None, _I64, _I64, kt, _I64, _U32, _U32, None, None, None, None,
-                               None, None, None, None),
+            "clt_tk_sfilter": (None, _I64, _I64, kt, _I64, _U32, _U32, _U32, None, None, None,
+                               None, None, None, None, None),
             "clt_tk_sfinish": (None, _I64, _I64, kt, _I64, _U32, _U32, _U32, None, None, None,
                                None, None, None, None, _I64, _U32, _U32, None, None, None,
                                None, None, None, None),
@@ -257,7 +261,7 @@ class TopkLauncher:
 
     def _sample(self, queue, x, xb, m, k, flip, gpr, chunk, out, ooff, plan, before, evs):
         sp, wg, fw = self.spec, self.cfg.wg, self.spec.fin_wg
-        r, cap, s2, cap2 = plan
+        r, cap, s2, cap2, ns = plan
         # the candidates' counts (zero when a call starts, left so by clt_tk_sfinish), the
         # threshold, the groups' counts of keys equal to it, the candidates
         zb, fresh = self._fresh(queue, "szeroed", 16)
@@ -271,7 +275,7 @@ class TopkLauncher:
             before = self._fill(queue, zb, np.zeros(1, np.uint32), zb.size, before, evs)
         bins = self._local(4 * SAMPLE_BINS)
         before = self._go(queue, "clt_tk_sfilter", (gpr * wg,), (wg,),
-                          (x, xb, m, flip, chunk, r, cap, zb, eqc, state, ck, ci,
+                          (x, xb, m, flip, chunk, ns, r, cap, zb, eqc, state, ck, ci,
                            self._local(sp.sample * sp.key_bytes), bins,
                            self._local(4 * (wg + 4))), before, evs)
         self._go(queue, "clt_tk_sfinish", (fw,), (fw,),
