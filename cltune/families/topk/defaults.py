@@ -9,7 +9,7 @@ devices (and k) never tuned, and the safest one.
     'lists wg128 g4 b8'
     >>> cpu = NS(type="cpu", max_wg=4096, local_mem=65536)
     >>> builtin_config(cpu, 8, 4).short(), builtin_config(cpu, 8, 4, n=4096).short()
-    ('sample wg1 g4 b11', 'lists wg1 g4 b8')
+    ('sample wg1 g2 b11', 'lists wg1 g4 b8')
 """
 
 from __future__ import annotations
@@ -37,8 +37,11 @@ SMALL_LOG2 = 18
 SMALL_LIST_K = 16
 #: one row of at least 2^SAMPLE_LOG2 elements (or of unknown length) goes to the sample
 #: strategy, which hands rows too short or k too large for its sample to the radix select
-#: with the same digits (PoCL 3.1, 2^24 float32: k = 10 4.8 ms against the lists' 16.0,
-#: k = 1000 7.5 against 14.7 and the radix select's 70.8)
+#: with the same digits (2^24 float32, PoCL 3.1: k = 10 3.9 ms against the lists' 11.6,
+#: k = 1000 4.2 against 13.4 and the radix select's 49.1; Intel's CPU runtime 2.0-2.2 against
+#: 12.0-13.9; 2^16: 0.10 / 0.24 ms against 0.10 / 0.66 at best). On CPUs two groups a
+#: compute unit (each selects in its own copy of the sample: 1, 2 and 4 measured 3.6-5.7 ms
+#: at 2^24 on PoCL, 1.2-2.4 on Intel's runtime, 2 the best or near it on both)
 SAMPLE_LOG2 = 16
 
 
@@ -56,7 +59,7 @@ def builtin_config(info: Any, k: int, key_bytes: int, rows: int = 1,
     one_long = rows == 1 and (n is None or n >= 1 << SAMPLE_LOG2)
     if info.type == "cpu":
         if one_long:
-            return TopkConfig("sample", 1, 4, 11)
+            return TopkConfig("sample", 1, 2, 11)
         if k <= CPU_LIST_K and kp * (key_bytes + 4) <= room:
             return TopkConfig("lists", 1, 4, 8)
         # one work-item a group counts without atomics; 11-bit digits: 3 passes of float32
