@@ -28,6 +28,15 @@
  *   clt_tk_sort     the k pairs sorted in one group's __local memory (bitonic), the values
  *                   read back from x by index; beyond __local memory clt_tk_bitonic's global
  *                   steps then clt_tk_emit.
+ * Strategy `sample` (one row, k well below its length; the host's plan, else the radix select):
+ *   clt_tk_sfilter  every group draws the same sample and selects its r-th largest key t (r
+ *                   from a Poisson tail: fewer than k keys above t about once in 10^6
+ *                   calls), then streams its block once: keys above t kept (staged in
+ *                   __local memory), keys equal to t counted a group;
+ *   clt_tk_sfinish  one group: the k among the kept keys (a second sample of them where they
+ *                   are many), or all of them and the lowest-indexed keys equal to t (the
+ *                   groups' blocks in order), or where the sample misled the whole row; the k
+ *                   sorted in __local memory.
  * Every tunable has a default; values arrive as -D options from cltune.families.topk.kernel
  * (a validated TopkConfig). Barriers are never in divergent code.
  */
