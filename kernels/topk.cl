@@ -621,13 +621,34 @@ inline uint pick_sb(volatile __local uint *h, uint *rem, __local uint *ls, const
     return d;
 }
 
-/* count one key's digit in __local bins (one work-item a group: no atomics needed) */
-#define COUNT_BIN(h, b, nt)                                                                    \
+/* a work-item's run of keys of one digit, counted in registers and added to the __local bins
+ * where the digit changes: keys of a few digits (the top digits of a sample, or of keys all
+ * above a threshold) cost an atomic a run, not one a key on a few contended bins (one
+ * work-item a group: no atomics needed) */
+#define ADD_BIN(h, b, c, nt)                                                                   \
     do {                                                                                       \
         if ((nt) == 1)                                                                         \
-            (h)[b] += 1u;                                                                      \
+            (h)[b] += (c);                                                                     \
         else                                                                                   \
-            atomic_inc((h) + (b));                                                             \
+            atomic_add((h) + (b), (c));                                                        \
+    } while (0)
+#define RUN_START                                                                              \
+    uint run_b = 0xFFFFFFFFu, run_c = 0u
+#define RUN_ADD(h, b, nt)                                                                      \
+    do {                                                                                       \
+        const uint b_ = (b);                                                                   \
+        if (b_ != run_b) {                                                                     \
+            if (run_c)                                                                         \
+                ADD_BIN(h, run_b, run_c, nt);                                                  \
+            run_b = b_;                                                                        \
+            run_c = 0u;                                                                        \
+        }                                                                                      \
+        ++run_c;                                                                               \
+    } while (0)
+#define RUN_END(h, nt)                                                                         \
+    do {                                                                                       \
+        if (run_c)                                                                             \
+            ADD_BIN(h, run_b, run_c, nt);                                                      \
     } while (0)
 
 /* the bits of a uint above `hi` (none at 32) */
@@ -643,11 +664,13 @@ inline key_t select_local(__local const key_t *sk, const uint count, uint want,
         for (uint j = lid; j < SB; j += nt)
             lh[j] = 0u;
         barrier(CLK_LOCAL_MEM_FENCE);
+        RUN_START;
         for (uint j = lid; j < count; j += nt) {
             const key_t kk = sk[j];
             if (ABOVE(kk, hi) == prefix)
-                COUNT_BIN(lh, (uint)((kk >> shift) & (key_t)(SB - 1)), nt);
+                RUN_ADD(lh, (uint)((kk >> shift) & (key_t)(SB - 1)), nt);
         }
+        RUN_END(lh, nt);
         barrier(CLK_LOCAL_MEM_FENCE);
         prefix = (prefix << 8) | (key_t)pick_sb(lh, &want, ls, nt);
     }
@@ -805,13 +828,15 @@ inline void select_pairs(__global const in_t *x, const long xoff, const key_t fl
         for (uint j = lid; j < SB; j += nt)
             lh[j] = 0u;
         barrier(CLK_LOCAL_MEM_FENCE);
+        RUN_START;
         for (long j = lid; j < count; j += nt) {
             key_t kk;
             uint ii;
             PAIR_AT(j, kk, ii);
             if (ABOVE(kk, hi) == prefix)
-                COUNT_BIN(lh, (uint)((kk >> shift) & (key_t)(SB - 1)), nt);
+                RUN_ADD(lh, (uint)((kk >> shift) & (key_t)(SB - 1)), nt);
         }
+        RUN_END(lh, nt);
         barrier(CLK_LOCAL_MEM_FENCE);
         const uint d = pick_sb(lh, &rem, ls, nt);
         prefix = (prefix << 8) | (key_t)d;
@@ -827,14 +852,16 @@ inline void select_pairs(__global const in_t *x, const long xoff, const key_t fl
             for (uint j = lid; j < SB; j += nt)
                 lh[j] = 0u;
             barrier(CLK_LOCAL_MEM_FENCE);
+            RUN_START;
             for (long j = lid; j < count; j += nt) {
                 key_t kk;
                 uint ii;
                 PAIR_AT(j, kk, ii);
                 const uint ni = ~ii;
                 if (kk == t && ABOVE32(ni, hi) == ip)
-                    COUNT_BIN(lh, (ni >> shift) & (SB - 1u), nt);
+                    RUN_ADD(lh, (ni >> shift) & (SB - 1u), nt);
             }
+            RUN_END(lh, nt);
             barrier(CLK_LOCAL_MEM_FENCE);
             ip = (ip << 8) | pick_sb(lh, &irem, ls, nt);
         }
