@@ -4,7 +4,7 @@ devices (and k) never tuned, and the safest one.
     >>> from types import SimpleNamespace as NS
     >>> gpu = NS(type="gpu", max_wg=1024, local_mem=49152, compute_units=132)
     >>> builtin_config(gpu, 8, 4).short(), builtin_config(gpu, 8, 4, rows=4096).short()
-    ('sample wg256 g8 b11', 'lists wg32 g4 b8')
+    ('sample wg1024 g2 b11', 'lists wg32 g4 b8')
     >>> builtin_config(gpu, 8, 4, n=65536).short()
     'lists wg128 g4 b8'
     >>> cpu = NS(type="cpu", max_wg=4096, local_mem=65536)
@@ -42,6 +42,11 @@ SMALL_LIST_K = 16
 #: 12.0-13.9; 2^16: 0.10 / 0.24 ms against 0.10 / 0.66 at best). On CPUs two groups a
 #: compute unit (each selects in its own copy of the sample: 1, 2 and 4 measured 3.6-5.7 ms
 #: at 2^24 on PoCL, 1.2-2.4 on Intel's runtime, 2 the best or near it on both)
+#: GPUs: groups of 1024, two a compute unit (H100, before the runs of digits counted in
+#: registers: 2^24 float32 k = 10 / 1000 0.077 / 0.097 ms against 0.113-0.283 / 0.133-0.303
+#: for wg128-512 with 4-16 groups a unit and 0.177 / 0.192 for the radix select; 2^20 0.044
+#: / 0.060, wg512 g4 0.039 / 0.055; 2^27 k = 10 0.312 against 0.506 at best; torch.topk 0.133
+#: / 0.150, 0.360 / 0.379, 2.67)
 SAMPLE_LOG2 = 16
 
 
@@ -74,8 +79,9 @@ def builtin_config(info: Any, k: int, key_bytes: int, rows: int = 1,
     if (k <= SMALL_LIST_K and n is not None and n // max(1, rows) <= 1 << SMALL_LOG2
             and small * kp * (key_bytes + 4) <= room):
         return TopkConfig("lists", small, 4, 8)
-    return TopkConfig("sample" if one_long else "radix", min(256, pow2_at_most(int(info.max_wg))),
-                      8, 11)
+    if one_long:
+        return TopkConfig("sample", min(1024, pow2_at_most(int(info.max_wg))), 2, 11)
+    return TopkConfig("radix", min(256, pow2_at_most(int(info.max_wg))), 8, 11)
 
 
 def safest_config(info: Any) -> TopkConfig:
