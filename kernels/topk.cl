@@ -505,6 +505,23 @@ clt_tk_collect(__global const in_t *x, const long xoff, const long m, const key_
     } while (0)
 
 #if CLT_T_KP > 0
+/* the CLT_T_KP pairs (lk, li) sorted best first by a group of nt (bitonic: ascending blocks
+ * of `size` alternate, so the whole ends best first); ends with a barrier */
+inline void local_bitonic(__local key_t *lk, __local uint *li, const uint nt) {
+    const int lid = get_local_id(0);
+    for (int size = 2; size <= CLT_T_KP; size <<= 1) {
+        for (int stride = size >> 1; stride > 0; stride >>= 1) {
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (int t = lid; t < CLT_T_KP / 2; t += nt) {
+                const int lo = 2 * stride * (t / stride) + t % stride, hi = lo + stride;
+                const int want = (lo & size) == 0;
+                SWAP_IF_BETTER(lk[lo], li[lo], lk[hi], li[hi], want);
+            }
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
 /* one group a row: its k pairs sorted best first in __local memory, values read by index */
 __kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
 clt_tk_sort(__global const key_t *pk, __global const uint *pi, const long kp, const uint k,
@@ -516,18 +533,7 @@ clt_tk_sort(__global const key_t *pk, __global const uint *pi, const long kp, co
         lk[j] = j < k ? pk[row * kp + j] : (key_t)0;
         li[j] = j < k ? pi[row * kp + j] : NO_INDEX;
     }
-    for (int size = 2; size <= CLT_T_KP; size <<= 1) {
-        for (int stride = size >> 1; stride > 0; stride >>= 1) {
-            barrier(CLK_LOCAL_MEM_FENCE);
-            for (int t = lid; t < CLT_T_KP / 2; t += CLT_WG) {
-                const int lo = 2 * stride * (t / stride) + t % stride, hi = lo + stride;
-                /* ascending blocks of `size` alternate: the whole ends best first */
-                const int want = (lo & size) == 0;
-                SWAP_IF_BETTER(lk[lo], li[lo], lk[hi], li[hi], want);
-            }
-        }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    local_bitonic(lk, li, CLT_WG);
     __global const in_t *xr = x + xoff + row * m;
     for (long j = lid; j < k; j += CLT_WG) {
         ov[ooff + row * k + j] = xr[li[j]];
@@ -999,17 +1005,7 @@ clt_tk_sfinish(__global const in_t *x, const long xoff, const long m, const key_
         lk[j] = (key_t)0;
         li[j] = NO_INDEX;
     }
-    for (int size = 2; size <= CLT_T_KP; size <<= 1) {
-        for (int stride = size >> 1; stride > 0; stride >>= 1) {
-            barrier(CLK_LOCAL_MEM_FENCE);
-            for (int tt = lid; tt < CLT_T_KP / 2; tt += nt) {
-                const int lo = 2 * stride * (tt / stride) + tt % stride, hi = lo + stride;
-                const int want = (lo & size) == 0;
-                SWAP_IF_BETTER(lk[lo], li[lo], lk[hi], li[hi], want);
-            }
-        }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    local_bitonic(lk, li, nt);
     for (uint j = lid; j < k; j += nt) {
         ov[ooff + j] = x[xoff + li[j]];
         ox[ooff + j] = (long)li[j];
