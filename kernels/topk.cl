@@ -585,44 +585,42 @@ __kernel void clt_tk_emit(__global const uint *pi, const long kp, const uint k,
 #define SB 256 /* bins of an 8-bit digit (the sample's and the finish's selects) */
 
 /* the 8-bit digit of the SB counts in h holding the want-th largest key, and that key's rank
- * among the keys of the digit (*rem, in: want); every work-item of the nt gets both; ls: nt + 2
- * uints. Needs 1 <= want <= the counts' sum. */
+ * among the keys of the digit (*rem, in: want); every work-item of the nt gets both; ls: 34
+ * uints. Up to 32 work-items sum a block of bins each, one walks the blocks then the bins
+ * from the top: three barriers (a scan of the group took two a step, 20 in a group of 1024,
+ * most of a round's time on a GPU). Needs 1 <= want <= the counts' sum. */
 inline uint pick_sb(volatile __local uint *h, uint *rem, __local uint *ls, const uint nt) {
     const uint lid = get_local_id(0);
-    const uint per = (SB + nt - 1) / nt; /* a work-item's block of bins */
-    const uint b0 = min(lid * per, (uint)SB), b1 = min(b0 + per, (uint)SB);
-    const uint want = *rem;
-    uint s = 0;
-    for (uint b = b0; b < b1; ++b)
-        s += h[b];
-    if (lid == 0) { /* (never left unset, even were want out of range) */
-        ls[nt] = 0u;
-        ls[nt + 1] = 1u;
-    }
-    ls[lid] = s;
-    for (uint off = 1; off < nt; off <<= 1) { /* suffix sums over the blocks */
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const uint v = lid + off < nt ? ls[lid + off] : 0u;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        ls[lid] += v;
+    const uint nb = min(nt, 32u), per = SB / nb;
+    if (lid < nb) {
+        uint s = 0;
+        for (uint b = lid * per; b < (lid + 1) * per; ++b)
+            s += h[b];
+        ls[lid] = s;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    const uint incl = ls[lid], above0 = incl - s;
-    if (above0 < want && want <= incl) {
-        uint above = above0;
-        uint b = b1 - 1;
-        for (; b > b0; --b) {
+    if (lid == 0) {
+        const uint want = *rem;
+        uint above = 0, blk = nb - 1;
+        for (; blk > 0; --blk) {
+            const uint c = ls[blk];
+            if (above + c >= want)
+                break;
+            above += c;
+        }
+        uint b = blk * per + per - 1;
+        for (; b > blk * per; --b) {
             const uint c = h[b];
             if (above + c >= want)
                 break;
             above += c;
         }
-        ls[nt] = b;
-        ls[nt + 1] = want - above;
+        ls[nb] = b;
+        ls[nb + 1] = want - above;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    const uint d = ls[nt];
-    *rem = ls[nt + 1];
+    const uint d = ls[nb];
+    *rem = ls[nb + 1];
     barrier(CLK_LOCAL_MEM_FENCE);
     return d;
 }
@@ -712,8 +710,10 @@ clt_tk_sfilter(__global const in_t *x, const long xoff, const long m, const key_
     __local key_t *stk = sk;
     __local uint *sti = (__local uint *)(sk + room);
     volatile __local uint *staged = lh; /* (the bins are done with) */
-    if (lid == 0)
+    if (lid == 0) {
         staged[0] = 0u;
+        staged[1] = 0u; /* the group's keys equal to t */
+    }
     barrier(CLK_LOCAL_MEM_FENCE);
     const long begin = grp * chunk, end = min(begin + chunk, m);
     uint eq = 0;
@@ -787,9 +787,12 @@ clt_tk_sfilter(__global const in_t *x, const long xoff, const long m, const key_
 #endif
     for (long i = i0; i < end; i += CLT_WG)
         SFILTER_ONE(i);
+    if (CLT_WG > 1 && eq) /* (rare: the keys equal to t) */
+        atomic_add(staged + 1, eq);
     barrier(CLK_LOCAL_MEM_FENCE);
     const uint nst = min(staged[0], room);
-    eq = group_sum(eq, ls); /* (its barriers order the read of staged[0] above) */
+    if (CLT_WG > 1)
+        eq = staged[1];
     if (lid == 0) {
         eqc[grp] = eq;
         if (eq)
