@@ -42,11 +42,10 @@ SMALL_LIST_K = 16
 #: 12.0-13.9; 2^16: 0.10 / 0.24 ms against 0.10 / 0.66 at best). On CPUs two groups a
 #: compute unit (each selects in its own copy of the sample: 1, 2 and 4 measured 3.6-5.7 ms
 #: at 2^24 on PoCL, 1.2-2.4 on Intel's runtime, 2 the best or near it on both)
-#: GPUs: groups of 1024, two a compute unit (H100, before the runs of digits counted in
-#: registers: 2^24 float32 k = 10 / 1000 0.077 / 0.097 ms against 0.113-0.283 / 0.133-0.303
-#: for wg128-512 with 4-16 groups a unit and 0.177 / 0.192 for the radix select; 2^20 0.044
-#: / 0.060, wg512 g4 0.039 / 0.055; 2^27 k = 10 0.312 against 0.506 at best; torch.topk 0.133
-#: / 0.150, 0.360 / 0.379, 2.67)
+#: GPUs: groups of 1024, two a compute unit (H100, 2^24 float32 k = 10 / 1000: 0.073 / 0.104
+#: ms, g1 0.069 / 0.099, wg512 g4 0.097 / 0.128, the radix select 0.176 / 0.192, torch.topk
+#: 0.352 / 0.375; 2^27 k = 10 0.249 against 2.69; before the 8-load unroll wg128-512 with
+#: 4-16 groups a unit took 0.113-0.283 ms at 2^24)
 SAMPLE_LOG2 = 16
 
 
