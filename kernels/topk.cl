@@ -744,11 +744,17 @@ clt_tk_sfilter(__global const in_t *x, const long xoff, const long m, const key_
     /* one work-item a group (CPUs): 16 values at a time compared with t's value, the few
      * blocks that may hold a key at or above t looked at one by one */
     {
-        const in16_t vt = (in16_t)key_value(t, flip);
+        const in_t vts = key_value(t, flip);
+        const in16_t vt = (in16_t)vts;
+#if CLT_T_TYPE <= 1
+        const int every = isnan(vts); /* t is NaN's key: with the smallest taken, every number
+                                        * is above it (and compares false with it) */
+#endif
         for (; i0 + 16 <= end; i0 += 16) {
             const in16_t v = vload16(0, x + xoff + i0);
-#if CLT_T_TYPE <= 1
-            const int hit = flip ? any(v <= vt) : any(v >= vt) || any(isnan(v));
+#if CLT_T_TYPE <= 1 /* (NaN compare false both ways: their keys are the largest, or with the
+                      * smallest taken the least, which t is where the row is nearly all NaN) */
+            const int hit = every || any(isnan(v)) || (flip ? any(v <= vt) : any(v >= vt));
 #else
             const int hit = flip ? any(v <= vt) : any(v >= vt);
 #endif

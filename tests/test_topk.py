@@ -162,6 +162,11 @@ def test_the_sample_strategy_on_each_of_its_paths(ctx, queue, device, rng, dt, w
              "few": rng.integers(0, 6, m).astype(dt),
              "ascending": (np.arange(m) % np.iinfo(np.int16).max).astype(dt),
              "equal": np.full(m, 3, dt)}
+    if np.dtype(dt).kind == "f":  # nearly all NaN: the smallest k take NaN by index too
+        nan = np.full(m, np.nan, dt)
+        nan[rng.choice(m, 11, replace=False)] = rng.standard_normal(11).astype(dt)
+        nan[5000:5020] = rng.standard_normal(20).astype(dt)  # blocks without a NaN
+        datas["nearly all NaN"] = nan
     plans = {"plan": orig, "sample max": lambda *a: (1, 4096, 0, 0, 512),
              "overflow": lambda *a: (60, 64, 0, 0, 512),
              "two samples": lambda *a: (100, 8192, 512, 256, 512),
