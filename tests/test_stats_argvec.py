@@ -21,6 +21,7 @@ import cltune
 from cltune.core.serving import CltuneWarning
 from cltune.stats import api as stats
 from cltune.stats import argvec
+from cltune.stats import warm as stats_warm
 
 DTYPES = tuple(argvec.TYPE_CODES)
 SIZES = (1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000, 4099, 1000003)
@@ -69,8 +70,25 @@ def random_of(rng, dt, n):
 
 def test_the_vector_path_serves_cpu_devices(queue, cpu, monkeypatch):
     calls = []
-    real = argvec.Call.launch  # both the general call and the warm one (cltune.stats.warm)
-    monkeypatch.setattr(argvec.Call, "launch", lambda c, *a: calls.append(c) or real(c, *a))
+    real, real_warm = argvec.Call.launch, argvec.Call.warm
+    inside: list[int] = []  # the warm call launches inline, or through launch (counted once)
+
+    def launch(c, *a):
+        if not inside:
+            calls.append(c)
+        return real(c, *a)
+
+    def warm(c, *a):
+        calls.append(c)
+        inside.append(1)
+        try:
+            return real_warm(c, *a)
+        finally:
+            inside.pop()
+
+    monkeypatch.setattr(argvec.Call, "launch", launch)
+    monkeypatch.setattr(argvec.Call, "warm", warm)
+    stats_warm.calls.clear()  # entries kept before the patch would bypass it
     h = np.arange(100, dtype=np.float32)
     x = dev(queue, h)
     assert argvec.serves(x)

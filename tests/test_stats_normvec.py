@@ -22,6 +22,7 @@ import cltune
 from cltune.core.serving import CltuneWarning
 from cltune.stats import api as stats
 from cltune.stats import normvec
+from cltune.stats import warm as stats_warm
 from cltune.stats.cpuvec import Plan
 
 SIZES = (0, 1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 129, 1000, 4099, 65537, 1000003)
@@ -75,8 +76,25 @@ def close(got, want) -> bool:
 
 def test_the_vector_path_serves_cpu_devices(queue, cpu, monkeypatch):
     calls = []
-    real = normvec.Call.launch  # both the general call and the warm one (cltune.stats.warm)
-    monkeypatch.setattr(normvec.Call, "launch", lambda c, *a: calls.append(c.n) or real(c, *a))
+    real, real_warm = normvec.Call.launch, normvec.Call.warm
+    inside: list[int] = []  # the warm call launches inline, or through launch (counted once)
+
+    def launch(c, *a):
+        if not inside:
+            calls.append(c.n)
+        return real(c, *a)
+
+    def warm(c, *a):
+        calls.append(c.n)
+        inside.append(1)
+        try:
+            return real_warm(c, *a)
+        finally:
+            inside.pop()
+
+    monkeypatch.setattr(normvec.Call, "launch", launch)
+    monkeypatch.setattr(normvec.Call, "warm", warm)
+    stats_warm.calls.clear()  # entries kept before the patch would bypass it
     h = np.arange(100, dtype=np.float32)
     x = dev(queue, h)
     assert normvec.serves(x)

@@ -79,6 +79,9 @@ def explain(op: str, queue: cl.CommandQueue, dtype: Any, shape: tuple[int, ...],
     return stats_axis.explain(op, queue, dtype, shape, axis, order, ord)
 
 
+_calls, _along_calls = warm.calls, warm.along_calls  # read on every warm call
+
+
 def _l2(ord: Any) -> bool:  # noqa: A002
     return ord is None or (isinstance(ord, (int, float)) and ord == 2)
 
@@ -88,17 +91,29 @@ def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
     if type(x) is cla.Array:  # a kept call (stats.warm)
         if axis is None:
             if not keepdims:
-                run = warm.calls.hit((op, queue if queue is not None else x.queue, x.dtype,
-                                      x.size))
+                key = (op, queue if queue is not None else x.queue, x.dtype, x.size)
+                run = _calls.get(key)  # PreparedCalls.hit inlined (one frame less)
+                if run is not None:
+                    try:
+                        _calls.move_to_end(key)
+                    except KeyError:  # another thread dropped it meanwhile
+                        pass
                 if (run is not None and (x._flags or x.flags).c_contiguous
                         and (res := run(x, extra)) is not None):
                     return res
         elif type(axis) is int or (type(axis) is tuple
                                    and builtins.all(type(a) is int for a in axis)):
-            run = warm.along_calls.hit(warm.along_key(
-                op, x, queue if queue is not None else x.queue, axis, keepdims))
-            if run is not None and (res := run(x, extra)) is not None:
-                return res
+            fl = x._flags or x.flags  # warm.along_key inlined (one frame less)
+            key = (op, queue if queue is not None else x.queue, x.dtype, x.shape,
+                   (fl.c_contiguous, fl.f_contiguous), axis, keepdims)
+            run = _along_calls.get(key)
+            if run is not None:
+                try:
+                    _along_calls.move_to_end(key)
+                except KeyError:
+                    pass
+                if (res := run(x, extra)) is not None:
+                    return res
     if not isinstance(x, cla.Array):
         raise TypeError(f"{op} takes a pyopencl Array, not {type(x).__name__}")
     if not x.flags.forc:
@@ -156,7 +171,8 @@ def argmax(x: cla.Array, queue: cl.CommandQueue | None = None, *, axis: int | No
            keepdims: bool = False) -> cla.Array:
     """Index (int64) of the first maximum; a NaN wins. Along `axis`: the position along it,
     as numpy.argmax. `cltune.argmax(x).get()`, `cltune.argmax(x, axis=1).get()`"""
-    stats_axis.check_int_axis("argmax", axis)
+    if axis is not None:
+        stats_axis.check_int_axis("argmax", axis)
     return _run("argmax", x, queue, empty_error=True, axis=axis, keepdims=keepdims)
 
 
@@ -164,7 +180,8 @@ def argmin(x: cla.Array, queue: cl.CommandQueue | None = None, *, axis: int | No
            keepdims: bool = False) -> cla.Array:
     """Index (int64) of the first minimum; a NaN wins. Along `axis`: the position along it,
     as numpy.argmin. `cltune.argmin(x).get()`, `cltune.argmin(x, axis=0).get()`"""
-    stats_axis.check_int_axis("argmin", axis)
+    if axis is not None:
+        stats_axis.check_int_axis("argmin", axis)
     return _run("argmin", x, queue, empty_error=True, axis=axis, keepdims=keepdims)
 
 
@@ -177,6 +194,8 @@ def norm(x: cla.Array, ord: Any = None, queue: cl.CommandQueue | None = None, *,
     (max/min column or row sum of |x|; 2, -2 and 'nuc' need singular values and are a
     ValueError); more dimensions with an ord are numpy's ValueError.
     `cltune.norm(x, 1, axis=0).get()`"""
+    if ord is None and axis is None:  # the common call first: the L2 norm of every element
+        return _run("norm2", x, queue, keepdims=keepdims)
     if axis is None and ord is not None and isinstance(x, cla.Array) and x.ndim >= 2:
         return _matrix_norm(x, ord, queue, keepdims)
     axis = stats_axis.norm_axes(axis, ord)

@@ -67,6 +67,7 @@ ACCUMULATORS = 2
 MAX_BLOCKS = 1 << 30
 
 _INT64 = np.dtype(np.int64)
+_new = object.__new__
 _CHUNK_TYPES = {4: (None, np.int64, np.int64, np.int64, np.int32, None, np.int64),
                 8: (None, np.int64, np.int64, np.int64, np.int64, None, np.int64)}
 _FINISH_TYPES = {4: (None, np.int64, np.int64, np.int32, None, None, np.int64),
@@ -171,13 +172,40 @@ class Call:
         """`launch` into a fresh 0-d result (from x's allocator, else from the queue's pool: an
         in-order queue's); None where x's offset is not a whole element's (the expression path
         serves that). `extra`: the statistic's scalars (none)."""
-        if x.offset % self.b.dtype.itemsize:
+        isz = self.b.dtype.itemsize
+        if x.offset % isz:
             return None
         if x.allocator is not None:
             return self.launch(x, new_scalar(self.q, _INT64, x.allocator))
         f = self.results
         if f is None:
             f = self.results = ScalarFactory(self.q, _INT64, self.pool)
+        if self.pl.items == 1 and f.fast:
+            # one launch whose kernel still holds this call's scalars (launch_keyed's warm
+            # branch, with the ResultFactory call inlined; ~0.3 us a call on PoCL): the input
+            # and the fresh result's buffers only
+            b = self.b
+            k = b.chunks
+            xoff = x.offset // isz
+            buf = f._alloc(f._nbytes)
+            wait = pending(x.events, in_order=self.inq) if x.events else None
+            with b.lock:
+                s = getattr(k, "_cltune_args", None)
+                if s is not None and s.owner == (self, xoff, 0):
+                    k.set_arg(0, x.base_data)
+                    k.set_arg(5, buf)
+                    ev = cl.enqueue_nd_range_kernel(self.q, k, (1,), (1,), None, wait)
+                else:
+                    ev = None
+            res = _new(cla.Array)
+            d = f._attrs.copy()
+            d["base_data"] = buf
+            d["events"] = []
+            res.__dict__ = d
+            if ev is None:
+                return self.launch(x, res)
+            d["events"].append(ev)
+            return res
         return self.launch(x, f())
 
 

@@ -216,6 +216,7 @@ class AxisReducer:
         need = p.split * outer * inner * self._item if p.split > 1 else 0
         types = [None if t is None else np.dtype(t).type for t in self.spec.scalar_arg_dtypes()]
         nu, wg, two = len(types), b.config.wg, p.split > 1
+        res_at = nu + 5
         k1, k2 = b.stage1, b.stage2
         g1, l1 = (p.groups * wg, p.split), (wg, 1)
         g2, l2 = p.stage2_sizes(wg, outer * inner)
@@ -232,22 +233,23 @@ class AxisReducer:
         pick = itemgetter(*(i for i, _ in vals)) if vals else (lambda user: ())
         # == takes -0.0 for 0.0 (x / a would flip an infinity's sign): floats' signs too
         fidx = [i for i, t in vals if np.issubdtype(t, np.floating)]
-        signs = (lambda user: ()) if not fidx else (
-            lambda user: [copysign(1.0, user[i]) for i in fidx])
+        signs = None if not fidx else (lambda user: [copysign(1.0, user[i]) for i in fidx])
 
         def launch(user: Sequence[Any], res: cl.Buffer, res_off: int,
                    wait_for: list[cl.Event] | None) -> cl.Event | None:
             if plans.get(key) is not hit or s.capacity < need:
                 return None
             with lock, block:
-                uv = (pick(user), signs(user))  # the user's scalars, and floats' signs
+                # the user's scalars, and floats' signs (none: no calls to make)
+                uv = ((pick(user), signs(user) if signs is not None else ()) if vals
+                      else _NO_SCALARS)
                 same = seen[0] == uv and seen[1] == res_off and seen[2] is s.partials
                 if (same and not two and getattr(k1, "_clt_owner", None) is token):
                     # one launch whose kernel still holds this launch's arguments: the
                     # buffers only (the loop below without its tuples and checks)
                     for i in bufs:
                         k1.set_arg(i, user[i])
-                    k1.set_arg(nu + 5, res)
+                    k1.set_arg(res_at, res)
                     ev = cl.enqueue_nd_range_kernel(q, k1, g1, l1, None, wait_for)
                     s.last = ev
                     return ev
@@ -277,6 +279,10 @@ class AxisReducer:
                 s.last = ev
             return ev
         return launch
+
+
+#: a warm launch's (scalars, signs) when the expression takes no scalars of the application's
+_NO_SCALARS: tuple = ((), ())
 
 
 def axis_reducer(ctx: cl.Context, dev: cl.Device, spec: ExprSpec,
