@@ -82,7 +82,7 @@ def main() -> None:
                         la.run(q, x, 0, n, 1, k, True, v, i)
                     q.finish()
                     walls.append((time.perf_counter() - t) / a.calls * 1e6)
-                cols = [statistics.median(c) for c in zip(*parts)]
+                cols = [statistics.median(c) for c in zip(*parts, strict=True)]
                 plan = sample_plan(spec, info.local_mem, n, k) if s == "sample" else None
                 print(f"  k={k:5d} {cfg.short():20s} wall {statistics.median(walls):8.1f} us; "
                       f"kernels {' + '.join(f'{c:.1f}' for c in cols)} us; plan {plan}"
