@@ -46,7 +46,7 @@ from cltune.opencl.kernel_args import setter
 from cltune.opencl.pools import pool_for
 from cltune.opencl.scalars import ScalarFactory, new_scalar
 from cltune.stats import cpuvec
-from cltune.stats.cpuvec import Built, Plan, partials, vector_width
+from cltune.stats.cpuvec import Built, Plan, partials, vector_width, warm_launch
 
 #: the dtype served (float64 keeps the scaled sum of squares of cltune.stats.kernels)
 DTYPE = np.dtype(np.float32)
@@ -62,7 +62,6 @@ MIN_CHUNK_BYTES = 1 << 18
 ACCUMULATORS = 4
 
 _F32 = np.dtype(np.float32)
-_new = object.__new__
 _CHUNK_TYPES = (None, np.int64, np.int64, np.int64, None, np.int64, None, np.int64, np.int32)
 _FINISH_TYPES = (None, np.int64, None, np.int64)
 
@@ -150,31 +149,10 @@ class Call:
             f = self.results = ScalarFactory(self.q, _F32, self.pool)
         if self.pl.items == 1 and f.fast:
             # one launch whose kernel still holds this call's scalars (launch_keyed's warm
-            # branch, with the ResultFactory call inlined; ~0.3 us a call on PoCL): the input
-            # and the fresh result's buffers only
-            b = self.b
-            k = b.chunks
-            xoff = x.offset // 4
-            buf = f._alloc(f._nbytes)
-            wait = pending(x.events, in_order=self.inq) if x.events else None
-            with b.lock:
-                s = getattr(k, "_cltune_args", None)
-                if s is not None and s.owner == (self, xoff, 0):
-                    k.set_arg(0, x.base_data)
-                    k.set_arg(4, buf)
-                    k.set_arg(6, buf)
-                    ev = cl.enqueue_nd_range_kernel(self.q, k, (1,), (1,), None, wait)
-                else:
-                    ev = None
-            res = _new(cla.Array)
-            d = f._attrs.copy()
-            d["base_data"] = buf
-            d["events"] = []
-            res.__dict__ = d
-            if ev is None:
-                return self.launch(x, res)
-            d["events"].append(ev)
-            return res
+            # branch, the result made inline; ~0.3 us a call on PoCL)
+            res, ev = warm_launch(self, self.b, f, self.q, self.inq, x, x.offset // 4,
+                                  (4, 6))
+            return res if ev is not None else self.launch(x, res)
         return self.launch(x, f())
 
 
