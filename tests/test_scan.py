@@ -469,3 +469,33 @@ def test_repeated_calls_of_one_shape_stay_right_and_checked(ctx, queue, monkeypa
         for axis in (0, 1, None):
             got = s(cla.to_device(queue, arr), axis=axis).get()
             _check(v, got, np.ascontiguousarray(arr) if axis is None else arr, axis)
+
+
+def test_served_cpu_scans_cut_rows_into_chunks_of_at_least_the_bound(ctx, queue, device):
+    """CPUs: a served 1-D scan cuts its rows into chunks of >= CPU_MIN_CHUNK elements (one
+    group under twice that), large inputs into the config's own; the answers stay numpy's
+    around the bounds; the tuner validates the config in its own many short chunks."""
+    from cltune.families.scan import launch
+    cfg = ScanConfig("rows", wg=1, items=16, stage=2, groups_per_cu=128, chain=3)
+    m = launch.CPU_MIN_CHUNK
+    assert launch.plan(cfg, 2, 1, 4096, 1).groups == 256
+    assert launch.plan(cfg, 2, 1, 4096, 1, min_chunk=m).groups == 1
+    p = launch.plan(cfg, 2, 1, 3 * m + 11, 1, min_chunk=m)
+    assert p.groups == 3 and p.chained and p.chunk >= m
+    assert launch.plan(cfg, 2, 1, 1 << 24, 1, min_chunk=m).groups == 256
+    r2t = ScanConfig("rows", wg=4, items=2, stage=0, groups_per_cu=4)
+    assert launch.plan(r2t, 8, 1, 2 * m - 1, 1, min_chunk=m).groups == 1
+    info, dev = device
+    la = ScanLauncher(ctx, dev, info, ScanVariant("sum", "float32"), cfg,
+                      launch.serving_min_chunk(info))
+    own = la.in_own_chunks()
+    assert own.min_chunk == 0 and own._builds is la._builds
+    if info.type == "cpu":
+        assert la.min_chunk == m and own is not la
+    else:
+        assert la.min_chunk == 0 and own is la
+    for n in (m - 1, 2 * m - 1, 2 * m + 1, 5 * m + 3):
+        for dt in ("float32", "int32"):
+            v = ScanVariant("sum", dt)
+            h = sample(v, (n,), seed=n)
+            _check(v, cltune.cumsum(cla.to_device(queue, h)).get(), h, None)

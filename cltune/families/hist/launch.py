@@ -57,6 +57,21 @@ def groups(cfg: HistConfig, compute_units: int, n: int, nbins: int,
     return -(-n // chunk), chunk
 
 
+class _Both:
+    """Two locks taken as one `with` (first, then second)."""
+
+    def __init__(self, first: threading.Lock, second: threading.Lock) -> None:
+        self.first, self.second = first, second
+
+    def __enter__(self) -> None:
+        self.first.acquire()
+        self.second.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.second.release()
+        self.first.release()
+
+
 class HistLauncher:
     """One (context, device, spec, config); thread-safe (a launch holds the build's lock)."""
 
@@ -64,6 +79,7 @@ class HistLauncher:
                  cfg: HistConfig, built: HistBuilt | None = None) -> None:
         self.ctx, self.dev, self.info, self.spec, self.cfg = ctx, dev, info, spec, cfg
         self.b = built
+        self._own_build = built is None  # its kernels' arguments set under this one's lock
         self._scratch: dict[int, cl.Buffer] = {}
         self._dummy = cl.Buffer(ctx, cl.mem_flags.READ_ONLY, 16)
         self._edges: dict[bytes, cl.Buffer] = {}
@@ -183,12 +199,16 @@ class HistLauncher:
         gpr, chunk = groups(self.cfg, self.info.compute_units, n, nbins, 1)
         fin = setter(b.fin, self._fin_types)
         g1, l1 = (gpr * self.cfg.wg,), (self.cfg.wg,)
-        lock, blk, kept, qkey, k = self._lock, b.lock, self._scratch, queue.int_ptr, b.fin
+        # the launcher's lock, and the build's (its kernels' arguments) where another
+        # launcher may share the build: every launch takes the two in this order, so a build
+        # of its own is only ever set under the first (one lock a warm call: ~0.15 us less)
+        guard = self._lock if self._own_build else _Both(self._lock, b.lock)
+        kept, qkey, k = self._scratch, queue.int_ptr, b.fin
         token = object()
 
         def launch(xbuf: cl.Buffer, xbase: int, obuf: cl.Buffer, obase: int, ebuf: cl.Buffer,
                    ebase: int, wait_for: list[cl.Event] | None) -> cl.Event | None:
-            with lock, blk:
+            with guard:
                 if kept.get(qkey) is not scratch:
                     return None
                 if fin.owner == (token, xbase, obase, ebase) and k._cltune_args is fin:

@@ -68,12 +68,29 @@ TOP_RUN = 32
 #: reduce + top + down). H100, float32 x 10^4 columns, scripts/experiments/scan_short_cols.py:
 #: one launch / chunks 0.54 at 64 rows, 0.44 at 128, 0.52 at 256, 0.89 at 512, 1.48 at 1024
 SHORT_COLS = 512
+#: CPUs, rows: the fewest elements a served chunk takes (each chunk of a chained or
+#: reduce-then-scan pass costs a work-group, and groups_per_cu is meant for inputs that fill
+#: the caches: the builtin's 128 chunks a compute unit cut 4096 float32 into 256 chunks of 16).
+#: `cltune.cumsum` of float32, builtin, us per warm call, bound off / 2^14 / 2^15, 5 rounds
+#: alternating (scripts/experiments/scan_min_chunk.py, this 2-core AMD host, 2026-12-06):
+#: Intel's runtime 4096 / 65537 / 262144 / 10^6 elements 32.2 / 53.0 / 77.5 / 207 ->
+#: 8.7 / 16.6 / 46.9 / 159 at 2^15; Debian's PoCL 22.2 / 40.3 / 101.5 / 303 -> 6.8 / 25.6 /
+#: 86.2 / 214. Launchers the tuner validates or tests drive keep min_chunk=0 (the config's own
+#: chunks, many groups)
+CPU_MIN_CHUNK = 1 << 15
+
+
+def serving_min_chunk(info: DeviceInfo) -> int:
+    """The min_chunk a served launcher (and the tuner's timing) uses on this device."""
+    return CPU_MIN_CHUNK if info.type == "cpu" else 0
 
 
 def plan(cfg: ScanConfig, compute_units: int, outer: int, r: int, inner: int,
-         state_words: int | None = None, gpu: bool = False) -> Plan:
+         state_words: int | None = None, gpu: bool = False, min_chunk: int = 0) -> Plan:
     """`state_words`: how many state words a chained pass may use (one buffer's worth); a
-    chained config whose tiles need more scans this input by reduce-then-scan.
+    chained config whose tiles need more scans this input by reduce-then-scan. `min_chunk`:
+    rows cut into chunks (chain 0 and 3) get at least this many elements each (one group for
+    an input shorter than twice that).
 
     Strided (cols) on GPUs: a group is wc strips (as many as there are, up to wg) by wg / wc
     chunks, so that few columns still fill the device: 2^20 x 16 float32 had 16 busy
@@ -87,6 +104,8 @@ def plan(cfg: ScanConfig, compute_units: int, outer: int, r: int, inner: int,
         tiles = max(1, -(-n // cfg.tile))
         if cfg.chain in (1, 2) and (state_words is None or tiles <= state_words):
             return Plan(tiles, cfg.tile, chained=tiles > 1)  # a tile a group
+        if min_chunk > 0:
+            want = max(1, min(want, n // min_chunk))
         chunk = -(-max(1, n) // want)
         chunk = -(-chunk // cfg.tile) * cfg.tile  # whole tiles
         groups = max(1, -(-n // chunk))
@@ -135,8 +154,11 @@ class ScanLauncher:
     (they may be the same: in place)."""
 
     def __init__(self, ctx: cl.Context, dev: cl.Device, info: DeviceInfo,
-                 variant: ScanVariant, cfg: ScanConfig) -> None:
+                 variant: ScanVariant, cfg: ScanConfig, min_chunk: int = 0) -> None:
+        """min_chunk: see `plan` (served launchers: `serving_min_chunk`; 0 scans in the
+        config's own chunks)."""
         self.ctx, self.dev, self.info, self.variant, self.cfg = ctx, dev, info, variant, cfg
+        self.min_chunk = min_chunk
         self._lock = threading.Lock()
         self._scratch: dict[int, _Scratch] = {}
         self._q_last: cl.CommandQueue | None = None  # the last call's queue and its scratch
@@ -148,6 +170,15 @@ class ScanLauncher:
         self._words = variant.acc_bytes // 4
         # (view, exclusive) -> (build, plan, n, r, warm launch state)
         self._hot: PreparedCalls = PreparedCalls()
+
+    def in_own_chunks(self) -> ScanLauncher:
+        """This launcher, or where it has a min_chunk a twin without one sharing its builds
+        (validation: the config's many-chunk paths checked on short inputs too)."""
+        if not self.min_chunk:
+            return self
+        twin = ScanLauncher(self.ctx, self.dev, self.info, self.variant, self.cfg)
+        twin._builds = self._builds
+        return twin
 
     def built(self, form: Form | None = None) -> ScanBuilt:
         form = form or Form()
@@ -165,7 +196,8 @@ class ScanLauncher:
             words = self.dev.max_mem_alloc_size // 8 // self._state_width()
             p = self._plans[(outer, r, inner)] = plan(self.cfg, self.info.compute_units,
                                                       outer, r, inner, words,
-                                                      gpu=self.info.type != "cpu")
+                                                      gpu=self.info.type != "cpu",
+                                                      min_chunk=self.min_chunk)
         return p
 
     def _state_width(self) -> int:

@@ -21,7 +21,7 @@ from cltune.families.scan.config import ScanConfig
 from cltune.families.scan.defaults import builtin_config, safest_config
 from cltune.families.scan.family import ScanVariant
 from cltune.families.scan.kernel import source_hash
-from cltune.families.scan.launch import ScanLauncher
+from cltune.families.scan.launch import ScanLauncher, serving_min_chunk
 from cltune.isolation.vetting import first_usable
 from cltune.opencl.build import BuildError
 
@@ -107,7 +107,8 @@ class ScanEngine:
         with self._lock:
             la = self._launchers.get(cfg)
             if la is None:
-                la = ScanLauncher(self.ctx, self.dev, self.info, self.variant, cfg)
+                la = ScanLauncher(self.ctx, self.dev, self.info, self.variant, cfg,
+                                  serving_min_chunk(self.info))
                 try:
                     la.built()
                 except BuildError as e:
@@ -116,7 +117,8 @@ class ScanEngine:
                                   stacklevel=4)
                     cfg, level, why, t = (safest_config(self.info, self.variant.layout),
                                           "safest", str(e), None)
-                    la = ScanLauncher(self.ctx, self.dev, self.info, self.variant, cfg)
+                    la = ScanLauncher(self.ctx, self.dev, self.info, self.variant, cfg,
+                                      serving_min_chunk(self.info))
                 self._launchers[cfg] = la
             ex = ScanExplanation(str(self.variant), view, cfg, level, why,
                                  shapes.size_class(t.key) if t else None,

@@ -29,7 +29,7 @@ from cltune.families.scan.config import (
 )
 from cltune.families.scan.defaults import builtin_config
 from cltune.families.scan.kernel import source_hash
-from cltune.families.scan.launch import ScanLauncher
+from cltune.families.scan.launch import ScanLauncher, serving_min_chunk
 from cltune.families.scan.reference import (
     compare,
     reference,
@@ -152,7 +152,7 @@ class ScanBench(Timed):
 
     def validate(self, la: ScanLauncher, max_rel_error: float | None,
                  ) -> tuple[str, float | None]:
-        chk = validate(la, self.queue, self.n)
+        chk = validate(la.in_own_chunks(), self.queue, self.n)
         if not chk.ok:
             return chk.reason, None
         if self._want is None:
@@ -240,7 +240,8 @@ class ScanTarget(Target):
         return out
 
     def make_launcher(self, cfg: ScanConfig) -> ScanLauncher:
-        return ScanLauncher(self.ctx, self.dev, self.info, self.scan, cfg)
+        return ScanLauncher(self.ctx, self.dev, self.info, self.scan, cfg,
+                            serving_min_chunk(self.info))  # timed as served
 
     def bench(self, key: tuple[int, int]) -> ScanBench:
         return ScanBench(self.ctx, self.queue, self.scan, tuple(key))
