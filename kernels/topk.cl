@@ -583,6 +583,12 @@ __kernel void clt_tk_emit(__global const uint *pi, const long kp, const uint k,
 #define CLT_WG_FIN CLT_WG /* clt_tk_sfinish's one group */
 #endif
 #define SB 256 /* bins of an 8-bit digit (the sample's and the finish's selects) */
+/* groups of nt count a digit in COPIES(nt) copies of the bins, a work-item in copy lid %
+ * copies, each copy SBP apart (a bin's copies in different banks); folded into copy 0 before
+ * a digit is picked. The keys of a sample or of the candidates share their top digits: in one
+ * copy the first round's atomics queue on a bin or two (8192 of them in a group of 1024) */
+#define SBP (SB + 1)
+#define COPIES(nt) ((nt) >= 64 ? 8u : (nt) >= 16 ? 2u : 1u)
 
 /* the 8-bit digit of the SB counts in h holding the want-th largest key, and that key's rank
  * among the keys of the digit (*rem, in: want); every work-item of the nt gets both; ls: 34
@@ -658,6 +664,29 @@ inline uint pick_sb(volatile __local uint *h, uint *rem, __local uint *ls, const
 /* the bits of a uint above `hi` (none at 32) */
 #define ABOVE32(v, hi) ((hi) >= 32 ? 0u : (v) >> (hi))
 
+/* every copy of the bins zeroed, then a barrier; the work-item's copy */
+inline volatile __local uint *clear_bins(volatile __local uint *h, const uint nt) {
+    const uint lid = get_local_id(0), nc = COPIES(nt);
+    for (uint j = lid; j < nc * SBP; j += nt)
+        h[j] = 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return h + (lid % nc) * SBP;
+}
+
+/* (after the counts' barrier) the copies added into copy 0, then a barrier */
+inline void fold_bins(volatile __local uint *h, const uint nt) {
+    const uint nc = COPIES(nt);
+    if (nc > 1) {
+        for (uint j = get_local_id(0); j < SB; j += nt) {
+            uint s = h[j];
+            for (uint c = 1; c < nc; ++c)
+                s += h[c * SBP + j];
+            h[j] = s;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
 /* the want-th largest of the `count` keys in __local sk (ties counted), by 8-bit digits */
 inline key_t select_local(__local const key_t *sk, const uint count, uint want,
                           volatile __local uint *lh, __local uint *ls, const uint nt) {
@@ -665,17 +694,16 @@ inline key_t select_local(__local const key_t *sk, const uint count, uint want,
     key_t prefix = 0;
     for (int hi = KEY_BITS; hi > 0; hi -= 8) {
         const int shift = hi - 8;
-        for (uint j = lid; j < SB; j += nt)
-            lh[j] = 0u;
-        barrier(CLK_LOCAL_MEM_FENCE);
+        volatile __local uint *hm = clear_bins(lh, nt);
         RUN_START;
         for (uint j = lid; j < count; j += nt) {
             const key_t kk = sk[j];
             if (ABOVE(kk, hi) == prefix)
-                RUN_ADD(lh, (uint)((kk >> shift) & (key_t)(SB - 1)), nt);
+                RUN_ADD(hm, (uint)((kk >> shift) & (key_t)(SB - 1)), nt);
         }
-        RUN_END(lh, nt);
+        RUN_END(hm, nt);
         barrier(CLK_LOCAL_MEM_FENCE);
+        fold_bins(lh, nt);
         prefix = (prefix << 8) | (key_t)pick_sb(lh, &want, ls, nt);
     }
     return prefix;
@@ -840,19 +868,18 @@ inline void select_pairs(__global const in_t *x, const long xoff, const key_t fl
     uint rem = k, ties = 0;
     for (int hi = KEY_BITS; hi > 0; hi -= 8) {
         const int shift = hi - 8;
-        for (uint j = lid; j < SB; j += nt)
-            lh[j] = 0u;
-        barrier(CLK_LOCAL_MEM_FENCE);
+        volatile __local uint *hm = clear_bins(lh, nt);
         RUN_START;
         for (long j = lid; j < count; j += nt) {
             key_t kk;
             uint ii;
             PAIR_AT(j, kk, ii);
             if (ABOVE(kk, hi) == prefix)
-                RUN_ADD(lh, (uint)((kk >> shift) & (key_t)(SB - 1)), nt);
+                RUN_ADD(hm, (uint)((kk >> shift) & (key_t)(SB - 1)), nt);
         }
-        RUN_END(lh, nt);
+        RUN_END(hm, nt);
         barrier(CLK_LOCAL_MEM_FENCE);
+        fold_bins(lh, nt);
         const uint d = pick_sb(lh, &rem, ls, nt);
         prefix = (prefix << 8) | (key_t)d;
         ties = lh[d]; /* the pairs of the chosen digits so far */
@@ -864,9 +891,7 @@ inline void select_pairs(__global const in_t *x, const long xoff, const key_t fl
         uint ip = 0, irem = rem;
         for (int hi = 32; hi > 0; hi -= 8) {
             const int shift = hi - 8;
-            for (uint j = lid; j < SB; j += nt)
-                lh[j] = 0u;
-            barrier(CLK_LOCAL_MEM_FENCE);
+            volatile __local uint *hm = clear_bins(lh, nt);
             RUN_START;
             for (long j = lid; j < count; j += nt) {
                 key_t kk;
@@ -874,10 +899,11 @@ inline void select_pairs(__global const in_t *x, const long xoff, const key_t fl
                 PAIR_AT(j, kk, ii);
                 const uint ni = ~ii;
                 if (kk == t && ABOVE32(ni, hi) == ip)
-                    RUN_ADD(lh, (ni >> shift) & (SB - 1u), nt);
+                    RUN_ADD(hm, (ni >> shift) & (SB - 1u), nt);
             }
-            RUN_END(lh, nt);
+            RUN_END(hm, nt);
             barrier(CLK_LOCAL_MEM_FENCE);
+            fold_bins(lh, nt);
             ip = (ip << 8) | pick_sb(lh, &irem, ls, nt);
         }
         ilim = ~ip;

@@ -140,7 +140,7 @@ def test_every_strategy_selects_exactly(ctx, queue, device, rng, cfg, monkeypatc
 
 @pytest.mark.parametrize("dt,wg,fin", [(np.float32, 16, 8), (np.int64, 1, 1),
                                        (np.uint16, 8, 4), (np.float64, 1, 1),
-                                       (np.float16, 1, 1)])
+                                       (np.float16, 1, 1), (np.int32, 64, 64)])
 def test_the_sample_strategy_on_each_of_its_paths(ctx, queue, device, rng, dt, wg, fin,
                                                    monkeypatch):
     """The sample strategy's three ways to its answer, each forced: the candidates above the
@@ -149,7 +149,8 @@ def test_the_sample_strategy_on_each_of_its_paths(ctx, queue, device, rng, dt, w
     groups' blocks walked in order for the lowest-indexed equal keys), and the whole row by
     the finishing group (more candidates than are kept, or too few on distinct data); ties at
     the k-th place, the smallest k, ascending data, all equal, an offset; the same launcher
-    called again (its counts left zero)."""
+    called again (its counts left zero). Groups of 16 count digits in two copies of the
+    bins, of 64 in eight."""
     info, dev = device
     if dt == np.float64 and not info.fp64:
         pytest.skip("the device has no cl_khr_fp64")
@@ -306,7 +307,8 @@ for cfg, keep, local_sort in ((TopkConfig("lists", 8, 2, 8), 1 << 24, True),
     out["runs"].append({"cfg": cfg.short(), "keep": keep, "local": local_sort, "error": err})
 orig = topk_launch.sample_plan
 for wg, fin, force, kind in ((8, 8, None, "random"), (8, 8, 1, "few"), (8, 4, 1, "ascending"),
-                             (1, 1, None, "random"), (8, 8, 60, "random")):
+                             (1, 1, None, "random"), (8, 8, 60, "random"),
+                             (16, 16, None, "few"), (64, 64, None, "random")):
     topk_launch.sample_plan = (lambda *a, f=force: (11, 4096, 0, 0, 512) if f is None else
                                (f, 4096, 0, 0, 512) if f == 1 else (f, 4096, 64, 64, 512))
     cfg = TopkConfig("sample", wg, 2, 8)
@@ -338,7 +340,8 @@ def test_the_kernels_are_clean_under_oclgrind():
     """Every strategy (lists: the merge of the group's lists, the second stage; radix: the
     ticket that picks a digit, the kept counts and the counting pass, the ordered collection
     of ties, the __local and the global sort; sample: the groups' selects of the sample, the
-    staged candidates, the finishing group's paths and second sample) under Oclgrind: the
+    staged candidates, the finishing group's paths and second sample; groups of 16 and 64,
+    whose digits are counted in copies of the bins) under Oclgrind: the
     reference's answers, no invalid access, no race, no divergent barrier."""
     from support.oclgrind import run_marked
 

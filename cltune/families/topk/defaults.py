@@ -4,7 +4,7 @@ devices (and k) never tuned, and the safest one.
     >>> from types import SimpleNamespace as NS
     >>> gpu = NS(type="gpu", max_wg=1024, local_mem=49152, compute_units=132)
     >>> builtin_config(gpu, 8, 4).short(), builtin_config(gpu, 8, 4, rows=4096).short()
-    ('sample wg1024 g2 b11', 'lists wg32 g4 b8')
+    ('sample wg1024 g1 b11', 'lists wg32 g4 b8')
     >>> builtin_config(gpu, 8, 4, n=65536).short()
     'lists wg128 g4 b8'
     >>> cpu = NS(type="cpu", max_wg=4096, local_mem=65536)
@@ -42,10 +42,12 @@ SMALL_LIST_K = 16
 #: 12.0-13.9; 2^16: 0.10 / 0.24 ms against 0.10 / 0.66 at best). On CPUs two groups a
 #: compute unit (each selects in its own copy of the sample: 1, 2 and 4 measured 3.6-5.7 ms
 #: at 2^24 on PoCL, 1.2-2.4 on Intel's runtime, 2 the best or near it on both)
-#: GPUs: groups of 1024, two a compute unit (H100, 2^24 float32 k = 10 / 1000: 0.073 / 0.104
-#: ms, g1 0.069 / 0.099, wg512 g4 0.097 / 0.128, the radix select 0.176 / 0.192, torch.topk
-#: 0.352 / 0.375; 2^27 k = 10 0.249 against 2.69; before the 8-load unroll wg128-512 with
-#: 4-16 groups a unit took 0.113-0.283 ms at 2^24)
+#: GPUs: groups of 1024, one a compute unit (H100, 2026-12-06 19:3x UTC, float32, wall per
+#: call, g1 / g2: 2^20 k = 10 / 1000 43.6 / 47.8 and 58.7 / 65.3 us, 2^24 71.0 / 74.1 and
+#: 100.2 / 103.1, 2^27 k = 10 256.5 / 267.3; wg512 g4 and wg256 g8 slower at every size;
+#: torch.topk 0.133 / 0.355 / 2.67 ms at 2^20 / 2^24 / 2^27, the radix select 0.079 / 0.180
+#: at 2^20 / 2^24; before the 8-load unroll wg128-512 with 4-16 groups a unit took
+#: 0.113-0.283 ms at 2^24)
 SAMPLE_LOG2 = 16
 
 
@@ -79,7 +81,7 @@ def builtin_config(info: Any, k: int, key_bytes: int, rows: int = 1,
             and small * kp * (key_bytes + 4) <= room):
         return TopkConfig("lists", small, 4, 8)
     if one_long:
-        return TopkConfig("sample", min(1024, pow2_at_most(int(info.max_wg))), 2, 11)
+        return TopkConfig("sample", min(1024, pow2_at_most(int(info.max_wg))), 1, 11)
     return TopkConfig("radix", min(256, pow2_at_most(int(info.max_wg))), 8, 11)
 
 

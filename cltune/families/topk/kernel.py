@@ -30,6 +30,17 @@ MAX_SAMPLE = 8192
 SAMPLE_BINS = 256
 
 
+def bin_copies(nt: int) -> int:
+    """The copies of the bins a group of nt counts a digit in (kernels/topk.cl COPIES)."""
+    return 8 if nt >= 64 else 2 if nt >= 16 else 1
+
+
+def bins_bytes(*groups: int) -> int:
+    """__local bytes of the sample strategy's bins for groups of these sizes (each copy
+    SAMPLE_BINS + 1 counters: kernels/topk.cl SBP)."""
+    return 4 * (SAMPLE_BINS + 1) * max(bin_copies(nt) for nt in groups)
+
+
 @dataclass(frozen=True)
 class TopkSpec:
     """dtype: the input's; kp: the power of two >= k (lists: a list's length; radix: the
@@ -125,7 +136,7 @@ def spec_for(dtype: np.dtype, k: int, info: DeviceInfo) -> TopkSpec:
     key_bytes = 8 if np.dtype(dtype).itemsize == 8 else 4
     room = int(info.local_mem) - RESERVE
     local = kp <= MAX_LOCAL_SORT and kp * (key_bytes + 4) <= room
-    keys = min(MAX_SAMPLE, min(32768, room - 4 * SAMPLE_BINS - 4 * 1028) // key_bytes)
-    sample = pow2_at_most(keys) if keys >= 2 * SAMPLE_BINS else 0
     fin = 1 if info.type == "cpu" else min(1024, pow2_at_most(max(1, int(info.max_wg))))
+    keys = min(MAX_SAMPLE, min(32768, room - bins_bytes(fin) - 4 * 1028) // key_bytes)
+    sample = pow2_at_most(keys) if keys >= 2 * SAMPLE_BINS else 0
     return TopkSpec(np.dtype(dtype), kp, local, sample, fin)

@@ -17,7 +17,14 @@ import pyopencl.array as cla
 from cltune.core.pow2 import pow2_at_least, pow2_at_most
 from cltune.device.info import DeviceInfo
 from cltune.families.topk.config import TopkConfig
-from cltune.families.topk.kernel import RESERVE, SAMPLE_BINS, TopkBuilt, TopkSpec, build
+from cltune.families.topk.kernel import (
+    RESERVE,
+    SAMPLE_BINS,
+    TopkBuilt,
+    TopkSpec,
+    bins_bytes,
+    build,
+)
 from cltune.opencl.events import in_order
 from cltune.opencl.kernel_args import flat_grid, setter
 
@@ -73,7 +80,7 @@ def sample_plan(spec: TopkSpec, local_mem: int, m: int, k: int
     s = min(spec.sample, pow2_at_most(max(1, m // SAMPLE_STRETCH)))
     if not spec.sample or not spec.local_sort or s < 2 * SAMPLE_BINS:
         return None
-    fin = spec.kp * (spec.key_bytes + 4) + 4 * SAMPLE_BINS + 4 * (2 * spec.fin_wg + 4)
+    fin = spec.kp * (spec.key_bytes + 4) + bins_bytes(spec.fin_wg) + 4 * (2 * spec.fin_wg + 4)
     if fin + RESERVE > local_mem:
         return None
     r = sample_rank(s * k / m)
@@ -273,7 +280,7 @@ class TopkLauncher:
         ci2 = self._buffer(queue, "cidx2", max(1, cap2) * 4)
         if fresh:
             before = self._fill(queue, zb, np.zeros(1, np.uint32), zb.size, before, evs)
-        bins = self._local(4 * SAMPLE_BINS)
+        bins = self._local(bins_bytes(wg, fw))
         before = self._go(queue, "clt_tk_sfilter", (gpr * wg,), (wg,),
                           (x, xb, m, flip, chunk, ns, r, cap, zb, eqc, state, ck, ci,
                            self._local(sp.sample * sp.key_bytes), bins,
