@@ -6,11 +6,15 @@ calls, on 1-D float32 normal data.
 
     python scripts/experiments/topk_sample_parts.py --device NVIDIA --n 2^20,2^24,2^27 \\
         --k 10,1000 --configs "sample 1024 2 11,sample 512 4 11"
+
+`--variants plan,nosecond,ns2048` also runs each sample config with the finishing group's
+second sample off (`nosecond`) and with a sample of N keys (`nsN`, its own rank r).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import time
 
@@ -19,6 +23,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from cltune.device.select import select
+from cltune.families.topk import launch as topk_launch
 from cltune.families.topk.config import TopkConfig
 from cltune.families.topk.kernel import spec_for
 from cltune.families.topk.launch import TopkLauncher, sample_plan
@@ -41,6 +46,8 @@ def main() -> None:
     ap.add_argument("--k", default="10,1000")
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--configs", default="sample 1024 2 11")
+    ap.add_argument("--variants", default="plan",
+                    help="plan, nosecond (no second sample), nsN (a sample of N keys)")
     a = ap.parse_args()
     info, dev = select(a.device)
     ctx = cl.Context([dev])
@@ -60,8 +67,20 @@ def main() -> None:
         for k in map(int, a.k.split(",")):
             spec = spec_for(np.dtype(np.float32), k, info)
             want = reference(h[None], k)
-            for text in a.configs.split(","):
+            for text, var in [(c, v) for c in a.configs.split(",")
+                              for v in a.variants.split(",")]:
                 s, wg, g, b = text.split()
+                if s != "sample" and var != "plan":
+                    continue
+                sp = spec if not var.startswith("ns") else \
+                    dataclasses.replace(spec, sample=int(var[2:]))
+
+                def forced(_spec, local_mem, m, kk, var=var, sp=sp):
+                    p = sample_plan(sp, local_mem, m, kk)
+                    if p is not None and var == "nosecond":
+                        p = (p[0], p[1], 0, 0, p[4])
+                    return p
+                topk_launch.sample_plan = forced
                 cfg = TopkConfig(s, int(wg), int(g), int(b))
                 la = TopkLauncher(ctx, dev, info, spec, cfg)
                 v = cla.empty(q, k, np.float32)
@@ -83,8 +102,9 @@ def main() -> None:
                     q.finish()
                     walls.append((time.perf_counter() - t) / a.calls * 1e6)
                 cols = [statistics.median(c) for c in zip(*parts, strict=True)]
-                plan = sample_plan(spec, info.local_mem, n, k) if s == "sample" else None
-                print(f"  k={k:5d} {cfg.short():20s} wall {statistics.median(walls):8.1f} us; "
+                plan = forced(spec, info.local_mem, n, k) if s == "sample" else None
+                wall = statistics.median(walls)
+                print(f"  k={k:5d} {cfg.short():20s} {var:8s} wall {wall:8.1f} us; "
                       f"kernels {' + '.join(f'{c:.1f}' for c in cols)} us; plan {plan}"
                       f"{'; WRONG ' + why if why else ''}")
 

@@ -123,6 +123,8 @@ def plan(cfg: ScanConfig, compute_units: int, outer: int, r: int, inner: int,
     return Plan(groups, chunk, colgroups, wc=wc, lanes=lanes)
 
 
+#: an event's status (get_info: ~0.05 us less a call than pyopencl's property)
+_EXEC_STATUS = cl.event_info.COMMAND_EXECUTION_STATUS
 #: a chained call's epoch is 29 bits of its state words (kernels/scan.cl)
 EPOCH_LIMIT = (1 << 29) - 1
 
@@ -229,7 +231,7 @@ class ScanLauncher:
         """The state words (zeroed when new or when the epochs run out), the ticket counter,
         this call's ticket base and epoch; the scratch remembers the next ones."""
         s = self._scratch_of(queue)
-        if s.last is not None and s.last.command_execution_status < 0:
+        if s.last is not None and s.last.get_info(_EXEC_STATUS) < 0:
             s.ticket = None  # a launch that failed may have left tickets taken: start over
             s.status_cap = 0
             s.base = 0
@@ -348,7 +350,7 @@ class ScanLauncher:
                     return e
                 last = s.last
                 if (s.ticket is None or s.status_cap < words or s.epoch >= EPOCH_LIMIT
-                        or last is not None and last.command_execution_status < 0):
+                        or last is not None and last.get_info(_EXEC_STATUS) < 0):
                     status, ticket, fill = self._chain_state(queue, words, wait_for)
                 else:  # _chain_state's common case
                     s.epoch += 1
