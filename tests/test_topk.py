@@ -170,8 +170,9 @@ def test_the_sample_strategy_on_each_of_its_paths(ctx, queue, device, rng, dt, w
         datas["nearly all NaN"] = nan
     plans = {"plan": orig, "sample max": lambda *a: (1, 4096, 0, 0, 512),
              "overflow": lambda *a: (60, 64, 0, 0, 512),
-             "two samples": lambda *a: (100, 8192, 512, 256, 512),
-             "second overflows": lambda *a: (100, 8192, 512, 40, 512)}
+             # ~15600 candidates: past 8x the second sample's 512 keys
+             "two samples": lambda *a: (400, 32768, 512, 4096, 512),
+             "second overflows": lambda *a: (400, 32768, 512, 40, 512)}
     for pname, plan in plans.items():
         monkeypatch.setattr(topk_launch, "sample_plan", plan)
         for dname, h in datas.items():
@@ -307,10 +308,10 @@ for cfg, keep, local_sort in ((TopkConfig("lists", 8, 2, 8), 1 << 24, True),
     out["runs"].append({"cfg": cfg.short(), "keep": keep, "local": local_sort, "error": err})
 orig = topk_launch.sample_plan
 for wg, fin, force, kind in ((8, 8, None, "random"), (8, 8, 1, "few"), (8, 4, 1, "ascending"),
-                             (1, 1, None, "random"), (8, 8, 60, "random"),
+                             (1, 1, None, "random"), (8, 8, 200, "random"),
                              (16, 16, None, "few"), (64, 64, None, "random")):
     topk_launch.sample_plan = (lambda *a, f=force: (11, 4096, 0, 0, 512) if f is None else
-                               (f, 4096, 0, 0, 512) if f == 1 else (f, 4096, 64, 64, 512))
+                               (f, 4096, 0, 0, 512) if f == 1 else (f, 4096, 64, 512, 512))
     cfg = TopkConfig("sample", wg, 2, 8)
     m, k = 2001, 5
     h = sample(np.dtype(np.float32), 1, m, rng)[0]
