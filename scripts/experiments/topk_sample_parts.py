@@ -7,8 +7,9 @@ calls, on 1-D float32 normal data.
     python scripts/experiments/topk_sample_parts.py --device NVIDIA --n 2^20,2^24,2^27 \\
         --k 10,1000 --configs "sample 1024 2 11,sample 512 4 11"
 
-`--variants plan,nosecond,ns2048` also runs each sample config with the finishing group's
-second sample off (`nosecond`) and with a sample of N keys (`nsN`, its own rank r).
+`--variants plan,nosecond,ns2048,fw256` also runs each sample config with the finishing
+group's second sample off (`nosecond`), with a sample of N keys (`nsN`, its own rank r) and
+with a finishing group of N work-items (`fwN`).
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--configs", default="sample 1024 2 11")
     ap.add_argument("--variants", default="plan",
-                    help="plan, nosecond (no second sample), nsN (a sample of N keys)")
+                    help="plan, nosecond (no second sample), nsN (a sample of N keys), "
+                    "fwN (a finishing group of N)")
     a = ap.parse_args()
     info, dev = select(a.device)
     ctx = cl.Context([dev])
@@ -74,6 +76,8 @@ def main() -> None:
                     continue
                 sp = spec if not var.startswith("ns") else \
                     dataclasses.replace(spec, sample=int(var[2:]))
+                sk = spec if not var.startswith("fw") else \
+                    dataclasses.replace(spec, fin_wg=int(var[2:]))
 
                 def forced(_spec, local_mem, m, kk, var=var, sp=sp):
                     p = sample_plan(sp, local_mem, m, kk)
@@ -82,7 +86,7 @@ def main() -> None:
                     return p
                 topk_launch.sample_plan = forced
                 cfg = TopkConfig(s, int(wg), int(g), int(b))
-                la = TopkLauncher(ctx, dev, info, spec, cfg)
+                la = TopkLauncher(ctx, dev, info, sk, cfg)
                 v = cla.empty(q, k, np.float32)
                 i = cla.empty(q, k, np.int64)
                 la.run(pq, x, 0, n, 1, k, True, v, i)
