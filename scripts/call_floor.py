@@ -162,6 +162,17 @@ def cases(q: cl.CommandQueue, rng: np.random.Generator, torch: Any) -> list[Case
         tcall=(lambda: torch.nonzero_static(tm1, size=k1))
         if dev and hasattr(torch, "nonzero_static") else None,
         answer=lambda res: res[0].get())
+    # an application's own kernel on device arrays (#45: PythonKernel.launch, one launch of
+    # the given work-group; arguments set as the families' warm launches set theirs)
+    src = ("__kernel void vector_add(__global float *c, __global const float *a, "
+           "__global const float *b, int n) { int i = get_global_id(0); "
+           "if (i < n) c[i] = a[i] + b[i]; }")
+    n1 = np.int32(h1.size)
+    yk = cla.empty(q, h1.size, np.float32)
+    pk = cltune.PythonKernel("vector_add", src, int(n1), [np.zeros_like(h1), h1, h1, n1],
+                             params={"block_size_x": 128}, queue=q, verbose=False)
+    add("PythonKernel.launch vector_add 4096", lambda: (pk.launch(yk, x1, x1, n1), yk)[1],
+        2 * h1, rtol=1e-6, tcall=(lambda: torch.add(t1, t1)) if dev else None)
     return out
 
 
