@@ -1,6 +1,9 @@
-"""The docs cover the CLI: every command appears in the README with its example."""
+"""The docs cover the CLI (every command appears in the README with its example), the API
+reference covers every public name, and the README's Python examples run."""
 
 from pathlib import Path
+
+import pytest
 
 from cltune.cli.app import COMMANDS
 
@@ -58,3 +61,24 @@ def test_the_api_reference_documents_every_public_name():
     assert {n: [m] for n, m in public.items()} == found
     nav = (ROOT / "mkdocs.yml").read_text()
     assert all(f"api/{p.name}" in nav for p in pages)
+
+
+@pytest.mark.slow
+@pytest.mark.multiprocess
+def test_the_readme_examples_run(ctx, monkeypatch):
+    """Every Python example of the README runs on the test device, in order and in one
+    namespace, as a reader pasting them into one session would run them (the first creates
+    the context: here the test device's)."""
+    import re
+
+    import pyopencl as cl
+
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    assert len(blocks) >= 7
+    monkeypatch.setattr(cl, "create_some_context", lambda *a, **k: ctx)
+    ns: dict = {}
+    for i, code in enumerate(blocks, 1):
+        try:
+            exec(compile(code, f"<README.md python example {i}>", "exec"), ns)  # noqa: S102
+        except Exception as e:  # noqa: BLE001 - the example's own error, named
+            pytest.fail(f"README's python example {i} failed: {type(e).__name__}: {e}\n{code}")

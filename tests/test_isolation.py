@@ -181,6 +181,39 @@ def test_get_reducer_steps_down_when_its_configs_crash_the_driver(queue, device,
     assert (tmp_path / "cache" / "vetted.json").exists()
 
 
+@pytest.mark.slow
+def test_a_vet_past_its_deadline_runs_once_more_before_its_verdict_is_kept(queue, device,
+                                                                          faults, tmp_path):
+    """A build slower than the deadline (a loaded host) is not taken for a hang: the vet runs
+    once more with HUNG_RETRY_FACTOR times the time and the builtin config serves; a config
+    that hangs both times is passed over, both tries named."""
+    info, _ = device
+    db = f"sqlite:///{tmp_path / 'none.db'}"
+    x = np.random.default_rng(3).random(100003).astype(np.float32)
+    xd = cla.to_device(queue, x)
+    faults("slow:family=reduce", deadline_s=3)  # every reduce vet sleeps 4.5 s, then runs
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = get_reducer(queue, db=db)
+        got = float(r(xd).get())
+    assert abs(got - x.astype(np.float64).sum()) <= 1e-4 * x.sum()
+    e = r.explain(100003)
+    assert e.level == "builtin" and "passed over" not in e.why, e
+    assert not [i for i in w if "passed over" in str(i.message)]
+    # another op (its own served choice): its builtin config hangs, twice
+    vec = builtin_config(info, OpSpec("max", "float32")).vec
+    faults(f"hang:family=reduce,vec={vec}", deadline_s=1)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = get_reducer(queue, "max", np.float32, db=db)
+        got = float(r(xd).get())
+    assert got == x.max()
+    e = r.explain(100003)
+    assert e.config.vec != vec and "hung: no answer within 1 s" in e.why, e
+    assert "again with 4 s" in e.why, e
+    assert any("again with 4 s" in str(i.message) for i in w)
+
+
 def test_axis_calls_step_down_when_their_configs_crash(queue, faults):
     faults(";".join(f"abort:family=axis,vec={v}" for v in (2, 4, 8, 16)))
     x = np.random.default_rng(2).random((301, 77)).astype(np.float32)

@@ -2,10 +2,11 @@
 
 `CLTUNE_TEST_FAULT` holds rules separated by `;`, each `ACTION:KEY=VALUE,KEY=VALUE`. ACTION is
 `abort` (SIGABRT, as LLVM's fatal errors), `segv` (a read of address 0, as a driver's bad pointer),
-`hang` (sleeps for an hour, as a compiler that never returns) or `wrong` (the worker reports a
-wrong answer, as a miscompiled kernel). A rule matches work whose fields (`family`, `variant`, the
-config's parameters, `probe` for a health probe, or `check` and `key` for a kernel vetted by
-`vetting.checked`) have all the given values, compared as text.
+`hang` (sleeps for an hour, as a compiler that never returns), `slow` (sleeps 1.5x the deadline
+floor, `CLTUNE_DEADLINE_S`, then goes on: a build slower than the deadline on a loaded host) or
+`wrong` (the worker reports a wrong answer, as a miscompiled kernel). A rule matches work whose
+fields (`family`, `variant`, the config's parameters, `probe` for a health probe, or `check` and
+`key` for a kernel vetted by `vetting.checked`) have all the given values, compared as text.
 `launch_error:status=NAME` (a `pyopencl.status_code` name) makes every kernel launch in the worker
 raise the error pyopencl raises for that status; `build_error:` makes every program build there
 fail as a compiler error does. Only the worker process (`worker_main`) reads it,
@@ -24,7 +25,7 @@ import time
 from collections.abc import Mapping
 
 ENV = "CLTUNE_TEST_FAULT"
-ACTIONS = ("abort", "segv", "hang", "wrong", "launch_error", "build_error")
+ACTIONS = ("abort", "segv", "hang", "slow", "wrong", "launch_error", "build_error")
 
 
 def rules(text: str | None = None) -> list[tuple[str, dict[str, str]]]:
@@ -81,7 +82,8 @@ def break_launches() -> None:
 
 
 def fire(action: str) -> None:
-    """Crash or hang this process as `action` says (`wrong` is the caller's to act on)."""
+    """Crash, hang or stall this process as `action` says (`wrong` is the caller's to act
+    on)."""
     if action == "abort":
         os.abort()
     if action == "segv":
@@ -89,3 +91,7 @@ def fire(action: str) -> None:
         ctypes.string_at(0)
     if action == "hang":
         time.sleep(3600)
+    if action == "slow":
+        from cltune.isolation.worker import deadline_floor  # lazy: the worker imports this
+
+        time.sleep(1.5 * deadline_floor())

@@ -91,10 +91,12 @@ class RemoteTarget:
         return hit
 
     def evaluate(self, cfg: Any, size_key: Any, *, check: bool = True,  # noqa: ANN401
-                 max_rel_error: float | None = None, vet: bool = False) -> Outcome:
+                 max_rel_error: float | None = None, vet: bool = False,
+                 deadline_s: float | None = None) -> Outcome:
         """The family's evaluate of `cfg` on the class's input, in the worker; a crash, a
         hang or an error there is an Outcome of step `crashed` / `hung` / `error`. With
-        `vet`, the config is built, launched and validated but not timed."""
+        `vet`, the config is built, launched and validated but not timed. `deadline_s`: the
+        request's own (else `deadline_s()`)."""
         try:
             n, nbytes = self.prepare(size_key)
         except WorkerFailure as e:
@@ -104,7 +106,7 @@ class RemoteTarget:
         t0 = time.monotonic()
         try:
             out = self._call("evaluate", size_key, cfg.to_dict(), check, max_rel_error, vet,
-                             deadline_s=self.deadline_s())
+                             deadline_s=deadline_s or self.deadline_s())
         except WorkerFailure as e:
             if e.kind == "error":
                 # the driver raised where the family's own checks did not expect it; a

@@ -28,11 +28,12 @@ import os
 import threading
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from cltune.core.outcome import Outcome
 from cltune.device.driver_cache import add_verdicts, cache_dir, read_verdicts
 from cltune.device.info import DeviceInfo
 from cltune.isolation.remote_target import RemoteTarget
@@ -132,6 +133,20 @@ def forget() -> None:
         _remotes.clear()
 
 
+#: a vet that passed its deadline runs once more with this many times the time before its
+#: verdict is kept: a hang and a build slower than the deadline look alike, and a kept verdict
+#: passes the config over for good (a first build of topk.cl's kernels took PoCL over 20 s on
+#: a 2-core host busy with a test run: the builtin top-k was passed over for the safest one)
+HUNG_RETRY_FACTOR = 4.0
+
+
+def _again(first: Outcome, second: Outcome, slow_s: float) -> Outcome:
+    """The outcome of a vet's second try, its reason naming both where it hung again."""
+    if second.step != "hung":
+        return second
+    return replace(second, reason=f"{first.reason}; again with {slow_s:.0f} s")
+
+
 def _beyond_vector_cap(info: DeviceInfo, cfg: Any, element_bytes: int) -> str:  # noqa: ANN401
     vec = getattr(cfg, "vec", None)
     if info.max_vector_bytes and isinstance(vec, int) and vec * element_bytes > \
@@ -168,6 +183,10 @@ def verdict(info: DeviceInfo, family: str, variant: str, cfg: Any, size_key: Any
             _remotes[rkey] = remote
     try:
         out = remote.evaluate(cfg, vsize, check=False, vet=True)
+        if out.step == "hung":  # once more with longer, before a verdict is kept (_again)
+            slow = HUNG_RETRY_FACTOR * remote.deadline_s()
+            out = _again(out, remote.evaluate(cfg, vsize, check=False, vet=True,
+                                              deadline_s=slow), slow)
     finally:
         if own:
             remote.close()
@@ -215,7 +234,18 @@ def checked(info: DeviceInfo, name: str, key: str, check: Callable[..., str],  #
                            f"{type(e).__name__}: {e}"[:500])
     w = worker_for(info)
     try:
-        why = w.call("check", name, key, check, args, deadline_s=deadline_floor() + extra_s)
+        try:
+            why = w.call("check", name, key, check, args, deadline_s=deadline_floor() + extra_s)
+        except WorkerFailure as e:
+            if e.kind != "hung":
+                raise
+            slow = HUNG_RETRY_FACTOR * (deadline_floor() + extra_s)  # once more (_again)
+            try:
+                why = w.call("check", name, key, check, args, deadline_s=slow)
+            except WorkerFailure as e2:
+                if e2.kind == "hung":
+                    raise WorkerFailure("hung", f"{e.reason}; again with {slow:.0f} s") from e2
+                raise
         step = "validate" if why else "timed"
     except WorkerFailure as e:
         if e.kind == "error" and e.reason.startswith("BuildError"):
