@@ -63,22 +63,36 @@ def test_the_api_reference_documents_every_public_name():
     assert all(f"api/{p.name}" in nav for p in pages)
 
 
+#: the pages whose Python examples a test runs (each page in one namespace, in order), and
+#: how many examples each has at least
+EXAMPLES = {"README.md": 7, "docs/expressions.md": 1, "docs/own-kernels.md": 1}
+
+
 @pytest.mark.slow
 @pytest.mark.multiprocess
-def test_the_readme_examples_run(ctx, monkeypatch):
-    """Every Python example of the README runs on the test device, in order and in one
-    namespace, as a reader pasting them into one session would run them (the first creates
-    the context: here the test device's)."""
+@pytest.mark.parametrize("page", list(EXAMPLES))
+def test_the_examples_run(page, ctx, monkeypatch, tmp_path):
+    """Every Python example of the README and the guides runs on the test device, in order
+    and in one namespace a page, as a reader pasting them into one session would run them
+    (`cl.create_some_context` answers the test device's context; what they tune goes to a
+    database of the test's own)."""
     import re
 
     import pyopencl as cl
 
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-    assert len(blocks) >= 7
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / page).read_text(), re.S)
+    assert len(blocks) >= EXAMPLES[page]
     monkeypatch.setattr(cl, "create_some_context", lambda *a, **k: ctx)
+    monkeypatch.setenv("CLTUNE_DB", f"sqlite:///{tmp_path / 'examples.db'}")
     ns: dict = {}
     for i, code in enumerate(blocks, 1):
         try:
-            exec(compile(code, f"<README.md python example {i}>", "exec"), ns)  # noqa: S102
+            exec(compile(code, f"<{page} python example {i}>", "exec"), ns)  # noqa: S102
         except Exception as e:  # noqa: BLE001 - the example's own error, named
-            pytest.fail(f"README's python example {i} failed: {type(e).__name__}: {e}\n{code}")
+            pytest.fail(f"{page}'s python example {i} failed: {type(e).__name__}: {e}\n{code}")
+
+
+def test_every_page_with_python_examples_is_run():
+    pages = [p for p in [README, *sorted((ROOT / "docs").glob("*.md"))]
+             if "```python" in p.read_text()]
+    assert sorted(p.relative_to(ROOT).as_posix() for p in pages) == sorted(EXAMPLES)
