@@ -1,0 +1,511 @@
+"""docs/benchmarks.md and the guides' figure blocks, generated from docs/results/**.json (#43).
+
+    python scripts/bench_tables.py --write    # regenerate docs/benchmarks.md, fill the blocks
+    python scripts/bench_tables.py --check    # exit 1 when a generated file or block is stale
+    python scripts/bench_tables.py            # print docs/benchmarks.md as it would be
+
+The results are what scripts/bench_suite.py writes: one file per command and device,
+`docs/results/<device-slug>/<family>-<case>.json`. benchmarks.md holds, per family and device,
+the latest table of each command with the command, date, commit and host. A block
+`<!-- bench-table: FAMILY -->` ... `<!-- /bench-table -->` in docs/*.md gets a few rows of
+that family per device and a link to benchmarks.md. The output depends on the JSON alone
+(sorted; no clock). A malformed or unknown results file is an error naming the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+LOG = "docs/logs/benchmarks-2026-11-30-to-2026-12-06.md"
+MAX_PAGE_LINES = 600
+SMALL_ROWS = 4  # rows per device in a guide's block
+#: family -> its section title in benchmarks.md
+FAMILIES = {
+    "reduce": "Reductions: `r(x)`",
+    "axis": "Along an axis: `r(x, axis=k)`",
+    "segments": "Segments: `r.segments(x, offsets)`",
+    "statistics": "Statistics: `cltune.var`, `argmax`, `norm`, `mean`, ...",
+    "many": "Many arrays in one launch: `r.many`, `cltune.norm_many`",
+    "scan": "Scans: `cltune.cumsum`",
+    "compaction": "Compaction: `cltune.copy_if`, `cltune.nonzero`",
+    "histogram": "Histograms: `cltune.bincount`, `cltune.histogram`",
+    "topk": "Top-k: `cltune.topk`",
+    "sort": "Sort: `cltune.sort`",
+    "call-floor": "The call floor: the host part of warm calls",
+    "own-kernels": "Your own kernels: `cltune.tune_kernel` beside Kernel Tuner",
+}
+#: a sentence under a family's title where its table is not `cltune bench`'s
+ABOUT = {
+    "call-floor": "µs per warm call (`scripts/call_floor.py`), medians of blocks of calls: "
+    "`wall` what an application waits, `host` the calling thread's CPU time, `stubbed` "
+    "cltune's Python alone (the enqueue stubbed); `bare enqueue` is the floor of any call "
+    "from Python.",
+    "own-kernels": "`scripts/bench_tuner.py`: each tool's brute force over Kernel Tuner's "
+    "example spaces in a fresh process (valid configs, best kernel time, wall time), then "
+    "searches with a fifth of the space as budget, simulated on cltune's exhaustive table.",
+}
+META = ("family", "case", "command", "date", "commit", "host_cpu", "cltune_version",
+        "device_slug")
+DATE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+BLOCK = re.compile(r"(<!-- bench-table: ([\w-]+) -->\n)(.*?)(<!-- /bench-table -->)", re.S)
+OPEN = re.compile(r"<!-- bench-table: ([^>]*?) -->")
+
+
+class ResultError(ValueError):
+    """A results file that cannot be read as a suite's result; the message names it."""
+
+
+@dataclass(frozen=True)
+class Result:
+    path: str  # relative to the repo
+    data: dict[str, Any]
+
+    @property
+    def family(self) -> str:
+        return str(self.data["family"])
+
+    @property
+    def slug(self) -> str:
+        return str(self.data["device_slug"])
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.data.get(key, default)
+
+
+# ---------------------------------------------------------------- reading and checking
+
+def _need(cond: bool, path: str, what: str) -> None:
+    if not cond:
+        raise ResultError(f"{path}: {what}")
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _check_bench(path: str, d: dict[str, Any]) -> None:
+    for k in ("device", "platform", "op", "dtype"):
+        _need(isinstance(d.get(k), str), path, f"no string {k!r}")
+    entries = d.get("sizes", d.get("cases"))
+    _need(isinstance(entries, list) and ("sizes" in d) != ("cases" in d), path,
+          "needs a list 'sizes' or a list 'cases' (one of them)")
+    for i, e in enumerate(entries):
+        where = f"{'sizes' if 'sizes' in d else 'cases'}[{i}]"
+        _need(isinstance(e, dict), path, f"{where} is not an object")
+        _need(isinstance(e.get("n"), int) if "sizes" in d else isinstance(e.get("label"), str),
+              path, f"{where} has no {'n' if 'sizes' in d else 'label'}")
+        rows, ratios, wrong = e.get("rows"), e.get("ratios", {}), e.get("wrong", {})
+        _need(isinstance(rows, dict) and isinstance(ratios, dict) and isinstance(wrong, dict),
+              path, f"{where}: rows, ratios and wrong must be objects")
+        for name, r in rows.items():
+            _need(isinstance(r, dict) and _num(r.get("median_s")) and _num(r.get("gbps")),
+                  path, f"{where}.rows[{name!r}] needs numbers median_s and gbps")
+        _need(all(_num(v) for v in ratios.values()), path, f"{where}: a ratio is no number")
+        for k in ("host_us", "launches"):
+            _need(e.get(k) is None or _num(e[k]), path, f"{where}.{k} is no number")
+
+
+def _check_floor(path: str, d: dict[str, Any]) -> None:
+    res = d.get("results")
+    _need(isinstance(res, dict) and bool(res), path, "needs an object 'results'")
+    for name, r in res.items():
+        _need(isinstance(r, dict) and all(_num(r.get(k)) for k in (
+            "wall_us", "host_us", "stubbed_us", "launches", "stubbed_per_launch_us")),
+            path, f"results[{name!r}] needs wall_us, host_us, stubbed_us, launches and "
+            "stubbed_per_launch_us")
+
+
+def _check_tuner(path: str, d: dict[str, Any]) -> None:
+    rows = d.get("rows")
+    _need(isinstance(rows, list) and all(isinstance(r, dict) and isinstance(r.get("tool"), str)
+                                         for r in rows), path,
+          "needs a list 'rows' of objects with a 'tool'")
+
+
+CHECKS: dict[str, Callable[[str, dict[str, Any]], None]] = {
+    **{f: _check_bench for f in FAMILIES}, "call-floor": _check_floor,
+    "own-kernels": _check_tuner}
+
+
+def check(path: str, d: Any) -> None:
+    """Raise ResultError naming `path` unless `d` is a suite's result filed where it says."""
+    _need(isinstance(d, dict), path, "not a JSON object")
+    for k in META:
+        _need(isinstance(d.get(k), str) and d[k] != "", path, f"no string {k!r} (written by "
+              "scripts/bench_suite.py?)")
+    _need(d["family"] in FAMILIES, path, f"unknown family {d['family']!r:.40}; known: "
+          f"{', '.join(FAMILIES)}")
+    _need(bool(DATE.match(d["date"])), path, f"date {d['date']!r:.40} is not YYYY-MM-DDTHH:MM:SSZ")
+    p = Path(path)
+    _need(p.name == f"{d['family']}-{d['case']}.json" and p.parent.name == d["device_slug"],
+          path, f"filed wrong: {d['device_slug']}/{d['family']}-{d['case']}.json expected")
+    if "error" in d:
+        _need(isinstance(d["error"], str), path, "'error' is not a string")
+        return
+    CHECKS[d["family"]](path, d)
+
+
+def load(root: Path) -> list[Result]:
+    """Every docs/results/<slug>/*.json under `root`, checked, in path order."""
+    out = []
+    base = root / "docs" / "results"
+    for f in sorted(base.rglob("*")):
+        if f.is_dir():
+            continue
+        rel = f.relative_to(root).as_posix()
+        _need(f.suffix == ".json" and f.parent.parent == base, rel,
+              "not a results file (docs/results/<device-slug>/<family>-<case>.json)")
+        try:
+            data = json.loads(f.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            raise ResultError(f"{rel}: not valid JSON: {e}") from None
+        check(rel, data)
+        out.append(Result(rel, data))
+    return out
+
+
+# ---------------------------------------------------------------- formatting
+
+def us(seconds: float) -> str:
+    v = seconds * 1e6
+    return f"{v:,.0f}" if v >= 1000 else f"{v:.1f}" if v >= 10 else f"{v:.2f}"
+
+
+def num(v: float | None, digits: int = 2) -> str:
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def size(n: int) -> str:
+    return f"2^{n.bit_length() - 1}" if n > 0 and n & (n - 1) == 0 else f"{n:,}"
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def table(head: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+            *["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]]
+
+
+def case_rows(r: Result) -> list[tuple[str, dict[str, Any]]]:
+    """(label, entry) per size or case; the label names the op where the family mixes them."""
+    d = r.data
+    op = d["op"] + ("" if d["dtype"] == "float32" else f" {d['dtype']}")
+    if "sizes" in d:
+        return [(f"{op}, n = {size(e['n'])}", e) for e in d["sizes"]]
+    return [(f"{op}, {e['label']}", e) for e in d["cases"]]
+
+
+def ratio_text(ratios: dict[str, float]) -> str:
+    parts = []
+    for k, v in ratios.items():
+        a, _, b = k.partition("/")
+        parts.append(f"{b if a == 'cltune' else k} {v:.2f}×")
+    return ", ".join(parts) or "–"
+
+
+def short_platform(p: str) -> str:
+    return " ".join(p.split(",")[0].split())
+
+
+def when(r: Result) -> str:
+    return r.data["date"].replace("T", " ")[:16] + " UTC"
+
+
+# ---------------------------------------------------------------- the tables
+
+def bench_table(results: list[Result], small: bool = False) -> list[str]:
+    """One table for a family on one device: a line per size or case, every contender's
+    median (µs), cltune's GB/s, the ratios, launches and host µs (small: cltune and ratios)."""
+    per_file = [case_rows(r) for r in results]
+    lines = [x for rows in per_file for x in rows]
+    if small:  # SMALL_ROWS of them, taken from each command in turn, shown in order
+        turns = sorted((i, f, x[0]) for f, rows in enumerate(per_file)
+                       for i, x in enumerate(rows))
+        keep = {(f, lbl) for _, f, lbl in turns[:SMALL_ROWS]}
+        lines = [x for f, rows in enumerate(per_file) for x in rows if (f, x[0]) in keep]
+    names: list[str] = []
+    for _, e in lines:
+        for k in [*e["rows"], *e["wrong"]]:
+            if k not in names and k != "cltune":
+                names.append(k)
+    if small:
+        head = ["case", "cltune µs", "GB/s", "ratios (> 1: cltune faster)"]
+        body = [[lbl, us(e["rows"]["cltune"]["median_s"]) if "cltune" in e["rows"] else "wrong",
+                 num(e["rows"].get("cltune", {}).get("gbps"), 1), ratio_text(e["ratios"])]
+                for lbl, e in lines]
+        return table(head, body)
+    head = ["case", "cltune µs", "GB/s", *[f"{n} µs" for n in names],
+            "ratios (> 1: cltune faster)", "launches", "host µs"]
+    body = []
+    for lbl, e in lines:
+        rows = e["rows"]
+
+        def med(name: str, rows: dict[str, Any] = rows, wrong: dict[str, Any] = e["wrong"]) -> str:
+            return "wrong" if name in wrong else us(rows[name]["median_s"]) if name in rows \
+                else "–"
+        body.append([lbl, med("cltune"), num(rows.get("cltune", {}).get("gbps"), 1),
+                     *[med(n) for n in names], ratio_text(e["ratios"]),
+                     num(e.get("launches"), 0), num(e.get("host_us"))])
+    return table(head, body)
+
+
+def floor_table(r: Result, small: bool = False) -> list[str]:
+    res: dict[str, dict[str, float]] = r.data["results"]
+    extra = [k for k in ("device_us", "torch_us") if any(k in v for v in res.values())]
+    if small:
+        calls = [k for k in res if k != "bare enqueue"][:SMALL_ROWS]
+        return table(["call", "wall µs", "stubbed µs", "launches"],
+                     [[k, num(res[k]["wall_us"]), num(res[k]["stubbed_us"]),
+                       num(res[k]["launches"], 0)] for k in ["bare enqueue", *calls]
+                      if k in res])
+    head = ["call", "wall µs", "host µs", "stubbed µs", "launches", "stubbed / launch µs",
+            *[k.replace("_us", " µs") for k in extra]]
+    return table(head, [[k, num(v["wall_us"]), num(v["host_us"]), num(v["stubbed_us"]),
+                         num(v["launches"], 0), num(v["stubbed_per_launch_us"]),
+                         *[num(v.get(x)) for x in extra]] for k, v in res.items()])
+
+
+def tuner_table(r: Result, small: bool = False) -> list[str]:
+    """Brute force by each tool (valid configs, best time, wall), then each budgeted search's
+    median quality over its seeds (the table's best time / the time of its pick, on cltune's
+    exhaustive table, as bench_tuner.py scores them)."""
+    rows: list[dict[str, Any]] = r.data["rows"]
+    brute = {(x.get("case"), x["tool"]): x for x in rows
+             if x.get("strategy", "brute_force") == "brute_force" and "round" not in x}
+
+    def brief(x: dict[str, Any] | None) -> str:
+        if not x:
+            return "–"
+        if "error" in x or x.get("best_ms") is None or not isinstance(x.get("valid"), list):
+            return "failed"
+        return f"{len(x['valid'])} valid, best {x['best_ms']:.3f} ms, {x['wall_s']:.1f} s"
+
+    body = []
+    for case in dict.fromkeys(str(x.get("case", "?")) for x in rows):
+        c = brute.get((case, "cltune"))
+        times: dict[str, float] = (c or {}).get("times") or {}
+        searches = []
+        for x in rows:
+            if x.get("case") != case or x.get("strategy", "brute_force") == "brute_force":
+                continue
+            picks = x.get("picks")
+            if not times or not isinstance(picks, list) or not picks:
+                searches.append(f"{x['tool']} {x.get('strategy')} failed")
+                continue
+            best = min(times.values())
+            q = statistics.median(best / times[p] if times.get(p) else 0.0 for p in picks)
+            searches.append(f"{x['tool']} {x.get('strategy')} {q:.2f}")
+        budget = next((x["budget"] for x in rows if x.get("case") == case and "budget" in x),
+                      None)
+        label = f"budget {budget} of {len(times)}: " if budget and times else ""
+        body.append([case, brief(c), brief(brute.get((case, "kernel_tuner"))),
+                     label + (", ".join(searches) or "–")])
+    head = ["case", "cltune brute force", "Kernel Tuner brute force",
+            "searches: median quality over the seeds (1 = the best)"]
+    if small:
+        return table(head[:3], [b[:3] for b in body[:SMALL_ROWS]])
+    return table(head, body)
+
+
+def family_table(family: str, results: list[Result], small: bool = False) -> list[str]:
+    ok = [r for r in results if "error" not in r.data]
+    if not ok:
+        return []
+    if family == "call-floor":
+        return [ln for r in ok for ln in floor_table(r, small)]
+    if family == "own-kernels":
+        return [ln for r in ok for ln in tuner_table(r, small)]
+    return bench_table(ok, small)
+
+
+def _order(results: list[Result]) -> list[Result]:
+    return sorted(results, key=lambda r: (r.get("order", 0), r.data["case"]))
+
+
+def device_heading(results: list[Result]) -> str:
+    first = next((r for r in results if "device" in r.data), results[0])
+    dev = first.get("device", first.slug)
+    plat = short_platform(first.get("platform", "")) or first.get("platform_vendor", "?")
+    return f"### {first.slug}: {dev} ({plat})"
+
+
+def provenance(results: list[Result]) -> list[str]:
+    """A line per command: the command, its date, commit, host and cltune's version, and
+    whether it failed or a contender answered wrong; then the commands' notes."""
+    out = []
+    for r in results:
+        d = r.data
+        status = f": **failed** ({d['error'].splitlines()[0][:160]})" if "error" in d else ""
+        wrong = sorted({k for e in d.get("sizes", d.get("cases", []))
+                        for k in e.get("wrong", {})})
+        if wrong:
+            status += f": **wrong answers** from {', '.join(wrong)} (not timed)"
+        out.append(f"- `{d['command']}`: {when(r)}, {d['commit']}, host {d['host_cpu']}, "
+                   f"cltune {d['cltune_version']}{status}")
+    notes = sorted({n for r in results for n in r.get("notes", []) or []})
+    return out + [f"- note: {n}" for n in notes]
+
+
+def by_family(results: list[Result]) -> dict[str, dict[str, list[Result]]]:
+    out: dict[str, dict[str, list[Result]]] = {f: {} for f in FAMILIES}
+    for r in results:
+        out[r.family].setdefault(r.slug, []).append(r)
+    return {f: {s: _order(rs) for s, rs in sorted(d.items())} for f, d in out.items()}
+
+
+INTRO = """\
+# Benchmarks
+
+<!-- Generated by scripts/bench_tables.py from docs/results/**.json: do not edit by hand. -->
+
+The current figures of every family, per device: the latest run of each command of
+`scripts/bench_suite.py`, with the command, its date (UTC), the commit and the host. The
+history of measurements, in the order they were made and with the reasoning around them, is
+in docs/logs/ (until 2026-12-06: `{log}`).
+
+How the figures are measured (`cltune bench`): every contender of a table line runs in ONE
+process on the same data, its answer checked against numpy (in float64) before it is timed (a
+wrong answer is reported, never timed); the contenders are sampled interleaved round-robin
+(the first one rotates), each sample a block of calls; a figure is the median of the samples.
+
+- `cltune` is the call and its result read back (`.get()`): what an application that waits
+  for each answer sees; `cltune-batch` is calls back to back with one finish (the rate torch's
+  row compares with); `cltune-dev` the kernels' device time; `tuned` / `builtin` the tuned and
+  the builtin config launched alone; `read-ceiling` / `copy` a streaming read / copy of the
+  same bytes: what the memory allows.
+- A ratio is time(other) / time(cltune's row), side by side with the medians: above 1, cltune
+  is faster. GB/s = the input's bytes / cltune's median.
+- `launches` is the kernel enqueues per call and `host µs` cltune's own Python per call with
+  the enqueue stubbed (the host part; `scripts/call_floor.py` measures it for every warm call).
+- The `config` of each line in the JSON says what served it (tuned results or the builtin
+  config of an untuned device). The machines are shared: compare ratios within a table
+  rather than absolute times across runs.
+
+## Regenerating
+
+```bash
+python scripts/bench_suite.py --device 1 --preset cpu        # PoCL; --device 0: Intel's runtime
+python scripts/bench_suite.py --device NVIDIA --preset gpu   # on the GPU machine, torch beside
+python scripts/bench_tables.py --write                       # this page and the guides' tables
+```
+
+The GPU run is made on the lent GPU machine after `source scripts/gpu_setup.sh` (the carried
+wheels, NVIDIA's OpenCL registered; the steps are in the GPU notes of the design docs,
+`../shared/design/GPU.md` beside the checkout), with torch on CUDA for the torch rows.
+`--kt-python PATH` (a Python with Kernel Tuner) adds the own-kernels family; `--families`
+runs some families only; `--list` prints the commands. Each command writes
+`docs/results/<device-slug>/<family>-<case>.json`, the slug naming what the device is
+(`pocl-cpu`, `intel-cpu`, `nvidia-h100`); `python scripts/bench_tables.py --check` fails
+while this page or a guide's figures differ from what those files give.
+"""
+
+
+def render_page(results: list[Result]) -> str:
+    out = INTRO.format(log=LOG).splitlines()
+    fams = by_family(results)
+    for family, title in FAMILIES.items():
+        out += ["", f"## {title}", ""]
+        if family in ABOUT:
+            out += [ABOUT[family], ""]
+        if not fams[family]:
+            out.append("No results yet.")
+            continue
+        for rs in fams[family].values():
+            out += [device_heading(rs), ""]
+            tab = family_table(family, rs)
+            if tab:
+                out += [*tab, ""]
+            out += provenance(rs)
+            out.append("")
+        if out[-1] == "":
+            out.pop()
+    text = "\n".join(out).rstrip() + "\n"
+    n = text.count("\n")
+    if n > MAX_PAGE_LINES:
+        raise ResultError(f"docs/benchmarks.md would be {n} lines (at most {MAX_PAGE_LINES}): "
+                          "fewer cases in the presets")
+    return text
+
+
+def render_block(family: str, results: list[Result]) -> str:
+    """A guide's block: a few rows per device and the link to benchmarks.md."""
+    fams = by_family(results).get(family, {})
+    out: list[str] = []
+    for slug, rs in fams.items():
+        tab = family_table(family, rs, small=True)
+        first = next((r for r in rs if "device" in r.data), rs[0])
+        latest = max(rs, key=lambda r: r.data["date"])
+        out += [f"*{slug}* ({first.get('device', slug)}, {when(latest)}):", "",
+                *(tab or ["no figures: the run failed"]), ""]
+    if not out:
+        out = ["No current figures yet.", ""]
+    out.append("All figures, with the commands that made them: [benchmarks](benchmarks.md).")
+    return "\n".join(out) + "\n"
+
+
+def fill_blocks(text: str, results: list[Result], path: str) -> str:
+    """`text` with every bench-table block filled; unknown families and unclosed blocks are
+    errors naming `path`."""
+    for m in OPEN.finditer(text):
+        _need(m.group(1) in FAMILIES, path, f"bench-table block of unknown family "
+              f"{m.group(1)!r:.40}; known: {', '.join(FAMILIES)}")
+    filled = BLOCK.sub(lambda m: m.group(1) + render_block(m.group(2), results) + m.group(4),
+                       text)
+    _need(len(BLOCK.findall(text)) == len(OPEN.findall(text)), path,
+          "a <!-- bench-table: FAMILY --> block without its <!-- /bench-table --> line")
+    return filled
+
+
+def generated(root: Path) -> dict[Path, str]:
+    """Every generated file's path -> the text it should have."""
+    results = load(root)
+    out = {root / "docs" / "benchmarks.md": render_page(results)}
+    for page in sorted((root / "docs").glob("*.md")):
+        if page.name == "benchmarks.md":
+            continue
+        text = page.read_text(encoding="utf-8")
+        if "<!-- bench-table:" in text:
+            out[page] = fill_blocks(text, results, page.relative_to(root).as_posix())
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--write", action="store_true", help="write the generated files")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a file is stale")
+    ap.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    try:
+        files = generated(a.root)
+    except ResultError as e:
+        print(f"bench_tables: error: {e}", file=sys.stderr)
+        return 2
+    stale = [p for p, text in files.items()
+             if not p.exists() or p.read_text(encoding="utf-8") != text]
+    if a.check:
+        for p in stale:
+            print(f"bench_tables: stale: {p.relative_to(a.root).as_posix()} (run python "
+                  "scripts/bench_tables.py --write)", file=sys.stderr)
+        return 1 if stale else 0
+    if a.write:
+        for p in stale:
+            p.write_text(files[p], encoding="utf-8")
+            print(f"wrote {p.relative_to(a.root).as_posix()}")
+        return 0
+    sys.stdout.write(files[a.root / "docs" / "benchmarks.md"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
