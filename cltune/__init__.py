@@ -33,6 +33,7 @@ _register_icd()  # before anything asks pyopencl for platforms: Intel's runtime 
 _API = {
     "Config": "cltune.families.reduce.config", "ConfigError": "cltune.core.config",
     "DeviceError": "cltune.device.select", "Explanation": "cltune.core.serving",
+    "CltuneWarning": "cltune.core.serving", "NoConfigRuns": "cltune.isolation.vetting",
     "Reducer": "cltune.families.reduce.api", "ReductionKernel": "cltune.families.expr.api",
     "clear_caches": "cltune.opencl.caches", "get_reducer": "cltune.stats.reducers",
     "norm_many": "cltune.families.many.api",

@@ -526,3 +526,25 @@ def concurrent_writers(url: str, procs: int = 3, n: int = 80) -> None:
 @pytest.mark.multiprocess
 def test_tally_stays_exact_under_concurrent_writers(db_url):
     concurrent_writers(db_url)
+
+
+def test_optuna_studies_go_beside_the_results_database(monkeypatch, tmp_path):
+    """`--storage` unset: $CLTUNE_STORAGE, else studies.db beside a SQLite results database
+    (the one named, else $CLTUNE_DB's), else the user data dir: the CLI and `knl.tune(db=)`
+    agree (the CLI used to put a study beside the default database even with `--db`)."""
+    from cltune.tuning_db import default_storage_url
+    from cltune.tuning_db.paths import default_dir
+
+    monkeypatch.delenv("CLTUNE_STORAGE", raising=False)
+    monkeypatch.delenv("CLTUNE_DB", raising=False)
+    assert default_storage_url(str(tmp_path / "a" / "r.db")) == \
+        f"sqlite:///{tmp_path / 'a' / 'studies.db'}"
+    assert default_storage_url(f"sqlite:///{tmp_path / 'b.db'}") == \
+        f"sqlite:///{tmp_path / 'studies.db'}"
+    home = f"sqlite:///{default_dir() / 'studies.db'}"
+    assert default_storage_url() == home
+    assert default_storage_url("postgresql+psycopg://u@h/results") == home
+    monkeypatch.setenv("CLTUNE_DB", str(tmp_path / "env" / "t.db"))
+    assert default_storage_url() == f"sqlite:///{tmp_path / 'env' / 'studies.db'}"
+    monkeypatch.setenv("CLTUNE_STORAGE", "sqlite:////elsewhere/s.db")
+    assert default_storage_url(str(tmp_path / "r.db")) == "sqlite:////elsewhere/s.db"

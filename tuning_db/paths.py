@@ -24,11 +24,16 @@ def default_url() -> str:
     return f"sqlite:///{default_dir() / 'tuning.db'}"
 
 
-def default_storage_url() -> str:
-    """Optuna's study storage: `CLTUNE_STORAGE` if set, else a SQLite file beside the results."""
+def default_storage_url(db: str | None = None) -> str:
+    """Optuna's study storage: `CLTUNE_STORAGE` if set, else `studies.db` beside the results
+    database (`db`, else `CLTUNE_DB`, else the user data dir's `tuning.db`) where that is a
+    SQLite file, else the user data dir's `studies.db`."""
     env = os.environ.get("CLTUNE_STORAGE", "").strip()
     if env:
         return env
+    path = sqlite_file(db or default_url())
+    if path is not None:
+        return f"sqlite:///{path.parent / 'studies.db'}"
     return f"sqlite:///{default_dir() / 'studies.db'}"
 
 

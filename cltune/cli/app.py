@@ -37,7 +37,8 @@ if TYPE_CHECKING:  # annotations only: importing it loads the tuner
     from cltune.cli.tune_modes import TuneRequest
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Autotune OpenCL reductions and keep the results in a database.")
+                  help="Autotune OpenCL reductions, scans, sorts, histograms, top-k and your "
+                  "own kernels, and keep the results in a database.")
 out = Console()
 err = Console(stderr=True)
 
@@ -114,10 +115,14 @@ def tune(
     sizes: Annotated[str | None, typer.Option(  # noqa: UP007
         help="Size buckets, e.g. 2^12,2^16,2^20,2^24 (the default).")] = None,
     trials: Annotated[int | None, typer.Option(  # noqa: UP007
-        min=1, help="Trials per bucket or shape (default 40; 12 with --axis/--segments).")]
+        min=1, help="Trials per bucket or shape (default 40; 12 with --axis/--segments, --many, "
+        "--hist, --topk and --op sort; 8 with --scan; 30 with --kernel and the statistics, 20 "
+        "a shape and axis along axes).")]
     = None,
     timeout: Annotated[float | None, typer.Option(  # noqa: UP007
-        min=1, help="Seconds for the whole run (default 150; 300 with --axis/--segments).")]
+        min=1, help="Seconds for the whole run (default 150; 300 with --axis/--segments; 120 "
+        "with --many, --hist, --topk and --op sort (and a statistic along axes, a shape and "
+        "axis); 180 with --scan, --kernel and the statistics).")]
     = None,
     axis: Annotated[str | None, typer.Option(  # noqa: UP007
         help="Tune reductions along an axis of 2-D arrays: 1 (rows, contiguous), 0 (columns, "
@@ -134,8 +139,9 @@ def tune(
         "(e.g. 64x4096,16x65536).")] = None,
     hist: Annotated[str | None, typer.Option(  # noqa: UP007
         help="Tune histograms (cltune.bincount with --op bincount and an integer --dtype, "
-        "cltune.histogram with --op histogram and float32/float64) for classes NxB: about N "
-        "elements in B bins, powers of two (e.g. 1048576x256,16777216x4096).")] = None,
+        "cltune.histogram with --op histogram, or --op histogram_edges for given edges, and "
+        "float32/float64) for classes NxB: about N elements in B bins, powers of two (e.g. "
+        "1048576x256,16777216x4096).")] = None,
     topk: Annotated[str | None, typer.Option(  # noqa: UP007
         help="Tune top-k (cltune.topk, --dtype float32, float64 or an integer type; --op "
         "topk or left out) for classes NxK: the K largest of about N elements, powers of two "
@@ -164,7 +170,8 @@ def tune(
         "winner, builtin).")] = True,
     db: DbOpt = None,
     storage: Annotated[str | None, typer.Option(  # noqa: UP007
-        help="Optuna storage URL (default: $CLTUNE_STORAGE or studies.db beside the results).")]
+        help="Optuna storage URL (default: $CLTUNE_STORAGE, else studies.db beside a SQLite "
+        "results database, else in the user data dir).")]
     = None,
     t1: Annotated[str | None, typer.Option(  # noqa: UP007
         "--t1", help="Tune an application kernel described by a T1 problem file (Kernel "
@@ -172,7 +179,8 @@ def tune(
     t4: Annotated[str | None, typer.Option(  # noqa: UP007
         "--t4", help="With --t1: write the run's results as a T4 file.")] = None,
 ) -> None:
-    """Tune reductions on one device and store the best config per size bucket (or shape).
+    """Tune a kernel family on one device (or identical devices) and store the best config
+    per size bucket (or shape class).
 
     Example: cltune tune --device 0 --sizes 2^20,2^24 --trials 30;
     cltune tune --device 0 --axis (both axes of the default shapes);

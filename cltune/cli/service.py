@@ -78,7 +78,7 @@ def _tuner(devices: list[tuple[DeviceInfo, cl.Device]], ctx: cl.Context | None, 
            storage: str | None, opts: TuneOptions, progress: Progress | None,
            workers: int) -> Tuner | ParallelTuner:
     """One device's Tuner, or a ParallelTuner over several devices / workers."""
-    url = storage or default_storage_url()
+    url = storage or default_storage_url(store.url)
     if len(devices) == 1 and workers == 1:
         info, dev = devices[0]
         return Tuner(ctx or cl.Context([dev]), dev, info, store, url, opts, progress)

@@ -43,7 +43,11 @@ class SizeChoices:
 
 
 class CltuneWarning(UserWarning):
-    """The runtime fell back (no or unusable database); results stay correct."""
+    """The runtime fell back, and the application may want to know: no, a read-only or a
+    corrupt database, a stored or builtin config that failed vetting on this driver (the next
+    level of the fallback chain serves), a scan whose vetting answers differ in rounding.
+    Results stay correct. `warnings.simplefilter("ignore", cltune.CltuneWarning)` silences
+    them; `explain()` says what serves a call and why."""
 
 
 @dataclass(frozen=True)

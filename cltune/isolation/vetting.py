@@ -48,7 +48,10 @@ MAX_AXIS_LOG2 = 20
 
 
 class NoConfigRuns(RuntimeError):
-    """Every level of a fallback chain crashed, hung or answered wrong in vetting."""
+    """Every level of a fallback chain crashed, hung or answered wrong in vetting on this
+    driver (down to the safest config of scalar loads), or an application's own program (a
+    compaction predicate, a `GenericScanKernel`) crashed or hung in the worker on its first
+    call. The message names the configs and what each did; nothing was run in this process."""
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,6 @@ from cltune.opencl.expression import ExprSpec
 from cltune.opencl.samples import random_args
 from cltune.tuning.tuner import TuneOptions, Tuner
 from cltune.tuning_db import Store, default_storage_url
-from cltune.tuning_db.paths import sqlite_file
 
 log = logging.getLogger(__name__)
 
@@ -49,13 +48,8 @@ def synthetic_args(spec: ExprSpec, queue: cl.CommandQueue, n: int,
 
 
 def _storage_for(db: str | None, storage: str | None) -> str:
-    """Optuna's storage: `storage`, else beside a SQLite database file, else the default."""
-    if storage:
-        return storage
-    path = sqlite_file(db) if db else None
-    if path is not None:
-        return f"sqlite:///{path.parent / 'studies.db'}"
-    return default_storage_url()
+    """Optuna's storage: `storage`, else `tuning_db.default_storage_url(db)`."""
+    return storage or default_storage_url(db)
 
 
 def _tune(q: cl.CommandQueue, opts: TuneOptions, db: str | None, storage: str | None,
