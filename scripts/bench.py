@@ -5,7 +5,7 @@ All contenders run in ONE process on the same data, interleaved round-robin per 
 starting contender rotates), and every figure is the median over the repeats. Waits are blocking
 only (`.get()`, `event.wait()`, `queue.finish()`, `torch.cuda.synchronize()`); nothing polls.
 
-    # CPU (generic mode), as run for docs/benchmarks.md. Device 1 = Debian's PoCL 3.1 in
+    # CPU (generic mode), as run for docs/logs/benchmarks-*.md. Device 1 = Debian's PoCL 3.1 in
     # `cltune devices` there (pick yours by index from `cltune devices`); tune, then benchmark:
     cltune tune --device 1 --db sqlite:////tmp/bench.db --storage sqlite:////tmp/bench-studies.db \
         --sizes 2^20,2^24 --trials 40 --timeout 170

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The H200 campaign behind docs/benchmarks.md, run on the lent GPU machine from the repo root:
+# The H200 campaign behind docs/logs/benchmarks-2026-11-30-to-2026-12-06.md, run on the lent GPU machine from the repo root:
 #   source scripts/gpu_setup.sh && bash scripts/gpu_campaign.sh tests|tune|tune-ops|bench|expr|axis-scan|suite|closing-1d|closing-axis
 # Results (databases, logs, plot) go to $OUT.
 set -u
@@ -50,7 +50,7 @@ expr)  # issue 13 on the GPU: expression kernels and statistics, whole and along
     timeout 120 python3 scripts/bench_stats_axis.py --device NVIDIA --repeats 7 2>&1 | quiet
     ;;
 axis-scan)  # issues 21/22: strided scans (the GPU cut, rows loaded in batches), the small scan
-    # call, axis sums and statistics on shapes nobody tuned (docs/benchmarks.md, 2026-12-03)
+    # call, axis sums and statistics on shapes nobody tuned (docs/logs/benchmarks-2026-11-30-to-2026-12-06.md, 2026-12-03)
     timeout 200 python3 scripts/bench_scan.py --device NVIDIA --sizes 2^12,2^16,2^20,2^24,2^26 \
         --axis --shapes 1048576x16,65536x256,4096x4096,3000x5000,100000x77 --repeats 5 2>&1 | quiet
     N=4000x3000,1500x1500,6000x777,250000x40,40x250000,123x45678,65432x123,9999x999,20000x20

@@ -1,6 +1,6 @@
 """The GPU rules of the axis family that no CPU run reaches: the builtin configs for shapes
 nobody tuned and which tuned class may serve a shape (fitted to an H200 sweep,
-docs/benchmarks.md "Axis sums on the H200: shapes nobody tuned")."""
+docs/logs/benchmarks-*.md "Axis sums on the H200: shapes nobody tuned")."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def test_tuned_classes_serve_gpus_near_and_aligned_only():
 def test_cpu_rows_builtins_by_length_and_count():
     """CPUs untuned: rows of 2..16 a work-item a group over vectors of 16 (clt_ax_packed); a
     few long rows a work-item a group, split over 64 groups a CU; many long rows 8-wide
-    groups (docs/benchmarks.md, scripts/experiments/axis_rows_cpu_sweep.py)."""
+    groups (docs/logs/benchmarks-*.md, scripts/experiments/axis_rows_cpu_sweep.py)."""
     cpu = NS(**{**vars(CPU), "vector_cap": lambda b: 16})
     for b in (2, 3, 7, 12, 16):
         cfg = builtin_axis_config(cpu, "rows", 100000, b, 4)

@@ -65,7 +65,7 @@ def test_splits_really_happen(ctx, device):
 def test_streamed_strips_split_only_for_more_units_and_big_pieces():
     """A streamed strip is split only where that at least doubles the work-items (never past
     groups_per_cu x compute units) and each piece reads MIN_PIECE_BYTES or more: a split's
-    finishing launch cost more than it saved (docs/benchmarks.md, CPU axis reductions)."""
+    finishing launch cost more than it saved (docs/logs/benchmarks-*.md, CPU axis reductions)."""
     from cltune.families.axis.launch import MIN_PIECE_BYTES, plan_stream
 
     cfg = AxisConfig(wg=64, lanes=0, cols=64, vec=16, items=8, groups_per_cu=8, stream=1)

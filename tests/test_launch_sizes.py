@@ -1,6 +1,6 @@
 """Every launch cltune makes names its work-group size (#39): NVIDIA's OpenCL driver spends
 4.3-5.8 µs more host time on an ND-range whose group size it must choose itself (`None`) than
-on one that names it (scripts/experiments/enqueue_costs.py, docs/benchmarks.md). The public
+on one that names it (scripts/experiments/enqueue_costs.py, docs/logs/benchmarks-*.md). The public
 calls of every family run with the ND-range entry point watched; a launch from cltune's code
 with no local size fails the test (probes run once per build are exempt)."""
 

@@ -30,7 +30,7 @@ def pending(*lists: list, ours: cl.Event | None = None,
             # only then the event's queue: pyopencl wraps it in a new CommandQueue object, whose
             # release is an implicit flush (clReleaseCommandQueue); asked first of an input's
             # completed upload event call after call, axis sums on the H200 ran 8-11 us a call
-            # slower end to end (a11f8df against dbd88da, docs/benchmarks.md)
+            # slower end to end (a11f8df against dbd88da, docs/logs/benchmarks-*.md)
             if skip is not None:
                 q = e.command_queue  # None for a user event
                 if q is not None and q.int_ptr == skip:

@@ -3,7 +3,7 @@
 
 The expression path (cltune.stats.kernels: a struct fold per element) is not vectorised by
 either CPU runtime: 0.14x numpy.argmax at 2^20 float32 and 0.35x at 2^24 on Debian's PoCL
-(docs/benchmarks.md). Here each of `items` work-items scans its own contiguous chunk `lanes`
+(docs/logs/benchmarks-*.md). Here each of `items` work-items scans its own contiguous chunk `lanes`
 elements at a time (a vector of the best values and one of their block numbers, a compare and
 two selects per block, `ACCUMULATORS` independent pairs), and a one-work-item kernel combines
 the chunks' winners on the device, so a call is as asynchronous as the expression path's (one
@@ -191,7 +191,7 @@ class Call:
 #: along rows (cltune.argmax(x, axis=-1) of C-ordered rows): at most this many rows, each of
 #: at least ROW_MIN elements, go through the vector kernel, a chunks launch a row and one
 #: launch for every row's winner (8 x 2^20 float32 on PoCL: 5.0 ms through the expression
-#: path, a struct fold per element, against numpy's 1.0; docs/benchmarks.md)
+#: path, a struct fold per element, against numpy's 1.0; docs/logs/benchmarks-*.md)
 ROWS_MAX = 64
 ROW_MIN = 1 << 16
 _ROWS_TYPES = {4: (None, np.int64, np.int64, np.int64, np.int32, None, None, np.int64),

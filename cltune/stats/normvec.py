@@ -4,7 +4,7 @@ a CPU device, in vector registers (kernels/normvec.cl), for cltune.stats.api.
 The expression path (cltune.stats.kernels' `norm2`: a double sum of squares per element) is
 not vectorised by either CPU runtime (a floating-point reduction cannot be reassociated by the
 compiler): 0.63x numpy.linalg.norm at 2^24 float32 on Debian's PoCL, 0.84x on Intel's runtime
-(docs/benchmarks.md). Here each of `items` work-items sums the squares of its own contiguous
+(docs/logs/benchmarks-*.md). Here each of `items` work-items sums the squares of its own contiguous
 chunk `lanes` floats at a time, converted to double vectors (`ACCUMULATORS` independent
 ones), and a one-work-item kernel adds the chunks' sums and takes the root on the device, so a
 call is as asynchronous as the expression path's (one chunk: one launch). The same numbers as

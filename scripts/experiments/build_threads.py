@@ -1,7 +1,7 @@
 """How long an OpenCL driver builds Kernel Tuner's convolution example (tests/data/kernel_tuner),
 one build at a time and in 2, 4 and 8 threads of one process: whether building configs ahead
 in more threads would shorten a tune (#45). On an H100 through NVIDIA's driver a build took
-0.35-1.4 s, and threads did not overlap them (docs/benchmarks.md).
+0.35-1.4 s, and threads did not overlap them (docs/logs/benchmarks-2026-11-30-to-2026-12-06.md).
 
     python scripts/experiments/build_threads.py [--platform NVIDIA]
 """

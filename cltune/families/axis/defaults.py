@@ -72,14 +72,14 @@ def builtin_axis_config(info: Any, layout: str, a: int, b: int,
             # rows of 2..16: whole rows in each vector load (clt_ax_packed), 4 in flight, or
             # (other lengths) blocks of 16 rows transposed in registers; a work-item a group
             # (PoCL: 24 GB/s against 11 with 8, whose work-item loop the driver vectorises
-            # across already-vector code; docs/benchmarks.md)
+            # across already-vector code; docs/logs/benchmarks-*.md)
             return AxisConfig(wg=1, lanes=1, vec=min(16, cap), items=4, groups_per_cu=8)
         vec = min(16, pow2_at_most(b), cap)
-        # up to 8 vectors in flight: as many as a row has (docs/benchmarks.md)
+        # up to 8 vectors in flight: as many as a row has (docs/logs/benchmarks-*.md)
         items = min(8, pow2_at_most(max(1, b // vec)))
         if layout == "rows" and b >= CPU_LONG_ROW and a <= CPU_FEW_ROWS:  # a work-item a group
             return AxisConfig(wg=1, lanes=1, vec=vec, items=1, groups_per_cu=64)
-        if b >= CPU_LONG_ROW:  # rows of 256+: 4 in flight, 64 groups a CU (docs/benchmarks.md)
+        if b >= CPU_LONG_ROW:  # rows of 256+: 4 in flight, 64 groups a CU (docs/logs/)
             return AxisConfig(wg=wg, lanes=1, vec=vec, items=min(items, 4), groups_per_cu=64)
         return AxisConfig(wg=wg, lanes=1, vec=vec, items=items, groups_per_cu=8)
     if cpu and b <= NARROW_COLS and cap >= 2:
@@ -87,7 +87,7 @@ def builtin_axis_config(info: Any, layout: str, a: int, b: int,
         vec = min(64 // max(4, element_bytes), cap)
         return AxisConfig(wg=min(pow2_at_most(info.max_wg), 16), lanes=0, cols=1, vec=vec,
                           items=2, groups_per_cu=8, stream=1)
-    if cpu:  # stream strips of up to 1024 columns, 8 rows a pass (docs/benchmarks.md)
+    if cpu:  # stream strips of up to 1024 columns, 8 rows a pass (docs/logs/benchmarks-*.md)
         vec = min(16, pow2_at_most(b), cap)
         few = a <= CPU_FEW_REDUCED
         cols = min(CPU_STRIP_VECTORS // 4 if few else CPU_STRIP_VECTORS,
@@ -109,7 +109,8 @@ def _gpu_rows(info: Any, wg: int, rows: int, b: int, cap: int) -> AxisConfig:
     has fewer than MIN_WORK_ITEMS work-items; 4-wide loads only where every row starts
     aligned to them (b % 4 == 0: unaligned vloads cost up to 2.4x on the H200), else scalar
     loads four in flight. Fitted to an H200 sweep of 15 untuned shapes (geometric mean 1.13x
-    the best of ~200 configs per shape, against 1.52x for the earlier rule; docs/benchmarks.md,
+    the best of ~200 configs per shape, against 1.52x for the earlier rule;
+    docs/logs/benchmarks-*.md,
     scripts/experiments/axis_gpu_sweep.py)."""
     vec = min(4, cap) if b % 4 == 0 else 1
     lanes = max(1, min(wg, pow2_at_least(-(-b // ROW_ELEMS_PER_LANE))))

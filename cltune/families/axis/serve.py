@@ -192,7 +192,7 @@ def axis_engine(reducer: Any) -> AxisEngine:
 #: ran 1.34x (rows) and 1.38x (columns) the best launch of 15 untuned shapes in geometric
 #: mean when they served up to 2^3 away; served up to 2^1 away, and only where the row
 #: stride is a multiple of their vector width, with the builtin rule elsewhere: 1.13x / 1.15x
-#: (docs/benchmarks.md, "Axis sums on the H200: shapes nobody tuned")
+#: (docs/logs/benchmarks-2026-11-30-to-2026-12-06.md, "Axis sums on the H200: shapes nobody tuned")
 GPU_CLASS_STEPS = 1
 
 

@@ -45,7 +45,7 @@ MAX_STEPS = 1 << 24
 #: config.MIN_ROWS_PER_ITEM): few long rows fill the device. H100, mean/var/argmax of
 #: 8x1048576, 4x2000003, 1x4194304 along rows: 16 within 3 % of the best of 4..64 with stage
 #: 2's lanes; tall-narrow columns ran best at 64 (2000003x7 var 38.2 us against 43.1 at 16).
-#: scripts/experiments/stats_axis_skinny.py, docs/benchmarks.md "Statistics along skinny
+#: scripts/experiments/stats_axis_skinny.py, docs/logs/benchmarks-*.md "Statistics along skinny
 #: shapes"
 GPU_MIN_ROW_ELEMS_PER_ITEM = 16
 

@@ -41,7 +41,7 @@ def builtin_config(info: Any, layout: str, acc_bytes: int = 8) -> ScanConfig:
         # cache: 2^24 float32, chunks of 256 KiB). 2^24 float32 on this 2-core AMD host (L2 of
         # 1 MiB a core), scripts/experiments/scan_cpu_chunks.py side by side: 8 wide a vector
         # a step 0.71 / 0.86 of the copy on Intel's runtime / Debian's PoCL, 16 wide 4 a step
-        # with streaming stores 1.11 / 1.36 (docs/benchmarks.md)
+        # with streaming stores 1.11 / 1.36 (docs/logs/benchmarks-2026-11-30-to-2026-12-06.md)
         atom = bool(getattr(info, "int64_atomics", False))
         cap = int(getattr(info, "max_vector_bytes", 0) or 0)
         items = 16 if not cap or 16 * acc_bytes <= cap else 8

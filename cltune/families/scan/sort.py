@@ -17,7 +17,7 @@ instead, (key, index) pairs through a bitonic network: on GPUs in each group's _
 (clt_sort_rows_local, several short rows a group; H100: 3-26x the passes, 1.7-4.0x
 torch.sort(dim=1) for rows of 16-256, 0.6-0.8x for 1024-4096), on CPUs 8 rows a work-item in
 the lanes of vectors (clt_sort_rows_vec; 4-27x the passes, ahead of numpy's quicksort from
-rows of 1024 and of its stable sort everywhere: docs/benchmarks.md).
+rows of 1024 and of its stable sort everywhere: docs/logs/benchmarks-2026-11-30-to-2026-12-06.md).
 
 The passes' shape is tuned per device and key dtype (`cltune tune --op sort`: the family in
 sort_config/sort_family/sort_serve/sort_target); untuned, CPUs take 8-bit digits and one

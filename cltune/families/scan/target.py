@@ -224,7 +224,7 @@ class ScanTarget(Target):
         out: list[dict] = []
         extra: list[ScanConfig] = []
         if self.scan.layout == "rows" and self.info.int64_atomics and self.info.type != "cpu":
-            # the H200 sweeps' other winners beside the builtin (docs/benchmarks.md: chained
+            # the H200 sweeps' other winners beside the builtin (docs/logs/benchmarks-*.md: chained
             # passes of 256 x 16 with warp shuffles at 2^20, 128 x 16 on rows of 16, 128 x 32,
             # 256 x 32 by the tree: the tuner's pick at 2^12 and 2^20 with the warp's
             # look-back): a few trials over a space of thousands of points rarely draw them
