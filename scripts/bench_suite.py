@@ -56,35 +56,33 @@ def _bench(family: str, case: str, args: str, timeout_s: float = 300.0) -> Comma
     return Command(family, case, args, "bench", timeout_s)
 
 
-#: The commands of each preset, in the order they run. `cpu`: sizes a 2-core CPU measures in
-#: about ten minutes in all; `gpu`: the same families at GPU sizes (torch rows on CUDA).
+#: The commands of each preset, in the order they run (9 interleaved samples, cltune bench's
+#: default). `cpu`: sizes a 2-core CPU measures in about five minutes; `gpu`: the same
+#: families at GPU sizes (torch rows on CUDA).
 PRESETS: dict[str, tuple[Command, ...]] = {
     "cpu": (
-        _bench("reduce", "sum", "--op sum --sizes 2^16,2^20,2^24 --repeats 7"),
+        _bench("reduce", "sum", "--op sum --sizes 2^16,2^20,2^24"),
         _bench("axis", "sum", "--op sum --axis both --shapes "
-               "4096x4096,65536x256,256x65536,2^20x16 --repeats 7"),
-        _bench("segments", "sum", "--op sum --segments --shapes 65536x256,4096x4096 "
-               "--repeats 7"),
-        _bench("statistics", "var", "--op var --sizes 2^24 --repeats 7"),
-        _bench("statistics", "argmax", "--op argmax --sizes 2^24 --repeats 7"),
-        _bench("statistics", "norm", "--op norm --sizes 2^24 --repeats 7"),
-        _bench("statistics", "mean-axis", "--op mean --axis both --shapes 4096x4096,65536x256 "
-               "--repeats 7"),
-        _bench("many", "sum", "--op sum --many 64 --sizes 2^12,2^16 --repeats 7"),
-        _bench("many", "norm", "--op norm --many 64 --sizes 2^12,2^16 --repeats 7"),
-        _bench("scan", "cumsum", "--op cumsum --sizes 2^16,2^20,2^24 --repeats 7"),
-        _bench("scan", "cumsum-axis", "--op cumsum --axis both --shapes 4096x4096 --repeats 7"),
-        _bench("compaction", "copy_if", "--op copy_if --sizes 2^20,2^24 --repeats 7"),
-        _bench("compaction", "nonzero", "--op nonzero --sizes 2^20,2^24 --repeats 7"),
+               "4096x4096,65536x256,256x65536,2^20x16"),
+        _bench("segments", "sum", "--op sum --segments --shapes 65536x256,4096x4096"),
+        _bench("statistics", "var", "--op var --sizes 2^24"),
+        _bench("statistics", "argmax", "--op argmax --sizes 2^24"),
+        _bench("statistics", "norm", "--op norm --sizes 2^24"),
+        _bench("statistics", "mean-axis", "--op mean --axis both --shapes 4096x4096,65536x256"),
+        _bench("many", "sum", "--op sum --many 64 --sizes 2^12,2^16"),
+        _bench("many", "norm", "--op norm --many 64 --sizes 2^12,2^16"),
+        _bench("scan", "cumsum", "--op cumsum --sizes 2^16,2^20,2^24"),
+        _bench("scan", "cumsum-axis", "--op cumsum --axis both --shapes 4096x4096"),
+        _bench("compaction", "copy_if", "--op copy_if --sizes 2^20,2^24"),
+        _bench("compaction", "nonzero", "--op nonzero --sizes 2^20,2^24"),
         _bench("histogram", "bincount", "--op bincount --dtype int32 --sizes 2^24 "
-               "--bins 256,4096 --repeats 7"),
-        _bench("histogram", "histogram", "--op histogram --sizes 2^24 --bins 256,4096 "
-               "--repeats 7"),
-        _bench("topk", "topk", "--op topk --sizes 2^24 --k 10,1000 --repeats 7"),
-        _bench("topk", "topk-rows", "--op topk --shapes 4096x4096 --k 10 --repeats 7"),
-        _bench("sort", "sort", "--op sort --sizes 2^20,2^24 --repeats 7"),
-        _bench("sort", "sort-rows", "--op sort --shapes 4096x4096 --repeats 7"),
-        Command("call-floor", "warm-calls", "--calls 500 --blocks 7", "call-floor", 600),
+               "--bins 256,4096"),
+        _bench("histogram", "histogram", "--op histogram --sizes 2^24 --bins 256,4096"),
+        _bench("topk", "topk", "--op topk --sizes 2^24 --k 10,1000"),
+        _bench("topk", "topk-rows", "--op topk --shapes 4096x4096 --k 10"),
+        _bench("sort", "sort", "--op sort --sizes 2^20,2^24"),
+        _bench("sort", "sort-rows", "--op sort --shapes 4096x4096"),
+        Command("call-floor", "warm-calls", "--calls 1000 --blocks 9", "call-floor", 600),
         Command("own-kernels", "kernel-tuner", "--cases vector_add,stencil --seeds 10",
                 "tuner", 600),
     ),
