@@ -206,10 +206,14 @@ def case_rows(r: Result) -> list[tuple[str, dict[str, Any]]]:
     return [(f"{op}, {e['label']}", e) for e in d["cases"]]
 
 
-def ratio_text(ratios: dict[str, float]) -> str:
+def ratio_text(ratios: dict[str, float], small: bool = False) -> str:
+    """`numpy 1.80×, ...` (the other row alone where cltune's call is timed against it); small:
+    only the ratios of cltune's call and batch (not the device time's, nor tuned/builtin)."""
     parts = []
     for k, v in ratios.items():
         a, _, b = k.partition("/")
+        if small and a not in ("cltune", "cltune-batch"):
+            continue
         parts.append(f"{b if a == 'cltune' else k} {v:.2f}×")
     return ", ".join(parts) or "–"
 
@@ -242,7 +246,8 @@ def bench_table(results: list[Result], small: bool = False) -> list[str]:
     if small:
         head = ["case", "cltune µs", "GB/s", "ratios (> 1: cltune faster)"]
         body = [[lbl, us(e["rows"]["cltune"]["median_s"]) if "cltune" in e["rows"] else "wrong",
-                 num(e["rows"].get("cltune", {}).get("gbps"), 1), ratio_text(e["ratios"])]
+                 num(e["rows"].get("cltune", {}).get("gbps"), 1),
+                 ratio_text(e["ratios"], small=True)]
                 for lbl, e in lines]
         return table(head, body)
     head = ["case", "cltune µs", "GB/s", *[f"{n} µs" for n in names],
@@ -333,11 +338,20 @@ def _order(results: list[Result]) -> list[Result]:
     return sorted(results, key=lambda r: (r.get("order", 0), r.data["case"]))
 
 
+def device_name(results: list[Result]) -> str:
+    """The device's name as the commands reported it (bench_tuner's: in its rows)."""
+    for r in results:
+        rows = r.get("rows") if isinstance(r.get("rows"), list) else []
+        for name in [r.get("device"), *[x.get("device") for x in rows]]:
+            if isinstance(name, str) and name:
+                return name
+    return results[0].slug
+
+
 def device_heading(results: list[Result]) -> str:
-    first = next((r for r in results if "device" in r.data), results[0])
-    dev = first.get("device", first.slug)
+    first = next((r for r in results if "platform" in r.data), results[0])
     plat = short_platform(first.get("platform", "")) or first.get("platform_vendor", "?")
-    return f"### {first.slug}: {dev} ({plat})"
+    return f"### {first.slug}: {device_name(results)} ({plat})"
 
 
 def provenance(results: list[Result]) -> list[str]:
@@ -444,9 +458,8 @@ def render_block(family: str, results: list[Result]) -> str:
     out: list[str] = []
     for slug, rs in fams.items():
         tab = family_table(family, rs, small=True)
-        first = next((r for r in rs if "device" in r.data), rs[0])
         latest = max(rs, key=lambda r: r.data["date"])
-        out += [f"*{slug}* ({first.get('device', slug)}, {when(latest)}):", "",
+        out += [f"*{slug}* ({device_name(rs)}, {when(latest)}):", "",
                 *(tab or ["no figures: the run failed"]), ""]
     if not out:
         out = ["No current figures yet.", ""]
