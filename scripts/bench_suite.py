@@ -106,7 +106,7 @@ PRESETS: dict[str, tuple[Command, ...]] = {
         _bench("histogram", "histogram", "--op histogram --sizes 2^27 --bins 256,4096"),
         _bench("topk", "topk", "--op topk --sizes 2^27 --k 10,1000"),
         _bench("topk", "topk-rows", "--op topk --shapes 4096x4096 --k 10"),
-        _bench("sort", "sort", "--op sort --sizes 2^24,2^27"),
+        _bench("sort", "sort", "--op sort --sizes 2^24,2^26", 600),  # numpy's: seconds a call
         _bench("sort", "sort-rows", "--op sort --shapes 4096x4096"),
         Command("call-floor", "warm-calls", "--calls 1000 --blocks 9 --device-time",
                 "call-floor", 600),
