@@ -99,3 +99,21 @@ def test_every_page_with_python_examples_is_run():
     pages = [p for p in [README, *sorted((ROOT / "docs").glob("*.md"))]
              if "```python" in p.read_text()]
     assert sorted(p.relative_to(ROOT).as_posix() for p in pages) == sorted(EXAMPLES)
+
+
+def test_every_script_is_named_by_a_doc():
+    """scripts/ holds the tools the docs name (#43): every script there and under
+    scripts/experiments/ is named by the README or a page under docs/ (the history under
+    docs/logs/ included), but for modules the scripts import (their shared helpers)."""
+    import re
+
+    scripts = ROOT / "scripts"
+    texts = [README.read_text(), *(p.read_text() for p in (ROOT / "docs").rglob("*.md"))]
+    names = sorted(p for p in [*scripts.glob("*.py"), *scripts.glob("*.sh"),
+                               *(scripts / "experiments").glob("*.py")])
+    sources = "\n".join(p.read_text() for p in names)
+    imported = set(re.findall(r"^\s*from (\w+) import|^\s*import (\w+)$", sources, re.M))
+    helpers = {n for pair in imported for n in pair if n}
+    uncited = [p.relative_to(ROOT).as_posix() for p in names
+               if p.stem not in helpers and not any(p.name in t for t in texts)]
+    assert not uncited, f"scripts no doc names (name them, or let them leave the tree): {uncited}"
