@@ -96,3 +96,24 @@ def test_knl_tune_prints_nothing_to_the_applications_stderr(device, tmp_path):
         assert "sum 5000.0" in r.stdout
         assert "Trial" not in r.stderr and "A new study" not in r.stderr, r.stderr[-2000:]
         assert ("finished with value" in r.stdout) == (mode == "debug"), r.stdout[-2000:]
+
+
+def test_cltunes_choice_of_optunas_experimental_options_warns_nothing(tmp_path):
+    """TPE's `group` and the storage's heartbeat are experimental in Optuna, and cltune's
+    choice: an application tuning through cltune hears no ExperimentalWarning of them (the
+    README's "the library prints nothing"); warnings of its own Optuna calls stay its own."""
+    import warnings
+
+    import optuna
+
+    from cltune.tuning.tuner import make_sampler, open_storage
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        make_sampler("tpe", 0, None)
+        open_storage(f"sqlite:///{tmp_path / 'studies.db'}")
+    assert not [w for w in seen if issubclass(w.category, optuna.exceptions.ExperimentalWarning)]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        optuna.samplers.TPESampler(group=True, multivariate=True)
+    assert any(issubclass(w.category, optuna.exceptions.ExperimentalWarning) for w in seen)

@@ -224,7 +224,8 @@ def _ddof(ddof: Any) -> float:
 
 def var(x: cla.Array, ddof: int = 0, queue: cl.CommandQueue | None = None, *,
         axis: Any = None, keepdims: bool = False) -> cla.Array:
-    """Variance, one pass (Welford/Chan); divides by max(n - ddof, 0) as numpy does.
+    """Variance in one pass (shifted sums, the partials merged by Chan's formula); divides by
+    max(n - ddof, 0) as numpy does.
     `cltune.var(x, ddof=1).get()`, `cltune.var(x, axis=0, ddof=1).get()`"""
     return _run("var", x, queue, _ddof(ddof), axis=axis, keepdims=keepdims)
 

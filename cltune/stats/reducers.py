@@ -21,6 +21,8 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from cltune.core import family
+from cltune.core.ops import OPS as PLAIN_OPS
+from cltune.core.ops import OpError
 from cltune.families.reduce.api import Reducer
 from cltune.families.reduce.api import get_reducer as _reduce
 from cltune.opencl import caches
@@ -124,6 +126,9 @@ def get_reducer(target: Any, op: str = "sum", dtype: Any = np.float32, *,
             while len(_stats_reducers) > 64:
                 _stats_reducers.pop(next(iter(_stats_reducers)))
         return hit
+    if not isinstance(op, str) or op not in PLAIN_OPS:
+        raise OpError(f"unknown op {op!r:.40}; choose one of {', '.join(PLAIN_OPS)}, or a "
+                      f"statistic: {', '.join(STATS_OPS)}")
     return _reduce(target, op, dtype, db=db)
 
 

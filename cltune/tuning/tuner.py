@@ -18,7 +18,9 @@ import socket
 import statistics
 import threading
 import time
+import warnings
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,11 +110,22 @@ class Progress:
     def end_bucket(self, result: BucketResult) -> None: ...
 
 
+@contextmanager
+def _experimental_options():  # noqa: ANN202 - a context manager
+    """cltune's own choice of Optuna's experimental options (TPE's `group`, the storage's
+    heartbeat) warns nothing in the application's process: the option is cltune's, not the
+    application's to hear of."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        yield
+
+
 def make_sampler(name: str, seed: int, space: Any,
                  parallel: bool = False) -> optuna.samplers.BaseSampler:
     if name == "tpe":
-        return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
-                                          n_startup_trials=10, constant_liar=parallel)
+        with _experimental_options():
+            return optuna.samplers.TPESampler(seed=seed, multivariate=True, group=True,
+                                              n_startup_trials=10, constant_liar=parallel)
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if name == "grid":
@@ -405,8 +418,9 @@ def open_storage(url: str) -> optuna.storages.RDBStorage:
     # fails with "already exists" and finds them in place on the next attempt
     for attempt in range(6):
         try:
-            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs, heartbeat_interval=5,
-                                              grace_period=20)
+            with _experimental_options():
+                return optuna.storages.RDBStorage(url, engine_kwargs=kwargs,
+                                                  heartbeat_interval=5, grace_period=20)
         except Exception:  # noqa: BLE001 - SQLAlchemy/Optuna errors of the creation race
             if attempt == 5:
                 raise
