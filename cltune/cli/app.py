@@ -130,9 +130,9 @@ def tune(
     segments: Annotated[bool, typer.Option(
         "--segments", help="Tune segmented (CSR) reductions.")] = False,
     kernel: Annotated[str | None, typer.Option(  # noqa: UP007
-        help="Tune a cltune.ReductionKernel given as module:attribute (its sample_args make "
-        "the inputs; sizes from --sizes, default 2^20; with --axis along axes of 2-D inputs "
-        "of --shapes).")] = None,
+        help="Tune a cltune.ReductionKernel or cltune.GenericScanKernel given as "
+        "module:attribute (its sample_args make the inputs; sizes from --sizes, default 2^20; "
+        "a ReductionKernel with --axis along axes of 2-D inputs of --shapes).")] = None,
     many: Annotated[str | None, typer.Option(  # noqa: UP007
         help="Tune many reductions in one launch (r.many, cltune.norm_many; --op sum, prod, "
         "min, max or norm) for classes KxN: K arrays of about N elements, powers of two "
@@ -158,7 +158,9 @@ def tune(
         "--shapes (or the --axis named).")] = False,
     shapes: Annotated[str | None, typer.Option(  # noqa: UP007
         help="Shapes for --axis (ROWSxCOLS, powers of two: 65536x256,16x1048576) or, with "
-        "--segments, COUNTxMEANLENGTH; default: a set of 2^24-element shapes.")] = None,
+        "--segments, COUNTxMEANLENGTH; default: 2^20x16, 2^18x64, 2^16x256, 2^14x2^14 (a GiB "
+        "of float32), 2^12x2^12, 16x2^20, 2^22x4, 2^24x2; segments 2^20x16, 2^16x256, "
+        "2^12x2^12).")] = None,
     sampler: Annotated[str, typer.Option(help="tpe, random or grid.")] = "tpe",
     seed: Annotated[int, typer.Option(help="Sampler seed.")] = 0,
     resume: Annotated[bool, typer.Option(help="Continue the stored studies.")] = False,
