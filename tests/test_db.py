@@ -98,7 +98,7 @@ def test_newer_schema_is_refused_with_the_fix(db_url):
         c.execute(text("UPDATE cltune_schema_version SET version = 99"))
     s.close()
     for ro in (True, False):
-        with pytest.raises(SchemaError, match="pip install -U cltune"):
+        with pytest.raises(SchemaError, match="upgrade cltune"):
             Store.open(db_url, readonly=ro)
 
 

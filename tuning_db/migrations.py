@@ -190,7 +190,7 @@ def check_readable(conn: Connection) -> int:
     if v > LATEST:
         raise SchemaError(
             f"database schema v{v} is newer than this cltune understands (v{LATEST}); "
-            "upgrade cltune: pip install -U cltune"
+            "upgrade cltune (pip install . in a newer checkout)"
         )
     if v < LATEST:
         raise SchemaError(

@@ -362,8 +362,8 @@ def run_benchmark(q: cl.CommandQueue, info: DeviceInfo, op: str, dtype: str, siz
 def require_matplotlib() -> None:
     """Raise a clear ImportError now (before a long benchmark) when the plot cannot be made."""
     if importlib.util.find_spec("matplotlib") is None:
-        raise ImportError("--plot needs matplotlib: pip install 'cltune[plot]' (or pip install "
-                          "matplotlib)")
+        raise ImportError("--plot needs matplotlib: pip install matplotlib (cltune's [plot] "
+                          "extra)")
 
 
 def plot(report: Report, path: str) -> None:

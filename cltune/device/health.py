@@ -111,11 +111,12 @@ class Health:
 ADVICE: tuple[tuple[str, str, str], ...] = (
     (r"evaluation worker did not start: the evaluation worker exited \(exit status", r"",
      "cltune's worker process could not run in this Python environment (nothing of the "
-     "driver's): reinstall cltune (`pip install cltune`, or `pip install -e .` in a source "
+     "driver's): reinstall cltune (`pip install .` or `pip install -e .` in its "
      "checkout) or run from another directory than the checkout; no verdict was kept"),
     (r"unknown target CPU", r"PoCL",
      "{impl} uses LLVM {llvm}, which does not know this CPU: install your distribution's PoCL "
-     "(`apt install pocl-opencl-icd`) or Intel's CPU runtime (`pip install 'cltune[intel]'`)"),
+     "(`apt install pocl-opencl-icd`) or Intel's CPU runtime (cltune[intel]: `pip install "
+     "intel-opencl-rt intel-cmplr-lib-rt`)"),
     (r"wrong answer", r"",
      "the driver miscompiles a basic reduction: update or reinstall it, or use another device"),
     (r"", r"",
