@@ -5,7 +5,8 @@ the same space and bucket, both winners re-timed side by side.
 
 The sweep evaluates every feasible config of the restricted space exactly as a tuner trial does
 (validation first, then profiling-event timing); the default search is `TuneOptions()` (seeded
-TPE, 40 trials) with the script's --budget (60 s) on the same space. The exhaustive top 3 and the tuner's pick
+TPE, 40 trials) with the script's --budget (60 s) on the
+same space. The exhaustive top 3 and the tuner's pick
 are then re-timed interleaved (9 rounds, median of medians).
 """
 
