@@ -8,8 +8,11 @@ The results are what scripts/bench_suite.py writes: one file per command and dev
 `docs/results/<device-slug>/<family>-<case>.json`. benchmarks.md holds, per family and device,
 the latest table of each command with the command, date, commit and host. A block
 `<!-- bench-table: FAMILY -->` ... `<!-- /bench-table -->` in docs/*.md gets a few rows of
-that family per device and a link to benchmarks.md. The output depends on the JSON alone
-(sorted; no clock). A malformed or unknown results file is an error naming the file.
+that family per device and a link to benchmarks.md. Every table leads with cltune's figure a
+call (LEAD: the call and its result read back where that is a scalar or a value per row, calls
+back to back where it is an array), says under it what it measures (MEASURES) and names the
+contenders the benchmark found wrong. The output depends on the JSON alone (sorted; no
+clock). A malformed or unknown results file is an error naming the file.
 """
 
 from __future__ import annotations
@@ -53,6 +56,59 @@ ABOUT = {
     "example spaces in a fresh process (valid configs, best kernel time, wall time), then "
     "searches with a fifth of the space as budget, simulated on cltune's exhaustive table.",
 }
+#: family -> the row its tables lead with: `cltune` (the call and its result read back) where
+#: the answer is a scalar or a row's worth of values, `cltune-batch` (calls back to back, one
+#: wait per block) where `cltune` reads a whole array back (cltune/cli/bench_*.py); compaction's
+#: and many's `cltune` rows are themselves timed back to back (bench_compact.py, bench_modes.py)
+LEAD = {"scan": "cltune-batch", "sort": "cltune-batch", "topk": "cltune-batch",
+        "histogram": "cltune-batch"}
+BACK_TO_BACK = ("compaction", "many", *LEAD)
+HEAD_READ = "µs a call (result read back)"
+HEAD_B2B = "µs a call (back to back)"
+HEAD_SINGLE = "µs a call + read back"
+_B2B = "calls back to back, one wait per block of calls"
+ELSEWHERE = " (on the benchmarks page)"  # dropped on that page
+_READ = "one call at a time, each answer read back"
+_GBS = "GB/s: the input's bytes / the first column"
+
+
+def _array(call: str, kept: str, gbs: str = _GBS) -> str:
+    """The sentence of a family whose tables lead with `cltune-batch`."""
+    return (f"{HEAD_B2B}: `{call}` {_B2B}, {kept} left on the device; {HEAD_SINGLE}{ELSEWHERE}: "
+            f"{_READ} to the host; {gbs}; a ratio named by a contender alone is against the "
+            "first column, `cltune/X` against the call and its read back.")
+
+
+#: family -> one sentence under its tables: what the numbers measure (cltune/cli/bench*.py)
+MEASURES = {
+    "reduce": f"{HEAD_READ}: `r(x).get()`, {_READ} (a scalar); `cltune-batch`: {_B2B}; "
+    f"{_GBS}.",
+    "axis": f"{HEAD_READ}: `r(x, axis=k).get()`, {_READ} (a value per row or column); "
+    f"`cltune-batch`: {_B2B}; {_GBS}.",
+    "segments": f"{HEAD_READ}: `r.segments(x, offsets).get()`, {_READ} (a value per "
+    f"segment); `cltune-batch`: {_B2B}; {_GBS}.",
+    "statistics": f"{HEAD_READ}: the statistic's call and `.get()`, {_READ} (a scalar, or a "
+    f"value per row or column); `cltune-batch`: {_B2B}; {_GBS}.",
+    "many": f"{HEAD_B2B}: one `r.many(xs)` (`cltune.norm_many`) for all K arrays, {_B2B}, "
+    f"the K results left on the device; `cltune-k-calls`: K calls of `r(x)` timed the same "
+    f"way; GB/s: the K arrays' bytes / the first column.",
+    "scan": _array("cltune.cumsum(x, out=y)", "the result", "GB/s: the bytes read and "
+                   "written (twice the input's) / the first column"),
+    "compaction": f"{HEAD_B2B}: `cltune.copy_if` / `cltune.nonzero` {_B2B}, the kept "
+    "elements left on the device; copy_if keeps its count there too, `nonzero(mask)` reads "
+    "its count back in every call (numpy's semantics need it) and `cltune-sized` "
+    "(`nonzero(mask, size=k)`) does not; GB/s: the data's bytes (nonzero's: those of the "
+    "array its mask was made from, not the mask's) / the first column.",
+    "histogram": _array("cltune.bincount` / `cltune.histogram", "the counts"),
+    "topk": _array("cltune.topk(x, k)", "the k values (per row)"),
+    "sort": _array("cltune.sort(x)", "the sorted array"),
+}
+#: how a contender's answer is checked (cltune/cli/bench.py `_close`, bench_cases.close_to as
+#: bench_modes.py and bench_scan.py call it): ops compared exactly in the modes
+EXACT_OPS = ("min", "max", "argmin", "argmax", "count_nonzero", "any", "all", "cummax",
+             "cummin")
+WHY_BOUND = "outside the accuracy bound the benchmark checks (a float64 reference)"
+WHY_EXACT = "not equal to the reference answer, which the benchmark checks exactly"
 META = ("family", "case", "command", "date", "commit", "host_cpu", "cltune_version",
         "device_slug")
 DATE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
@@ -197,25 +253,58 @@ def table(head: list[str], rows: list[list[str]]) -> list[str]:
             *["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]]
 
 
-def case_rows(r: Result) -> list[tuple[str, dict[str, Any]]]:
-    """(label, entry) per size or case; the label names the op where the family mixes them."""
+Line = tuple[str, dict[str, Any], dict[str, Any]]  # (label, entry, its file's data)
+
+
+def case_rows(r: Result) -> list[Line]:
+    """(label, entry, data) per size or case; the label names the op where the family mixes
+    them."""
     d = r.data
     op = d["op"] + ("" if d["dtype"] == "float32" else f" {d['dtype']}")
     if "sizes" in d:
-        return [(f"{op}, n = {size(e['n'])}", e) for e in d["sizes"]]
-    return [(f"{op}, {e['label']}", e) for e in d["cases"]]
+        return [(f"{op}, n = {size(e['n'])}", e, d) for e in d["sizes"]]
+    return [(f"{op}, {e['label']}", e, d) for e in d["cases"]]
 
 
-def ratio_text(ratios: dict[str, float], small: bool = False) -> str:
-    """`numpy 1.80×, ...` (the other row alone where cltune's call is timed against it); small:
-    only the ratios of cltune's call and batch (not the device time's, nor tuned/builtin)."""
+def ratio_text(ratios: dict[str, float], lead: str = "cltune", small: bool = False) -> str:
+    """`numpy 1.80×, ...`: the other row alone where the table's first column (`lead`) is timed
+    against it, `a/b` otherwise; small: only the ratios of cltune's call and batch (not the
+    device time's, nor tuned/builtin)."""
     parts = []
     for k, v in ratios.items():
         a, _, b = k.partition("/")
         if small and a not in ("cltune", "cltune-batch"):
             continue
-        parts.append(f"{b if a == 'cltune' else k} {v:.2f}×")
+        parts.append(f"{b if a == lead else k} {v:.2f}×")
     return ", ".join(parts) or "–"
+
+
+def checked_exactly(d: dict[str, Any]) -> bool:
+    """Whether `cltune bench` compares answers exactly in this file's mode (else: within a
+    relative bound of numpy's answer in float64): bench.py's `_close`, bench_modes.py's and
+    bench_scan.py's `close_to(rtol, exact)`, and sort, top-k, histograms and compaction, which
+    pass `close_to(0.0, True)`."""
+    family, op, is_float = d["family"], d["op"], str(d["dtype"]).startswith("float")
+    if family in ("sort", "topk", "histogram", "compaction"):
+        return True
+    if family == "scan":
+        return op in ("cummax", "cummin") or not is_float
+    if family == "reduce":
+        return op in ("min", "max") or not is_float
+    return op in EXACT_OPS
+
+
+def wrong_note(lines: list[Line]) -> list[str]:
+    """A line under a table naming every contender whose answer the benchmark rejected (and
+    so did not time), where, and why; [] when none was."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for lbl, e, d in lines:
+        for name, answer in e["wrong"].items():
+            why = WHY_EXACT if checked_exactly(d) else WHY_BOUND
+            shown = "" if "..." in str(answer) else f": it answered {answer}"
+            found.setdefault((name, why), []).append(f"{lbl}{shown}")
+    parts = [f"{name} at {' and '.join(where)}, {why}" for (name, why), where in found.items()]
+    return [f"Not timed, a wrong answer: {'; '.join(parts)}."] if parts else []
 
 
 def short_platform(p: str) -> str:
@@ -228,9 +317,12 @@ def when(r: Result) -> str:
 
 # ---------------------------------------------------------------- the tables
 
-def bench_table(results: list[Result], small: bool = False) -> list[str]:
-    """One table for a family on one device: a line per size or case, every contender's
-    median (µs), cltune's GB/s, the ratios, launches and host µs (small: cltune and ratios)."""
+def bench_table(family: str, results: list[Result], small: bool = False) -> list[str]:
+    """One table for a family on one device: a line per size or case, the per-call figure
+    (µs, GB/s; LEAD says which row), every other contender's median (µs), the ratios,
+    launches and host µs (small: the per-call figure and cltune's ratios); under it, the
+    contenders that answered wrong."""
+    lead = LEAD.get(family, "cltune")
     per_file = [case_rows(r) for r in results]
     lines = [x for rows in per_file for x in rows]
     if small:  # SMALL_ROWS of them, taken from each command in turn, shown in order
@@ -238,31 +330,34 @@ def bench_table(results: list[Result], small: bool = False) -> list[str]:
                        for i, x in enumerate(rows))
         keep = {(f, lbl) for _, f, lbl in turns[:SMALL_ROWS]}
         lines = [x for f, rows in enumerate(per_file) for x in rows if (f, x[0]) in keep]
+    second = ["cltune"] if lead != "cltune" else []
     names: list[str] = []
-    for _, e in lines:
+    for _, e, _ in lines:
         for k in [*e["rows"], *e["wrong"]]:
-            if k not in names and k != "cltune":
+            if k not in names and k not in (lead, *second):
                 names.append(k)
-    if small:
-        head = ["case", "cltune µs", "GB/s", "ratios (> 1: cltune faster)"]
-        body = [[lbl, us(e["rows"]["cltune"]["median_s"]) if "cltune" in e["rows"] else "wrong",
-                 num(e["rows"].get("cltune", {}).get("gbps"), 1),
-                 ratio_text(e["ratios"], small=True)]
-                for lbl, e in lines]
-        return table(head, body)
-    head = ["case", "cltune µs", "GB/s", *[f"{n} µs" for n in names],
-            "ratios (> 1: cltune faster)", "launches", "host µs"]
-    body = []
-    for lbl, e in lines:
-        rows = e["rows"]
 
-        def med(name: str, rows: dict[str, Any] = rows, wrong: dict[str, Any] = e["wrong"]) -> str:
-            return "wrong" if name in wrong else us(rows[name]["median_s"]) if name in rows \
-                else "–"
-        body.append([lbl, med("cltune"), num(rows.get("cltune", {}).get("gbps"), 1),
-                     *[med(n) for n in names], ratio_text(e["ratios"]),
-                     num(e.get("launches"), 0), num(e.get("host_us"))])
-    return table(head, body)
+    def med(name: str, e: dict[str, Any]) -> str:
+        return "wrong" if name in e["wrong"] else us(e["rows"][name]["median_s"]) \
+            if name in e["rows"] else "–"
+
+    def gbps(e: dict[str, Any]) -> str:
+        return num(e["rows"].get(lead, {}).get("gbps"), 1)
+
+    first = HEAD_B2B if family in BACK_TO_BACK else HEAD_READ
+    if small:
+        head = ["case", first, "GB/s", "ratios (> 1: cltune faster)"]
+        body = [[lbl, med(lead, e), gbps(e), ratio_text(e["ratios"], lead, small=True)]
+                for lbl, e, _ in lines]
+    else:
+        head = ["case", first, "GB/s", *([HEAD_SINGLE] if second else []),
+                *[f"{n} µs" for n in names], "ratios (> 1: cltune faster)", "launches",
+                "host µs"]
+        body = [[lbl, med(lead, e), gbps(e), *[med(n, e) for n in [*second, *names]],
+                 ratio_text(e["ratios"], lead), num(e.get("launches"), 0),
+                 num(e.get("host_us"))] for lbl, e, _ in lines]
+    note = wrong_note(lines)
+    return table(head, body) + (["", *note] if note else [])
 
 
 def floor_table(r: Result, small: bool = False) -> list[str]:
@@ -331,7 +426,7 @@ def family_table(family: str, results: list[Result], small: bool = False) -> lis
         return [ln for r in ok for ln in floor_table(r, small)]
     if family == "own-kernels":
         return [ln for r in ok for ln in tuner_table(r, small)]
-    return bench_table(ok, small)
+    return bench_table(family, ok, small)
 
 
 def _order(results: list[Result]) -> list[Result]:
@@ -356,15 +451,11 @@ def device_heading(results: list[Result]) -> str:
 
 def provenance(results: list[Result]) -> list[str]:
     """A line per command: the command, its date, commit, host and cltune's version, and
-    whether it failed or a contender answered wrong; then the commands' notes."""
+    whether it failed (a wrong answer is noted under the table); then the commands' notes."""
     out = []
     for r in results:
         d = r.data
         status = f": **failed** ({d['error'].splitlines()[0][:160]})" if "error" in d else ""
-        wrong = sorted({k for e in d.get("sizes", d.get("cases", []))
-                        for k in e.get("wrong", {})})
-        if wrong:
-            status += f": **wrong answers** from {', '.join(wrong)} (not timed)"
         out.append(f"- `{d['command']}`: {when(r)}, {d['commit']}, host {d['host_cpu']}, "
                    f"cltune {d['cltune_version']}{status}")
     notes = sorted({n for r in results for n in r.get("notes", []) or []})
@@ -389,17 +480,23 @@ history of measurements, in the order they were made and with the reasoning arou
 in docs/logs/ (until 2026-12-06: `{log}`).
 
 How the figures are measured (`cltune bench`): every contender of a table line runs in ONE
-process on the same data, its answer checked against numpy (in float64) before it is timed (a
-wrong answer is reported, never timed); the contenders are sampled interleaved round-robin
-(the first one rotates), each sample a block of calls; a figure is the median of the samples.
+process on the same data, its answer checked first against numpy's (in float64 where it is a
+float computation; a wrong answer is noted under the table, never timed); the contenders are
+sampled interleaved round-robin (the first one rotates), each sample a block of calls; a
+figure is the median of the samples.
 
-- `cltune` is the call and its result read back (`.get()`): what an application that waits
-  for each answer sees; `cltune-batch` is calls back to back with one finish (the rate torch's
-  row compares with); `cltune-dev` the kernels' device time; `tuned` / `builtin` the tuned and
-  the builtin config launched alone; `read-ceiling` / `copy` a streaming read / copy of the
-  same bytes: what the memory allows.
-- A ratio is time(other) / time(cltune's row), side by side with the medians: above 1, cltune
-  is faster. GB/s = the input's bytes / cltune's median.
+- The first column is cltune's figure a call; the sentence under each family's title says
+  what it times. Where the answer is a scalar or a value per row or segment, the call and its
+  result read back (`.get()`: the `cltune` row, what an application waiting for each answer
+  sees); for scans, sorts, top-k and histograms, calls back to back with one wait per block,
+  the result left on the device (the `cltune-batch` row: the rate torch's row compares with),
+  the call with its result read back beside it; compaction's and many's `cltune` rows are
+  timed back to back. `cltune-dev` is the kernels' device time; `tuned` / `builtin` the
+  tuned and the builtin config launched alone; `read-ceiling` / `copy` a streaming read /
+  copy of the same bytes: what the memory allows.
+- A ratio is time(other) / time(cltune's row): named by the other row alone it is against the
+  first column, else `row/other`; above 1, cltune is faster. GB/s = the bytes the benchmark
+  counts (the input's; a scan's input and output) / the first column.
 - `launches` is the kernel enqueues per call and `host µs` cltune's own Python per call with
   the enqueue stubbed (the host part; `scripts/call_floor.py` measures it for every warm call).
 - The `config` of each line in the JSON says what served it (tuned results or the builtin
@@ -409,18 +506,27 @@ wrong answer is reported, never timed); the contenders are sampled interleaved r
 ## Regenerating
 
 ```bash
-python scripts/bench_suite.py --device 1 --preset cpu        # PoCL; --device 0: Intel's runtime
-python scripts/bench_suite.py --device NVIDIA --preset gpu   # on the GPU machine, torch beside
-python scripts/bench_tables.py --write                       # this page and the guides' tables
+python scripts/bench_suite.py --device 1 --preset cpu   # PoCL; --device 0: Intel's runtime
+python scripts/bench_tables.py --write                  # this page and the guides' tables
 ```
 
-The GPU run is made on the lent GPU machine after `source scripts/gpu_setup.sh` (the carried
-wheels, NVIDIA's OpenCL registered; the steps are in the GPU notes of the design docs,
-`../shared/design/GPU.md` beside the checkout), with torch on CUDA for the torch rows.
+On a GPU machine without network access, in a copy of the checkout (without `.git`):
+
+```bash
+source scripts/gpu_setup.sh
+python3 scripts/bench_suite.py --device NVIDIA --preset gpu --out DIR --commit HASH
+```
+
+`scripts/gpu_setup.sh` installs the wheels placed in the copy's `.whl/` (cltune's
+dependencies, pyopencl among them, for that machine's Python) and the project into
+`/tmp/site`, puts that on `PYTHONPATH`, and registers NVIDIA's OpenCL library with the ICD
+loader (`OCL_ICD_VENDORS`); torch on CUDA, where that Python has it, gives the torch rows.
+`--commit HASH` records the commit that git cannot tell without `.git`; `--out DIR` writes
+`DIR/<device-slug>/`, to be copied into `docs/results/` before `bench_tables.py --write`.
 `--kt-python PATH` (a Python with Kernel Tuner) adds the own-kernels family; `--families`
 runs some families only; `--list` prints the commands. Each command writes
 `docs/results/<device-slug>/<family>-<case>.json`, the slug naming what the device is
-(`pocl-cpu`, `intel-cpu`, `nvidia-h100`); `python scripts/bench_tables.py --check` fails
+(`pocl-cpu`, `intel-cpu`, `nvidia-h200`); `python scripts/bench_tables.py --check` fails
 while this page or a guide's figures differ from what those files give.
 """
 
@@ -430,13 +536,15 @@ def render_page(results: list[Result]) -> str:
     fams = by_family(results)
     for family, title in FAMILIES.items():
         out += ["", f"## {title}", ""]
-        if family in ABOUT:
-            out += [ABOUT[family], ""]
+        about = ABOUT.get(family) or (MEASURES.get(family, "").replace(ELSEWHERE, "")
+                                      if fams[family] else "")
+        if about:
+            out += [about, ""]
         if not fams[family]:
             out.append("No results yet.")
             continue
         for rs in fams[family].values():
-            out += [device_heading(rs), ""]
+            out.append(device_heading(rs))  # no blank line: a table may follow a heading
             tab = family_table(family, rs)
             if tab:
                 out += [*tab, ""]
@@ -453,7 +561,8 @@ def render_page(results: list[Result]) -> str:
 
 
 def render_block(family: str, results: list[Result]) -> str:
-    """A guide's block: a few rows per device and the link to benchmarks.md."""
+    """A guide's block: a few rows per device, what they measure and the link to
+    benchmarks.md."""
     fams = by_family(results).get(family, {})
     out: list[str] = []
     for slug, rs in fams.items():
@@ -463,6 +572,8 @@ def render_block(family: str, results: list[Result]) -> str:
                 *(tab or ["no figures: the run failed"]), ""]
     if not out:
         out = ["No current figures yet.", ""]
+    elif family in MEASURES:
+        out += [MEASURES[family], ""]
     out.append("All figures, with the commands that made them: [benchmarks](benchmarks.md).")
     return "\n".join(out) + "\n"
 

@@ -1,7 +1,8 @@
 """scripts/bench_tables.py and scripts/bench_suite.py without OpenCL (#43 item 5): the page and
-the guides' blocks rendered from small synthetic results, --check finding stale output, a
-malformed file named in one error line, the suite's device slugs and failure records; and
-the repo's own generated docs up to date with docs/results/."""
+the guides' blocks rendered from small synthetic results (the per-call figure each family's
+tables lead with, the sentence saying what it measures, the contenders found wrong), --check
+finding stale output, a malformed file named in one error line, the suite's device slugs and
+failure records; and the repo's own generated docs up to date with docs/results/."""
 
 from __future__ import annotations
 
@@ -102,12 +103,18 @@ def test_page(root: Path) -> None:
     assert page == bt.render_page(bt.load(root))  # deterministic
     assert page.count("\n") <= bt.MAX_PAGE_LINES and "## Regenerating" in page
     assert "python scripts/bench_suite.py --device 1 --preset cpu" in page
-    assert "python scripts/bench_suite.py --device NVIDIA --preset gpu" in page
     assert page.index("### nvidia-h100") < page.index("### pocl-cpu")  # devices sorted
+    assert "| case | µs a call (result read back) | GB/s | numpy µs |" in page
     assert "| sum, n = 2^20 | 1,000 | 4.2 | 2,000 | numpy 2.00× | 2 | 2.50 |" in page
     assert "| sum, n = 2^20 | 1,000 | 4.2 | 2,000 | 500.0 | numpy 2.00× | 2 | 2.50 |" in page
     assert "| var, n = 2^24 | 3,000 | 1.4 | wrong | – | – | – |" in page
-    assert "**wrong answers** from numpy" in page and "- note: a note" in page
+    assert "- note: a note" in page
+    assert "\n\nNot timed, a wrong answer: numpy at var, n = 2^24: it answered 1.0 (numpy: " \
+        "2.0), outside the accuracy bound the benchmark checks (a float64 reference).\n\n" \
+        in page
+    assert f"## Reductions: `r(x)`\n\n{bt.MEASURES['reduce']}\n" in page
+    assert "../shared" not in page and "source scripts/gpu_setup.sh" in page
+    assert "--device NVIDIA --preset gpu --out DIR --commit HASH" in page
     assert "- `cltune bench --device 1 --op sort --json`: 2026-12-07 10:00 UTC, abc123, " \
         "host Test CPU, cltune 0.1.0: **failed** (timed out after 300 s)" in page
     assert "| r(x) 4096 | 9.00 | 5.00 | 2.00 | 2 | 1.00 |" in page
@@ -125,13 +132,105 @@ def test_blocks(root: Path) -> None:
     reduce = filled.split("<!-- bench-table: reduce -->\n")[1].split("<!-- /bench-table")[0]
     assert "*nvidia-h100* (dev nvidia-h100, 2026-12-07 10:00 UTC):" in reduce
     assert "| sum, n = 2^20 | 1,000 | 4.2 | numpy 2.00× |" in reduce
-    assert reduce.rstrip().endswith("[benchmarks](benchmarks.md).")
+    assert reduce.rstrip().endswith(f"|\n\n{bt.MEASURES['reduce']}\n\nAll figures, with the "
+                                    "commands that made them: [benchmarks](benchmarks.md).")
     topk = filled.split("<!-- bench-table: topk -->\n")[1]
     assert topk.startswith("No current figures yet.")
     with pytest.raises(bt.ResultError, match="docs/x.md: .*unknown family 'nope'"):
         bt.fill_blocks("<!-- bench-table: nope -->\n<!-- /bench-table -->\n", [], "docs/x.md")
     with pytest.raises(bt.ResultError, match="docs/x.md: .*without its"):
         bt.fill_blocks("<!-- bench-table: sort -->\n", [], "docs/x.md")
+
+
+def _array_result(family: str, case: str, op: str, slug: str = "nvidia-h200",
+                  wrong: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
+    """A result of a family whose `cltune` row reads a whole array back (sort, scan) or
+    whose `cltune` row is timed back to back (compaction), as cltune/cli/bench_*.py write
+    them."""
+    rows = {"cltune": _row(19773e-6, 1 << 26), "numpy": _row(110550e-6, 1 << 26),
+            "copy": _row(36.6e-6, 1 << 26)}
+    ratios = {"cltune/numpy": 5.59, "cltune-batch/copy": 0.02}
+    if family != "compaction":
+        rows["cltune-batch"] = _row(1770e-6, 1 << 26)
+    for k in wrong or {}:
+        rows.pop(k, None)
+        ratios.pop(f"cltune/{k}", None)
+    return {**_meta(family, case, slug), "device": "NVIDIA H200", "platform": "OpenCL 3.0",
+            "mode": family, "op": op, "dtype": "float32", "repeats": 7, "notes": [],
+            "cases": [{"label": "2^24", "nbytes": 1 << 26, "config": "c", "rows": rows,
+                       "ratios": ratios, "wrong": wrong or {}, "host_us": 55.0,
+                       "launches": 5.0}], **extra}
+
+
+def test_array_families_lead_with_calls_back_to_back(root: Path) -> None:
+    """Sorts, scans, top-k and histograms: the tables lead with `cltune-batch` (calls back to
+    back, the result left on the device; its µs and GB/s), the call with its read back only
+    beside it on the page; a sentence under the tables says what they measure (#43 review)."""
+    _write(root, _array_result("sort", "sort", "sort"))
+    _write(root, _array_result("compaction", "copy_if", "copy_if"))
+    res = bt.load(root)
+    block = bt.render_block("sort", res)
+    assert "| case | µs a call (back to back) | GB/s | ratios (> 1: cltune faster) |" in block
+    assert "| sort, 2^24 | 1,770 | 37.9 | cltune/numpy 5.59×, copy 0.02× |" in block
+    assert "19,773" not in block  # the single call with its read back stays on the page
+    assert block.endswith(f"\n\n{bt.MEASURES['sort']}\n\nAll figures, with the commands "
+                          "that made them: [benchmarks](benchmarks.md).\n")
+    assert "µs a call + read back (on the benchmarks page)" in bt.MEASURES["sort"]
+    page = bt.render_page(res)
+    assert "| case | µs a call (back to back) | GB/s | µs a call + read back | numpy µs | " \
+        "copy µs | ratios (> 1: cltune faster) | launches | host µs |" in page
+    assert "| sort, 2^24 | 1,770 | 37.9 | 19,773 | 110,550 | 36.6 | cltune/numpy 5.59×, " \
+        "copy 0.02× | 5 | 55.00 |" in page
+    sort = page.split("## Sort: `cltune.sort`\n\n")[1]
+    assert sort.startswith(bt.MEASURES["sort"].replace(" (on the benchmarks page)", "") +
+                           "\n\n### nvidia-h200: NVIDIA H200 (OpenCL 3.0)\n| case |")
+    # compaction's `cltune` row is itself timed back to back: it leads, named so
+    comp = bt.render_block("compaction", res)
+    assert "| copy_if, 2^24 | 19,773 | 3.4 | numpy 5.59×, cltune-batch/copy 0.02× |" in comp
+    assert "| case | µs a call (back to back) |" in comp
+    # every family of `cltune bench` says what its numbers measure; the scalar ones read back
+    assert set(bt.MEASURES) == set(bt.FAMILIES) - set(bt.ABOUT)
+    assert set(bt.LEAD) <= set(bt.BACK_TO_BACK)
+    assert bt.MEASURES["reduce"].startswith(bt.HEAD_READ + ": `r(x).get()`")
+    assert "twice the input's" in bt.MEASURES["scan"]
+
+
+@pytest.mark.parametrize(("family", "op", "why"), [
+    ("scan", "cumsum", bt.WHY_BOUND), ("scan", "cummax", bt.WHY_EXACT),
+    ("sort", "sort", bt.WHY_EXACT), ("topk", "topk", bt.WHY_EXACT),
+    ("statistics", "argmax", bt.WHY_EXACT), ("statistics", "norm", bt.WHY_BOUND)])
+def test_wrong_contender_noted_under_the_table(root: Path, family: str, op: str,
+                                               why: str) -> None:
+    """A contender the benchmark found wrong (and did not time) is named under the table,
+    in the guide's block and on the page, with the check it failed (#43 review)."""
+    answer = "[0.943787 1.757444 2.391304 3.258338]... (numpy float64: [0.943787 1.757444 " \
+        "2.391304 3.258338]...)"
+    _write(root, _array_result(family, op, op, wrong={"numpy": answer}))
+    res = bt.load(root)
+    note = f"Not timed, a wrong answer: numpy at {op}, 2^24, {why}."
+    block = bt.render_block(family, res)
+    assert f"|\n\n{note}\n\n" in block and "0.943787" not in block
+    page = bt.render_page(res)
+    assert f"|\n\n{note}\n\n- `cltune bench --device 1 --op {op} --json`: 2026-12-07 10:00 " \
+        "UTC, abc123, host Test CPU, cltune 0.1.0\n" in page
+    line = next(ln for ln in page.splitlines() if ln.startswith(f"| {op}, 2^24 | "))
+    assert line.count("| wrong |") == 1 and "cltune/numpy" not in line
+    data = _array_result(family, op, op)  # right answers: no note
+    _write(root, data)
+    assert f"numpy at {op}, 2^24" not in bt.render_page(bt.load(root))
+
+
+def test_checked_exactly() -> None:
+    """The footnote's reason follows how cltune/cli/bench*.py compare answers."""
+    def exact(family: str, op: str, dtype: str = "float32") -> bool:
+        return bool(bt.checked_exactly({"family": family, "op": op, "dtype": dtype}))
+    assert not exact("reduce", "sum") and exact("reduce", "max") and exact("reduce", "sum",
+                                                                             "int32")
+    assert not exact("scan", "cumsum") and exact("scan", "cummin") and exact("scan", "cumsum",
+                                                                              "int64")
+    assert all(exact(f, "x") for f in ("sort", "topk", "histogram", "compaction"))
+    assert not exact("axis", "sum") and exact("axis", "min") and exact("statistics", "argmax")
+    assert not exact("statistics", "var") and not exact("many", "norm")
 
 
 def test_check_finds_stale(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
