@@ -50,6 +50,9 @@
 #ifndef CLT_AX_STREAM
 #define CLT_AX_STREAM 0 /* cols: clt_ax_cols_stream (a work-item streams whole row strips) */
 #endif
+#ifndef CLT_AX_BLOCKED
+#define CLT_AX_BLOCKED 0 /* rows: a group takes a contiguous block of row units (CPUs) */
+#endif
 #ifndef CLT_AX_LONG
 #define CLT_AX_LONG 16 /* segments longer than CLT_AX_LONG * lanes * vec * items go to groups */
 #endif
@@ -245,7 +248,15 @@ clt_ax_rows(AX_ROWS_PARAMS) {
     const uint lid = get_local_id(0);
     const uint lane = lid % CLT_AX_LANES;
     const idx_t units = ((rows + AX_RPG - 1) / AX_RPG) * split;
+#if CLT_AX_BLOCKED
+    /* CPUs: a group takes a contiguous block of units, so a core streams its rows in memory
+     * order (a group-stride walk jumps groups x rows ahead after each row block) */
+    const idx_t per = (units + get_num_groups(0) - 1) / get_num_groups(0);
+    const idx_t u_end = min(units, (idx_t)(get_group_id(0) + 1) * per);
+    for (idx_t u = (idx_t)get_group_id(0) * per; u < u_end; ++u) {
+#else
     for (idx_t u = get_group_id(0); u < units; u += get_num_groups(0)) {
+#endif
         const uint piece = (uint)(u % split);
         const idx_t row = (u / split) * AX_RPG + lid / CLT_AX_LANES;
         const int live = row < rows;

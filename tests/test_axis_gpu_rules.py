@@ -72,8 +72,10 @@ def test_tuned_classes_serve_gpus_near_and_aligned_only():
 
 def test_cpu_rows_builtins_by_length_and_count():
     """CPUs untuned: rows of 2..16 a work-item a group over vectors of 16 (clt_ax_packed); a
-    few long rows a work-item a group, split over 64 groups a CU; many long rows 8-wide
-    groups (docs/logs/benchmarks-*.md, scripts/experiments/axis_rows_cpu_sweep.py)."""
+    few long rows a work-item a group, split over 64 groups a CU; many rows of any other
+    length a work-item a group too, 4 vectors in flight, 8 groups a CU, each group a block of
+    rows in memory order (CLT_AX_BLOCKED; docs/logs/benchmarks-*.md,
+    scripts/experiments/axis_cpu_sweep.py); segments keep 8-wide groups."""
     cpu = NS(**{**vars(CPU), "vector_cap": lambda b: 16})
     for b in (2, 3, 7, 12, 16):
         cfg = builtin_axis_config(cpu, "rows", 100000, b, 4)
@@ -81,7 +83,10 @@ def test_cpu_rows_builtins_by_length_and_count():
     for rows in (1, 8, 256):
         cfg = builtin_axis_config(cpu, "rows", rows, 1 << 16, 4)
         assert (cfg.wg, cfg.items, cfg.groups_per_cu) == (1, 1, 64), (rows, cfg.short())
-    assert builtin_axis_config(cpu, "rows", 257, 1 << 16, 4).wg == 8
+    for rows, b in ((257, 1 << 16), (65536, 256), (1 << 20, 64), (1 << 18, 17)):
+        cfg = builtin_axis_config(cpu, "rows", rows, b, 4)
+        assert (cfg.wg, cfg.lanes, cfg.vec, cfg.items, cfg.groups_per_cu) == (
+            1, 1, 16, min(4, max(1, b // 16)), 8), (rows, b, cfg.short())
     assert builtin_axis_config(cpu, "segs", 8, 1 << 16, 4).wg == 8  # long segments: groups
 
 

@@ -50,8 +50,12 @@ PACKED = [C(wg=1, lanes=1, vec=4, items=2, groups_per_cu=2),
 # clt_ax_cols_narrow (1..16 columns read as a flat array; CPUs, streamed columns): whole
 # blocks of vec rows, the tail rows, several outer blocks
 NARROW = [C(wg=4, lanes=0, cols=1, vec=4, items=2, groups_per_cu=2, stream=1)]
+# clt_ax_rows as CPUs build it (CLT_AX_BLOCKED: a group takes a contiguous block of row
+# units; the launcher told it is a CPU): blocks that end mid-way, rows split into pieces
+BLOCKED = [C(wg=1, lanes=1, vec=4, items=2, groups_per_cu=2),
+           C(wg=4, lanes=2, vec=1, items=1, groups_per_cu=4)]
 if NEGATIVE:
-    ROWS, COLS, PACKED, NARROW = [ROWS[2]], [], [], []
+    ROWS, COLS, PACKED, NARROW, BLOCKED = [ROWS[2]], [], [], [], []
 lens = np.array([0, 3, 700, 1, 0, 40, 5])
 SEGS = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
 PROBLEMS = {"rows": [Problem(3, 37, 1), Problem(1, 301, 1), Problem(5, 2, 1)],
@@ -59,18 +63,20 @@ PROBLEMS = {"rows": [Problem(3, 37, 1), Problem(1, 301, 1), Problem(5, 2, 1)],
             "segs": [Problem(1, int(SEGS[-1]), 1, SEGS)],
             "packed": [Problem(37, 4, 1), Problem(11, 2, 1), Problem(9, 8, 1), Problem(2, 2, 1),
                        Problem(19, 7, 1), Problem(8, 12, 1), Problem(3, 5, 1)],
+            "blocked": [Problem(3, 37, 1), Problem(1, 301, 1), Problem(9, 70, 1),
+                        Problem(41, 33, 1)],
             "narrow": [Problem(1, 37, 3), Problem(2, 29, 5), Problem(1, 9, 2), Problem(1, 40, 16),
                        Problem(3, 8, 1)]}
 out = {"runs": []}
 for op, dtype in [("sum", "float32"), ("max", "float32"), ("sum", "int32")]:
     spec = OpSpec(op, dtype)
-    for cfg in ROWS + COLS + PACKED + NARROW:
-        packed, narrow = cfg in PACKED, cfg in NARROW
-        la = AxisLauncher(ctx, dev, replace(info, type="cpu") if packed or narrow else info,
-                          spec, cfg)
+    for cfg in ROWS + COLS + PACKED + NARROW + BLOCKED:
+        packed, narrow, blocked = cfg in PACKED, cfg in NARROW, cfg in BLOCKED
+        la = AxisLauncher(ctx, dev, replace(info, type="cpu") if packed or narrow or blocked
+                          else info, spec, cfg)
         KEEP.append(la)
-        kinds = ["packed"] if packed else ["narrow"] if narrow else ["rows", "segs"] \
-            if cfg.lanes else ["cols"]
+        kinds = ["packed"] if packed else ["narrow"] if narrow else ["blocked"] if blocked \
+            else ["rows", "segs"] if cfg.lanes else ["cols"]
         if NEGATIVE:
             kinds = ["rows"]
         for kind in kinds:

@@ -188,7 +188,9 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: OpSpec, cfg:
     narrow = builds_narrow(info, cfg)
     opts = [*build_defines(spec, cfg, index64=index64, nv_ptx=info.is_nvidia, fp64=info.fp64),
             *(["-DCLT_AX_PACKED=1"] if packed else []),
-            *(["-DCLT_AX_NARROW=1"] if narrow else []), *std_options(info)]
+            *(["-DCLT_AX_NARROW=1"] if narrow else []),
+            *(["-DCLT_AX_BLOCKED=1"] if info.type == "cpu" else []),  # rows in memory order
+            *std_options(info)]
     prg = compile_program(ctx, dev, axis_source(), opts)
     acc = np.dtype({"float": np.float32, "double": np.float64, "int": np.int32,
                     "uint": np.uint32, "long": np.int64, "ulong": np.uint64}[
