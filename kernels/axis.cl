@@ -51,7 +51,7 @@
 #define CLT_AX_STREAM 0 /* cols: clt_ax_cols_stream (a work-item streams whole row strips) */
 #endif
 #ifndef CLT_AX_BLOCKED
-#define CLT_AX_BLOCKED 0 /* rows: a group takes a contiguous block of row units (CPUs) */
+#define CLT_AX_BLOCKED 0 /* rows, segs: a group takes a contiguous block of units (CPUs) */
 #endif
 #ifndef CLT_AX_LONG
 #define CLT_AX_LONG 16 /* segments longer than CLT_AX_LONG * lanes * vec * items go to groups */
@@ -904,7 +904,13 @@ clt_ax_segs(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n,
     const uint lid = get_local_id(0);
     const uint lane = lid % CLT_AX_LANES;
     const idx_t units = (m + AX_RPG - 1) / AX_RPG;
+#if CLT_AX_BLOCKED
+    const idx_t per = (units + get_num_groups(0) - 1) / get_num_groups(0);
+    const idx_t u_end = min(units, (idx_t)(get_group_id(0) + 1) * per);
+    for (idx_t u = (idx_t)get_group_id(0) * per; u < u_end; ++u) {
+#else
     for (idx_t u = get_group_id(0); u < units; u += get_num_groups(0)) {
+#endif
     const idx_t seg = u * AX_RPG + lid / CLT_AX_LANES;
     const int live = seg < m;
     long b = 0, e = 0;

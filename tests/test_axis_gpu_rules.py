@@ -75,7 +75,7 @@ def test_cpu_rows_builtins_by_length_and_count():
     few long rows a work-item a group, split over 64 groups a CU; many rows of any other
     length a work-item a group too, 4 vectors in flight, 8 groups a CU, each group a block of
     rows in memory order (CLT_AX_BLOCKED; docs/logs/benchmarks-*.md,
-    scripts/experiments/axis_cpu_sweep.py); segments keep 8-wide groups."""
+    scripts/experiments/axis_cpu_sweep.py); segments the same."""
     cpu = NS(**{**vars(CPU), "vector_cap": lambda b: 16})
     for b in (2, 3, 7, 12, 16):
         cfg = builtin_axis_config(cpu, "rows", 100000, b, 4)
@@ -87,7 +87,8 @@ def test_cpu_rows_builtins_by_length_and_count():
         cfg = builtin_axis_config(cpu, "rows", rows, b, 4)
         assert (cfg.wg, cfg.lanes, cfg.vec, cfg.items, cfg.groups_per_cu) == (
             1, 1, 16, min(4, max(1, b // 16)), 8), (rows, b, cfg.short())
-    assert builtin_axis_config(cpu, "segs", 8, 1 << 16, 4).wg == 8  # long segments: groups
+    segs = builtin_axis_config(cpu, "segs", 8, 1 << 16, 4)  # long ones: a work-item each too
+    assert (segs.wg, segs.items, segs.groups_per_cu) == (1, 4, 8), segs.short()
 
 
 def test_cpu_cols_builtins_for_few_reduced_rows():

@@ -50,8 +50,9 @@ PACKED = [C(wg=1, lanes=1, vec=4, items=2, groups_per_cu=2),
 # clt_ax_cols_narrow (1..16 columns read as a flat array; CPUs, streamed columns): whole
 # blocks of vec rows, the tail rows, several outer blocks
 NARROW = [C(wg=4, lanes=0, cols=1, vec=4, items=2, groups_per_cu=2, stream=1)]
-# clt_ax_rows as CPUs build it (CLT_AX_BLOCKED: a group takes a contiguous block of row
-# units; the launcher told it is a CPU): blocks that end mid-way, rows split into pieces
+# clt_ax_rows and clt_ax_segs as CPUs build them (CLT_AX_BLOCKED: a group takes a contiguous
+# block of row units; the launcher told it is a CPU): blocks that end mid-way, rows split into
+# pieces, long segments handed to their own groups
 BLOCKED = [C(wg=1, lanes=1, vec=4, items=2, groups_per_cu=2),
            C(wg=4, lanes=2, vec=1, items=1, groups_per_cu=4)]
 if NEGATIVE:
@@ -75,7 +76,8 @@ for op, dtype in [("sum", "float32"), ("max", "float32"), ("sum", "int32")]:
         la = AxisLauncher(ctx, dev, replace(info, type="cpu") if packed or narrow or blocked
                           else info, spec, cfg)
         KEEP.append(la)
-        kinds = ["packed"] if packed else ["narrow"] if narrow else ["blocked"] if blocked \
+        kinds = ["packed"] if packed else ["narrow"] if narrow else ["blocked", "segs"] \
+            if blocked \
             else ["rows", "segs"] if cfg.lanes else ["cols"]
         if NEGATIVE:
             kinds = ["rows"]

@@ -79,15 +79,12 @@ def builtin_axis_config(info: Any, layout: str, a: int, b: int,
         items = min(8, pow2_at_most(max(1, b // vec)))
         if layout == "rows" and b >= CPU_LONG_ROW and a <= CPU_FEW_ROWS:  # a work-item a group
             return AxisConfig(wg=1, lanes=1, vec=vec, items=1, groups_per_cu=64)
-        if layout == "rows":
-            # a work-item a group, 4 vectors in flight, each group a contiguous block of rows
-            # (CLT_AX_BLOCKED): 65536x256 float32 in 2.0 ms where wg 8 took 4.4-8.5 on PoCL
-            # (1.7 / 3.4-3.7 on Intel's runtime), 2^20x64 8.9 ms where it took 20
-            # (scripts/experiments/axis_cpu_sweep.py, 2026-12-06)
-            return AxisConfig(wg=1, lanes=1, vec=vec, items=min(items, 4), groups_per_cu=8)
-        if b >= CPU_LONG_ROW:  # rows of 256+: 4 in flight, 64 groups a CU (docs/logs/)
-            return AxisConfig(wg=wg, lanes=1, vec=vec, items=min(items, 4), groups_per_cu=64)
-        return AxisConfig(wg=wg, lanes=1, vec=vec, items=items, groups_per_cu=8)
+        # rows and segments: a work-item a group, 4 vectors in flight, each group a contiguous
+        # block of rows (CLT_AX_BLOCKED), where 8-wide groups walked them groups x 8 rows
+        # apart: 65536x256 float32 rows 1.4-2.5 ms where 3.1-4.7, 2^20x64 7.7-10.1 where
+        # 14-18, segments of ~256 1.6-3.1 ms where 3.8-7.1, two segments of 2^23 4.5 ms where
+        # 15.4 (docs/logs/cpu-axis-rows-blocked-2026-12-06.txt)
+        return AxisConfig(wg=1, lanes=1, vec=vec, items=min(items, 4), groups_per_cu=8)
     if cpu and b <= NARROW_COLS and cap >= 2:
         # a few columns: read as a flat array, 512-bit vectors (clt_ax_cols_narrow)
         vec = min(64 // max(4, element_bytes), cap)
