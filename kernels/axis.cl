@@ -928,8 +928,15 @@ clt_ax_segs(__global const CLT_IN_T *x, const idx_t xoff Y_ARGS, const idx_t n,
         b = e = 0;
     }
     /* a long segment goes to clt_ax_segs_long (a work-group each), so that one long segment
-     * never holds up a few lanes while the rest of the device idles */
+     * never holds up a few lanes while the rest of the device idles; not where a group is one
+     * work-item walking its block of segments in memory order (CPUs): there a group of its
+     * own would be the same work-item, out of order (4096 segments of ~4096 floats 2.4-4.0
+     * ms where 3.5-5.2, docs/logs/cpu-axis-rows-blocked-2026-12-06.txt) */
+#if CLT_AX_BLOCKED && CLT_WG == 1
+    const int is_long = 0;
+#else
     const int is_long = (e - b) > (long)CLT_AX_LONG * CLT_AX_LANES * CLT_VEC * CLT_ITEMS;
+#endif
     if (is_long) {
         if (lane == 0) long_list[atomic_inc(long_count)] = (uint)seg;
         e = b;
