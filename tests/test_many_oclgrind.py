@@ -32,7 +32,8 @@ if NEGATIVE:  # the group's tree without its barrier: must be reported
     mk.many_source = lambda: src[:i] + src[i:].replace(cut, "    }\n    if (lid == 0) {", 1)
 CFGS = [C(wg=8, vec=1, items=1, steps=1, slots=8),
         C(wg=8, vec=4, items=2, steps=1, slots=16),
-        C(wg=16, vec=2, items=1, steps=2, slots=8)]
+        C(wg=16, vec=2, items=1, steps=2, slots=8),
+        C(wg=1, vec=4, items=4, steps=2, slots=16)]  # CPUs' builtin shape: a work-item a group
 VARIANTS = [("sum", "float32"), ("norm", "float32"), ("sum", "int32"), ("max", "int32")]
 if NEGATIVE:
     CFGS, VARIANTS = CFGS[:1], VARIANTS[:1]
