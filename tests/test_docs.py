@@ -103,12 +103,14 @@ def test_every_page_with_python_examples_is_run():
 
 def test_every_script_is_named_by_a_doc():
     """scripts/ holds the tools the docs name (#43): every script there and under
-    scripts/experiments/ is named by the README or a page under docs/ (the history under
-    docs/logs/ included), but for modules the scripts import (their shared helpers)."""
+    scripts/experiments/ is named by the README or a page under docs/ (the history and the
+    measurement logs under docs/logs/ included), but for modules the scripts import (their
+    shared helpers)."""
     import re
 
     scripts = ROOT / "scripts"
-    texts = [README.read_text(), *(p.read_text() for p in (ROOT / "docs").rglob("*.md"))]
+    texts = [README.read_text(), *(p.read_text() for p in (ROOT / "docs").rglob("*.md")),
+             *(p.read_text() for p in (ROOT / "docs" / "logs").glob("*.txt"))]
     names = sorted(p for p in [*scripts.glob("*.py"), *scripts.glob("*.sh"),
                                *(scripts / "experiments").glob("*.py")])
     sources = "\n".join(p.read_text() for p in names)
