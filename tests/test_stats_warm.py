@@ -197,8 +197,20 @@ def test_bad_input_keeps_its_errors_after_warm_calls(queue):
         cltune.argmax(strided)
     with pytest.raises(ValueError, match="ddof must be a non-negative integer"):
         cltune.var(x, ddof=-1)
-    with pytest.raises(TypeError, match="takes a pyopencl Array"):
+    with pytest.raises(TypeError, match="a numpy array needs queue="):
         cltune.var(h)
+    with pytest.raises(TypeError, match="takes a pyopencl Array or a numpy array"):
+        cltune.var(list(h))
+    # a numpy array with queue= is uploaded (as the reducers and scans do), never kept warm
+    # (its upload is gone after the call); F order and every statistic, numpy's answers
+    m = np.asfortranarray(np.arange(35, dtype=np.float32).reshape(5, 7) % 6)
+    before = len(warm.calls) + len(warm.along_calls)
+    assert float(cltune.var(h, 1, queue).get()) == pytest.approx(h.var(ddof=1), rel=1e-6)
+    assert int(cltune.argmax(m, queue).get()) == int(np.argmax(m))
+    np.testing.assert_array_equal(cltune.argmax(m, queue, axis=0).get(), np.argmax(m, axis=0))
+    np.testing.assert_allclose(cltune.mean(m, queue, axis=1).get(), m.mean(axis=1), rtol=1e-6)
+    assert bool(cltune.any(h[:0], queue).get()) is False
+    assert len(warm.calls) + len(warm.along_calls) == before
     with pytest.raises(ValueError, match="empty sequence"):
         cltune.argmax(dev(queue, h[:0]))
 

@@ -114,8 +114,16 @@ def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
                     pass
                 if (res := run(x, extra)) is not None:
                     return res
-    if not isinstance(x, cla.Array):
-        raise TypeError(f"{op} takes a pyopencl Array, not {type(x).__name__}")
+    keep = True  # a device array's call is kept for the next (stats.warm); an upload's not
+    if isinstance(x, np.ndarray):  # uploaded first, as the reducers and scans do
+        if queue is None:
+            raise TypeError(f"{op}: a numpy array needs queue= (the queue to upload it with); "
+                            "or pass a pyopencl Array")
+        x = cla.to_device(queue, x if x.flags.forc else np.ascontiguousarray(x))
+        keep = False
+    elif not isinstance(x, cla.Array):
+        raise TypeError(f"{op} takes a pyopencl Array or a numpy array (with queue=), not "
+                        f"{type(x).__name__}")
     if not x.flags.forc:
         raise ValueError(f"{op}: non-contiguous arrays are not supported; reduce a "
                          "contiguous copy (x.copy())")
@@ -131,21 +139,21 @@ def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
             if x.size == 0:
                 raise ValueError(f"attempt to get {op} of an empty sequence")
             res, c = argvec.call(vec, x, q, op == "argmax", keepdims)
-            if not keepdims:
+            if keep and not keepdims:
                 warm.keep_vector(op, given, q, c)
             return res
     if axis is None and op == "norm2":
         vec = normvec.served(x, q)  # CPU devices: the vector kernel (cltune.stats.normvec)
         if vec is not None:
             res, c = normvec.call(vec, x, q, keepdims)
-            if not keepdims:
+            if keep and not keepdims:
                 warm.keep_vector(op, given, q, c)
             return res
     if axis is None and op in ("any", "all"):
         vec = anyvec.served(x, q)  # CPU devices: the vector kernel (cltune.stats.anyvec)
         if vec is not None:
             res, c = anyvec.call(vec, x, q, op == "all", keepdims)
-            if not keepdims:
+            if keep and not keepdims:
                 warm.keep_vector(op, given, q, c)
             return res
     if axis is not None and op in ("argmin", "argmax"):
@@ -155,14 +163,15 @@ def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
     knl = kernel(op, q.context, x.dtype)
     if axis is not None:
         res = stats_axis.along(op, knl, x, q, extra, axis, keepdims)
-        warm.keep_along(op, given, q, knl, axis, keepdims)
+        if keep:
+            warm.keep_along(op, given, q, knl, axis, keepdims)
         return res
     if empty_error and x.size == 0:
         raise ValueError(f"attempt to get {op} of an empty sequence")
     if op in ("argmin", "argmax") and stats_whole.needs_c_order(x):
         return stats_whole.arg_c_order(x, q, op == "argmax", keepdims)
     res = stats_axis.whole(knl, x, q, extra, stats_axis.keep_shape(x.ndim, keepdims))
-    if not keepdims:
+    if keep and not keepdims:
         warm.keep_expr(op, given, q, knl)
     return res
 
