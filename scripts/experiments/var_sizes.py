@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +22,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench_timing import cuda_torch, size_of  # noqa: E402 - scripts/: the shared helpers
+from bench_timing import cuda_torch, per_call_us, size_of  # noqa: E402 - scripts/: shared
 
 from cltune.device.select import select  # noqa: E402
 from cltune.families.expr.config import ExprConfig  # noqa: E402
@@ -45,19 +44,6 @@ class Forced:
 
     def __getattr__(self, name: str):  # noqa: ANN204
         return getattr(self.base, name)
-
-
-def per_call_us(fn, calls: int, blocks: int, sync) -> float:  # noqa: ANN001
-    fn()
-    sync()
-    best = []
-    for _ in range(blocks):
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        sync()
-        best.append((time.perf_counter() - t) / calls * 1e6)
-    return float(np.median(best))
 
 
 def main() -> int:
@@ -83,12 +69,12 @@ def main() -> int:
         def call(x=x, ddof=ddof):  # noqa: ANN001, ANN202
             return knl(x, ddof)
 
-        served = per_call_us(call, a.calls, a.blocks, q.finish)
+        served = per_call_us(q.finish, call, a.calls, a.blocks)
         line = [f"  served {served:7.2f} us"]
         if torch is not None:
             t = torch.from_numpy(h).cuda()
-            tv = per_call_us(lambda t=t: torch.var(t, unbiased=False), a.calls, a.blocks,
-                             torch.cuda.synchronize)
+            tv = per_call_us(torch.cuda.synchronize, lambda t=t: torch.var(t, unbiased=False),
+                             a.calls, a.blocks)
             line.append(f"torch.var {tv:7.2f} us")
         print("; ".join(line), flush=True)
         base = st.choices
@@ -109,7 +95,7 @@ def main() -> int:
                     print(f"  {cfg.short():40s} {type(e).__name__}", flush=True)
                     continue
                 ok = abs(got - ref) <= 1e-5 * ref
-                us = per_call_us(call, a.calls, a.blocks, q.finish)
+                us = per_call_us(q.finish, call, a.calls, a.blocks)
                 print(f"  {cfg.short():40s} {us:7.2f} us{'' if ok else '  WRONG'}", flush=True)
         finally:
             st.choices = base
