@@ -26,6 +26,8 @@
  * clt_hist_fin clt_hist and clt_hist_out in one launch (counts of one row in one window and
  *              one pass: the warm histogram call), the returned edges copied by its last
  *              group (a device copy command costs NVIDIA's driver ~12 us of host time).
+ * clt_hist_once bincount's clt_hist_fin before its length is known: it also stores each
+ *              group's least and largest value (one read of x for both).
  * Every tunable has a default; values arrive as -D options from cltune.families.hist.kernel
  * (a validated HistConfig). Barriers are never in divergent code.
  */
@@ -84,6 +86,33 @@ typedef uint in_t;
 typedef long in_t;
 #else
 typedef ulong in_t;
+#endif
+
+/* the type's least and largest values (bincount's extremes start from them) */
+#if CLT_H_TYPE == 2
+#define IN_LEAST SCHAR_MIN
+#define IN_MOST SCHAR_MAX
+#elif CLT_H_TYPE == 3
+#define IN_LEAST 0
+#define IN_MOST UCHAR_MAX
+#elif CLT_H_TYPE == 4
+#define IN_LEAST SHRT_MIN
+#define IN_MOST SHRT_MAX
+#elif CLT_H_TYPE == 5
+#define IN_LEAST 0
+#define IN_MOST USHRT_MAX
+#elif CLT_H_TYPE == 6
+#define IN_LEAST INT_MIN
+#define IN_MOST INT_MAX
+#elif CLT_H_TYPE == 7
+#define IN_LEAST 0
+#define IN_MOST UINT_MAX
+#elif CLT_H_TYPE == 8
+#define IN_LEAST LONG_MIN
+#define IN_MOST LONG_MAX
+#elif CLT_H_TYPE == 9
+#define IN_LEAST 0
+#define IN_MOST ULONG_MAX
 #endif
 
 #if CLT_H_DOUBLE
@@ -188,6 +217,18 @@ inline long clt_bin(const in_t v, const long nbins, const in_t lo, const in_t hi
 #define W_OF(i) 1u
 #endif
 
+/* bincount's one-pass call (clt_hist_once: track 1) also keeps the least and the largest
+ * value a work-item saw, counted or not: its length and its check for negative values */
+#if !CLT_H_UNIFORM
+#define SEE(v)                                                                                   \
+    if (track) {                                                                               \
+        elo = min(elo, (v));                                                                   \
+        ehi = max(ehi, (v));                                                                   \
+    }
+#else
+#define SEE(v)
+#endif
+
 /* the group's work-items stride through [begin, end) together (coalesced), CLT_H_ITEMS loads
  * of a step in flight before their adds: ADD(hist + bin, weight) for each element in a bin */
 #define STRIDED_ADDS(ADD, hist)                                                                  \
@@ -198,13 +239,16 @@ inline long clt_bin(const in_t v, const long nbins, const in_t lo, const in_t hi
             _Pragma("unroll") for (int k = 0; k < CLT_H_ITEMS; ++k)                            \
                 v[k] = x[xoff + i + k * CLT_WG];                                               \
             _Pragma("unroll") for (int k = 0; k < CLT_H_ITEMS; ++k) {                          \
+                SEE(v[k]);                                                                     \
                 const long b = clt_bin(v[k], nbins, lo, hi, scale, edges) - wlo;               \
                 if ((ulong)b < (ulong)wn)                                                      \
                     ADD((hist) + b, W_OF(i + k * CLT_WG));                                     \
             }                                                                                  \
         }                                                                                      \
         for (; i < end; i += CLT_WG) {                                                         \
-            const long b = clt_bin(x[xoff + i], nbins, lo, hi, scale, edges) - wlo;            \
+            const in_t v1 = x[xoff + i];                                                       \
+            SEE(v1);                                                                           \
+            const long b = clt_bin(v1, nbins, lo, hi, scale, edges) - wlo;                     \
             if ((ulong)b < (ulong)wn)                                                          \
                 ADD((hist) + b, W_OF(i));                                                      \
         }                                                                                      \
@@ -223,8 +267,12 @@ inline long clt_bin(const in_t v, const long nbins, const in_t lo, const in_t hi
 #define HIST_NAMES                                                                               \
     x, xoff, n HIST_W_NAMES, nbins, lo, hi, scale, edges, chunk, rowlen, gpr, scratch, tile, wlo, wn
 
-/* a group's part of clt_hist (and of clt_hist_fin) */
-inline void clt_hist_group(HIST_PARAMS) {
+/* a group's part of clt_hist (and of clt_hist_fin, clt_hist_once); track (a constant where inlined): keep
+ * the least and the largest value seen in ext[0], ext[1] (bincount builds) */
+inline void clt_hist_group(HIST_PARAMS, const int track, in_t *ext) {
+#if !CLT_H_UNIFORM
+    in_t elo = (in_t)IN_MOST, ehi = (in_t)IN_LEAST; /* kept in registers, stored at the end */
+#endif
     /* bins wlo .. wlo + wn only (local and private: a window of the histogram that fits
      * __local memory; the host launches the windows in turn; global: all of them) */
     /* rows of rowlen elements (one row: the whole array), gpr groups a row, each a block of
@@ -248,15 +296,30 @@ inline void clt_hist_group(HIST_PARAMS) {
     __local acc_t *t = (__local acc_t *)tile;
     long i = begin;
     for (; i + CLT_H_REPS <= end; i += CLT_H_REPS) {
+        in_t v[CLT_H_REPS];
+#pragma unroll
+        for (int r = 0; r < CLT_H_REPS; ++r)
+            v[r] = x[xoff + i + r];
+#if !CLT_H_UNIFORM
+        if (track) { /* the run's extremes first: apart from the increments' chains */
+#pragma unroll
+            for (int r = 0; r < CLT_H_REPS; ++r) {
+                elo = min(elo, v[r]);
+                ehi = max(ehi, v[r]);
+            }
+        }
+#endif
 #pragma unroll
         for (int r = 0; r < CLT_H_REPS; ++r) {
-            const long b = clt_bin(x[xoff + i + r], nbins, lo, hi, scale, edges) - wlo;
+            const long b = clt_bin(v[r], nbins, lo, hi, scale, edges) - wlo;
             if ((ulong)b < (ulong)wn)
                 ADD_PLAIN(t + (long)r * wn + b, W_OF(i + r));
         }
     }
     for (; i < end; ++i) {
-        const long b = clt_bin(x[xoff + i], nbins, lo, hi, scale, edges) - wlo;
+        const in_t v1 = x[xoff + i];
+        SEE(v1);
+        const long b = clt_bin(v1, nbins, lo, hi, scale, edges) - wlo;
         if ((ulong)b < (ulong)wn)
             ADD_PLAIN(t + b, W_OF(i));
     }
@@ -286,22 +349,54 @@ inline void clt_hist_group(HIST_PARAMS) {
 #endif
     }
 #endif
+#if !CLT_H_UNIFORM
+    if (track) {
+        ext[0] = elo;
+        ext[1] = ehi;
+    }
+#endif
 }
 
 __kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void clt_hist(HIST_PARAMS) {
-    clt_hist_group(HIST_NAMES);
+    in_t ext[2];
+    clt_hist_group(HIST_NAMES, 0, ext);
 }
 
 #if CLT_H_WEIGHTS == 0
-/* clt_hist and clt_hist_out in one launch, for counts of one row, one window (wlo 0, wn
- * nbins) and one pass: the last group to finish (a ticket in the scratch's cell nbins, zero
+#if !CLT_H_UNIFORM
+/* the slots of a group's extremes in __local memory (work-items fold into them in turns) */
+#define EXT_SLOTS (CLT_WG < 32 ? CLT_WG : 32)
+/* the group's least and largest of its work-items' (lo, hi) to part[2 g], part[2 g + 1]
+ * (called by every work-item of the group: barriers) */
+inline void clt_ext_store(const in_t lo, const in_t hi, __local in_t *red,
+                          __global in_t *part) {
+    const uint lid = get_local_id(0);
+    for (uint s = 0; s < CLT_WG; s += EXT_SLOTS) {
+        if (lid >= s && lid < s + EXT_SLOTS) {
+            const uint j = lid - s;
+            red[2 * j] = s ? min(red[2 * j], lo) : lo;
+            red[2 * j + 1] = s ? max(red[2 * j + 1], hi) : hi;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) {
+        in_t a = red[0], b = red[1];
+        for (uint j = 1; j < EXT_SLOTS; ++j) {
+            a = min(a, red[2 * j]);
+            b = max(b, red[2 * j + 1]);
+        }
+        part[2 * get_group_id(0)] = a;
+        part[2 * get_group_id(0) + 1] = b;
+    }
+}
+#endif
+/* clt_hist_fin's end: the last group to finish (a ticket in the scratch's cell nbins, zero
  * between calls) moves the counts into out (reading each cell by an exchange with zero: the
- * cells left zero for the next call) and copies the ne kept edges into eout. */
-__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
-clt_hist_fin(HIST_PARAMS, __global long *out, const long ooff, __global in_t *eout,
-             const long eoff, const long ne) {
-    __local uint is_last;
-    clt_hist_group(HIST_NAMES);
+ * cells left zero for the next call) and copies the ne kept edges into eout */
+inline void clt_hist_last(__global const in_t *edges, const long nbins,
+                          volatile __global acc_t *scratch, __global long *out, const long ooff,
+                          __global in_t *eout, const long eoff, const long ne,
+                          __local uint *is_last) {
     volatile __global uint *ticket = (volatile __global uint *)scratch + nbins;
     /* every work-item's adds before the group's ticket */
     mem_fence(CLK_GLOBAL_MEM_FENCE);
@@ -311,9 +406,9 @@ clt_hist_fin(HIST_PARAMS, __global long *out, const long ooff, __global in_t *eo
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
     const uint lid = get_local_id(0);
     if (lid == 0)
-        is_last = atomic_inc(ticket) == (uint)(get_num_groups(0) - 1);
+        *is_last = atomic_inc(ticket) == (uint)(get_num_groups(0) - 1);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (is_last) {
+    if (*is_last) {
 #ifdef cl_nv_pragma_unroll
         asm volatile("membar.gl;");
 #endif
@@ -326,6 +421,33 @@ clt_hist_fin(HIST_PARAMS, __global long *out, const long ooff, __global in_t *eo
             atomic_xchg(ticket, 0u);
     }
 }
+
+/* clt_hist and clt_hist_out in one launch, for counts of one row, one window (wlo 0, wn
+ * nbins) and one pass (clt_hist_last) */
+__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
+clt_hist_fin(HIST_PARAMS, __global long *out, const long ooff, __global in_t *eout,
+             const long eoff, const long ne) {
+    __local uint is_last;
+    in_t ext[2];
+    clt_hist_group(HIST_NAMES, 0, ext);
+    clt_hist_last(edges, nbins, scratch, out, ooff, eout, eoff, ne, &is_last);
+}
+
+#if !CLT_H_UNIFORM
+/* bincount before its length is known: clt_hist_fin that also stores each group's least and
+ * largest value (counted or not) to part[2 g], part[2 g + 1] (its own kernel: a branch
+ * around the barriers cost PoCL's work-group loops 5x on skewed data) */
+__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
+clt_hist_once(HIST_PARAMS, __global long *out, const long ooff, __global in_t *eout,
+              const long eoff, const long ne, __global in_t *part) {
+    __local uint is_last;
+    __local in_t red[2 * EXT_SLOTS];
+    in_t ext[2];
+    clt_hist_group(HIST_NAMES, 1, ext);
+    clt_ext_store(ext[0], ext[1], red, part);
+    clt_hist_last(edges, nbins, scratch, out, ooff, eout, eoff, ne, &is_last);
+}
+#endif
 #endif
 
 /* out[i] (+)= the sum of the scratch's `parts` rows at bin i (counts: in long; sums: in the

@@ -356,6 +356,19 @@ for cfg, where in ((HistConfig("global", 8, 1, 2, 2), info),
             got = res.get()
             if kind == "counts" and la.extremes(q, x, 0, n) != (h.min(), h.max()):
                 raise AssertionError("extremes differ")
+            if kind == "counts" and where is info:
+                # bincount in one launch (clt_hist_fin, track 1): the counts below nbins and
+                # the extremes, twice (cells and ticket left zero), then values past nbins
+                import pyopencl as cl
+                for hh in (h, h, np.concatenate([h, [nbins + 4, 2, 0]]).astype(np.int32)):
+                    ob = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nbins * 8)
+                    _, elo, ehi = la.count_once(q, cla.to_device(q, hh), hh.size, nbins, ob)
+                    got1 = np.empty(nbins, np.int64)
+                    cl.enqueue_copy(q, got1, ob)
+                    if not np.array_equal(got1, np.bincount(hh[hh < nbins], minlength=nbins)):
+                        raise AssertionError(f"one-pass counts differ: {got1[:6]}")
+                    if (elo, ehi) != (hh.min(), hh.max()):
+                        raise AssertionError(f"one-pass extremes {(elo, ehi)}")
             if kind == "counts":  # and a histogram per row: 7 rows of 143
                 rres = cla.empty(q, 7 * nbins, spec.out_dtype)
                 la.run(q, x, 0, n, None, 0, nbins, None, rres, rows=7)

@@ -139,16 +139,18 @@ def result_layout(shape: tuple[int, ...], itemsize: int,
 
 
 def empty_result(q: cl.CommandQueue, shape: tuple[int, ...], dtype: np.dtype, order: str,
-           allocator: Any, layout: tuple[tuple[int, ...], int] | None = None) -> cla.Array:
+           allocator: Any, layout: tuple[tuple[int, ...], int] | None = None,
+           data: cl.Buffer | None = None) -> cla.Array:
     """A result array through pyopencl's fast constructor (its general one spends ~15 us on
     checks here), `cla.empty` where that path is not there; `layout`: result_layout's answer
-    for (shape, dtype's itemsize, order), kept from an earlier call."""
+    for (shape, dtype's itemsize, order), kept from an earlier call; `data`: a buffer of at
+    least the result's bytes to lay it on (else one from `allocator`)."""
     strides, size = layout or result_layout(shape, dtype.itemsize, order)
     try:
-        return cla.Array(None, shape, dtype, allocator=allocator, strides=strides, _fast=True,
-                         _size=size, _context=q.context, _queue=q)
+        return cla.Array(None, shape, dtype, allocator=allocator, strides=strides, data=data,
+                         _fast=True, _size=size, _context=q.context, _queue=q)
     except TypeError:  # pragma: no cover - other pyopencl versions
-        return cla.empty(q, shape, dtype, order=order, allocator=allocator)
+        return cla.Array(q, shape, dtype, order=order, allocator=allocator, data=data)
 
 
 def view_key(outer: int, r: int, inner: int) -> tuple[str, tuple[float, float]]:

@@ -6,10 +6,12 @@ and out; numpy arrays uploaded to `queue`).
 
 Each call reads the input once for its histogram (kernels/hist.cl: sub-histograms in __local
 memory, or a work-item's own on CPUs, merged with atomics) after, where numpy needs them, a
-min/max reduction (bincount's length, histogram's automatic range) whose two values are read
-back. The kernels a call launches ran right once on this device and driver in the device's
-worker first (`kernel.check`); the config is the device's builtin one for the bin count
-(`defaults.builtin_config`), else the safest.
+min/max reduction (histogram's automatic range; bincount's length with weights or axis=)
+whose two values are read back. A plain bincount finds its min and max in the launch that
+counts (`_bincount_once`: the values below a guessed length counted, the rest counted again
+only when the guess was short). The kernels a call launches ran right once on this device and
+driver in the device's worker first (`kernel.check`); the config is the device's builtin one
+for the bin count (`defaults.builtin_config`), else the safest.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ __all__ = ["Histogrammer", "bincount", "explain", "get_histogrammer", "histogram
 
 _engines: ContextCache[HistEngine] = ContextCache()
 _F64 = np.dtype(np.float64)
+_I64 = np.dtype(np.int64)
 
 
 def engine(q: cl.CommandQueue, variant: HistVariant, db: str | None) -> HistEngine:
@@ -125,6 +128,41 @@ def _int_extremes(q: cl.CommandQueue, x: cla.Array, db: str | None) -> tuple[Any
     `clt_hist_extremes` (vetted with it), the groups' pairs read back together."""
     la = engine(q, HistVariant("bincount", x.dtype), db).served(x.size, EXTREMES_BINS)[0]
     return la.extremes(q, x, 0, x.size, wait_for=waits_on(q, x.events))
+
+
+#: bincount's first guess of its length (bins counted before the largest value is known)
+ONCE_BINS = 256
+#: the bins bincount counted last, per (context, dtype): the next call's guess (`_bincount_once`)
+_once_bins: ContextCache[dict] = ContextCache()
+
+
+def _bincount_once(q: cl.CommandQueue, x: cla.Array, minlength: int, db: str | None,
+                   ) -> cla.Array | tuple[Any, Any] | None:
+    """bincount in one read of x (counts, 1-D): the values below a guessed length counted and,
+    in the same launch, x's extremes found (`HistLauncher.count_once`); the result is the
+    first max(x) + 1 (or minlength) of them. Returns that Array; or x's (min, max) when the
+    guess was too short (then counted again with the length they give) or x has negative
+    values; None where the served config cannot count in one launch. The guess is the last
+    length a call of this context and dtype needed (rounded up to a power of two), at least
+    ONCE_BINS and minlength."""
+    guesses = _once_bins.get(q.context, "bincount", dict)
+    key = x.dtype.str
+    cap = max(ONCE_BINS, minlength, guesses.get(key, 0))
+    cap = 1 << (cap - 1).bit_length()
+    la = engine(q, HistVariant("bincount", x.dtype), db).served(x.size, cap)[0]
+    if not la.one_pass(cap, x.size):
+        return None
+    pool = x.allocator or pool_for(q)
+    buf = pool(cap * 8)
+    ev, lo, hi = la.count_once(q, x, x.size, cap, buf, wait_for=waits_on(q, x.events))
+    need = max(minlength, int(hi) + 1) if lo >= 0 else 0
+    if lo >= 0:
+        guesses[key] = need
+    if lo < 0 or need > cap:
+        return lo, hi
+    out = empty_result(q, (need,), _I64, "C", pool, data=buf)
+    out.events.append(ev)
+    return out
 
 
 def _run(q: cl.CommandQueue, variant: HistVariant, db: str | None, x: cla.Array,
@@ -302,6 +340,17 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, axis: Any = Non
         if w.dtype != _F64:
             w = w.astype(_F64)
     nbins = minlength
+    if w is None and not kept and xd.size:
+        got = _bincount_once(q, xd, minlength, db)
+        if type(got) is cla.Array:
+            return got
+        if got is not None:  # counted with too few bins: its extremes size the next count
+            lo, hi = got
+            if lo < 0:
+                raise ValueError("bincount: x must have no negative elements (its minimum is "
+                                 f"{int(lo)})")
+            return _run(q, HistVariant("bincount", xd.dtype), db, xd, None,
+                        max(nbins, int(hi) + 1), None)
     if xd.size:
         lo, hi = _int_extremes(q, xd, db)
         if lo < 0:

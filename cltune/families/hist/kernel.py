@@ -95,6 +95,7 @@ class HistBuilt:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     extremes: cl.Kernel | None = None  # bincount's (integers only)
     fin: cl.Kernel | None = None  # clt_hist and clt_hist_out in one launch (counts only)
+    once: cl.Kernel | None = None  # clt_hist_fin and the extremes (bincount's counts only)
 
 
 def build(ctx: cl.Context, dev: cl.Device, spec: HistSpec, cfg: HistConfig) -> HistBuilt:
@@ -102,7 +103,9 @@ def build(ctx: cl.Context, dev: cl.Device, spec: HistSpec, cfg: HistConfig) -> H
     prg = compile_program(ctx, dev, source(), build_options(spec, cfg))
     return HistBuilt(spec, cfg, prg.clt_hist, prg.clt_hist_out,
                      extremes=None if spec.uniform else prg.clt_hist_extremes,
-                     fin=prg.clt_hist_fin if spec.weights is None else None)
+                     fin=prg.clt_hist_fin if spec.weights is None else None,
+                     once=prg.clt_hist_once if spec.weights is None and not spec.uniform
+                     else None)
 
 
 def sums_in_double(info: DeviceInfo, weighted: bool) -> bool:

@@ -160,6 +160,49 @@ class HistLauncher:
             cl.enqueue_copy(queue, host, part, wait_for=[ev], is_blocking=True)
         return host[0::2].min(), host[1::2].max()
 
+    def one_pass(self, nbins: int, n: int) -> bool:
+        """Whether `count_once` makes bincount's n elements in nbins bins here: one launch of
+        clt_hist_once (counts, one window, one pass of 32-bit counters)."""
+        b = self.built()
+        return b.once is not None and 0 < n < PASS and self.window(nbins) >= nbins
+
+    def count_once(self, queue: cl.CommandQueue, x: cla.Array, n: int, nbins: int,
+                   out: cl.Buffer, wait_for: list[cl.Event] | None = None,
+                   ) -> tuple[cl.Event, np.generic, np.generic]:
+        """bincount before its length is known (`one_pass` must hold): the counts of the values
+        0 .. nbins - 1 among x's n elements (contiguous 1-D) into out[0 .. nbins) (int64),
+        and, from the same read of x, the least and the largest element (numpy scalars of
+        x's dtype; read back, a wait). Values outside 0 .. nbins - 1 are not counted: a
+        caller whose largest value is nbins or more counts again with more bins."""
+        b = self.built()
+        sp, acc = self.spec, self.spec.acc_dtype.itemsize
+        gpr, chunk = groups(self.cfg, self.info.compute_units, n, nbins, 1)
+        host = np.empty(2 * gpr, sp.dtype)
+        nloc = max(acc, self.cfg.local_bytes(nbins, acc))
+        local = self._locals.get(nloc)
+        if local is None:
+            local = self._locals[nloc] = cl.LocalMemory(nloc)
+        lo = hi = sp.dtype.type(0)
+        with self._lock, b.lock:
+            scratch, fresh = self._scratch_for(queue, nbins * acc)
+            try:
+                before = wait_for
+                if fresh:  # a new scratch: zero once (clt_hist_fin leaves its cells zero)
+                    ev0 = cl.enqueue_fill_buffer(queue, scratch, np.zeros(1, sp.acc_dtype), 0,
+                                                 scratch.size, wait_for=wait_for)
+                    before = [ev0]
+                part = self._part_for(queue, host.nbytes)
+                ev = setter(b.once, (*self._fin_types, None)).launch(
+                    queue, (gpr * self.cfg.wg,), (self.cfg.wg,),
+                    (x.base_data, x.offset // x.dtype.itemsize, n, nbins, lo, hi,
+                     sp.real_dtype.type(1), self._dummy, chunk, n, gpr, scratch, local, 0,
+                     nbins, out, 0, self._dummy, 0, 0, part), before)
+                cl.enqueue_copy(queue, host, part, wait_for=[ev], is_blocking=True)
+            except BaseException:
+                self._scratch.pop(queue.int_ptr, None)  # its zeros are no longer known
+                raise
+        return ev, host[0::2].min(), host[1::2].max()
+
     def _part_for(self, queue: cl.CommandQueue, nbytes: int) -> cl.Buffer:
         key = -queue.int_ptr  # beside the queue's scratch (keys of in-order queues)
         s = self._scratch.get(key)

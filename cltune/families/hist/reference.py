@@ -113,5 +113,29 @@ def validate(la: HistLauncher, queue: cl.CommandQueue, nbins_limit: int | None =
             if got_ext != (h.min(), h.max()):
                 return Check(False, f"wrong extremes of {n} elements: {got_ext}, numpy "
                              f"{(h.min(), h.max())}")
+            if la.spec.weights is None and la.one_pass(nbins, n):
+                why = _check_once(la, queue, h, nbins, lead)
+                if why:
+                    return Check(False, why)
         worst = max(worst, err)
     return Check(True, "", worst)
+
+
+def _check_once(la: HistLauncher, queue: cl.CommandQueue, h: np.ndarray, nbins: int,
+                lead: int) -> str:
+    """bincount's one-pass launch (`HistLauncher.count_once`) on h with its largest value
+    moved past the bins (not counted, but its extreme): '' or what went wrong."""
+    h = h.copy()
+    h[h.size // 2] = nbins + 3 if h.dtype.itemsize > 1 else h.max()
+    x = cla.to_device(queue, np.concatenate([np.full(lead, h.max(), h.dtype), h]))
+    out = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, nbins * 8)
+    _, lo, hi = la.count_once(queue, x[lead:], h.size, nbins, out)
+    got = np.empty(nbins, np.int64)
+    cl.enqueue_copy(queue, got, out)
+    want = np.bincount(h[h < nbins].astype(np.int64), minlength=nbins)[:nbins]
+    if (lo, hi) != (h.min(), h.max()):
+        return f"one-pass bincount of {h.size}: extremes {(lo, hi)}, numpy {(h.min(), h.max())}"
+    if not np.array_equal(got, want):
+        bad = int(np.flatnonzero(got != want)[0])
+        return f"one-pass bincount of {h.size}: bin {bad}: {got[bad]}, numpy {want[bad]}"
+    return ""
