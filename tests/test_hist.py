@@ -600,3 +600,23 @@ def test_calls_wait_for_their_inputs_pending_writes_only(ctx, queue, rng):
         gate.set_status(cl.command_execution_status.COMPLETE)
         np.testing.assert_array_equal(got.get(), want)
         q2.finish()
+
+
+def test_bincount_guesses_its_length_and_counts_again_when_short(queue, rng):
+    """A plain bincount counts the values below a guessed length in the launch that finds its
+    min and max (`_bincount_once`); a guess too short counts again with the length found and
+    is the next call's guess, rounded up to a power of two; values of the type's extremes
+    (uint8 255, a hot bin) and minlength past the guess count right."""
+    from cltune.families.hist import api as hist_api
+
+    guesses = hist_api._once_bins.get(queue.context, "bincount", dict)
+    for top, ml in ((10, 0), (5000, 0), (10, 0), (3, 700), (70000, 0), (1, 0)):
+        h = rng.integers(0, top, 30011).astype(np.int32)
+        h[:9000] = top - 1  # the largest value hot
+        got = cltune.bincount(cla.to_device(queue, h), minlength=ml)
+        want = np.bincount(h, minlength=ml)
+        assert got.shape == want.shape and np.array_equal(got.get(), want), (top, ml)
+        assert guesses[np.dtype(np.int32).str] == want.size
+    h = np.full(4097, 255, np.uint8)
+    h[::7] = 0
+    assert np.array_equal(cltune.bincount(h, queue=queue).get(), np.bincount(h))
