@@ -6,7 +6,8 @@ fingerprint and driver (house rule 17): results tuned here did (in the tuner's w
 builtin, derived, shipped and vendor-default configs are built, launched and checked against
 the family's reference once in the device's worker (`remote_target.RemoteTarget`, `vet`
 mode: its validation inputs, no timing), and the verdict is kept on disk per fingerprint,
-driver, family, variant, config and kernel source (`vetted.json` in the cache directory of
+driver, family, variant, config, kernel source and cltune's own code (`host_hash`; a new
+version vets again) (`vetted.json` in the cache directory of
 `driver_cache.cache_dir()`); later calls, in this process or the next, read it. A config that
 crashed, hung or answered wrong there is never built here: the runtime steps to the next
 level of its fallback chain and `explain()` says why.
@@ -89,10 +90,30 @@ def vet_size(family: str, size_key: Any) -> Any:  # noqa: ANN401
     return SMALL_BUCKET
 
 
+_host_text: list[str] = []
+
+
+def host_hash() -> str:
+    """A hash of cltune's own Python (every module's text), in every verdict's key: a config
+    vetted by one version of the code that launches it is vetted again by another (a verdict
+    names the kernel source, but how its arguments are set and its result read is the host's;
+    a host bug's failure must not outlive the fix, nor a pass the change that breaks it)."""
+    if not _host_text:
+        import hashlib
+
+        root = Path(__file__).resolve().parent.parent
+        h = hashlib.sha256()
+        for f in sorted(root.rglob("*.py")):
+            h.update(f.relative_to(root).as_posix().encode())
+            h.update(f.read_bytes())
+        _host_text.append(h.hexdigest()[:12])
+    return _host_text[0]
+
+
 def _key(info: DeviceInfo, family: str, variant: str, cfg: Any, source_hash: str,  # noqa: ANN401
          size_key: Any) -> str:  # noqa: ANN401
     return (f"{info.fingerprint}:{info.driver}:{family}:{variant}:{cfg.key()}:{source_hash}:"
-            f"{size_key}")
+            f"{size_key}:{host_hash()}")
 
 
 def _path() -> Path:
@@ -225,7 +246,7 @@ def checked(info: DeviceInfo, name: str, key: str, check: Callable[..., str],  #
     building it here raises the compiler's own words."""
     if trusted():
         return TRUSTED
-    vkey = f"{info.fingerprint}:{info.driver}:check:{name}:{key}"
+    vkey = f"{info.fingerprint}:{info.driver}:check:{name}:{key}:{host_hash()}"
     hit = _cached(vkey)
     if hit is not None:
         return hit
