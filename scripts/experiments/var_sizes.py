@@ -75,7 +75,7 @@ def main() -> int:
     ap.add_argument("--blocks", type=int, default=5)
     a = ap.parse_args()
     grid = GRID if not a.grid else [
-        dict(zip(("wg", "items", "groups_per_cu", "passes"), map(int, g.split(":"))))
+        dict(zip(("wg", "items", "groups_per_cu", "passes"), map(int, g.split(":")), strict=True))
         for g in a.grid.split(",")]
     _, dev = select(a.device)
     ctx = cl.Context([dev])
@@ -92,14 +92,14 @@ def main() -> int:
             ref = ref_of(h)
             print(f"{stat} n={n}: served {knl.explain(n)}", flush=True)
 
-            def call(x=x):  # noqa: ANN001, ANN202
+            def call(x=x, knl=knl, extra=extra):  # noqa: ANN001, ANN202
                 return knl(x, *extra)
 
             served = per_call_us(q.finish, call, a.calls, a.blocks)
             line = [f"  served {served:7.2f} us"]
             if torch is not None:
                 t = torch.from_numpy(h).cuda()
-                tv = per_call_us(torch.cuda.synchronize, lambda t=t: torch_call(t, torch),
+                tv = per_call_us(torch.cuda.synchronize, lambda t=t, f=torch_call: f(t, torch),
                                  a.calls, a.blocks)
                 line.append(f"torch {tv:7.2f} us")
             print("; ".join(line), flush=True)
