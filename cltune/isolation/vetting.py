@@ -25,6 +25,7 @@ without a crash (nothing is cached then).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import warnings
@@ -99,8 +100,6 @@ def host_hash() -> str:
     names the kernel source, but how its arguments are set and its result read is the host's;
     a host bug's failure must not outlive the fix, nor a pass the change that breaks it)."""
     if not _host_text:
-        import hashlib
-
         root = Path(__file__).resolve().parent.parent
         h = hashlib.sha256()
         for f in sorted(root.rglob("*.py")):

@@ -22,7 +22,7 @@ from cltune.core.serving import NEAR_STEPS, SizeChoices
 from cltune.device.info import DeviceInfo
 from cltune.families.expr import family as expr_family
 from cltune.families.expr.config import ExprConfig, ExprConfigError
-from cltune.families.expr.defaults import builtin, derive, fit
+from cltune.families.expr.defaults import builtin, builtin_by_size, derive, fit
 
 #: bytes of __local memory reserved besides the tile (the single-pass flag)
 from cltune.tuning_db.answer import answers
@@ -67,7 +67,8 @@ def resolve(info: DeviceInfo, fingerprint: str, itemsize: int, db: str | None) -
     fallback = (Choices("derived", f"not tuned: shaped like the tuned sum/float32 "
                         f"({plain.level}: {plain.why})", tuple(derived)) if derived else
                 Choices("builtin", "not tuned, and no tuned sum/float32 for this device: "
-                        "config from its limits", (ExprChoice(builtin(info, itemsize), None),)))
+                        "config from its limits",
+                        tuple(ExprChoice(cfg, b) for cfg, b in builtin_by_size(info, itemsize))))
     if got:
         return Choices(own.level, own.why, tuple(got), fallback)
     return fallback
