@@ -22,7 +22,7 @@ from cltune.core.serving import NEAR_STEPS, SizeChoices
 from cltune.device.info import DeviceInfo
 from cltune.families.expr import family as expr_family
 from cltune.families.expr.config import ExprConfig, ExprConfigError
-from cltune.families.expr.defaults import builtin, builtin_by_size, derive, fit
+from cltune.families.expr.defaults import builtin_by_size, derive, fit
 
 #: bytes of __local memory reserved besides the tile (the single-pass flag)
 from cltune.tuning_db.answer import answers
