@@ -194,7 +194,18 @@ clt_sel_scatter(CLT_USER_ARGS const long n, const long clt_chunk, __global const
             clt_pos += clt_keep;
         }
     } else {
-        for (long clt_i = clt_a; clt_i < clt_b && clt_pos < clt_end; ++clt_i) {
+        long clt_i = clt_a;
+        /* 8 elements a step without a bound check while 8 places are left (each store is at
+         * a place below clt_end), then one at a time */
+        for (; clt_i + 8 <= clt_b && clt_pos + 8 <= clt_end; clt_i += 8) {
+#pragma unroll
+            for (int clt_k = 0; clt_k < 8; ++clt_k) {
+                const long clt_keep = (CLT_PRED(clt_i + clt_k)) ? 1 : 0;
+                clt_out[clt_pos] = VALUE(clt_i + clt_k);
+                clt_pos += clt_keep;
+            }
+        }
+        for (; clt_i < clt_b && clt_pos < clt_end; ++clt_i) {
             const long clt_keep = (CLT_PRED(clt_i)) ? 1 : 0;
             clt_out[clt_pos] = VALUE(clt_i);
             clt_pos += clt_keep;
