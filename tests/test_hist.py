@@ -620,3 +620,12 @@ def test_bincount_guesses_its_length_and_counts_again_when_short(queue, rng):
     h = np.full(4097, 255, np.uint8)
     h[::7] = 0
     assert np.array_equal(cltune.bincount(h, queue=queue).get(), np.bincount(h))
+    # a length past MAX_ONCE_BINS is not guessed again (min and max found first), and the
+    # guessing starts afresh after it
+    big = np.array([3, hist_api.MAX_ONCE_BINS + 5, 0], np.int32)
+    for _ in range(2):
+        assert np.array_equal(cltune.bincount(big, queue=queue).get(), np.bincount(big))
+    assert guesses.get(np.dtype(np.int32).str) is None
+    small = np.array([1, 2, 2], np.int32)
+    assert np.array_equal(cltune.bincount(small, queue=queue).get(), np.bincount(small))
+    assert guesses[np.dtype(np.int32).str] == 3

@@ -132,6 +132,9 @@ def _int_extremes(q: cl.CommandQueue, x: cla.Array, db: str | None) -> tuple[Any
 
 #: bincount's first guess of its length (bins counted before the largest value is known)
 ONCE_BINS = 256
+#: the longest guess: a call whose last length was longer (8 MB of counts) finds its min and
+#: max first (a guess is a buffer allocated before the data is seen)
+MAX_ONCE_BINS = 1 << 20
 #: the bins bincount counted last, per (context, dtype): the next call's guess (`_bincount_once`)
 _once_bins: ContextCache[dict] = ContextCache()
 
@@ -142,13 +145,16 @@ def _bincount_once(q: cl.CommandQueue, x: cla.Array, minlength: int, db: str | N
     in the same launch, x's extremes found (`HistLauncher.count_once`); the result is the
     first max(x) + 1 (or minlength) of them. Returns that Array; or x's (min, max) when the
     guess was too short (then counted again with the length they give) or x has negative
-    values; None where the served config cannot count in one launch. The guess is the last
-    length a call of this context and dtype needed (rounded up to a power of two), at least
-    ONCE_BINS and minlength."""
+    values; None where the served config cannot count in one launch or the guess would pass
+    MAX_ONCE_BINS. The guess is the last length a call of this context and dtype needed
+    (rounded up to a power of two), at least ONCE_BINS and minlength."""
     guesses = _once_bins.get(q.context, "bincount", dict)
     key = x.dtype.str
     cap = max(ONCE_BINS, minlength, guesses.get(key, 0))
     cap = 1 << (cap - 1).bit_length()
+    if cap > MAX_ONCE_BINS:
+        guesses.pop(key, None)  # the next call guesses afresh
+        return None
     la = engine(q, HistVariant("bincount", x.dtype), db).served(x.size, cap)[0]
     if not la.one_pass(cap, x.size):
         return None
