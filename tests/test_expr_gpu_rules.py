@@ -48,3 +48,20 @@ def test_var_sized_accumulators_elsewhere_keep_their_builtin():
     for info in (OTHER_GPU, CPU):
         assert builtin_by_size(info, 32) == ((builtin(info, 32), None),)
     assert BIG_ACC < 32
+
+
+def test_larger_structs_than_measured_keep_one_builtin():
+    from cltune.families.expr.defaults import MEASURED_ACC
+
+    for itemsize in (MEASURED_ACC + 8, 64, 128):
+        assert builtin_by_size(NVIDIA, itemsize) == ((builtin(NVIDIA, itemsize), None),)
+
+
+def test_the_tuner_has_the_builtin_of_the_class_compete():
+    """The tuner's final re-measurement runs what an untuned device runs for the class being
+    tuned (`builtin_near`): var's small config up to about 2^24, the large one above."""
+    from cltune.families.expr.defaults import builtin_near
+
+    assert builtin_near(NVIDIA, 32, 20) == _served(NVIDIA, 32, 1 << 20)
+    assert builtin_near(NVIDIA, 32, 27) == builtin(NVIDIA, 32)
+    assert builtin_near(NVIDIA, 8, 20) == builtin(NVIDIA, 8)

@@ -629,3 +629,35 @@ def test_bincount_guesses_its_length_and_counts_again_when_short(queue, rng):
     small = np.array([1, 2, 2], np.int32)
     assert np.array_equal(cltune.bincount(small, queue=queue).get(), np.bincount(small))
     assert guesses[np.dtype(np.int32).str] == 3
+
+
+def test_bincount_on_an_out_of_order_queue_and_past_int64(ctx, queue, rng):
+    """An out-of-order queue has no memory pool: the one-pass count allocates its own buffer;
+    uint64 values past int64 are refused as numpy refuses them (a ValueError, not a
+    traceback from deeper down)."""
+    import pyopencl as cl
+
+    oq = cl.CommandQueue(ctx, properties=cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
+    for h in (np.array([1, 2, 2], np.int32), rng.integers(0, 3000, 20011).astype(np.int64)):
+        got = cltune.bincount(cla.to_device(oq, h))
+        assert np.array_equal(got.get(), np.bincount(h))
+    oq.finish()
+    with pytest.raises(ValueError, match="int64"):
+        cltune.bincount(np.array([2**63 + 5, 1], np.uint64), queue=queue)
+
+
+def test_bincount_forgets_a_guess_its_config_cannot_count_in_one_launch(queue, monkeypatch):
+    """A guess that the served config cannot count in one launch is dropped (the next call
+    guesses afresh) instead of keeping every later call on the two-launch path."""
+    from cltune.families.hist import api as hist_api
+    from cltune.families.hist.launch import HistLauncher
+
+    guesses = hist_api._once_bins.get(queue.context, "bincount", dict)
+    key = np.dtype(np.int16).str
+    guesses[key] = 200001
+    monkeypatch.setattr(HistLauncher, "one_pass", lambda self, nbins, n: nbins < 1 << 17)
+    h = np.array([0, 9, 9], np.int16)
+    assert np.array_equal(cltune.bincount(h, queue=queue).get(), np.bincount(h))
+    assert key not in guesses
+    assert np.array_equal(cltune.bincount(h, queue=queue).get(), np.bincount(h))
+    assert guesses[key] == 10

@@ -40,6 +40,7 @@ from cltune.device.driver_cache import add_verdicts, cache_dir, read_verdicts
 from cltune.device.info import DeviceInfo
 from cltune.isolation.remote_target import RemoteTarget
 from cltune.isolation.worker import Worker, WorkerFailure, deadline_floor, unstarted, worker_for
+from cltune.version import __version__
 
 VET_VERSION = 1
 _FILE = "vetted.json"
@@ -101,8 +102,8 @@ def host_hash() -> str:
     a host bug's failure must not outlive the fix, nor a pass the change that breaks it)."""
     if not _host_text:
         root = Path(__file__).resolve().parent.parent
-        h = hashlib.sha256()
-        for f in sorted(root.rglob("*.py")):
+        h = hashlib.sha256(__version__.encode())  # all there is where no module is readable
+        for f in sorted(root.rglob("*.py")):  # (a zip or .pyc-only install)
             h.update(f.relative_to(root).as_posix().encode())
             h.update(f.read_bytes())
         _host_text.append(h.hexdigest()[:12])

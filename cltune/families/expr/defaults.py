@@ -61,22 +61,25 @@ def builtin(info: DeviceInfo, itemsize: int) -> ExprConfig:
 #: GPUs, single pass: accumulators larger than this many bytes (var's and std's four doubles)
 #: are served by size (`builtin_by_size`)
 BIG_ACC = 16
+#: ... and at most this many (the size measured: var's; larger structs would spill 4 of them)
+MEASURED_ACC = 32
 #: the size classes (log2) of `builtin_by_size`'s two configs: the nearer one serves
 SMALL_LOG2, LARGE_LOG2 = 22, 27
 
 
 def builtin_by_size(info: DeviceInfo, itemsize: int) -> tuple[tuple[ExprConfig, int | None], ...]:
     """The builtin configs with the size class (log2) each serves (None: every size). GPUs with
-    a single-pass finish and accumulators over BIG_ACC bytes: 4 accumulators a work-item and 2
-    groups a compute unit up to about 2^24 elements (the last group combines 2 partials a
-    compute unit, not 8), `builtin` above. On an H100 (scripts/experiments/var_sizes.py, two
-    runs, docs/logs/h100-var-sizes-2026-12-07.txt and h100-stats-sweep-2026-12-07.txt), var of
+    a single-pass finish and accumulators of BIG_ACC to MEASURED_ACC bytes: 4 accumulators a
+    work-item and 2 groups a compute unit up to about 2^24 elements (the last group combines
+    2 partials a compute unit, not 8), `builtin` above. On an H100
+    (scripts/experiments/var_sizes.py, two runs, docs/logs/h100-var-sizes-2026-12-07.txt and
+    h100-stats-sweep-2026-12-07.txt), var of
     10^6 / 3*10^6 / 2^22 / 2^24 float32 took 14.0-14.1 / 14.3-19.6 / 17.7-19.9 / 38.2-38.5 us
     a call where `builtin` took 21.9-22.4 / 22.7-28.6 / 22.0-24.2 / 42.8; at 2^27 213.7
     against 198.7. mean, norm2 and argmax (8-16 byte accumulators) kept `builtin`: within
     noise up to 2^22, 1.1-1.8x slower with 2 groups a compute unit from 2^24."""
     base = builtin(info, itemsize)
-    if info.type == "cpu" or itemsize <= BIG_ACC or base.passes != 1:
+    if info.type == "cpu" or not BIG_ACC < itemsize <= MEASURED_ACC or base.passes != 1:
         return ((base, None),)
     small = fit(ExprConfig("strided", 256, 4, 2, 1), info, itemsize)
     return ((small, SMALL_LOG2), (base, LARGE_LOG2))
@@ -101,3 +104,9 @@ def derive(sum_cfg: Any, info: DeviceInfo, itemsize: int) -> ExprConfig:
                                info),
                      closest(gpc, GROUPS_PER_CU[1:]), sum_cfg.passes)
     return fit(cfg, info, itemsize)
+
+
+def builtin_near(info: DeviceInfo, itemsize: int, bucket: int) -> ExprConfig:
+    """The builtin config that serves size class 2^bucket (`builtin_by_size`'s nearest)."""
+    choices = builtin_by_size(info, itemsize)
+    return min(choices, key=lambda cb: abs((cb[1] if cb[1] is not None else bucket) - bucket))[0]

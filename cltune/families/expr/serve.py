@@ -55,6 +55,16 @@ def _rows_to_choices(rows: Any, make: Any) -> list[ExprChoice]:
     return out
 
 
+def _builtin_choices(info: DeviceInfo, itemsize: int) -> Choices:
+    """The builtin level: one config, or (var-sized accumulators on GPUs) one per size class,
+    which `explain` then names as the builtin's classes, not tuned ones."""
+    by_size = builtin_by_size(info, itemsize)
+    why = "not tuned, and no tuned sum/float32 for this device: config from its limits"
+    if len(by_size) > 1:
+        why += " (by size: " + ", ".join(f"2^{b}" for _, b in by_size) + " untuned classes)"
+    return Choices("builtin", why, tuple(ExprChoice(cfg, b) for cfg, b in by_size))
+
+
 def resolve(info: DeviceInfo, fingerprint: str, itemsize: int, db: str | None) -> Choices:
     """The chain for one expression on one device (never raises for a bad database: it is
     reported as a warning and the next level answers)."""
@@ -66,9 +76,7 @@ def resolve(info: DeviceInfo, fingerprint: str, itemsize: int, db: str | None) -
     derived = _rows_to_choices(plain.rows, lambda m: derive(parse_sum(m), info, itemsize))
     fallback = (Choices("derived", f"not tuned: shaped like the tuned sum/float32 "
                         f"({plain.level}: {plain.why})", tuple(derived)) if derived else
-                Choices("builtin", "not tuned, and no tuned sum/float32 for this device: "
-                        "config from its limits",
-                        tuple(ExprChoice(cfg, b) for cfg, b in builtin_by_size(info, itemsize))))
+                _builtin_choices(info, itemsize))
     if got:
         return Choices(own.level, own.why, tuple(got), fallback)
     return fallback

@@ -23,7 +23,7 @@ from cltune.device.info import DeviceInfo
 from cltune.families.base import MAX_SEEDS, Target, known_config
 from cltune.families.expr import family as expr_family
 from cltune.families.expr.config import GROUPS_PER_CU, ITEMS, LAYOUTS, ExprConfig, ExprConfigError
-from cltune.families.expr.defaults import builtin, single_pass_passes
+from cltune.families.expr.defaults import builtin, builtin_near, single_pass_passes
 from cltune.families.expr.kernel import kernel_wg_limit, template_hash
 from cltune.families.expr.launch import ExprLauncher
 from cltune.families.expr.reference import ExprBench, NoReference
@@ -150,6 +150,12 @@ class ExprTarget(Target):
         v = self.space.values
         return ExprConfig(**{k: trial.suggest_categorical(k, v[k]) for k in ExprConfig.names()})
 
+
+    def builtin_for(self, bucket: int) -> ExprConfig | None:
+        """What an untuned device runs for this size class (`builtin_by_size`), if in the
+        space: the tuner's final re-measurement has it compete."""
+        cfg = builtin_near(self.info, self.spec.dtype_out.itemsize, bucket)
+        return cfg if params_of(cfg, self.space) is not None else None
 
     def builtin(self) -> ExprConfig | None:
         cfg = builtin(self.info, self.spec.dtype_out.itemsize)

@@ -130,6 +130,15 @@ def _int_extremes(q: cl.CommandQueue, x: cla.Array, db: str | None) -> tuple[Any
     return la.extremes(q, x, 0, x.size, wait_for=waits_on(q, x.events))
 
 
+def _check_bincount_range(lo: Any, hi: Any) -> None:
+    """numpy's refusals of bincount's values: negative ones, and (uint64) ones past int64."""
+    if lo < 0:
+        raise ValueError(f"bincount: x must have no negative elements (its minimum is {int(lo)})")
+    if int(hi) > np.iinfo(np.int64).max:
+        raise ValueError(f"bincount: x's values must fit int64 (numpy casts them; its maximum "
+                         f"is {int(hi)})")
+
+
 #: bincount's first guess of its length (bins counted before the largest value is known)
 ONCE_BINS = 256
 #: the longest guess: a call whose last length was longer (8 MB of counts) finds its min and
@@ -157,9 +166,11 @@ def _bincount_once(q: cl.CommandQueue, x: cla.Array, minlength: int, db: str | N
         return None
     la = engine(q, HistVariant("bincount", x.dtype), db).served(x.size, cap)[0]
     if not la.one_pass(cap, x.size):
+        guesses.pop(key, None)  # not kept: the next call guesses afresh
         return None
-    pool = x.allocator or pool_for(q)
-    buf = pool(cap * 8)
+    pool = x.allocator or pool_for(q)  # None on an out-of-order queue
+    buf = pool(cap * 8) if pool is not None else \
+        cl.Buffer(q.context, cl.mem_flags.READ_WRITE, cap * 8)
     ev, lo, hi = la.count_once(q, x, x.size, cap, buf, wait_for=waits_on(q, x.events))
     need = max(minlength, int(hi) + 1) if lo >= 0 else 0
     if lo >= 0:
@@ -352,16 +363,12 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, axis: Any = Non
             return got
         if got is not None:  # counted with too few bins: its extremes size the next count
             lo, hi = got
-            if lo < 0:
-                raise ValueError("bincount: x must have no negative elements (its minimum is "
-                                 f"{int(lo)})")
+            _check_bincount_range(lo, hi)
             return _run(q, HistVariant("bincount", xd.dtype), db, xd, None,
                         max(nbins, int(hi) + 1), None)
     if xd.size:
         lo, hi = _int_extremes(q, xd, db)
-        if lo < 0:
-            raise ValueError("bincount: x must have no negative elements (its minimum is "
-                             f"{int(lo)})")
+        _check_bincount_range(lo, hi)
         nbins = max(nbins, int(hi) + 1)
     variant = HistVariant("bincount", xd.dtype, w.dtype if w is not None else None)
     if nbins == 0:
