@@ -442,3 +442,21 @@ def test_the_worker_runs_the_applications_cltune_from_any_directory(device, faul
     finally:
         w.close()
     assert health.health(dev, info, recheck=True).ok
+
+
+def test_vetted_json_keeps_only_this_codes_verdicts(tmp_path, monkeypatch):
+    """Verdicts are keyed by cltune's own code (`vetting.host_hash`): a verdict of another
+    version is never asked for again, and is dropped when the file is next written (it would
+    otherwise grow by a full set of verdicts a version); this code's are kept."""
+    import json
+
+    monkeypatch.setenv("CLTUNE_CACHE_DIR", str(tmp_path))
+    vetting.forget()
+    mine = f"fp:drv:reduce:sum/float32:cfg:src:12:{vetting.host_hash()}"
+    old = "fp:drv:reduce:sum/float32:cfg:src:12:0123456789ab"
+    vetting._save(old, vetting.Verdict(False, "crashed", "driver crashed (SIGABRT)"))
+    vetting._save(mine, vetting.Verdict(True))
+    kept = json.loads((tmp_path / "vetted.json").read_text())
+    keys = set(kept.get("verdicts", kept))
+    assert mine in keys and old not in keys, keys
+    vetting.forget()

@@ -105,14 +105,19 @@ def lock_path(path: Path) -> Path:
 
 
 def add_verdicts(path: Path, version_key: str, version: int, parse: Callable[[dict], T | None],
-                 dump: Callable[[T], dict[str, Any]], new: dict[str, T]) -> dict[str, T]:
+                 dump: Callable[[T], dict[str, Any]], new: dict[str, T],
+                 keep: Callable[[str], bool] | None = None) -> dict[str, T]:
     """Merge `new` into the entries of `path` (read under the lock, so another process's
     entries written since are kept) and write them back atomically; returns the merged
-    entries. A failure to write is swallowed, as in `write_verdicts`."""
+    entries. `keep(key)`: entries it refuses are dropped when the file is written (verdicts
+    no key of this code can ask for again). A failure to write is swallowed, as in
+    `write_verdicts`."""
     with exclusive(lock_path(path)):
         stored = read_verdicts(path, version_key, version, parse)
         if all(k in stored and stored[k] == v for k, v in new.items()):
             return stored
+        if keep is not None:
+            stored = {k: v for k, v in stored.items() if keep(k)}
         stored.update(new)
         write_verdicts(path, version_key, version, {k: dump(v) for k, v in stored.items()})
         return stored

@@ -134,9 +134,13 @@ def _load() -> dict[str, Verdict]:
 
 
 def _save(key: str, verdict: Verdict) -> None:
-    """Add one verdict to the file, keeping what other processes added (failures cost a
-    re-vet)."""
-    add_verdicts(_path(), "vet_version", VET_VERSION, _parse, asdict, {key: verdict})
+    """Add one verdict to the file, keeping what other processes of this code added (failures
+    cost a re-vet) and dropping those of other versions of cltune (their keys end in another
+    `host_hash`: no call of this code asks for them, and the file would grow by a full set a
+    version)."""
+    suffix = ":" + host_hash()
+    add_verdicts(_path(), "vet_version", VET_VERSION, _parse, asdict, {key: verdict},
+                 keep=lambda k: k.endswith(suffix))
 
 
 def _cached(key: str) -> Verdict | None:
