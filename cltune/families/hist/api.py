@@ -357,17 +357,12 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, axis: Any = Non
         if w.dtype != _F64:
             w = w.astype(_F64)
     nbins = minlength
-    if w is None and not kept and xd.size:
-        got = _bincount_once(q, xd, minlength, db)
+    if xd.size:
+        got = _bincount_once(q, xd, minlength, db) if w is None and not kept else None
         if type(got) is cla.Array:
             return got
-        if got is not None:  # counted with too few bins: its extremes size the next count
-            lo, hi = got
-            _check_bincount_range(lo, hi)
-            return _run(q, HistVariant("bincount", xd.dtype), db, xd, None,
-                        max(nbins, int(hi) + 1), None)
-    if xd.size:
-        lo, hi = _int_extremes(q, xd, db)
+        # counted with too few bins (its extremes size the count), or not counted yet
+        lo, hi = got if got is not None else _int_extremes(q, xd, db)
         _check_bincount_range(lo, hi)
         nbins = max(nbins, int(hi) + 1)
     variant = HistVariant("bincount", xd.dtype, w.dtype if w is not None else None)

@@ -160,6 +160,13 @@ class HistLauncher:
             cl.enqueue_copy(queue, host, part, wait_for=[ev], is_blocking=True)
         return host[0::2].min(), host[1::2].max()
 
+    def _local(self, nbytes: int) -> cl.LocalMemory:
+        """The `__local` argument of nbytes, kept: the argument setter then leaves it set."""
+        local = self._locals.get(nbytes)
+        if local is None:
+            local = self._locals[nbytes] = cl.LocalMemory(nbytes)
+        return local
+
     def one_pass(self, nbins: int, n: int) -> bool:
         """Whether `count_once` makes bincount's n elements in nbins bins here: one launch of
         clt_hist_once (counts, one window, one pass of 32-bit counters)."""
@@ -179,9 +186,7 @@ class HistLauncher:
         gpr, chunk = groups(self.cfg, self.info.compute_units, n, nbins, 1)
         host = np.empty(2 * gpr, sp.dtype)
         nloc = max(acc, self.cfg.local_bytes(nbins, acc))
-        local = self._locals.get(nloc)
-        if local is None:
-            local = self._locals[nloc] = cl.LocalMemory(nloc)
+        local = self._local(nloc)
         lo = hi = sp.dtype.type(0)
         with self._lock, b.lock:
             scratch, fresh = self._scratch_for(queue, nbins * acc)
@@ -236,9 +241,7 @@ class HistLauncher:
         lo, hi = bins.edges[0], bins.edges[-1]
         scale, edges = real(nbins / bins.denom), self._edges_buffer(bins.edges)
         nloc = max(acc, self.cfg.local_bytes(nbins, acc))
-        local = self._locals.get(nloc)
-        if local is None:
-            local = self._locals[nloc] = cl.LocalMemory(nloc)
+        local = self._local(nloc)
         gpr, chunk = groups(self.cfg, self.info.compute_units, n, nbins, 1)
         fin = setter(b.fin, self._fin_types)
         g1, l1 = (gpr * self.cfg.wg,), (self.cfg.wg,)
@@ -299,9 +302,7 @@ class HistLauncher:
             raise ValueError(f"rows of {n // rows} elements exceed 32-bit counters")
         win = self.window(nbins)
         nloc = max(acc, self.cfg.local_bytes(win, acc))
-        local = self._locals.get(nloc)
-        if local is None:  # kept: the argument setter then leaves it set
-            local = self._locals[nloc] = cl.LocalMemory(nloc)
+        local = self._local(nloc)
         ooff = out.offset // out.dtype.itemsize
         wargs = (w.base_data, w.offset // w.dtype.itemsize + woff) \
             if sp.weights is not None else ()
