@@ -212,7 +212,8 @@ class Prepared:
             # only the buffers change (what ArgSetter.launch_again would do, without copying
             # the argument list or a call more)
             k, tail = kern.k, self.kept[0]
-            with _LOCK:
+            _LOCK.acquire()  # by hand: ~0.1 us less than `with`
+            try:
                 last = kern.last
                 if (kern.owner is self and k._cltune_args is kern and last[tail] is s.partials
                         and (not self.tickets or last[tail + 1] is s.tickets)):
@@ -220,10 +221,13 @@ class Prepared:
                     if self.two:
                         k.set_arg(2, y)
                     k.set_arg(self.out_at, out)
-                    ev = cl.enqueue_nd_range_kernel(self.queue, k, self.gsize, self.lsize,
-                                                    None, _waits(s, wait_for))
+                    ev = cl.enqueue_nd_range_kernel(
+                        self.queue, k, self.gsize, self.lsize, None,
+                        (wait_for or None) if s.in_order else _waits(s, wait_for))
                     s.last = ev
                     return [ev]
+            finally:
+                _LOCK.release()
         a = list(self.args)  # [x, xoff, (y, yoff,) ..., partials, (tickets,) out, (local)]
         a[0] = x
         if self.two:

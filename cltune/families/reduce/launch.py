@@ -59,6 +59,25 @@ class Prepared:
         self.slots = slots  # the stage-1 slots every launch sets: x, xoff, out, y, yoff
         self.ix, self.iout, self.xoff = slots[0], slots[2], args1[slots[1]]
 
+    def launch1(self, queue: cl.CommandQueue, x: cl.Buffer, xoff: int, out: cl.Buffer,
+                wait_for: Sequence[cl.Event] | None) -> cl.Event:
+        """`launch` of one input (no y), its last event: the hot path's. While this launch
+        set stage 1's arguments last at this offset, only x and out are set (the lock taken
+        and given by hand: ~0.1 us less than `with`)."""
+        lock = _LAUNCH_LOCK
+        lock.acquire()
+        try:
+            k1 = self.stage1
+            if (self.stage2 is None and self.scratch.in_order and xoff == self.xoff
+                    and self.owners.get("stage1") is self):
+                k1.set_arg(self.ix, x)
+                k1.set_arg(self.iout, out)
+                return cl.enqueue_nd_range_kernel(queue, k1, self.gsize, self.lsize, None,
+                                                  wait_for)
+        finally:
+            lock.release()
+        return self.launch(queue, x, xoff, out, None, 0, wait_for)[-1]
+
     def launch(self, queue: cl.CommandQueue, x: cl.Buffer, xoff: int, out: cl.Buffer,
                y: cl.Buffer | None, yoff: int, wait_for: Sequence[cl.Event] | None,
                ) -> list[cl.Event]:
