@@ -130,16 +130,20 @@ def warm_launch(owner: object, built: Built, f: Any, q: cl.CommandQueue, inq: bo
     ResultFactory f) as each of `slots`, one work-item. Returns (the result, its event), the
     event None where the kernel holds other arguments (the caller then launches in full)."""
     k = built.chunks
-    buf = f.buffer()
+    buf = f._alloc(f._nbytes)  # f.buffer(), inline
     wait = pending(x.events, in_order=inq) if x.events else None
     ev = None
-    with built.lock:
+    lock = built.lock
+    lock.acquire()  # by hand: ~0.1 us less than `with`
+    try:
         s = getattr(k, "_cltune_args", None)
         if s is not None and s.owner == (owner, xoff, 0):
             k.set_arg(0, x.base_data)
             for i in slots:
                 k.set_arg(i, buf)
             ev = cl.enqueue_nd_range_kernel(q, k, (1,), (1,), None, wait)
+    finally:
+        lock.release()
     return f.around(buf, [] if ev is None else [ev]), ev
 
 

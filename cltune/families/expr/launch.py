@@ -88,7 +88,9 @@ class _Prepared:
         launch was this one's warm one, every argument but the application's and the result
         is still set (~0.2 us less than `launch`)."""
         b, bufs, vals = self.b, self.bufs, self.vals
-        with b.lock:
+        lock = b.lock
+        lock.acquire()  # by hand: ~0.1 us less than `with`
+        try:
             if b.owner.get("warm") is not self:
                 ev = self._launch(queue, user_args, 0, 1, res, 0, wait_for)[-1]
                 b.owner["warm"] = self
@@ -117,6 +119,8 @@ class _Prepared:
                     last[i] = a
             k.set_arg(self.nu + 3, res)
             return cl.enqueue_nd_range_kernel(queue, k, self.g2, self.g2, None, None)
+        finally:
+            lock.release()
 
     def _launch(self, queue: cl.CommandQueue, user_args: Sequence[object], start: int,
                 step: int, res: cl.Buffer, res_off: int,

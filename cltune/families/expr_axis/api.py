@@ -239,7 +239,9 @@ class AxisReducer:
                    wait_for: list[cl.Event] | None) -> cl.Event | None:
             if plans.get(key) is not hit or s.capacity < need:
                 return None
-            with lock, block:
+            lock.acquire()  # both by hand: ~0.2 us less than `with lock, block`
+            block.acquire()
+            try:
                 # the user's scalars, and floats' signs (none: no calls to make)
                 uv = ((pick(user), signs(user) if signs is not None else ()) if vals
                       else _NO_SCALARS)
@@ -277,6 +279,9 @@ class AxisReducer:
                 if two:
                     ev = cl.enqueue_nd_range_kernel(q, k2, g2, l2, None, None)
                 s.last = ev
+            finally:
+                block.release()
+                lock.release()
             return ev
         return launch
 

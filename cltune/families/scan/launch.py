@@ -333,7 +333,8 @@ class ScanLauncher:
         def go(x: cl.Buffer, xoff: int, out: cl.Buffer, ooff: int,
                wait_for: list[cl.Event] | None = None,
                evs: list[cl.Event] | None = None) -> cl.Event:
-            with lock:
+            lock.acquire()  # by hand: ~0.1 us less than `with`
+            try:
                 # _scratch_of's common case inlined: the queue of the last call
                 s = self._q_scratch if queue is self._q_last else self._scratch_of(queue)
                 self._in_order = s.in_order
@@ -386,6 +387,8 @@ class ScanLauncher:
                         evs.append(fill)
                     evs.append(e)
                 return e
+            finally:
+                lock.release()
 
         w.go = (queue, go)
         return go
