@@ -37,6 +37,9 @@
  *                   are many), or all of them and the lowest-indexed keys equal to t (the
  *                   groups' blocks in order), or where the sample misled the whole row; the k
  *                   sorted in __local memory.
+ * Strategy `rowsel` (many rows of a few thousand, small k): clt_tk_rowsel, one group a row:
+ *                   select_pairs over the row itself (8-bit digits), the k sorted in __local
+ *                   memory and written: one launch.
  * Every tunable has a default; values arrive as -D options from cltune.families.topk.kernel
  * (a validated TopkConfig). Barriers are never in divergent code.
  */
@@ -1068,6 +1071,32 @@ clt_tk_sfinish(__global const in_t *x, const long xoff, const long m, const key_
     for (uint j = lid; j < k; j += nt) {
         ov[ooff + j] = x[xoff + li[j]];
         ox[ooff + j] = (long)li[j];
+    }
+}
+
+/* Strategy `rowsel` (many rows of up to a few thousand elements, small k): one group a row
+ * selects its k best pairs from the row itself (select_pairs: a pass a digit, the row in the
+ * caches after the first), sorts them in __local memory and writes them; one launch, no
+ * scratch. lk, li: CLT_T_KP pairs; lh: the bins (COPIES(CLT_WG) copies of SBP); ls: CLT_WG
+ * + 3 uints and at least 35. */
+__kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
+clt_tk_rowsel(__global const in_t *x, const long xoff, const long m, const key_t flip,
+              const uint k, __global in_t *ov, __global long *ox, const long ooff,
+              __local key_t *lk, __local uint *li, volatile __local uint *lh,
+              __local uint *ls) {
+    const uint lid = get_local_id(0);
+    const long row = get_group_id(0);
+    const long xr = xoff + row * m;
+    select_pairs(x, xr, flip, (__global const key_t *)0, (__global const uint *)0, 1, m, k,
+                 lk, li, lh, ls, CLT_WG);
+    for (uint j = k + lid; j < CLT_T_KP; j += CLT_WG) {
+        lk[j] = (key_t)0;
+        li[j] = NO_INDEX;
+    }
+    local_bitonic(lk, li, CLT_WG);
+    for (uint j = lid; j < k; j += CLT_WG) {
+        ov[ooff + row * k + j] = x[xr + li[j]];
+        ox[ooff + row * k + j] = (long)li[j];
     }
 }
 #endif

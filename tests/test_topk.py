@@ -104,7 +104,8 @@ def test_topk_errors(queue, bad, err, match):
 @pytest.mark.parametrize("cfg", [TopkConfig("lists", 1, 4, 8), TopkConfig("lists", 8, 2, 8),
                                  TopkConfig("radix", 16, 2, 8), TopkConfig("radix", 1, 4, 11),
                                  TopkConfig("radix", 8, 1, 4), TopkConfig("sample", 16, 2, 8),
-                                 TopkConfig("sample", 1, 4, 11)])
+                                 TopkConfig("sample", 1, 4, 11), TopkConfig("rowsel", 1, 1, 8),
+                                 TopkConfig("rowsel", 16, 1, 8), TopkConfig("rowsel", 64, 1, 8)])
 def test_every_strategy_selects_exactly(ctx, queue, device, rng, cfg, monkeypatch):
     """Each strategy through the launcher, one group a row and several (the lists' second
     stage, the radix select's ticket), rows of 1 element to a few blocks, at an offset; the
@@ -208,7 +209,7 @@ def test_a_launcher_called_again_with_other_shapes(ctx, queue, device, rng):
 
 def test_configs_are_validated():
     for kw in (dict(strategy="heap"), dict(wg=3), dict(groups_per_cu=0), dict(bits=7),
-               dict(strategy="lists", bits=11)):
+               dict(strategy="lists", bits=11), dict(strategy="rowsel", bits=4)):
         with pytest.raises(TopkConfigError):
             TopkConfig(**{**dict(strategy="radix", wg=8, groups_per_cu=4, bits=8), **kw})
     assert TopkConfig.from_mapping(TopkConfig().to_dict()) == TopkConfig()
@@ -285,7 +286,9 @@ for cfg, keep, local_sort in ((TopkConfig("lists", 8, 2, 8), 1 << 24, True),
                               (TopkConfig("lists", 1, 4, 8), 1 << 24, True),
                               (TopkConfig("radix", 8, 2, 4), 1 << 24, True),
                               (TopkConfig("radix", 8, 2, 4), 0, False),
-                              (TopkConfig("radix", 1, 4, 8), 1 << 24, True)):
+                              (TopkConfig("radix", 1, 4, 8), 1 << 24, True),
+                              (TopkConfig("rowsel", 8, 1, 8), 1 << 24, True),
+                              (TopkConfig("rowsel", 64, 1, 8), 1 << 24, True)):
     topk_launch.KEEP_BYTES = keep
     rows, m, k = 2, 4001, 5
     h = sample(np.dtype(np.float32), rows, m, rng)
@@ -340,7 +343,8 @@ print(MARK + json.dumps(out), flush=True)
 def test_the_kernels_are_clean_under_oclgrind():
     """Every strategy (lists: the merge of the group's lists, the second stage; radix: the
     ticket that picks a digit, the kept counts and the counting pass, the ordered collection
-    of ties, the __local and the global sort; sample: the groups' selects of the sample, the
+    of ties, the __local and the global sort; rowsel: a group a row selecting from the row;
+    sample: the groups' selects of the sample, the
     staged candidates, the finishing group's paths and second sample; groups of 16 and 64,
     whose digits are counted in copies of the bins) under Oclgrind: the
     reference's answers, no invalid access, no race, no divergent barrier."""
@@ -348,7 +352,8 @@ def test_the_kernels_are_clean_under_oclgrind():
 
     res, summary = run_marked(OCLGRIND_SCRIPT, OCLGRIND_MARK)
     assert res.returncode == 0 and summary, res.summary()
-    assert {r["cfg"].split()[0] for r in summary["runs"]} == {"lists", "radix", "sample"}
+    assert {r["cfg"].split()[0] for r in summary["runs"]} == {"lists", "radix", "sample",
+                                                              "rowsel"}
     wrong = [r for r in summary["runs"] if r["error"]]
     assert not wrong, wrong
     assert res.reports == [], res.summary(limit=8)

@@ -13,7 +13,7 @@ from typing import ClassVar
 from cltune.core.config import ConfigError, MappedConfig
 from cltune.core.pow2 import is_pow2
 
-STRATEGIES = ("lists", "radix", "sample")
+STRATEGIES = ("lists", "radix", "sample", "rowsel")
 BITS = (4, 8, 11)
 MAX_WG = 1024
 MAX_GROUPS_PER_CU = 1024
@@ -34,7 +34,9 @@ class TopkConfig(MappedConfig):
     radix's digit (lists: 8, unused); `sample` (one row): a threshold from a sample every
     group draws, one pass keeping the keys above it, one group selecting the k among them
     (kernels/topk.cl's clt_tk_sfilter, clt_tk_sfinish), the radix select with `bits` where
-    the row is too short or k too large for it."""
+    the row is too short or k too large for it; `rowsel`: one group a row selects its k
+    from the row itself by 8-bit digits and sorts them in __local memory, one launch
+    (clt_tk_rowsel; groups_per_cu unused, bits 8)."""
 
     error: ClassVar[type[ValueError]] = TopkConfigError
 
@@ -56,6 +58,8 @@ class TopkConfig(MappedConfig):
             raise TopkConfigError(f"bits: {self.bits} is not one of {BITS}")
         if self.strategy == "lists" and self.bits != 8:
             raise TopkConfigError("bits: the lists strategy has no digits (8)")
+        if self.strategy == "rowsel" and self.bits != 8:
+            raise TopkConfigError("bits: the rowsel strategy selects by 8-bit digits (8)")
 
     def handles(self, k: int) -> bool:
         """Whether this config selects k (lists: k up to MAX_LIST)."""
@@ -66,6 +70,9 @@ class TopkConfig(MappedConfig):
         radix: the digit's histogram)."""
         if self.strategy == "lists":
             return self.wg * kp * (key_bytes + 4)
+        if self.strategy == "rowsel":  # its pairs, its bins (kernel.bins_bytes), its scan
+            copies = 8 if self.wg >= 64 else 2 if self.wg >= 16 else 1
+            return kp * (key_bytes + 4) + 4 * 257 * copies + 4 * max(35, self.wg + 3)
         return (1 << self.bits) * 4  # (sample: its own needs are checked by its plan)
 
     def short(self) -> str:

@@ -132,6 +132,8 @@ class TopkLauncher:
             "clt_tk_sfinish": (None, _I64, _I64, kt, _I64, _U32, _U32, _U32, None, None, None,
                                None, None, None, None, _I64, _U32, _U32, None, None, None,
                                None, None, None, None),
+            "clt_tk_rowsel": (None, _I64, _I64, kt, _U32, None, None, _I64, None, None, None,
+                              None),
             "clt_tk_transpose": (None, _I64, None, _I64, _I64, _I64),
             "clt_tk_transpose_index": (None, _I64, None, _I64, _I64, _I64),
         }
@@ -146,6 +148,8 @@ class TopkLauncher:
         """Whether this config selects k here (its list length, its __local memory)."""
         if not self.cfg.handles(k) or k > self.spec.kp:
             return False
+        if self.cfg.strategy == "rowsel" and not self.spec.local_sort:
+            return False  # (its pairs are sorted in __local memory)
         need = self.cfg.local_bytes(self.spec.kp, self.spec.key_bytes)
         return need + RESERVE <= self.info.local_mem
 
@@ -228,7 +232,13 @@ class TopkLauncher:
             before = list(wait_for or [])
             plan = (sample_plan(sp, self.info.local_mem, m, k)
                     if self.cfg.strategy == "sample" and rows == 1 else None)
-            if self.cfg.strategy == "lists":
+            if self.cfg.strategy == "rowsel":
+                self._go(queue, "clt_tk_rowsel", (rows * self.cfg.wg,), (self.cfg.wg,),
+                         (x.base_data, xb, m, flip, k, *out, ooff,
+                          self._local(sp.kp * sp.key_bytes), self._local(sp.kp * 4),
+                          self._local(bins_bytes(self.cfg.wg)),
+                          self._local(4 * max(35, self.cfg.wg + 3))), before, evs)
+            elif self.cfg.strategy == "lists":
                 self._lists(queue, x.base_data, xb, m, rows, k, flip, gpr, chunk, out, ooff,
                             before, evs)
             elif plan is not None:

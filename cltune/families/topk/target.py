@@ -43,13 +43,14 @@ def make_space(info: DeviceInfo) -> TopkSpace:
     gpu = info.type != "cpu"
     top = min(info.max_wg, 512 if gpu else 64)
     wgs = tuple(v for v in POW2 if (16 if gpu else 1) <= v <= top) or (1,)
-    return TopkSpace(info, {"strategy": ("lists", "radix", "sample"), "wg": wgs,
+    return TopkSpace(info, {"strategy": ("lists", "radix", "sample", "rowsel"), "wg": wgs,
                             "groups_per_cu": (1, 2, 4, 8, 16, 32), "bits": BITS})
 
 
 def fitted(strategy: str, wg: int, groups_per_cu: int, bits: int) -> TopkConfig:
-    """A sampled point as a valid config (lists have no digits: bits 8)."""
-    return TopkConfig(strategy, wg, groups_per_cu, 8 if strategy == "lists" else bits)
+    """A sampled point as a valid config (lists have no digits, rowsel 8-bit ones: bits 8)."""
+    return TopkConfig(strategy, wg, groups_per_cu,
+                      8 if strategy in ("lists", "rowsel") else bits)
 
 
 class TopkBench(Timed):
