@@ -13,6 +13,7 @@ import pytest
 import cltune
 from cltune.families.topk import launch as topk_launch
 from cltune.families.topk.config import TopkConfig, TopkConfigError
+from cltune.families.topk.defaults import builtin_config
 from cltune.families.topk.kernel import TopkSpec, spec_for
 from cltune.families.topk.launch import TopkLauncher
 from cltune.families.topk.reference import compare, reference, sample
@@ -99,6 +100,28 @@ def test_topk_errors(queue, bad, err, match):
         cltune.topk(x.astype(np.complex64), 1, queue=queue)
     with pytest.raises(TypeError, match="queue"):
         cltune.topk(x, 1)
+
+
+def test_gpus_serve_many_short_rows_by_rowsel_with_groups_by_the_rows_length():
+    """The builtin along rows on a GPU (no device needed): at least a row per compute unit of
+    up to 2^16 elements with k <= 128 go to rowsel, a work-item per 32 elements of a row in
+    groups of 64 to 1024 (the H100's measured best); fewer rows, longer rows, a larger k and
+    CPUs keep the other strategies."""
+    from types import SimpleNamespace as NS
+
+    gpu = NS(type="gpu", max_wg=1024, local_mem=49152, compute_units=132)
+    for rows, m, wg in ((4096, 4096, 128), (65536, 256, 64), (16384, 1024, 64),
+                        (256, 65536, 1024), (1000, 3001, 64), (132, 20000, 512)):
+        for k in (1, 10, 100, 128):
+            assert builtin_config(gpu, k, 4, rows, rows * m) == TopkConfig("rowsel", wg, 1, 8)
+    assert builtin_config(gpu, 10, 4, 131, 131 * 4096).strategy != "rowsel"
+    assert builtin_config(gpu, 10, 4, 4096, 4096 * 70000).strategy != "rowsel"
+    assert builtin_config(gpu, 129, 4, 4096, 4096 * 4096).strategy == "radix"
+    assert builtin_config(gpu, 10, 4, 4096).strategy == "lists"  # the length unknown
+    small = NS(type="gpu", max_wg=256, local_mem=32768, compute_units=16)
+    assert builtin_config(small, 10, 8, 64, 64 * 65536) == TopkConfig("rowsel", 256, 1, 8)
+    cpu = NS(type="cpu", max_wg=4096, local_mem=65536, compute_units=2)
+    assert builtin_config(cpu, 10, 4, 4096, 4096 * 4096).strategy == "lists"
 
 
 @pytest.mark.parametrize("cfg", [TopkConfig("lists", 1, 4, 8), TopkConfig("lists", 8, 2, 8),

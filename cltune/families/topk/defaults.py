@@ -5,6 +5,10 @@ devices (and k) never tuned, and the safest one.
     >>> gpu = NS(type="gpu", max_wg=1024, local_mem=49152, compute_units=132)
     >>> builtin_config(gpu, 8, 4).short(), builtin_config(gpu, 8, 4, rows=4096).short()
     ('sample wg1024 g1 b11', 'lists wg32 g4 b8')
+    >>> builtin_config(gpu, 10, 4, rows=4096, n=4096 * 4096).short()
+    'rowsel wg128 g1 b8'
+    >>> builtin_config(gpu, 10, 4, rows=65536, n=65536 * 256).short()
+    'rowsel wg64 g1 b8'
     >>> builtin_config(gpu, 8, 4, n=65536).short()
     'lists wg128 g4 b8'
     >>> cpu = NS(type="cpu", max_wg=4096, local_mem=65536)
@@ -49,6 +53,18 @@ SMALL_LIST_K = 16
 #: at 2^20 / 2^24; before the 8-load unroll wg128-512 with 4-16 groups a unit took
 #: 0.113-0.283 ms at 2^24)
 SAMPLE_LOG2 = 16
+#: GPUs, along at least a row per compute unit: rows of up to 2^ROWSEL_LOG2 elements with k
+#: up to ROWSEL_K go to rowsel, one group a row of a work-item per ROWSEL_PER_ITEM elements
+#: (64 to 1024). H100, float32, per call back to back (docs/logs/h100-topk-rowsel-2026-12-07.txt;
+#: lists wg32 the builtin before, torch.topk beside), k = 8 / 10 / 32 / 100:
+#: 4096x4096 rowsel wg128 0.136 / 0.140 / 0.147 / 0.166 ms, lists 0.265 / 0.431 / 1.132 /
+#: 4.02, radix wg256 0.46-0.50, torch 0.33-0.36; 16384x1024 wg64 0.200 / 0.212 / 0.225 / 0.276,
+#: lists 0.34-7.8, torch 0.53-0.62; 65536x256 wg64 0.486 / 0.525 / 0.589 / 0.756, lists 0.458 /
+#: 0.957 / 2.82 / 19.8, torch 0.83-1.16; 256x65536 wg1024 0.171-0.181, radix 0.231-0.240, torch
+#: 0.29. Groups of 64 to 1024 ran 1.2-10x slower away from that size.
+ROWSEL_LOG2 = 16
+ROWSEL_K = 128
+ROWSEL_PER_ITEM = 32
 
 
 def builtin_config(info: Any, k: int, key_bytes: int, rows: int = 1,
@@ -56,7 +72,9 @@ def builtin_config(info: Any, k: int, key_bytes: int, rows: int = 1,
     """One long row: the sample strategy (its radix select with 11-bit digits where its sample
     does not serve). CPUs: one work-item a group keeping its own list (4 groups a compute
     unit) up to CPU_LIST_K, else the radix select. GPUs: along at least a row per compute
-    unit, lists in groups of up to 32 whose lists fit __local memory up to GPU_LIST_K; rows
+    unit, rows of up to 2^ROWSEL_LOG2 with k up to ROWSEL_K rowsel (a group a row, its size
+    by the rows' length), else lists in groups of up to 32 whose lists fit __local memory up
+    to GPU_LIST_K; rows
     of n / rows up to 2^SMALL_LOG2 elements with k up to SMALL_LIST_K, lists in groups of 128
     (one launch where the radix select takes five); else the radix select in groups of 256
     with 11-bit digits (3 passes of 32-bit keys)."""
@@ -74,6 +92,14 @@ def builtin_config(info: Any, k: int, key_bytes: int, rows: int = 1,
     wg = min(32, pow2_at_most(int(info.max_wg)))
     while wg > 1 and wg * kp * (key_bytes + 4) > room:
         wg //= 2
+    m = n // max(1, rows) if n is not None else None
+    if rows >= int(info.compute_units) and m is not None and m <= 1 << ROWSEL_LOG2 \
+            and k <= ROWSEL_K:
+        rwg = min(pow2_at_most(int(info.max_wg)), 1024,
+                  max(64, pow2_at_most(max(1, m // ROWSEL_PER_ITEM))))
+        cfg = TopkConfig("rowsel", rwg, 1, 8)
+        if cfg.local_bytes(kp, key_bytes) + RESERVE <= int(info.local_mem):
+            return cfg
     if k <= GPU_LIST_K and wg >= 16 and rows >= int(info.compute_units):
         return TopkConfig("lists", wg, 4, 8)
     small = min(128, pow2_at_most(int(info.max_wg)))

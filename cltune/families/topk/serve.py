@@ -63,13 +63,13 @@ class TopkEngine:
         self._launchers: dict[tuple[TopkConfig, int], TopkLauncher] = {}
         self._by_call: dict[tuple[int, int, int], tuple[TopkLauncher, TopkExplanation]] = {}
 
-    def _builtin(self, key: tuple[int, int], k: int, rows: int) -> TopkConfig:
-        return builtin_config(self.info, k, self.key_bytes, rows, 1 << key[0])
+    def _builtin(self, n: int, k: int, rows: int) -> TopkConfig:
+        return builtin_config(self.info, k, self.key_bytes, rows, n)
 
-    def _choose(self, key: tuple[int, int], k: int, rows: int,
+    def _choose(self, key: tuple[int, int], n: int, k: int, rows: int,
                 ) -> tuple[TopkConfig, str, str, Tuned | None]:
         if rows > 1:  # tuned classes are of one row
-            return (self._builtin(key, k, rows), "builtin",
+            return (self._builtin(n, k, rows), "builtin",
                     "along rows: the builtin config (tuned classes are of one row)", None)
         spec = spec_for(self.variant.dtype, k, self.info)
         t = nearest(self.tuned, key,
@@ -79,7 +79,7 @@ class TopkEngine:
         why = self.why if not self.tuned else (
             f"no tuned class within 2^{shapes.MAX_CLASS_STEPS} of this call whose config "
             "selects its k: the builtin config")
-        return self._builtin(key, k, 1), "builtin", why, None
+        return self._builtin(n, k, 1), "builtin", why, None
 
     def served(self, n: int, k: int, rows: int = 1) -> tuple[TopkLauncher, TopkExplanation]:
         """The launcher and explanation for k of each of `rows` rows of n elements in all."""
@@ -91,14 +91,16 @@ class TopkEngine:
     def _served(self, n: int, k: int, rows: int) -> tuple[TopkLauncher, TopkExplanation]:
         key = class_of(n, k)
         spec = spec_for(self.variant.dtype, k, self.info)
-        many = min(rows, int(self.info.compute_units))  # as builtin_config tells rows apart
+        # as builtin_config tells calls apart: how many rows (up to a compute unit's worth)
+        # and the rows' length (its power of two: rowsel's work-group follows it)
+        many = (min(rows, int(self.info.compute_units)), (n // max(1, rows)).bit_length())
         hit = self._by_key.get((*key, spec.kp, many))
         if hit is not None and hit[0].fits(k):
             return hit
         # never build here what has not run right on this driver; vetted for k's build
         cfg, level, why, t = vetted(
-            self.info, topk_family.NAME, str(self.variant), self._choose(key, k, rows),
-            [(self._builtin(key, k, rows), "builtin"), (safest_config(self.info), "safest")],
+            self.info, topk_family.NAME, str(self.variant), self._choose(key, n, k, rows),
+            [(self._builtin(n, k, rows), "builtin"), (safest_config(self.info), "safest")],
             (key[0], spec.kp.bit_length() - 1), source_hash=source_hash(),
             element_bytes=self.variant.dtype.itemsize)
         with self._lock:
