@@ -276,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
                     "docs/results)")
     ap.add_argument("--commit", help="the commit to record where git cannot tell (a copy of "
                     "the tree without .git, on a lent machine)")
+    ap.add_argument("--cases", help="comma-separated FAMILY-CASE names (as --list prints them): "
+                    "only these of the chosen families")
     ap.add_argument("--list", action="store_true", help="print the commands, run nothing")
     a = ap.parse_args(argv)
     chosen = FAMILIES if a.families is None else tuple(
@@ -285,6 +287,12 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown families {unknown}; known: {', '.join(FAMILIES)}")
     cmds = [c for c in PRESETS[a.preset] if c.family in chosen and (
         c.family not in OPTIONAL or a.families is not None or a.kt_python)]
+    if a.cases:
+        names = {n.strip() for n in a.cases.split(",") if n.strip()}
+        missing = sorted(names - {f"{c.family}-{c.case}" for c in cmds})
+        if missing:
+            ap.error(f"no such cases among the chosen families: {missing}")
+        cmds = [c for c in cmds if f"{c.family}-{c.case}" in names]
     if a.timeout:
         cmds = [Command(c.family, c.case, c.args, c.tool, a.timeout) for c in cmds]
     if a.list:
