@@ -276,7 +276,9 @@ clt_axis_stage1(CLT_USER_ARGS const long n, const long clt_outer, const long clt
      * cache line read once); neighbouring work-items take neighbouring strips (GPUs:
      * coalesced), CLT_AX_LANES work-items of a strip share the rows */
 #define CLT_POS(i) clt_div((i) - clt_row_base, clt_inner)
-    const uint clt_lane = clt_lid / CLT_OUTS;
+    /* (0 written as such where a strip has one lane: a CPU compiler then sees every
+     * work-item's rows start alike) */
+    const uint clt_lane = CLT_AX_LANES == 1 ? 0u : clt_lid / CLT_OUTS;
     const long clt_p0 = ((long)get_group_id(0) * CLT_OUTS + clt_lid % CLT_OUTS) * CLT_AX_STRIP;
     long clt_rb[CLT_AX_STRIP]; /* the flat index of each output's first element */
 #pragma unroll
@@ -311,7 +313,20 @@ clt_axis_stage1(CLT_USER_ARGS const long n, const long clt_outer, const long clt
                 _Pragma("unroll") for (int clt_t = 0; clt_t < CLT_AX_STRIP; ++clt_t)               \
                     CLT_FOLD(clt_acc[clt_t][clt_u], AT(clt_t) + clt_off + clt_u * clt_jump);       \
     } while (0)
-    if (clt_p0 < clt_nout) {
+    /* where inner is a multiple of the strip (and so is nout) every strip is flat: a branch
+     * on kernel arguments alone, alike in every work-item, and no bounds check around the
+     * loop (work-items past the last strip read the last strip again and store nothing).
+     * Intel's CPU runtime vectorises across work-items only so: mean of 4096x4096 float32
+     * along axis 0 took 24 ms with the per-work-item checks, 4.5 ms without (an AVX2 AMD
+     * host, 2026-12-07; numpy 3.8 ms) */
+#define CLT_AT_BASE(clt_t) (clt_base + (clt_t))
+#define CLT_BASE_STEPS(STOP) CLT_COL_STEPS(CLT_AT_BASE, STOP)
+    if (clt_inner % CLT_AX_STRIP == 0) {
+        const long clt_q = min(clt_p0, clt_nout - CLT_AX_STRIP);
+        const long clt_qo = clt_q / clt_inner;
+        const long clt_base = clt_qo * n * clt_inner + (clt_q - clt_qo * clt_inner);
+        CLT_ROWS(CLT_AT_BASE, CLT_BASE_STEPS);
+    } else if (clt_p0 < clt_nout) {
         if (clt_flat)
             CLT_ROWS(CLT_AT_FLAT, CLT_FLAT_STEPS);
         else
