@@ -246,13 +246,15 @@ clt_axis_stage1(CLT_USER_ARGS const long n, const long clt_outer, const long clt
 #define CLT_POS(i) ((i) - clt_row_base)
     const uint clt_lane = clt_lid % CLT_AX_LANES;
     const long clt_p = (long)get_group_id(0) * CLT_OUTS + clt_lid / CLT_AX_LANES;
-    const long clt_row_base = clt_p * n;
+    /* work-items past the last row read the last row again and store nothing: no bounds
+     * check around the loop (as in cols below) */
+    const long clt_row_base = min(clt_p, clt_nout - 1) * n;
 #define CLT_ROW_STEPS(STOP)                                                                     \
     for (const long clt_stop = (STOP); clt_j < clt_stop; clt_j += CLT_AX_ITEMS * CLT_AX_LANES) { \
         _Pragma("unroll") for (int clt_u = 0; clt_u < CLT_AX_ITEMS; ++clt_u)                    \
             CLT_FOLD(clt_acc[0][clt_u], clt_row_base + clt_j + clt_u * CLT_AX_LANES);           \
     }
-    if (clt_p < clt_nout) {
+    {
         long clt_j = clt_j0 + clt_lane;
         CLT_CASCADE(CLT_ROW_STEPS);
 #pragma unroll

@@ -19,14 +19,15 @@ from cltune.device.select import select
 dev = select(os.environ.get("DEV", "1"))[1]
 ctx = cl.Context([dev])
 q = cl.CommandQueue(ctx)
+AX = int(os.environ.get("AX", "0"))
 out = []
 for shape in ((4096, 4096), (65536, 256)):
     h = np.random.default_rng(0).random(shape, dtype=np.float32)
     x = cla.to_device(q, h)
-    for name, f in (("mean", lambda x=x: cltune.mean(x, axis=0)),
-                    ("var", lambda x=x: cltune.var(x, axis=0)),
-                    ("argmax", lambda x=x: cltune.argmax(x, axis=0)),
-                    ("norm", lambda x=x: cltune.norm(x, axis=0))):
+    for name, f in (("mean", lambda x=x: cltune.mean(x, axis=AX)),
+                    ("var", lambda x=x: cltune.var(x, axis=AX)),
+                    ("argmax", lambda x=x: cltune.argmax(x, axis=AX)),
+                    ("norm", lambda x=x: cltune.norm(x, axis=AX))):
         f()
         q.finish()
         ts = []
