@@ -323,8 +323,8 @@ inline void pick(volatile __global uint *h, __global ulong *state, const long ro
     const int per = (NB + CLT_WG - 1) / CLT_WG; /* a work-item's block of bins */
     const int b0 = min((int)lid * per, NB), b1 = min(b0 + per, NB);
     uint s = 0;
-    for (int b = b0; b < b1; ++b)
-        s += h[b];
+    for (int b = b0; b < b1; ++b) /* atomics: the other groups added them so */
+        s += atomic_or(h + b, 0u);
     ls[lid] = s;
     /* suffix sums: ls[l] = the counts of the blocks l .. CLT_WG - 1 */
     for (uint off = 1; off < CLT_WG; off <<= 1) {
@@ -339,7 +339,7 @@ inline void pick(volatile __global uint *h, __global ulong *state, const long ro
         ulong above = above0;
         int b = b1 - 1;
         for (; b > b0; --b) {
-            const uint c = h[b];
+            const uint c = atomic_or(h + b, 0u);
             if (above + c >= rem)
                 break;
             above += c;
@@ -348,7 +348,7 @@ inline void pick(volatile __global uint *h, __global ulong *state, const long ro
         state[2 * row + 1] = rem - above;
     }
     for (int b = b0; b < b1; ++b)
-        h[b] = 0u;
+        atomic_xchg(h + b, 0u);
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
@@ -358,12 +358,15 @@ inline void pick(volatile __global uint *h, __global ulong *state, const long ro
  * count a row: all zero when a call starts, and left so); the row's last group to
  * finish picks the digit (`pick`). With `keep`, the last digit (shift 0) also keeps each
  * group's counts (own: gpr x NB a row), from which clt_tk_collect ranks the equal keys by
- * group; without (where that would be large), clt_tk_ties counts them. */
+ * group; without (where that would be large), clt_tk_ties counts them. The digit chosen so
+ * far is read from `state` and the next written to `next` (the host alternates two buffers):
+ * no group reads what the last one writes in the same launch. */
 __kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
 clt_tk_hist(__global const in_t *x, const long xoff, const long m, const key_t flip,
-            const long chunk, const long gpr, __global ulong *state, const uint shift,
+            const long chunk, const long gpr, __global const ulong *state, const uint shift,
             const uint width, const uint k, const uint first, volatile __global uint *zb,
-            __global uint *own, const uint keep, volatile __local uint *lh, __local uint *ls) {
+            __global uint *own, const uint keep, volatile __local uint *lh, __local uint *ls,
+            __global ulong *next) {
     ROW_BLOCK;
     for (int j = lid; j < NB; j += CLT_WG)
         lh[j] = 0;
@@ -403,11 +406,11 @@ clt_tk_hist(__global const in_t *x, const long xoff, const long m, const key_t f
     const int last = ls[0] == (uint)(gpr - 1);
     barrier(CLK_LOCAL_MEM_FENCE);
     if (last) /* the bins (zeroed by pick) and the ticket left zero for the next digit */
-        pick(h, state, row, prefix, rem, width, ls);
+        pick(h, next, row, prefix, rem, width, ls);
     /* clt_tk_collect's count a row (after the tickets) zeroed by every digit's pass: zeroed
      * by the first only (a branch on `first` here), PoCL 3.1's build crashed when run */
-    if (last && lid == 0) {
-        ticket[row] = 0u;
+    if (last && lid == 0) { /* (atomic: the ticket is counted so) */
+        atomic_xchg(ticket + row, 0u);
         ticket[rows + row] = 0u;
     }
 }

@@ -305,16 +305,22 @@ from cltune.families.topk.launch import TopkLauncher
 from cltune.families.topk.reference import compare, reference, sample
 rng = np.random.default_rng(3)
 out = {"runs": []}
-for cfg, keep, local_sort in ((TopkConfig("lists", 8, 2, 8), 1 << 24, True),
-                              (TopkConfig("lists", 1, 4, 8), 1 << 24, True),
-                              (TopkConfig("radix", 8, 2, 4), 1 << 24, True),
-                              (TopkConfig("radix", 8, 2, 4), 0, False),
-                              (TopkConfig("radix", 1, 4, 8), 1 << 24, True),
-                              (TopkConfig("rowsel", 8, 1, 8), 1 << 24, True),
-                              (TopkConfig("rowsel", 64, 1, 8), 1 << 24, True)):
+# (radix over 9001 and 9001 of few values: 2-3 groups a row, the last to finish picking the
+# digit from the bins the others added, the ties of the k-th key ranked across the groups)
+for cfg, keep, local_sort, m, few in ((TopkConfig("lists", 8, 2, 8), 1 << 24, True, 4001, 0),
+                                      (TopkConfig("lists", 1, 4, 8), 1 << 24, True, 4001, 0),
+                                      (TopkConfig("radix", 8, 2, 4), 1 << 24, True, 4001, 0),
+                                      (TopkConfig("radix", 8, 2, 4), 0, False, 4001, 0),
+                                      (TopkConfig("radix", 1, 4, 8), 1 << 24, True, 4001, 0),
+                                      (TopkConfig("radix", 16, 8, 11), 0, True, 9001, 1),
+                                      (TopkConfig("radix", 8, 8, 4), 1 << 24, True, 9001, 1),
+                                      (TopkConfig("rowsel", 8, 1, 8), 1 << 24, True, 4001, 0),
+                                      (TopkConfig("rowsel", 64, 1, 8), 1 << 24, True, 4001, 0)):
     topk_launch.KEEP_BYTES = keep
-    rows, m, k = 2, 4001, 5
+    rows, k = 2, 5
     h = sample(np.dtype(np.float32), rows, m, rng)
+    if few:
+        h = rng.integers(0, 3, (rows, m)).astype(np.float32)
     err = ""
     try:
         spec = spec_for(np.dtype(np.float32), k, info)
@@ -331,7 +337,8 @@ for cfg, keep, local_sort in ((TopkConfig("lists", 8, 2, 8), 1 << 24, True),
                 err = "transpose differs"
     except Exception as e:
         err = f"{type(e).__name__}: {e}"[:300]
-    out["runs"].append({"cfg": cfg.short(), "keep": keep, "local": local_sort, "error": err})
+    out["runs"].append({"cfg": cfg.short(), "keep": keep, "local": local_sort, "error": err,
+                        "gpr": topk_launch.groups(cfg, info.compute_units, m, rows)[0]})
 orig = topk_launch.sample_plan
 for wg, fin, force, kind in ((8, 8, None, "random"), (8, 8, 1, "few"), (8, 4, 1, "ascending"),
                              (1, 1, None, "random"), (8, 8, 200, "random"),
@@ -365,18 +372,19 @@ print(MARK + json.dumps(out), flush=True)
 @pytest.mark.slow
 def test_the_kernels_are_clean_under_oclgrind():
     """Every strategy (lists: the merge of the group's lists, the second stage; radix: the
-    ticket that picks a digit, the kept counts and the counting pass, the ordered collection
-    of ties, the __local and the global sort; rowsel: a group a row selecting from the row;
-    sample: the groups' selects of the sample, the
-    staged candidates, the finishing group's paths and second sample; groups of 16 and 64,
-    whose digits are counted in copies of the bins) under Oclgrind: the
-    reference's answers, no invalid access, no race, no divergent barrier."""
+    ticket that picks a digit (2-3 groups a row, the bins added and read by atomics), the kept
+    counts and the counting pass, the ordered collection of ties, the __local and the global
+    sort; rowsel: a group a row selecting from the row; sample: the groups' selects of the
+    sample, the staged candidates, the finishing group's paths and second sample; groups of 16
+    and 64, whose digits are counted in copies of the bins) under Oclgrind: the reference's
+    answers, no invalid access, no race, no divergent barrier."""
     from support.oclgrind import run_marked
 
     res, summary = run_marked(OCLGRIND_SCRIPT, OCLGRIND_MARK)
     assert res.returncode == 0 and summary, res.summary()
     assert {r["cfg"].split()[0] for r in summary["runs"]} == {"lists", "radix", "sample",
                                                               "rowsel"}
+    assert max(r.get("gpr", 1) for r in summary["runs"] if "radix" in r["cfg"]) > 1
     wrong = [r for r in summary["runs"] if r["error"]]
     assert not wrong, wrong
     assert res.reports == [], res.summary(limit=8)

@@ -119,7 +119,7 @@ class TopkLauncher:
             "clt_tk_lists": (None, _I64, _I64, kt, None, None, _I64, _I64, _I64, _U32, _U32,
                              None, None, None, None, _I64, None, None),
             "clt_tk_hist": (None, _I64, _I64, kt, _I64, _I64, None, _U32, _U32, _U32, _U32,
-                            None, None, _U32, None, None),
+                            None, None, _U32, None, None, None),
             "clt_tk_ties": (None, _I64, _I64, kt, _I64, _I64, None, None, None),
             "clt_tk_collect": (None, _I64, _I64, kt, _I64, _I64, None, None, _U32, _U32, _U32,
                                _I64, None, None, None, None),
@@ -309,7 +309,9 @@ class TopkLauncher:
         # clt_tk_collect's count a row (zeroed by each digit's pass); one buffer per
         # number of rows, since the layout moves with it
         zb, fresh = self._fresh(queue, f"zeroed{rows}", rows * (nb + 2) * 4)
-        state = self._buffer(queue, "state", rows * 16)
+        # the digit chosen so far a row: read from one buffer, the next written to the other
+        state, nxt = (self._buffer(queue, "state", rows * 16),
+                      self._buffer(queue, "state2", rows * 16))
         # the groups' counts of the last digit kept where small, else counted again (a pass)
         keep = int(rows * gpr * nb * 4 <= KEEP_BYTES)
         own = self._buffer(queue, "own", rows * gpr * (nb if keep else 1) * 4)
@@ -318,16 +320,18 @@ class TopkLauncher:
         if fresh:
             before = self._fill(queue, zb, np.zeros(1, np.uint32), zb.size, before, evs)
         scan = self._local(wg * 4)
-        common = (x, xb, m, flip, chunk, gpr, state)
         top = sp.key_bits
         width = bits
         while top > 0:
             shift = max(0, top - bits)
             width = top - shift
             before = self._go(queue, "clt_tk_hist", (rows * gpr * wg,), (wg,),
-                              (*common, shift, width, k, int(top == sp.key_bits), zb, own,
-                               keep, self._local(nb * 4), scan), before, evs)
+                              (x, xb, m, flip, chunk, gpr, state, shift, width, k,
+                               int(top == sp.key_bits), zb, own, keep, self._local(nb * 4),
+                               scan, nxt), before, evs)
+            state, nxt = nxt, state
             top = shift
+        common = (x, xb, m, flip, chunk, gpr, state)
         if not keep:
             before = self._go(queue, "clt_tk_ties", (rows * gpr * wg,), (wg,),
                               (*common, own, scan), before, evs)
