@@ -877,7 +877,10 @@ clt_tk_sfilter(__global const in_t *x, const long xoff, const long m, const key_
 /* where a pair comes from: the candidates (j of them) or the row itself (index j) */
 #define PAIR_AT(j, kk, ii)                                                                     \
     do {                                                                                       \
-        if (full) {                                                                            \
+        if (full == 2) {                                                                       \
+            kk = lrow[j];                                                                      \
+            ii = (uint)(j);                                                                    \
+        } else if (full) {                                                                     \
             kk = order_key(x[xoff + (j)], flip);                                               \
             ii = (uint)(j);                                                                    \
         } else {                                                                               \
@@ -892,7 +895,8 @@ clt_tk_sfilter(__global const in_t *x, const long xoff, const long m, const key_
 inline void select_pairs(__global const in_t *x, const long xoff, const key_t flip,
                          __global const key_t *ck, __global const uint *ci, const int full,
                          const long count, const uint k, __local key_t *lk, __local uint *li,
-                         volatile __local uint *lh, __local uint *ls, const uint nt) {
+                         volatile __local uint *lh, __local uint *ls, const uint nt,
+                         __local const key_t *lrow) {
     const uint lid = get_local_id(0);
     key_t prefix = 0;
     uint rem = k, ties = 0;
@@ -1021,9 +1025,9 @@ clt_tk_sfinish(__global const in_t *x, const long xoff, const long m, const key_
             barrier(CLK_LOCAL_MEM_FENCE);
         }
         if (n2 >= k && n2 <= cap2)
-            select_pairs(x, xoff, flip, ck2, ci2, 0, n2, k, lk, li, lh, ls, nt);
+            select_pairs(x, xoff, flip, ck2, ci2, 0, n2, k, lk, li, lh, ls, nt, lk);
         else
-            select_pairs(x, xoff, flip, ck, ci, 0, gt, k, lk, li, lh, ls, nt);
+            select_pairs(x, xoff, flip, ck, ci, 0, gt, k, lk, li, lh, ls, nt, lk);
     } else if (gt < k && k - gt <= eqn) {
         for (uint j = lid; j < gt; j += nt) {
             lk[j] = ck[j];
@@ -1064,7 +1068,7 @@ clt_tk_sfinish(__global const in_t *x, const long xoff, const long m, const key_
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     } else {
-        select_pairs(x, xoff, flip, ck, ci, 1, m, k, lk, li, lh, ls, nt);
+        select_pairs(x, xoff, flip, ck, ci, 1, m, k, lk, li, lh, ls, nt, lk);
     }
     for (uint j = k + lid; j < CLT_T_KP; j += nt) {
         lk[j] = (key_t)0;
@@ -1081,17 +1085,23 @@ clt_tk_sfinish(__global const in_t *x, const long xoff, const long m, const key_
  * selects its k best pairs from the row itself (select_pairs: a pass a digit, the row in the
  * caches after the first), sorts them in __local memory and writes them; one launch, no
  * scratch. lk, li: CLT_T_KP pairs; lh: the bins (COPIES(CLT_WG) copies of SBP); ls: CLT_WG
- * + 3 uints and at least 35. */
+ * + 3 uints and at least 35; with `cached` (where the host found room), lrow: the row's m
+ * keys, read from x once and every pass then over __local memory. */
 __kernel __attribute__((reqd_work_group_size(CLT_WG, 1, 1))) void
 clt_tk_rowsel(__global const in_t *x, const long xoff, const long m, const key_t flip,
               const uint k, __global in_t *ov, __global long *ox, const long ooff,
               __local key_t *lk, __local uint *li, volatile __local uint *lh,
-              __local uint *ls) {
+              __local uint *ls, __local key_t *lrow, const uint cached) {
     const uint lid = get_local_id(0);
     const long row = get_group_id(0);
     const long xr = xoff + row * m;
-    select_pairs(x, xr, flip, (__global const key_t *)0, (__global const uint *)0, 1, m, k,
-                 lk, li, lh, ls, CLT_WG);
+    if (cached) {
+        for (long j = lid; j < m; j += CLT_WG)
+            lrow[j] = order_key(x[xr + j], flip);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    select_pairs(x, xr, flip, (__global const key_t *)0, (__global const uint *)0,
+                 cached ? 2 : 1, m, k, lk, li, lh, ls, CLT_WG, lrow);
     for (uint j = k + lid; j < CLT_T_KP; j += CLT_WG) {
         lk[j] = (key_t)0;
         li[j] = NO_INDEX;

@@ -133,7 +133,7 @@ def test_every_strategy_selects_exactly(ctx, queue, device, rng, cfg, monkeypatc
     """Each strategy through the launcher, one group a row and several (the lists' second
     stage, the radix select's ticket), rows of 1 element to a few blocks, at an offset; the
     radix select with its groups' counts kept and counted again, its pairs sorted in __local
-    and in global memory."""
+    and in global memory; rowsel with its row in __local memory where it fits and without."""
     info, dev = device
     for dt in (np.float32, np.int16):
         for rows, m, k in ((1, 1, 1), (3, 1000, 6), (1, 30011, 17), (2, 9001, 64)):
@@ -148,6 +148,15 @@ def test_every_strategy_selects_exactly(ctx, queue, device, rng, cfg, monkeypatc
                 why = compare(v.get().reshape(rows, k), i.get().reshape(rows, k),
                               *reference(h, k, largest))
                 assert not why, (cfg.short(), dt, rows, m, k, largest, why)
+    if cfg.strategy == "rowsel":  # every pass reading x, as where a row does not fit __local
+        monkeypatch.setattr(topk_launch, "ROW_CACHE", False)
+        h = sample(np.dtype(np.float32), 3, 9001, rng)
+        la = TopkLauncher(ctx, dev, info, spec_for(np.dtype(np.float32), 33, info), cfg)
+        assert not la.row_cached(9001)
+        v, i = cla.empty(queue, 99, np.float32), cla.empty(queue, 99, np.int64)
+        la.run(queue, cla.to_device(queue, h.ravel()), 0, 9001, 3, 33, False, v, i)
+        why = compare(v.get().reshape(3, 33), i.get().reshape(3, 33), *reference(h, 33, False))
+        assert not why, (cfg.short(), why)
     if cfg.strategy != "radix":
         return
     h = sample(np.dtype(np.float32), 2, 5003, rng)
@@ -306,16 +315,20 @@ from cltune.families.topk.reference import compare, reference, sample
 rng = np.random.default_rng(3)
 out = {"runs": []}
 # (radix over 9001 and 9001 of few values: 2-3 groups a row, the last to finish picking the
-# digit from the bins the others added, the ties of the k-th key ranked across the groups)
-for cfg, keep, local_sort, m, few in ((TopkConfig("lists", 8, 2, 8), 1 << 24, True, 4001, 0),
-                                      (TopkConfig("lists", 1, 4, 8), 1 << 24, True, 4001, 0),
-                                      (TopkConfig("radix", 8, 2, 4), 1 << 24, True, 4001, 0),
-                                      (TopkConfig("radix", 8, 2, 4), 0, False, 4001, 0),
-                                      (TopkConfig("radix", 1, 4, 8), 1 << 24, True, 4001, 0),
-                                      (TopkConfig("radix", 16, 8, 11), 0, True, 9001, 1),
-                                      (TopkConfig("radix", 8, 8, 4), 1 << 24, True, 9001, 1),
-                                      (TopkConfig("rowsel", 8, 1, 8), 1 << 24, True, 4001, 0),
-                                      (TopkConfig("rowsel", 64, 1, 8), 1 << 24, True, 4001, 0)):
+# digit from the bins the others added, the ties of the k-th key ranked across the groups;
+# rowsel with the row in __local memory and without)
+for cfg, keep, local_sort, m, few, cache in (
+        (TopkConfig("lists", 8, 2, 8), 1 << 24, True, 4001, 0, 1),
+        (TopkConfig("lists", 1, 4, 8), 1 << 24, True, 4001, 0, 1),
+        (TopkConfig("radix", 8, 2, 4), 1 << 24, True, 4001, 0, 1),
+        (TopkConfig("radix", 8, 2, 4), 0, False, 4001, 0, 1),
+        (TopkConfig("radix", 1, 4, 8), 1 << 24, True, 4001, 0, 1),
+        (TopkConfig("radix", 16, 8, 11), 0, True, 9001, 1, 1),
+        (TopkConfig("radix", 8, 8, 4), 1 << 24, True, 9001, 1, 1),
+        (TopkConfig("rowsel", 8, 1, 8), 1 << 24, True, 4001, 0, 0),
+        (TopkConfig("rowsel", 8, 1, 8), 1 << 24, True, 3001, 1, 1),
+        (TopkConfig("rowsel", 64, 1, 8), 1 << 24, True, 4001, 0, 1)):
+    topk_launch.ROW_CACHE = bool(cache)
     topk_launch.KEEP_BYTES = keep
     rows, k = 2, 5
     h = sample(np.dtype(np.float32), rows, m, rng)
@@ -338,7 +351,8 @@ for cfg, keep, local_sort, m, few in ((TopkConfig("lists", 8, 2, 8), 1 << 24, Tr
     except Exception as e:
         err = f"{type(e).__name__}: {e}"[:300]
     out["runs"].append({"cfg": cfg.short(), "keep": keep, "local": local_sort, "error": err,
-                        "gpr": topk_launch.groups(cfg, info.compute_units, m, rows)[0]})
+                        "gpr": topk_launch.groups(cfg, info.compute_units, m, rows)[0],
+                        "cached": cfg.strategy == "rowsel" and la.row_cached(m)})
 orig = topk_launch.sample_plan
 for wg, fin, force, kind in ((8, 8, None, "random"), (8, 8, 1, "few"), (8, 4, 1, "ascending"),
                              (1, 1, None, "random"), (8, 8, 200, "random"),
@@ -374,10 +388,11 @@ def test_the_kernels_are_clean_under_oclgrind():
     """Every strategy (lists: the merge of the group's lists, the second stage; radix: the
     ticket that picks a digit (2-3 groups a row, the bins added and read by atomics), the kept
     counts and the counting pass, the ordered collection of ties, the __local and the global
-    sort; rowsel: a group a row selecting from the row; sample: the groups' selects of the
-    sample, the staged candidates, the finishing group's paths and second sample; groups of 16
-    and 64, whose digits are counted in copies of the bins) under Oclgrind: the reference's
-    answers, no invalid access, no race, no divergent barrier."""
+    sort; rowsel: a group a row selecting from the row, read from x or from __local memory;
+    sample: the groups' selects of the sample, the staged candidates, the finishing group's
+    paths and second sample; groups of 16 and 64, whose digits are counted in copies of the
+    bins) under Oclgrind: the reference's answers, no invalid access, no race, no divergent
+    barrier."""
     from support.oclgrind import run_marked
 
     res, summary = run_marked(OCLGRIND_SCRIPT, OCLGRIND_MARK)
@@ -385,6 +400,7 @@ def test_the_kernels_are_clean_under_oclgrind():
     assert {r["cfg"].split()[0] for r in summary["runs"]} == {"lists", "radix", "sample",
                                                               "rowsel"}
     assert max(r.get("gpr", 1) for r in summary["runs"] if "radix" in r["cfg"]) > 1
+    assert {r.get("cached") for r in summary["runs"] if "rowsel" in r["cfg"]} == {True, False}
     wrong = [r for r in summary["runs"] if r["error"]]
     assert not wrong, wrong
     assert res.reports == [], res.summary(limit=8)

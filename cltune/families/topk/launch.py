@@ -32,6 +32,9 @@ from cltune.opencl.kernel_args import flat_grid, setter
 MIN_CHUNK = 4096
 #: radix: the most bytes of the groups' counts of the last digit kept (beyond: a pass more)
 KEEP_BYTES = 16 << 20
+#: rowsel: a row that fits __local memory beside the group's own is read from global memory
+#: once and selected from there (its 4-5 passes over __local memory); off: every pass reads x
+ROW_CACHE = True
 #: scratch buffers kept per launcher (queues x names) before they are all let go
 MAX_KEPT = 32
 #: the longest row (an index is a uint; its largest value marks an empty place)
@@ -133,7 +136,7 @@ class TopkLauncher:
                                None, None, None, None, _I64, _U32, _U32, None, None, None,
                                None, None, None, None),
             "clt_tk_rowsel": (None, _I64, _I64, kt, _U32, None, None, _I64, None, None, None,
-                              None),
+                              None, None, _U32),
             "clt_tk_transpose": (None, _I64, None, _I64, _I64, _I64),
             "clt_tk_transpose_index": (None, _I64, None, _I64, _I64, _I64),
         }
@@ -152,6 +155,12 @@ class TopkLauncher:
             return False  # (its pairs are sorted in __local memory)
         need = self.cfg.local_bytes(self.spec.kp, self.spec.key_bytes)
         return need + RESERVE <= self.info.local_mem
+
+    def row_cached(self, m: int) -> bool:
+        """rowsel: whether a row of m keys fits __local memory beside the group's own
+        (then read from global memory once, every pass over __local memory)."""
+        need = self.cfg.local_bytes(self.spec.kp, self.spec.key_bytes) + m * self.spec.key_bytes
+        return ROW_CACHE and need + RESERVE <= self.info.local_mem
 
     def _local(self, nbytes: int) -> cl.LocalMemory:
         loc = self._locals.get(nbytes)
@@ -233,11 +242,14 @@ class TopkLauncher:
             plan = (sample_plan(sp, self.info.local_mem, m, k)
                     if self.cfg.strategy == "sample" and rows == 1 else None)
             if self.cfg.strategy == "rowsel":
+                cached = self.row_cached(m)
                 self._go(queue, "clt_tk_rowsel", (rows * self.cfg.wg,), (self.cfg.wg,),
                          (x.base_data, xb, m, flip, k, *out, ooff,
                           self._local(sp.kp * sp.key_bytes), self._local(sp.kp * 4),
                           self._local(bins_bytes(self.cfg.wg)),
-                          self._local(4 * max(35, self.cfg.wg + 3))), before, evs)
+                          self._local(4 * max(35, self.cfg.wg + 3)),
+                          self._local(m * sp.key_bytes if cached else 4), int(cached)),
+                         before, evs)
             elif self.cfg.strategy == "lists":
                 self._lists(queue, x.base_data, xb, m, rows, k, flip, gpr, chunk, out, ooff,
                             before, evs)
