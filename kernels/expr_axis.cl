@@ -105,8 +105,8 @@ inline long clt_div(const long a, const long b) {
 
 #define CLT_OUTS (CLT_AX_WG / CLT_AX_LANES) /* work-items across outputs in a group */
 #define CLT_WG_ATTR __attribute__((reqd_work_group_size(CLT_AX_WG, 1, 1)))
-#if CLT_AX_LAYOUT == 0
-#define CLT_NS 1 /* outputs per work-item */
+#if CLT_AX_LAYOUT == 0 || CLT_AX_STRIP > 16
+#define CLT_NS 1 /* outputs per work-item in clt_acc (a streamed strip keeps its own array) */
 #else
 #define CLT_NS CLT_AX_STRIP
 #endif
@@ -278,6 +278,60 @@ clt_axis_stage1(CLT_USER_ARGS const long n, const long clt_outer, const long clt
      * cache line read once); neighbouring work-items take neighbouring strips (GPUs:
      * coalesced), CLT_AX_LANES work-items of a strip share the rows */
 #define CLT_POS(i) clt_div((i) - clt_row_base, clt_inner)
+#if CLT_AX_STRIP > 16
+    /* streamed strips (CPUs; wide or exact accumulators only: no rounding cascade): a
+     * work-item folds a strip of up to CLT_AX_STRIP neighbouring outputs of one outer block,
+     * their accumulators in private memory (a CPU's stack, in L1), CLT_AX_ITEMS rows a pass
+     * into each, in increasing row order; a core so streams whole row strips as numpy does
+     * (each cache line read once, long contiguous runs) and the loop over the strip
+     * vectorises. The host launches outer x ceil(inner / CLT_AX_STRIP) work-items (lanes 1,
+     * no barrier: those past them return). Mean of 4096x4096 float32 along axis 0 in double:
+     * a kernel of this shape took 2.1 ms on Debian's PoCL and 1.8 on Intel's CPU runtime
+     * (strip 1024, 8 rows a pass), where strips of 16 took 5.4-6.4 and 3.7 (numpy 3.4; an AVX2
+     * AMD host, 2026-12-07) */
+#if CLT_BLOCK > 0
+#error "strips of more than 16 outputs are streamed without the rounding cascade"
+#endif
+    const long clt_spo = (clt_inner + CLT_AX_STRIP - 1) / CLT_AX_STRIP; /* strips a block */
+    const long clt_w = (long)get_group_id(0) * CLT_AX_WG + clt_lid;
+    if (clt_w >= clt_outer * clt_spo)
+        return;
+    const long clt_so = clt_w / clt_spo;
+    const long clt_q0 = (clt_w - clt_so * clt_spo) * CLT_AX_STRIP;
+    const int clt_ns = (int)min((long)CLT_AX_STRIP, clt_inner - clt_q0);
+    const long clt_sp0 = clt_so * clt_inner + clt_q0;       /* the strip's first output */
+    const long clt_sbase = clt_so * n * clt_inner + clt_q0; /* its first element */
+    clt_out_t clt_sa[CLT_AX_STRIP];
+    for (int clt_t = 0; clt_t < CLT_AX_STRIP; ++clt_t)
+        clt_sa[clt_t] = CLT_NEUTRAL;
+    long clt_sj = clt_j0;
+    if (clt_ns == CLT_AX_STRIP) {
+        for (; clt_sj + CLT_AX_ITEMS <= clt_j1; clt_sj += CLT_AX_ITEMS) {
+            const long clt_off = clt_sbase + clt_sj * clt_inner;
+            for (int clt_t = 0; clt_t < CLT_AX_STRIP; ++clt_t) {
+                clt_out_t clt_sv = clt_sa[clt_t];
+                _Pragma("unroll") for (int clt_u = 0; clt_u < CLT_AX_ITEMS; ++clt_u)
+                    CLT_FOLD(clt_sv, clt_off + clt_u * clt_inner + clt_t);
+                clt_sa[clt_t] = clt_sv;
+            }
+        }
+    }
+    for (; clt_sj < clt_j1; ++clt_sj) { /* the last rows; a block's last, shorter strip */
+        const long clt_off = clt_sbase + clt_sj * clt_inner;
+        for (int clt_t = 0; clt_t < clt_ns; ++clt_t)
+            CLT_FOLD(clt_sa[clt_t], clt_off + clt_t);
+    }
+    for (int clt_t = 0; clt_t < clt_ns; ++clt_t) {
+        const long clt_p = clt_sp0 + clt_t;
+        if (clt_split) {
+            clt_partials[(long)get_group_id(1) * clt_nout + clt_p] = clt_sa[clt_t];
+        } else {
+            const long clt_row_base = clt_sbase + clt_t;
+            clt_out_t clt_fa = clt_sa[clt_t];
+            clt_res[clt_p] = CLT_FINISH(clt_fa);
+        }
+    }
+#else
     /* (0 written as such where a strip has one lane: a CPU compiler then sees every
      * work-item's rows start alike) */
     const uint clt_lane = CLT_AX_LANES == 1 ? 0u : clt_lid / CLT_OUTS;
@@ -351,6 +405,7 @@ clt_axis_stage1(CLT_USER_ARGS const long n, const long clt_outer, const long clt
             }
         }
     }
+#endif /* CLT_AX_STRIP > 16 */
 #endif
 }
 

@@ -381,7 +381,8 @@ from cltune.families.expr_axis.config import AxisExprConfig as C
 from cltune.families.expr_axis.launch import AxisPlan
 
 CFGS = [C("rows", 8, 4, 2), C("rows", 8, 1, 2), C("rows", 16, 16, 1),
-        C("cols", 8, 2, 2, 2), C("cols", 8, 1, 1, 4), C("cols", 8, 8, 1)]
+        C("cols", 8, 2, 2, 2), C("cols", 8, 1, 1, 4), C("cols", 8, 8, 1),
+        C("cols", 2, 1, 4, 64)]  # (streamed strips: a work-item a strip of a block)
 if NEGATIVE:  # the lanes tree without its barrier between steps: must be reported
     import cltune.families.expr_axis.kernel as ea
     src = ea.axis_template()
@@ -389,7 +390,8 @@ if NEGATIVE:  # the lanes tree without its barrier between steps: must be report
     assert cut != src
     ea.axis_template = lambda: cut
     CFGS = [CFGS[0]]
-SHAPES = {"rows": [(3, 37, 1), (5, 2, 1)], "cols": [(2, 29, 5), (1, 40, 3)]}
+SHAPES = {"rows": [(3, 37, 1), (5, 2, 1)], "cols": [(2, 29, 5), (1, 40, 3)],
+          "stream": [(2, 29, 70), (1, 40, 3)]}
 rng = np.random.default_rng(0)
 out = {"runs": []}
 for op in ("argmax",) if NEGATIVE else ("argmax", "var", "mean"):
@@ -397,7 +399,7 @@ for op in ("argmax",) if NEGATIVE else ("argmax", "var", "mean"):
     red = AxisReducer(ctx, dev, knl.spec)
     for cfg in CFGS:
         b = build(ctx, dev, info, knl.spec, cfg)
-        for outer, r, inner in SHAPES[cfg.layout]:
+        for outer, r, inner in SHAPES["stream" if cfg.streamed else cfg.layout]:
             for split in (1, 3):
                 h = rng.standard_normal((outer, r, inner)).astype(np.float32)
                 h[0, r // 2, 0] = 9
@@ -407,7 +409,9 @@ for op in ("argmax",) if NEGATIVE else ("argmax", "var", "mean"):
                 per_split = -(-r // split)
                 chunk = -(-per_split // block) * block
                 split_ = -(-r // chunk)  # stage 2 with a lanes' tree where split
-                plan = AxisPlan(-(-(outer * inner) // cfg.outputs_per_group), split_, chunk,
+                units = outer * -(-inner // cfg.strip) if cfg.streamed else outer * inner
+                per_group = cfg.wg if cfg.streamed else cfg.outputs_per_group
+                plan = AxisPlan(-(-units // per_group), split_, chunk,
                                 2 if split_ > 1 and cfg.wg >= 8 else 1)
                 res = cla.empty(q, (outer, inner), knl.spec.dtype_result)
                 extra = [0.0] if op == "var" else []
@@ -430,10 +434,12 @@ def _oclgrind(negative: bool):
 @pytest.mark.multiprocess
 def test_axis_skeleton_is_clean_under_oclgrind():
     """No data races (local and global), no divergent barriers, no invalid accesses, right
-    answers: rows and cols, with and without a lanes tree, with and without a split axis."""
+    answers: rows and cols, with and without a lanes tree, with and without a split axis;
+    streamed strips (a strip and a block's shorter last one, strips wider than a block)."""
     res, runs = _oclgrind(False)
     assert res.returncode == 0 and runs, res.summary()
     assert [r for r in runs if not r["ok"]] == []
+    assert any("strip=64" in r["cfg"] and r["split"] > 1 for r in runs)
     ran = {(r["cfg"].split()[0], "lanes=1 " not in r["cfg"], r["split"] > 1) for r in runs}
     assert ran == {(lay, lanes, split) for lay in ("rows", "cols") for lanes in (False, True)
                    for split in (False, True)}

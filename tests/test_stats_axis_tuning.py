@@ -350,9 +350,14 @@ def test_the_space_offers_only_work_groups_its_heaviest_kernels_take(ctx, device
     assert set(sp.values["wg"]) <= set(full.values["wg"]) and sp.values["wg"]
     top = max(sp.values["wg"])
     heavy = max((s * i, s, i) for s in sp.values["strip"] for i in sp.values["items"]
-                 if s * i * sp.itemsize <= MAX_ACC_BYTES)
+                 if s <= 16 and s * i * sp.itemsize <= MAX_ACC_BYTES)
     for lanes in (1, min(top, 32)):
         cfg = AxisExprConfig(layout, wg=top, lanes=lanes, items=heavy[2], strip=heavy[1],
                              groups_per_cu=sp.values["groups_per_cu"][0])
+        assert not sp.check(cfg)
+        assert build(ctx, dev, info, knl.spec, cfg).config == cfg
+    wide = max(sp.values["strip"])
+    if wide > 16:  # streamed strips (CPUs, no cascade): a lane each, at the largest group
+        cfg = AxisExprConfig(layout, wg=top, lanes=1, items=max(sp.values["items"]), strip=wide)
         assert not sp.check(cfg)
         assert build(ctx, dev, info, knl.spec, cfg).config == cfg

@@ -27,6 +27,9 @@ LAYOUTS = ("rows", "cols")
 MAX_WG = 1024
 ITEMS = (1, 2, 4, 8)
 STRIPS = (1, 2, 4, 8, 16)
+#: cols on CPUs, accumulators without the rounding cascade: wider strips streamed (a
+#: work-item's strip of outputs in private memory, `items` rows folded a pass into each)
+STREAM_STRIPS = (64, 256, 1024)
 #: groups to aim for per compute unit (the default of the `groups_per_cu` field): a reduced
 #: axis is split over groups until there are
 GROUPS_PER_CU = 8
@@ -44,8 +47,9 @@ class AxisExprConfig(MappedConfig):
     """layout: `rows` (the reduced axis is contiguous, inner == 1) or `cols` (it is strided);
     wg: work-group size (a power of two); lanes: work-items per output along the reduced axis
     (a power of two <= wg); items: independent accumulators per output and work-item; strip
-    (cols only, else 1): neighbouring outputs per work-item; groups_per_cu: the work-groups
-    per compute unit a call aims for, splitting the reduced axis over groups while the
+    (cols only, else 1): neighbouring outputs per work-item (over 16: streamed, CPUs, without
+    the rounding cascade; `items` then the rows folded a pass into each); groups_per_cu: the
+    work-groups per compute unit a call aims for, splitting the reduced axis over groups while the
     outputs alone give fewer (a launch parameter: not a build option). A group holds
     wg / lanes * strip outputs."""
 
@@ -67,11 +71,22 @@ class AxisExprConfig(MappedConfig):
             raise AxisExprConfigError(f"lanes: {self.lanes} is not a power of two <= wg")
         if self.items not in ITEMS:
             raise AxisExprConfigError(f"items: {self.items} is not one of {ITEMS}")
-        if self.strip not in STRIPS or (self.layout == "rows" and self.strip != 1):
-            raise AxisExprConfigError(f"strip: {self.strip} is not one of {STRIPS} (1 for rows)")
+        if (self.strip not in STRIPS + STREAM_STRIPS
+                or (self.layout == "rows" and self.strip != 1)):
+            raise AxisExprConfigError(f"strip: {self.strip} is not one of "
+                                      f"{STRIPS + STREAM_STRIPS} (1 for rows)")
+        if self.streamed and self.lanes != 1:
+            raise AxisExprConfigError(f"lanes: a streamed strip ({self.strip} outputs) has "
+                                      "one lane")
         if self.groups_per_cu not in GROUPS_PER_CU_VALUES:
             raise AxisExprConfigError(f"groups_per_cu: {self.groups_per_cu} is not one of "
                                       f"{GROUPS_PER_CU_VALUES}")
+
+    @property
+    def streamed(self) -> bool:
+        """A strip wider than 16 outputs: streamed (kernels/expr_axis.cl; each work-item a
+        strip of one outer block, `items` rows a pass)."""
+        return self.strip > STRIPS[-1]
 
     @property
     def outputs_per_group(self) -> int:

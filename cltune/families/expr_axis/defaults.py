@@ -12,9 +12,10 @@ from cltune.core.pow2 import pow2_at_least, pow2_at_most
 from cltune.device.info import DeviceInfo
 from cltune.families.expr_axis.config import (
     MAX_WG,
+    STREAM_STRIPS,
     AxisExprConfig,
 )
-from cltune.families.expr_axis.kernel import AxisBuilt, build
+from cltune.families.expr_axis.kernel import AxisBuilt, build, restarts
 from cltune.opencl.build import BuildError
 from cltune.opencl.expression import ExprSpec
 
@@ -32,6 +33,18 @@ CPU_ACC_BYTES = 256
 #: 8-output strips of var on long columns, 100000x64, slower on both.)
 CPU_SHORT_COL = 16
 
+
+#: CPUs, columns whose accumulators skip the rounding cascade (kernel.restarts: wide or
+#: exact ones, as cltune.stats' of float32) of at most this many bytes, at least 64 outputs
+#: wide: strips of up to 1024 outputs streamed (config.STREAM_STRIPS), STREAM_ROWS rows a
+#: pass. 4096x4096 float32 along axis 0, ms a call, configs forced one after another in one
+#: process (this AMD EPYC host, 2026-12-07; docs/logs/cpu-stats-stream-2026-12-07.txt):
+#: Debian's PoCL mean 5.99 -> 2.20, norm 5.88 -> 2.11, argmax 8.2 -> 7.6-8.9; Intel's runtime
+#: mean 3.64 -> 1.97, norm 4.38 -> 2.35-3.26, argmax 12.0 -> 9.9 (numpy: mean 3.3-3.6, norm
+#: 13-15). var's 32-byte accumulators stay in strips of 16: streamed, PoCL 8.9 -> 3.6 but
+#: Intel's 6.2 -> 8.2 (its struct does not vectorise along a strip)
+CPU_STREAM_ACC_BYTES = 16
+STREAM_ROWS = 8
 
 #: GPUs (fitted to H200 sweeps of var, argmax, mean and norm on 24 untuned shapes, see
 #: `choose`): rows get a lane per max(MIN_ROW_ELEMS_PER_LANE, ROW_ELEMS_PER_ACC_BYTE *
@@ -55,7 +68,8 @@ TALL_LANES = 64
 SHORT_COL = 8
 
 
-def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8) -> AxisExprConfig:
+def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8,
+           stream: bool = False) -> AxisExprConfig:
     """The config for reducing (outer, r, inner) along r on a device (`type`, `max_wg`) with
     accumulators of `acc_size` bytes. CPUs: rows a work-item each (1, 2 or 4 accumulators by
     length; 8 rows a group, 16 for argmin/argmax's 16-byte accumulators), columns a work-item
@@ -77,6 +91,10 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8) -> Axis
         if cpu:  # 16-byte accumulators are argmin/argmax's (index, value): see above
             return AxisExprConfig("rows", min(cap, 16 if acc_size == 16 else 8), 1, items)
         return _gpu_rows(cap, outer, r, acc_size)
+    if cpu and stream and acc_size <= CPU_STREAM_ACC_BYTES and inner >= STREAM_STRIPS[0]:
+        # (`stream`: the spec's accumulators skip the rounding cascade)
+        wide = max(s for s in STREAM_STRIPS if s <= inner)
+        return AxisExprConfig("cols", 1, 1, min(STREAM_ROWS, pow2_at_most(max(1, r))), wide)
     if cpu:
         strip = min(16, pow2_at_most(inner))
         if r <= CPU_SHORT_COL:  # strips of 8 outputs, one accumulator each
@@ -135,7 +153,8 @@ def heuristic_build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: Exp
                     outer: int, r: int, inner: int) -> AxisBuilt:
     """The build of `choose`'s config for the shape, its work-group halved while the
     kernel's limits refuse it (BuildError when the expression itself does not build)."""
-    cfg: AxisExprConfig | None = choose(info, outer, r, inner, spec.dtype_out.itemsize)
+    cfg: AxisExprConfig | None = choose(info, outer, r, inner, spec.dtype_out.itemsize,
+                                        not restarts(spec))
     while True:
         assert cfg is not None
         try:

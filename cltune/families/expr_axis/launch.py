@@ -67,7 +67,10 @@ def axis_plan(cfg: AxisExprConfig, compute_units: int, outer: int, r: int,
     cfg.wg lanes (powers of two, at most the split) while outputs x lanes stay within
     `stage2_items` (0: a work-item an output)."""
     outputs = outer * inner
-    groups = max(1, -(-outputs // cfg.outputs_per_group))
+    if cfg.streamed:  # a work-item a strip of one outer block
+        groups = max(1, -(-(outer * -(-inner // cfg.strip)) // cfg.wg))
+    else:
+        groups = max(1, -(-outputs // cfg.outputs_per_group))
     want = cfg.groups_per_cu * max(1, compute_units)
     split = 1
     if groups < want and r > 0 and outputs * r > max_unsplit:

@@ -30,6 +30,7 @@ from cltune.families.expr_axis.config import (
     GROUPS_PER_CU_VALUES,
     ITEMS,
     MAX_WG,
+    STREAM_STRIPS,
     STRIPS,
     AxisExprConfig,
 )
@@ -77,6 +78,12 @@ class AxisExprSpace(LayoutSpace):
         if cfg.lanes > 1 and cfg.wg * self.itemsize + LOCAL_RESERVE > self.info.local_mem:
             return (f"{cfg.wg * self.itemsize} bytes of local memory > "
                     f"CL_DEVICE_LOCAL_MEM_SIZE={self.info.local_mem}")
+        if cfg.streamed:
+            if cfg.strip not in self.values.get("strip", ()):
+                return "streamed strips: CPUs, accumulators without the rounding cascade"
+            if cfg.lanes != 1:
+                return "a streamed strip has one lane"
+            return ""
         if cfg.strip * cfg.items * self.itemsize > MAX_ACC_BYTES:
             return f"strip x items x {self.itemsize} bytes of accumulators > {MAX_ACC_BYTES}"
         return ""
@@ -86,7 +93,7 @@ class AxisExprSpace(LayoutSpace):
         out = []
         for p in itertools.product(*self.values.values()):
             kw = dict(zip(names, p, strict=True))
-            if kw["lanes"] <= kw["wg"]:
+            if kw["lanes"] <= kw["wg"] and (kw["lanes"] == 1 or kw["strip"] <= STRIPS[-1]):
                 cfg = AxisExprConfig(self.layout, **kw)
                 if not self.check(cfg):
                     out.append(cfg)
@@ -96,14 +103,17 @@ class AxisExprSpace(LayoutSpace):
         return len(self.configs())
 
 
-def make_space(info: DeviceInfo, layout: str, itemsize: int) -> AxisExprSpace:
+def make_space(info: DeviceInfo, layout: str, itemsize: int,
+               stream: bool = False) -> AxisExprSpace:
     """Work-groups of every power of two the device allows (up to 128 on CPUs, where a group
     runs on one core; GPUs keep the small ones: the heuristic narrows groups to short axes),
-    lanes up to the group, strips for cols only."""
+    lanes up to the group, strips for cols only; on CPUs with `stream` (accumulators without
+    the rounding cascade) the streamed strips too, one lane each."""
     top = min(info.max_wg, MAX_WG, 1024 if info.type == "gpu" else 128)
     pow2 = tuple(2**k for k in range(11) if 2**k <= top) or (1,)
+    strips = STRIPS + (STREAM_STRIPS if stream and info.type == "cpu" else ())
     vals: dict[str, tuple] = {"wg": pow2, "lanes": pow2, "items": ITEMS,
-                              "strip": STRIPS if layout == "cols" else (1,),
+                              "strip": strips if layout == "cols" else (1,),
                               "groups_per_cu": GROUPS_PER_CU_VALUES}
     excluded = {} if layout == "cols" else {"strip": "rows: one output per lane group"}
     return AxisExprSpace(info, layout, itemsize, vals, excluded)
@@ -114,12 +124,12 @@ def capped_space(ctx: Any, dev: Any, info: DeviceInfo, spec: Any,
     """The device's space for `spec`, its work-group sizes capped at what the kernels of its
     heaviest config (the most accumulators a work-item may hold) take at the largest offered
     size: one probe build, so every offered config builds (the space is made in the worker)."""
-    space = make_space(info, layout, spec.dtype_out.itemsize)
+    space = make_space(info, layout, spec.dtype_out.itemsize, not restarts(spec))
     top = max(space.values["wg"])
     if top <= 1:
         return space
     fits = [(s * i, s, i) for s in space.values["strip"] for i in space.values["items"]
-            if s * i * space.itemsize <= MAX_ACC_BYTES]
+            if s <= STRIPS[-1] and s * i * space.itemsize <= MAX_ACC_BYTES]
     _, strip, items = max(fits)
     limit = top
     for lanes in sorted({1, min(top, 32)}):  # without and with the lanes' __local tree
@@ -174,7 +184,7 @@ class ExprAxisTarget(Target):
     def suggest(self, trial: optuna.Trial) -> AxisExprConfig:
         v = self.space.values
         kw = {k: trial.suggest_categorical(k, v[k]) for k in v}
-        kw["lanes"] = min(kw["wg"], kw["lanes"])
+        kw["lanes"] = 1 if kw["strip"] > STRIPS[-1] else min(kw["wg"], kw["lanes"])
         return self._canonical(AxisExprConfig(self.layout, **kw), self._view)
 
     def _canonical(self, cfg: AxisExprConfig, view: View | None) -> AxisExprConfig:
@@ -219,7 +229,8 @@ class ExprAxisTarget(Target):
         """The heuristic's config for this class (what an untuned device runs), if it is a
         point of this space."""
         view = self._view_of(key)
-        cfg = choose(self.info, *view, acc_size=self.spec.dtype_out.itemsize)
+        cfg = choose(self.info, *view, acc_size=self.spec.dtype_out.itemsize,
+                     stream=not restarts(self.spec))
         return cfg if self._params(cfg) is not None else None
 
     def _view_of(self, key: tuple[int, int]) -> View:
