@@ -15,7 +15,7 @@ from cltune.families.expr_axis.config import (
     STREAM_STRIPS,
     AxisExprConfig,
 )
-from cltune.families.expr_axis.kernel import AxisBuilt, build, restarts
+from cltune.families.expr_axis.kernel import AxisBuilt, build, wide_accumulator
 from cltune.opencl.build import BuildError
 from cltune.opencl.expression import ExprSpec
 
@@ -34,15 +34,16 @@ CPU_ACC_BYTES = 256
 CPU_SHORT_COL = 16
 
 
-#: CPUs, columns whose accumulators skip the rounding cascade (kernel.restarts: wide or
-#: exact ones, as cltune.stats' of float32) of at most this many bytes, at least 64 outputs
-#: wide: strips of up to 1024 outputs streamed (config.STREAM_STRIPS), STREAM_ROWS rows a
-#: pass. 4096x4096 float32 along axis 0, ms a call, configs forced one after another in one
-#: process (this AMD EPYC host, 2026-12-07; docs/logs/cpu-stats-stream-2026-12-07.txt):
-#: Debian's PoCL mean 5.99 -> 2.20, norm 5.88 -> 2.11, argmax 8.2 -> 7.6-8.9; Intel's runtime
-#: mean 3.64 -> 1.97, norm 4.38 -> 2.35-3.26, argmax 12.0 -> 9.9 (numpy: mean 3.3-3.6, norm
-#: 13-15). var's 32-byte accumulators stay in strips of 16: streamed, PoCL 8.9 -> 3.6 but
-#: Intel's 6.2 -> 8.2 (its struct does not vectorise along a strip)
+#: CPUs, columns whose accumulators are wide (kernel.wide_accumulator: float32 data summed in
+#: double, as cltune.stats' mean, norms and var; no rounding cascade) of at most this many
+#: bytes, at least 64 outputs wide: strips of up to 1024 outputs streamed
+#: (config.STREAM_STRIPS), STREAM_ROWS rows a pass. ms a call along axis 0, float32, this AMD
+#: EPYC host, 2026-12-07 (docs/logs/cpu-stats-stream-2026-12-07.txt, before/after alternated):
+#: 4096x4096 Debian's PoCL mean 7.0-11.0 -> 3.8-3.9, norm 6.3-6.5 -> 2.3-3.2; Intel's runtime
+#: mean 5.9-6.3 -> 2.2-2.8, norm 3.9-4.1 -> 2.1-2.3 (numpy: mean 3.3-3.6, norm 13-15);
+#: 65536x256 mean 5.2-5.5 -> 3.4-3.6 and 4.6-9.7 -> 2.8-3.0. var's 32-byte accumulators stay
+#: in strips of 16 (streamed: PoCL 8.9 -> 3.6, Intel's 6.2 -> 8.2, its struct not vectorised
+#: along a strip), as do exact ones (argmax: 65536x256 on Intel's 8.8-9.0 -> 11.4-11.6)
 CPU_STREAM_ACC_BYTES = 16
 STREAM_ROWS = 8
 
@@ -154,7 +155,7 @@ def heuristic_build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: Exp
     """The build of `choose`'s config for the shape, its work-group halved while the
     kernel's limits refuse it (BuildError when the expression itself does not build)."""
     cfg: AxisExprConfig | None = choose(info, outer, r, inner, spec.dtype_out.itemsize,
-                                        not restarts(spec))
+                                        wide_accumulator(spec))
     while True:
         assert cfg is not None
         try:

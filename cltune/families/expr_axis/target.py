@@ -42,6 +42,7 @@ from cltune.families.expr_axis.kernel import (
     kernel_wg_limit,
     restarts,
     template_hash,
+    wide_accumulator,
 )
 from cltune.families.expr_axis.launch import device_plan
 from cltune.families.expr_axis.reference import AxisLaunch, ExprAxisBench, View
@@ -230,7 +231,7 @@ class ExprAxisTarget(Target):
         point of this space."""
         view = self._view_of(key)
         cfg = choose(self.info, *view, acc_size=self.spec.dtype_out.itemsize,
-                     stream=not restarts(self.spec))
+                     stream=wide_accumulator(self.spec))
         return cfg if self._params(cfg) is not None else None
 
     def _view_of(self, key: tuple[int, int]) -> View:
