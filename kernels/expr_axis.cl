@@ -279,19 +279,15 @@ clt_axis_stage1(CLT_USER_ARGS const long n, const long clt_outer, const long clt
      * coalesced), CLT_AX_LANES work-items of a strip share the rows */
 #define CLT_POS(i) clt_div((i) - clt_row_base, clt_inner)
 #if CLT_AX_STRIP > 16
-    /* streamed strips (CPUs; wide or exact accumulators only: no rounding cascade): a
-     * work-item folds a strip of up to CLT_AX_STRIP neighbouring outputs of one outer block,
-     * their accumulators in private memory (a CPU's stack, in L1), CLT_AX_ITEMS rows a pass
-     * into each, in increasing row order; a core so streams whole row strips as numpy does
-     * (each cache line read once, long contiguous runs) and the loop over the strip
-     * vectorises. The host launches outer x ceil(inner / CLT_AX_STRIP) work-items (lanes 1,
-     * no barrier: those past them return). Mean of 4096x4096 float32 along axis 0 in double:
-     * a kernel of this shape took 2.1 ms on Debian's PoCL and 1.8 on Intel's CPU runtime
-     * (strip 1024, 8 rows a pass), where strips of 16 took 5.4-6.4 and 3.7 (numpy 3.4; an AVX2
-     * AMD host, 2026-12-07) */
-#if CLT_BLOCK > 0
-#error "strips of more than 16 outputs are streamed without the rounding cascade"
-#endif
+    /* streamed strips (CPUs): a work-item folds a strip of up to CLT_AX_STRIP neighbouring
+     * outputs of one outer block, their accumulators in private memory (a CPU's stack, in
+     * L1), CLT_AX_ITEMS rows a pass into each, in increasing row order; a core so streams
+     * whole row strips as numpy does (each cache line read once, long contiguous runs) and
+     * the loop over the strip vectorises. The host launches outer x ceil(inner /
+     * CLT_AX_STRIP) work-items (lanes 1, no barrier: those past them return). Mean of
+     * 4096x4096 float32 along axis 0 in double: a kernel of this shape took 2.1 ms on
+     * Debian's PoCL and 1.8 on Intel's CPU runtime (strip 1024, 8 rows a pass), where strips
+     * of 16 took 5.4-6.4 and 3.7 (numpy 3.4; an AVX2 AMD host, 2026-12-07) */
     const long clt_spo = (clt_inner + CLT_AX_STRIP - 1) / CLT_AX_STRIP; /* strips a block */
     const long clt_w = (long)get_group_id(0) * CLT_AX_WG + clt_lid;
     if (clt_w >= clt_outer * clt_spo)
@@ -302,32 +298,81 @@ clt_axis_stage1(CLT_USER_ARGS const long n, const long clt_outer, const long clt
     const long clt_sp0 = clt_so * clt_inner + clt_q0;       /* the strip's first output */
     const long clt_sbase = clt_so * n * clt_inner + clt_q0; /* its first element */
     clt_out_t clt_sa[CLT_AX_STRIP];
-    for (int clt_t = 0; clt_t < CLT_AX_STRIP; ++clt_t)
+#if CLT_BLOCK > 0 /* each output's level 1 and binary counter (the cascade above) */
+    clt_out_t clt_sl1[CLT_AX_STRIP], clt_slv[CLT_AX_STRIP][CLT_AX_DEPTH];
+#endif
+    for (int clt_t = 0; clt_t < CLT_AX_STRIP; ++clt_t) {
         clt_sa[clt_t] = CLT_NEUTRAL;
+#if CLT_BLOCK > 0
+        clt_sl1[clt_t] = CLT_NEUTRAL;
+        for (int clt_k = 0; clt_k < CLT_AX_DEPTH; ++clt_k)
+            clt_slv[clt_t][clt_k] = CLT_NEUTRAL;
+#endif
+    }
     long clt_sj = clt_j0;
-    if (clt_ns == CLT_AX_STRIP) {
-        for (; clt_sj + CLT_AX_ITEMS <= clt_j1; clt_sj += CLT_AX_ITEMS) {
-            const long clt_off = clt_sbase + clt_sj * clt_inner;
-            for (int clt_t = 0; clt_t < CLT_AX_STRIP; ++clt_t) {
-                clt_out_t clt_sv = clt_sa[clt_t];
-                _Pragma("unroll") for (int clt_u = 0; clt_u < CLT_AX_ITEMS; ++clt_u)
-                    CLT_FOLD(clt_sv, clt_off + clt_u * clt_inner + clt_t);
-                clt_sa[clt_t] = clt_sv;
+    /* the rows up to STOP into the strip's accumulators: passes of CLT_AX_ITEMS rows over a
+     * whole strip, then row by row */
+#define CLT_STREAM_ROWS(STOP)                                                                    \
+    do {                                                                                         \
+        const long clt_stop = (STOP);                                                            \
+        if (clt_ns == CLT_AX_STRIP) {                                                            \
+            for (; clt_sj + CLT_AX_ITEMS <= clt_stop; clt_sj += CLT_AX_ITEMS) {                  \
+                const long clt_off = clt_sbase + clt_sj * clt_inner;                             \
+                for (int clt_t = 0; clt_t < CLT_AX_STRIP; ++clt_t) {                             \
+                    clt_out_t clt_sv = clt_sa[clt_t];                                            \
+                    _Pragma("unroll") for (int clt_u = 0; clt_u < CLT_AX_ITEMS; ++clt_u)         \
+                        CLT_FOLD(clt_sv, clt_off + clt_u * clt_inner + clt_t);                   \
+                    clt_sa[clt_t] = clt_sv;                                                      \
+                }                                                                                \
+            }                                                                                    \
+        }                                                                                        \
+        for (; clt_sj < clt_stop; ++clt_sj) {                                                    \
+            const long clt_off = clt_sbase + clt_sj * clt_inner;                                 \
+            for (int clt_t = 0; clt_t < clt_ns; ++clt_t)                                         \
+                CLT_FOLD(clt_sa[clt_t], clt_off + clt_t);                                        \
+        }                                                                                        \
+    } while (0)
+#if CLT_BLOCK > 0
+    /* an accumulator restarts every CLT_BLOCK rows into level 1, pushed every CLT_AX_FAN
+     * blocks onto the output's counter: an element meets at most CLT_BLOCK + CLT_AX_FAN +
+     * log2(pushes) roundings, as in the strips of 16 */
+    for (uint clt_np = 0; clt_sj < clt_j1; ++clt_np) {
+        for (int clt_b = 0; clt_b < CLT_AX_FAN && clt_sj < clt_j1; ++clt_b) {
+            CLT_STREAM_ROWS(min(clt_j1, clt_sj + (long)CLT_BLOCK));
+            for (int clt_t = 0; clt_t < clt_ns; ++clt_t)
+                CLT_LIFT(clt_sl1[clt_t], clt_sa[clt_t]);
+        }
+        for (int clt_t = 0; clt_t < clt_ns; ++clt_t) {
+            uint clt_c = clt_np;
+            for (int clt_k = 0; clt_k < CLT_AX_DEPTH; ++clt_k) {
+                if (clt_k == CLT_AX_DEPTH - 1 || !(clt_c & 1)) {
+                    CLT_LIFT(clt_slv[clt_t][clt_k], clt_sl1[clt_t]);
+                    break;
+                }
+                CLT_LIFT(clt_sl1[clt_t], clt_slv[clt_t][clt_k]);
+                clt_c >>= 1;
             }
         }
     }
-    for (; clt_sj < clt_j1; ++clt_sj) { /* the last rows; a block's last, shorter strip */
-        const long clt_off = clt_sbase + clt_sj * clt_inner;
-        for (int clt_t = 0; clt_t < clt_ns; ++clt_t)
-            CLT_FOLD(clt_sa[clt_t], clt_off + clt_t);
-    }
+#else
+    CLT_STREAM_ROWS(clt_j1);
+#endif
     for (int clt_t = 0; clt_t < clt_ns; ++clt_t) {
         const long clt_p = clt_sp0 + clt_t;
+        clt_out_t clt_v = clt_sa[clt_t];
+#if CLT_BLOCK > 0 /* as CLT_VALUE: the accumulator, level 1, the counter's slots smallest first */
+        CLT_LIFT(clt_sl1[clt_t], clt_v);
+        clt_v = clt_sl1[clt_t];
+        for (int clt_k = 0; clt_k < CLT_AX_DEPTH; ++clt_k) {
+            clt_out_t clt_a = clt_slv[clt_t][clt_k];
+            clt_v = CLT_REDUCE(clt_a, clt_v);
+        }
+#endif
         if (clt_split) {
-            clt_partials[(long)get_group_id(1) * clt_nout + clt_p] = clt_sa[clt_t];
+            clt_partials[(long)get_group_id(1) * clt_nout + clt_p] = clt_v;
         } else {
             const long clt_row_base = clt_sbase + clt_t;
-            clt_out_t clt_fa = clt_sa[clt_t];
+            clt_out_t clt_fa = clt_v;
             clt_res[clt_p] = CLT_FINISH(clt_fa);
         }
     }

@@ -421,6 +421,26 @@ for op in ("argmax",) if NEGATIVE else ("argmax", "var", "mean"):
                 ok = np.allclose(res.get(), want, rtol=1e-5)
                 out["runs"].append({"op": op, "cfg": cfg.short(), "shape": [outer, r, inner],
                                     "split": plan.split, "ok": bool(ok)})
+if not NEGATIVE:  # a streamed strip with the rounding cascade: a float32 sum restarting every
+    import cltune  # 2 rows, so that level 1 and the counter's slots are pushed and summed
+    import cltune.families.expr_axis.kernel as ea
+    _opts = ea.build_options
+    ea.build_options = lambda cfg, i: [*_opts(cfg, i), "-DCLT_BLOCK=2"]
+    knl = cltune.ReductionKernel(ctx, np.float32, "0", "a+b", "x[i]", "__global const float *x")
+    red = AxisReducer(ctx, dev, knl.spec)
+    cfg = C("cols", 2, 1, 4, 64)
+    b = build(ctx, dev, info, knl.spec, cfg)
+    for outer, r, inner in ((2, 29, 70), (1, 40, 3)):
+        for split in (1, 3):
+            h = rng.standard_normal((outer, r, inner)).astype(np.float32)
+            x = cla.to_device(q, h)
+            chunk = -(-(-(-r // split)) // cfg.items) * cfg.items
+            plan = AxisPlan(-(-(outer * -(-inner // cfg.strip)) // cfg.wg), -(-r // chunk), chunk)
+            res = cla.empty(q, (outer, inner), np.float32)
+            red.launch(q, b, plan, [x.base_data, 0], outer, r, inner, res.base_data, 0)
+            ok = np.allclose(res.get(), h.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
+            out["runs"].append({"op": "sum-cascade", "cfg": cfg.short(),
+                                "shape": [outer, r, inner], "split": plan.split, "ok": bool(ok)})
 print(MARK + json.dumps(out), flush=True)
 '''
 
@@ -435,11 +455,13 @@ def _oclgrind(negative: bool):
 def test_axis_skeleton_is_clean_under_oclgrind():
     """No data races (local and global), no divergent barriers, no invalid accesses, right
     answers: rows and cols, with and without a lanes tree, with and without a split axis;
-    streamed strips (a strip and a block's shorter last one, strips wider than a block)."""
+    streamed strips (a strip and a block's shorter last one, strips wider than a block; with
+    the rounding cascade, restarting every 2 rows)."""
     res, runs = _oclgrind(False)
     assert res.returncode == 0 and runs, res.summary()
     assert [r for r in runs if not r["ok"]] == []
     assert any("strip=64" in r["cfg"] and r["split"] > 1 for r in runs)
+    assert any(r["op"] == "sum-cascade" and r["split"] > 1 for r in runs)
     ran = {(r["cfg"].split()[0], "lanes=1 " not in r["cfg"], r["split"] > 1) for r in runs}
     assert ran == {(lay, lanes, split) for lay in ("rows", "cols") for lanes in (False, True)
                    for split in (False, True)}

@@ -65,6 +65,39 @@ def test_streamed_strips_against_numpy(ctx, queue, device, op):
                                                        f"split {plan.split}")
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_streamed_strips_with_the_rounding_cascade(ctx, queue, device, dt):
+    """A ReductionKernel's sum (its accumulators restart: the cascade kept per output of the
+    strip) as accurate as numpy's own along axis 0, and as the strips of 16."""
+    info, dev = device
+    ct = "float" if dt == np.float32 else "double"
+    knl = cltune.ReductionKernel(ctx, dt, "0", "a+b", "x[i]", f"__global const {ct} *x")
+    assert restarts(knl.spec)
+    red = AxisReducer(ctx, dev, knl.spec)
+    rng = np.random.default_rng(11)
+    outer, r, inner = 2, 3001, 130
+    h = (rng.standard_normal((outer, r, inner)) + 4).astype(dt)
+    x = cla.to_device(queue, h)
+    want = h.astype(np.float64).sum(axis=1) if dt == np.float32 else \
+        np.array([[float(np.sum(h[o, :, q].astype(np.longdouble))) for q in range(inner)]
+                  for o in range(outer)])
+    numpy_err = np.abs(h.sum(axis=1) - want).max()
+    errs = {}
+    for cfg in (AxisExprConfig("cols", 1, 1, 8, 64), AxisExprConfig("cols", 2, 1, 1, 256),
+                AxisExprConfig("cols", 8, 1, 1, 16)):
+        b = build(ctx, dev, info, knl.spec, cfg)
+        for split in (1, 3):
+            p = axis_plan(cfg, info.compute_units, outer, r, inner)
+            per_split = -(-r // split)
+            chunk = -(-per_split // cfg.items) * cfg.items
+            plan = AxisPlan(p.groups, -(-r // chunk), chunk)
+            res = cla.empty(queue, (outer, inner), dt)
+            red.launch(queue, b, plan, [x.base_data, 0], outer, r, inner, res.base_data, 0)
+            errs[(cfg.short(), split)] = float(np.abs(res.get() - want).max())
+    assert max(errs.values()) <= max(numpy_err, 4 * np.finfo(dt).eps * np.abs(want).max()), \
+        (errs, numpy_err)
+
+
 def test_the_heuristic_streams_wide_columns_on_cpus_only():
     from types import SimpleNamespace as NS
 
@@ -75,7 +108,9 @@ def test_the_heuristic_streams_wide_columns_on_cpus_only():
     assert choose(cpu, 7, 300, 1000, 8, stream=True).strip == 256
     assert choose(cpu, 1, 5, 1 << 20, 8, stream=True).items == 4  # 5 rows: passes of 4
     assert choose(cpu, 1, 3001, 2999, 32, stream=True).strip <= 16  # var's accumulators
-    assert choose(cpu, 1, 4096, 4096, 8, stream=False).strip <= 16  # the cascade's
+    assert choose(cpu, 1, 4096, 4096, 8, stream=False).strip <= 16  # exact accumulators
+    assert choose(cpu, 1, 4096, 4096, 8, True, True).strip == 1024  # a sum with the cascade
+    assert choose(cpu, 1, 4096, 4096, 16, True, True).strip == 256  # (its private bytes)
     assert choose(cpu, 1, 4096, 63, 8, stream=True).strip <= 16
     assert choose(gpu, 1, 4096, 4096, 8, stream=True).strip <= 16
     with pytest.raises(AxisExprConfigError, match="one lane"):
@@ -93,6 +128,8 @@ def test_the_tuners_space_offers_streamed_strips_on_cpus_without_the_cascade(dev
     assert any(c.streamed for c in cfgs)
     assert all(c.lanes == 1 for c in cfgs if c.streamed)
     assert not streamed.check(AxisExprConfig("cols", 4, 1, 8, 1024))
+    cascaded = ea_target.make_space(cpu, "cols", 32, True, True).values["strip"]
+    assert 256 in cascaded and 1024 not in cascaded  # var's 32 bytes x 12 a strip
     for space in (ea_target.make_space(cpu, "cols", 8, False),
                   ea_target.make_space(replace(info, type="gpu"), "cols", 8, True)):
         assert max(space.values["strip"]) == 16

@@ -47,7 +47,7 @@ from cltune.device.select import info_for
 from cltune.families.expr_axis.config import AxisExprConfig
 from cltune.families.expr_axis.defaults import choose, heuristic_build
 from cltune.families.expr_axis.family import NAME
-from cltune.families.expr_axis.kernel import AxisBuilt, build, template_hash, wide_accumulator
+from cltune.families.expr_axis.kernel import AxisBuilt, build, streams, template_hash
 from cltune.families.expr_axis.launch import AxisPlan, AxisScratch, device_plan, enqueue
 from cltune.families.expr_axis.serve import AxisChoices, AxisTuned, resolve
 from cltune.isolation.vetting import NoConfigRuns, verdict
@@ -84,7 +84,7 @@ class AxisReducer:
         self.kernel = kernel
         self.info = info_for(dev)
         self._item = spec.dtype_out.itemsize
-        self._stream = wide_accumulator(spec)  # (columns may then be streamed on CPUs)
+        self._stream = streams(spec)  # (columns may then be streamed on CPUs)
         self._choices: dict[str, AxisChoices] = {}
         self._plans: dict[tuple[int, int, int], tuple[AxisBuilt, AxisPlan]] = {}
         self._picks: dict[tuple[int, int, int], AxisPick] = {}
@@ -159,7 +159,7 @@ class AxisReducer:
                               CltuneWarning, stacklevel=6)
         if self.kernel is not None:
             cfg = choose(self.info, outer, r, inner, self.spec.dtype_out.itemsize,
-                         self._stream)
+                         *self._stream)
             why = self._vet(cfg, "builtin", outer, r, inner)
             if why:
                 raise NoConfigRuns(f"no config of this expression runs along this axis on "

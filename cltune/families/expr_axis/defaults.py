@@ -15,7 +15,7 @@ from cltune.families.expr_axis.config import (
     STREAM_STRIPS,
     AxisExprConfig,
 )
-from cltune.families.expr_axis.kernel import AxisBuilt, build, wide_accumulator
+from cltune.families.expr_axis.kernel import CASCADE_DEPTH, AxisBuilt, build, streams
 from cltune.opencl.build import BuildError
 from cltune.opencl.expression import ExprSpec
 
@@ -34,18 +34,28 @@ CPU_ACC_BYTES = 256
 CPU_SHORT_COL = 16
 
 
-#: CPUs, columns whose accumulators are wide (kernel.wide_accumulator: float32 data summed in
-#: double, as cltune.stats' mean, norms and var; no rounding cascade) of at most this many
-#: bytes, at least 64 outputs wide: strips of up to 1024 outputs streamed
-#: (config.STREAM_STRIPS), STREAM_ROWS rows a pass. ms a call along axis 0, float32, this AMD
-#: EPYC host, 2026-12-07 (docs/logs/cpu-stats-stream-2026-12-07.txt, before/after alternated):
-#: 4096x4096 Debian's PoCL mean 7.0-11.0 -> 3.8-3.9, norm 6.3-6.5 -> 2.3-3.2; Intel's runtime
-#: mean 5.9-6.3 -> 2.2-2.8, norm 3.9-4.1 -> 2.1-2.3 (numpy: mean 3.3-3.6, norm 13-15);
-#: 65536x256 mean 5.2-5.5 -> 3.4-3.6 and 4.6-9.7 -> 2.8-3.0. var's 32-byte accumulators stay
-#: in strips of 16 (streamed: PoCL 8.9 -> 3.6, Intel's 6.2 -> 8.2, its struct not vectorised
-#: along a strip), as do exact ones (argmax: 65536x256 on Intel's 8.8-9.0 -> 11.4-11.6)
+#: CPUs, columns of at least 64 outputs whose accumulators hold floating-point values of at
+#: most this many bytes (kernel.streams: float32 data summed in double, as cltune.stats' mean
+#: and norms, or accumulators with the rounding cascade, as a float32 or float64 sum):
+#: strips of up to 1024 outputs streamed (config.STREAM_STRIPS), STREAM_ROWS rows a pass.
+#: ms a call along axis 0 of 4096x4096, this AMD EPYC host, 2026-12-07
+#: (docs/logs/cpu-stats-stream-2026-12-07.txt): float32 mean, before/after alternated,
+#: Debian's PoCL 7.0-11.0 -> 3.8-3.9, Intel's runtime 5.9-6.3 -> 2.2-2.8; norm 6.3-6.5 ->
+#: 2.3-3.2 and 3.9-4.1 -> 2.1-2.3 (numpy: mean 3.3-3.6, norm 13-15); configs forced in one
+#: process, a ReductionKernel's float32 sum 8.1 -> 3.5 and 8.3 -> 2.1 (numpy 3.8-4.4), float64
+#: 9.6 -> 4.9 and 10.5 -> 5.6 (numpy 8.1-8.6). var's 32-byte accumulators stay in strips of 16
+#: (streamed: PoCL 8.9 -> 3.6, Intel's 6.2 -> 8.2, its struct not vectorised along a strip),
+#: as do exact ones (argmax: 65536x256 on Intel's 8.8-9.0 -> 11.4-11.6)
 CPU_STREAM_ACC_BYTES = 16
 STREAM_ROWS = 8
+#: a streamed strip's private accumulators (with the cascade: level 1 and the counter's slots
+#: too) are kept within this many bytes (a float64 sum's strip of 1024: 96 KB)
+STREAM_PRIVATE_BYTES = 128 << 10
+
+
+def stream_bytes(strip: int, acc_size: int, cascade: bool) -> int:
+    """The private bytes of a streamed strip's accumulators."""
+    return strip * acc_size * (2 + CASCADE_DEPTH if cascade else 1)
 
 #: GPUs (fitted to H200 sweeps of var, argmax, mean and norm on 24 untuned shapes, see
 #: `choose`): rows get a lane per max(MIN_ROW_ELEMS_PER_LANE, ROW_ELEMS_PER_ACC_BYTE *
@@ -70,7 +80,7 @@ SHORT_COL = 8
 
 
 def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8,
-           stream: bool = False) -> AxisExprConfig:
+           stream: bool = False, cascade: bool = False) -> AxisExprConfig:
     """The config for reducing (outer, r, inner) along r on a device (`type`, `max_wg`) with
     accumulators of `acc_size` bytes. CPUs: rows a work-item each (1, 2 or 4 accumulators by
     length; 8 rows a group, 16 for argmin/argmax's 16-byte accumulators), columns a work-item
@@ -93,8 +103,9 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8,
             return AxisExprConfig("rows", min(cap, 16 if acc_size == 16 else 8), 1, items)
         return _gpu_rows(cap, outer, r, acc_size)
     if cpu and stream and acc_size <= CPU_STREAM_ACC_BYTES and inner >= STREAM_STRIPS[0]:
-        # (`stream`: the spec's accumulators skip the rounding cascade)
-        wide = max(s for s in STREAM_STRIPS if s <= inner)
+        # (`stream`: the spec's accumulators hold floats; `cascade`: with the rounding cascade)
+        wide = max(s for s in STREAM_STRIPS
+                   if s <= inner and stream_bytes(s, acc_size, cascade) <= STREAM_PRIVATE_BYTES)
         return AxisExprConfig("cols", 1, 1, min(STREAM_ROWS, pow2_at_most(max(1, r))), wide)
     if cpu:
         strip = min(16, pow2_at_most(inner))
@@ -155,7 +166,7 @@ def heuristic_build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: Exp
     """The build of `choose`'s config for the shape, its work-group halved while the
     kernel's limits refuse it (BuildError when the expression itself does not build)."""
     cfg: AxisExprConfig | None = choose(info, outer, r, inner, spec.dtype_out.itemsize,
-                                        wide_accumulator(spec))
+                                        *streams(spec))
     while True:
         assert cfg is not None
         try:

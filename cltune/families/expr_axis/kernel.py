@@ -67,6 +67,14 @@ def restarts(spec: ExprSpec) -> bool:
     return "#define CLT_BLOCK 0" not in spec.prelude(False) and not wide_accumulator(spec)
 
 
+def streams(spec: ExprSpec) -> tuple[bool, bool]:
+    """(whether the heuristic streams CPU columns of this spec, whether with the rounding
+    cascade): accumulators that hold floating-point values, wide ones (`wide_accumulator`) or
+    ones that restart (`restarts`); exact ones (argmin/argmax, integers) keep strips of 16."""
+    cascade = restarts(spec)
+    return cascade or wide_accumulator(spec), cascade
+
+
 @lru_cache(maxsize=1)
 def axis_template() -> str:
     return kernel_file("expr_axis.cl")

@@ -34,15 +34,15 @@ from cltune.families.expr_axis.config import (
     STRIPS,
     AxisExprConfig,
 )
-from cltune.families.expr_axis.defaults import choose
+from cltune.families.expr_axis.defaults import STREAM_PRIVATE_BYTES, choose, stream_bytes
 from cltune.families.expr_axis.kernel import (
     CASCADE_BLOCK,
     CASCADE_DEPTH,
     CASCADE_FAN,
     kernel_wg_limit,
     restarts,
+    streams,
     template_hash,
-    wide_accumulator,
 )
 from cltune.families.expr_axis.launch import device_plan
 from cltune.families.expr_axis.reference import AxisLaunch, ExprAxisBench, View
@@ -81,7 +81,7 @@ class AxisExprSpace(LayoutSpace):
                     f"CL_DEVICE_LOCAL_MEM_SIZE={self.info.local_mem}")
         if cfg.streamed:
             if cfg.strip not in self.values.get("strip", ()):
-                return "streamed strips: CPUs, accumulators without the rounding cascade"
+                return "streamed strips: CPUs, within the private bytes of a strip"
             if cfg.lanes != 1:
                 return "a streamed strip has one lane"
             return ""
@@ -105,14 +105,17 @@ class AxisExprSpace(LayoutSpace):
 
 
 def make_space(info: DeviceInfo, layout: str, itemsize: int,
-               stream: bool = False) -> AxisExprSpace:
+               stream: bool = False, cascade: bool = False) -> AxisExprSpace:
     """Work-groups of every power of two the device allows (up to 128 on CPUs, where a group
     runs on one core; GPUs keep the small ones: the heuristic narrows groups to short axes),
-    lanes up to the group, strips for cols only; on CPUs with `stream` (accumulators without
-    the rounding cascade) the streamed strips too, one lane each."""
+    lanes up to the group, strips for cols only; on CPUs with `stream` the streamed strips too
+    (one lane each), those whose private accumulators (with the rounding cascade: `cascade`)
+    fit defaults.STREAM_PRIVATE_BYTES."""
     top = min(info.max_wg, MAX_WG, 1024 if info.type == "gpu" else 128)
     pow2 = tuple(2**k for k in range(11) if 2**k <= top) or (1,)
-    strips = STRIPS + (STREAM_STRIPS if stream and info.type == "cpu" else ())
+    wide = tuple(s for s in STREAM_STRIPS
+                 if stream_bytes(s, itemsize, cascade) <= STREAM_PRIVATE_BYTES)
+    strips = STRIPS + (wide if stream and info.type == "cpu" else ())
     vals: dict[str, tuple] = {"wg": pow2, "lanes": pow2, "items": ITEMS,
                               "strip": strips if layout == "cols" else (1,),
                               "groups_per_cu": GROUPS_PER_CU_VALUES}
@@ -125,7 +128,7 @@ def capped_space(ctx: Any, dev: Any, info: DeviceInfo, spec: Any,
     """The device's space for `spec`, its work-group sizes capped at what the kernels of its
     heaviest config (the most accumulators a work-item may hold) take at the largest offered
     size: one probe build, so every offered config builds (the space is made in the worker)."""
-    space = make_space(info, layout, spec.dtype_out.itemsize, not restarts(spec))
+    space = make_space(info, layout, spec.dtype_out.itemsize, True, restarts(spec))
     top = max(space.values["wg"])
     if top <= 1:
         return space
@@ -230,8 +233,7 @@ class ExprAxisTarget(Target):
         """The heuristic's config for this class (what an untuned device runs), if it is a
         point of this space."""
         view = self._view_of(key)
-        cfg = choose(self.info, *view, acc_size=self.spec.dtype_out.itemsize,
-                     stream=wide_accumulator(self.spec))
+        cfg = choose(self.info, *view, self.spec.dtype_out.itemsize, *streams(self.spec))
         return cfg if self._params(cfg) is not None else None
 
     def _view_of(self, key: tuple[int, int]) -> View:
