@@ -48,6 +48,16 @@ CPU_SHORT_COL = 16
 #: as do exact ones (argmax: 65536x256 on Intel's 8.8-9.0 -> 11.4-11.6)
 CPU_STREAM_ACC_BYTES = 16
 STREAM_ROWS = 8
+#: CPUs, rows of at least this many elements with wide accumulators of at most
+#: CPU_STREAM_ACC_BYTES (mean, norms of float32): a work-item a group with 8 accumulators,
+#: where 8 work-items had 2-4. ms a call, configs interleaved in one process, this AMD EPYC
+#: host, 2026-12-07 (docs/logs/cpu-stats-rows-2026-12-07.txt), mean / norm, before -> after:
+#: Debian's PoCL 65536x256 3.89 -> 2.84 / 4.36 -> 2.92, 4096x4096 2.85 -> 2.65 / 3.07 -> 2.38,
+#: 2000x3001 0.94 -> 0.80 / 1.09 -> 0.79, 100x1000 0.111 -> 0.082 / 0.126 -> 0.080; Intel's
+#: runtime 8.86 -> 6.13 / 5.65 -> 3.91, 3.39 -> 3.24 / 3.47 -> 2.82, 1.27 -> 0.89 / 1.21 ->
+#: 0.84, 0.040 -> 0.034 / 0.040 -> 0.035. Shorter rows (1048576x64: Intel's 20.2 -> 31.4), var
+#: (Intel's 6.2 -> 12.3) and argmax (PoCL 10.1 -> 16.3) lost so and keep the rule above.
+CPU_ROW_STREAM_MIN = 256
 #: a streamed strip's private accumulators (with the cascade: level 1 and the counter's slots
 #: too) are kept within this many bytes (a float64 sum's strip of 1024: 96 KB)
 STREAM_PRIVATE_BYTES = 128 << 10
@@ -99,6 +109,11 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8,
     cap = pow2_at_most(min(int(info.max_wg), MAX_WG))
     items = 1 if r < 64 else 2 if r < 1024 else 4
     if inner == 1:
+        if cpu and stream and not cascade and acc_size <= CPU_STREAM_ACC_BYTES \
+                and r >= CPU_ROW_STREAM_MIN:
+            # wide accumulators (mean, norms of float32) along rows of 256 or more: a
+            # work-item a group, 8 accumulators (CPU_ROW_STREAM_MIN's measurements)
+            return AxisExprConfig("rows", 1, 1, 8)
         if cpu:  # 16-byte accumulators are argmin/argmax's (index, value): see above
             return AxisExprConfig("rows", min(cap, 16 if acc_size == 16 else 8), 1, items)
         return _gpu_rows(cap, outer, r, acc_size)
