@@ -5,9 +5,13 @@ An `AxisExprConfig` is checked on creation, so only known names with allowed val
 `-D` build options (house rule 2).
 
     >>> from types import SimpleNamespace as NS
+    >>> from cltune.families.expr_axis.defaults import choose
+    >>> from cltune.families.expr_axis.launch import axis_plan
     >>> cpu = NS(type="cpu", max_wg=8192, compute_units=2)
     >>> choose(cpu, 1 << 16, 256, 1).short()
     'rows wg=8 lanes=1 items=2'
+    >>> choose(cpu, 1, 4096, 4096, acc_size=8, stream=True).short()  # streamed (CPUs)
+    'cols wg=1 lanes=1 items=8 strip=1024'
     >>> cfg = choose(cpu, 1, 1 << 20, 16, acc_size=8)
     >>> cfg.short(), axis_plan(cfg, cpu.compute_units, 1, 1 << 20, 16).split
     ('cols wg=8 lanes=1 items=2 strip=16', 16)
