@@ -92,7 +92,11 @@ SHORT_COL = 8
 def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8,
            stream: bool = False, cascade: bool = False) -> AxisExprConfig:
     """The config for reducing (outer, r, inner) along r on a device (`type`, `max_wg`) with
-    accumulators of `acc_size` bytes. CPUs: rows a work-item each (1, 2 or 4 accumulators by
+    accumulators of `acc_size` bytes (`stream`, `cascade`: kernel.streams of the spec). CPUs,
+    accumulators that hold floats of up to 16 bytes (`stream`): columns of 64 outputs or more
+    streamed in strips of up to 1024, rows of 256 or more (wide ones only, no `cascade`) a
+    work-item a group with 8 accumulators (see CPU_STREAM_ACC_BYTES, CPU_ROW_STREAM_MIN). Other
+    CPU views: rows a work-item each (1, 2 or 4 accumulators by
     length; 8 rows a group, 16 for argmin/argmax's 16-byte accumulators), columns a work-item
     per strip of 16 neighbouring outputs folding row after row (2 accumulators per output
     within CPU_ACC_BYTES). GPUs: rows a lane per max(128, 8 x accumulator bytes) elements,
@@ -117,10 +121,10 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8,
         if cpu:  # 16-byte accumulators are argmin/argmax's (index, value): see above
             return AxisExprConfig("rows", min(cap, 16 if acc_size == 16 else 8), 1, items)
         return _gpu_rows(cap, outer, r, acc_size)
-    if cpu and stream and acc_size <= CPU_STREAM_ACC_BYTES and inner >= STREAM_STRIPS[0]:
-        # (`stream`: the spec's accumulators hold floats; `cascade`: with the rounding cascade)
-        wide = max(s for s in STREAM_STRIPS
-                   if s <= inner and stream_bytes(s, acc_size, cascade) <= STREAM_PRIVATE_BYTES)
+    wide = max((s for s in STREAM_STRIPS
+                if s <= inner and stream_bytes(s, acc_size, cascade) <= STREAM_PRIVATE_BYTES),
+               default=0) if cpu and stream and acc_size <= CPU_STREAM_ACC_BYTES else 0
+    if wide:  # streamed strips (CPU_STREAM_ACC_BYTES' measurements)
         return AxisExprConfig("cols", 1, 1, min(STREAM_ROWS, pow2_at_most(max(1, r))), wide)
     if cpu:
         strip = min(16, pow2_at_most(inner))
