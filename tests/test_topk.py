@@ -117,6 +117,10 @@ def test_gpus_serve_many_short_rows_by_rowsel_with_groups_by_the_rows_length():
     assert builtin_config(gpu, 10, 4, 131, 131 * 4096).strategy != "rowsel"
     assert builtin_config(gpu, 10, 4, 4096, 4096 * 70000).strategy != "rowsel"
     assert builtin_config(gpu, 129, 4, 4096, 4096 * 4096).strategy == "radix"
+    # the radix select along several rows with 8-bit digits (11-bit ones failed an H100's
+    # queue along 1024x16384); one row keeps 11
+    assert builtin_config(gpu, 200, 4, 1024, 1024 * 16384) == TopkConfig("radix", 256, 8, 8)
+    assert builtin_config(gpu, 200, 4, 1, 16384).bits == 11
     assert builtin_config(gpu, 10, 4, 4096).strategy == "lists"  # the length unknown
     small = NS(type="gpu", max_wg=256, local_mem=32768, compute_units=16)
     assert builtin_config(small, 10, 8, 64, 64 * 65536) == TopkConfig("rowsel", 256, 1, 8)

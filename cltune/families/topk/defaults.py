@@ -77,7 +77,7 @@ def builtin_config(info: Any, k: int, key_bytes: int, rows: int = 1,
     to GPU_LIST_K; rows
     of n / rows up to 2^SMALL_LOG2 elements with k up to SMALL_LIST_K, lists in groups of 128
     (one launch where the radix select takes five); else the radix select in groups of 256
-    with 11-bit digits (3 passes of 32-bit keys)."""
+    with 11-bit digits (3 passes of 32-bit keys), 8-bit ones along several rows."""
     kp = pow2_at_least(max(1, k))
     room = int(info.local_mem) - RESERVE
     one_long = rows == 1 and (n is None or n >= 1 << SAMPLE_LOG2)
@@ -108,7 +108,11 @@ def builtin_config(info: Any, k: int, key_bytes: int, rows: int = 1,
         return TopkConfig("lists", small, 4, 8)
     if one_long:
         return TopkConfig("sample", min(1024, pow2_at_most(int(info.max_wg))), 1, 11)
-    return TopkConfig("radix", min(256, pow2_at_most(int(info.max_wg))), 8, 11)
+    # several rows: 8-bit digits. On an H100 along 1024x16384 (k = 8) 11-bit digits with the
+    # groups' counts kept failed the queue (INVALID_COMMAND_QUEUE) in 3 of 5 runs, cause not
+    # found; 8-bit digits ran, 0.213 ms against 0.375 (docs/logs/h100-topk-2026-12-07-late.txt)
+    return TopkConfig("radix", min(256, pow2_at_most(int(info.max_wg))), 8,
+                      11 if rows <= 1 else 8)
 
 
 def safest_config(info: Any) -> TopkConfig:
