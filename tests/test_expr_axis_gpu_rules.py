@@ -57,7 +57,8 @@ def test_gpu_cols_split_the_axis_over_lanes_while_outputs_are_few(acc, r, inner)
         assert cfg.items == 1 and cfg.wg == (128 if acc >= 32 else 256)
         return
     tall = inner <= TALL_OUTPUTS and cfg.lanes >= TALL_LANES
-    assert cfg.items == (2 if tall else {32: 4, 16: 2}.get(acc, 4 if cfg.lanes <= 8 else 1))
+    assert cfg.items == ((2 if acc >= 32 else 1) if tall
+                         else {32: 4, 16: 2}.get(acc, 4 if cfg.lanes <= 8 else 1))
     cap = TALL_LANES if inner <= TALL_OUTPUTS else MAX_COL_LANES
     assert 1 <= cfg.lanes <= cap and (cfg.lanes == 1 or cfg.lanes * cfg.items <= r)
     want = COL_ITEM_BYTES // acc // inner
@@ -87,9 +88,11 @@ def test_the_fitted_cases():
     # millions of short columns (H100, 8x1048576 along 0)
     assert choose(H200, 1, 8, 1 << 20, 32).short() == "cols wg=128 lanes=1 items=1 strip=2 g/cu=16"
     assert choose(H200, 1, 4, 2000003, 8).short() == "cols wg=256 lanes=1 items=1 strip=2 g/cu=16"
-    # tall-narrow blocks (H100, 2000003x7, 3000017x3, 1048576x8 along 0)
-    for acc in (8, 16, 32):
-        assert choose(H200, 1, 3000017, 3, acc).short() == "cols wg=256 lanes=64 items=2 g/cu=16"
+    # tall-narrow blocks (H100, 1000003x8 .. 3000017x3, 1048576x16, 600011x13 along 0)
+    assert choose(H200, 1, 3000017, 3, 32).short() == "cols wg=256 lanes=64 items=2 g/cu=16"
+    for acc in (8, 16):
+        assert choose(H200, 1, 3000017, 3, acc).short() == "cols wg=256 lanes=64 items=1 g/cu=16"
+        assert choose(H200, 1, 1500001, 7, acc).short() == "cols wg=256 lanes=64 items=1 g/cu=16"
 
 
 def test_gpu_plans_split_few_long_rows_and_give_stage2_lanes():
@@ -118,12 +121,17 @@ def test_gpu_plans_split_few_long_rows_and_give_stage2_lanes():
 def test_cpus_keep_their_rules():
     cpu = NS(type="cpu", max_wg=8192, compute_units=2)
     assert choose(cpu, 1 << 16, 256, 1).short() == "rows wg=8 lanes=1 items=2"
-    assert choose(cpu, 1, 1 << 20, 16, acc_size=8).short() == "cols wg=8 lanes=1 items=2 strip=16"
+    # tall-narrow blocks: no more work-items a group than the outputs have strips
+    assert choose(cpu, 1, 1 << 20, 16, acc_size=8).short() == "cols wg=1 lanes=1 items=2 strip=16"
+    assert choose(cpu, 1, 2000003, 4, acc_size=16).short() == "cols wg=1 lanes=1 items=2 strip=4"
+    assert choose(cpu, 1, 1000003, 7, acc_size=32).short() == "cols wg=2 lanes=1 items=2 strip=4"
+    assert choose(cpu, 1, 300007, 40, acc_size=8).short() == "cols wg=2 lanes=1 items=2 strip=16"
+    assert choose(cpu, 64, 100000, 5, acc_size=8).short() == "cols wg=8 lanes=1 items=2 strip=4"
     # short columns: strips of 8 outputs, one accumulator each; long ones as before
     assert choose(cpu, 1, 4, 1 << 20, acc_size=8).short() == "cols wg=8 lanes=1 items=1 strip=8"
     assert choose(cpu, 1, 16, 1 << 20, acc_size=32).short() == "cols wg=8 lanes=1 items=1 strip=8"
     assert choose(cpu, 1, 17, 1 << 20, acc_size=8).short() == "cols wg=8 lanes=1 items=2 strip=16"
-    assert choose(cpu, 1, 100000, 64, acc_size=32).short() == "cols wg=8 lanes=1 items=1 strip=16"
+    assert choose(cpu, 1, 100000, 64, acc_size=32).short() == "cols wg=4 lanes=1 items=1 strip=16"
 
 
 #: #40's skinny categories: k = 1..9 long rows (odd lengths), tall-narrow blocks of 1..65

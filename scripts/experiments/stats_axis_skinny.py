@@ -27,6 +27,8 @@ ap.add_argument("--small", action="store_true", help="a tiny grid (a smoke test 
 ap.add_argument("--json", default=None)
 ap.add_argument("--few-plans", action="store_true",
                 help="min rows 16 and 64, stage 2 with lanes only (the configs, not the plans)")
+ap.add_argument("--tall", default=None,
+                help="tall-narrow candidates only: LANES:ITEMS:GPC,... (wg 256, strip 1)")
 a = ap.parse_args()
 warnings.simplefilter("ignore")
 import cltune
@@ -69,6 +71,10 @@ def grid(kind, r, served, inner=1):
         for wg, items, strip in itertools.product((8,) if a.small else (64, 128, 256, 512),
                                                   (1, 2, 4, 8), (1,) if a.small else (1, 2, 4)):
             out.add(C("cols", wg, 1, items, strip, 8))
+    elif a.tall:
+        for t in a.tall.split(","):
+            lanes, items, g = (int(v) for v in t.split(":"))
+            out.add(C("cols", 256, lanes, items, 1, g))
     else:  # tall-narrow: lanes along the axis, a strip of neighbouring outputs each
         strips = sorted({1, min(16, 1 << max(0, (inner - 1).bit_length()))})
         for wg, lanes, items, g, strip in itertools.product(

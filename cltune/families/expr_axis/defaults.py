@@ -34,6 +34,18 @@ CPU_ACC_BYTES = 256
 CPU_SHORT_COL = 16
 
 
+#: CPUs, strided columns (not streamed): work-items a group, at most; fewer where all the
+#: outputs make fewer strips. Both CPU runtimes run a group's work-items as vector lanes, so a
+#: group of 8 over the one strip of a tall-narrow block (2000003x4 along 0: 4 outputs) walked
+#: its rows with 7 idle lanes. float32 along axis 0, ms a call, served (8) -> a work-item a
+#: group, configs interleaved in one process (scripts/experiments/expr_axis_tall_cpu.py,
+#: docs/logs/cpu-stats-tall-2026-12-07.txt, this 2-core AMD EPYC host): Debian's PoCL
+#: 2000003x4 mean 20.6 -> 2.1, var 39.1 -> 5.0, argmax 54.7 -> 6.0, norm 16.9 -> 2.3;
+#: 1048576x16 mean 28.1 -> 4.8, var 38.4 -> 4.9, argmax 87.7 -> 10.8, norm 31.7 -> 3.4;
+#: Intel's runtime 2000003x4 mean 18.8 -> 2.4, var 62.7 -> 4.8, argmax 34.1 -> 5.3, norm 25.0
+#: -> 8.3; 1048576x16 mean 51.4 -> 5.0, var 188.9 -> 22.7, argmax 95.8 -> 17.1, norm 178.9 ->
+#: 24.4 (numpy: 6.7-162). Two strips (1000003x7) ran within noise of 8 on both.
+CPU_COL_WG = 8
 #: CPUs, columns of at least 64 outputs whose accumulators hold floating-point values of at
 #: most this many bytes (kernel.streams: float32 data summed in double, as cltune.stats' mean
 #: and norms, or accumulators with the rounding cascade, as a float32 or float64 sum):
@@ -79,10 +91,15 @@ MIN_ROW_ITEMS = 1 << 13
 COL_ITEM_BYTES = 1 << 21
 MAX_COL_LANES = 32
 #: GPUs: a tall-narrow block (at most TALL_OUTPUTS outputs) gets up to TALL_LANES lanes along
-#: the axis, 2 accumulators each. H100, 2000003x7 / 3000017x3 / 1048576x8 along 0, mean,
-#: argmax and var: 1.09x the best of the grid in geometric mean, where 32 lanes with the
+#: the axis, 2 accumulators each for var's 32-byte ones, 1 for narrower (mean, norms,
+#: argmin/argmax). H100, 2000003x7 / 3000017x3 / 1048576x8 along 0, mean, argmax and var: 2
+#: each ran 1.09x the best of the grid in geometric mean, where 32 lanes with the
 #: accumulators below ran 1.27x (3000017x3 argmax 37.1 -> 22.5 us, var 30.8 -> 21.9; torch
-#: 26.2 / 26.6); scripts/experiments/stats_axis_skinny.py --few-plans
+#: 26.2 / 26.6); scripts/experiments/stats_axis_skinny.py --few-plans. A second H100 run
+#: (2026-12-07, `--tall`, 6 shapes of 3-16 columns, 7 blocks of 20 calls;
+#: docs/logs/h100-stats-tall-2026-12-07.json) put 2 for mean at 1.25x the best (2.4x at
+#: 1500001x7: 45 us where 1 item takes 19-27) and 1 item at 1.13x for mean and argmax; var
+#: kept 2 (1.03x)
 TALL_OUTPUTS = 16
 TALL_LANES = 64
 #: GPUs: columns of at most this many rows take two outputs a work-item (see `_gpu_cols`)
@@ -131,7 +148,9 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8,
         if r <= CPU_SHORT_COL:  # strips of 8 outputs, one accumulator each
             return AxisExprConfig("cols", min(cap, 8), 1, 1, min(strip, 8))
         items = 2 if r >= 2 and strip * 2 * acc_size <= CPU_ACC_BYTES else 1
-        return AxisExprConfig("cols", min(cap, 8), 1, items, strip)
+        # no more work-items a group than the outputs have strips (CPU_COL_GROUP_STRIPS)
+        wg = min(cap, CPU_COL_WG, pow2_at_most(max(1, outer * -(-inner // strip))))
+        return AxisExprConfig("cols", wg, 1, items, strip)
     return _gpu_cols(cap, outer, r, inner, acc_size)
 
 
@@ -153,10 +172,10 @@ def _gpu_cols(cap: int, outer: int, r: int, inner: int, acc_size: int) -> AxisEx
 
     # var's 32-byte accumulators 4 a work-item; argmin/argmax's 16-byte ones 2 (4: up to
     # 1.8x slower); 8-byte ones (mean, norms) 4 on few lanes, 1 on many (2 on 32 lanes ran
-    # 1.5-2.3x the best); a tall-narrow block's TALL_LANES lanes 2 whatever the accumulator
+    # 1.5-2.3x the best); a tall-narrow block's TALL_LANES lanes 2 (var) or 1
     def items(lanes: int) -> int:
         if tall and lanes >= TALL_LANES:
-            return 2
+            return 2 if acc_size >= 32 else 1
         return 4 if acc_size >= 32 else 2 if acc_size >= 16 else 4 if lanes <= 8 else 1
 
     while lanes > 1 and lanes * items(lanes) > max(1, r):

@@ -173,6 +173,20 @@ class Scanner:
                         res.events.append(ev)
                     self._last = ev
                     return res
+                if (go is not None and type(out) is cla.Array and x.dtype is self.dtype
+                        and x.context is self.ctx and out.context is self.ctx
+                        and out.dtype is self.result_dtype and out.shape == hot[2]
+                        and (x._flags or x.flags).c_contiguous
+                        and (out._flags or out.flags).c_contiguous
+                        and not x.offset % self._isz and not out.offset % self._osz
+                        and (not xe or len(xe) == 1 and xe[0] is self._seen)):
+                    oe = out.events  # out= reused call after call: our own last launch only
+                    if not oe or len(oe) == 1 and oe[0] is self._last and self._in_order:
+                        ev = go(x.base_data, x.offset // self._isz, out.base_data,
+                                out.offset // self._osz)
+                        oe[:] = [ev]
+                        self._last = ev
+                        return out
                 res = self._hot_call(x, out, key[2], *hot[:4])
                 if res is not None:
                     return res

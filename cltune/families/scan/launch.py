@@ -260,9 +260,9 @@ class ScanLauncher:
         hot = self._hot.hit((view, exclusive)) if offsets is None else None
         if hot is not None:  # a plain call of a view launched before: its build and plan
             b, p, n, r, warm = hot
-            if self.cfg.layout == "rows" and (p.groups == 1 or p.chained):
+            if self._one_launch(p):
                 evs: list[cl.Event] = []
-                self._prepared(queue, hot)(x, xoff, out, ooff, wait_for, evs)
+                self._prepared(queue, hot, view)(x, xoff, out, ooff, wait_for, evs)
                 return evs
             with self._lock:
                 self._in_order = self._scratch_of(queue).in_order
@@ -306,14 +306,18 @@ class ScanLauncher:
         scanner's warm call was ~4.5 us of Python on a 2-core host, enqueue stubbed). None
         for other views (they keep `enqueue`)."""
         hot = self._hot.get((view, exclusive))
-        if hot is None or self.cfg.layout != "rows":
+        if hot is None or not self._one_launch(hot[1]):
             return None
-        if not (hot[1].groups == 1 or hot[1].chained):
-            return None
-        return self._prepared(queue, hot)
+        return self._prepared(queue, hot, view)
 
-    def _prepared(self, queue: cl.CommandQueue, hot: tuple) -> Callable[..., cl.Event]:
-        """The one-launch rows view `hot`'s prepared call on `queue` (made once per queue):
+    def _one_launch(self, p: Plan) -> bool:
+        """Views of this plan are scanned in one launch: rows by one group or the chained
+        pass, strided columns (GPUs' short ones) by one chunk a column."""
+        return p.groups == 1 or (self.cfg.layout == "rows" and p.chained)
+
+    def _prepared(self, queue: cl.CommandQueue, hot: tuple,
+                  view: tuple[int, int, int]) -> Callable[..., cl.Event]:
+        """The one-launch view `hot`'s prepared call on `queue` (made once per queue):
         `go(x, xoff, out, ooff, wait_for=None, evs=None)` sets only the input and result (and,
         chained, the state buffers if replaced, the ticket base and epoch) while the kernel
         still holds this view's arguments at these offsets, else all of them; enqueues; returns
@@ -326,7 +330,17 @@ class ScanLauncher:
         single = p.groups == 1
         k = b.down if single else b.chain
         wg = self.cfg.wg
-        gsize, lsize = ((wg,) if single else (p.groups * wg,)), (wg,)
+        if self.cfg.layout == "rows":
+            gsize, lsize = ((wg,) if single else (p.groups * wg,)), (wg,)
+
+            def full(x: cl.Buffer, xoff: int, out: cl.Buffer, ooff: int) -> None:
+                self._rows_args(b, p, x, xoff, out, ooff, n, r)
+        else:  # strided columns, one chunk each (_cols with p.groups == 1)
+            gsize, lsize = (p.colgroups * wg, 1), (wg, 1)
+            dims = (L(view[0]), L(r), L(view[2]), L(p.chunk), U(p.wc))
+
+            def full(x: cl.Buffer, xoff: int, out: cl.Buffer, ooff: int) -> None:
+                b.down.set_args(x, L(xoff), *dims, self._dummy, U(0), out, L(ooff))
         words = p.groups * self._state_width()
         groups, lock, out_at = p.groups, self._lock, _DOWN_OUT if single else _CHAIN_OUT
 
@@ -343,7 +357,7 @@ class ScanLauncher:
                         k.set_arg(0, x)
                         k.set_arg(out_at, out)
                     else:
-                        self._rows_args(b, p, x, xoff, out, ooff, n, r)
+                        full(x, xoff, out, ooff)
                         k._clt_warm, w.offs = w, (xoff, ooff)
                     e = cl.enqueue_nd_range_kernel(queue, k, gsize, lsize, None, wait_for)
                     if evs is not None:
@@ -464,6 +478,7 @@ class ScanLauncher:
         gx = p.colgroups * wg
         gy = -(-p.groups // (wg // p.wc))  # groups along the chunks: wg / wc chunks each
         dims = (L(outer), L(r), L(inner), L(p.chunk), U(p.wc))
+        b.down._clt_warm = None  # a prepared call's record of its arguments no longer holds
         if p.groups == 1:
             b.down.set_args(x, L(xoff), *dims, self._dummy, U(0), out, L(ooff))
             return [cl.enqueue_nd_range_kernel(queue, b.down, (gx, 1), (wg, 1),
