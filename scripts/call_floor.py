@@ -133,6 +133,16 @@ def cases(q: cl.CommandQueue, rng: np.random.Generator, torch: Any) -> list[Case
                 tcall=(lambda ts=ts: torch.cumsum(ts, 0)) if dev else None)
         add(f"cltune.cumsum(x) {n}", lambda xs=xs: cltune.cumsum(xs), want, rtol=1e-3,
             tcall=(lambda ts=ts: torch.cumsum(ts, 0)) if dev else None)
+    # along axes (#40's short columns: one launch on GPUs, into a fresh result and into out=)
+    ha = rng.random((17, 20011), dtype=np.float32)
+    xa, ya = cla.to_device(q, ha), cla.empty(q, ha.shape, np.float32)
+    ta = t_of(ha)
+    ta2 = ta.clone() if dev else None
+    wa = np.cumsum(ha.astype(np.float64), axis=0)
+    add("cltune.cumsum(x, axis=0) 17x20011", lambda: cltune.cumsum(xa, axis=0), wa, rtol=1e-3,
+        tcall=(lambda: torch.cumsum(ta, 0)) if dev else None)
+    add("scanner(x, axis=0, out=y) 17x20011", lambda: scan(xa, axis=0, out=ya), wa, rtol=1e-3,
+        tcall=(lambda: torch.cumsum(ta, 0, out=ta2)) if dev else None)
     # an application's scan kernel (pyopencl's GenericScanKernel contract; three launches)
     gsk = cltune.GenericScanKernel(q.context, np.float32, "__global const float *x, "
                                    "__global float *y", "x[i]", "a+b", "0", "y[i] = item")
