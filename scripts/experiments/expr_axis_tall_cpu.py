@@ -7,6 +7,8 @@ CALLS calls then one finish), medians of REPEATS, ms a call, beside numpy and th
 
     DEV=1 python scripts/experiments/expr_axis_tall_cpu.py
     DEV=0 SHAPES=2000003x4,1000003x7 OPS=mean,var python scripts/experiments/expr_axis_tall_cpu.py
+    FULL=1 AX=1 SHAPES=4x2000003 CFGS='[("rows",1,1,8),("rows",1,1,4)]' python scripts/experiments/expr_axis_tall_cpu.py
+    (FULL: CFGS are whole AxisExprConfig field tuples)
 """
 import os, statistics, time, warnings
 import numpy as np, pyopencl as cl, pyopencl.array as cla
@@ -65,7 +67,8 @@ for shape in SHAPES:
     inner = int(np.prod(shape[AX + 1:])); outer = int(np.prod(shape[:AX]))
     strip = min(16, 1 << (inner.bit_length() - 1))
     wg = min(8, 1 << ((outer * -(-inner // strip)).bit_length() - 1))
-    cfgs = [None] + [AxisExprConfig("cols", wg, 1, it, strip, g) for it, g in CFGS]
+    cfgs = [None] + ([AxisExprConfig(*t) for t in CFGS] if os.environ.get("FULL") else
+                     [AxisExprConfig("cols", wg, 1, it, strip, g) for it, g in CFGS])
     for op in OPS:
         cf, nf = F[op]
         want = nf(h.astype(np.float64), axis=AX)

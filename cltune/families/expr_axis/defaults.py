@@ -46,6 +46,17 @@ CPU_SHORT_COL = 16
 #: -> 8.3; 1048576x16 mean 51.4 -> 5.0, var 188.9 -> 22.7, argmax 95.8 -> 17.1, norm 178.9 ->
 #: 24.4 (numpy: 6.7-162). Two strips (1000003x7) ran within noise of 8 on both.
 CPU_COL_WG = 8
+#: CPUs, fewer rows than CPU_COL_WG of at least CPU_ROW_STREAM_MIN elements whose
+#: accumulators the rule above leaves out (var's, sums with the rounding cascade; not
+#: argmin/argmax, whose few long rows go to cltune.stats.argvec): a work-item a group with this
+#: many accumulators, where groups of 8 rows with 2 were served. var along axis 1, ms a call,
+#: configs interleaved in one process (scripts/experiments/expr_axis_tall_cpu.py FULL=1,
+#: docs/logs/cpu-stats-few-rows-2026-12-07.txt, CI beside it), before -> 4 (8):
+#: Debian's PoCL 4x2000003 5.9 -> 2.3 (1.5), 7x1500001 3.5 -> 3.0 (2.0), 3x700001 1.65 ->
+#: 0.66 (0.45); Intel's runtime 15.5 -> 7.1 (6.6), 7.2 -> 5.7 (9.0), 3.5 -> 1.4 (2.6). 8 wins
+#: on PoCL and loses on Intel's runtime (its norms: 2.6-3.5 ms with 2-4 accumulators, 12-17
+#: with 8, the rule above)
+CPU_FEW_ROWS_ITEMS = 4
 #: CPUs, columns of at least 64 outputs whose accumulators hold floating-point values of at
 #: most this many bytes (kernel.streams: float32 data summed in double, as cltune.stats' mean
 #: and norms, or accumulators with the rounding cascade, as a float32 or float64 sum):
@@ -135,6 +146,10 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8,
             # wide accumulators (mean, norms of float32) along rows of 256 or more: a
             # work-item a group, 8 accumulators (CPU_ROW_STREAM_MIN's measurements)
             return AxisExprConfig("rows", 1, 1, 8)
+        if cpu and outer < CPU_COL_WG and r >= CPU_ROW_STREAM_MIN and acc_size != 16:
+            # fewer long rows than a group's work-items (var, sums with the cascade): a
+            # work-item a group, 4 accumulators (CPU_FEW_ROWS_ITEMS)
+            return AxisExprConfig("rows", 1, 1, CPU_FEW_ROWS_ITEMS)
         if cpu:  # 16-byte accumulators are argmin/argmax's (index, value): see above
             return AxisExprConfig("rows", min(cap, 16 if acc_size == 16 else 8), 1, items)
         return _gpu_rows(cap, outer, r, acc_size)
