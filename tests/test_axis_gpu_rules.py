@@ -99,6 +99,14 @@ def test_cpu_cols_builtins_for_few_reduced_rows():
     assert (few.cols, few.items) == (16, 2) and (many.cols, many.items) == (64, 8)
 
 
+def test_cpu_cols_strips_spanning_a_row_take_one_row_a_pass():
+    cpu = NS(**{**vars(CPU), "vector_cap": lambda b: 16})
+    for r, inner, cols, items in ((65536, 256, 16, 1), (20000, 700, 64, 1), (4096, 1024, 64, 1),
+                                  (4096, 4096, 64, 8), (2000, 3001, 64, 8), (4096, 1025, 64, 8)):
+        cfg = builtin_axis_config(cpu, "cols", r, inner, 4)
+        assert cfg.stream and (cfg.cols, cfg.items) == (cols, items), (r, inner, cfg)
+
+
 def test_narrow_columns_are_served_by_their_own_class_on_gpus():
     """#40: 1048576 x 8 along axis 0 served 2^20 x 2^4's tile ran 1.3x slower than the
     builtin on the H200; a narrow kept axis takes its own power of two's class or the

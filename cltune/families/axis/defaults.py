@@ -37,6 +37,15 @@ CPU_FEW_ROWS = 256
 #: take each row on its own: 2-7 x 10^6 float32 along axis 0 1.4-2.2x faster on PoCL, on a
 #: noisy host; 8 rows, one whole pass: 0.84x in three alternating runs, kept)
 CPU_FEW_REDUCED = 7
+#: CPUs (strided): rows a pass where one strip spans a whole row (at most 1024 columns), so a
+#: piece of rows is one contiguous run: folding 8 rows a pass read it 8 row-streams at a
+#: time and ran at 0.66-0.81x numpy. float32 sums along axis 0, ms a call, builtin (8) -> 1,
+#: interleaved in one process (scripts/experiments/axis_cpu_sweep.py,
+#: docs/logs/cpu-axis-whole-row-2026-12-07.txt, this 2-core AMD EPYC host): Debian's PoCL
+#: 65536x256 5.05 -> 2.73, 20000x700 2.60 -> 2.40; Intel's runtime 3.65 -> 2.04-2.22, 2.52 ->
+#: 1.82 (numpy 2.3-3.9). Strips narrower than the row (4096x4096, 2000x3001) keep 8: 1 ran
+#: there 1.4-2.8x slower.
+CPU_WHOLE_ROW_ITEMS = 1
 
 #: GPUs (rows): elements of a row per lane, and the work-items a launch aims for at least
 ROW_ELEMS_PER_LANE = 16
@@ -95,8 +104,10 @@ def builtin_axis_config(info: Any, layout: str, a: int, b: int,
         few = a <= CPU_FEW_REDUCED
         cols = min(CPU_STRIP_VECTORS // 4 if few else CPU_STRIP_VECTORS,
                    pow2_at_least(-(-b // vec)))
+        # a strip as wide as the rows: one row a pass (CPU_WHOLE_ROW_ITEMS)
+        items = 2 if few else CPU_WHOLE_ROW_ITEMS if cols * vec >= b else 8
         return AxisConfig(wg=max(cols, min(pow2_at_most(info.max_wg), 16)), lanes=0,
-                          cols=cols, vec=vec, items=2 if few else 8, groups_per_cu=8, stream=1)
+                          cols=cols, vec=vec, items=items, groups_per_cu=8, stream=1)
     return _gpu_cols(info, wg, a, b, cap)
 
 
