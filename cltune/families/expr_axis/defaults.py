@@ -71,6 +71,15 @@ CPU_FEW_ROWS_ITEMS = 4
 #: as do exact ones (argmax: 65536x256 on Intel's 8.8-9.0 -> 11.4-11.6)
 CPU_STREAM_ACC_BYTES = 16
 STREAM_ROWS = 8
+#: (in `choose`) the streamed strip is the widest of STREAM_STRIPS whose private accumulators
+#: fit, whatever the kept axis's width (a strip's runtime width is at most the row's), where it
+#: was the widest within the row: rows of 64-1023 outputs took strips of 64 or 256, compiled
+#: for that width, and ran up to 2x slower. float32 mean along axis 0, ms a call, configs
+#: interleaved in one process (scripts/experiments/expr_axis_tall_cpu.py FULL=1,
+#: docs/logs/cpu-stats-stream-span-2026-12-07.txt), served (the old strip) -> 1024: Debian's
+#: PoCL 65536x256 4.55-6.20 -> 2.52-2.92, 20000x700 3.60 -> 2.25, 150000x100 2.12 -> 2.32,
+#: 200000x64 1.84 -> 1.68; Intel's runtime 3.73-5.75 -> 2.47-2.96, 3.55 -> 2.19, 2.37 -> 2.22,
+#: 1.79 -> 2.11 (numpy 2.4-4.7); norms alike
 #: CPUs, rows of at least this many elements with wide accumulators of at most
 #: CPU_STREAM_ACC_BYTES (mean, norms of float32): a work-item a group with 8 accumulators,
 #: where 8 work-items had 2-4. ms a call, configs interleaved in one process, this AMD EPYC
@@ -153,9 +162,12 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8,
         if cpu:  # 16-byte accumulators are argmin/argmax's (index, value): see above
             return AxisExprConfig("rows", min(cap, 16 if acc_size == 16 else 8), 1, items)
         return _gpu_rows(cap, outer, r, acc_size)
-    wide = max((s for s in STREAM_STRIPS
-                if s <= inner and stream_bytes(s, acc_size, cascade) <= STREAM_PRIVATE_BYTES),
-               default=0) if cpu and stream and acc_size <= CPU_STREAM_ACC_BYTES else 0
+    fits = [s for s in STREAM_STRIPS
+            if stream_bytes(s, acc_size, cascade) <= STREAM_PRIVATE_BYTES]
+    # the widest strip whose accumulators fit, whatever the row's width (STREAM_ROWS)
+    wide = max(fits, default=0) \
+        if cpu and stream and acc_size <= CPU_STREAM_ACC_BYTES and inner >= STREAM_STRIPS[0] \
+        else 0
     if wide:  # streamed strips (CPU_STREAM_ACC_BYTES' measurements)
         return AxisExprConfig("cols", 1, 1, min(STREAM_ROWS, pow2_at_most(max(1, r))), wide)
     if cpu:
