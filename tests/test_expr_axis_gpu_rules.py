@@ -54,7 +54,7 @@ def test_gpu_cols_split_the_axis_over_lanes_while_outputs_are_few(acc, r, inner)
     # var 4 accumulators, argmax 2, 8-byte ones 4 on few lanes and 1 on many; columns of at
     # most SHORT_COL rows: two outputs a work-item, one accumulator each
     if short:
-        assert cfg.items == 1 and cfg.wg == (128 if acc >= 32 else 256)
+        assert cfg.items == (2 if acc == 16 else 1) and cfg.wg == (128 if acc >= 32 else 256)
         return
     tall = inner <= TALL_OUTPUTS and cfg.lanes >= TALL_LANES
     assert cfg.items == ((2 if acc >= 32 else 1) if tall
@@ -88,6 +88,7 @@ def test_the_fitted_cases():
     # millions of short columns (H100, 8x1048576 along 0)
     assert choose(H200, 1, 8, 1 << 20, 32).short() == "cols wg=128 lanes=1 items=1 strip=2 g/cu=16"
     assert choose(H200, 1, 4, 2000003, 8).short() == "cols wg=256 lanes=1 items=1 strip=2 g/cu=16"
+    assert choose(H200, 1, 7, 1500001, 16).short() == "cols wg=256 lanes=1 items=2 strip=2 g/cu=16"
     # tall-narrow blocks (H100, 1000003x8 .. 3000017x3, 1048576x16, 600011x13 along 0)
     assert choose(H200, 1, 3000017, 3, 32).short() == "cols wg=256 lanes=64 items=2 g/cu=16"
     for acc in (8, 16):

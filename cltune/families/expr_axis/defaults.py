@@ -213,7 +213,11 @@ def _gpu_cols(cap: int, outer: int, r: int, inner: int, acc_size: int) -> AxisEx
         # 14.0 us, var 28.4 -> 16.3, argmax 21.5 -> 20.3; 4x2000003 mean 27.2 -> 17.3-17.9,
         # norm 24.8 -> 17.4, argmax 31.1 -> 26.3; torch 14.6 / 19.9 / 24.3 and 19.1 / 19.5 /
         # 31.6; scripts/experiments/stats_axis_skinny.py)
-        return AxisExprConfig("cols", min(wg, 128) if acc_size >= 32 else wg, 1, 1, 2, 16)
+        # argmin/argmax's 16-byte accumulators 2 a work-item (H100, 2026-12-07: 1.19x the
+        # best of the grid with 1, 1.06x with 2, torch/this 0.95 -> 1.08 over 4x1048576,
+        # 7x1500001, 3x3000017 along 0; docs/logs/h100-stats-shortcols-2026-12-07.txt)
+        return AxisExprConfig("cols", min(wg, 128) if acc_size >= 32 else wg, 1,
+                              2 if acc_size == 16 else 1, 2, 16)
     return AxisExprConfig("cols", wg, lanes, items(lanes), 1, 16)
 
 
