@@ -123,10 +123,10 @@ def test_cpus_keep_their_rules():
     cpu = NS(type="cpu", max_wg=8192, compute_units=2)
     assert choose(cpu, 1 << 16, 256, 1).short() == "rows wg=8 lanes=1 items=2"
     # fewer long rows than a group's work-items: a work-item a group (var, cascaded sums);
-    # mean and norms keep 8 accumulators, argmin/argmax 16-wide groups
+    # mean and norms take the rows rule (4 accumulators), argmin/argmax 16-wide groups
     assert choose(cpu, 4, 2000003, 1, acc_size=32).short() == "rows wg=1 lanes=1 items=4"
     assert choose(cpu, 7, 300, 1, acc_size=4, cascade=True).short() == "rows wg=1 lanes=1 items=4"
-    assert choose(cpu, 4, 2000003, 1, 8, True).short() == "rows wg=1 lanes=1 items=8"
+    assert choose(cpu, 4, 2000003, 1, 8, True).short() == "rows wg=1 lanes=1 items=4"
     assert choose(cpu, 4, 2000003, 1, acc_size=16).short() == "rows wg=16 lanes=1 items=4"
     assert choose(cpu, 8, 2000003, 1, acc_size=32).short() == "rows wg=8 lanes=1 items=4"
     # tall-narrow blocks: no more work-items a group than the outputs have strips

@@ -100,7 +100,7 @@ def test_streamed_strips_with_the_rounding_cascade(ctx, queue, device, dt):
 
 def test_the_heuristic_streams_wide_columns_on_cpus_only():
     """Streamed strips for floating-point accumulators of up to 16 bytes on CPUs; rows of
-    256 or more with wide ones a work-item a group with 8 accumulators."""
+    256 or more with wide ones a work-item a group with 4 accumulators."""
     from types import SimpleNamespace as NS
 
     cpu = NS(type="cpu", max_wg=8192, compute_units=2)
@@ -117,14 +117,14 @@ def test_the_heuristic_streams_wide_columns_on_cpus_only():
     assert choose(cpu, 1, 4096, 4096, 16, True, True).strip == 256  # (its private bytes)
     assert choose(cpu, 1, 4096, 63, 8, stream=True).strip <= 16
     assert choose(gpu, 1, 4096, 4096, 8, stream=True).strip <= 16
-    # rows of 256 or more with wide accumulators: a work-item a group, 8 accumulators
-    assert choose(cpu, 65536, 256, 1, 8, True) == AxisExprConfig("rows", 1, 1, 8)
+    # rows of 256 or more with wide accumulators: a work-item a group, 4 accumulators
+    assert choose(cpu, 65536, 256, 1, 8, True) == AxisExprConfig("rows", 1, 1, 4)
     assert choose(cpu, 1000, 100, 1, 8, True).wg == 8  # short rows keep theirs
     for other in (choose(cpu, 65536, 256, 1, 32, True),  # var's 32-byte accumulators
                   choose(cpu, 65536, 256, 1, 8, True, True),  # with the cascade
                   choose(cpu, 65536, 256, 1, 16, False),  # exact (argmax)
                   choose(gpu, 65536, 256, 1, 8, True)):
-        assert other != AxisExprConfig("rows", 1, 1, 8)
+        assert other != AxisExprConfig("rows", 1, 1, 4)
     with pytest.raises(AxisExprConfigError, match="one lane"):
         AxisExprConfig("cols", 8, 2, 1, 256)
     with pytest.raises(AxisExprConfigError, match="strip"):

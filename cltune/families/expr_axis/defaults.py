@@ -54,8 +54,7 @@ CPU_COL_WG = 8
 #: docs/logs/cpu-stats-few-rows-2026-12-07.txt, CI beside it), before -> 4 (8):
 #: Debian's PoCL 4x2000003 5.9 -> 2.3 (1.5), 7x1500001 3.5 -> 3.0 (2.0), 3x700001 1.65 ->
 #: 0.66 (0.45); Intel's runtime 15.5 -> 7.1 (6.6), 7.2 -> 5.7 (9.0), 3.5 -> 1.4 (2.6). 8 wins
-#: on PoCL and loses on Intel's runtime (its norms: 2.6-3.5 ms with 2-4 accumulators, 12-17
-#: with 8, the rule above)
+#: on PoCL and loses on Intel's runtime (as its norms do: CPU_ROW_STREAM_ITEMS)
 CPU_FEW_ROWS_ITEMS = 4
 #: CPUs, columns of at least 64 outputs whose accumulators hold floating-point values of at
 #: most this many bytes (kernel.streams: float32 data summed in double, as cltune.stats' mean
@@ -81,8 +80,8 @@ STREAM_ROWS = 8
 #: 200000x64 1.84 -> 1.68; Intel's runtime 3.73-5.75 -> 2.47-2.96, 3.55 -> 2.19, 2.37 -> 2.22,
 #: 1.79 -> 2.11 (numpy 2.4-4.7); norms alike
 #: CPUs, rows of at least this many elements with wide accumulators of at most
-#: CPU_STREAM_ACC_BYTES (mean, norms of float32): a work-item a group with 8 accumulators,
-#: where 8 work-items had 2-4. ms a call, configs interleaved in one process, this AMD EPYC
+#: CPU_STREAM_ACC_BYTES (mean, norms of float32): a work-item a group (CPU_ROW_STREAM_ITEMS
+#: accumulators; 8 in the figures here), where 8 work-items had 2-4. ms a call, configs interleaved in one process, this AMD EPYC
 #: host, 2026-12-07 (docs/logs/cpu-stats-rows-2026-12-07.txt), mean / norm, before -> after:
 #: Debian's PoCL 65536x256 3.89 -> 2.84 / 4.36 -> 2.92, 4096x4096 2.85 -> 2.65 / 3.07 -> 2.38,
 #: 2000x3001 0.94 -> 0.80 / 1.09 -> 0.79, 100x1000 0.111 -> 0.082 / 0.126 -> 0.080; Intel's
@@ -90,6 +89,14 @@ STREAM_ROWS = 8
 #: 0.84, 0.040 -> 0.034 / 0.040 -> 0.035. Shorter rows (1048576x64: Intel's 20.2 -> 31.4), var
 #: (Intel's 6.2 -> 12.3) and argmax (PoCL 10.1 -> 16.3) lost so and keep the rule above.
 CPU_ROW_STREAM_MIN = 256
+#: the accumulators of that work-item: 4, where 8 were measured above on an AVX2 host. On this
+#: session's AVX-512 host (Zen 4) Intel's runtime ran norms with 8 at 3.8-4.4x the time of 4
+#: (float32 along axis 1, ms a call, interleaved in one process, 8 -> 4: 65536x256 10.45 ->
+#: 2.73, 4096x4096 8.62 -> 2.06, 2000x3001 2.62 -> 0.59 where numpy takes 2.35, 4x2000003 4.78
+#: -> 1.16), means alike either way; Debian's PoCL ran norms 1.0-1.7x slower with 4
+#: (2000x3001 0.76 -> 1.01, 1000x1000 0.15 -> 0.26, numpy 0.31) and means 1.0-1.4x: 4 is the
+#: count that is never far off on either (docs/logs/cpu-stats-rows-items-2026-12-07.txt)
+CPU_ROW_STREAM_ITEMS = 4
 #: a streamed strip's private accumulators (with the cascade: level 1 and the counter's slots
 #: too) are kept within this many bytes (a float64 sum's strip of 1024: 96 KB)
 STREAM_PRIVATE_BYTES = 128 << 10
@@ -153,8 +160,9 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8,
         if cpu and stream and not cascade and acc_size <= CPU_STREAM_ACC_BYTES \
                 and r >= CPU_ROW_STREAM_MIN:
             # wide accumulators (mean, norms of float32) along rows of 256 or more: a
-            # work-item a group, 8 accumulators (CPU_ROW_STREAM_MIN's measurements)
-            return AxisExprConfig("rows", 1, 1, 8)
+            # work-item a group, CPU_ROW_STREAM_ITEMS accumulators (CPU_ROW_STREAM_MIN's
+            # measurements)
+            return AxisExprConfig("rows", 1, 1, CPU_ROW_STREAM_ITEMS)
         if cpu and outer < CPU_COL_WG and r >= CPU_ROW_STREAM_MIN and acc_size != 16:
             # fewer long rows than a group's work-items (var, sums with the cascade): a
             # work-item a group, 4 accumulators (CPU_FEW_ROWS_ITEMS)
