@@ -81,8 +81,9 @@ STREAM_ROWS = 8
 #: 1.79 -> 2.11 (numpy 2.4-4.7); norms alike
 #: CPUs, rows of at least this many elements with wide accumulators of at most
 #: CPU_STREAM_ACC_BYTES (mean, norms of float32): a work-item a group (CPU_ROW_STREAM_ITEMS
-#: accumulators; 8 in the figures here), where 8 work-items had 2-4. ms a call, configs interleaved in one process, this AMD EPYC
-#: host, 2026-12-07 (docs/logs/cpu-stats-rows-2026-12-07.txt), mean / norm, before -> after:
+#: accumulators; 8 in the figures here), where 8 work-items had 2-4. ms a call, configs
+#: interleaved in one process, this AMD EPYC host, 2026-12-07
+#: (docs/logs/cpu-stats-rows-2026-12-07.txt), mean / norm, before -> after:
 #: Debian's PoCL 65536x256 3.89 -> 2.84 / 4.36 -> 2.92, 4096x4096 2.85 -> 2.65 / 3.07 -> 2.38,
 #: 2000x3001 0.94 -> 0.80 / 1.09 -> 0.79, 100x1000 0.111 -> 0.082 / 0.126 -> 0.080; Intel's
 #: runtime 8.86 -> 6.13 / 5.65 -> 3.91, 3.39 -> 3.24 / 3.47 -> 2.82, 1.27 -> 0.89 / 1.21 ->
