@@ -499,3 +499,15 @@ def test_served_cpu_scans_cut_rows_into_chunks_of_at_least_the_bound(ctx, queue,
             v = ScanVariant("sum", dt)
             h = sample(v, (n,), seed=n)
             _check(v, cltune.cumsum(cla.to_device(queue, h)).get(), h, None)
+
+
+def test_cpu_strided_columns_take_a_work_item_a_group():
+    """CPUs scan strided columns a work-item a group (groups of 4 ran 1.1-1.4x slower on
+    both CPU runtimes, docs/logs/cpu-scan-cols-2026-12-07.txt); GPUs keep groups of 256."""
+    from types import SimpleNamespace as NS
+
+    from cltune.families.scan.defaults import builtin_config as scan_builtin
+
+    cpu = scan_builtin(NS(type="cpu", max_wg=8192), "cols")
+    gpu = scan_builtin(NS(type="gpu", max_wg=1024), "cols")
+    assert (cpu.wg, cpu.items) == (1, 16) and (gpu.wg, gpu.items) == (256, 1)

@@ -24,6 +24,16 @@ from typing import Any
 from cltune.core.pow2 import pow2_at_most
 from cltune.families.scan.config import ScanConfig
 
+#: CPUs, strided columns (along axis 0): work-items a group. Both CPU runtimes run a group's
+#: work-items as vector lanes over their strips' already-vector code; groups of 4 ran 1.1-1.4x
+#: the time of 1 (float32 cumsum along axis 0, ms a call, launches interleaved in one process,
+#: 4 -> 1, docs/logs/cpu-scan-cols-2026-12-07.txt, this 2-core AMD EPYC host): Debian's PoCL
+#: 33x100003 2.97 -> 2.48, 1000x4000 2.57 -> 2.25, 4096x4096 12.6 -> 11.0, 17x20011 0.22 ->
+#: 0.16; Intel's runtime 1.69 -> 1.24, 2.58 -> 2.12, 10.4 -> 9.4, 0.10 -> 0.08 (64x131072 5.46
+#: -> 5.54). 32 columns a work-item ran 1.2-1.3x faster still from 64 rows on and 2x slower at
+#: 33 (the config is per layout, not per shape: tuning picks it)
+CPU_COLS_WG = 1
+
 
 def builtin_config(info: Any, layout: str, acc_bytes: int = 8) -> ScanConfig:
     """GPUs: a chained pass of groups of 256 staging tiles of 32 elements a work-item through
@@ -31,7 +41,8 @@ def builtin_config(info: Any, layout: str, acc_bytes: int = 8) -> ScanConfig:
     work-item a chunk, scanned in vector registers."""
     cpu = info.type == "cpu"
     if layout == "cols":  # CPUs: a strip of 16 columns is a cache line of float32
-        wg = min(pow2_at_most(info.max_wg), 4 if cpu else 256)
+        # CPUs: a work-item a group (CPU_COLS_WG)
+        wg = min(pow2_at_most(info.max_wg), CPU_COLS_WG if cpu else 256)
         return ScanConfig("cols", wg=wg, items=16 if cpu else 1, stage=0, group_scan=0,
                           groups_per_cu=4 if cpu else 8)
     if cpu:
