@@ -173,7 +173,8 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8,
         return _gpu_rows(cap, outer, r, acc_size)
     fits = [s for s in STREAM_STRIPS
             if stream_bytes(s, acc_size, cascade) <= STREAM_PRIVATE_BYTES]
-    # the widest strip whose accumulators fit, whatever the row's width (STREAM_ROWS)
+    # the widest strip whose accumulators fit, whatever the row's width (the comment
+    # after STREAM_ROWS)
     wide = max(fits, default=0) \
         if cpu and stream and acc_size <= CPU_STREAM_ACC_BYTES and inner >= STREAM_STRIPS[0] \
         else 0
@@ -184,7 +185,7 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8,
         if r <= CPU_SHORT_COL:  # strips of 8 outputs, one accumulator each
             return AxisExprConfig("cols", min(cap, 8), 1, 1, min(strip, 8))
         items = 2 if r >= 2 and strip * 2 * acc_size <= CPU_ACC_BYTES else 1
-        # no more work-items a group than the outputs have strips (CPU_COL_GROUP_STRIPS)
+        # no more work-items a group than the outputs have strips (CPU_COL_WG)
         wg = min(cap, CPU_COL_WG, pow2_at_most(max(1, outer * -(-inner // strip))))
         return AxisExprConfig("cols", wg, 1, items, strip)
     return _gpu_cols(cap, outer, r, inner, acc_size)

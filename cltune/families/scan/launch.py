@@ -337,10 +337,9 @@ class ScanLauncher:
                 self._rows_args(b, p, x, xoff, out, ooff, n, r)
         else:  # strided columns, one chunk each (_cols with p.groups == 1)
             gsize, lsize = (p.colgroups * wg, 1), (wg, 1)
-            dims = (L(view[0]), L(r), L(view[2]), L(p.chunk), U(p.wc))
 
             def full(x: cl.Buffer, xoff: int, out: cl.Buffer, ooff: int) -> None:
-                b.down.set_args(x, L(xoff), *dims, self._dummy, U(0), out, L(ooff))
+                self._cols_one_args(b, p, x, xoff, out, ooff, view[0], r, view[2])
         words = p.groups * self._state_width()
         groups, lock, out_at = p.groups, self._lock, _DOWN_OUT if single else _CHAIN_OUT
 
@@ -472,6 +471,11 @@ class ScanLauncher:
         self._scratch_of(queue).last = e3
         return [e1, e2, e3]
 
+    def _cols_one_args(self, b: ScanBuilt, p: Plan, x, xoff, out, ooff, outer, r, inner):
+        """All the arguments of the one-launch strided kernel (down, one chunk a column)."""
+        b.down.set_args(x, L(xoff), L(outer), L(r), L(inner), L(p.chunk), U(p.wc), self._dummy,
+                        U(0), out, L(ooff))
+
     def _cols(self, queue, b: ScanBuilt, p: Plan, x, xoff, out, ooff, outer, r, inner, wg,
               wait_for):
         ncols = outer * inner
@@ -480,7 +484,7 @@ class ScanLauncher:
         dims = (L(outer), L(r), L(inner), L(p.chunk), U(p.wc))
         b.down._clt_warm = None  # a prepared call's record of its arguments no longer holds
         if p.groups == 1:
-            b.down.set_args(x, L(xoff), *dims, self._dummy, U(0), out, L(ooff))
+            self._cols_one_args(b, p, x, xoff, out, ooff, outer, r, inner)
             return [cl.enqueue_nd_range_kernel(queue, b.down, (gx, 1), (wg, 1),
                                                wait_for=wait_for)]
         pv, _ = self._partials(queue, p.groups * ncols, b.acc_dtype.itemsize)
