@@ -38,7 +38,8 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     info, dev = select(a.device)
-    q = cl.CommandQueue(cl.Context([dev]), dev)
+    ctx = cl.Context([dev])  # kept (Intel's CPU runtime frees a context nobody holds)
+    q = cl.CommandQueue(ctx, dev)
     torch = cuda_torch()
     tsync = torch.cuda.synchronize if torch is not None else None
     rng = np.random.default_rng(0)

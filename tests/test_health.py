@@ -180,6 +180,27 @@ def test_unknown_devices_are_probed_side_by_side(monkeypatch):
     assert sorted(calls) == sorted(i.fingerprint for i in probed)
 
 
+def test_a_whole_device_name_selects_it_among_names_that_hold_it(monkeypatch):
+    """On Intel hosts PoCL names its device "pthread-Intel(R) Xeon(R) Processor", which holds
+    Intel's runtime's "Intel(R) Xeon(R) Processor": that whole name selects Intel's device; a
+    part of both stays ambiguous, and a part of one selects that one."""
+    from dataclasses import replace
+
+    from cltune.device import select as S
+    one = list_devices()[0]
+    fakes = [(replace(one, index=0, name="Intel(R) Xeon(R) Processor", platform="Intel(R) "
+                      "OpenCL"), one.cl_device(), H.Health(True, "")),
+             (replace(one, index=1, name="pthread-Intel(R) Xeon(R) Processor",
+                      platform="Portable Computing Language"), one.cl_device(),
+              H.Health(True, ""))]
+    monkeypatch.setattr(S, "_enumerate", lambda recheck=False: fakes)
+    assert S.select("Intel(R) Xeon(R) Processor")[0].index == 0
+    assert S.select("intel(r) xeon(r) processor")[0].index == 0
+    assert S.select("pthread-Intel")[0].index == 1
+    with pytest.raises(S.DeviceError, match="ambiguous"):
+        S.select("Xeon")
+
+
 @pytest.mark.multiprocess
 def test_get_reducer_on_an_unusable_device_raises_at_once(device, tmp_path):
     info, _ = device

@@ -365,7 +365,8 @@ def test_the_real_thing_where_a_driver_breaks_on_512_bit_vectors(tmp_path):
     db = f"sqlite:///{tmp_path / 'none.db'}"
     rng = np.random.default_rng(4)
     for info in broken:
-        q = cl.CommandQueue(cl.Context([info.cl_device()]))
+        qctx = cl.Context([info.cl_device()])  # kept: Intel frees unheld contexts
+        q = cl.CommandQueue(qctx)
         for dt in ("float32", "int32", "int64") + (("float64",) if info.fp64 else ()):
             x = (rng.random(100003) * 100).astype(dt)
             with warnings.catch_warnings():

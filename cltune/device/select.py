@@ -138,6 +138,10 @@ def select(selector: str | int) -> tuple[DeviceInfo, cl.Device]:
         if len(hits) > 1:
             ok = [r for r in hits if r[2].ok]
             hits = ok if len(ok) == 1 else hits
+        if len(hits) > 1:  # a device's whole name over names that hold it (on Intel hosts
+            # PoCL's "pthread-Intel(R) Xeon(R) ..." holds Intel's runtime's device name)
+            whole = [r for r in hits if r[0].name.strip().lower() == sel.lower()]
+            hits = whole if len(whole) == 1 else hits
         if len(hits) > 1:
             raise DeviceError(f"device {sel!r} is ambiguous; devices: {_listing()}")
     if len(hits) != 1:

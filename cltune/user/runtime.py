@@ -157,8 +157,12 @@ class PythonKernel:
         n = len(k.arguments)
         self.inputs = list(inputs) if inputs is not None else [True] * n
         self.outputs = list(outputs) if outputs is not None else [True] * n
-        self.queue = queue if queue is not None else cl.CommandQueue(cl.Context([k.dev]), k.dev)
-        self.ctx = self.queue.context
+        if queue is None:  # the context kept beside its queue: Intel's CPU runtime (2026.22)
+            # frees a context whose last handle the application dropped, queues or not
+            self.ctx = cl.Context([k.dev])
+            self.queue = cl.CommandQueue(self.ctx, k.dev)
+        else:
+            self.queue, self.ctx = queue, queue.context
         self._types = tuple(type(a) if isinstance(a, np.generic) else None
                             for a in k.arguments)
         self._lock = threading.Lock()

@@ -43,7 +43,8 @@ def main() -> None:
                     help="which inputs (comma-separated)")
     a = ap.parse_args()
     info, dev = select(a.device)
-    q = cl.CommandQueue(cl.Context([dev]), dev)
+    ctx = cl.Context([dev])  # kept (Intel's CPU runtime frees a context nobody holds)
+    q = cl.CommandQueue(ctx, dev)
     n, nb = _n(a.n), a.bins
     rng = np.random.default_rng(0)
     cpu = info.type == "cpu"

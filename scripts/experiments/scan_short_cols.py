@@ -36,7 +36,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     a = ap.parse_args()
     info, dev = select(a.device)
-    q = cl.CommandQueue(cl.Context([dev]), dev)
+    ctx = cl.Context([dev])  # kept (Intel's CPU runtime frees a context nobody holds)
+    q = cl.CommandQueue(ctx, dev)
     try:
         import torch
         torch = torch if torch.cuda.is_available() else None
