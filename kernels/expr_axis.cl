@@ -52,6 +52,12 @@
 #ifndef CLT_AX_STRIP
 #define CLT_AX_STRIP 1 /* cols: neighbouring outputs per work-item */
 #endif
+#ifndef CLT_AX_SHORT
+#define CLT_AX_SHORT 0 /* rows: > 0, every row holds exactly this many elements (see there) */
+#endif
+#if CLT_AX_SHORT > 0 && (CLT_AX_LAYOUT != 0 || CLT_AX_LANES != 1)
+#error "CLT_AX_SHORT: rows a work-item each only"
+#endif
 #ifndef CLT_BLOCK
 #define CLT_BLOCK 64 /* steps an accumulator folds before it restarts; 0: never (see above) */
 #endif
@@ -254,6 +260,17 @@ clt_axis_stage1(CLT_USER_ARGS const long n, const long clt_outer, const long clt
         _Pragma("unroll") for (int clt_u = 0; clt_u < CLT_AX_ITEMS; ++clt_u)                    \
             CLT_FOLD(clt_acc[0][clt_u], clt_row_base + clt_j + clt_u * CLT_AX_LANES);           \
     }
+#if CLT_AX_SHORT > 0
+    /* short rows (CPUs; the host builds this for rows of exactly CLT_AX_SHORT elements, no
+     * split): the row's loop unrolled to straight-line code, so the compiler sees each
+     * row's loads at a constant stride across work-items (the work-group loop vectorises
+     * them as interleaved loads), where a loop over a row length known at run time ran
+     * each row's few elements on its own (see defaults.CPU_SHORT_ROW) */
+    {
+        _Pragma("unroll") for (int clt_u = 0; clt_u < CLT_AX_SHORT; ++clt_u)
+            CLT_FOLD(clt_acc[0][0], clt_row_base + clt_u);
+    }
+#else
     {
         long clt_j = clt_j0 + clt_lane;
         CLT_CASCADE(CLT_ROW_STEPS);
@@ -262,6 +279,7 @@ clt_axis_stage1(CLT_USER_ARGS const long n, const long clt_outer, const long clt
             if (clt_j + clt_u * CLT_AX_LANES < clt_j1)
                 CLT_FOLD(clt_acc[0][clt_u], clt_row_base + clt_j + clt_u * CLT_AX_LANES);
     }
+#endif
     CLT_VALUE(0, clt_v)
 #if CLT_AX_LANES > 1
     clt_v = clt_lanes_tree(clt_v, clt_lane, 1, clt_tile);

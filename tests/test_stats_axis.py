@@ -369,6 +369,38 @@ def test_kernels_are_cached_per_shape(queue, rng):
     assert red.plan(1, 64, 33) is red.plan(1, 64, 33)
 
 
+@pytest.mark.parametrize("name", ["mean", "norm", "argmax", "var", "sum"])
+def test_short_rows_every_length(queue, device, rng, name):
+    """Rows of 2..16 elements (and 1 and 17 beside them), odd counts of rows, C order and a
+    3-D array's last axis: on CPUs served by the build for their exact length where the rule
+    takes them (defaults.short_rows), every answer numpy's."""
+    from cltune.families.expr_axis.api import axis_reducer
+    from cltune.families.expr_axis.defaults import CPU_SHORT_ACC_BYTES
+
+    knl = (cltune.ReductionKernel(queue.context, np.float32, "0", "a+b", "x[i]",
+                                  "__global const float *x") if name == "sum"
+           else stats.kernel("norm2" if name == "norm" else name, queue.context, np.float32))
+    red = axis_reducer(queue.context, queue.device, knl.spec)
+    taken = device[0].type == "cpu" and knl.spec.dtype_out.itemsize <= CPU_SHORT_ACC_BYTES
+    for r in range(1, 18):
+        h = rng.standard_normal((1003 + 2 * r, r)).astype(np.float32)
+        h[5, r // 2] = 7
+        x = up(queue, h)
+        if name == "sum":
+            got, want = knl(x, axis=1).get(), h.astype(np.float64).sum(axis=1)
+        else:
+            got, want = FUNCS[name][0](x, axis=1).get(), want_of(name, h, axis=1)
+        if name == "argmax":
+            np.testing.assert_array_equal(got, want, err_msg=f"{r}")
+        else:
+            np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6, err_msg=f"{r}")
+        b, _ = red.plan(h.shape[0], r, 1)
+        assert b.short == (r if taken and 2 <= r <= 16 else 0), (r, b.config.short(), b.short)
+    h3 = rng.standard_normal((7, 9, 5)).astype(np.float32)
+    if name != "sum":
+        check(queue, name, h3, axis=2)
+
+
 # ---- Oclgrind ---------------------------------------------------------------------------------
 MARK = "CLTUNE-STATS-AXIS-OCLGRIND "
 SCRIPT = r'''
@@ -421,11 +453,29 @@ for op in ("argmax",) if NEGATIVE else ("argmax", "var", "mean"):
                 ok = np.allclose(res.get(), want, rtol=1e-5)
                 out["runs"].append({"op": op, "cfg": cfg.short(), "shape": [outer, r, inner],
                                     "split": plan.split, "ok": bool(ok)})
+if not NEGATIVE:  # rows built for their exact length (defaults.short_rows: CPUs)
+    for op in ("argmax", "var", "mean"):
+        knl = stats.kernel(op, ctx, np.float32)
+        red = AxisReducer(ctx, dev, knl.spec)
+        cfg = C("rows", 8, 1, 2)
+        for outer, r in ((3, 2), (11, 7), (5, 16)):
+            b = build(ctx, dev, info, knl.spec, cfg, short=r)
+            h = rng.standard_normal((outer, r, 1)).astype(np.float32)
+            h[0, r // 2, 0] = 9
+            x = cla.to_device(q, h)
+            res = cla.empty(q, (outer, 1), knl.spec.dtype_result)
+            extra = [0.0] if op == "var" else []
+            red.launch(q, b, AxisPlan(-(-outer // 8), 1, r), [x.base_data, 0, *extra], outer,
+                       r, 1, res.base_data, 0)
+            want = getattr(np, op)(h.astype(np.float64) if op != "argmax" else h, axis=1)
+            ok = np.allclose(res.get(), want, rtol=1e-5)
+            out["runs"].append({"op": op, "cfg": cfg.short() + f" short={r}",
+                                "shape": [outer, r, 1], "split": 1, "ok": bool(ok)})
 if not NEGATIVE:  # a streamed strip with the rounding cascade: a float32 sum restarting every
     import cltune  # 2 rows, so that level 1 and the counter's slots are pushed and summed
     import cltune.families.expr_axis.kernel as ea
     _opts = ea.build_options
-    ea.build_options = lambda cfg, i: [*_opts(cfg, i), "-DCLT_BLOCK=2"]
+    ea.build_options = lambda cfg, i, short=0: [*_opts(cfg, i, short), "-DCLT_BLOCK=2"]
     knl = cltune.ReductionKernel(ctx, np.float32, "0", "a+b", "x[i]", "__global const float *x")
     red = AxisReducer(ctx, dev, knl.spec)
     cfg = C("cols", 2, 1, 4, 64)
@@ -462,6 +512,7 @@ def test_axis_skeleton_is_clean_under_oclgrind():
     assert [r for r in runs if not r["ok"]] == []
     assert any("strip=64" in r["cfg"] and r["split"] > 1 for r in runs)
     assert any(r["op"] == "sum-cascade" and r["split"] > 1 for r in runs)
+    assert sum("short=" in r["cfg"] for r in runs) == 9
     ran = {(r["cfg"].split()[0], "lanes=1 " not in r["cfg"], r["split"] > 1) for r in runs}
     assert ran == {(lay, lanes, split) for lay in ("rows", "cols") for lanes in (False, True)
                    for split in (False, True)}

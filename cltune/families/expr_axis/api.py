@@ -45,7 +45,7 @@ from cltune.core.shapes import (
 )
 from cltune.device.select import info_for
 from cltune.families.expr_axis.config import AxisExprConfig
-from cltune.families.expr_axis.defaults import choose, heuristic_build
+from cltune.families.expr_axis.defaults import choose, heuristic_build, short_rows
 from cltune.families.expr_axis.family import NAME
 from cltune.families.expr_axis.kernel import AxisBuilt, build, streams, template_hash
 from cltune.families.expr_axis.launch import AxisPlan, AxisScratch, device_plan, enqueue
@@ -126,7 +126,14 @@ class AxisReducer:
         if hit is not None:
             return hit
         built, pick = self._serve(outer, r, inner)
-        hit = (built, device_plan(built.config, self.info, outer, r, inner))
+        p = device_plan(built.config, self.info, outer, r, inner)
+        whole = short_rows(self.info, built.config, p, outer, r, inner, self._item)
+        if whole:  # the same config built for rows of exactly this length (CPUs)
+            try:
+                built = build(self.ctx, self.dev, self.info, self.spec, built.config, whole)
+            except BuildError:  # the general build serves
+                pass
+        hit = (built, p)
         with self._lock:
             if len(self._plans) > 256:
                 self._plans.clear()

@@ -15,7 +15,13 @@ from cltune.families.expr_axis.config import (
     STREAM_STRIPS,
     AxisExprConfig,
 )
-from cltune.families.expr_axis.kernel import CASCADE_DEPTH, AxisBuilt, build, streams
+from cltune.families.expr_axis.kernel import (
+    CASCADE_DEPTH,
+    MAX_SHORT,
+    AxisBuilt,
+    build,
+    streams,
+)
 from cltune.opencl.build import BuildError
 from cltune.opencl.expression import ExprSpec
 
@@ -229,6 +235,33 @@ def _gpu_cols(cap: int, outer: int, r: int, inner: int, acc_size: int) -> AxisEx
         return AxisExprConfig("cols", min(wg, 128) if acc_size >= 32 else wg, 1,
                               2 if acc_size == 16 else 1, 2, 16)
     return AxisExprConfig("cols", wg, lanes, items(lanes), 1, 16)
+
+
+#: CPUs: rows of 2..CPU_SHORT_ROW elements, a work-item each and unsplit, are reduced by a
+#: build for their exact length (kernel.build's `short`, CLT_AX_SHORT: the row's loop becomes
+#: straight-line code), where accumulators are at most CPU_SHORT_ACC_BYTES. float32 along rows
+#: of 32 MB arrays, ms a call, the served config general -> exact, interleaved in one process
+#: (scripts/experiments/short_rows_cpu.py, docs/logs/cpu-short-rows-2026-12-07.txt, a 2-core
+#: Intel Xeon host): Debian's PoCL argmax 2.5-4.0x faster at every length (2000000x4 15.8 ->
+#: 4.4), mean and norm 1.6-2.4x from 4 elements on (2000000x4 mean 8.3 -> 4.5, 1600000x5 norm
+#: 7.6 -> 3.2) and 0.85-0.99x at 2 and 3, a ReductionKernel's float32 sum 1.2-1.9x; Intel's
+#: runtime sums 1.45-2.7x, argmax 1.1-1.3x, mean and norm 0.85-1.26x (16 elements: 0.85-0.97).
+#: var's 32-byte accumulators stay general (forced exact: 0.68-1.94x on PoCL, 0.83-1.14x on
+#: Intel's). numpy took 3-10x longer than the general build on every row here.
+CPU_SHORT_ROW = MAX_SHORT
+CPU_SHORT_ACC_BYTES = 16
+
+
+def short_rows(info: Any, cfg: AxisExprConfig, plan: Any, outer: int, r: int, inner: int,
+               acc_size: int) -> int:
+    """The row length to build `cfg` for (kernel.build's `short`), or 0 for the general
+    build: CPUs, rows (inner 1) of 2..CPU_SHORT_ROW elements a work-item each (lanes 1),
+    not split, accumulators of at most CPU_SHORT_ACC_BYTES."""
+    if getattr(info, "type", "gpu") != "cpu" or inner != 1 or cfg.layout != "rows":
+        return 0
+    if cfg.lanes != 1 or plan.split != 1 or not 2 <= r <= CPU_SHORT_ROW:
+        return 0
+    return r if acc_size <= CPU_SHORT_ACC_BYTES else 0
 
 
 def _smaller(cfg: AxisExprConfig) -> AxisExprConfig | None:

@@ -92,15 +92,24 @@ def axis_source(spec: ExprSpec, fp64: bool) -> str:
     return spec.prelude(fp64) + cut + axis_template()
 
 
-def build_options(cfg: AxisExprConfig, info: DeviceInfo) -> list[str]:
+#: the longest rows a build may take whole (`short`: kernels/expr_axis.cl's CLT_AX_SHORT)
+MAX_SHORT = 16
+
+
+def build_options(cfg: AxisExprConfig, info: DeviceInfo, short: int = 0) -> list[str]:
     """The `-D` options of a build: integers from a validated config only, and
     CLT_AX_ROLLED=1 for a CPU `info` (the binary counter's loops kept as loops: an unrolled
     push of var's accumulators took Debian's PoCL 17 s to compile, 1.4 s rolled; see
-    kernels/expr_axis.cl)."""
+    kernels/expr_axis.cl); `short` (2..MAX_SHORT, rows of a work-item each) a build for rows
+    of exactly that many elements (CLT_AX_SHORT)."""
     if not isinstance(cfg, AxisExprConfig):
         raise TypeError("build_options takes a validated AxisExprConfig")
+    if short and (not 2 <= short <= MAX_SHORT or cfg.layout != "rows" or cfg.lanes != 1):
+        raise ValueError(f"short rows: 2..{MAX_SHORT} elements, rows a work-item each "
+                         f"(got {short} for {cfg.short()})")
     rolled = ["-DCLT_AX_ROLLED=1"] if info.type == "cpu" else []
-    return [*(f"-D{k}={int(v)}" for k, v in cfg.defines().items()), *rolled]
+    whole = [f"-DCLT_AX_SHORT={int(short)}"] if short else []
+    return [*(f"-D{k}={int(v)}" for k, v in cfg.defines().items()), *rolled, *whole]
 
 
 @dataclass(frozen=True)
@@ -112,19 +121,23 @@ class AxisBuilt:
     stage1: cl.Kernel
     stage2: cl.Kernel
     lock: Any = field(default_factory=threading.Lock, compare=False, repr=False)
+    #: > 0: built for rows of exactly this many elements (`build_options`), no others
+    short: int = 0
 
 
 _builds: ContextCache[AxisBuilt] = ContextCache()
 
 
 def build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec,
-          cfg: AxisExprConfig) -> AxisBuilt:
-    """Build (or fetch from the context's cache) `cfg` of `spec` for `dev`; BuildError
-    when it does not build or breaks the kernel's limits. Configs that differ only in launch
-    parameters share a program."""
-    key = (dev.int_ptr, spec, tuple(cfg.defines().items()))
-    hit = _builds.get(ctx, key, lambda: _build(ctx, dev, info, spec, cfg))
-    return hit if hit.config == cfg else AxisBuilt(cfg, hit.stage1, hit.stage2, hit.lock)
+          cfg: AxisExprConfig, short: int = 0) -> AxisBuilt:
+    """Build (or fetch from the context's cache) `cfg` of `spec` for `dev` (`short`: for
+    rows of exactly that many elements, `build_options`); BuildError when it does not build
+    or breaks the kernel's limits. Configs that differ only in launch parameters share a
+    program."""
+    key = (dev.int_ptr, spec, tuple(cfg.defines().items()), short)
+    hit = _builds.get(ctx, key, lambda: _build(ctx, dev, info, spec, cfg, short))
+    return hit if hit.config == cfg else AxisBuilt(cfg, hit.stage1, hit.stage2, hit.lock,
+                                                   short=hit.short)
 
 
 def kernel_wg_limit(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec,
@@ -144,9 +157,9 @@ def kernel_wg_limit(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: Exp
 
 
 def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec,
-           cfg: AxisExprConfig) -> AxisBuilt:
+           cfg: AxisExprConfig, short: int = 0) -> AxisBuilt:
     prg = compile_program(ctx, dev, axis_source(spec, info.fp64),
-                          [*build_options(cfg, info), *spec.options])
+                          [*build_options(cfg, info, short), *spec.options])
     s1, s2 = prg.clt_axis_stage1, prg.clt_axis_stage2
     user = spec.scalar_arg_dtypes()
     tail = [np.int64, np.int64, np.int64, np.int64, None, None, np.int64]
@@ -154,4 +167,4 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, spec: ExprSpec,
     s2.set_scalar_arg_dtypes([*user, *tail])
     for k in (s1, s2):
         check_limits(k, dev, info, cfg.wg)
-    return AxisBuilt(cfg, s1, s2)
+    return AxisBuilt(cfg, s1, s2, short=short)

@@ -23,7 +23,7 @@ from pyopencl.tools import VectorArg
 
 from cltune.core.inputs import close
 from cltune.families.expr_axis.config import AxisExprConfig
-from cltune.families.expr_axis.defaults import heuristic_build
+from cltune.families.expr_axis.defaults import heuristic_build, short_rows
 from cltune.families.expr_axis.kernel import AxisBuilt, build
 from cltune.families.expr_axis.launch import AxisPlan, device_plan
 from cltune.opencl.expression import ExprSpec
@@ -119,7 +119,7 @@ class ExprAxisBench(Timed):
     def run(self, la: AxisLaunch, queue: cl.CommandQueue | None = None,
             view: View | None = None) -> list[cl.Event]:
         v = view or self.view
-        return la.reducer.launch(queue or self.queue, la.built(), la.plan(v), self.inv, *v,
+        return la.reducer.launch(queue or self.queue, la.built(v), la.plan(v), self.inv, *v,
                                  self.res.base_data, self.res.offset)
 
     def outputs(self, la: AxisLaunch, view: View) -> np.ndarray:
@@ -182,9 +182,16 @@ class AxisLaunch:
         self._built: AxisBuilt | None = None
         self._plans: dict[View, AxisPlan] = {}
 
-    def built(self) -> AxisBuilt:
+    def built(self, view: View | None = None) -> AxisBuilt:
+        """The config's build; for a `view` of short rows, its build for their length (as
+        the runtime serves it: defaults.short_rows)."""
+        t = self.target
+        if view is not None:
+            whole = short_rows(t.info, self.cfg, self.plan(view), *view,
+                               t.spec.dtype_out.itemsize)
+            if whole:
+                return build(t.ctx, t.dev, t.info, t.spec, self.cfg, whole)
         if self._built is None:
-            t = self.target
             self._built = build(t.ctx, t.dev, t.info, t.spec, self.cfg)
         return self._built
 
