@@ -299,6 +299,19 @@ clt_tk_lists(__global const in_t *x, const long xoff, const long m, const key_t 
 /* the bits of key k above `hi` (none when hi is the key's width) */
 #define ABOVE(kk, hi) ((hi) >= KEY_BITS ? (key_t)0 : (kk) >> (hi))
 
+/* a work-item's global stores and atomics ordered device-wide (the threadfence reduction's
+ * fence; kernels/reduce.cl, axis.cl and hist.cl do the same): NVIDIA's OpenCL needs the PTX
+ * membar.gl, its mem_fence being the group's */
+#ifdef cl_nv_pragma_unroll
+#define DEVICE_FENCE()                                                                         \
+    do {                                                                                       \
+        mem_fence(CLK_GLOBAL_MEM_FENCE);                                                       \
+        asm volatile("membar.gl;");                                                            \
+    } while (0)
+#else
+#define DEVICE_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)
+#endif
+
 /* the group's sum of v (all work-items get it) */
 inline uint group_sum(uint v, __local uint *ls) {
     const uint lid = get_local_id(0);
@@ -394,19 +407,23 @@ clt_tk_hist(__global const in_t *x, const long xoff, const long m, const key_t f
         if (shift == 0 && keep)
             own[grp * NB + j] = c;
     }
-    /* the last group of the row to get here sees every group's counts (a ticket after them) */
+    /* the last group of the row to get here sees every group's counts (a ticket after them):
+     * every work-item's adds ordered device-wide before the ticket (DEVICE_FENCE: on NVIDIA
+     * mem_fence orders within the group only; without membar.gl the last group could read a
+     * bin short, pick no digit, and clt_tk_collect write past the row's pairs) */
+    DEVICE_FENCE();
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
     const long rows = (long)get_num_groups(0) / gpr;
     volatile __global uint *ticket = zb + rows * NB;
-    if (lid == 0) {
-        mem_fence(CLK_GLOBAL_MEM_FENCE);
+    if (lid == 0)
         ls[0] = atomic_inc(ticket + row);
-    }
     barrier(CLK_LOCAL_MEM_FENCE);
     const int last = ls[0] == (uint)(gpr - 1);
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (last) /* the bins (zeroed by pick) and the ticket left zero for the next digit */
+    if (last) { /* the bins (zeroed by pick) and the ticket left zero for the next digit */
+        DEVICE_FENCE();
         pick(h, next, row, prefix, rem, width, ls);
+    }
     /* clt_tk_collect's count a row (after the tickets) zeroed by every digit's pass: zeroed
      * by the first only (a branch on `first` here), PoCL 3.1's build crashed when run */
     if (last && lid == 0) { /* (atomic: the ticket is counted so) */

@@ -96,7 +96,10 @@ def main() -> None:
                     la.run(q, x, 0, m, rows, k, True, v, i)
                 q.finish()
                 ts.append((time.perf_counter() - t) / a.calls)
-            print(f"  k={k:5d} {cfg.short():22s} {statistics.median(ts) * 1e3:9.3f} ms")
+            # the last call's answer checked too (a race may show only now and then)
+            why = compare(v.get().reshape(rows, k), i.get().reshape(rows, k), *want)
+            print(f"  k={k:5d} {cfg.short():22s} {statistics.median(ts) * 1e3:9.3f} ms"
+                  + (f"  WRONG after the calls: {why}" if why else ""))
 
 
 if __name__ == "__main__":
