@@ -31,7 +31,17 @@ CFGS = eval(os.environ.get("CFGS", "[(1,8),(2,8),(4,8),(1,32),(2,32),(4,32)]"))
 AX = int(os.environ.get("AX", "0"))
 F = {"mean": (cltune.mean, np.mean), "var": (cltune.var, np.var),
      "argmax": (cltune.argmax, np.argmax),
-     "norm": (cltune.norm, lambda h, axis: np.sqrt((h * h).sum(axis=axis)))}
+     "norm": (cltune.norm, lambda h, axis: np.sqrt((h * h).sum(axis=axis))),
+     # an application's float32 sum (a ReductionKernel per context)
+     "sum": (lambda x, axis: _rk(x.context)(x, axis=axis), lambda h, axis: h.sum(axis=axis))}
+_rks = {}
+
+
+def _rk(ctx):
+    if ctx.int_ptr not in _rks:
+        _rks[ctx.int_ptr] = cltune.ReductionKernel(ctx, np.float32, "0", "a+b", "x[i]",
+                                                   "__global const float *x")
+    return _rks[ctx.int_ptr]
 r = cltune.get_reducer(q, "sum", np.float32)
 orig_choose, orig_hb = api.choose, api.heuristic_build
 

@@ -174,6 +174,10 @@ def choose(info: Any, outer: int, r: int, inner: int, acc_size: int = 8,
             # fewer long rows than a group's work-items (var, sums with the cascade): a
             # work-item a group, 4 accumulators (CPU_FEW_ROWS_ITEMS)
             return AxisExprConfig("rows", 1, 1, CPU_FEW_ROWS_ITEMS)
+        if cpu and 2 <= r <= CPU_SHORT_ROW and acc_size <= 8:
+            # rows of 2..16 elements, built for their length (short_rows): groups of
+            # CPU_SHORT_ROW_WG for accumulators of up to 8 bytes (its comment)
+            return AxisExprConfig("rows", min(cap, CPU_SHORT_ROW_WG), 1, 1)
         if cpu:  # 16-byte accumulators are argmin/argmax's (index, value): see above
             return AxisExprConfig("rows", min(cap, 16 if acc_size == 16 else 8), 1, items)
         return _gpu_rows(cap, outer, r, acc_size)
@@ -250,6 +254,16 @@ def _gpu_cols(cap: int, outer: int, r: int, inner: int, acc_size: int) -> AxisEx
 #: Intel's). numpy took 3-10x longer than the general build on every row here.
 CPU_SHORT_ROW = MAX_SHORT
 CPU_SHORT_ACC_BYTES = 16
+#: CPUs: the work-group of those exact builds where accumulators are at most 8 bytes (mean,
+#: norms, sums), where 8 served general builds. ms a call along rows, interleaved in one
+#: process (scripts/experiments/expr_axis_tall_cpu.py FULL=1 AX=1, the exact builds under
+#: groups of 4/8/16/32/64; docs/logs/cpu-short-rows-2026-12-07.txt): Debian's PoCL mean of
+#: 2000000x4 4.63 (8) -> 2.58 (32) / 2.22 (64), 1600000x5 4.00 -> 2.18 / 2.03, 1000000x8
+#: 3.27 -> 2.17 / 2.48, 500000x16 2.58 -> 2.65 / 2.88; Intel's runtime 7.36 -> 3.17 / 2.98,
+#: 5.61 -> 2.93 / 2.79, 4.12 -> 2.39 / 2.25, 3.89 -> 2.01 / 2.01; norms alike. 32 is within
+#: 15 % of the best on both. argmin/argmax keep 16 (PoCL's best; Intel's runtime 5-15 %
+#: faster at 64, PoCL 1.4x slower there at 4 elements)
+CPU_SHORT_ROW_WG = 32
 
 
 def short_rows(info: Any, cfg: AxisExprConfig, plan: Any, outer: int, r: int, inner: int,
