@@ -101,14 +101,17 @@ def build_options(cfg: AxisExprConfig, info: DeviceInfo, short: int = 0) -> list
     CLT_AX_ROLLED=1 for a CPU `info` (the binary counter's loops kept as loops: an unrolled
     push of var's accumulators took Debian's PoCL 17 s to compile, 1.4 s rolled; see
     kernels/expr_axis.cl); `short` (2..MAX_SHORT, rows of a work-item each) a build for rows
-    of exactly that many elements (CLT_AX_SHORT)."""
+    of exactly that many elements (CLT_AX_SHORT), without the rounding cascade (CLT_BLOCK 0:
+    at most MAX_SHORT steps, fewer than its first block's CASCADE_BLOCK)."""
     if not isinstance(cfg, AxisExprConfig):
         raise TypeError("build_options takes a validated AxisExprConfig")
     if short and (not 2 <= short <= MAX_SHORT or cfg.layout != "rows" or cfg.lanes != 1):
         raise ValueError(f"short rows: 2..{MAX_SHORT} elements, rows a work-item each "
                          f"(got {short} for {cfg.short()})")
     rolled = ["-DCLT_AX_ROLLED=1"] if info.type == "cpu" else []
-    whole = [f"-DCLT_AX_SHORT={int(short)}"] if short else []
+    # (a row of at most MAX_SHORT elements needs no rounding cascade: its chain is shorter
+    # than the cascade's first block)
+    whole = [f"-DCLT_AX_SHORT={int(short)}", "-DCLT_BLOCK=0"] if short else []
     return [*(f"-D{k}={int(v)}" for k, v in cfg.defines().items()), *rolled, *whole]
 
 
