@@ -156,9 +156,12 @@ def test_reduction_with_a_parameter_as_the_problem_size_and_its_own_verify(devic
                                   verify=verify_partial_reduce, device=device[1], db=False,
                                   quiet=True)
     # `#pragma unroll 0` (Kernel Tuner's example tunes it) is refused by PoCL's clang: those
-    # twelve are failed builds, and the search went on
-    assert len(res) == 12 and all(r["loop_unroll_factor"] == 8 for r in res)
-    assert {(f["loop_unroll_factor"], f["step"]) for f in env["failed"]} == {(0, "build")}
+    # twelve are failed builds there, and the search went on; Intel's compiler takes them
+    assert sum(r["loop_unroll_factor"] == 8 for r in res) == 12
+    assert len(res) + len(env["failed"]) == 24
+    assert {(f["loop_unroll_factor"], f["step"]) for f in env["failed"]} <= {(0, "build")}
+    if device[1].platform.name.lower() == "portable computing language":
+        assert len(res) == 12 and len(env["failed"]) == 12
     # one launch per config: global size = num_blocks * block_size_x, 1-D
     assert {(r["num_blocks"], r["block_size_x"]) for r in res} == {
         (nb, bx) for nb in (32, 64) for bx in (32, 64)}

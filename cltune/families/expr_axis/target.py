@@ -127,7 +127,9 @@ def capped_space(ctx: Any, dev: Any, info: DeviceInfo, spec: Any,
                  layout: str) -> AxisExprSpace:
     """The device's space for `spec`, its work-group sizes capped at what the kernels of its
     heaviest config (the most accumulators a work-item may hold) take at the largest offered
-    size: one probe build, so every offered config builds (the space is made in the worker)."""
+    size: one probe build, so every offered config builds (the space is made in the worker);
+    on CPUs the streamed strips whose heaviest config does not take the largest group left are
+    dropped (a probe each, the widest first). Probes are kept per driver (`kept_limit`)."""
     space = make_space(info, layout, spec.dtype_out.itemsize, True, restarts(spec))
     top = max(space.values["wg"])
     if top <= 1:
@@ -143,13 +145,32 @@ def capped_space(ctx: Any, dev: Any, info: DeviceInfo, spec: Any,
             limit = min(limit, kernel_wg_limit(ctx, dev, info, spec, probe))
         except BuildError:
             return space  # the expression itself does not build: every trial says so
-    if limit >= top:
+    values, excluded = dict(space.values), dict(space.excluded)
+    if limit < top:
+        wgs = tuple(w for w in values["wg"] if w <= limit) or values["wg"][:1]
+        values["wg"] = wgs
+        values["lanes"] = tuple(v for v in values["lanes"] if v <= max(wgs))
+        excluded[f"wg>{limit}"] = f"the kernel's CL_KERNEL_WORK_GROUP_SIZE is {limit} here"
+    # streamed strips (CPUs): the widest first, dropped while its heaviest config does not take
+    # the largest group left (Intel's CPU runtime packs 16 work-items into its vectors, so a
+    # strip's private accumulators count 16 times: var's strip of 1024 gets a group of 1)
+    wg_top = max(values["wg"])
+    for wide in sorted((v for v in values["strip"] if v > STRIPS[-1]), reverse=True):
+        probe = AxisExprConfig(layout, wg=wg_top, lanes=1, items=max(values["items"]),
+                               strip=wide, groups_per_cu=values["groups_per_cu"][0])
+        try:
+            got = kernel_wg_limit(ctx, dev, info, spec, probe)
+        except BuildError as e:
+            got, why = 0, f"its probe build failed ({str(e)[:80]})"
+        else:
+            why = f"its kernel's CL_KERNEL_WORK_GROUP_SIZE is {got} here"
+        if got >= wg_top:
+            break
+        values["strip"] = tuple(v for v in values["strip"] if v != wide)
+        excluded[f"strip={wide}"] = f"a streamed strip of {wide}: {why}"
+    if values == space.values:
         return space
-    wgs = tuple(w for w in space.values["wg"] if w <= limit) or space.values["wg"][:1]
-    lanes_ok = tuple(v for v in space.values["lanes"] if v <= max(wgs))
-    return replace(space, values={**space.values, "wg": wgs, "lanes": lanes_ok},
-                   excluded={**space.excluded, f"wg>{limit}": f"the kernel's "
-                             f"CL_KERNEL_WORK_GROUP_SIZE is {limit} here"})
+    return replace(space, values=values, excluded=excluded)
 
 
 @dataclass
