@@ -12,7 +12,8 @@ call (wall beside it):
 - 6 args: 3 buffers + 3 scalars, set once; 6 args + local: and a __local argument;
 - 6 args, 2 set: two of the buffers set again before each launch (the same buffers);
 - r's kernels, bare: the 1-D reducer's served kernels, arguments set once
-  (scripts/per_call.py's `same kernels, bare`);
+  (scripts/per_call.py's `same kernels, bare`); its first kernel alone; the trivial kernel
+  at that kernel's global/local sizes (the sizes, not the kernel);
 - r(x) / r(x) pool / r(x, out=o): the 1-D reducer on 4096 float32, x from the default
   allocator / from a MemoryPool (results then come from the pool) / into one result;
 - mean(axis=1) / pool: cltune.mean of 1000x1000 along 1, default / pool allocator.
@@ -38,7 +39,7 @@ __kernel void sixl(__global float *o, __global const float *a, __global uint *t,
 """
 prg = cl.Program(ctx, src).build()
 mf = cl.mem_flags
-o = cl.Buffer(ctx, mf.READ_WRITE, 4096)
+o = cl.Buffer(ctx, mf.READ_WRITE, 1 << 24)  # room for the trivial kernel at r's sizes
 a = cl.Buffer(ctx, mf.READ_WRITE, 4096)
 t = cl.Buffer(ctx, mf.READ_WRITE, 4096)
 pool = clt.MemoryPool(clt.ImmediateAllocator(q))
@@ -101,6 +102,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from per_call import bare_kernels  # noqa: E402  (scripts/per_call.py)
 rk, keep = bare_kernels(r, x)
 rk1 = rk[0]
+gr, lr = rk1[1], rk1[2]
+
+
+def trivial_r_sizes():
+    cl.enqueue_nd_range_kernel(q, kt, gr, lr)
+
+
+def r_first():
+    cl.enqueue_nd_range_kernel(q, rk1[0], gr, lr)
 
 
 def r_bare():
@@ -114,7 +124,8 @@ for v in (cltune.mean(x2, axis=1), cltune.mean(x2p, axis=1)):
     assert np.allclose(v.get(), h2.mean(axis=1), rtol=1e-5)
 cases = {"bare": bare, "wait": wait, "fresh buffer": fresh, "pool buffer": pooled,
          "6 args": six, "6 args, 2 set": six_set2, "6 args + local (wg 64)": sixl,
-         "r's kernels, bare": r_bare, "r(x)": lambda: r(x), "r(x) pool": lambda: r(xp), "r(x, out=o)": lambda: r(x, out=out),
+         "r's kernels, bare": r_bare,
+         f"trivial at r's sizes {gr}/{lr}": trivial_r_sizes, "r's first kernel only": r_first, "r(x)": lambda: r(x), "r(x) pool": lambda: r(xp), "r(x, out=o)": lambda: r(x, out=out),
          "mean(axis=1)": lambda: cltune.mean(x2, axis=1),
          "mean(axis=1) pool": lambda: cltune.mean(x2p, axis=1)}
 res = {k: ([], []) for k in cases}
