@@ -4,6 +4,8 @@ cltune.ReductionKernel) beside the plain tuned sum and a trivial kernel, then to
 block: where an expression reduction loses time on a GPU.
 
     python3 scripts/experiments/expr_profile.py --device NVIDIA --out $OUT/expr_profile.txt
+    python3 scripts/experiments/expr_profile.py --device NVIDIA --sizes 20,3000000,22,23,24 \
+        --grid --grid-from 21 --grid-to 22 --grid-ops var    (#39 item 2: var of 3e6 floats took 31.5 us on the H200)
 """
 
 from __future__ import annotations
@@ -61,9 +63,13 @@ def batch_us(call, finish, k: int = 400, blocks: int = 7) -> float:
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--device", required=True)
-    p.add_argument("--sizes", default="12,16,20,24,28")
+    p.add_argument("--sizes", default="12,16,20,24,28",
+                   help="exponents of 2 (<= 40), or element counts (3000000)")
     p.add_argument("--out", default=None)
-    p.add_argument("--grid", action="store_true", help="also time a grid of configs at >=2^24")
+    p.add_argument("--grid", action="store_true", help="also time a grid of configs")
+    p.add_argument("--grid-from", type=float, default=24, help="the grid's smallest size (log2)")
+    p.add_argument("--grid-to", type=float, default=99, help="the grid's largest size (log2)")
+    p.add_argument("--grid-ops", default="sum(expr),argmax,var", help="the grid's reductions")
     a = p.parse_args()
     info, dev = select(a.device)
     ctx = cl.Context([dev])
@@ -83,9 +89,10 @@ def main() -> int:
     say(f"empty kernel, 1056 groups of 256: device "
         f"{med_dev(lambda: [nop(pq, (256 * 1056,), (256,), o)]):.2f} us")
     r = get_reducer(q)
-    sizes = [int(s) for s in a.sizes.split(",")]
+    counts = [2 ** int(v) if int(v) <= 40 else int(v) for v in a.sizes.split(",")]
+    sizes = [f"{np.log2(n):.4g}" for n in counts]  # labels: "2^21.52" for 3000000
     rng = np.random.default_rng(0)
-    xs = {b: cla.to_device(q, rng.random(2 ** b, dtype=np.float32)) for b in sizes}
+    xs = {b: cla.to_device(q, rng.random(n, dtype=np.float32)) for b, n in zip(sizes, counts)}
     ops = {"sum(expr)": None, "argmax": "argmax", "mean": "mean", "var": "var",
            "norm2": "norm2"}
     sum_knl = cltune.ReductionKernel(ctx, np.float32, "0", "a+b", "x[i]",
@@ -123,10 +130,10 @@ def main() -> int:
         from cltune.families.expr.config import ExprConfig
         from cltune.families.expr.launch import ExprLauncher
 
-        for b in [s for s in sizes if s >= 24]:
+        for b in [s for s in sizes if a.grid_from <= float(s) <= a.grid_to]:
             x = xs[b]
             n = x.size
-            for name in ("sum(expr)", "argmax", "var"):
+            for name in a.grid_ops.split(","):
                 knl = sum_knl if name == "sum(expr)" else stats.kernel(name, ctx, np.float32)
                 res = cla.empty(pq, (), knl.spec.dtype_result)
                 inv = [x.base_data, 0, *([0.0] if name == "var" else [])]
@@ -154,8 +161,8 @@ def main() -> int:
         torch = None
     if torch is not None and torch.cuda.is_available():
         say("torch block (CUDA events, median of 21):")
-        for b in sizes:
-            t = torch.rand(2 ** b, device="cuda")
+        for b, n in zip(sizes, counts):
+            t = torch.rand(n, device="cuda")
             fns = {"sum": lambda: torch.sum(t), "argmax": lambda: torch.argmax(t),
                    "mean": lambda: torch.mean(t), "var_mean": lambda: torch.var_mean(t),
                    "norm2": lambda: torch.linalg.vector_norm(t)}
