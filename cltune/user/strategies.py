@@ -3,13 +3,15 @@
 `brute_force` (the default) evaluates every config in Kernel Tuner's order; `random_sample` a
 random `fraction` (0.1) or `max_fevals` of them without repeats; every model-based name of
 Kernel Tuner (`bayes_opt`, `genetic_algorithm`, `diff_evo`, `pso`, `greedy_ils`, `mls`,
-`simulated_annealing`, `minimize`, ...) and cltune's `tpe` run Optuna's TPE sampler (multivariate,
-seeded by `seed`) for `max_fevals` evaluations (default: the smaller of the space and 100),
-over the parameters' positions in their sorted values where they are numbers (so neighbouring
-values are near each other) and as categories otherwise. A point the restrictions remove is
-told back as the worst cost without an evaluation; a point seen before is told its known cost
-without a second one. Every strategy stops at `time_limit` seconds. Every evaluation counts
-against `max_fevals`, a result from a cache file too (as in Kernel Tuner).
+`simulated_annealing`, `minimize`, ...) runs a Bayesian optimisation over the enumerated space
+(`cltune.user.pool_search`: a space-filling start, then a Gaussian process's expected
+improvement over every config not run yet), seeded by `seed`, for `max_fevals` evaluations
+(default: the smaller of the space and 100); `tpe` runs Optuna's TPE sampler (multivariate)
+over the parameters' positions in their sorted values where they are numbers and as categories
+otherwise (a point the restrictions remove is told back as the worst cost without an
+evaluation; a point seen before is told its known cost without a second one). Every strategy
+stops at `time_limit` seconds. Every evaluation counts against `max_fevals`, a result from a
+cache file too (as in Kernel Tuner).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from cltune.user import pool_search
 from cltune.user.space import Space
 
 #: a cost worse than any measured one (a config that failed, or one the space removes)
@@ -107,7 +110,10 @@ def run(name: str, opts: Mapping[str, Any], space: Space, seed: int | None,
     else:
         budget = Budget(min(n, int(opts.get("max_fevals") or min(n, 100))),
                         opts.get("time_limit"))
-        _model_based(opts, space, seed, cost, budget)
+        if name == "tpe":
+            _model_based(opts, space, seed, cost, budget)
+        else:
+            _pool(opts, space, seed, cost, budget)
         return
     todo = order[:budget.left]
     for i, cfg in enumerate(todo):
@@ -115,6 +121,23 @@ def run(name: str, opts: Mapping[str, Any], space: Space, seed: int | None,
             return
         budget.use()
         cost(cfg, todo[i + 1] if i + 1 < len(todo) else None)
+
+
+def _pool(opts: Mapping[str, Any], space: Space, seed: int | None,
+          cost: Callable[..., float], budget: Budget) -> None:
+    """pool_search's Bayesian optimisation over the space's configs (`x0` first)."""
+    x0 = opts.get("x0")
+    try:
+        first = space.index(x0) if isinstance(x0, Mapping) else None
+    except (KeyError, TypeError):  # not a config of this space: no start given
+        first = None
+
+    def one(cfg: Mapping[str, object]) -> float:
+        budget.use()
+        return cost(cfg, None)
+
+    pool_search.search(space.configs, space.names, space.tune_params, budget.left, seed, one,
+                       WORST, first, budget.spent)
 
 
 def _model_based(opts: Mapping[str, Any], space: Space, seed: int | None,

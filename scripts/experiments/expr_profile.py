@@ -92,7 +92,7 @@ def main() -> int:
     counts = [2 ** int(v) if int(v) <= 40 else int(v) for v in a.sizes.split(",")]
     sizes = [f"{np.log2(n):.4g}" for n in counts]  # labels: "2^21.52" for 3000000
     rng = np.random.default_rng(0)
-    xs = {b: cla.to_device(q, rng.random(n, dtype=np.float32)) for b, n in zip(sizes, counts)}
+    xs = {b: cla.to_device(q, rng.random(n, dtype=np.float32)) for b, n in zip(sizes, counts, strict=True)}
     ops = {"sum(expr)": None, "argmax": "argmax", "mean": "mean", "var": "var",
            "norm2": "norm2"}
     sum_knl = cltune.ReductionKernel(ctx, np.float32, "0", "a+b", "x[i]",
@@ -161,7 +161,7 @@ def main() -> int:
         torch = None
     if torch is not None and torch.cuda.is_available():
         say("torch block (CUDA events, median of 21):")
-        for b, n in zip(sizes, counts):
+        for b, n in zip(sizes, counts, strict=True):
             t = torch.rand(n, device="cuda")
             fns = {"sum": lambda: torch.sum(t), "argmax": lambda: torch.argmax(t),
                    "mean": lambda: torch.mean(t), "var_mean": lambda: torch.var_mean(t),
