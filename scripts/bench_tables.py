@@ -394,7 +394,9 @@ def tuner_table(r: Result, small: bool = False) -> list[str]:
     body = []
     for case in dict.fromkeys(str(x.get("case", "?")) for x in rows):
         c = brute.get((case, "cltune"))
-        times: dict[str, float] = (c or {}).get("times") or {}
+        # the table the searches were scored on: the median of --table-rounds runs where
+        # bench_tuner.py took more than one (older results: the first run's)
+        times: dict[str, float] = (c or {}).get("scored_times") or (c or {}).get("times") or {}
         searches = []
         for x in rows:
             if x.get("case") != case or x.get("strategy", "brute_force") == "brute_force":
