@@ -83,8 +83,8 @@ PRESETS: dict[str, tuple[Command, ...]] = {
         _bench("sort", "sort", "--op sort --sizes 2^20,2^24"),
         _bench("sort", "sort-rows", "--op sort --shapes 4096x4096"),
         Command("call-floor", "warm-calls", "--calls 1000 --blocks 9", "call-floor", 600),
-        Command("own-kernels", "kernel-tuner", "--cases vector_add,stencil --seeds 20 --table-rounds 3",
-                "tuner", 600),
+        Command("own-kernels", "kernel-tuner",
+                "--cases vector_add,stencil --seeds 20 --table-rounds 3", "tuner", 600),
     ),
     "gpu": (
         _bench("reduce", "sum", "--op sum --sizes 2^20,2^24,2^27"),
