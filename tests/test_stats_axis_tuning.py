@@ -362,3 +362,35 @@ def test_the_space_offers_only_work_groups_its_heaviest_kernels_take(ctx, device
         cfg = AxisExprConfig(layout, wg=top, lanes=1, items=max(sp.values["items"]), strip=wide)
         assert not sp.check(cfg)
         assert build(ctx, dev, info, knl.spec, cfg).config == cfg
+
+
+def test_streamed_strips_a_group_cannot_take_leave_the_space(ctx, device, monkeypatch):
+    """Intel's CPU runtime reports CL_KERNEL_WORK_GROUP_SIZE 1 for var's streamed strip of
+    1024 (its 16-lane packing counts the private accumulators 16 times): the capped space drops
+    the strips whose probe is below the largest group left, the widest first, says why, and
+    keeps the narrower ones (the probe stands in for that runtime here)."""
+    from dataclasses import replace as dc_replace
+
+    from cltune.families.expr_axis import target
+
+    info, dev = device
+    cpu = dc_replace(info, type="cpu")
+    knl = stats_kernel("mean", ctx, np.float32)
+    full = target.make_space(cpu, "cols", knl.spec.dtype_out.itemsize, True,
+                             target.restarts(knl.spec))
+    wide = [s for s in full.values["strip"] if s > 16]
+    if len(wide) < 2:
+        pytest.skip("fewer than two streamed strips in this space")
+    top = max(full.values["wg"])
+    probed = []
+
+    def probe(ctx_, dev_, info_, spec, cfg):
+        probed.append(cfg.strip)
+        return 1 if cfg.strip == wide[-1] else 8192
+
+    monkeypatch.setattr(target, "kernel_wg_limit", probe)
+    sp = target.capped_space(ctx, dev, cpu, knl.spec, "cols")
+    assert wide[-1] not in sp.values["strip"] and wide[-2] in sp.values["strip"]
+    assert "CL_KERNEL_WORK_GROUP_SIZE is 1" in sp.excluded[f"strip={wide[-1]}"]
+    assert max(sp.values["wg"]) == top  # the other configs keep their groups
+    assert probed[-2:] == [wide[-1], wide[-2]]  # widest first, stops at one that fits
