@@ -139,3 +139,17 @@ def test_the_strategies_map_model_based_names_to_it_and_tpe_to_optuna():
     strategies.run("bayes_opt", {"max_fevals": 5, "x0": {"nope": 1}}, sp, 4,
                    lambda c, nxt: seen.append(sp.key(c)) or 1.0)
     assert len(seen) == 5  # an x0 of other parameters is no start, not an error
+
+
+def test_an_objective_better_higher_arrives_negated_and_is_searched_alike():
+    """tune_kernel minimises -GFLOP/s where higher is better: negative costs are values, not
+    failures."""
+    configs, values = _grid()
+    best = max(1.0 / _bowl(c) for c in configs)
+    got: list[float] = []
+    pool_search.search(configs, list(values), values, 19, seed=2,
+                       cost=lambda c: got.append(1.0 / _bowl(c)) or -got[-1], worst=WORST)
+    assert max(got) / best >= 0.98
+    assert pool_search.modelled(np.array([-4.0, np.nan, -1.0]))[1] != pool_search.modelled(
+        np.array([-4.0, np.nan, -1.0]))[1]  # nan stays nan
+    assert list(pool_search.modelled(np.array([1.0, -1.0]))) == [1.0, -1.0]

@@ -160,6 +160,18 @@ def expected_improvement(mean: np.ndarray, sd: np.ndarray, best: float) -> np.nd
     return imp * cdf + sd * pdf
 
 
+def modelled(c: np.ndarray) -> np.ndarray:
+    """The costs as the model sees them (nan stays nan): their logarithm where all are
+    positive (times), -log(-c) where all are negative (an objective that is better higher,
+    negated), else as they are."""
+    ok = ~np.isnan(c)
+    if ok.any() and (c[ok] > 0).all():
+        return np.log(c)
+    if ok.any() and (c[ok] < 0).all():
+        return -np.log(-c)
+    return c
+
+
 def search(configs: Sequence[Mapping[str, object]], names: Sequence[str],
            values: Mapping[str, Sequence[object]], budget: int, seed: int | None,
            cost: Callable[[Mapping[str, object]], float], worst: float,
@@ -173,11 +185,11 @@ def search(configs: Sequence[Mapping[str, object]], names: Sequence[str],
         return
     rng = random.Random(seed)
     x = encode(configs, names, values)
-    done: dict[int, float] = {}  # config index -> log cost (nan: failed)
+    done: dict[int, float] = {}  # config index -> cost (nan: failed)
 
     def run(i: int) -> None:
-        c = cost(configs[i])
-        done[i] = math.log(c) if 0 < c < worst else math.nan
+        c = float(cost(configs[i]))
+        done[i] = c if math.isfinite(c) and abs(c) < worst else math.nan
 
     start = start_points(budget)
     i0 = first if first is not None and 0 <= first < n else rng.randrange(n)
@@ -193,10 +205,10 @@ def search(configs: Sequence[Mapping[str, object]], names: Sequence[str],
     np_rng = np.random.default_rng(rng.randrange(2**32))
     while len(done) < budget and not spent():
         idx = np.fromiter(done, int)
-        y = np.array([done[i] for i in idx])
+        y = modelled(np.array([done[i] for i in idx]))
         ok = ~np.isnan(y)
         todo = np.setdiff1d(np.arange(n), idx)
-        if not ok.any():  # nothing ran yet: another spread-out point
+        if not ok.any():  # nothing ran yet: a random config
             free = todo
             run(int(free[rng.randrange(len(free))]))
             continue
