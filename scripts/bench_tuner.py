@@ -12,6 +12,8 @@ the score is the strategy's, not one measurement's noise, and seeds cost no devi
 
     python scripts/bench_tuner.py --device 0:0 --kt-python /path/to/kt-venv/bin/python
     python scripts/bench_tuner.py --device 0:0 --sizes gpu --cases convolution,matmul
+    TMPDIR=DIR python scripts/bench_tuner.py --simulations-only --cases matmul --max-threads 1024
+        (the searches again on DIR/bench-tuner-matmul.json, a table from a GPU, on this host)
 
 `--device P:D` is a platform and device index (pyopencl's order), as both tools take them (or
 a part of a platform's name: its first device).
@@ -125,7 +127,8 @@ def simulate(tool: str, name: str, sizes: str, platform: int, device: int, strat
     # applied is said as a restriction (for both tools alike)
     import pyopencl as cl
 
-    limit = cl.get_platforms()[platform].get_devices()[device].max_work_group_size
+    limit = int(os.environ.get("BENCH_TUNER_MAX_THREADS") or
+                cl.get_platforms()[platform].get_devices()[device].max_work_group_size)
     blocks = [b for b in ("block_size_x", "block_size_y", "block_size_z") if b in tp]
     if blocks:
         kw["restrictions"] = [*kw.get("restrictions", ()), "*".join(blocks) + f"<={limit}"]
@@ -312,6 +315,9 @@ def main() -> int:
     ap.add_argument("--table-rounds", type=int, default=1,
                     help="exhaustive runs of cltune whose per-config median is the table the "
                          "budgeted searches are simulated and scored on (1: the first run's)")
+    ap.add_argument("--max-threads", type=int, default=0,
+                    help="with --simulations-only: the work-group limit of the device the "
+                    "table was made on (default: this device's)")
     ap.add_argument("--simulations-only", action="store_true",
                     help="only the budgeted searches, on the cache files of an earlier run")
     ap.add_argument("--one", default="", help=argparse.SUPPRESS)
@@ -337,6 +343,8 @@ def main() -> int:
             print(json.dumps(run_one(a.one, a.cases, a.sizes, plat, dev, a.strategy,
                                      a.budget or None, a.seed, a.cache or None)))
         return 0
+    if a.max_threads:  # the simulations' processes read it (simulate)
+        os.environ["BENCH_TUNER_MAX_THREADS"] = str(a.max_threads)
     rows = []
     for name in a.cases.split(","):
         cache = str(Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-tuner-{name}.json")
