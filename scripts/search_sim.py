@@ -65,7 +65,8 @@ def main() -> int:
     ap.add_argument("--save", type=Path, help="write the tables read, compact")
     a = ap.parse_args()
     if a.tables:
-        tables = json.loads(a.tables.read_text())
+        tables = {k: v for k, v in json.loads(a.tables.read_text()).items()
+                  if k in a.cases.split(",")}
     elif a.cache_dir:
         tables = {n: from_cache(a.cache_dir / f"bench-tuner-{n}.json", n)
                   for n in a.cases.split(",")
