@@ -41,8 +41,7 @@ NEAREST = 1000
 #: log times) the marginal likelihood picks from
 LENGTHS = (0.1, 0.2, 0.35, 0.6, 1.0, 1.7)
 NOISES = (1e-3, 1e-2, 0.1)
-#: a length scale per dimension (ARD); IGNORE: a scale long enough that the dimension is flat
-ARD = True
+#: a length scale long enough that a dimension is flat (the per-dimension search may pick it)
 IGNORE = 10.0
 #: expected improvement's margin (standardised units)
 XI = 0.01
@@ -119,7 +118,7 @@ class GaussianProcess:
                     best = (*got, np.full(dims, length), noise)
         if best is None:  # pragma: no cover - the largest noise always factors
             raise np.linalg.LinAlgError("no length scale factors")
-        if ARD and len(z) >= 3 and dims > 1:
+        if len(z) >= 3 and dims > 1:
             for _ in range(2):
                 for d in range(dims):
                     for length in (*LENGTHS, IGNORE):
