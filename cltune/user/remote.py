@@ -32,6 +32,7 @@ import pyopencl.array as cla
 from cltune.isolation import faults
 from cltune.opencl.errors import compiler_message, one_line
 from cltune.opencl.measure import profiling_queue
+from cltune.user.lanes import held
 
 _LOCAL_MEM = re.compile(r"uses too much shared data|local memory limit exceeded|"
                         r"local memory \(\d+\) exceeds limit \(\d+\)|"
@@ -52,6 +53,9 @@ class Spec:
     #: Kernel Tuner's benchmark observers (copies in the worker): hooks around each timed
     #: launch, `get_results()` merged into the config's result
     observers: list = field(default_factory=list)
+    #: a lock file held while a config is checked and timed ('' for none): where several
+    #: workers judge configs at once (`lanes`), their builds overlap and their timings do not
+    timing_lock: str = ""
 
 
 @dataclass
@@ -198,6 +202,12 @@ def _judge(s: _Session, job: Job, ahead: Job | None = None) -> dict:
     except (cl.Error, TypeError, ValueError) as e:
         out["step"], out["reason"] = "usage", f"arguments: {one_line(e)}"
         return out
+    with held(s.spec.timing_lock):
+        return _check_and_time(s, k, job, out, wg, kwg)
+
+
+def _check_and_time(s: _Session, k: cl.Kernel, job: Job, out: dict, wg: int,
+                    kwg: int) -> dict:
     q = s.queue
     try:
         if s.checks:

@@ -26,6 +26,9 @@ from cltune.user.space import Space
 
 #: a cost worse than any measured one (a config that failed, or one the space removes)
 WORST = 1e300
+#: how many of the next configs a strategy with a known order shows its cost function (the
+#: session judges that many ahead at most: `lanes.MAX_LANES`)
+LOOKAHEAD = 16
 
 _COMMON = ("max_fevals", "time_limit")
 #: each of Kernel Tuner's strategy names -> the options it accepts there (taken, and ignored
@@ -94,9 +97,10 @@ class Budget:
 
 def run(name: str, opts: Mapping[str, Any], space: Space, seed: int | None,
         cost: Callable[..., float]) -> None:
-    """Drive `cost(config, next_config)` (the objective to minimise; WORST when the config
-    failed; `next_config` the one evaluated after it where the order is known, else None)
-    over the space with the named strategy until its budget is spent."""
+    """Drive `cost(config, upcoming)` (the objective to minimise; WORST when the config
+    failed; `upcoming` the next LOOKAHEAD configs in the order they will be evaluated where
+    that order is known, else empty) over the space with the named strategy until its budget
+    is spent."""
     n = len(space)
     if n == 0:
         return
@@ -120,7 +124,7 @@ def run(name: str, opts: Mapping[str, Any], space: Space, seed: int | None,
         if budget.spent():
             return
         budget.use()
-        cost(cfg, todo[i + 1] if i + 1 < len(todo) else None)
+        cost(cfg, todo[i + 1:i + 1 + LOOKAHEAD])
 
 
 def _pool(opts: Mapping[str, Any], space: Space, seed: int | None,
@@ -134,14 +138,14 @@ def _pool(opts: Mapping[str, Any], space: Space, seed: int | None,
 
     def one(cfg: Mapping[str, object]) -> float:
         budget.use()
-        return cost(cfg, None)
+        return cost(cfg, ())
 
     pool_search.search(space.configs, space.names, space.tune_params, budget.left, seed, one,
                        WORST, first, budget.spent)
 
 
 def _model_based(opts: Mapping[str, Any], space: Space, seed: int | None,
-                 cost: Callable[[dict], float], budget: Budget) -> None:
+                 cost: Callable[..., float], budget: Budget) -> None:
     import optuna  # lazy: only model-based strategies need it (import cost)
 
     from cltune.tuning.quiet import quiet_studies  # lazy: with optuna
@@ -182,7 +186,7 @@ def _model_based(opts: Mapping[str, Any], space: Space, seed: int | None,
                 continue
             if key not in known:
                 budget.use()
-                known[key] = cost(by_key[key], None)
+                known[key] = cost(by_key[key], ())
             study.tell(trial, known[key])
         rest = [c for c in space.configs if space.key(c) not in known]
         random.Random(seed).shuffle(rest)
@@ -190,7 +194,7 @@ def _model_based(opts: Mapping[str, Any], space: Space, seed: int | None,
             if budget.spent():
                 break
             budget.use()
-            known[space.key(cfg)] = cost(cfg, None)
+            known[space.key(cfg)] = cost(cfg, ())
 
 
 def _hashable(v: object) -> object:

@@ -143,15 +143,15 @@ def _tune(k: Kernel, tune_params: Any, restrictions: Any, answer: list | None,  
                   f"{f['reason']}")
         return strategies.WORST
 
-    def cost(cfg: dict, nxt: dict | None = None) -> float:
+    def cost(cfg: dict, upcoming: Sequence[dict] = ()) -> float:
         nonlocal steps_ms, in_cost
         t0 = time.perf_counter()
         try:
-            return _cost(cfg, nxt)
+            return _cost(cfg, upcoming)
         finally:
             in_cost += time.perf_counter() - t0
 
-    def _cost(cfg: dict, nxt: dict | None) -> float:
+    def _cost(cfg: dict, upcoming: Sequence[dict]) -> float:
         nonlocal steps_ms
         key = space.key(cfg)
         entry = cfile.entries.get(key) if cfile is not None else None
@@ -168,7 +168,7 @@ def _tune(k: Kernel, tune_params: Any, restrictions: Any, answer: list | None,  
         row = known[st.size_class].get(KernelParams(cfg).key())
         if row is not None:
             return _resumed(cfg, row, st)
-        o = session.evaluate(k.job(cfg), _ahead(nxt))
+        o = session.evaluate(k.job(cfg), _ahead(upcoming))
         steps_ms += sum(float(o.get(t) or 0.0) for t in results.TIMING_KEYS)
         if o["step"] == "usage":
             raise KernelSourceError(o["reason"])
@@ -189,15 +189,25 @@ def _tune(k: Kernel, tune_params: Any, restrictions: Any, answer: list | None,  
             print(results.config_string(r, show))
         return results.score(r, objective, higher)
 
-    def _ahead(nxt: dict | None) -> Any:  # noqa: ANN401 - the next config's job, if it runs
-        if nxt is None or session is None or not session.prebuild:
-            return None
-        if cfile is not None and space.key(nxt) in cfile.entries:
-            return None
-        try:
-            return k.job(nxt)
-        except (ValueError, TypeError):  # its own evaluation says why
-            return None
+    def _ahead(upcoming: Sequence[dict]) -> list:
+        """The jobs of the next configs that will run (not in the cache file or the
+        database), as many as the session takes ahead."""
+        jobs: list = []
+        if session is None:
+            return jobs
+        for nxt in upcoming:
+            if len(jobs) >= session.ahead:
+                break
+            if cfile is not None and space.key(nxt) in cfile.entries:
+                continue
+            st = store_for(nxt)
+            if known[st.size_class].get(KernelParams(nxt).key()) is not None:
+                continue
+            try:
+                jobs.append(k.job(nxt))
+            except (ValueError, TypeError):  # its own evaluation says why
+                continue
+        return jobs
 
     def _resumed(cfg: dict, row: Any, st: KernelResults) -> float:  # noqa: ANN401
         if row.status != "ok":

@@ -1,0 +1,141 @@
+"""Several evaluation workers judging an application's configs at once (`cltune/user/lanes.py`,
+`session.py`): builds in parallel processes, checks and timings one at a time, every config's
+verdict its own, the results in the strategy's order."""
+
+from __future__ import annotations
+
+import os
+import types
+
+import numpy as np
+import pytest
+from support.faults import injected
+
+import cltune
+from cltune.user import lanes
+
+SCALE = """
+__kernel void k(__global float *c, __global const float *a, int n) {
+#if block_size_x == 64
+    this does not compile;
+#endif
+    int i = get_global_id(0);
+    if (i < n) c[i] = (block_size_x == 128 && i == 5) ? -1.0f : 2.0f * a[i];
+}
+"""
+
+
+def _clock():
+    """A benchmark observer noting, in the worker, when a config's timed launches began and
+    ended and which process ran them (defined in a function: sent to the worker by value)."""
+
+    class Clock:
+
+        def __init__(self):
+            self.t0 = self.t1 = None
+
+        def before_start(self):
+            import time
+            if self.t0 is None:
+                self.t0 = time.time()
+
+        def after_finish(self):
+            import time
+            self.t1 = time.time()
+
+        def get_results(self):
+            out = {"t0": self.t0, "t1": self.t1, "pid": os.getpid()}
+            self.t0 = self.t1 = None
+            return out
+
+    return Clock()
+
+
+def _args(n=100003):
+    a = np.arange(n, dtype=np.float32)
+    return [np.zeros(n, np.float32), a, np.int32(n)], 2 * a
+
+
+def test_several_workers_judge_configs_ahead_and_time_them_one_at_a_time(device, monkeypatch):
+    """Three workers: the results are brute force's order and the same configs as with one;
+    more than one process timed them, and no two configs' timed launches overlap."""
+    args, want = _args()
+    space = {"block_size_x": [16, 32, 128, 256, 512], "dummy": [1, 2]}
+    monkeypatch.setenv("CLTUNE_KERNEL_WORKERS", "1")
+    one, _ = cltune.tune_kernel("k", SCALE, args[0].size, args, space, answer=[want, None, None],
+                                device=device[1], db=False, quiet=True)
+    monkeypatch.setenv("CLTUNE_KERNEL_WORKERS", "3")
+    res, env = cltune.tune_kernel("k", SCALE, args[0].size, args, space,
+                                  answer=[want, None, None], observers=[_clock()],
+                                  iterations=20, device=device[1], db=False, quiet=True)
+    cfgs = [(r["block_size_x"], r["dummy"]) for r in res]
+    assert cfgs == [(r["block_size_x"], r["dummy"]) for r in one]
+    assert [b for b, _ in cfgs] == [16, 16, 32, 32, 256, 256, 512, 512]
+    assert {f["block_size_x"] for f in env["failed"]} == {128}
+    assert len({r["pid"] for r in res}) > 1
+    spans = sorted((r["t0"], r["t1"]) for r in res)
+    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+        assert start >= end, spans
+
+
+@pytest.mark.parametrize("strategy", ["brute_force", "random_sample"])
+def test_a_crash_or_hang_in_one_worker_fails_only_its_config(device, monkeypatch, tmp_path,
+                                                             strategy):
+    n = 1000
+    args, want = _args(n)
+    monkeypatch.setenv("CLTUNE_KERNEL_WORKERS", "3")
+    with injected(monkeypatch, tmp_path, "abort:family=kernel,block_size_x=16;"
+                                         "hang:family=kernel,block_size_x=8;"
+                                         "segv:family=kernel,block_size_x=512"):
+        from cltune.user import session
+        monkeypatch.setattr(session.Session, "deadline", lambda self: 3.0)
+        res, env = cltune.tune_kernel("k", SCALE, n, args,
+                                      {"block_size_x": [8, 16, 32, 64, 128, 256, 512, 1024]},
+                                      answer=[want, None, None], strategy=strategy,
+                                      strategy_options={"max_fevals": 8}, seed=3,
+                                      device=device[1], db=False, quiet=True)
+    assert sorted(r["block_size_x"] for r in res) == [32, 256, 1024]
+    why = {f["block_size_x"]: f["step"] for f in env["failed"]}
+    assert why == {8: "hung", 16: "crashed", 64: "build", 128: "validate", 512: "crashed"}
+
+
+def test_the_worker_count_by_device_memory_and_setting(monkeypatch):
+    gpu = types.SimpleNamespace(type="gpu", global_mem=8 << 30)
+    cpu = types.SimpleNamespace(type="cpu", global_mem=8 << 30)
+    monkeypatch.delenv("CLTUNE_KERNEL_WORKERS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    small = [np.zeros(1000, np.float32)]
+    assert lanes.lanes_for(cpu, small) == 1
+    assert lanes.lanes_for(gpu, small) == lanes.MAX_LANES
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert lanes.lanes_for(gpu, small) == 1
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    big = [types.SimpleNamespace(nbytes=1 << 30)]  # 8 GiB device: half of it is 4 copies
+    assert lanes.lanes_for(gpu, big) == min(4, lanes.MAX_LANES)
+    assert lanes.lanes_for(gpu, [types.SimpleNamespace(nbytes=7 << 30)]) == 1
+    monkeypatch.setenv("CLTUNE_KERNEL_WORKERS", "5")
+    assert lanes.lanes_for(cpu, small) == 5
+    for bad in ("0", "two"):
+        monkeypatch.setenv("CLTUNE_KERNEL_WORKERS", bad)
+        with pytest.raises(ValueError, match="CLTUNE_KERNEL_WORKERS"):
+            lanes.lanes_for(gpu, small)
+
+
+def test_the_timing_lock_is_held_by_one_process_at_a_time(tmp_path):
+    import subprocess
+    import sys
+    import time
+    path = str(tmp_path / "t.lock")
+    code = ("import sys, time; from cltune.user.lanes import held\n"
+            "with held(sys.argv[1]):\n    print('in', flush=True); time.sleep(1.5)\n")
+    with lanes.held(path):
+        p = subprocess.Popen([sys.executable, "-c", code, path], stdout=subprocess.PIPE,
+                             text=True)
+        time.sleep(1.0)
+        assert p.poll() is None  # waiting on the lock, not yet in
+    t = time.monotonic()
+    assert p.stdout.readline().strip() == "in"
+    assert time.monotonic() - t < 10
+    p.wait(timeout=10)
+    with lanes.held(""):  # no lock file: nothing held
+        pass
