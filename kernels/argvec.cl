@@ -278,3 +278,117 @@ clt_argvec_rows(__global const AV_T *x, const long xoff, const long rowlen, cons
     }
     out[outoff + row] = bi;
 }
+
+/* Along axis 0 of `cols` interleaved columns (a C-ordered (rows, cols) slab at x[xoff], cols
+ * dividing CLT_AV_W, 2..16): the same scan as clt_argvec_chunks over the slab's n = rows x cols
+ * elements, whose lane l then always holds column l % cols (chunks start at multiples of
+ * CLT_AV_W); the lanes, the tail and a NaN rescan are combined per column, and chunk g writes
+ * column c's winner, a flat index within the slab, to part[partoff + g * cols + c] (-1 for an
+ * empty chunk). */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
+clt_argvec_cols(__global const AV_T *x, const long xoff, const long n, const long chunk,
+                const AV_M flip, const int cols, __global long *part, const long partoff) {
+    const long g = get_global_id(0);
+    const long begin = g * chunk;
+    const long len = min(chunk, n - begin);
+    __global const AV_T *p = x + xoff + begin;
+    const AV_M nb = len > 0 ? (AV_M)(len / CLT_AV_W) : (AV_M)0;
+    long ci[CLT_AV_W]; /* per column: its winner within the chunk (-1: none yet) and value */
+    AV_C cv[CLT_AV_W];
+    for (int c = 0; c < cols; ++c) {
+        ci[c] = -1;
+        cv[c] = (AV_C)0;
+    }
+#if AV_FLOAT
+    AV_MV nans = (AV_MV)(0);
+#endif
+    if (nb > 0) {
+        AV_CV b0 = FLIPV(LOADV(0, p));
+        AV_MV k0 = (AV_MV)(0);
+        SEE_NANS(b0);
+#if CLT_AV_U >= 2
+        AV_CV b1 = b0;
+        AV_MV k1 = k0;
+#endif
+#if CLT_AV_U >= 4
+        AV_CV b2 = b0, b3 = b0;
+        AV_MV k2 = k0, k3 = k0;
+#endif
+        AV_M b = 1;
+        for (; b <= nb - CLT_AV_U; b += CLT_AV_U) {
+            STEP(b0, k0, b)
+#if CLT_AV_U >= 2
+            STEP(b1, k1, b + 1)
+#endif
+#if CLT_AV_U >= 4
+            STEP(b2, k2, b + 2)
+            STEP(b3, k3, b + 3)
+#endif
+        }
+        for (; b < nb; ++b)
+            STEP(b0, k0, b)
+#if CLT_AV_U >= 4
+        MERGE(b0, k0, b2, k2)
+        MERGE(b1, k1, b3, k3)
+#endif
+#if CLT_AV_U >= 2
+        MERGE(b0, k0, b1, k1)
+#endif
+        AV_C lv[CLT_AV_W];
+        AV_M lb[CLT_AV_W];
+        CAT(vstore, CLT_AV_W)(b0, 0, lv);
+        CAT(vstore, CLT_AV_W)(k0, 0, lb);
+        for (int l = 0; l < CLT_AV_W; ++l) {
+            const int c = l % cols;
+            const long i = (long)lb[l] * CLT_AV_W + l;
+            if (ci[c] < 0 || clt_av_beats(lv[l], i, cv[c], ci[c])) {
+                cv[c] = lv[l];
+                ci[c] = i;
+            }
+        }
+    }
+    for (long i = (long)nb * CLT_AV_W; i < len; ++i) {
+        const int c = (int)(i % cols);
+        const AV_C v = FLIP1((AV_C)p[i]);
+        if (ci[c] < 0 || clt_av_beats(v, i, cv[c], ci[c])) {
+            cv[c] = v;
+            ci[c] = i;
+        }
+    }
+#if AV_FLOAT
+    if (any(nans)) { /* each column's first NaN wins (one in the tail was found above) */
+        int seen = 0;
+        for (long i = 0; i < len && seen != (1 << cols) - 1; ++i) {
+            const int c = (int)(i % cols);
+            if (!(seen & (1 << c)) && isnan(p[i])) {
+                ci[c] = i;
+                seen |= 1 << c;
+            }
+        }
+    }
+#endif
+    for (int c = 0; c < cols; ++c)
+        part[partoff + g * cols + c] = ci[c] < 0 ? -1L : begin + ci[c];
+}
+
+/* Column get_global_id(0) of clt_argvec_cols' `parts` chunks (from part[partoff]): its
+ * winner's row -> out[outoff + column]. */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
+clt_argvec_cols_finish(__global const AV_T *x, const long xoff, const long parts,
+                       const AV_M flip, const int cols, __global const long *part,
+                       const long partoff, __global long *out, const long outoff) {
+    const int c = (int)get_global_id(0);
+    long bi = -1;
+    AV_C bv = (AV_C)0;
+    for (long g = 0; g < parts; ++g) {
+        const long i = part[partoff + g * cols + c];
+        if (i < 0)
+            continue;
+        const AV_C v = FLIP1((AV_C)x[xoff + i]);
+        if (bi < 0 || clt_av_beats(v, i, bv, bi)) {
+            bv = v;
+            bi = i;
+        }
+    }
+    out[outoff + c] = bi / cols;
+}

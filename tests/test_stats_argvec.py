@@ -268,6 +268,48 @@ def test_an_index_past_2_31(queue, cpu):
     del x
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int16, np.uint32, np.int64])
+def test_along_axis_0_of_a_few_columns(queue, cpu, rng, dt, monkeypatch):
+    """#40: argmax/argmin along axis 0 of C-ordered blocks of 2..lanes columns (a divisor of
+    the lanes) and COLS_MIN+ elements run the vector kernel (argvec.cols): numpy's rows with
+    ties (the first wins), each column's first NaN, keepdims, 3-D blocks and a view at an
+    offset; columns that do not divide the lanes, small blocks and F order keep the
+    expression path, as right."""
+    if dt == np.float64 and not cpu.fp64:
+        pytest.skip("no fp64")
+    served = []
+    real = argvec.cols
+    monkeypatch.setattr(argvec, "cols", lambda *a: served.append(a[4:7]) or real(*a))
+    b = argvec.served(dev(queue, np.zeros(4, dt)), queue)
+    lanes = b.lanes
+    r = argvec.COLS_MIN // 2 + 13
+    shapes = [((r, 2), 0, 0), ((r, 4), 0, 3), ((2, r, lanes), 1, 1), ((r, lanes), -2, 0),
+              ((r, 3), 0, 0), ((101, 4), 0, 0)]
+    for shape, axis, lead in shapes:
+        size = int(np.prod(shape))
+        flat = random_of(rng, dt, size + lead)
+        h = flat[lead:].reshape(shape)
+        rows = h.reshape(-1, shape[-1])  # a view: every block's rows one after another
+        m = shape[-2]
+        if np.dtype(dt).kind == "f":
+            rows[[7, m - 5], 0] = np.nan  # column 0: its first NaN wins
+        rows[[3, m - 2], -1] = h.max()  # the last column: ties of the max and of the min
+        rows[[4, m - 3], -1] = h.min()
+        x = cla.to_device(queue, flat)[lead:].reshape(shape)
+        for f, g in ((cltune.argmax, np.argmax), (cltune.argmin, np.argmin)):
+            for keep in (False, True):
+                got = f(x, axis=axis, keepdims=keep)
+                ref = g(h, axis=axis, keepdims=keep)
+                assert got.shape == ref.shape and got.dtype == np.int64
+                assert np.array_equal(got.get(), ref), (shape, axis, f.__name__, keep)
+    assert {(1, r, 2), (1, r, 4), (2, r, lanes), (1, r, lanes)} <= set(served), served
+    assert not any(c == 3 or rows == 101 for _, rows, c in served)
+    h = np.asfortranarray(random_of(rng, dt, 4 * r).reshape(r, 4))  # F order: not served
+    before = len(served)
+    got = cltune.argmax(cla.to_device(queue, h), axis=0).get()
+    assert np.array_equal(got, np.argmax(h, axis=0)) and len(served) == before
+
+
 def test_a_driver_that_crashes_on_it_leaves_the_expression_path(queue, cpu, monkeypatch,
                                                                  tmp_path):
     with injected(monkeypatch, tmp_path, "abort:check=argvec") as cache:

@@ -63,18 +63,24 @@ def along(op: str, knl: ReductionKernel, x: cla.Array, q: cl.CommandQueue, extra
 
 def arg_rows(op: str, x: cla.Array, q: cl.CommandQueue, axis: Any,
              keepdims: bool) -> cla.Array | None:
-    """argmin/argmax along the contiguous axis of a few long C-ordered rows on a CPU, through
-    the vector kernel (cltune.stats.argvec.rows); None where the expression path serves."""
+    """argmin/argmax on a CPU through the vector kernel, along the contiguous axis of a few
+    long C-ordered rows (cltune.stats.argvec.rows) or along the axis before it where a few
+    columns follow (argvec.cols); None where the expression path serves."""
     check_int_axis(op, axis)
     g = cached_geometry(x, axis, keepdims)
-    if g.inner != 1 or g.r == 0 or not x.flags.c_contiguous:
+    if g.r == 0 or not x.flags.c_contiguous:
         return None
     b = argvec.served(x, q)
-    if not argvec.takes_rows(b, g.outer, g.r):
+    if g.inner == 1:
+        if not argvec.takes_rows(b, g.outer, g.r):
+            return None
+    elif not argvec.takes_cols(b, g.outer, g.r, g.inner):  # a few columns along axis 0
         return None
     alloc = x.allocator if x.allocator is not None else pool_for(q)
     res = empty_result(q, g.kept, np.dtype(np.int64), g.order, alloc)
-    return argvec.rows(b, x, q, op == "argmax", g.outer, g.r, res)
+    if g.inner == 1:
+        return argvec.rows(b, x, q, op == "argmax", g.outer, g.r, res)
+    return argvec.cols(b, x, q, op == "argmax", g.outer, g.r, g.inner, res)
 
 
 def norm_axes(axis: Any, ord_: Any) -> Any:

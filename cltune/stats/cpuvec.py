@@ -120,6 +120,10 @@ class Built:
     finish: cl.Kernel
     #: clt_<name>_rows where the file has it (argvec: the winners of each row's chunks)
     rows: cl.Kernel | None = None
+    #: clt_<name>_cols and clt_<name>_cols_finish where the file has them (argvec: along axis
+    #: 0 of a few interleaved columns)
+    cols: cl.Kernel | None = None
+    cols_finish: cl.Kernel | None = None
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
@@ -186,10 +190,15 @@ class Kernels:
                 lanes: int) -> Built:
         """Build the file for dt and lanes (BuildError with the compiler's words)."""
         prg = compile_program(ctx, dev, self.source(), self.build_options(dt, lanes))
-        rows = f"clt_{self.name}_rows"
+        names = prg.kernel_names.split(";")
+
+        def maybe(kind: str) -> cl.Kernel | None:
+            name = f"clt_{self.name}_{kind}"
+            return getattr(prg, name) if name in names else None
+
         return Built(dt, lanes, info.compute_units, getattr(prg, f"clt_{self.name}_chunks"),
-                     getattr(prg, f"clt_{self.name}_finish"),
-                     getattr(prg, rows) if rows in prg.kernel_names.split(";") else None)
+                     getattr(prg, f"clt_{self.name}_finish"), maybe("rows"), maybe("cols"),
+                     maybe("cols_finish"))
 
     def built(self, q: cl.CommandQueue, dt: np.dtype) -> Built | None:
         """The vetted build for dt on q's device, or None where the expression path serves
