@@ -12,10 +12,10 @@
  *                 combine in __local memory (a tree with uniform barriers) or, with
  *                 CLT_AX_WARP on NVIDIA, with shfl.sync.bfly. A long row is split over `split`
  *                 groups whose partials clt_ax_rows_fin combines.
- *   clt_ax_packed rows of 2..16 elements (CPUs): whole rows packed in each vector load,
- *                 folded pairwise in registers (lengths 2, 4, 8, 16 <= CLT_VEC), or blocks of
- *                 CLT_VEC rows transposed in registers (any other length); a group streams
- *                 a block.
+ *   clt_ax_packed rows of 2..16 elements (CPUs): blocks of CLT_VEC rows, folded as a tree
+ *                 of vectors in registers (lengths 2, 4, 8, 16 <= CLT_VEC) or transposed in
+ *                 registers (any other length), CLT_VEC results stored at once; a group
+ *                 streams a run of blocks.
  *   clt_ax_cols   inner > 1 (strided): CLT_AX_COLS work-items lie along the kept axis, each
  *                 owning CLT_VEC adjacent outputs (coalesced loads), CLT_WG / CLT_AX_COLS of
  *                 them stream rows; a tree in __local memory combines those; with split > 1
@@ -286,70 +286,30 @@ clt_ax_rows(AX_ROWS_PARAMS) {
 }
 
 /* ---- short rows, packed (CPUs) ------------------------------------------------------------
- * Rows of len = 2, 4, 8 or 16 <= CLT_VEC elements: each vector load holds CLT_VEC / len whole
- * rows, folded pairwise (even and odd lanes: (x0 op x1) op (x2 op x3) ...) to one value a
- * row, CLT_ITEMS vectors in flight a step; a group streams a contiguous block of `chunk`
- * vectors. The rows past the last whole vector (fewer than CLT_VEC / len) go to the last
- * group's work-items, folded in the same order. A work-item per row with the row in one
- * vector left the loads and stores a row apart (2-6 GB/s on PoCL for rows of 4-16 floats).
+ * Rows of len = 2, 4, 8 or 16 <= CLT_VEC elements: a block of CLT_VEC rows is len whole
+ * vectors, folded as a tree in registers: each step joins the pairwise folds (even and odd
+ * lanes: (x0 op x1), (x2 op x3), ...) of two vectors into one, so that after log2(len) steps
+ * one vector holds the block's CLT_VEC row values in order, stored at once (each row folded
+ * pairwise, the order of a fold of the row alone). A vector's rows folded by themselves and
+ * stored a few values at a time took 4 folds and a scalar store a row of 16 (1048576x16 float32
+ * at 0.55 of the 1-D sum on both CPU runtimes). A group streams a contiguous block of `chunk`
+ * blocks; the rows past the last whole block (fewer than CLT_VEC) go to the last group's
+ * work-items, folded in the same order. A work-item per row with the row in one vector left
+ * the loads and stores a row apart (2-6 GB/s on PoCL for rows of 4-16 floats).
  * The arguments are clt_ax_rows's (split, aligned, partials, tickets and tile unused).
  * Built where the host may launch it (-DCLT_AX_PACKED=1: CPUs, a work-item a row). */
 #ifndef CLT_AX_PACKED
 #define CLT_AX_PACKED 0
 #endif
 #if CLT_AX_PACKED
-#if CLT_VEC >= 16
-inline CAT(CLT_ACC_T, 8) axp_f16(const CAT(CLT_ACC_T, 16) v) { return OP(v.even, v.odd); }
-#endif
-#if CLT_VEC >= 8
-inline CAT(CLT_ACC_T, 4) axp_f8(const CAT(CLT_ACC_T, 8) v) { return OP(v.even, v.odd); }
-#endif
-#if CLT_VEC >= 4
-inline CAT(CLT_ACC_T, 2) axp_f4(const CAT(CLT_ACC_T, 4) v) { return OP(v.even, v.odd); }
-#endif
-#if CLT_VEC >= 2
-inline acc_t axp_f2(const CAT(CLT_ACC_T, 2) v) { return OP(v.even, v.odd); }
-#endif
-/* axp_tL: the type of a vector folded L times (typedefs: CAT does not expand inside CAT) */
-#if CLT_VEC == 16
-#define AXP_1(v) axp_f16(v)
-#define AXP_2(v) axp_f8(axp_f16(v))
-#define AXP_3(v) axp_f4(axp_f8(axp_f16(v)))
-#define AXP_4(v) axp_f2(axp_f4(axp_f8(axp_f16(v))))
-typedef CAT(CLT_ACC_T, 8) axp_t1;
-typedef CAT(CLT_ACC_T, 4) axp_t2;
-typedef CAT(CLT_ACC_T, 2) axp_t3;
-typedef acc_t axp_t4;
-#elif CLT_VEC == 8
-#define AXP_1(v) axp_f8(v)
-#define AXP_2(v) axp_f4(axp_f8(v))
-#define AXP_3(v) axp_f2(axp_f4(axp_f8(v)))
-typedef CAT(CLT_ACC_T, 4) axp_t1;
-typedef CAT(CLT_ACC_T, 2) axp_t2;
-typedef acc_t axp_t3;
-#elif CLT_VEC == 4
-#define AXP_1(v) axp_f4(v)
-#define AXP_2(v) axp_f2(axp_f4(v))
-typedef CAT(CLT_ACC_T, 2) axp_t1;
-typedef acc_t axp_t2;
-#elif CLT_VEC == 2
-#define AXP_1(v) axp_f2(v)
-typedef acc_t axp_t1;
-#endif
-/* AXP_PUT(L, o, r): the rows' values r (a vector folded L times) to o[0..]: floats as one
- * vector store (converted as the scalar store converts: round to nearest even); otherwise,
- * and for one row a vector, by STORE_OUT each (integers bit-exactly). AXP_CAT selects by L:
- * CAT itself does not expand again inside the names it made. */
+/* AXP_JOIN(a, b): the pairwise folds of a and of b, joined into one vector (CLT_VEC 2: two
+ * values) */
+#define AXP_JOIN(a, b) ((accv_t)(OP((a).even, (a).odd), OP((b).even, (b).odd)))
 #define AXP_CAT_(a, b) a##b
 #define AXP_CAT(a, b) AXP_CAT_(a, b)
 #define AXP_PUT_EACH(L, o, r)                                                                    \
     _Pragma("unroll") for (uint j_ = 0; j_ < (CLT_VEC >> (L)); ++j_)                           \
         STORE_OUT((o) + j_, ((const acc_t *)&(r))[j_])
-#if CLT_IS_FLOAT && !CLT_IS_HALF
-#define AXP_PUTV(w, o, r) AXP_NT(w, o, CAT(convert_, CAT(CLT_OUT_T, w))(r))
-#else
-#define AXP_PUTV(w, o, r) AXP_PUT_EACH(AXP_LOG_##w, o, r)
-#endif
 /* AXP_NT(w, o, v): v (w outputs) to o, bypassing the caches where o is aligned to the vector
  * (the results are not read again here; a plain store first reads each line it writes) */
 #define AXP_NT(w, o, v)                                                                          \
@@ -359,50 +319,23 @@ typedef acc_t axp_t1;
         else                                                                                   \
             CAT(vstore, w)((v), 0, (o));                                                       \
     } while (0)
-#define AXP_LOG_2 (AXP_LV - 1)
-#define AXP_LOG_4 (AXP_LV - 2)
-#define AXP_LOG_8 (AXP_LV - 3)
-#if CLT_VEC == 16
-#define AXP_LV 4
-#define AXP_PUT1(o, r) AXP_PUTV(8, o, r)
-#define AXP_PUT2(o, r) AXP_PUTV(4, o, r)
-#define AXP_PUT3(o, r) AXP_PUTV(2, o, r)
-#define AXP_PUT4(o, r) AXP_PUT_EACH(4, o, r)
-#elif CLT_VEC == 8
-#define AXP_LV 3
-#define AXP_PUT1(o, r) AXP_PUTV(4, o, r)
-#define AXP_PUT2(o, r) AXP_PUTV(2, o, r)
-#define AXP_PUT3(o, r) AXP_PUT_EACH(3, o, r)
-#elif CLT_VEC == 4
-#define AXP_LV 2
-#define AXP_PUT1(o, r) AXP_PUTV(2, o, r)
-#define AXP_PUT2(o, r) AXP_PUT_EACH(2, o, r)
-#elif CLT_VEC == 2
-#define AXP_LV 1
-#define AXP_PUT1(o, r) AXP_PUT_EACH(1, o, r)
-#endif
-#define AXP_PUT(L, o, r) AXP_CAT(AXP_PUT, L)(o, r)
 
-/* rows of 2^L elements */
-#define AXP_ROWS(L)                                                                              \
+/* rows of 2^L elements: blocks of CLT_VEC rows, 2^L vector loads each */
+#define AXP_TREE(L)                                                                              \
     do {                                                                                       \
-        const uint rpv_ = CLT_VEC >> (L); /* rows a vector holds */                            \
-        const idx_t nv_ = rows / rpv_;                                                         \
+        const idx_t nv_ = rows / CLT_VEC; /* whole blocks */                                   \
         const idx_t b1_ = min(b0 + chunk, nv_);                                                \
-        idx_t v_ = b0 + lid;                                                                   \
-        for (; v_ + (idx_t)(CLT_ITEMS - 1) * CLT_WG < b1_; v_ += (idx_t)CLT_ITEMS * CLT_WG) { \
-            CAT(axp_t, L) r_[CLT_ITEMS];                                                       \
-            _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k)                              \
-                r_[k] = CAT(AXP_, L)(AXV((v_ + (idx_t)k * CLT_WG) * CLT_VEC));                 \
-            _Pragma("unroll") for (int k = 0; k < CLT_ITEMS; ++k)                              \
-                AXP_PUT(L, out + (v_ + (idx_t)k * CLT_WG) * rpv_, r_[k]);                       \
-        }                                                                                      \
-        for (; v_ < b1_; v_ += CLT_WG) {                                                       \
-            const CAT(axp_t, L) r1_ = CAT(AXP_, L)(AXV(v_ * CLT_VEC));                          \
-            AXP_PUT(L, out + v_ * rpv_, r1_);                                                  \
+        for (idx_t v_ = b0 + lid; v_ < b1_; v_ += CLT_WG) {                                    \
+            accv_t t_[1 << (L)];                                                               \
+            _Pragma("unroll") for (int k = 0; k < (1 << (L)); ++k)                             \
+                t_[k] = AXV((v_ * (1 << (L)) + k) * CLT_VEC);                                  \
+            _Pragma("unroll") for (int w = (1 << (L)) / 2; w > 0; w /= 2)                      \
+                _Pragma("unroll") for (int j = 0; j < w; ++j)                                  \
+                    t_[j] = AXP_JOIN(t_[2 * j], t_[2 * j + 1]);                                \
+            AXP_PUT_BLOCK(out + v_ * CLT_VEC, t_[0]);                                          \
         }                                                                                      \
         if (get_group_id(0) == get_num_groups(0) - 1) {                                        \
-            for (idx_t r = nv_ * rpv_ + lid; r < rows; r += CLT_WG) {                          \
+            for (idx_t r = nv_ * CLT_VEC + lid; r < rows; r += CLT_WG) {                       \
                 acc_t t_[1 << (L)];                                                            \
                 _Pragma("unroll") for (int j = 0; j < (1 << (L)); ++j)                         \
                     t_[j] = AX1(r * (1 << (L)) + j);                                           \
@@ -470,16 +403,16 @@ clt_ax_packed(AX_ROWS_PARAMS) {
     const uint lid = get_local_id(0);
     const idx_t b0 = (idx_t)get_group_id(0) * chunk; /* this group's first vector */
 #if CLT_VEC >= 2
-    if (len == 2) AXP_ROWS(1);
+    if (len == 2) AXP_TREE(1);
 #endif
 #if CLT_VEC >= 4
-    if (len == 4) AXP_ROWS(2);
+    if (len == 4) AXP_TREE(2);
 #endif
 #if CLT_VEC >= 8
-    if (len == 8) AXP_ROWS(3);
+    if (len == 8) AXP_TREE(3);
 #endif
 #if CLT_VEC >= 16
-    if (len == 16) AXP_ROWS(4);
+    if (len == 16) AXP_TREE(4);
 #endif
     /* (not len & (len - 1): LLVM makes that a popcount, which Oclgrind cannot run) */
     if (len > CLT_VEC || (len != 2 && len != 4 && len != 8 && len != 16)) AXP_ANY();

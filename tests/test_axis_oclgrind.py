@@ -42,11 +42,12 @@ COLS = [C(wg=8, lanes=0, cols=4, vec=1, items=2, groups_per_cu=4),
         C(wg=8, lanes=0, cols=8, vec=1, items=1, groups_per_cu=2),
         C(wg=8, lanes=0, cols=2, vec=1, items=2, groups_per_cu=4, lockstep=1),
         C(wg=8, lanes=0, cols=4, vec=1, items=3, groups_per_cu=4, stream=1)]
-# clt_ax_packed (rows of 2, 4, 8, 16 <= vec, whole rows in each vector; other lengths <= 16,
-# blocks of vec rows transposed; CPUs: Oclgrind's device says GPU too, so the launcher is
-# told it is a CPU): whole vectors or blocks, the tail rows
+# clt_ax_packed (blocks of vec rows: rows of 2, 4, 8, 16 <= vec folded as a tree of vectors,
+# other lengths <= 16 transposed; CPUs: Oclgrind's device says GPU too, so the launcher is
+# told it is a CPU): whole blocks, the tail rows
 PACKED = [C(wg=1, lanes=1, vec=4, items=2, groups_per_cu=2),
-          C(wg=2, lanes=1, vec=8, items=1, groups_per_cu=4)]
+          C(wg=2, lanes=1, vec=8, items=1, groups_per_cu=4),
+          C(wg=1, lanes=1, vec=16, items=1, groups_per_cu=2)]
 # clt_ax_cols_narrow (1..16 columns read as a flat array; CPUs, streamed columns): whole
 # blocks of vec rows, the tail rows, several outer blocks
 NARROW = [C(wg=4, lanes=0, cols=1, vec=4, items=2, groups_per_cu=2, stream=1)]
@@ -63,6 +64,7 @@ PROBLEMS = {"rows": [Problem(3, 37, 1), Problem(1, 301, 1), Problem(5, 2, 1)],
             "cols": [Problem(1, 37, 3), Problem(2, 29, 5), Problem(1, 200, 2)],
             "segs": [Problem(1, int(SEGS[-1]), 1, SEGS)],
             "packed": [Problem(37, 4, 1), Problem(11, 2, 1), Problem(9, 8, 1), Problem(2, 2, 1),
+                       Problem(21, 4, 1), Problem(17, 16, 1),
                        Problem(19, 7, 1), Problem(8, 12, 1), Problem(3, 5, 1)],
             "blocked": [Problem(3, 37, 1), Problem(1, 301, 1), Problem(9, 70, 1),
                         Problem(41, 33, 1)],
@@ -91,9 +93,7 @@ for op, dtype in [("sum", "float32"), ("max", "float32"), ("sum", "int32")]:
                     err = compare(spec, got, want, b)
                 except Exception as e:
                     err = f"{type(e).__name__}: {e}"[:300]
-                folded = p.r in (2, 4, 8, 16) and p.r <= cfg.vec  # else transposed blocks
-                expect = packed and 2 <= p.r <= 16 and (p.outer * p.r if folded else
-                                                        p.outer) >= cfg.vec
+                expect = packed and 2 <= p.r <= 16 and p.outer >= cfg.vec  # a block of rows
                 if la.packs(p.outer, p.r) != expect:
                     err = err or f"packed {la.packs(p.outer, p.r)}, expected {expect}"
                 if la.narrows(p.r, p.inner) != (kind == "narrow"):

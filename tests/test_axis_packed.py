@@ -1,6 +1,6 @@
-"""Short rows packed into vectors (kernels/axis.cl's clt_ax_packed, #40): rows of 2, 4, 8 or
-16 elements on a CPU, several whole rows in each vector load, folded pairwise; rows of any
-other length up to 16, blocks of vec rows transposed in registers. Against the
+"""Short rows packed into vectors (kernels/axis.cl's clt_ax_packed, #40): blocks of vec rows,
+rows of 2, 4, 8 or 16 elements folded as a tree of vectors in registers, rows of any other
+length up to 16 transposed in registers. Against the
 float64/exact reference within the accuracy harness's bound, for every op and width of
 element, row counts that leave no, some and only tail rows, inputs at an offset, NaNs in
 min/max; the public call serves it untuned and gives numpy's answer; it is taken only where
@@ -18,7 +18,7 @@ import cltune
 from cltune.core.inputs import make_input
 from cltune.core.ops import OpSpec
 from cltune.families.axis.config import AxisConfig
-from cltune.families.axis.launch import PACKED, SHORT_ROW, AxisLauncher
+from cltune.families.axis.launch import SHORT_ROW, AxisLauncher
 from cltune.families.axis.reference import Problem, bounds, compare, reference, run_once
 
 CONFIGS = [AxisConfig(wg=1, lanes=1, vec=16, items=3, groups_per_cu=8),
@@ -42,13 +42,12 @@ def test_packed_rows_match_the_reference(ctx, queue, device, op, dtype):
     for cfg in CONFIGS:
         la = AxisLauncher(ctx, dev, _cpu(info), spec, cfg)
         for b in (2, 3, 4, 5, 7, 8, 12, 15, 16):
-            folded = b in PACKED and b <= cfg.vec  # else transposed blocks of vec rows
             for rows in (1, 3, 37, 4099, 70001):
                 p = Problem(rows, b, 1)
                 xs = [x.copy() for x in make_input(spec, p.n, seed=rows + b)]
                 if op in ("min", "max") and spec.is_float and rows > 3:
                     xs[0][5 * b + 1] = np.nan  # a NaN row: numpy's NaN
-                assert la.packs(rows, b) == (rows * (b if folded else 1) >= cfg.vec), (rows, b)
+                assert la.packs(rows, b) == (rows >= cfg.vec), (rows, b)  # a block of vec rows
                 for lead in (0, 3):
                     got = run_once(la, queue, p, xs, lead=lead)
                     want, scale = reference(spec, p, xs)

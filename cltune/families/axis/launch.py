@@ -45,8 +45,6 @@ FIN_COLS_CPU = 1024
 #: of its 10 strips, 98.6 us where one piece each takes 39.9 (PoCL: 161 -> 76)
 MIN_PIECE_BYTES = 1 << 18
 _IDX32_LIMIT = (1 << 32) - (1 << 20)
-#: row lengths clt_ax_packed folds (powers of two up to the widest vector)
-PACKED = (2, 4, 8, 16)
 #: the longest rows clt_ax_packed takes (other lengths: blocks of vec rows transposed)
 SHORT_ROW = 16
 #: the most columns clt_ax_cols_narrow takes (its AXN_MAX: a case of its switch each)
@@ -341,25 +339,20 @@ class AxisLauncher:
                          self._local], True, fin)
 
     def packs(self, rows: int, length: int) -> bool:
-        """Rows short enough for clt_ax_packed: CPUs, a work-item a row (lanes 1); lengths 2,
-        4, 8 or 16 <= vec (vec / length rows a vector load) with a vector's worth of rows, or
-        any other length 3..SHORT_ROW (blocks of vec rows transposed in registers) with a
-        block's worth. GPUs keep a work-item per row until measured."""
+        """Rows short enough for clt_ax_packed: CPUs, a work-item a row (lanes 1); lengths
+        2..SHORT_ROW with a block's worth of rows (vec rows: folded as a tree in registers for
+        lengths 2, 4, 8 or 16 <= vec, transposed for the others). GPUs keep a work-item per
+        row until measured."""
         if not builds_packed(self.info, self.cfg) or not 2 <= length <= SHORT_ROW:
             return False
-        if length in PACKED and length <= self.cfg.vec:
-            return rows * length >= self.cfg.vec
         return rows >= self.cfg.vec
 
     def _prepare_packed(self, queue: cl.CommandQueue, k: dict, xoff: int, yoff: int,
                         rows: int, length: int, b: AxisBuilt) -> Prepared:
         """clt_ax_packed: groups stream contiguous blocks of vectors (`chunk` of them)."""
-        wg, v, items = self.cfg.wg, self.cfg.vec, self.cfg.items
-        if length in PACKED and length <= v:
-            nv = rows // (v // length)  # vectors of whole rows
-        else:
-            nv, items = rows // v, 1  # blocks of v rows (len vector loads each)
-        groups = _groups(self.cfg, self.info.compute_units, -(-nv // (wg * items)))
+        wg, v = self.cfg.wg, self.cfg.vec
+        nv = rows // v  # blocks of v rows (len vector loads each)
+        groups = _groups(self.cfg, self.info.compute_units, -(-nv // wg))
         chunk = -(-nv // groups)
         with _LOCK:
             s = self._scratch_for(queue, 0, b.acc_dtype.itemsize)
