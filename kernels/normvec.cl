@@ -127,3 +127,88 @@ clt_normvec_finish(__global const double *part, const long parts, __global float
         s += part[g];
     out[outoff] = (float)sqrt(s);
 }
+
+/* block b (W elements from p) added into accumulator a (the mean's sums) */
+#define STEP1(a, b)                                                                            \
+    { a += CAT(convert_, NV_DV)(CAT(vload, CLT_NV_W)(b, p)); }
+
+/* the scan of a chunk's nb whole blocks with STEPM into a0 (the accumulators merged) */
+#if CLT_NV_U >= 4
+#define NV_MORE(STEPM, b) STEPM(a1, b + 1) STEPM(a2, b + 2) STEPM(a3, b + 3)
+#elif CLT_NV_U >= 2
+#define NV_MORE(STEPM, b) STEPM(a1, b + 1)
+#else
+#define NV_MORE(STEPM, b)
+#endif
+#define NV_SCAN(STEPM)                                                                         \
+    {                                                                                          \
+        long b = 0;                                                                            \
+        for (; b <= nb - CLT_NV_U; b += CLT_NV_U) {                                            \
+            STEPM(a0, b)                                                                       \
+            NV_MORE(STEPM, b)                                                                  \
+        }                                                                                      \
+        for (; b < nb; ++b)                                                                    \
+            STEPM(a0, b)                                                                       \
+    }
+
+/* Along axis 0 of `cols` interleaved columns (a C-ordered (rows, cols) block at x[xoff], cols
+ * dividing CLT_NV_W, 2..16): the chunks' scan over the block's n = rows x cols elements, whose
+ * lane l always holds column l % cols (chunks start at multiples of CLT_NV_W); `square`: the
+ * squares are summed (the L2 norm), else the values (the mean). The lanes and the tail are
+ * added per column, and chunk g writes column c's sum to part[partoff + g * cols + c]. */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
+clt_normvec_cols(__global const float *x, const long xoff, const long n, const long chunk,
+                 const int cols, const int square, __global double *part, const long partoff) {
+    const long g = get_global_id(0);
+    const long begin = g * chunk;
+    const long len = min(chunk, n - begin);
+    __global const float *p = x + xoff + begin;
+    const long nb = len > 0 ? len / CLT_NV_W : 0;
+    double s[CLT_NV_W];
+    for (int c = 0; c < cols; ++c)
+        s[c] = 0.0;
+    if (nb > 0) {
+        NV_DV a0 = (NV_DV)(0.0);
+#if CLT_NV_U >= 2
+        NV_DV a1 = (NV_DV)(0.0);
+#endif
+#if CLT_NV_U >= 4
+        NV_DV a2 = (NV_DV)(0.0), a3 = (NV_DV)(0.0);
+#endif
+        if (square)
+            NV_SCAN(STEP)
+        else
+            NV_SCAN(STEP1)
+#if CLT_NV_U >= 4
+        a0 += a2;
+        a1 += a3;
+#endif
+#if CLT_NV_U >= 2
+        a0 += a1;
+#endif
+        double lv[CLT_NV_W];
+        CAT(vstore, CLT_NV_W)(a0, 0, lv);
+        for (int l = 0; l < CLT_NV_W; ++l)
+            s[l % cols] += lv[l];
+    }
+    for (long i = nb * CLT_NV_W; i < len; ++i) {
+        const double v = (double)p[i];
+        const int c = (int)(i % cols);
+        s[c] = square ? fma(v, v, s[c]) : s[c] + v;
+    }
+    for (int c = 0; c < cols; ++c)
+        part[partoff + g * cols + c] = s[c];
+}
+
+/* Column get_global_id(0): its `parts` chunk sums (from part[partoff]) added in order ->
+ * out[outoff + column]: (float)sqrt(sum) with `square`, else (float)(sum / rows). */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
+clt_normvec_cols_finish(__global const double *part, const long partoff, const long parts,
+                        const int cols, const int square, const long rows,
+                        __global float *out, const long outoff) {
+    const int c = (int)get_global_id(0);
+    double s = 0.0;
+    for (long g = 0; g < parts; ++g)
+        s += part[partoff + g * cols + c];
+    out[outoff + c] = square ? (float)sqrt(s) : (float)(s / (double)rows);
+}

@@ -268,6 +268,55 @@ def test_the_call_is_asynchronous_and_takes_other_queues(ctx, queue, cpu, rng):
     assert all(close(float(r.get()), reference(h[i:])) for i, r in enumerate(rs))
 
 
+def test_mean_and_norm_along_axis_0_of_a_few_columns(queue, cpu, rng, monkeypatch):
+    """#40: the float32 mean and L2 norm along axis 0 of C-ordered blocks of 2..lanes columns
+    (a divisor of the lanes) and COLS_MIN+ elements run the vector kernel (normvec.cols):
+    within 2 float32 ulps of the float64 reference with huge values, an infinity and a NaN in
+    a column, keepdims, 3-D blocks and a view at an offset; 3 columns, small blocks, float64
+    and F order keep the expression path, as right."""
+    served = []
+    real = normvec.cols
+    monkeypatch.setattr(normvec, "cols", lambda *a: served.append(a[4:7]) or real(*a))
+    lanes = normvec.served(dev(queue, np.zeros(4, np.float32)), queue).lanes
+    r = normvec.COLS_MIN // 2 + 13
+    for shape, axis, lead in (((r, 2), 0, 0), ((r, 4), 0, 3), ((2, r, lanes), 1, 1),
+                              ((r, lanes), -2, 0), ((r, 3), 0, 0), ((101, 4), 0, 0)):
+        size = int(np.prod(shape))
+        flat = rng.standard_normal(size + lead).astype(np.float32) * np.float32(1e3)
+        h = flat[lead:].reshape(shape)
+        rows = h.reshape(-1, shape[-1])
+        m = shape[-2]
+        rows[[5, m - 4], 0] = np.float32(3e38)  # column 0: squares and sums past FLT_MAX
+        rows[9, -1] = np.inf
+        if shape[-1] > 2:
+            rows[m - 2, 1] = np.nan
+        x = cla.to_device(queue, flat)[lead:].reshape(shape)
+        h64 = h.astype(np.float64)
+        with np.errstate(all="ignore"):
+            for f, ref in ((cltune.mean, np.mean(h64, axis=axis, keepdims=True)),
+                           (cltune.norm, np.sqrt(np.sum(h64 * h64, axis=axis, keepdims=True)))):
+                want = ref.astype(np.float32)
+                for keep in (False, True):
+                    got = f(x, axis=axis, keepdims=keep)
+                    w = want if keep else np.squeeze(want, axis=axis)
+                    assert got.shape == w.shape and got.dtype == np.float32
+                    g = got.get()
+                    ok = (g == w) | (np.isnan(g) & np.isnan(w)) | (
+                        np.abs(g - w) <= 2 * np.spacing(np.abs(w)))
+                    assert ok.all(), (shape, axis, f.__name__, keep, g, w)
+    assert {(1, r, 2), (1, r, 4), (2, r, lanes), (1, r, lanes)} <= set(served), served
+    assert not any(c == 3 or rows_ == 101 for _, rows_, c in served)
+    before = len(served)
+    h = np.asfortranarray(rng.standard_normal((r, 4)).astype(np.float32))  # F order: not
+    got = cltune.mean(cla.to_device(queue, h), axis=0).get()
+    assert np.allclose(got, h.astype(np.float64).mean(axis=0), rtol=1e-6)
+    if cpu.fp64:
+        h = rng.standard_normal((r, 4))  # float64: not
+        got = cltune.mean(cla.to_device(queue, h), axis=0).get()
+        assert np.allclose(got, h.mean(axis=0), rtol=1e-12)
+    assert len(served) == before
+
+
 def test_a_driver_that_crashes_on_it_leaves_the_expression_path(queue, cpu, monkeypatch,
                                                                  tmp_path):
     with injected(monkeypatch, tmp_path, "abort:check=normvec") as cache:

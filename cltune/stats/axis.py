@@ -30,7 +30,7 @@ from cltune.families.expr_axis.config import AxisExprConfig
 from cltune.families.expr_axis.family import variant
 from cltune.families.expr_axis.launch import AxisPlan
 from cltune.opencl.pools import pool_for
-from cltune.stats import argvec
+from cltune.stats import argvec, normvec
 from cltune.stats.kernels import kernel
 
 
@@ -81,6 +81,24 @@ def arg_rows(op: str, x: cla.Array, q: cl.CommandQueue, axis: Any,
     if g.inner == 1:
         return argvec.rows(b, x, q, op == "argmax", g.outer, g.r, res)
     return argvec.cols(b, x, q, op == "argmax", g.outer, g.r, g.inner, res)
+
+
+def sum_cols(op: str, x: cla.Array, q: cl.CommandQueue, axis: Any,
+             keepdims: bool) -> cla.Array | None:
+    """The float32 mean / L2 norm (`norm2`) along the axis before a last axis of a few columns
+    of a C-ordered array on a CPU, through the vector kernel (cltune.stats.normvec.cols); None
+    where the expression path serves."""
+    if type(axis) is not int or x.dtype != np.float32 or not x.flags.c_contiguous:
+        return None
+    g = cached_geometry(x, axis, keepdims)
+    if g.inner == 1 or g.r == 0:
+        return None
+    b = normvec.served(x, q)
+    if not normvec.takes_cols(b, g.outer, g.r, g.inner):
+        return None
+    alloc = x.allocator if x.allocator is not None else pool_for(q)
+    res = empty_result(q, g.kept, np.dtype(np.float32), g.order, alloc)
+    return normvec.cols(b, x, q, op == "norm2", g.outer, g.r, g.inner, res)
 
 
 def norm_axes(axis: Any, ord_: Any) -> Any:

@@ -1,24 +1,31 @@
 # ruff: noqa  (one-off experiment, kept terse)
-"""#40 on CPUs: argmax along axis 0 of a few columns, the vector kernel (argvec.cols) against
-the expression path it replaced (argvec.takes_cols forced off), beside numpy and the 1-D sum
-of the same array; ms a call, median of REPEATS blocks of CALLS calls, each block of cltune's
-after one of numpy's (the same cache state for every cltune block).
+"""#40 on CPUs: argmax (OP=mean, OP=norm: the mean, the L2 norm) along axis 0 of a few
+columns, the vector kernel (argvec.cols; normvec.cols) against the expression path it replaced
+(takes_cols forced off), beside numpy and the 1-D sum of the same array; ms a call, median of
+REPEATS blocks of CALLS calls, each block of cltune's after one of numpy's (the same cache
+state for every cltune block).
 
     DEV=1 python scripts/experiments/arg_cols_ab.py
+    DEV=0 OP=mean python scripts/experiments/arg_cols_ab.py
 """
 import os, statistics, time
 import numpy as np, pyopencl as cl, pyopencl.array as cla
 import cltune
 from cltune.device.select import select
 from cltune.stats import api as stats_api
-from cltune.stats import argvec
+from cltune.stats import argvec, normvec
 
 dev = select(os.environ.get("DEV", "1"))[1]
 ctx = cl.Context([dev]); q = cl.CommandQueue(ctx)
 CALLS, REPEATS = int(os.environ.get("CALLS", 3)), int(os.environ.get("REPEATS", 7))
 rng = np.random.default_rng(3)
 r = cltune.get_reducer(q, "sum", np.float32)
-real = argvec.takes_cols
+OP = os.environ.get("OP", "argmax")
+MOD = argvec if OP == "argmax" else normvec
+real = MOD.takes_cols
+CALL = {"argmax": cltune.argmax, "mean": cltune.mean, "norm": cltune.norm}[OP]
+NP = {"argmax": lambda h: h.argmax(axis=-2), "mean": lambda h: h.mean(axis=-2),
+      "norm": lambda h: np.linalg.norm(h, axis=-2)}[OP]
 SHAPES = [tuple(int(v) for v in s.split("x")) for s in os.environ.get("SHAPES", "2000003x4,1048576x16,4000037x2,500001x8,3x700001x8,65537x4").split(",")]
 
 
@@ -31,25 +38,25 @@ def block(f, fin):
 
 
 def expr(x):
-    argvec.takes_cols = lambda *a: False
+    MOD.takes_cols = lambda *a: False
     try:
-        return cltune.argmax(x, axis=-2)
+        return CALL(x, axis=-2)
     finally:
-        argvec.takes_cols = real
+        MOD.takes_cols = real
         stats_api._along_calls.clear()  # the expression path's call is kept: not for "v"
 
 
-print(f"# {dev.name}; float32 argmax along axis -2; ms a call, median of {REPEATS} blocks of {CALLS}")
+print(f"# {dev.name}; float32 {OP} along axis -2; ms a call, median of {REPEATS} blocks of {CALLS}")
 print("| shape | MB | vector kernel | expression path | numpy | 1-D sum | speed-up | x numpy | of 1-D |")
 print("|---|---|---|---|---|---|---|---|---|")
 for shape in SHAPES:
     h = rng.standard_normal(shape).astype(np.float32)
     x = cla.to_device(q, h)
-    assert np.array_equal(cltune.argmax(x, axis=-2).get(), h.argmax(axis=-2))
-    assert np.array_equal(expr(x).get(), h.argmax(axis=-2))
+    assert np.allclose(CALL(x, axis=-2).get(), NP(h.astype(np.float64)), rtol=1e-5)
+    assert np.allclose(expr(x).get(), NP(h.astype(np.float64)), rtol=1e-5)
     flat = x.reshape(-1)
-    fs = {"v": (lambda: cltune.argmax(x, axis=-2), q.finish), "e": (lambda: expr(x), q.finish),
-          "s": (lambda: r(flat), q.finish), "n": (lambda: h.argmax(axis=-2), lambda: None)}
+    fs = {"v": (lambda: CALL(x, axis=-2), q.finish), "e": (lambda: expr(x), q.finish),
+          "s": (lambda: r(flat), q.finish), "n": (lambda: NP(h), lambda: None)}
     t = {k: [] for k in fs}
     for k in fs:
         block(*fs[k])
