@@ -103,13 +103,13 @@ def test_the_worker_count_by_device_memory_and_setting(monkeypatch):
     gpu = types.SimpleNamespace(type="gpu", global_mem=8 << 30)
     cpu = types.SimpleNamespace(type="cpu", global_mem=8 << 30)
     monkeypatch.delenv("CLTUNE_KERNEL_WORKERS", raising=False)
-    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(lanes, "_cores", lambda: 16)
     small = [np.zeros(1000, np.float32)]
     assert lanes.lanes_for(cpu, small) == 1
     assert lanes.lanes_for(gpu, small) == lanes.MAX_LANES
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(lanes, "_cores", lambda: 2)
     assert lanes.lanes_for(gpu, small) == 1
-    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(lanes, "_cores", lambda: 16)
     big = [types.SimpleNamespace(nbytes=1 << 30)]  # 8 GiB device: half of it is 4 copies
     assert lanes.lanes_for(gpu, big) == min(4, lanes.MAX_LANES)
     assert lanes.lanes_for(gpu, [types.SimpleNamespace(nbytes=7 << 30)]) == 1

@@ -29,9 +29,9 @@ MEMORY_SHARE = 0.5
 
 def lanes_for(info: DeviceInfo, arguments: Sequence[object]) -> int:
     """Workers for a tune of a kernel with these arguments: CLTUNE_KERNEL_WORKERS when set
-    (>= 1), else 1 on CPUs and min(MAX_LANES, host cores - 1) elsewhere, fewer where the
-    workers' copies of the arguments would take more than MEMORY_SHARE of the device's or the
-    host's memory."""
+    (>= 1), else 1 on CPUs and min(MAX_LANES, the cores this process may use - 1) elsewhere,
+    fewer where the workers' copies of the arguments would take more than MEMORY_SHARE of the
+    device's or the host's memory."""
     env = os.environ.get("CLTUNE_KERNEL_WORKERS", "").strip()
     if env:
         try:
@@ -44,12 +44,20 @@ def lanes_for(info: DeviceInfo, arguments: Sequence[object]) -> int:
         return n
     if info.type == "cpu":
         return 1
-    n = min(MAX_LANES, max(1, (os.cpu_count() or 1) - 1))
+    n = min(MAX_LANES, max(1, _cores() - 1))
     nbytes = sum(int(getattr(a, "nbytes", 0) or 0) for a in arguments)
     if nbytes:
         room = min(int(info.global_mem), _host_memory() or int(info.global_mem))
         n = min(n, max(1, int(MEMORY_SHARE * room // nbytes)))
     return n
+
+
+def _cores() -> int:
+    """The cores this process may run on (its affinity: a container's share), else the host's."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _host_memory() -> int:
