@@ -212,3 +212,98 @@ clt_normvec_cols_finish(__global const double *part, const long partoff, const l
         s += part[partoff + g * cols + c];
     out[outoff + c] = square ? (float)sqrt(s) : (float)(s / (double)rows);
 }
+
+/* The variance along axis 0 of `cols` interleaved columns, as clt_normvec_cols cuts them:
+ * chunk g shifts each column by its own first value in the chunk (c, the value of lane
+ * l % cols in the chunk's first vector: a chunk starts at a row) and sums d = x - c and d^2
+ * in double a lane at a time; for each column it writes (n, c, s1, s2) as four doubles to
+ * part[4 * (partoff + g * cols + column)] (n = 0: an empty chunk). Within a chunk of m rows
+ * (c - mean)^2 <= m v, so M2 = s2 - s1^2/n keeps about 53 - 2 log2(m) bits at the worst. */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
+clt_normvec_vcols(__global const float *x, const long xoff, const long n, const long chunk,
+                  const int cols, __global double *part, const long partoff) {
+    const long g = get_global_id(0);
+    const long begin = g * chunk;
+    const long len = min(chunk, n - begin);
+    __global const float *p = x + xoff + begin;
+    const long nb = len > 0 ? len / CLT_NV_W : 0;
+    double sh[CLT_NV_W], s1[CLT_NV_W], s2[CLT_NV_W];
+    for (int l = 0; l < CLT_NV_W; ++l) {
+        sh[l] = len > 0 ? (double)p[l % cols] : 0.0;
+        s1[l] = 0.0;
+        s2[l] = 0.0;
+    }
+    if (nb > 0) {
+        const NV_DV c = CAT(vload, CLT_NV_W)(0, sh);
+        NV_DV a1 = (NV_DV)(0.0), a2 = (NV_DV)(0.0), b1 = (NV_DV)(0.0), b2 = (NV_DV)(0.0);
+        long b = 0;
+        for (; b + 1 < nb; b += 2) {
+            const NV_DV u = CAT(convert_, NV_DV)(CAT(vload, CLT_NV_W)(b, p)) - c;
+            const NV_DV v = CAT(convert_, NV_DV)(CAT(vload, CLT_NV_W)(b + 1, p)) - c;
+            a1 += u;
+            a2 = fma(u, u, a2);
+            b1 += v;
+            b2 = fma(v, v, b2);
+        }
+        if (b < nb) {
+            const NV_DV u = CAT(convert_, NV_DV)(CAT(vload, CLT_NV_W)(b, p)) - c;
+            a1 += u;
+            a2 = fma(u, u, a2);
+        }
+        a1 += b1;
+        a2 += b2;
+        double l1[CLT_NV_W], l2[CLT_NV_W];
+        CAT(vstore, CLT_NV_W)(a1, 0, l1);
+        CAT(vstore, CLT_NV_W)(a2, 0, l2);
+        for (int l = 0; l < CLT_NV_W; ++l) {
+            s1[l % cols] += l1[l];
+            s2[l % cols] += l2[l];
+        }
+    }
+    for (long i = nb * CLT_NV_W; i < len; ++i) {
+        const int k = (int)(i % cols);
+        const double d = (double)p[i] - sh[k];
+        s1[k] += d;
+        s2[k] = fma(d, d, s2[k]);
+    }
+    const double rows = len > 0 ? (double)(len / cols) : 0.0;
+    for (int k = 0; k < cols; ++k) {
+        __global double *o = part + 4 * (partoff + g * cols + k);
+        o[0] = rows;
+        o[1] = sh[k];
+        o[2] = s1[k];
+        o[3] = s2[k];
+    }
+}
+
+/* Column get_global_id(0): its `parts` chunks' (n, c, s1, s2) (from part[4 * partoff]) as
+ * (n, mean, M2) merged in order by Chan, Golub and LeVeque's formula; var = M2 / max(n -
+ * ddof, 0), NaN where the mean is not finite (an infinity or a NaN in the column: numpy's);
+ * out[outoff + column] = (float)var, or (float)sqrt(var) with `root`. */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
+clt_normvec_vcols_finish(__global const double *part, const long partoff, const long parts,
+                         const int cols, const double ddof, const int root,
+                         __global float *out, const long outoff) {
+    const int k = (int)get_global_id(0);
+    double n = 0.0, mean = 0.0, m2 = 0.0;
+    for (long g = 0; g < parts; ++g) {
+        __global const double *o = part + 4 * (partoff + g * cols + k);
+        const double nb = o[0];
+        if (nb == 0.0)
+            continue;
+        const double mb = o[1] + o[2] / nb;
+        const double m2b = fmax(o[3] - o[2] * (o[2] / nb), 0.0);
+        if (n == 0.0) {
+            n = nb;
+            mean = mb;
+            m2 = m2b;
+            continue;
+        }
+        const double t = n + nb, d = mb - mean, f = nb / t;
+        m2 = m2 + m2b + d * d * n * f;
+        mean = mean + d * f;
+        n = t;
+    }
+    const double v = isfinite(mean) ? m2 / fmax(n - ddof, 0.0) : (double)NAN;
+    out[outoff + k] = (float)(root ? sqrt(v) : v);
+}

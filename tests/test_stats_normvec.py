@@ -268,12 +268,14 @@ def test_the_call_is_asynchronous_and_takes_other_queues(ctx, queue, cpu, rng):
     assert all(close(float(r.get()), reference(h[i:])) for i, r in enumerate(rs))
 
 
-def test_mean_and_norm_along_axis_0_of_a_few_columns(queue, cpu, rng, monkeypatch):
+def test_mean_norm_and_var_along_axis_0_of_a_few_columns(queue, cpu, rng, monkeypatch):
     """#40: the float32 mean and L2 norm along axis 0 of C-ordered blocks of 2..lanes columns
     (a divisor of the lanes) and COLS_MIN+ elements run the vector kernel (normvec.cols):
     within 2 float32 ulps of the float64 reference with huge values, an infinity and a NaN in
-    a column, keepdims, 3-D blocks and a view at an offset; 3 columns, small blocks, float64
-    and F order keep the expression path, as right."""
+    a column, keepdims, 3-D blocks and a view at an offset; var and std with ddof 0 and 1
+    (normvec.var_cols) within 4 ulps with a mean far from the spread, a first row far from
+    the mean, outliers, an infinity and a NaN; 3 columns, small blocks, float64 and F order
+    keep the expression path, as right."""
     served = []
     real = normvec.cols
     monkeypatch.setattr(normvec, "cols", lambda *a: served.append(a[4:7]) or real(*a))
@@ -307,6 +309,31 @@ def test_mean_and_norm_along_axis_0_of_a_few_columns(queue, cpu, rng, monkeypatc
     assert {(1, r, 2), (1, r, 4), (2, r, lanes), (1, r, lanes)} <= set(served), served
     assert not any(c == 3 or rows_ == 101 for _, rows_, c in served)
     before = len(served)
+    var_served = []
+    real_var = normvec.var_cols
+    monkeypatch.setattr(normvec, "var_cols",
+                        lambda *a: var_served.append(a[5:8]) or real_var(*a))
+    for shape, axis, lead in (((r, 4), 0, 1), ((2, r, lanes), 1, 0), ((r, 2), -2, 0)):
+        size = int(np.prod(shape))
+        flat = (rng.standard_normal(size + lead) * 3 + 1e4).astype(np.float32)  # mean >> std
+        h = flat[lead:].reshape(shape)
+        rows = h.reshape(-1, shape[-1])
+        rows[0, 0] = np.float32(-1e6)  # a first row far from the mean: the shift
+        rows[[7, r // 2], 1] = np.float32(3e5)
+        if shape[-1] > 2:
+            rows[5, 2] = np.inf  # numpy's var of a column with an infinity or a NaN: NaN
+            rows[9, 3] = np.nan
+        x = cla.to_device(queue, flat)[lead:].reshape(shape)
+        h64 = h.astype(np.float64)
+        for f, g in ((cltune.var, np.var), (cltune.std, np.std)):
+            for ddof in (0, 1):
+                with np.errstate(all="ignore"):
+                    want = g(h64, axis=axis, ddof=ddof).astype(np.float32)
+                got = f(x, axis=axis, ddof=ddof).get()
+                ok = (np.isnan(got) & np.isnan(want)) | (
+                    np.abs(got - want) <= 4 * np.spacing(np.abs(want)))
+                assert got.dtype == np.float32 and ok.all(), (shape, f.__name__, ddof, got, want)
+    assert {(1, r, 4), (2, r, lanes), (1, r, 2)} <= set(var_served), var_served
     h = np.asfortranarray(rng.standard_normal((r, 4)).astype(np.float32))  # F order: not
     got = cltune.mean(cla.to_device(queue, h), axis=0).get()
     assert np.allclose(got, h.astype(np.float64).mean(axis=0), rtol=1e-6)

@@ -160,8 +160,8 @@ def _run(op: str, x: Any, queue: cl.CommandQueue | None, *extra: Any,
         res = stats_axis.arg_rows(op, x, q, axis, keepdims)  # CPUs, few long rows
         if res is not None:
             return res
-    if axis is not None and op in ("mean", "norm2"):
-        res = stats_axis.sum_cols(op, x, q, axis, keepdims)  # CPUs, float32, a few columns
+    if axis is not None and op in ("mean", "norm2", "var", "std"):
+        res = stats_axis.sum_cols(op, x, q, axis, keepdims, extra)  # CPUs, float32, few cols
         if res is not None:
             return res
     knl = kernel(op, q.context, x.dtype)

@@ -83,11 +83,11 @@ def arg_rows(op: str, x: cla.Array, q: cl.CommandQueue, axis: Any,
     return argvec.cols(b, x, q, op == "argmax", g.outer, g.r, g.inner, res)
 
 
-def sum_cols(op: str, x: cla.Array, q: cl.CommandQueue, axis: Any,
-             keepdims: bool) -> cla.Array | None:
-    """The float32 mean / L2 norm (`norm2`) along the axis before a last axis of a few columns
-    of a C-ordered array on a CPU, through the vector kernel (cltune.stats.normvec.cols); None
-    where the expression path serves."""
+def sum_cols(op: str, x: cla.Array, q: cl.CommandQueue, axis: Any, keepdims: bool,
+             extra: tuple = ()) -> cla.Array | None:
+    """The float32 mean / L2 norm (`norm2`) / var / std (`extra`: (ddof,)) along the axis
+    before a last axis of a few columns of a C-ordered array on a CPU, through the vector
+    kernels (cltune.stats.normvec.cols, var_cols); None where the expression path serves."""
     if type(axis) is not int or x.dtype != np.float32 or not x.flags.c_contiguous:
         return None
     g = cached_geometry(x, axis, keepdims)
@@ -98,6 +98,9 @@ def sum_cols(op: str, x: cla.Array, q: cl.CommandQueue, axis: Any,
         return None
     alloc = x.allocator if x.allocator is not None else pool_for(q)
     res = empty_result(q, g.kept, np.dtype(np.float32), g.order, alloc)
+    if op in ("var", "std"):
+        return normvec.var_cols(b, x, q, op == "std", float(extra[0]), g.outer, g.r, g.inner,
+                                res)
     return normvec.cols(b, x, q, op == "norm2", g.outer, g.r, g.inner, res)
 
 

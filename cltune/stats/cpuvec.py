@@ -124,6 +124,10 @@ class Built:
     #: 0 of a few interleaved columns)
     cols: cl.Kernel | None = None
     cols_finish: cl.Kernel | None = None
+    #: clt_<name>_vcols and clt_<name>_vcols_finish where the file has them (normvec: the
+    #: variance along axis 0 of a few interleaved columns)
+    vcols: cl.Kernel | None = None
+    vcols_finish: cl.Kernel | None = None
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
@@ -198,7 +202,7 @@ class Kernels:
 
         return Built(dt, lanes, info.compute_units, getattr(prg, f"clt_{self.name}_chunks"),
                      getattr(prg, f"clt_{self.name}_finish"), maybe("rows"), maybe("cols"),
-                     maybe("cols_finish"))
+                     maybe("cols_finish"), maybe("vcols"), maybe("vcols_finish"))
 
     def built(self, q: cl.CommandQueue, dt: np.dtype) -> Built | None:
         """The vetted build for dt on q's device, or None where the expression path serves

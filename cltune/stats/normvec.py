@@ -223,6 +223,40 @@ def cols(b: Built, x: cla.Array, q: cl.CommandQueue, square: bool, outer: int, r
     return res
 
 
+_VCOLS_TYPES = (None, np.int64, np.int64, np.int64, np.int32, None, np.int64)
+_VCOLS_FINISH_TYPES = (None, np.int64, np.int64, np.int32, np.float64, np.int32, None, np.int64)
+
+
+def var_cols(b: Built, x: cla.Array, q: cl.CommandQueue, root: bool, ddof: float, outer: int,
+             r: int, inner: int, res: cla.Array) -> cla.Array:
+    """numpy.var (numpy.std with `root`) with `ddof` along axis 0 of each of x's `outer`
+    C-ordered blocks of r rows (r >= 1) of `inner` columns into res (float32, outer x inner,
+    contiguous): each block cut as `cols` cuts it, each chunk's (n, shift, sums) per column in
+    scratch (clt_normvec_vcols), merged by Chan's formula a work-item a column."""
+    n = r * inner
+    pl = plan(n, b.lanes, b.compute_units)
+    xoff = x.offset // 4
+    inq = in_order(q)
+    pool = pool_for(q)
+    wait = pending(x.events, in_order=inq) if x.events else None
+    evs = []
+    with b.lock:
+        part = partials(q, pool, 32 * pl.items * inner * outer)
+        chunks = setter(b.vcols, _VCOLS_TYPES)
+        fin = setter(b.vcols_finish, _VCOLS_FINISH_TYPES)
+        roff = res.offset // 4
+        for i in range(outer):
+            poff = i * pl.items * inner
+            ev1 = chunks.launch(q, (pl.items,), (1,), (x.base_data, xoff + i * n, n, pl.chunk,
+                                                        inner, part, poff), wait)
+            evs.append(fin.launch(q, (inner,), (1,), (part, poff, pl.items, inner,
+                                                      float(ddof), int(root), res.base_data,
+                                                      roff + i * inner),
+                                  None if inq else [ev1]))
+    res.events.extend(evs[-1:] if inq else evs)
+    return res
+
+
 def explain(queue: cl.CommandQueue, dtype: Any, n: int) -> Explanation | None:
     """What serves the L2 norm of n elements of dtype on the queue's device when
     kernels/normvec.cl does (its plan, level `builtin`: from the device's info), else None."""
@@ -300,6 +334,18 @@ def check(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: DeviceI
                 what = "L2 norm" if square else "mean"
                 return (f"wrong answer: the {what} along axis 0 of {k} x {r} x {inner} float32 "
                         f"gave {got.tolist()}, the float64 reference {want.tolist()}")
+        for root, ddof in ((False, 0), (True, 1)):
+            out = cla.empty(queue, (k, inner), _F32)
+            got = var_cols(b, x, queue, root, ddof, k, r, inner, out).get().astype(np.float64)
+            with np.errstate(all="ignore"):
+                want = (np.std if root else np.var)(h, axis=1, ddof=ddof)
+                want = want.astype(np.float32).astype(np.float64)
+                close = (got == want) | (np.isnan(got) & np.isnan(want)) | (
+                    np.abs(got - want) <= 4 * np.spacing(np.abs(want).astype(np.float32)))
+            if not close.all():
+                return (f"wrong answer: the {'std' if root else 'var'} along axis 0 of {k} x {r}"
+                        f" x {inner} float32 gave {got.tolist()}, the float64 reference "
+                        f"{want.tolist()}")
     return ""
 
 

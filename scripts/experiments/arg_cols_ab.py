@@ -1,5 +1,5 @@
 # ruff: noqa  (one-off experiment, kept terse)
-"""#40 on CPUs: argmax (OP=mean, OP=norm: the mean, the L2 norm) along axis 0 of a few
+"""#40 on CPUs: argmax (OP=mean, OP=norm, OP=var: the mean, the L2 norm, var) along axis 0 of a few
 columns, the vector kernel (argvec.cols; normvec.cols) against the expression path it replaced
 (takes_cols forced off), beside numpy and the 1-D sum of the same array; ms a call, median of
 REPEATS blocks of CALLS calls, each block of cltune's after one of numpy's (the same cache
@@ -23,9 +23,10 @@ r = cltune.get_reducer(q, "sum", np.float32)
 OP = os.environ.get("OP", "argmax")
 MOD = argvec if OP == "argmax" else normvec
 real = MOD.takes_cols
-CALL = {"argmax": cltune.argmax, "mean": cltune.mean, "norm": cltune.norm}[OP]
+CALL = {"argmax": cltune.argmax, "mean": cltune.mean, "norm": cltune.norm,
+        "var": cltune.var}[OP]
 NP = {"argmax": lambda h: h.argmax(axis=-2), "mean": lambda h: h.mean(axis=-2),
-      "norm": lambda h: np.linalg.norm(h, axis=-2)}[OP]
+      "norm": lambda h: np.linalg.norm(h, axis=-2), "var": lambda h: h.var(axis=-2)}[OP]
 SHAPES = [tuple(int(v) for v in s.split("x")) for s in os.environ.get("SHAPES", "2000003x4,1048576x16,4000037x2,500001x8,3x700001x8,65537x4").split(",")]
 
 
