@@ -313,14 +313,16 @@ def test_mean_norm_and_var_along_axis_0_of_a_few_columns(queue, cpu, rng, monkey
     real_var = normvec.var_cols
     monkeypatch.setattr(normvec, "var_cols",
                         lambda *a: var_served.append(a[5:8]) or real_var(*a))
-    for shape, axis, lead in (((r, 4), 0, 1), ((2, r, lanes), 1, 0), ((r, 2), -2, 0)):
+    long = 2 * normvec.COLS_MIN + 5
+    for shape, axis, lead in (((r, 4), 0, 1), ((2, r, lanes), 1, 0), ((r, 2), -2, 0),
+                              ((3, long), 1, 2)):  # the last: three long rows
         size = int(np.prod(shape))
         flat = (rng.standard_normal(size + lead) * 3 + 1e4).astype(np.float32)  # mean >> std
         h = flat[lead:].reshape(shape)
-        rows = h.reshape(-1, shape[-1])
+        rows = h.reshape(-1, shape[-1]) if axis != 1 or len(shape) == 3 else h.T
         rows[0, 0] = np.float32(-1e6)  # a first row far from the mean: the shift
-        rows[[7, r // 2], 1] = np.float32(3e5)
-        if shape[-1] > 2:
+        rows[[7, shape[axis] // 2], 1] = np.float32(3e5)
+        if rows.shape[1] > 3:
             rows[5, 2] = np.inf  # numpy's var of a column with an infinity or a NaN: NaN
             rows[9, 3] = np.nan
         x = cla.to_device(queue, flat)[lead:].reshape(shape)
@@ -333,7 +335,11 @@ def test_mean_norm_and_var_along_axis_0_of_a_few_columns(queue, cpu, rng, monkey
                 ok = (np.isnan(got) & np.isnan(want)) | (
                     np.abs(got - want) <= 4 * np.spacing(np.abs(want)))
                 assert got.dtype == np.float32 and ok.all(), (shape, f.__name__, ddof, got, want)
-    assert {(1, r, 4), (2, r, lanes), (1, r, 2)} <= set(var_served), var_served
+    assert {(1, r, 4), (2, r, lanes), (1, r, 2), (3, long, 1)} <= set(var_served), var_served
+    before = len(served)
+    x = cla.to_device(queue, rng.standard_normal((3, long)).astype(np.float32))
+    cltune.mean(x, axis=1)  # the mean along long rows keeps the expression path
+    assert len(served) == before
     h = np.asfortranarray(rng.standard_normal((r, 4)).astype(np.float32))  # F order: not
     got = cltune.mean(cla.to_device(queue, h), axis=0).get()
     assert np.allclose(got, h.astype(np.float64).mean(axis=0), rtol=1e-6)

@@ -86,12 +86,16 @@ def arg_rows(op: str, x: cla.Array, q: cl.CommandQueue, axis: Any,
 def sum_cols(op: str, x: cla.Array, q: cl.CommandQueue, axis: Any, keepdims: bool,
              extra: tuple = ()) -> cla.Array | None:
     """The float32 mean / L2 norm (`norm2`) / var / std (`extra`: (ddof,)) along the axis
-    before a last axis of a few columns of a C-ordered array on a CPU, through the vector
-    kernels (cltune.stats.normvec.cols, var_cols); None where the expression path serves."""
+    before a last axis of a few columns, and var / std along the last axis of a few long rows,
+    of a C-ordered array on a CPU, through the vector kernels (cltune.stats.normvec.cols,
+    var_cols); None where the expression path serves."""
     if type(axis) is not int or x.dtype != np.float32 or not x.flags.c_contiguous:
         return None
     g = cached_geometry(x, axis, keepdims)
-    if g.inner == 1 or g.r == 0:
+    if g.r == 0 or g.inner == 1 and op not in ("var", "std"):
+        # few long rows: var's (1.0-3.0x the expression kernel on both CPU runtimes); the mean
+        # and the norm ran 0.8-1.5x there, within noise of the tuned rows config they keep
+        # (docs/logs/cpu-var-cols-2026-12-07.txt)
         return None
     b = normvec.served(x, q)
     if not normvec.takes_cols(b, g.outer, g.r, g.inner):

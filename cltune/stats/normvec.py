@@ -174,10 +174,10 @@ def call(b: Built, x: cla.Array, q: cl.CommandQueue, keepdims: bool, *,
     return c.launch(x, res), c
 
 
-#: along axis 0 of a C-ordered (rows, cols) block whose `cols` divides the lanes (2..16): at
-#: least this many elements a block go through the vector kernel, lane l always holding
-#: column l % cols (clt_normvec_cols: the mean's sums, or the squares' for the L2 norm); at
-#: most COLS_BLOCKS blocks (outer) a call. The expression path walked a work-item's rows a
+#: along axis 0 of a C-ordered (rows, cols) block whose `cols` divides the lanes (1..16; 1: a
+#: long row): at least this many elements a block go through the vector kernel, lane l always
+#: holding column l % cols (clt_normvec_cols: the mean's sums, or the squares' for the L2
+#: norm; clt_normvec_vcols: var's); at most COLS_BLOCKS blocks (outer) a call. The expression path walked a work-item's rows a
 #: value at a time: mean of 2000003x4 float32 along 0 at 0.41-0.59 of the 1-D sum's speed on
 #: both CPU runtimes (#40)
 COLS_MIN = 1 << 16
@@ -187,8 +187,9 @@ _COLS_FINISH_TYPES = (None, np.int64, np.int64, np.int32, np.int32, np.int64, No
 
 
 def takes_cols(b: Built | None, outer: int, r: int, inner: int) -> bool:
-    """Whether `cols` serves `outer` C-ordered blocks of r rows of `inner` columns with b."""
-    return (b is not None and b.cols is not None and 2 <= inner <= b.lanes
+    """Whether `cols` (`var_cols`) serves `outer` C-ordered blocks of r rows of `inner` columns
+    with b; inner 1: a few long rows along the last axis, each row a block of one column."""
+    return (b is not None and b.cols is not None and 1 <= inner <= b.lanes
             and b.lanes % inner == 0 and 1 <= outer <= COLS_BLOCKS and r * inner >= COLS_MIN)
 
 
@@ -318,7 +319,7 @@ def check(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: DeviceI
             return (f"wrong answer: the L2 norm of {n} float32 in {pl.items} chunk(s) gave "
                     f"{got!r}, the float64 reference {want!r}")
     for k, r, inner, case in ((1, 1031, 4, 3), (2, 3001, 2, 1), (1, 5003, min(lanes, 8), 4),
-                              (1, 5, lanes, 2)):  # along axis 0 (clt_normvec_cols)
+                              (1, 5, lanes, 2), (2, 4099, 1, 0)):  # along axis 0 (cols)
         h = _sample(rng, k * r * inner + 1, case)
         x = cla.to_device(queue, h)[1:].reshape(k, r, inner)  # blocks at an offset
         h = h[1:].reshape(k, r, inner).astype(np.float64)
