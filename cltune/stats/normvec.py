@@ -177,9 +177,9 @@ def call(b: Built, x: cla.Array, q: cl.CommandQueue, keepdims: bool, *,
 #: along axis 0 of a C-ordered (rows, cols) block whose `cols` divides the lanes (1..16; 1: a
 #: long row): at least this many elements a block go through the vector kernel, lane l always
 #: holding column l % cols (clt_normvec_cols: the mean's sums, or the squares' for the L2
-#: norm; clt_normvec_vcols: var's); at most COLS_BLOCKS blocks (outer) a call. The expression path walked a work-item's rows a
-#: value at a time: mean of 2000003x4 float32 along 0 at 0.41-0.59 of the 1-D sum's speed on
-#: both CPU runtimes (#40)
+#: norm; clt_normvec_vcols: var's); at most COLS_BLOCKS blocks (outer) a call. The expression
+#: path walked a work-item's rows a value at a time: mean of 2000003x4 float32 along 0 at
+#: 0.41-0.59 of the 1-D sum's speed on both CPU runtimes (#40)
 COLS_MIN = 1 << 16
 COLS_BLOCKS = 64
 _COLS_TYPES = (None, np.int64, np.int64, np.int64, np.int32, np.int32, None, np.int64)
