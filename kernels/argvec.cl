@@ -146,6 +146,41 @@
         ka = select(ka, kb, m_);                                                               \
     }
 
+/* AV_SCAN: a chunk's nb >= 1 whole blocks from p into (b0, k0), declared here: CLT_AV_U
+ * accumulators, each starting at block 0 (independent dependency chains), merged at the end */
+#if CLT_AV_U >= 4
+#define AV_DECL_MORE                                                                           \
+    AV_CV b1 = b0, b2 = b0, b3 = b0;                                                           \
+    AV_MV k1 = k0, k2 = k0, k3 = k0;
+#define AV_STEP_MORE(b) STEP(b1, k1, b + 1) STEP(b2, k2, b + 2) STEP(b3, k3, b + 3)
+#define AV_MERGE_MORE MERGE(b0, k0, b2, k2) MERGE(b1, k1, b3, k3) MERGE(b0, k0, b1, k1)
+#elif CLT_AV_U >= 2
+#define AV_DECL_MORE                                                                           \
+    AV_CV b1 = b0;                                                                             \
+    AV_MV k1 = k0;
+#define AV_STEP_MORE(b) STEP(b1, k1, b + 1)
+#define AV_MERGE_MORE MERGE(b0, k0, b1, k1)
+#else
+#define AV_DECL_MORE
+#define AV_STEP_MORE(b)
+#define AV_MERGE_MORE
+#endif
+#define AV_SCAN                                                                                \
+    AV_CV b0 = FLIPV(LOADV(0, p));                                                             \
+    AV_MV k0 = (AV_MV)(0);                                                                     \
+    SEE_NANS(b0);                                                                              \
+    AV_DECL_MORE                                                                               \
+    {                                                                                          \
+        AV_M b = 1;                                                                            \
+        for (; b <= nb - CLT_AV_U; b += CLT_AV_U) {                                            \
+            STEP(b0, k0, b)                                                                    \
+            AV_STEP_MORE(b)                                                                    \
+        }                                                                                      \
+        for (; b < nb; ++b)                                                                    \
+            STEP(b0, k0, b)                                                                    \
+    }                                                                                          \
+    AV_MERGE_MORE
+
 /* whether value v at index i beats bv at index bi: larger, or a NaN over a number; equal
  * values and two NaNs: the smaller index */
 inline int clt_av_beats(const AV_C v, const long i, const AV_C bv, const long bi) {
@@ -171,38 +206,7 @@ clt_argvec_chunks(__global const AV_T *x, const long xoff, const long n, const l
     AV_MV nans = (AV_MV)(0);
 #endif
     if (nb > 0) {
-        /* CLT_AV_U accumulators, each starting at block 0: independent dependency chains */
-        AV_CV b0 = FLIPV(LOADV(0, p));
-        AV_MV k0 = (AV_MV)(0);
-        SEE_NANS(b0);
-#if CLT_AV_U >= 2
-        AV_CV b1 = b0;
-        AV_MV k1 = k0;
-#endif
-#if CLT_AV_U >= 4
-        AV_CV b2 = b0, b3 = b0;
-        AV_MV k2 = k0, k3 = k0;
-#endif
-        AV_M b = 1;
-        for (; b <= nb - CLT_AV_U; b += CLT_AV_U) {
-            STEP(b0, k0, b)
-#if CLT_AV_U >= 2
-            STEP(b1, k1, b + 1)
-#endif
-#if CLT_AV_U >= 4
-            STEP(b2, k2, b + 2)
-            STEP(b3, k3, b + 3)
-#endif
-        }
-        for (; b < nb; ++b)
-            STEP(b0, k0, b)
-#if CLT_AV_U >= 4
-        MERGE(b0, k0, b2, k2)
-        MERGE(b1, k1, b3, k3)
-#endif
-#if CLT_AV_U >= 2
-        MERGE(b0, k0, b1, k1)
-#endif
+        AV_SCAN
         AV_C lv[CLT_AV_W];
         AV_M lb[CLT_AV_W];
         CAT(vstore, CLT_AV_W)(b0, 0, lv);
@@ -303,37 +307,7 @@ clt_argvec_cols(__global const AV_T *x, const long xoff, const long n, const lon
     AV_MV nans = (AV_MV)(0);
 #endif
     if (nb > 0) {
-        AV_CV b0 = FLIPV(LOADV(0, p));
-        AV_MV k0 = (AV_MV)(0);
-        SEE_NANS(b0);
-#if CLT_AV_U >= 2
-        AV_CV b1 = b0;
-        AV_MV k1 = k0;
-#endif
-#if CLT_AV_U >= 4
-        AV_CV b2 = b0, b3 = b0;
-        AV_MV k2 = k0, k3 = k0;
-#endif
-        AV_M b = 1;
-        for (; b <= nb - CLT_AV_U; b += CLT_AV_U) {
-            STEP(b0, k0, b)
-#if CLT_AV_U >= 2
-            STEP(b1, k1, b + 1)
-#endif
-#if CLT_AV_U >= 4
-            STEP(b2, k2, b + 2)
-            STEP(b3, k3, b + 3)
-#endif
-        }
-        for (; b < nb; ++b)
-            STEP(b0, k0, b)
-#if CLT_AV_U >= 4
-        MERGE(b0, k0, b2, k2)
-        MERGE(b1, k1, b3, k3)
-#endif
-#if CLT_AV_U >= 2
-        MERGE(b0, k0, b1, k1)
-#endif
+        AV_SCAN
         AV_C lv[CLT_AV_W];
         AV_M lb[CLT_AV_W];
         CAT(vstore, CLT_AV_W)(b0, 0, lv);

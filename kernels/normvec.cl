@@ -69,65 +69,6 @@ inline double clt_nv_lanes(const NV_DV a) {
     return h2.x + h2.y;
 }
 
-__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
-clt_normvec_chunks(__global const float *x, const long xoff, const long n, const long chunk,
-                   __global double *part, const long partoff, __global float *out,
-                   const long outoff, const int root) {
-    const long g = get_global_id(0);
-    const long begin = g * chunk;
-    const long len = min(chunk, n - begin); /* <= 0: a chunk past the end */
-    __global const float *p = x + xoff + begin;
-    const long nb = len > 0 ? len / CLT_NV_W : 0;
-    double s = 0.0;
-    if (nb > 0) {
-        NV_DV a0 = (NV_DV)(0.0);
-#if CLT_NV_U >= 2
-        NV_DV a1 = (NV_DV)(0.0);
-#endif
-#if CLT_NV_U >= 4
-        NV_DV a2 = (NV_DV)(0.0), a3 = (NV_DV)(0.0);
-#endif
-        long b = 0;
-        for (; b <= nb - CLT_NV_U; b += CLT_NV_U) {
-            STEP(a0, b)
-#if CLT_NV_U >= 2
-            STEP(a1, b + 1)
-#endif
-#if CLT_NV_U >= 4
-            STEP(a2, b + 2)
-            STEP(a3, b + 3)
-#endif
-        }
-        for (; b < nb; ++b)
-            STEP(a0, b)
-#if CLT_NV_U >= 4
-        a0 += a2;
-        a1 += a3;
-#endif
-#if CLT_NV_U >= 2
-        a0 += a1;
-#endif
-        s = clt_nv_lanes(a0);
-    }
-    for (long i = nb * CLT_NV_W; i < len; ++i) {
-        const double v = (double)p[i];
-        s = fma(v, v, s);
-    }
-    if (root)
-        out[outoff] = (float)sqrt(s);
-    else
-        part[partoff + g] = s;
-}
-
-__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
-clt_normvec_finish(__global const double *part, const long parts, __global float *out,
-                   const long outoff) {
-    double s = 0.0;
-    for (long g = 0; g < parts; ++g)
-        s += part[g];
-    out[outoff] = (float)sqrt(s);
-}
-
 /* block b (W elements from p) added into accumulator a (the mean's sums) */
 #define STEP1(a, b)                                                                            \
     { a += CAT(convert_, NV_DV)(CAT(vload, CLT_NV_W)(b, p)); }
@@ -151,6 +92,56 @@ clt_normvec_finish(__global const double *part, const long parts, __global float
             STEPM(a0, b)                                                                       \
     }
 
+/* NV_DECL: CLT_NV_U zero accumulators a0..; NV_MERGE: them added into a0 */
+#if CLT_NV_U >= 4
+#define NV_DECL NV_DV a0 = (NV_DV)(0.0), a1 = (NV_DV)(0.0), a2 = (NV_DV)(0.0), a3 = (NV_DV)(0.0);
+#define NV_MERGE                                                                               \
+    a0 += a2;                                                                                  \
+    a1 += a3;                                                                                  \
+    a0 += a1;
+#elif CLT_NV_U >= 2
+#define NV_DECL NV_DV a0 = (NV_DV)(0.0), a1 = (NV_DV)(0.0);
+#define NV_MERGE a0 += a1;
+#else
+#define NV_DECL NV_DV a0 = (NV_DV)(0.0);
+#define NV_MERGE
+#endif
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
+clt_normvec_chunks(__global const float *x, const long xoff, const long n, const long chunk,
+                   __global double *part, const long partoff, __global float *out,
+                   const long outoff, const int root) {
+    const long g = get_global_id(0);
+    const long begin = g * chunk;
+    const long len = min(chunk, n - begin); /* <= 0: a chunk past the end */
+    __global const float *p = x + xoff + begin;
+    const long nb = len > 0 ? len / CLT_NV_W : 0;
+    double s = 0.0;
+    if (nb > 0) {
+        NV_DECL
+        NV_SCAN(STEP)
+        NV_MERGE
+        s = clt_nv_lanes(a0);
+    }
+    for (long i = nb * CLT_NV_W; i < len; ++i) {
+        const double v = (double)p[i];
+        s = fma(v, v, s);
+    }
+    if (root)
+        out[outoff] = (float)sqrt(s);
+    else
+        part[partoff + g] = s;
+}
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
+clt_normvec_finish(__global const double *part, const long parts, __global float *out,
+                   const long outoff) {
+    double s = 0.0;
+    for (long g = 0; g < parts; ++g)
+        s += part[g];
+    out[outoff] = (float)sqrt(s);
+}
+
 /* Along axis 0 of `cols` interleaved columns (a C-ordered (rows, cols) block at x[xoff], cols
  * dividing CLT_NV_W, 2..16): the chunks' scan over the block's n = rows x cols elements, whose
  * lane l always holds column l % cols (chunks start at multiples of CLT_NV_W); `square`: the
@@ -168,24 +159,12 @@ clt_normvec_cols(__global const float *x, const long xoff, const long n, const l
     for (int c = 0; c < cols; ++c)
         s[c] = 0.0;
     if (nb > 0) {
-        NV_DV a0 = (NV_DV)(0.0);
-#if CLT_NV_U >= 2
-        NV_DV a1 = (NV_DV)(0.0);
-#endif
-#if CLT_NV_U >= 4
-        NV_DV a2 = (NV_DV)(0.0), a3 = (NV_DV)(0.0);
-#endif
+        NV_DECL
         if (square)
             NV_SCAN(STEP)
         else
             NV_SCAN(STEP1)
-#if CLT_NV_U >= 4
-        a0 += a2;
-        a1 += a3;
-#endif
-#if CLT_NV_U >= 2
-        a0 += a1;
-#endif
+        NV_MERGE
         double lv[CLT_NV_W];
         CAT(vstore, CLT_NV_W)(a0, 0, lv);
         for (int l = 0; l < CLT_NV_W; ++l)

@@ -31,6 +31,7 @@ chunk holds MIN_CHUNK_BYTES (one chunk, one launch, below 256 KiB).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -193,35 +194,45 @@ def takes_cols(b: Built | None, outer: int, r: int, inner: int) -> bool:
             and b.lanes % inner == 0 and 1 <= outer <= COLS_BLOCKS and r * inner >= COLS_MIN)
 
 
-def cols(b: Built, x: cla.Array, q: cl.CommandQueue, square: bool, outer: int, r: int,
-         inner: int, res: cla.Array) -> cla.Array:
-    """The L2 norm (`square`) or the mean along axis 0 of each of x's `outer` C-ordered blocks
-    of r rows (r >= 1) of `inner` columns into res (float32, outer x inner, contiguous): each
-    block cut as the 1-D call cuts its r x inner elements (each chunk's column sums in double
-    in scratch), then one work-item a column adds its chunks' sums in order."""
+def _blocks(b: Built, x: cla.Array, q: cl.CommandQueue, outer: int, r: int, inner: int,
+            res: cla.Array, part_bytes: int, kernels: tuple, types: tuple,
+            chunk_args: Callable[..., tuple], fin_args: Callable[..., tuple]) -> cla.Array:
+    """Each of x's `outer` blocks of r x inner elements cut as the 1-D call cuts them: the
+    chunks' launch (`chunk_args(x, xoff, n, chunk, part, partoff)`), then the finish a
+    work-item a column (`fin_args(part, partoff, parts, res, resoff)`) into res."""
     n = r * inner
     pl = plan(n, b.lanes, b.compute_units)
     xoff = x.offset // 4
     inq = in_order(q)
-    pool = pool_for(q)
     wait = pending(x.events, in_order=inq) if x.events else None
     evs = []
     with b.lock:
-        part = partials(q, pool, 8 * pl.items * inner * outer)
-        chunks = setter(b.cols, _COLS_TYPES)
-        fin = setter(b.cols_finish, _COLS_FINISH_TYPES)
+        part = partials(q, pool_for(q), part_bytes * pl.items * inner * outer)
+        chunks, fin = setter(kernels[0], types[0]), setter(kernels[1], types[1])
         roff = res.offset // 4
         for i in range(outer):
             poff = i * pl.items * inner
-            ev1 = chunks.launch(q, (pl.items,), (1,), (x.base_data, xoff + i * n, n, pl.chunk,
-                                                        inner, int(square), part, poff), wait)
+            ev1 = chunks.launch(q, (pl.items,), (1,), chunk_args(x.base_data, xoff + i * n, n,
+                                                                  pl.chunk, part, poff), wait)
             # an in-order queue runs the finish after the chunks; else it waits for them
-            evs.append(fin.launch(q, (inner,), (1,), (part, poff, pl.items, inner,
-                                                      int(square), r, res.base_data,
-                                                      roff + i * inner),
+            evs.append(fin.launch(q, (inner,), (1,), fin_args(part, poff, pl.items,
+                                                             res.base_data, roff + i * inner),
                                   None if inq else [ev1]))
     res.events.extend(evs[-1:] if inq else evs)
     return res
+
+
+def cols(b: Built, x: cla.Array, q: cl.CommandQueue, square: bool, outer: int, r: int,
+         inner: int, res: cla.Array) -> cla.Array:
+    """The L2 norm (`square`) or the mean along axis 0 of each of x's `outer` C-ordered blocks
+    of r rows (r >= 1) of `inner` columns into res (float32, outer x inner, contiguous): each
+    chunk's column sums in double in scratch, then one work-item a column adds its chunks'
+    sums in order."""
+    sq = int(square)
+    return _blocks(b, x, q, outer, r, inner, res, 8, (b.cols, b.cols_finish),
+                   (_COLS_TYPES, _COLS_FINISH_TYPES),
+                   lambda xb, xo, n, ch, part, po: (xb, xo, n, ch, inner, sq, part, po),
+                   lambda part, po, items, rb, ro: (part, po, items, inner, sq, r, rb, ro))
 
 
 _VCOLS_TYPES = (None, np.int64, np.int64, np.int64, np.int32, None, np.int64)
@@ -232,30 +243,13 @@ def var_cols(b: Built, x: cla.Array, q: cl.CommandQueue, root: bool, ddof: float
              r: int, inner: int, res: cla.Array) -> cla.Array:
     """numpy.var (numpy.std with `root`) with `ddof` along axis 0 of each of x's `outer`
     C-ordered blocks of r rows (r >= 1) of `inner` columns into res (float32, outer x inner,
-    contiguous): each block cut as `cols` cuts it, each chunk's (n, shift, sums) per column in
-    scratch (clt_normvec_vcols), merged by Chan's formula a work-item a column."""
-    n = r * inner
-    pl = plan(n, b.lanes, b.compute_units)
-    xoff = x.offset // 4
-    inq = in_order(q)
-    pool = pool_for(q)
-    wait = pending(x.events, in_order=inq) if x.events else None
-    evs = []
-    with b.lock:
-        part = partials(q, pool, 32 * pl.items * inner * outer)
-        chunks = setter(b.vcols, _VCOLS_TYPES)
-        fin = setter(b.vcols_finish, _VCOLS_FINISH_TYPES)
-        roff = res.offset // 4
-        for i in range(outer):
-            poff = i * pl.items * inner
-            ev1 = chunks.launch(q, (pl.items,), (1,), (x.base_data, xoff + i * n, n, pl.chunk,
-                                                        inner, part, poff), wait)
-            evs.append(fin.launch(q, (inner,), (1,), (part, poff, pl.items, inner,
-                                                      float(ddof), int(root), res.base_data,
-                                                      roff + i * inner),
-                                  None if inq else [ev1]))
-    res.events.extend(evs[-1:] if inq else evs)
-    return res
+    contiguous): each chunk's (n, shift, sums) per column in scratch (clt_normvec_vcols),
+    merged by Chan's formula a work-item a column."""
+    rt, dd = int(root), float(ddof)
+    return _blocks(b, x, q, outer, r, inner, res, 32, (b.vcols, b.vcols_finish),
+                   (_VCOLS_TYPES, _VCOLS_FINISH_TYPES),
+                   lambda xb, xo, n, ch, part, po: (xb, xo, n, ch, inner, part, po),
+                   lambda part, po, items, rb, ro: (part, po, items, inner, dd, rt, rb, ro))
 
 
 def explain(queue: cl.CommandQueue, dtype: Any, n: int) -> Explanation | None:
