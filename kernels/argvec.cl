@@ -147,7 +147,8 @@
     }
 
 /* AV_SCAN: a chunk's nb >= 1 whole blocks from p into (b0, k0), declared here: CLT_AV_U
- * accumulators, each starting at block 0 (independent dependency chains), merged at the end */
+ * accumulators, each starting at block 0 (independent dependency chains), merged at the end,
+ * then stored a lane each into lv (values) and lb (block numbers) */
 #if CLT_AV_U >= 4
 #define AV_DECL_MORE                                                                           \
     AV_CV b1 = b0, b2 = b0, b3 = b0;                                                           \
@@ -179,7 +180,11 @@
         for (; b < nb; ++b)                                                                    \
             STEP(b0, k0, b)                                                                    \
     }                                                                                          \
-    AV_MERGE_MORE
+    AV_MERGE_MORE                                                                              \
+    AV_C lv[CLT_AV_W];                                                                         \
+    AV_M lb[CLT_AV_W];                                                                         \
+    CAT(vstore, CLT_AV_W)(b0, 0, lv);                                                          \
+    CAT(vstore, CLT_AV_W)(k0, 0, lb);
 
 /* whether value v at index i beats bv at index bi: larger, or a NaN over a number; equal
  * values and two NaNs: the smaller index */
@@ -207,10 +212,6 @@ clt_argvec_chunks(__global const AV_T *x, const long xoff, const long n, const l
 #endif
     if (nb > 0) {
         AV_SCAN
-        AV_C lv[CLT_AV_W];
-        AV_M lb[CLT_AV_W];
-        CAT(vstore, CLT_AV_W)(b0, 0, lv);
-        CAT(vstore, CLT_AV_W)(k0, 0, lb);
         bv = lv[0];
         bi = (long)lb[0] * CLT_AV_W;
         for (int l = 1; l < CLT_AV_W; ++l) {
@@ -308,10 +309,6 @@ clt_argvec_cols(__global const AV_T *x, const long xoff, const long n, const lon
 #endif
     if (nb > 0) {
         AV_SCAN
-        AV_C lv[CLT_AV_W];
-        AV_M lb[CLT_AV_W];
-        CAT(vstore, CLT_AV_W)(b0, 0, lv);
-        CAT(vstore, CLT_AV_W)(k0, 0, lb);
         for (int l = 0; l < CLT_AV_W; ++l) {
             const int c = l % cols;
             const long i = (long)lb[l] * CLT_AV_W + l;
