@@ -139,3 +139,29 @@ def test_the_timing_lock_is_held_by_one_process_at_a_time(tmp_path):
     p.wait(timeout=10)
     with lanes.held(""):  # no lock file: nothing held
         pass
+
+
+def test_a_time_limit_or_an_error_drops_the_configs_judged_ahead(device, monkeypatch):
+    """Configs judged ahead and never asked for are dropped when the search stops (its time
+    limit) or fails (a kernel name the source lacks: one clear error); the next tune in the
+    process starts its workers again and runs."""
+    import time
+
+    from cltune.user.source import KernelSourceError
+    monkeypatch.setenv("CLTUNE_KERNEL_WORKERS", "3")
+    args, want = _args()
+    space = {"block_size_x": [16, 32, 256, 512], "dummy": list(range(8))}
+    t0 = time.monotonic()
+    res, env = cltune.tune_kernel("k", SCALE, args[0].size, args, space,
+                                  answer=[want, None, None], iterations=400,
+                                  strategy_options={"time_limit": 1.0},
+                                  device=device[1], db=False, quiet=True)
+    assert time.monotonic() - t0 < 60
+    assert 1 <= len(res) + env["failed_count"] < 32  # the limit stopped it
+    with pytest.raises(KernelSourceError, match="no kernel named 'nope'"):
+        cltune.tune_kernel("nope", SCALE, args[0].size, args, space, device=device[1],
+                           db=False, quiet=True)
+    res, env = cltune.tune_kernel("k", SCALE, args[0].size, args, {"block_size_x": [32, 64]},
+                                  answer=[want, None, None], device=device[1], db=False,
+                                  quiet=True)
+    assert [r["block_size_x"] for r in res] == [32] and env["failed_count"] == 1
