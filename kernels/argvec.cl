@@ -197,6 +197,25 @@ inline int clt_av_beats(const AV_C v, const long i, const AV_C bv, const long bi
     return v > bv || (v == bv && i < bi);
 }
 
+/* the best of `parts` chunk winners part[0], part[step], part[2 step], ... (indices into
+ * x[xoff..]; -1: an empty chunk): its index, -1 where every chunk was empty */
+inline long clt_av_pick(__global const AV_T *x, const long xoff, const AV_M flip,
+                        __global const long *part, const long parts, const long step) {
+    long bi = -1;
+    AV_C bv = (AV_C)0;
+    for (long g = 0; g < parts; ++g) {
+        const long i = part[g * step];
+        if (i < 0)
+            continue;
+        const AV_C v = FLIP1((AV_C)x[xoff + i]);
+        if (bi < 0 || clt_av_beats(v, i, bv, bi)) {
+            bv = v;
+            bi = i;
+        }
+    }
+    return bi;
+}
+
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
 clt_argvec_chunks(__global const AV_T *x, const long xoff, const long n, const long chunk,
                   const AV_M flip, __global long *part, const long partoff) {
@@ -245,18 +264,7 @@ clt_argvec_chunks(__global const AV_T *x, const long xoff, const long n, const l
 __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void
 clt_argvec_finish(__global const AV_T *x, const long xoff, const long parts, const AV_M flip,
                   __global const long *part, __global long *out, const long outoff) {
-    long bi = -1;
-    AV_C bv = (AV_C)0;
-    for (long g = 0; g < parts; ++g) {
-        const long i = part[g];
-        if (i < 0)
-            continue;
-        const AV_C v = FLIP1((AV_C)x[xoff + i]);
-        if (bi < 0 || clt_av_beats(v, i, bv, bi)) {
-            bv = v;
-            bi = i;
-        }
-    }
+    const long bi = clt_av_pick(x, xoff, flip, part, parts, 1);
     out[outoff] = bi;
 }
 
@@ -269,18 +277,7 @@ clt_argvec_rows(__global const AV_T *x, const long xoff, const long rowlen, cons
                 const long outoff) {
     const long row = get_global_id(0);
     const long base = xoff + row * rowlen;
-    long bi = -1;
-    AV_C bv = (AV_C)0;
-    for (long g = 0; g < parts; ++g) {
-        const long i = part[row * parts + g];
-        if (i < 0)
-            continue;
-        const AV_C v = FLIP1((AV_C)x[base + i]);
-        if (bi < 0 || clt_av_beats(v, i, bv, bi)) {
-            bv = v;
-            bi = i;
-        }
-    }
+    const long bi = clt_av_pick(x, base, flip, part + row * parts, parts, 1);
     out[outoff + row] = bi;
 }
 
@@ -349,17 +346,6 @@ clt_argvec_cols_finish(__global const AV_T *x, const long xoff, const long parts
                        const AV_M flip, const int cols, __global const long *part,
                        const long partoff, __global long *out, const long outoff) {
     const int c = (int)get_global_id(0);
-    long bi = -1;
-    AV_C bv = (AV_C)0;
-    for (long g = 0; g < parts; ++g) {
-        const long i = part[partoff + g * cols + c];
-        if (i < 0)
-            continue;
-        const AV_C v = FLIP1((AV_C)x[xoff + i]);
-        if (bi < 0 || clt_av_beats(v, i, bv, bi)) {
-            bv = v;
-            bi = i;
-        }
-    }
+    const long bi = clt_av_pick(x, xoff, flip, part + partoff + c, parts, cols);
     out[outoff + c] = bi / cols;
 }
