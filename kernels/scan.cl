@@ -460,6 +460,13 @@ inline void group_scan(uint f, acc_t v, uint *ef, acc_t *ev, uint *tf, acc_t *tv
     }
 #endif
 
+/* A cols build (CLT_LAYOUT_COLS) compiles the cols kernels only: wide strips' CLT_ITEMS (up to
+ * 1024) are no tile for the rows kernels (Intel's CPU compiler crashed, in 'Machine
+ * InstCombiner', on the rows kernels of integer minima with 128 and more items) */
+#ifndef CLT_LAYOUT_COLS
+#define CLT_LAYOUT_COLS 0
+#endif
+#if !CLT_LAYOUT_COLS
 __kernel WG_ATTR void
 clt_scan_reduce(__global const CLT_IN_T *x, const long xoff, const long n, const long chunk
                 SEG_ARGS, __global acc_t *pv, __global uint *pf) {
@@ -995,6 +1002,8 @@ __kernel WG_ATTR void clt_scan_chunks(CHAIN_PARAMS) {
 }
 #endif
 
+#endif /* !CLT_LAYOUT_COLS */
+
 /* ---- cols: (outer, R, inner), the scanned axis strided by inner ---------------------------- */
 /* Work-item c owns a strip of CLT_ITEMS neighbouring columns q0 .. q0 + CLT_ITEMS - 1 of outer
  * block o (c = o * strips + q0 / CLT_ITEMS) and scans them over the rows of chunk s,
@@ -1019,6 +1028,32 @@ __kernel WG_ATTR void clt_scan_chunks(CHAIN_PARAMS) {
     const long at = o * R * inner + q0;                                                        \
     const long pcol = o * inner + q0; /* this strip's first column among all columns */
 
+/* Wide strips (CLT_ITEMS 64..1024: CPUs): a strip's row is CLT_ITEMS contiguous columns,
+ * taken in vectors of 16 (sums, products, integer min/max; floats' min/max, and the columns
+ * past the last whole vector, one at a time), the rows one after another. Each row of a strip
+ * is then a contiguous run the prefetchers follow (a strip of 16 columns touched one cache
+ * line per row, rows `inner` elements apart), and the strip's running values stay in
+ * private memory (the cache). */
+#if CLT_ITEMS > 32
+#define COLS_WIDE 1
+#if !(CLT_IS_FLOAT && CLT_OP >= 2)
+#define CW_VEC 1
+#define CWV CAT(CLT_ACC_T, 16)
+#define CWOUTV CAT(CLT_OUT_T, 16)
+#define CW_LOAD(p) CAT(convert_, CWV)(CAT(convert_, CWOUTV)(vload16(0, (p))))
+#if CLT_OUT_AS
+#define CW_OUT(v) CAT(as_, CWOUTV)(v)
+#else
+#define CW_OUT(v) CAT(convert_, CWOUTV)(v)
+#endif
+#else
+#define CW_VEC 0
+#endif
+#else
+#define COLS_WIDE 0
+#define CW_VEC 0
+#endif
+
 __kernel WG_ATTR void
 clt_scan_cols_reduce(__global const CLT_IN_T *x, const long xoff, const long outer,
                      const long R, const long inner, const long chunk, const uint wc,
@@ -1026,6 +1061,18 @@ clt_scan_cols_reduce(__global const CLT_IN_T *x, const long xoff, const long out
     COLS_SETUP
     __global const CLT_IN_T *col = x + xoff + at;
     acc_t acc[CLT_ITEMS];
+#if COLS_WIDE
+    for (int k = 0; k < CLT_ITEMS; ++k) acc[k] = IDENT;
+    const int wv = CW_VEC ? (width & ~15) : 0;
+    for (long j = j0; j < j1; ++j) {
+        __global const CLT_IN_T *row = col + j * inner;
+#if CW_VEC
+        for (int k = 0; k < wv; k += 16)
+            vstore16(OP(vload16(0, acc + k), CW_LOAD(row + k)), 0, acc + k);
+#endif
+        for (int k = wv; k < width; ++k) acc[k] = OP(acc[k], LOAD(row[k]));
+    }
+#else
 #pragma unroll
     for (int k = 0; k < CLT_ITEMS; ++k) acc[k] = IDENT;
     if (width == CLT_ITEMS) {
@@ -1037,6 +1084,7 @@ clt_scan_cols_reduce(__global const CLT_IN_T *x, const long xoff, const long out
         for (long j = j0; j < j1; ++j)
             for (int k = 0; k < width; ++k) acc[k] = OP(acc[k], LOAD(col[j * inner + k]));
     }
+#endif
     for (int k = 0; k < width; ++k) pv[s * ncols + pcol + k] = acc[k];
 }
 
@@ -1119,7 +1167,9 @@ clt_scan_cols_down(__global const CLT_IN_T *x, const long xoff, const long outer
     __global const CLT_IN_T *col = x + xoff + at;
     __global CLT_OUT_T *oc = out + ooff + at;
     acc_t run[CLT_ITEMS];
+#if !COLS_WIDE
 #pragma unroll
+#endif
     for (int k = 0; k < CLT_ITEMS; ++k) {
         run[k] = (has_carries && k < width) ? carries[s * ncols + pcol + k]
                                             : IDENT;
@@ -1127,6 +1177,28 @@ clt_scan_cols_down(__global const CLT_IN_T *x, const long xoff, const long outer
         if (j0 == 0) run[k] = EMPTY; /* numpy's empty prefix (+0.0 for sums) */
 #endif
     }
+#if COLS_WIDE
+    const int wv = CW_VEC ? (width & ~15) : 0;
+    for (long j = j0; j < j1; ++j) {
+#if CW_VEC
+        __global const CLT_IN_T *row = col + j * inner;
+        __global CLT_OUT_T *orow = oc + j * inner;
+        for (int k = 0; k < wv; k += 16) {
+            const CWV v = CW_LOAD(row + k);
+            CWV r = vload16(0, run + k);
+#if CLT_EXCL
+            vstore16(CW_OUT(r), 0, orow + k);
+            r = OP(r, v);
+#else
+            r = OP(r, v);
+            vstore16(CW_OUT(r), 0, orow + k);
+#endif
+            vstore16(r, 0, run + k);
+        }
+#endif
+        for (int k = wv; k < width; ++k) COLS_STEP(j, k);
+    }
+#else
     long j = j0;
 #if COLS_BATCH > 1
     /* GPUs: a batch of rows loaded before any of them is stored (x and out may be one
@@ -1156,6 +1228,7 @@ clt_scan_cols_down(__global const CLT_IN_T *x, const long xoff, const long outer
             for (int k = 0; k < width; ++k) COLS_STEP(j, k);
         }
     }
+#endif
 }
 
 /* which paths the compiler took: [subgroup scan, warp shuffles] */

@@ -333,6 +333,51 @@ def test_cols_in_the_gpu_geometry(ctx, queue, device, op, dtype, monkeypatch):
     assert chk.ok, chk.reason
 
 
+@pytest.mark.parametrize("op,dtype", [("sum", "float32"), ("sum", "int8"), ("prod", "float64"),
+                                      ("max", "float32"), ("min", "int32"), ("sum", "uint64")])
+def test_cols_in_wide_strips(ctx, queue, device, op, dtype):
+    """CPUs scan strided columns in wide strips (64..1024 columns a work-item, a row at a time
+    in vectors of 16: kernels/scan.cl's COLS_WIDE): strips cut short by the last column
+    (widths not multiples of 16), one chunk and many (carries), exclusive and inclusive, at an
+    offset, 3-D, floats' min/max element by element, int8 summed as int64, and in place:
+    numpy's answers within the plan's rounding bound."""
+    from cltune.families.scan.reference import roundings, run_view
+
+    info, dev = device
+    if dtype == "float64" and not info.fp64:
+        pytest.skip("no fp64")
+    v = ScanVariant(op, dtype, "cols")
+    for j, (items, gpc, shape, axis, excl) in enumerate([
+            (64, 4, (37, 70), 0, False), (64, 256, (301, 150), 0, True),
+            (128, 1, (5, 1000), 0, True), (256, 64, (999, 17), 0, False),
+            (64, 128, (4, 33, 131), 1, False), (1024, 4, (3, 2049), 0, False),
+            (512, 256, (2000, 515), 0, True), (64, 16, (9, 7, 3), 1, True)]):
+        cfg = ScanConfig("cols", wg=1, items=items, stage=0, group_scan=0, groups_per_cu=gpc)
+        la = ScanLauncher(ctx, dev, info, v, cfg)
+        x = sample(v, shape, seed=j)
+        outer = int(np.prod(shape[:axis]))
+        r, inner = shape[axis], int(np.prod(shape[axis + 1:]))
+        p = la.plan(outer, r, inner)
+        got = run_view(la, queue, x, (outer, r, inner), excl, None, xoff=j % 3)
+        want, scale = reference(v, x, axis, excl, None)
+        chk = compare(v, got.reshape(shape), want.reshape(shape), scale,
+                      roundings(v, cfg, p.groups, p.chunk, r, p.lanes))
+        assert chk.ok, (items, shape, axis, excl, p, chk.reason)
+        if items == 64 and gpc >= 128:
+            assert p.groups > 1, p  # the chunks' carries ran (reduce, top, down)
+    if v.result_dtype != np.dtype(dtype):  # int8 sums widen to int64 (numpy): no in place
+        return
+    cfg = ScanConfig("cols", wg=1, items=64, stage=0, group_scan=0, groups_per_cu=64)
+    la = ScanLauncher(ctx, dev, info, v, cfg)
+    x = sample(v, (3001, 83), seed=9)
+    buf = cla.to_device(queue, x)
+    cl.wait_for_events(la.enqueue(queue, buf.base_data, 0, buf.base_data, 0, (1, 3001, 83)))
+    want, scale = reference(v, x, 0, False, None)
+    p = la.plan(1, 3001, 83)
+    chk = compare(v, buf.get(), want, scale, roundings(v, cfg, p.groups, p.chunk, 3001, p.lanes))
+    assert chk.ok, chk.reason
+
+
 def test_validation_refuses_a_wrong_answer(queue):
     v = ScanVariant("sum", "float32")
     x = sample(v, (1000,), seed=1)
@@ -503,11 +548,15 @@ def test_served_cpu_scans_cut_rows_into_chunks_of_at_least_the_bound(ctx, queue,
 
 def test_cpu_strided_columns_take_a_work_item_a_group():
     """CPUs scan strided columns a work-item a group (groups of 4 ran 1.1-1.4x slower on
-    both CPU runtimes, docs/logs/cpu-scan-cols-2026-12-07.txt); GPUs keep groups of 256."""
+    both CPU runtimes, docs/logs/cpu-scan-cols-2026-12-07.txt) in wide strips of 512 columns
+    (16 where the device's health caps vectors below 16 accumulators); GPUs keep groups of
+    256 one column a work-item."""
     from types import SimpleNamespace as NS
 
     from cltune.families.scan.defaults import builtin_config as scan_builtin
 
     cpu = scan_builtin(NS(type="cpu", max_wg=8192), "cols")
     gpu = scan_builtin(NS(type="gpu", max_wg=1024), "cols")
-    assert (cpu.wg, cpu.items) == (1, 16) and (gpu.wg, gpu.items) == (256, 1)
+    assert (cpu.wg, cpu.items) == (1, 512) and (gpu.wg, gpu.items) == (256, 1)
+    capped = scan_builtin(NS(type="cpu", max_wg=8192, max_vector_bytes=32), "cols")
+    assert capped.items == 16

@@ -41,14 +41,15 @@ if info.int64_atomics:  # the chained pass: a tile a group, look-back over the s
              C("rows", wg=4, items=2, stage=1, groups_per_cu=16, chain=3),
              C("rows", wg=1, items=8, stage=2, groups_per_cu=16, chain=3),
              C("rows", wg=1, items=16, stage=2, groups_per_cu=4, chain=3)]
-COLS = [C("cols", wg=4, items=2, stage=0, group_scan=0, groups_per_cu=8)]
+COLS = [C("cols", wg=4, items=2, stage=0, group_scan=0, groups_per_cu=8),
+        C("cols", wg=1, items=64, stage=0, group_scan=0, groups_per_cu=8)]  # a wide strip
 # the GPUs' cut, forced: groups of wc strips by wg / wc chunks, top lanes per column
 GPU_COLS = [C("cols", wg=8, items=1, stage=0, group_scan=0, groups_per_cu=64)]
 _defines = sk.build_defines  # and the GPUs' build: rows loaded in batches before their stores
 sk.build_defines = lambda v, c, f, **kw: _defines(v, c, f, **{**kw, "gpu": c in GPU_COLS})
 CASES = [((301,), 0, False, None), ((301,), 0, True, None), ((7, 45), 1, False, None),
          ((120,), 0, True, np.array([0, 3, 3, 50, 51, 119, 120])), ((37, 6), 0, True, None),
-         ((3, 29, 5), 1, False, None), ((1500, 3), 0, True, None)]
+         ((3, 29, 5), 1, False, None), ((1500, 3), 0, True, None), ((41, 70), 0, True, None)]
 VARIANTS = [("sum", "float32"), ("sum", "int32"), ("max", "float32")]
 if NEGATIVE:
     ROWS, COLS, GPU_COLS, CASES, VARIANTS = ROWS[:1], [], [], CASES[:1], VARIANTS[:1]
@@ -89,6 +90,7 @@ def test_scan_kernels_are_clean_under_oclgrind():
         "Oclgrind has cl_khr_int64_base_atomics: the chained pass must be checked"
     assert any("chunks" in r["cfg"] and r["groups"] > 4 for r in summary["runs"])
     assert any(r["variant"].endswith("/cols") for r in summary["runs"])
+    assert any(r["cfg"].startswith("cols wg1 i64") and r["groups"] > 1 for r in summary["runs"])
     assert res.reports == [], res.summary(limit=8)
 
 

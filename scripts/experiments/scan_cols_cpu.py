@@ -18,7 +18,7 @@ info, dev = select(os.environ.get("DEV", "1"))
 ctx = cl.Context([dev]); q = cl.CommandQueue(ctx)
 CALLS, REPEATS = int(os.environ.get("CALLS", 3)), int(os.environ.get("REPEATS", 5))
 SHAPES = [tuple(int(v) for v in s.split("x")) for s in os.environ.get("SHAPES", "33x100003,64x131072,1000x4000,4096x4096,300x300,17x20011").split(",")]
-CFGS = eval(os.environ.get("CFGS", "[(4,16,4),(1,16,4),(1,16,16),(1,32,16),(4,32,4),(1,32,4)]"))
+CFGS = eval(os.environ.get("CFGS", "[(1,16,4),(1,64,4),(1,256,4),(1,1024,4)]"))
 s = cltune.get_scanner(q, "sum", np.float32)
 v = ScanVariant("sum", "float32", "cols")
 def block(f):
@@ -38,6 +38,7 @@ for shape in SHAPES:
         la.enqueue(q, x.data, 0, out.data, 0, view)
         assert np.allclose(out.get(), want, rtol=1e-4, atol=1e-3), (shape, w, i, g)
         fs[f"wg{w} i{i} g{g}"] = lambda la=la: la.enqueue(q, x.data, 0, out.data, 0, view)
+    fs["copy"] = lambda: cl.enqueue_copy(q, out.data, x.data)
     ho = np.empty_like(h); fs["numpy"] = lambda: np.cumsum(h, axis=0, out=ho)
     t = {k: [] for k in fs}
     for f in fs.values(): f()

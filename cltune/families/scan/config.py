@@ -23,6 +23,9 @@ from cltune.core.pow2 import is_pow2
 LAYOUTS = ("rows", "cols")
 MAX_WG = 1024
 ITEMS = (1, 2, 4, 8, 16, 32)
+#: cols only (CPUs): a work-item's strip of this many columns, scanned row by row in vectors
+#: of 16 (each row's strip a contiguous run the prefetchers follow)
+WIDE_ITEMS = (64, 128, 256, 512, 1024)
 GROUP_SCANS = ("tree", "subgroup", "warp")
 STAGES = ("direct", "stage", "vector")
 CHAINS = ("", "chain", "chain-vload", "chunks")
@@ -39,7 +42,8 @@ class ScanConfigError(ConfigError):
 class ScanConfig(MappedConfig):
     """layout: rows (contiguous axis) or cols (strided); wg: work-group size (a power of two);
     items: consecutive elements a work-item scans per tile (rows), or the neighbouring columns
-    it scans side by side (cols: a strip, contiguous in every row); stage: 1 passes tiles
+    it scans side by side (cols: a strip, contiguous in every row; 64..1024 a wide strip,
+    CPUs); stage: 1 passes tiles
     through __local memory (coalesced on GPUs), 0 reads a work-item's elements directly
     (CPUs), 2 (CPUs; wg=1, items=8 or 16) a work-item scans its whole chunk `items` elements at
     a time in vector registers (sums, products, integer min/max; else as 0); group_scan:
@@ -82,8 +86,9 @@ class ScanConfig(MappedConfig):
             raise ScanConfigError(f"layout: {self.layout!r:.20} is not one of {LAYOUTS}")
         if not (is_pow2(self.wg) and self.wg <= MAX_WG):
             raise ScanConfigError(f"wg: {self.wg} is not a power of two in 1..{MAX_WG}")
-        if self.items not in ITEMS:
-            raise ScanConfigError(f"items: {self.items} is not one of {ITEMS}")
+        if self.items not in ITEMS and not (self.layout == "cols" and self.items in WIDE_ITEMS):
+            raise ScanConfigError(f"items: {self.items} is not one of {ITEMS} (cols also "
+                                  f"{WIDE_ITEMS})")
         if self.stage not in (0, 1, 2):
             raise ScanConfigError(f"stage: {self.stage} is not 0, 1 or 2")
         if self.stage == 2 and (self.wg != 1 or self.items not in VECTOR_ITEMS

@@ -33,6 +33,16 @@ from cltune.families.scan.config import ScanConfig
 #: -> 5.54). 32 columns a work-item ran 1.2-1.3x faster still from 64 rows on and 2x slower at
 #: 33 (the config is per layout, not per shape: tuning picks it)
 CPU_COLS_WG = 1
+#: CPUs, strided columns: a work-item's strip of columns, scanned a row at a time in vectors of
+#: 16 (kernels/scan.cl's wide strips). A strip of 16 columns touched one cache line per row,
+#: rows `inner` elements apart, which no prefetcher follows; a row of 512 is a run of 2 KiB.
+#: float32 cumsum along axis 0, ms a call, strip 16 -> 512 (copy of the array), launched side by
+#: side (scripts/experiments/scan_cols_cpu.py, 2-core Intel Xeon host, 2026-12-07,
+#: docs/logs/cpu-scan-wide-2026-12-07.txt): Debian's PoCL 33x100003 2.92 -> 0.81 (1.00),
+#: 64x131072 7.52 -> 4.31 (2.54), 1000x4000 5.24 -> 1.46 (1.15), 4096x4096 31.3 -> 8.60 (8.22);
+#: Intel's runtime 2.80 -> 0.66 (0.86), 5.64 -> 2.16 (1.47), 4.97 -> 1.12 (0.63), 30.7 -> 7.77
+#: (5.16). 1024 was a little faster on short wide arrays and slower on 1000x4000 (four strips)
+CPU_COLS_ITEMS = 512
 
 
 def builtin_config(info: Any, layout: str, acc_bytes: int = 8) -> ScanConfig:
@@ -40,10 +50,13 @@ def builtin_config(info: Any, layout: str, acc_bytes: int = 8) -> ScanConfig:
     __local memory (coalesced), or reduce-then-scan by 256 x 8 without 64-bit atomics; CPUs: a
     work-item a chunk, scanned in vector registers."""
     cpu = info.type == "cpu"
-    if layout == "cols":  # CPUs: a strip of 16 columns is a cache line of float32
-        # CPUs: a work-item a group (CPU_COLS_WG)
+    if layout == "cols":  # CPUs: a wide strip a work-item (CPU_COLS_ITEMS)
+        # CPUs: a work-item a group (CPU_COLS_WG); strips of 16 where the device's health
+        # allows no vector of 16 accumulators (the wide strips' steps)
         wg = min(pow2_at_most(info.max_wg), CPU_COLS_WG if cpu else 256)
-        return ScanConfig("cols", wg=wg, items=16 if cpu else 1, stage=0, group_scan=0,
+        cap = int(getattr(info, "max_vector_bytes", 0) or 0)
+        items = (CPU_COLS_ITEMS if not cap or 16 * acc_bytes <= cap else 16) if cpu else 1
+        return ScanConfig("cols", wg=wg, items=items, stage=0, group_scan=0,
                           groups_per_cu=4 if cpu else 8)
     if cpu:
         # a work-item scans its chunk 16 elements at a time in vector registers (8 where the

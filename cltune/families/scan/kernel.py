@@ -74,6 +74,7 @@ def build_defines(variant: ScanVariant, cfg: ScanConfig, form: Form, *,
         "CLT_NV_PTX": int(bool(nv_ptx)),
         "CLT_ACC_BITS": 8 * np.dtype(_NP[acc]).itemsize,
         "CLT_COLS_BATCH": COLS_BATCH if gpu and cfg.layout == "cols" and cfg.items <= 4 else 1,
+        "CLT_LAYOUT_COLS": int(cfg.layout == "cols"),  # a cols build: the cols kernels only
     }
     if not variant.is_float and variant.op in ("min", "max"):
         defs["CLT_IDENT_INT"] = variant.ident_int()  # a name from a fixed table

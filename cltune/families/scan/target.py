@@ -25,6 +25,7 @@ from cltune.families.scan.config import (
     GROUPS_PER_CU,
     ITEMS,
     VECTOR_ITEMS,
+    WIDE_ITEMS,
     ScanConfig,
 )
 from cltune.families.scan.defaults import builtin_config
@@ -95,7 +96,8 @@ def make_space(info: DeviceInfo, layout: str, acc_bytes: int) -> ScanSpace:
     top = min(info.max_wg, 1024 if gpu else 64)
     wgs = tuple(v for v in POW2 if lo <= v <= top) or (1,)
     if layout == "cols":
-        vals = {"wg": wgs, "items": (1, 2, 4, 8, 16), "stage": (0,), "group_scan": (0,),
+        items = (1, 2, 4, 8, 16) if gpu else (1, 4, 16, *WIDE_ITEMS)  # CPUs: wide strips
+        vals = {"wg": wgs, "items": items, "stage": (0,), "group_scan": (0,),
                 "groups_per_cu": GROUPS_PER_CU}
         return ScanSpace(info, layout, acc_bytes, {"layout": ("cols",), **vals, "chain": (0,)},
                          {"stage": "cols: a work-item scans its column alone",
