@@ -3,14 +3,15 @@
 array, ms a call, blocks of 3 calls each after one numpy call (the same cache state), median of
 7. Run it at two commits to compare kernels (docs/logs/cpu-axis-packed-tree-2026-12-07.txt).
 
-    DEV=1 TAG=new python scripts/experiments/axis_rows_vs_1d.py
+    DEV=1 TAG=new [SHAPES=2000003x5,1000003x7] python scripts/experiments/axis_rows_vs_1d.py
 """
 import numpy as np, pyopencl as cl, pyopencl.array as cla, cltune, time, os, statistics
 from cltune.device.select import select
 dev=select(os.environ.get("DEV","1"))[1]; ctx=cl.Context([dev]); q=cl.CommandQueue(ctx)
 r=cltune.get_reducer(q,"sum",np.float32)
 rng=np.random.default_rng(0)
-for shape in [(1048576,16),(2000003,8),(4000037,4),(8000009,2),(1000003,7)]:
+SHAPES=os.environ.get("SHAPES","1048576x16,2000003x8,4000037x4,8000009x2,1000003x7")
+for shape in [tuple(int(v) for v in s.split("x")) for s in SHAPES.split(",")]:
     h=rng.random(shape,dtype=np.float32); x=cla.to_device(q,h); flat=x.reshape(-1)
     assert np.allclose(r(x,axis=1).get(), h.sum(axis=1), rtol=1e-5)
     t={"c":[],"s":[]}

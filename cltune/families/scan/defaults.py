@@ -37,11 +37,12 @@ CPU_COLS_WG = 1
 #: 16 (kernels/scan.cl's wide strips). A strip of 16 columns touched one cache line per row,
 #: rows `inner` elements apart, which no prefetcher follows; a row of 512 is a run of 2 KiB.
 #: float32 cumsum along axis 0, ms a call, strip 16 -> 512 (copy of the array), launched side by
-#: side (scripts/experiments/scan_cols_cpu.py, 2-core Intel Xeon host, 2026-12-07,
-#: docs/logs/cpu-scan-wide-2026-12-07.txt): Debian's PoCL 33x100003 2.92 -> 0.81 (1.00),
-#: 64x131072 7.52 -> 4.31 (2.54), 1000x4000 5.24 -> 1.46 (1.15), 4096x4096 31.3 -> 8.60 (8.22);
-#: Intel's runtime 2.80 -> 0.66 (0.86), 5.64 -> 2.16 (1.47), 4.97 -> 1.12 (0.63), 30.7 -> 7.77
-#: (5.16). 1024 was a little faster on short wide arrays and slower on 1000x4000 (four strips)
+#: side (scripts/experiments/scan_cols_cpu.py, 2-core Intel Xeon host, 2026-12-07, two runs in
+#: docs/logs/cpu-scan-wide-2026-12-07.txt): Debian's PoCL 33x100003 2.92-3.36 -> 0.81-1.05
+#: (0.98-1.00), 64x131072 7.3-7.5 -> 4.3-5.7 (2.5-4.2), 1000x4000 5.2-6.2 -> 1.5-3.2 (1.2-1.3),
+#: 4096x4096 31-33 -> 8.6-13.1 (8.2-9.3); Intel's runtime 2.8-3.0 -> 0.66-0.74 (0.86-0.88),
+#: 5.6-6.4 -> 2.2-3.0 (1.5), 5.0-5.2 -> 1.1-1.5 (0.63), 31 -> 7.8-10.7 (5.2-5.7). 1024 ran
+#: within the noise of 512 (faster on 64x131072 in both runs, slower on 1000x4000 in one)
 CPU_COLS_ITEMS = 512
 
 
