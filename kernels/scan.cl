@@ -596,6 +596,158 @@ __kernel WG_ATTR void clt_scan_top(__global acc_t *pv, __global const uint *pf, 
 #define VPUT(S, v, carry, t, hd) S((v), op + (t))
 #define SPUT(v, carry, t, hd) STORE(op + (t), (v))
 #endif
+#if VSCAN && CLT_SEG == 1
+/* Rows shorter than a vector (seglen < VW, and <= CLT_SEG_VMASK) (CPUs): every vector
+ * scanned whole as (head flag, value) pairs, the flags from the row length (a head where the
+ * position in the row is 0: a table of the VW phases), in log2(VW) shifted steps ((f1, v1) .
+ * (f2, v2) = (f1 | f2, f2 ? v2 : v1 op v2)), the carry combined into the lanes before the
+ * vector's first head. Piece by piece, such rows went one element at a time. float32 sums
+ * (scripts/experiments/scan_seg_rows_ab.py, 2-core Intel Xeon, docs/logs/cpu-scan-seg-rows-
+ * 2026-12-07.txt): rows of 5 1.38x / 1.94x faster on Debian's PoCL / Intel's runtime, rows of
+ * 7 1.21x / 1.82x; rows of 16 and 100 ran slower this way (0.59-0.92x: a vector's flagged
+ * steps cost more than a piece's plain ones where a row holds whole vectors) */
+#ifndef CLT_SEG_VMASK
+#define CLT_SEG_VMASK VW
+#endif
+#if CLT_ACC_BITS == 64
+#define MSK_T long
+#elif CLT_ACC_BITS == 32
+#define MSK_T int
+#elif CLT_ACC_BITS == 16
+#define MSK_T short
+#else
+#define MSK_T char
+#endif
+#define MV CAT(MSK_T, VW)
+#define IV32 CAT(int, VW)
+#if VW == 16
+#define LANES ((IV32)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#define SHV1(T, v, f)                                                                            \
+    ((T)((f), (v).s0, (v).s1, (v).s2, (v).s3, (v).s4, (v).s5, (v).s6, (v).s7, (v).s8, (v).s9,   \
+         (v).sa, (v).sb, (v).sc, (v).sd, (v).se))
+#define SHV2(T, v, f)                                                                            \
+    ((T)((f), (f), (v).s0, (v).s1, (v).s2, (v).s3, (v).s4, (v).s5, (v).s6, (v).s7, (v).s8,      \
+         (v).s9, (v).sa, (v).sb, (v).sc, (v).sd))
+#define SHV4(T, v, f)                                                                            \
+    ((T)((f), (f), (f), (f), (v).s0, (v).s1, (v).s2, (v).s3, (v).s4, (v).s5, (v).s6, (v).s7,    \
+         (v).s8, (v).s9, (v).sa, (v).sb))
+#define SHV8(T, v, f)                                                                            \
+    ((T)((f), (f), (f), (f), (f), (f), (f), (f), (v).s0, (v).s1, (v).s2, (v).s3, (v).s4, (v).s5, \
+         (v).s6, (v).s7))
+#else
+#define LANES ((IV32)(0, 1, 2, 3, 4, 5, 6, 7))
+#define SHV1(T, v, f) ((T)((f), (v).s0, (v).s1, (v).s2, (v).s3, (v).s4, (v).s5, (v).s6))
+#define SHV2(T, v, f) ((T)((f), (f), (v).s0, (v).s1, (v).s2, (v).s3, (v).s4, (v).s5))
+#define SHV4(T, v, f) ((T)((f), (f), (f), (f), (v).s0, (v).s1, (v).s2, (v).s3))
+#endif
+/* one step of the flagged scan: lanes k >= S take (f[k-S], v[k-S]) . (f[k], v[k]) */
+#define SEGV_STEP(SH, v, f)                                                                      \
+    do {                                                                                       \
+        const VV sv_ = SH(VV, v, IDENT);                                                       \
+        const MV sf_ = SH(MV, f, (MSK_T)0);                                                    \
+        v = select(VOP(sv_, v), v, f);                                                         \
+        f = f | sf_;                                                                           \
+    } while (0)
+#if VW == 16
+#define SEGV_SCAN(v, f)                                                                          \
+    SEGV_STEP(SHV1, v, f);                                                                     \
+    SEGV_STEP(SHV2, v, f);                                                                     \
+    SEGV_STEP(SHV4, v, f);                                                                     \
+    SEGV_STEP(SHV8, v, f)
+#else
+#define SEGV_SCAN(v, f)                                                                          \
+    SEGV_STEP(SHV1, v, f);                                                                     \
+    SEGV_STEP(SHV2, v, f);                                                                     \
+    SEGV_STEP(SHV4, v, f)
+#endif
+#if CLT_EXCL /* h: the vector's head lanes (before the scan) */
+#define SEGV_PUT(S, v, carry, t, h)                                                              \
+    S(select(VSHIFT1((carry), (v)), (VV)(EMPTY), (h)), op + (t))
+#define SEGS_PUT(v, carry, t, hd) STORE(op + (t), (hd) ? EMPTY : (carry))
+#else
+#define SEGV_PUT(S, v, carry, t, h) S((v), op + (t))
+#define SEGS_PUT(v, carry, t, hd) STORE(op + (t), (v))
+#endif
+/* [t_, e) one element at a time (p_: t_'s position in its row) */
+#define SEGS_STEPS(e)                                                                            \
+    for (; t_ < (e); ++t_) {                                                                   \
+        const int hd_ = p_ == 0;                                                               \
+        const acc_t x_ = LOAD(xp[t_]);                                                         \
+        const acc_t v_ = hd_ ? x_ : OP(carry, x_);                                             \
+        SEGS_PUT(v_, carry, t_, hd_);                                                          \
+        carry = v_;                                                                            \
+        if (++p_ == (uint)seglen) p_ = 0;                                                      \
+    }
+/* the head lanes of the vector at position p_ of its row, as flags (-1); p_ moves on a vector */
+#define SEGV_HEADS(h)                                                                            \
+    do {                                                                                       \
+        h = CAT(convert_, MV)(-(((IV32)((int)patt_[p_]) >> LANES) & 1));                      \
+        p_ += step_;                                                                           \
+        if (p_ >= (uint)seglen) p_ -= (uint)seglen;                                            \
+    } while (0)
+/* CLT_VU vectors a step, scanned independently; the carry's chain takes one combine a step
+ * (carry . the step's own flagged prefix before each vector), as VLOOPS */
+#define SEGV_LOOP(S, b)                                                                          \
+    for (; t_ + VSTEP <= (b); t_ += VSTEP) {                                                   \
+        VV s_[CLT_VU];                                                                         \
+        MV h_[CLT_VU], f_[CLT_VU];                                                             \
+        _Pragma("unroll") for (int u_ = 0; u_ < CLT_VU; ++u_) {                                \
+            SEGV_HEADS(h_[u_]);                                                                \
+            f_[u_] = h_[u_];                                                                   \
+            s_[u_] = VLOAD(xp + t_ + u_ * VW);                                                 \
+            SEGV_SCAN(s_[u_], f_[u_]);                                                         \
+        }                                                                                      \
+        acc_t pv_ = IDENT; /* the step's own prefix before vector u_, and whether it has a    \
+                              head */                                                          \
+        int pf_ = 0;                                                                           \
+        _Pragma("unroll") for (int u_ = 0; u_ < CLT_VU; ++u_) {                                \
+            const acc_t c_ = pf_ ? pv_ : OP(carry, pv_);                                       \
+            const int any_ = any(f_[u_]);                                                      \
+            pv_ = any_ ? VLAST(s_[u_]) : OP(pv_, VLAST(s_[u_]));                               \
+            pf_ |= any_;                                                                       \
+            const VV v_ = select(VOP((VV)(c_), s_[u_]), s_[u_], f_[u_]);                       \
+            SEGV_PUT(S, v_, c_, t_ + u_ * VW, h_[u_]);                                         \
+        }                                                                                      \
+        carry = pf_ ? pv_ : OP(carry, pv_);                                                    \
+    }                                                                                          \
+    for (; t_ + VW <= (b); t_ += VW) {                                                         \
+        MV h_, f_;                                                                             \
+        SEGV_HEADS(h_);                                                                        \
+        f_ = h_;                                                                               \
+        VV v_ = VLOAD(xp + t_);                                                                \
+        SEGV_SCAN(v_, f_);                                                                     \
+        v_ = select(VOP((VV)(carry), v_), v_, f_);                                             \
+        SEGV_PUT(S, v_, carry, t_, h_);                                                        \
+        carry = VLAST(v_);                                                                     \
+    }
+#if HAVE_NT
+#define SEGV_BODY(b)                                                                             \
+    if (n * (long)sizeof(CLT_OUT_T) >= CLT_NT_BYTES) {                                         \
+        long e0_ = t_;                                                                         \
+        while (e0_ < (b) && MISALIGNED(op + e0_)) ++e0_;                                       \
+        SEGS_STEPS(e0_)                                                                        \
+        SEGV_LOOP(VSTORE_NT, b)                                                                \
+    } else {                                                                                   \
+        SEGV_LOOP(VSTORE, b)                                                                   \
+    }
+#else
+#define SEGV_BODY(b) SEGV_LOOP(VSTORE, b)
+#endif
+#define CHUNK_SCAN_MASKED(a, b, carry)                                                           \
+    {                                                                                          \
+        uint patt_[VW]; /* the head lanes (bits) of a vector starting at position p */        \
+        for (uint p = 0; p < (uint)seglen; ++p) {                                              \
+            uint m = 0;                                                                        \
+            for (uint k = p ? (uint)seglen - p : 0u; k < VW; k += (uint)seglen) m |= 1u << k;  \
+            patt_[p] = m;                                                                      \
+        }                                                                                      \
+        const uint step_ = (uint)(VW % seglen);                                                \
+        long t_ = (a);                                                                         \
+        uint p_ = (uint)(t_ % seglen);                                                         \
+        SEGV_BODY(b)                                                                           \
+        SEGS_STEPS(b)                                                                          \
+    }
+#endif
 #if VSCAN /* segment piece by segment piece: the carry restarts at each head */
 /* VLOOPS(S): the vectors of the piece [t_, e_), stored by S: CLT_VU at a time (their scans
  * independent, the carry's chain one combine a step), then one at a time */
@@ -639,7 +791,17 @@ __kernel WG_ATTR void clt_scan_top(__global acc_t *pv, __global const uint *pf, 
 #else
 #define VPIECE VLOOPS(VSTORE)
 #endif
+#if CLT_SEG == 1
 #define CHUNK_SCAN(a, b, carry)                                                                  \
+    if (seglen < VW && seglen <= CLT_SEG_VMASK) {                                              \
+        CHUNK_SCAN_MASKED(a, b, carry)                                                         \
+    } else {                                                                                   \
+        CHUNK_SCAN_PIECES(a, b, carry)                                                         \
+    }
+#else
+#define CHUNK_SCAN(a, b, carry) CHUNK_SCAN_PIECES(a, b, carry)
+#endif
+#define CHUNK_SCAN_PIECES(a, b, carry)                                                           \
     {                                                                                          \
         HEADS_FROM(a);                                                                         \
         long t_ = (a);                                                                         \

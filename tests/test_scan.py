@@ -378,6 +378,38 @@ def test_cols_in_wide_strips(ctx, queue, device, op, dtype):
     assert chk.ok, chk.reason
 
 
+@pytest.mark.parametrize("op,dtype", [("sum", "float32"), ("sum", "int8"), ("prod", "float64"),
+                                      ("min", "int32"), ("max", "uint8")])
+def test_rows_shorter_than_a_vector(ctx, queue, device, op, dtype):
+    """CPUs' vector scan takes rows shorter than its vectors (8 or 16) as whole vectors of
+    (head flag, value) pairs (kernels/scan.cl's CHUNK_SCAN_MASKED): every row length 1..17,
+    chunks that end mid-row (one chained pass and reduce-then-scan), vectors of 8 and 16,
+    exclusive and inclusive, at an offset: numpy's answers within the plan's bound."""
+    from cltune.families.scan.reference import roundings, run_view
+
+    info, dev = device
+    if dtype == "float64" and not info.fp64:
+        pytest.skip("no fp64")
+    v = ScanVariant(op, dtype, "rows")
+    chains = (0, 3) if info.int64_atomics else (0,)
+    j = 0
+    for items, chain in itertools.product((8, 16), chains):
+        cfg = ScanConfig("rows", wg=1, items=items, stage=2, group_scan=0, groups_per_cu=64,
+                         chain=chain)
+        la = ScanLauncher(ctx, dev, info, v, cfg)
+        for length in (*range(1, 18), 3):
+            j += 1
+            shape, excl = (997 // length + 3, length), bool(j % 2)
+            x = sample(v, shape, seed=j)
+            p = la.plan(shape[0], length, 1)
+            got = run_view(la, queue, x, (shape[0], length, 1), excl, None, xoff=j % 5)
+            want, scale = reference(v, x, 1, excl, None)
+            chk = compare(v, got.reshape(shape), want.reshape(shape), scale,
+                          roundings(v, cfg, p.groups, p.chunk, length, p.lanes))
+            assert chk.ok, (items, chain, shape, excl, p, chk.reason)
+            assert p.groups > 1 or shape[0] * length <= cfg.tile, p
+
+
 def test_validation_refuses_a_wrong_answer(queue):
     v = ScanVariant("sum", "float32")
     x = sample(v, (1000,), seed=1)

@@ -49,7 +49,8 @@ _defines = sk.build_defines  # and the GPUs' build: rows loaded in batches befor
 sk.build_defines = lambda v, c, f, **kw: _defines(v, c, f, **{**kw, "gpu": c in GPU_COLS})
 CASES = [((301,), 0, False, None), ((301,), 0, True, None), ((7, 45), 1, False, None),
          ((120,), 0, True, np.array([0, 3, 3, 50, 51, 119, 120])), ((37, 6), 0, True, None),
-         ((3, 29, 5), 1, False, None), ((1500, 3), 0, True, None), ((41, 70), 0, True, None)]
+         ((3, 29, 5), 1, False, None), ((1500, 3), 0, True, None), ((41, 70), 0, True, None),
+         ((43, 5), 1, True, None)]  # rows shorter than a vector: flagged vectors
 VARIANTS = [("sum", "float32"), ("sum", "int32"), ("max", "float32")]
 if NEGATIVE:
     ROWS, COLS, GPU_COLS, CASES, VARIANTS = ROWS[:1], [], [], CASES[:1], VARIANTS[:1]
