@@ -2,8 +2,9 @@
 """#40's CPU target on skinny shapes, one process: for each (call, shape, axis) the served
 cltune call, numpy's, and cltune's 1-D sum `r(x)` of the same array, interleaved blocks (a
 block: CALLS calls then `queue.finish()`), medians of REPEATS blocks, ms a call; `x np` is
-numpy's time / cltune's, `of 1-D` the 1-D sum's time / the call's (#40: >= 1.0 and >= 0.8 for
-arrays >= 8 MB). Every answer is checked against numpy in float64 first. Each block of
+numpy's time / cltune's, `of 1-D` the call's GB/s / the 1-D sum's (the bytes read, and for
+cumsum written too, as docs/benchmarks.md counts them: the 1-D sum's time / the call's, twice
+that for cumsum) (#40: >= 1.0 and >= 0.8 for arrays >= 8 MB). Every answer is checked against numpy in float64 first. Each block of
 cltune's (the call's and the 1-D sum's) follows one of numpy's: on a host whose last-level
 cache holds the array, a block that followed the call on the same array would find it warm.
 
@@ -48,7 +49,7 @@ def block(f, fin):
 
 print(f"# {dev.name} ({dev.platform.version}); float32; ms a call, median of {REPEATS} "
       f"blocks of {CALLS}")
-print("| call | shape | axis | MB | cltune | numpy | 1-D sum | x np | of 1-D |")
+print("| call | shape | axis | MB | cltune | numpy | 1-D sum | x np | of 1-D GB/s |")
 print("|---|---|---|---|---|---|---|---|---|")
 for op, shape, ax in S:
     if ONLY and op != ONLY:
@@ -69,5 +70,6 @@ for op, shape, ax in S:
         for k in ("n", "c", "n", "s") if i % 2 else ("n", "s", "n", "c"):
             t[k].append(block(*fs[k]))
     c, n, s = (statistics.median(t[k]) for k in "cns")
+    moved = 2 if op == "cumsum" else 1  # a scan writes what it reads
     print(f"| {op} | {'x'.join(map(str, shape))} | {ax} | {h.nbytes / 2**20:.0f} | {c:.2f} | "
-          f"{n:.2f} | {s:.2f} | {n / c:.2f} | {s / c:.2f} |", flush=True)
+          f"{n:.2f} | {s:.2f} | {n / c:.2f} | {moved * s / c:.2f} |", flush=True)
