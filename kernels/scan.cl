@@ -1393,6 +1393,71 @@ clt_scan_cols_down(__global const CLT_IN_T *x, const long xoff, const long outer
 #endif
 }
 
+#if COLS_BATCH > 1
+/* GPUs, short columns in one launch with a group's carries: a group is wc strips (CLT_ITEMS
+ * neighbouring columns each, neighbouring work-items on neighbouring strips: coalesced) by
+ * CLT_WG / wc chunks of `chunk` <= COLS_BATCH rows. Each work-item loads its chunk's rows at
+ * once (one memory round trip), scans them in registers and leaves the chunk's total in
+ * __local memory; after the barrier it combines the totals of its column's earlier chunks
+ * (in order) into its carry and stores its rows. A work-item a whole column left few columns
+ * (10^4) with 40 groups of 256 on a 132-SM device, each walking its column in batches of
+ * COLS_BATCH rows. Every work-item reaches the barrier (no early return). */
+__kernel WG_ATTR void
+clt_scan_cols_tile(__global const CLT_IN_T *x, const long xoff, const long outer, const long R,
+                   const long inner, const long chunk, const uint wc,
+                   __global CLT_OUT_T *out, const long ooff) {
+    __local acc_t tot[CLT_WG * CLT_ITEMS];
+    const long strips = (inner + CLT_ITEMS - 1) / CLT_ITEMS;
+    const uint lid = get_local_id(0);
+    const uint cl = lid % wc, sk = lid / wc;
+    const long c = (long)get_group_id(0) * wc + cl;
+    const int live = c < outer * strips;
+    const long o = live ? c / strips : 0;
+    const long q0 = live ? (c - o * strips) * CLT_ITEMS : 0;
+    const int width = live ? (int)min((long)CLT_ITEMS, inner - q0) : 0;
+    const long j0 = (long)sk * chunk;
+    const int rows = (int)max(0L, min(chunk, R - j0));
+    const long at = o * R * inner + q0;
+    __global const CLT_IN_T *col = x + xoff + at;
+    __global CLT_OUT_T *oc = out + ooff + at;
+    acc_t v[COLS_BATCH][CLT_ITEMS];
+#pragma unroll
+    for (int b = 0; b < COLS_BATCH; ++b)
+#pragma unroll
+        for (int k = 0; k < CLT_ITEMS; ++k)
+            v[b][k] = (b < rows && k < width) ? LOAD(col[(j0 + b) * inner + k]) : IDENT;
+#pragma unroll
+    for (int b = 1; b < COLS_BATCH; ++b)
+#pragma unroll
+        for (int k = 0; k < CLT_ITEMS; ++k) v[b][k] = OP(v[b - 1][k], v[b][k]);
+#pragma unroll
+    for (int k = 0; k < CLT_ITEMS; ++k) tot[lid * CLT_ITEMS + k] = v[COLS_BATCH - 1][k];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    acc_t run[CLT_ITEMS];
+#pragma unroll
+    for (int k = 0; k < CLT_ITEMS; ++k) run[k] = IDENT;
+    for (uint t = 0; t < sk; ++t)
+#pragma unroll
+        for (int k = 0; k < CLT_ITEMS; ++k) run[k] = OP(run[k], tot[(t * wc + cl) * CLT_ITEMS + k]);
+#pragma unroll
+    for (int b = 0; b < COLS_BATCH; ++b) {
+        if (b < rows) {
+#pragma unroll
+            for (int k = 0; k < CLT_ITEMS; ++k) {
+                if (k < width) {
+#if CLT_EXCL
+                    const acc_t e = (j0 + b == 0) ? EMPTY : b ? OP(run[k], v[b - 1][k]) : run[k];
+                    STORE(oc + (j0 + b) * inner + k, e);
+#else
+                    STORE(oc + (j0 + b) * inner + k, OP(run[k], v[b][k]));
+#endif
+                }
+            }
+        }
+    }
+}
+#endif
+
 /* which paths the compiler took: [subgroup scan, warp shuffles] */
 __kernel void clt_scan_probe(__global int *flags) {
     flags[0] = SG_SCAN;

@@ -297,8 +297,9 @@ def test_cols_in_the_gpu_geometry(ctx, queue, device, op, dtype, monkeypatch):
     v = ScanVariant(op, dtype, "cols")
     assert f"-DCLT_COLS_BATCH={sk.COLS_BATCH}" in sk.build_defines(v, cfg, sk.Form())
     la = ScanLauncher(ctx, dev, info, v, cfg)
+    monkeypatch.setattr(sl, "TILE_COLS", True)  # the tile kernel, off until measured
     la.plan = lambda o, r, i: sl.plan(cfg, info.compute_units, o, r, i, gpu=True)
-    seen = set()
+    seen, tiles = set(), 0
     for j, (shape, axis, excl) in enumerate([((20000, 3), 0, False), ((5001, 16), 0, True),
                                              ((3, 2999, 5), 1, False), ((777, 40), 0, True),
                                              ((64, 300), 0, False), ((1, 7), 0, False),
@@ -309,16 +310,22 @@ def test_cols_in_the_gpu_geometry(ctx, queue, device, op, dtype, monkeypatch):
         r, inner = shape[axis], int(np.prod(shape[axis + 1:]))
         p = la.plan(outer, r, inner)
         seen.add((p.wc < cfg.wg, p.lanes > 1))
+        tiles += p.tile
         got = run_view(la, queue, x, (outer, r, inner), excl, None, xoff=j % 3)
         want, scale = reference(v, x, axis, excl, None)
         chk = compare(v, got.reshape(shape), want.reshape(shape), scale,
                       roundings(v, cfg, p.groups, p.chunk, r, p.lanes))
         assert chk.ok, (shape, axis, excl, p, chk.reason)
     assert (True, True) in seen and (False, False) in seen  # both cuts ran
-    # short columns (<= SHORT_COLS rows) are one launch however few the columns; longer ones
-    # are cut to fill the device
-    for rows, cols in ((1, 7), (9, 65), (64, 10**4), (sl.SHORT_COLS, 1)):
-        assert sl.plan(cfg, 132, 1, rows, cols, gpu=True).groups == 1, (rows, cols)
+    assert tiles >= 2  # short columns with the group's carries (clt_scan_cols_tile) ran
+    # short columns (<= SHORT_COLS rows) are one launch however few the columns: by a
+    # work-item a column up to COLS_BATCH rows (or where a group cannot hold the chunks), else
+    # by a group's chunks of at most COLS_BATCH rows; longer ones are cut to fill the device
+    for rows, cols in ((1, 7), (9, 65), (64, 10**4), (sl.SHORT_COLS, 1), (8, 10**4)):
+        p = sl.plan(cfg, 132, 1, rows, cols, gpu=True)
+        assert la._one_launch(p) and (p.tile == (rows > sk.COLS_BATCH
+                                                 and rows <= sk.COLS_BATCH * cfg.wg)), (rows, p)
+        assert not p.tile or p.chunk <= sk.COLS_BATCH and p.groups * p.wc <= cfg.wg, p
     assert sl.plan(cfg, 132, 1, sl.SHORT_COLS + 1, 1, gpu=True).groups > 1
     if v.result_dtype != np.dtype(dtype):  # int32 sums widen to int64 (numpy): no in place
         return

@@ -22,7 +22,9 @@ import numpy as np
 import cltune.families.scan.kernel as sk
 from cltune.families.scan.config import ScanConfig as C
 from cltune.families.scan.family import ScanVariant
+import cltune.families.scan.launch as sl
 from cltune.families.scan.launch import ScanLauncher, plan
+sl.TILE_COLS = True  # GPUs' short columns by a group's carries (off until measured)
 from cltune.families.scan.reference import compare, reference, roundings, run_view, sample
 
 if NEGATIVE:  # the group scan's tree without the barrier between its reads and writes
@@ -75,7 +77,8 @@ for op, dtype in VARIANTS:
                 err, groups = f"{type(e).__name__}: {e}"[:300], 0
             out["runs"].append({"cfg": cfg.short(), "variant": str(v), "shape": shape,
                                 "error": err, "groups": groups, "gpu": cfg in GPU_COLS,
-                                "lanes": getattr(p, "lanes", 1) if groups else 0})
+                                "lanes": getattr(p, "lanes", 1) if groups else 0,
+                                "tile": bool(groups and getattr(p, "tile", False))})
 print(MARK + json.dumps(out), flush=True)
 '''
 
@@ -87,6 +90,7 @@ def test_scan_kernels_are_clean_under_oclgrind():
     assert not wrong, wrong[:10]
     assert any(r["groups"] > 1 for r in summary["runs"])  # the three-launch path ran
     assert any(r["gpu"] and r["lanes"] > 1 for r in summary["runs"])  # GPUs' top lanes ran
+    assert any(r["gpu"] and r["tile"] for r in summary["runs"])  # short columns' group carries
     assert any(r["cfg"].endswith("chain") and r["groups"] > 4 for r in summary["runs"]), \
         "Oclgrind has cl_khr_int64_base_atomics: the chained pass must be checked"
     assert any("chunks" in r["cfg"] and r["groups"] > 4 for r in summary["runs"])

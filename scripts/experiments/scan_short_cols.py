@@ -4,6 +4,8 @@ one-launch rule for columns of <= SHORT_COLS rows switched off (0: cut into chun
 launches) and on (a huge bound: always one launch), beside torch.cumsum(dim=0) in blocks of
 its own; wall per call of --calls back-to-back calls, medians of --repeats blocks, results
 checked against numpy first. Tells where one launch stops paying (the SHORT_COLS bound).
+`tile`: one launch by a group's chunks of at most COLS_BATCH rows, their carries combined in
+the group (clt_scan_cols_tile, `launch.TILE_COLS`; up to COLS_BATCH x the group's size rows).
 
     python scripts/experiments/scan_short_cols.py --device NVIDIA --shapes 64x10000,256x1000
 """
@@ -44,29 +46,34 @@ def main() -> None:
     except ImportError:
         torch = None
     print(f"device: {info.name}; float32 cumsum along axis 0, us per call (medians)")
-    print("| shape | chunks (3 launches) | one launch | one/chunks | torch | torch/one |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| shape | chunks (3 launches) | one launch | one/chunks | tile | tile/one | torch | "
+          "torch/one | torch/tile |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for s in a.shapes.split(","):
         shape = tuple(int(v) for v in s.split("x"))
         h = np.random.default_rng(0).random(shape, dtype=np.float32)
         x = cla.to_device(q, h)
         want = np.cumsum(h.astype(np.float64), axis=0)
         res = {}
-        for name, bound in (("chunks", 0), ("one", 1 << 40)):
-            launch.SHORT_COLS = bound
+        short, tile = launch.SHORT_COLS, launch.TILE_COLS
+        for name, bound, tiles in (("chunks", 0, False), ("one", 1 << 40, False),
+                                   ("tile", 1 << 40, True)):
+            launch.SHORT_COLS, launch.TILE_COLS = bound, tiles
             cltune.clear_caches()
             got = cltune.cumsum(x, axis=0).get()
             assert np.allclose(got, want, rtol=1e-4, atol=1e-3), (s, name)
             res[name] = per_call_us(q.finish, lambda: cltune.cumsum(x, axis=0), a.calls,
                                   a.repeats)
+        launch.SHORT_COLS, launch.TILE_COLS = short, tile
         tt = float("nan")
         if torch is not None:
             xt = torch.from_numpy(h).cuda()
             tt = per_call_us(torch.cuda.synchronize, lambda: torch.cumsum(xt, dim=0), a.calls,
                            a.repeats)
         print(f"| {s} | {res['chunks']:.1f} | {res['one']:.1f} | "
-              f"{res['one'] / res['chunks']:.2f} | {tt:.1f} | {tt / res['one']:.2f} |",
-              flush=True)
+              f"{res['one'] / res['chunks']:.2f} | {res['tile']:.1f} | "
+              f"{res['tile'] / res['one']:.2f} | {tt:.1f} | {tt / res['one']:.2f} | "
+              f"{tt / res['tile']:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,11 @@ class Form:
 COLS_BATCH = 8
 
 
+def tiles_built(cfg: ScanConfig, gpu: bool) -> bool:
+    """Whether a cols build has clt_scan_cols_tile (GPU builds that load rows in batches)."""
+    return gpu and cfg.layout == "cols" and cfg.items <= 4
+
+
 def build_defines(variant: ScanVariant, cfg: ScanConfig, form: Form, *,
                   nv_ptx: bool = False, gpu: bool = False) -> list[str]:
     """The `-D` options of a build: produced here only, from validated values only."""
@@ -73,7 +78,7 @@ def build_defines(variant: ScanVariant, cfg: ScanConfig, form: Form, *,
         "CLT_CHAIN": int(cfg.chain),
         "CLT_NV_PTX": int(bool(nv_ptx)),
         "CLT_ACC_BITS": 8 * np.dtype(_NP[acc]).itemsize,
-        "CLT_COLS_BATCH": COLS_BATCH if gpu and cfg.layout == "cols" and cfg.items <= 4 else 1,
+        "CLT_COLS_BATCH": COLS_BATCH if tiles_built(cfg, gpu) else 1,
         "CLT_LAYOUT_COLS": int(cfg.layout == "cols"),  # a cols build: the cols kernels only
     }
     if not variant.is_float and variant.op in ("min", "max"):
@@ -95,6 +100,7 @@ class ScanBuilt:
     acc_dtype: np.dtype
     paths: tuple[int, int]  # what the compiler took: (subgroup scan, warp shuffles)
     chain: cl.Kernel | None = None
+    tile: cl.Kernel | None = None  # GPUs' cols builds: short columns with a group's carries
 
 
 _builds: ContextCache[ScanBuilt] = ContextCache()
@@ -148,8 +154,12 @@ def _build(ctx: cl.Context, dev: cl.Device, info: DeviceInfo, variant: ScanVaria
         chain = prg.clt_scan_chunks if cfg.chain == 3 else prg.clt_scan_chain
         ks, types = (*ks, chain), (*types, [None, i8, i8, i8, *seg, None, None, u4, u4, None,
                                            i8])
+    tile = None
+    if cfg.layout == "cols" and f"-DCLT_COLS_BATCH={COLS_BATCH}" in opts:  # tiles_built
+        tile = prg.clt_scan_cols_tile  # x, xoff, outer, R, inner, chunk, wc, out, ooff
+        ks, types = (*ks, tile), (*types, [*dims, None, i8])
     for k, t in zip(ks, types, strict=True):
         k.set_scalar_arg_dtypes(t)
         check_limits(k, dev, info, cfg.wg)
     return ScanBuilt(variant, cfg, form, *ks[:3], acc, _probe(ctx, dev, prg.clt_scan_probe),
-                     chain)
+                     chain, tile)

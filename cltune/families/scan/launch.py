@@ -19,7 +19,16 @@ from cltune.core.pow2 import pow2_at_least
 from cltune.device.info import DeviceInfo
 from cltune.families.scan.config import ScanConfig
 from cltune.families.scan.family import ScanVariant
-from cltune.families.scan.kernel import SEG_NONE, SEG_OFFSETS, SEG_ROWS, Form, ScanBuilt, build
+from cltune.families.scan.kernel import (
+    COLS_BATCH,
+    SEG_NONE,
+    SEG_OFFSETS,
+    SEG_ROWS,
+    Form,
+    ScanBuilt,
+    build,
+    tiles_built,
+)
 from cltune.opencl.kernel_args import FAST_SETTER, pack_u32, set_u32
 from cltune.opencl.prepared import PreparedCalls
 
@@ -39,11 +48,13 @@ class Plan:
     chained: bool = False  # one chained pass (else reduce-then-scan, or one group)
     wc: int = 0
     lanes: int = 1
+    tile: bool = False  # GPUs' short columns: one launch, the chunks' carries in the group
 
 
 #: argument places of the one-launch kernels (kernel.py's lists): down's result, chain's
 #: result and state words (then the ticket counter, its base, the epoch)
 _DOWN_OUT, _CHAIN_OUT, _CHAIN_STATUS = 9, 11, 7
+_TILE_OUT = 7  # clt_scan_cols_tile's result
 
 
 class _Warm:
@@ -68,6 +79,13 @@ TOP_RUN = 32
 #: reduce + top + down). H100, float32 x 10^4 columns, scripts/experiments/scan_short_cols.py:
 #: one launch / chunks 0.54 at 64 rows, 0.44 at 128, 0.52 at 256, 0.89 at 512, 1.48 at 1024
 SHORT_COLS = 512
+#: GPUs, short columns of more than COLS_BATCH rows: a group of wc strips by wg / wc chunks
+#: of at most COLS_BATCH rows (clt_scan_cols_tile), the chunks' carries combined in the group,
+#: one memory round trip a work-item. Off until measured on a GPU (none could be had the
+#: stop it was written; tested on the CPUs with the GPU plan forced, and under Oclgrind):
+#: `TILE=1 python scripts/experiments/scan_short_cols.py` compares it with the work-item a
+#: column it would replace
+TILE_COLS = False
 #: CPUs, rows: the fewest elements a served chunk takes (each chunk of a chained or
 #: reduce-then-scan pass costs a work-group, and groups_per_cu is meant for inputs that fill
 #: the caches: the builtin's 128 chunks a compute unit cut 4096 float32 into 256 chunks of 16).
@@ -86,7 +104,8 @@ def serving_min_chunk(info: DeviceInfo) -> int:
 
 
 def plan(cfg: ScanConfig, compute_units: int, outer: int, r: int, inner: int,
-         state_words: int | None = None, gpu: bool = False, min_chunk: int = 0) -> Plan:
+         state_words: int | None = None, gpu: bool = False, min_chunk: int = 0,
+         tiles: bool = True) -> Plan:
     """`state_words`: how many state words a chained pass may use (one buffer's worth); a
     chained config whose tiles need more scans this input by reduce-then-scan. `min_chunk`:
     rows cut into chunks (chain 0 and 3) get at least this many elements each (one group for
@@ -116,6 +135,12 @@ def plan(cfg: ScanConfig, compute_units: int, outer: int, r: int, inner: int,
     colgroups = max(1, -(-strips // wc))
     splits = max(1, min(want * (cfg.wg // wc) // colgroups, r // 8))
     if gpu and r <= SHORT_COLS:
+        if tiles and TILE_COLS and tiles_built(cfg, gpu) and r > COLS_BATCH:
+            need = -(-r // COLS_BATCH)  # chunks of at most COLS_BATCH rows
+            if need <= cfg.wg:
+                wc = min(cfg.wg // pow2_at_least(need), pow2_at_least(strips))
+                chunk = -(-r // (cfg.wg // wc))
+                return Plan(-(-r // chunk), chunk, -(-strips // wc), wc=wc, tile=True)
         splits = 1
     chunk = -(-max(1, r) // splits)
     groups = max(1, -(-r // chunk))
@@ -288,6 +313,10 @@ class ScanLauncher:
             form = self._forms[fk] = Form(*fk)
         b = self.built(form)
         p = self.plan(outer, r, inner)
+        if p.tile and b.tile is None:  # a build without the tile kernel (a forced CPU build)
+            p = self._plans[(outer, r, inner)] = plan(
+                cfg, self.info.compute_units, outer, r, inner, gpu=self.info.type != "cpu",
+                min_chunk=self.min_chunk, tiles=False)
         if offsets is None and type(exclusive) is bool:
             self._hot.keep((view, exclusive), (b, p, outer * r, r, _Warm()))
         wg = cfg.wg
@@ -313,7 +342,7 @@ class ScanLauncher:
     def _one_launch(self, p: Plan) -> bool:
         """Views of this plan are scanned in one launch: rows by one group or the chained
         pass, strided columns (GPUs' short ones) by one chunk a column."""
-        return p.groups == 1 or (self.cfg.layout == "rows" and p.chained)
+        return p.groups == 1 or p.tile or (self.cfg.layout == "rows" and p.chained)
 
     def _prepared(self, queue: cl.CommandQueue, hot: tuple,
                   view: tuple[int, int, int]) -> Callable[..., cl.Event]:
@@ -327,21 +356,27 @@ class ScanLauncher:
         b, p, n, r, w = hot
         if w.go[0] is queue:
             return w.go[1]
-        single = p.groups == 1
-        k = b.down if single else b.chain
+        single = p.groups == 1 or p.tile
+        k = b.tile if p.tile else b.down if single else b.chain
         wg = self.cfg.wg
         if self.cfg.layout == "rows":
             gsize, lsize = ((wg,) if single else (p.groups * wg,)), (wg,)
 
             def full(x: cl.Buffer, xoff: int, out: cl.Buffer, ooff: int) -> None:
                 self._rows_args(b, p, x, xoff, out, ooff, n, r)
+        elif p.tile:  # short columns, a group's carries (_cols with p.tile)
+            gsize, lsize = (p.colgroups * wg,), (wg,)
+
+            def full(x: cl.Buffer, xoff: int, out: cl.Buffer, ooff: int) -> None:
+                self._cols_tile_args(b, p, x, xoff, out, ooff, view[0], r, view[2])
         else:  # strided columns, one chunk each (_cols with p.groups == 1)
             gsize, lsize = (p.colgroups * wg, 1), (wg, 1)
 
             def full(x: cl.Buffer, xoff: int, out: cl.Buffer, ooff: int) -> None:
                 self._cols_one_args(b, p, x, xoff, out, ooff, view[0], r, view[2])
         words = p.groups * self._state_width()
-        groups, lock, out_at = p.groups, self._lock, _DOWN_OUT if single else _CHAIN_OUT
+        groups, lock = p.groups, self._lock
+        out_at = _TILE_OUT if p.tile else _DOWN_OUT if single else _CHAIN_OUT
 
         def go(x: cl.Buffer, xoff: int, out: cl.Buffer, ooff: int,
                wait_for: list[cl.Event] | None = None,
@@ -476,6 +511,11 @@ class ScanLauncher:
         b.down.set_args(x, L(xoff), L(outer), L(r), L(inner), L(p.chunk), U(p.wc), self._dummy,
                         U(0), out, L(ooff))
 
+    def _cols_tile_args(self, b: ScanBuilt, p: Plan, x, xoff, out, ooff, outer, r, inner):
+        """All the arguments of the short columns' kernel (a group's carries)."""
+        b.tile.set_args(x, L(xoff), L(outer), L(r), L(inner), L(p.chunk), U(p.wc), out,
+                        L(ooff))
+
     def _cols(self, queue, b: ScanBuilt, p: Plan, x, xoff, out, ooff, outer, r, inner, wg,
               wait_for):
         ncols = outer * inner
@@ -483,6 +523,11 @@ class ScanLauncher:
         gy = -(-p.groups // (wg // p.wc))  # groups along the chunks: wg / wc chunks each
         dims = (L(outer), L(r), L(inner), L(p.chunk), U(p.wc))
         b.down._clt_warm = None  # a prepared call's record of its arguments no longer holds
+        if p.tile:
+            b.tile._clt_warm = None
+            self._cols_tile_args(b, p, x, xoff, out, ooff, outer, r, inner)
+            return [cl.enqueue_nd_range_kernel(queue, b.tile, (gx,), (wg,),
+                                               wait_for=wait_for)]
         if p.groups == 1:
             self._cols_one_args(b, p, x, xoff, out, ooff, outer, r, inner)
             return [cl.enqueue_nd_range_kernel(queue, b.down, (gx, 1), (wg, 1),
