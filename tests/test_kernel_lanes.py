@@ -105,16 +105,22 @@ def test_the_worker_count_by_device_memory_and_setting(monkeypatch):
     monkeypatch.delenv("CLTUNE_KERNEL_WORKERS", raising=False)
     monkeypatch.setattr(lanes, "_cores", lambda: 16)
     small = [np.zeros(1000, np.float32)]
-    assert lanes.lanes_for(cpu, small) == 1
+    assert lanes.lanes_for(cpu, small) == lanes.MAX_LANES
     assert lanes.lanes_for(gpu, small) == lanes.MAX_LANES
     monkeypatch.setattr(lanes, "_cores", lambda: 2)
     assert lanes.lanes_for(gpu, small) == 1
+    assert lanes.lanes_for(cpu, small) == 2  # a build per core; the timings alone
+    monkeypatch.setattr(lanes, "_cores", lambda: 1)
+    assert lanes.lanes_for(cpu, small) == 1
+    monkeypatch.setattr(lanes, "_cores", lambda: 16)  # a worker per 4 configs known ahead
+    assert [lanes.lanes_for(gpu, small, p) for p in (0, 3, 4, 11, 12, 100)] == [1, 1, 1, 2, 3, 8]
     monkeypatch.setattr(lanes, "_cores", lambda: 16)
     big = [types.SimpleNamespace(nbytes=1 << 30)]  # 8 GiB device: half of it is 4 copies
     assert lanes.lanes_for(gpu, big) == min(4, lanes.MAX_LANES)
     assert lanes.lanes_for(gpu, [types.SimpleNamespace(nbytes=7 << 30)]) == 1
     monkeypatch.setenv("CLTUNE_KERNEL_WORKERS", "5")
     assert lanes.lanes_for(cpu, small) == 5
+    assert lanes.lanes_for(cpu, small, 0) == 5  # the setting is obeyed
     for bad in ("0", "two"):
         monkeypatch.setenv("CLTUNE_KERNEL_WORKERS", bad)
         with pytest.raises(ValueError, match="CLTUNE_KERNEL_WORKERS"):
@@ -141,6 +147,53 @@ def test_the_timing_lock_is_held_by_one_process_at_a_time(tmp_path):
         pass
 
 
+_HOLDER = """import sys, time
+from cltune.user.lanes import held
+path, mode, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
+with held(path, shared=mode == "sh"):
+    print(f"in {time.time():.6f}", flush=True)
+    time.sleep(secs)
+print(f"out {time.time():.6f}", flush=True)
+"""
+
+
+def _holder(path, mode, secs):
+    import subprocess
+    import sys
+    return subprocess.Popen([sys.executable, "-c", _HOLDER, path, mode, str(secs)],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def _span(p):
+    t_in = float(p.stdout.readline().split()[1])
+    t_out = float(p.stdout.readline().split()[1])
+    assert p.wait(timeout=30) == 0
+    return t_in, t_out
+
+
+def test_the_cpu_lock_lets_builds_share_it_and_a_timing_hold_it_alone(tmp_path):
+    """On a CPU device builds and checks hold the tune's lock shared and timed launches alone
+    (`lanes.held`): two shared holders are in at once; one alone waits until both are out;
+    a shared holder that comes while it waits goes in after it (the gate: no timing starves
+    behind a stream of builds)."""
+    import time
+    path = str(tmp_path / "t.lock")
+    a, b = _holder(path, "sh", 2.0), _holder(path, "sh", 2.0)
+    (a_in, a_out), (b_in, b_out) = _span(a), _span(b)
+    assert a_in < b_out and b_in < a_out  # at once
+    first = _holder(path, "sh", 2.5)
+    assert first.stdout.readline().startswith("in ")
+    alone = _holder(path, "ex", 1.0)
+    time.sleep(0.8)  # it waits on the shared holder, keeping the gate
+    late = _holder(path, "sh", 0.1)
+    f_out = float(first.stdout.readline().split()[1])
+    assert first.wait(timeout=30) == 0
+    (x_in, x_out), (l_in, _) = _span(alone), _span(late)
+    assert x_in >= f_out  # alone: after the shared holder left
+    assert l_in >= x_out  # the later shared holder: after the one alone, not before it
+    assert os.path.exists(lanes.gate_of(path))
+
+
 def test_a_time_limit_or_an_error_drops_the_configs_judged_ahead(device, monkeypatch):
     """Configs judged ahead and never asked for are dropped when the search stops (its time
     limit) or fails (a kernel name the source lacks: one clear error); the next tune in the
@@ -165,3 +218,31 @@ def test_a_time_limit_or_an_error_drops_the_configs_judged_ahead(device, monkeyp
                                   answer=[want, None, None], device=device[1], db=False,
                                   quiet=True)
     assert [r["block_size_x"] for r in res] == [32] and env["failed_count"] == 1
+
+
+def test_a_cpu_tune_builds_in_a_worker_per_core_when_the_order_is_known(device, monkeypatch):
+    """Without the setting, on the CPU device of two cores: brute force over 10 configs judges
+    them in two workers (builds and checks at once, timings alone, none overlapping) with the
+    same verdicts as one worker; a model-based search, whose next config waits for the last
+    one's cost, stays in one worker."""
+    monkeypatch.delenv("CLTUNE_KERNEL_WORKERS", raising=False)
+    if device[0].type != "cpu":
+        pytest.skip("the CPU's lanes")
+    monkeypatch.setattr(lanes, "_cores", lambda: 2)
+    args, want = _args()
+    space = {"block_size_x": [16, 32, 128, 256, 512], "dummy": [1, 2]}
+    res, env = cltune.tune_kernel("k", SCALE, args[0].size, args, space,
+                                  answer=[want, None, None], observers=[_clock()],
+                                  iterations=20, device=device[1], db=False, quiet=True)
+    assert [(r["block_size_x"], r["dummy"]) for r in res] == [
+        (b, d) for b in (16, 32, 256, 512) for d in (1, 2)]
+    assert {f["block_size_x"] for f in env["failed"]} == {128}
+    assert len({r["pid"] for r in res}) == 2
+    spans = sorted((r["t0"], r["t1"]) for r in res)
+    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+        assert start >= end, spans
+    res, _ = cltune.tune_kernel("k", SCALE, args[0].size, args, space,
+                                answer=[want, None, None], observers=[_clock()],
+                                strategy="bayes_opt", strategy_options={"max_fevals": 6},
+                                seed=1, device=device[1], db=False, quiet=True)
+    assert len(res) >= 4 and len({r["pid"] for r in res}) == 1

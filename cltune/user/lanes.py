@@ -7,8 +7,13 @@ build_threads.py`). So on a device that is not the host's CPU, a tune whose orde
 is known (brute force, random sample) builds several configs at once, each in a worker of its
 own (`worker_for(info, slot)`), while a file lock lets one worker at a time check and time its
 config on the device: timings are taken as alone. A crash or hang stays its own worker's and
-its own config's. On a CPU device the cores a build would take are the ones a timed kernel
-needs: one worker.
+its own config's.
+
+On a CPU device the cores a build takes are the ones a timed kernel needs, so there the lock
+is a readers-writer one (`held(path, shared=True)`): the workers build, make and check their
+configs at once (a build per core) holding it shared, and each takes it alone for its timed
+launches only, so that no build, check or other launch runs beside a timing. A timing that
+waits keeps new builds from starting (a gate lock), so the timings are never starved.
 """
 
 from __future__ import annotations
@@ -22,16 +27,25 @@ from cltune.device.info import DeviceInfo
 
 #: the most workers one tune starts on a device
 MAX_LANES = 8
+#: configs in a known order a worker past the first must have to judge: its start (a process,
+#: an OpenCL context, the arguments copied) costs about as much as a few builds (on this
+#: repository's 2-core CPU hosts, 4 configs in 2 workers took as long as in one, 8 and 16
+#: took 0.72-0.85x)
+CONFIGS_PER_LANE = 4
 #: the share of the device's (and the host's) memory the workers' copies of the arguments may
 #: take together
 MEMORY_SHARE = 0.5
 
 
-def lanes_for(info: DeviceInfo, arguments: Sequence[object]) -> int:
+def lanes_for(info: DeviceInfo, arguments: Sequence[object], planned: int | None = None,
+              ) -> int:
     """Workers for a tune of a kernel with these arguments: CLTUNE_KERNEL_WORKERS when set
-    (>= 1), else 1 on CPUs and min(MAX_LANES, the cores this process may use - 1) elsewhere,
-    fewer where the workers' copies of the arguments would take more than MEMORY_SHARE of the
-    device's or the host's memory."""
+    (>= 1), else min(MAX_LANES, the cores this process may use) on CPUs (a build per core,
+    timings alone) and min(MAX_LANES, those cores - 1) elsewhere (a core left for the
+    driver's launches), fewer where the workers' copies of the arguments would take more than
+    MEMORY_SHARE of the device's or the host's memory, and one per CONFIGS_PER_LANE of the
+    `planned` configs whose order is known (None: not limited; 0: a search that picks each
+    config from the ones before, judged one at a time in one worker)."""
     env = os.environ.get("CLTUNE_KERNEL_WORKERS", "").strip()
     if env:
         try:
@@ -42,9 +56,9 @@ def lanes_for(info: DeviceInfo, arguments: Sequence[object]) -> int:
         if n < 1:
             raise ValueError(f"CLTUNE_KERNEL_WORKERS must be at least 1, not {n}")
         return n
-    if info.type == "cpu":
-        return 1
-    n = min(MAX_LANES, max(1, _cores() - 1))
+    n = min(MAX_LANES, max(1, _cores() - (info.type != "cpu")))
+    if planned is not None:
+        n = min(n, max(1, planned // CONFIGS_PER_LANE))
     nbytes = sum(int(getattr(a, "nbytes", 0) or 0) for a in arguments)
     if nbytes:
         room = min(int(info.global_mem), _host_memory() or int(info.global_mem))
@@ -67,16 +81,28 @@ def _host_memory() -> int:
         return 0
 
 
+def gate_of(path: str) -> str:
+    """The gate lock beside a timing lock: held by a worker that waits to take it alone."""
+    return path + ".gate"
+
+
 @contextmanager
-def held(path: str) -> Iterator[None]:
-    """The timing lock of a tune's workers (`path`; '' for none) held: released when the
-    block ends or the process dies."""
+def held(path: str, shared: bool = False) -> Iterator[None]:
+    """The timing lock of a tune's workers (`path`; '' for none) held, alone or `shared`:
+    released when the block ends or the process dies. Both kinds pass through the gate first,
+    and one waiting to hold it alone keeps the gate until it does: shared holders that come
+    later wait behind it."""
     if not path:
         yield
         return
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        gate = os.open(gate_of(path), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(gate, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        finally:
+            os.close(gate)
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock

@@ -56,6 +56,9 @@ class Spec:
     #: a lock file held while a config is checked and timed ('' for none): where several
     #: workers judge configs at once (`lanes`), their builds overlap and their timings do not
     timing_lock: str = ""
+    #: on a CPU device: builds and checks hold `timing_lock` shared (at once, a core each)
+    #: and only the timed launches hold it alone (`lanes.held`)
+    shared_builds: bool = False
 
 
 @dataclass
@@ -171,6 +174,25 @@ def _build_ahead(s: _Session, text: str) -> None:
 def _judge(s: _Session, job: Job, ahead: Job | None = None) -> dict:
     out: dict[str, Any] = {"step": "", "reason": "", "times": None, "compile_time": 0.0,
                            "verification_time": 0.0, "benchmark_time": 0.0}
+    lock = s.spec.timing_lock
+    if not (lock and s.spec.shared_builds):  # one worker, or a GPU: builds outside the lock
+        got = _prepare(s, job, ahead, out)
+        if got is None:
+            return out
+        with held(lock):
+            return _check_and_time(s, got, job, out)
+    with held(lock, shared=True):  # a CPU's workers: build and check at once, time alone
+        got = _prepare(s, job, ahead, out)
+        if got is None or not _first_run(s, got, job, out):
+            return out
+    with held(lock):
+        return _timed(s, got, job, out)
+
+
+def _prepare(s: _Session, job: Job, ahead: Job | None, out: dict,
+             ) -> tuple[cl.Kernel, int, int] | None:
+    """The config's kernel built with its arguments set, with its work-group and the one the
+    driver gives it; None when that failed (`out` says why)."""
     t0 = time.perf_counter()
     try:
         prg, secs = _build(s, job.text)
@@ -181,13 +203,13 @@ def _judge(s: _Session, job: Job, ahead: Job | None = None) -> dict:
         out["step"] = "build"
         out["error"] = "CompilationFailedConfig" if _LOCAL_MEM.search(msg) else "CompileError"
         out["reason"] = "build failed: " + (compiler_message(msg) or one_line(e))[:600]
-        return out
+        return None
     try:
         k = getattr(prg, job.name)
     except (AttributeError, cl.Error):
         out["compile_time"] = (time.perf_counter() - t0) * 1e3
         out["step"], out["reason"] = "usage", f"the program has no kernel named {job.name!r}"
-        return out
+        return None
     out["compile_time"] = (time.perf_counter() - t0) * 1e3
     if ahead is not None and ahead.text != job.text:
         _build_ahead(s, ahead.text)
@@ -201,14 +223,20 @@ def _judge(s: _Session, job: Job, ahead: Job | None = None) -> dict:
         k.set_args(*s.args)
     except (cl.Error, TypeError, ValueError) as e:
         out["step"], out["reason"] = "usage", f"arguments: {one_line(e)}"
-        return out
-    with held(s.spec.timing_lock):
-        return _check_and_time(s, k, job, out, wg, kwg)
+        return None
+    return k, wg, kwg
 
 
-def _check_and_time(s: _Session, k: cl.Kernel, job: Job, out: dict, wg: int,
-                    kwg: int) -> dict:
-    q = s.queue
+def _check_and_time(s: _Session, got: tuple[cl.Kernel, int, int], job: Job,
+                    out: dict) -> dict:
+    return _timed(s, got, job, out) if _first_run(s, got, job, out) else out
+
+
+def _first_run(s: _Session, got: tuple[cl.Kernel, int, int], job: Job, out: dict) -> bool:
+    """The config's check (where there is an answer or a verify function), else one untimed
+    launch (the driver's first-launch work kept out of the timings); False when it stopped
+    there (`out` says why)."""
+    k = got[0]
     try:
         if s.checks:
             t1 = time.perf_counter()
@@ -216,10 +244,23 @@ def _check_and_time(s: _Session, k: cl.Kernel, job: Job, out: dict, wg: int,
             out["verification_time"] = (time.perf_counter() - t1) * 1e3
             if why:
                 out["step"], out["reason"] = "validate", why
-                return out
-        t1 = time.perf_counter()
-        if not s.checks:  # one untimed launch: first-launch work of the driver stays out
-            cl.enqueue_nd_range_kernel(q, k, job.gsize, job.lsize).wait()
+                return False
+        else:
+            t1 = time.perf_counter()
+            cl.enqueue_nd_range_kernel(s.queue, k, job.gsize, job.lsize).wait()
+            out["benchmark_time"] = (time.perf_counter() - t1) * 1e3
+    except cl.Error as e:
+        _launch_failed(out, e, got)
+        return False
+    return True
+
+
+def _timed(s: _Session, got: tuple[cl.Kernel, int, int], job: Job, out: dict) -> dict:
+    """The config's `iterations` timed launches, each waited for, with the observers' hooks
+    around them; `out` with step 'timed' and the times (ms)."""
+    q, k = s.queue, got[0]
+    t1 = time.perf_counter()
+    try:
         obs = s.spec.observers
         try:
             _observe(obs, "register_configuration", dict(job.params))
@@ -239,7 +280,7 @@ def _check_and_time(s: _Session, k: cl.Kernel, job: Job, out: dict, wg: int,
             except Exception as e:  # noqa: BLE001 - the application's observer
                 return _observer_failed(out, e)
             times.append((ev.profile.end - ev.profile.start) * 1e-6)
-        out["benchmark_time"] = (time.perf_counter() - t1) * 1e3
+        out["benchmark_time"] += (time.perf_counter() - t1) * 1e3
         try:
             observed: dict = {}
             for o in obs:
@@ -249,13 +290,18 @@ def _check_and_time(s: _Session, k: cl.Kernel, job: Job, out: dict, wg: int,
         if observed:
             out["observed"] = observed
     except cl.Error as e:
-        out["step"], out["error"] = "launch", "RuntimeFailedConfig"
-        out["reason"] = f"launch failed: {one_line(e)}"
-        if wg > kwg:
-            out["error"] = "InvalidConfig"
-            out["reason"] += f" (a work-group of {wg}; the driver gives this kernel {kwg})"
-        return out
+        return _launch_failed(out, e, got)
     out["step"], out["times"] = "timed", times
+    return out
+
+
+def _launch_failed(out: dict, e: cl.Error, got: tuple[cl.Kernel, int, int]) -> dict:
+    _, wg, kwg = got
+    out["step"], out["error"] = "launch", "RuntimeFailedConfig"
+    out["reason"] = f"launch failed: {one_line(e)}"
+    if wg > kwg:
+        out["error"] = "InvalidConfig"
+        out["reason"] += f" (a work-group of {wg}; the driver gives this kernel {kwg})"
     return out
 
 

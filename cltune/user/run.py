@@ -48,7 +48,7 @@ def run_kernel(kernel_name: str, kernel_source: Any, problem_size: Any,  # noqa:
             raise KernelOptionError(f"a work-group of {wg} work-items is more than "
                                     f"{k.dev.name} allows ({k.max_threads})")
         spec = remote.Spec(k.arguments, None, None, 0.0, 1, k.compiler_options)
-        s = Session(k.info, spec, k.variant)
+        s = Session(k.info, spec, k.variant, planned=0)
         try:
             return s.run_once(job)
         except WorkerFailure as e:

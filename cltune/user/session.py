@@ -10,8 +10,9 @@ far.
 Where the order of configs is known (the caller passes the next ones), configs are judged
 ahead of their turn: on a device with several lanes (`lanes.lanes_for`) each in a worker of
 its own, their builds at once and their checks and timings one at a time under the tune's
-lock; with one lane, the next config is built in a thread of the worker while one is timed
-(devices that are not the host's CPU).
+lock (on a CPU device their checks at once too, and nothing beside a timing); with one
+lane, the next config is built in a thread of the worker while one is timed (devices that
+are not the host's CPU).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any
 from cltune.device.info import DeviceInfo
 from cltune.isolation.worker import Worker, WorkerFailure, deadline_floor, worker_for
 from cltune.user import remote
-from cltune.user.lanes import lanes_for
+from cltune.user.lanes import gate_of, lanes_for
 
 
 class _Lane:
@@ -44,14 +45,18 @@ def _key(job: remote.Job) -> tuple:
 
 
 class Session:
-    def __init__(self, info: DeviceInfo, spec: remote.Spec, variant: str) -> None:
+    def __init__(self, info: DeviceInfo, spec: remote.Spec, variant: str,
+                 planned: int | None = None) -> None:
+        """`planned`: how many configs will be judged in an order known ahead (0: none, a
+        search that picks each from the ones before; None: not known), for `lanes_for`."""
         self.info, self.variant = info, variant
-        self.n_lanes = lanes_for(info, spec.arguments)
+        self.n_lanes = lanes_for(info, spec.arguments, planned)
         self.lock_path = ""
         if self.n_lanes > 1:
             fd, self.lock_path = tempfile.mkstemp(prefix="cltune-timing-", suffix=".lock")
             os.close(fd)
-            spec = dataclasses.replace(spec, timing_lock=self.lock_path)
+            spec = dataclasses.replace(spec, timing_lock=self.lock_path,
+                                       shared_builds=info.type == "cpu")
         self.spec = spec
         self.lanes = [_Lane(worker_for(info, slot)) for slot in range(self.n_lanes)]
         self.worker = self.lanes[0].worker
@@ -161,8 +166,8 @@ class Session:
                                      deadline_s=deadline_floor())
                 except WorkerFailure:
                     pass
-        if self.lock_path:
+        for path in (self.lock_path, gate_of(self.lock_path)) if self.lock_path else ():
             try:
-                os.unlink(self.lock_path)
+                os.unlink(path)
             except OSError:
                 pass

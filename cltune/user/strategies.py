@@ -95,6 +95,18 @@ class Budget:
         self.left -= 1
 
 
+def planned(name: str, opts: Mapping[str, Any], n: int) -> int:
+    """How many configs of a space of `n` the strategy judges in an order known before it
+    starts (brute force, random sample: their budget); 0 for the searches that pick each
+    config from the costs before it."""
+    if name == "brute_force":
+        return min(n, int(opts.get("max_fevals") or n))
+    if name == "random_sample":
+        k = opts.get("max_fevals") or max(1, round(float(opts.get("fraction", 0.1)) * n))
+        return min(n, int(k))
+    return 0
+
+
 def run(name: str, opts: Mapping[str, Any], space: Space, seed: int | None,
         cost: Callable[..., float]) -> None:
     """Drive `cost(config, upcoming)` (the objective to minimise; WORST when the config
@@ -105,12 +117,11 @@ def run(name: str, opts: Mapping[str, Any], space: Space, seed: int | None,
     if n == 0:
         return
     if name == "brute_force":
-        budget = Budget(min(n, int(opts.get("max_fevals") or n)), opts.get("time_limit"))
+        budget = Budget(planned(name, opts, n), opts.get("time_limit"))
         order = space.configs
     elif name == "random_sample":
-        k = opts.get("max_fevals") or max(1, round(float(opts.get("fraction", 0.1)) * n))
-        budget = Budget(min(n, int(k)), opts.get("time_limit"))
-        order = random.Random(seed).sample(space.configs, min(n, int(k)))
+        budget = Budget(planned(name, opts, n), opts.get("time_limit"))
+        order = random.Random(seed).sample(space.configs, budget.left)
     else:
         budget = Budget(min(n, int(opts.get("max_fevals") or min(n, 100))),
                         opts.get("time_limit"))

@@ -117,7 +117,8 @@ def _tune(k: Kernel, tune_params: Any, restrictions: Any, answer: list | None,  
         raise ValueError("simulation_mode needs a cache file (cache=)")
     spec = remote.Spec(k.arguments, answer, verify, float(atol), iterations, k.compiler_options,
                        observers)
-    session = None if simulation else Session(k.info, spec, k.variant)
+    session = None if simulation else Session(
+        k.info, spec, k.variant, strategies.planned(name, opts, len(space)))
     stores: dict[str, KernelResults] = {}
     known: dict[str, dict] = {}
     out: list[dict] = []
