@@ -286,3 +286,76 @@ clt_normvec_vcols_finish(__global const double *part, const long partoff, const 
     const double v = isfinite(mean) ? m2 / fmax(n - ddof, 0.0) : (double)NAN;
     out[outoff + k] = (float)(root ? sqrt(v) : v);
 }
+
+/* ---- statistics along short rows ----------------------------------------------------------
+ * clt_normvec_rows2..16: rows of L contiguous floats, row r at x[xoff + r * L], a
+ * work-item a row (CPU compilers run CLT_NV_RG neighbouring work-items in vector lanes, the
+ * row's loads as a strided gather of whole cache lines; a block of 16 rows transposed in
+ * private memory ran 2-3x slower on PoCL). The row is held in registers:
+ *   what 0  mean: the sum in double (huge values do not overflow it, where numpy's float32
+ *           sum does) / len, rounded to float;
+ *   what 1  L2 norm: sqrt of the sum of squares in double (exact squares: no overflow, no
+ *           underflow, where numpy's float32 norm overflows);
+ *   what 2  var: two passes over the held row (that mean, then the deviations d in float),
+ *           corrected for the mean's rounding as Bjorck's two-pass (sum d^2 - (sum d)^2 /
+ *           len: numpy's float32 var leaves that error in) / div (max(len - ddof, 0): 0
+ *           gives inf or NaN, as numpy);
+ *   what 3  std: sqrt of var.
+ * The deviations in float: the whole row in double ran 1.3-1.8x slower on PoCL.
+ * out[outoff + r] is the float result; constant trip counts keep the row in registers. */
+#ifndef CLT_NV_RG
+#define CLT_NV_RG 256
+#endif
+
+/* clt_normvec_rowsL: rows of L elements (a kernel per length: PoCL's vectoriser gave up on
+ * one kernel switching over the lengths, 2-5x slower) */
+#define NV_ROWS(L)                                                                             \
+    __kernel __attribute__((reqd_work_group_size(CLT_NV_RG, 1, 1))) void                       \
+    clt_normvec_rows##L(__global const float *x, const long xoff, const long rows,            \
+                        const int what, const float div, __global float *out,                 \
+                        const long outoff) {                                                   \
+        const long r = get_global_id(0);                                                       \
+        if (r >= rows) return;                                                                 \
+        __global const float *p = x + xoff + r * L;                                            \
+        float v_[L];                                                                           \
+        _Pragma("unroll") for (int j = 0; j < L; ++j) v_[j] = p[j];                            \
+        float y;                                                                               \
+        if (what == 1) {                                                                       \
+            double s_ = 0.0;                                                                   \
+            _Pragma("unroll") for (int j = 0; j < L; ++j) s_ += (double)v_[j] * (double)v_[j]; \
+            y = (float)sqrt(s_);                                                               \
+        } else {                                                                               \
+            double s_ = 0.0;                                                                   \
+            _Pragma("unroll") for (int j = 0; j < L; ++j) s_ += (double)v_[j];                 \
+            const float m_ = (float)(s_ / (double)L);                                          \
+            if (what == 0) {                                                                   \
+                y = m_;                                                                        \
+            } else {                                                                           \
+                float q_ = 0.0f, c_ = 0.0f;                                                    \
+                _Pragma("unroll") for (int j = 0; j < L; ++j) {                                \
+                    const float d_ = v_[j] - m_;                                               \
+                    q_ += d_ * d_;                                                             \
+                    c_ += d_;                                                                  \
+                }                                                                              \
+                y = (q_ - c_ * c_ / (float)L) / div;                                           \
+                if (what == 3) y = sqrt(y);                                                    \
+            }                                                                                  \
+        }                                                                                      \
+        out[outoff + r] = y;                                                                   \
+    }
+
+NV_ROWS(2)
+NV_ROWS(3)
+NV_ROWS(4)
+NV_ROWS(5)
+NV_ROWS(6)
+NV_ROWS(7)
+NV_ROWS(8)
+NV_ROWS(9)
+NV_ROWS(10)
+NV_ROWS(11)
+NV_ROWS(12)
+NV_ROWS(13)
+NV_ROWS(14)
+NV_ROWS(15)
+NV_ROWS(16)

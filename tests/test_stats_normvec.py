@@ -350,6 +350,59 @@ def test_mean_norm_and_var_along_axis_0_of_a_few_columns(queue, cpu, rng, monkey
     assert len(served) == before
 
 
+def test_statistics_along_short_rows(queue, cpu, rng, monkeypatch):
+    """#40: the float32 mean, L2 norm, var and std along a last axis of 2..16 elements (many
+    short rows, ROWS_MIN+ elements) run clt_normvec_rows<L>: as numpy within a few float32
+    ulps of the float64 reference (var: numpy's two passes, with a mean far from the spread),
+    an infinity and a NaN in a row, huge values in the norm, ddof 0, 1 and the row's length
+    (inf / NaN as numpy), keepdims, 3-D, a view at an offset; small arrays, float64 and rows
+    of 17 keep the expression path, as right."""
+    served = []
+    real = normvec.rows
+    monkeypatch.setattr(normvec, "rows", lambda *a: served.append(a[5:7]) or real(*a))
+    for length, lead, shape3 in ((2, 0, False), (3, 1, True), (4, 0, False), (5, 3, False),
+                                 (7, 0, True), (8, 1, False), (13, 0, False), (16, 2, False)):
+        nrows = normvec.ROWS_MIN // length + 7
+        shape = (3, -(-nrows // 3), length) if shape3 else (nrows, length)
+        size = int(np.prod(shape))
+        flat = (rng.standard_normal(size + lead) * 3 + 1e3).astype(np.float32)
+        h = flat[lead:].reshape(shape)
+        rows = h.reshape(-1, length)
+        rows[5, 0] = np.inf
+        rows[9, length - 1] = np.nan
+        rows[11] = np.float32(3e38)  # the norm's squares past FLT_MAX
+        x = cla.to_device(queue, flat)[lead:].reshape(shape)
+        h64 = h.astype(np.float64)
+        cases = [(cltune.mean, lambda a, k: np.mean(a, axis=-1, keepdims=k), {}),
+                 (cltune.norm, lambda a, k: np.sqrt(np.sum(a * a, axis=-1, keepdims=k)), {})]
+        for ddof in (0, 1, length):
+            cases += [(cltune.var, lambda a, k, d=ddof: np.var(a, axis=-1, ddof=d, keepdims=k),
+                       {"ddof": ddof}),
+                      (cltune.std, lambda a, k, d=ddof: np.std(a, axis=-1, ddof=d, keepdims=k),
+                       {"ddof": ddof})]
+        for f, ref, kw in cases:
+            for keep in (False, True):
+                with np.errstate(all="ignore"):
+                    want = ref(h64, keep).astype(np.float32)
+                got = f(x, axis=-1, keepdims=keep, **kw)
+                assert got.shape == want.shape and got.dtype == np.float32
+                g = got.get()
+                # the mean: a float sum's rounding (numpy's too), len ulps of the magnitude
+                slack = 2 * length * np.finfo(np.float32).eps * np.mean(
+                    np.abs(h64), axis=-1, keepdims=keep) if f is cltune.mean else 0.0
+                ok = (g == want) | (np.isnan(g) & np.isnan(want)) | (
+                    np.abs(g - want) <= 8 * np.spacing(np.abs(want)) + slack)
+                assert ok.all(), (length, f.__name__, kw, keep, g[~ok][:4], want[~ok][:4])
+        assert served and served[-1][1] == length, (length, served[-1:])
+    before = len(served)
+    small = rng.standard_normal((100, 4)).astype(np.float32)
+    wide = rng.standard_normal((normvec.ROWS_MIN // 17 + 1, 17)).astype(np.float32)
+    for h in (small, wide, small.astype(np.float64)):
+        got = cltune.var(cla.to_device(queue, h), axis=-1).get()
+        assert np.allclose(got, h.astype(np.float64).var(axis=-1), rtol=1e-5)
+    assert len(served) == before
+
+
 def test_a_driver_that_crashes_on_it_leaves_the_expression_path(queue, cpu, monkeypatch,
                                                                  tmp_path):
     with injected(monkeypatch, tmp_path, "abort:check=normvec") as cache:

@@ -86,12 +86,20 @@ def arg_rows(op: str, x: cla.Array, q: cl.CommandQueue, axis: Any,
 def sum_cols(op: str, x: cla.Array, q: cl.CommandQueue, axis: Any, keepdims: bool,
              extra: tuple = ()) -> cla.Array | None:
     """The float32 mean / L2 norm (`norm2`) / var / std (`extra`: (ddof,)) along the axis
-    before a last axis of a few columns, and var / std along the last axis of a few long rows,
-    of a C-ordered array on a CPU, through the vector kernels (cltune.stats.normvec.cols,
-    var_cols); None where the expression path serves."""
+    before a last axis of a few columns, along a last axis of 2..16 elements (many short
+    rows), and var / std along the last axis of a few long rows, of a C-ordered array on a
+    CPU, through the vector kernels (cltune.stats.normvec.cols, rows, var_cols); None where
+    the expression path serves."""
     if type(axis) is not int or x.dtype != np.float32 or not x.flags.c_contiguous:
         return None
     g = cached_geometry(x, axis, keepdims)
+    if g.inner == 1 and 2 <= g.r <= normvec.ROWS_MAX and x.offset % 4 == 0:
+        b = normvec.served(x, q)  # short rows along the last axis: a work-item a row
+        if normvec.takes_rows(b, op, g.outer, g.r):
+            alloc = x.allocator if x.allocator is not None else pool_for(q)
+            res = empty_result(q, g.kept, np.dtype(np.float32), g.order, alloc)
+            return normvec.rows(b, x, q, op, float(extra[0]) if extra else 0.0, g.outer,
+                                g.r, res)
     if g.r == 0 or g.inner == 1 and op not in ("var", "std"):
         # few long rows: var's (1.0-3.0x the expression kernel on both CPU runtimes); the mean
         # and the norm ran 0.8-1.5x there, within noise of the tuned rows config they keep

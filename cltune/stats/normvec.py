@@ -252,6 +252,45 @@ def var_cols(b: Built, x: cla.Array, q: cl.CommandQueue, root: bool, ddof: float
                    lambda part, po, items, rb, ro: (part, po, items, inner, dd, rt, rb, ro))
 
 
+#: along the last axis of C-ordered rows of 2..ROWS_MAX elements, at least ROWS_MIN elements
+#: in all (clt_normvec_rows: a work-item a row, the row in registers, reduced in double). The
+#: expression path ran var along rows of 2..16 float32 4.5-9.5x slower, the mean of rows of
+#: 2..8 1.1-2.8x and the norm 0.9-1.8x (#40; docs/logs/cpu-stat-rows-2026-12-07.txt)
+ROWS_MAX = 16
+ROWS_MIN = 1 << 16
+#: the mean of rows of 9..16 kept the expression path: within noise of it on Intel's runtime,
+#: 1.02-1.07x slower on PoCL (docs/logs/cpu-stat-rows-2026-12-07.txt)
+MEAN_ROWS_MAX = 8
+#: work-items a group (CLT_NV_RG): CPU compilers run neighbouring ones in vector lanes
+ROWS_GROUP = 256
+#: what clt_normvec_rows computes, by statistic
+ROWS_WHAT = {"mean": 0, "norm2": 1, "var": 2, "std": 3}
+_ROWS_TYPES = (None, np.int64, np.int64, np.int32, np.float32, None, np.int64)
+
+
+def takes_rows(b: Built | None, op: str, rows: int, length: int) -> bool:
+    """Whether `rows` serves the statistic `op` of `rows` C-ordered rows of `length` elements
+    along the last axis (the mean up to MEAN_ROWS_MAX)."""
+    return (b is not None and length in b.rows_of and rows * length >= ROWS_MIN
+            and (op != "mean" or length <= MEAN_ROWS_MAX))
+
+
+def rows(b: Built, x: cla.Array, q: cl.CommandQueue, op: str, ddof: float, nrows: int,
+         length: int, res: cla.Array) -> cla.Array:
+    """numpy's mean / L2 norm (`norm2`) / var / std (with `ddof`) of each of x's `nrows`
+    C-ordered rows of `length` (2..ROWS_MAX) float32 elements into res (float32, nrows,
+    contiguous)."""
+    div = float(max(length - ddof, 0))
+    wait = pending(x.events, in_order=in_order(q)) if x.events else None
+    g = -(-max(nrows, 1) // ROWS_GROUP) * ROWS_GROUP
+    with b.lock:
+        ev = setter(b.rows_of[length], _ROWS_TYPES).launch(
+            q, (g,), (ROWS_GROUP,), (x.base_data, x.offset // 4, nrows, ROWS_WHAT[op], div,
+                                     res.base_data, res.offset // 4), wait)
+    res.events.append(ev)
+    return res
+
+
 def explain(queue: cl.CommandQueue, dtype: Any, n: int) -> Explanation | None:
     """What serves the L2 norm of n elements of dtype on the queue's device when
     kernels/normvec.cl does (its plan, level `builtin`: from the device's info), else None."""
@@ -341,6 +380,31 @@ def check(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: DeviceI
                 return (f"wrong answer: the {'std' if root else 'var'} along axis 0 of {k} x {r}"
                         f" x {inner} float32 gave {got.tolist()}, the float64 reference "
                         f"{want.tolist()}")
+    for length in sorted(b.rows_of):  # along short rows: every length, a tail, an offset
+        nrows = ROWS_GROUP + 3
+        h = _sample(rng, nrows * length + 1, 0)
+        h[length * 5 + 1] = np.inf  # row 5 holds an infinity, row 7 a NaN
+        h[length * 7 + 2] = np.nan
+        x = cla.to_device(queue, h)[1:].reshape(nrows, length)
+        h64 = h[1:].reshape(nrows, length).astype(np.float64)
+        for op, ddof in (("mean", 0), ("norm2", 0), ("var", 0), ("std", 1)):
+            out = cla.empty(queue, nrows, _F32)
+            got = rows(b, x, queue, op, ddof, nrows, length, out).get().astype(np.float64)
+            with np.errstate(all="ignore"):
+                want = (np.mean(h64, axis=1) if op == "mean" else
+                        np.sqrt(np.sum(h64 * h64, axis=1)) if op == "norm2" else
+                        (np.var if op == "var" else np.std)(h64, axis=1, ddof=ddof))
+                want = want.astype(np.float32).astype(np.float64)
+                # a float sum's rounding (numpy's too): len ulps of the row's magnitude
+                slack = 2 * length * float(np.finfo(np.float32).eps) * np.mean(
+                    np.abs(h64), axis=1) if op == "mean" else 0.0
+                close = (got == want) | (np.isnan(got) & np.isnan(want)) | (
+                    np.abs(got - want) <= 8 * np.spacing(np.abs(want).astype(np.float32))
+                    + slack)
+            if not close.all():
+                bad = int(np.flatnonzero(~close)[0])
+                return (f"wrong answer: the {op} along rows of {length} float32 gave "
+                        f"{got[bad]!r} for row {bad}, the float64 reference {want[bad]!r}")
     return ""
 
 
