@@ -147,51 +147,72 @@ def test_the_timing_lock_is_held_by_one_process_at_a_time(tmp_path):
         pass
 
 
-_HOLDER = """import sys, time
+_HOLDER = """import sys
 from cltune.user.lanes import held
-path, mode, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
-with held(path, shared=mode == "sh"):
-    print(f"in {time.time():.6f}", flush=True)
-    time.sleep(secs)
-print(f"out {time.time():.6f}", flush=True)
+with held(sys.argv[1], shared=sys.argv[2] == "sh"):
+    print("in", flush=True)
+    sys.stdin.readline()  # held until the test says
 """
 
 
-def _holder(path, mode, secs):
+def _holder(path, mode):
     import subprocess
     import sys
-    return subprocess.Popen([sys.executable, "-c", _HOLDER, path, mode, str(secs)],
+    return subprocess.Popen([sys.executable, "-c", _HOLDER, path, mode], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
 
 
-def _span(p):
-    t_in = float(p.stdout.readline().split()[1])
-    t_out = float(p.stdout.readline().split()[1])
-    assert p.wait(timeout=30) == 0
-    return t_in, t_out
+def _in(p, wait):
+    """Whether holder p said it is in within `wait` seconds."""
+    import select
+    ready, _, _ = select.select([p.stdout], [], [], wait)
+    return bool(ready) and p.stdout.readline().strip() == "in"
+
+
+def _release(p):
+    p.stdin.write("\n")
+    p.stdin.flush()
+    assert p.wait(timeout=60) == 0
+
+
+def _gate_taken(path):
+    import fcntl
+    fd = os.open(lanes.gate_of(path), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def test_the_cpu_lock_lets_builds_share_it_and_a_timing_hold_it_alone(tmp_path):
     """On a CPU device builds and checks hold the tune's lock shared and timed launches alone
-    (`lanes.held`): two shared holders are in at once; one alone waits until both are out;
-    a shared holder that comes while it waits goes in after it (the gate: no timing starves
-    behind a stream of builds)."""
+    (`lanes.held`): two shared holders are in at once; one alone waits until the shared one is
+    out; a shared holder that comes while it waits goes in after it (the gate: no timing
+    starves behind a stream of builds)."""
     import time
     path = str(tmp_path / "t.lock")
-    a, b = _holder(path, "sh", 2.0), _holder(path, "sh", 2.0)
-    (a_in, a_out), (b_in, b_out) = _span(a), _span(b)
-    assert a_in < b_out and b_in < a_out  # at once
-    first = _holder(path, "sh", 2.5)
-    assert first.stdout.readline().startswith("in ")
-    alone = _holder(path, "ex", 1.0)
-    time.sleep(0.8)  # it waits on the shared holder, keeping the gate
-    late = _holder(path, "sh", 0.1)
-    f_out = float(first.stdout.readline().split()[1])
-    assert first.wait(timeout=30) == 0
-    (x_in, x_out), (l_in, _) = _span(alone), _span(late)
-    assert x_in >= f_out  # alone: after the shared holder left
-    assert l_in >= x_out  # the later shared holder: after the one alone, not before it
-    assert os.path.exists(lanes.gate_of(path))
+    a = _holder(path, "sh")
+    assert _in(a, 60)
+    b = _holder(path, "sh")
+    assert _in(b, 60)  # while a holds it: at once
+    _release(a)
+    alone = _holder(path, "ex")
+    t = time.monotonic()
+    while not _gate_taken(path):  # it waits on b, keeping the gate
+        assert alone.poll() is None and time.monotonic() - t < 60
+        time.sleep(0.05)
+    assert not _in(alone, 0.5)
+    late = _holder(path, "sh")
+    assert not _in(late, 1.0)  # behind the gate
+    _release(b)
+    assert _in(alone, 60)  # alone, after the shared holder left
+    assert not _in(late, 1.0)  # the later shared holder waits for the one alone
+    _release(alone)
+    assert _in(late, 60)
+    _release(late)
 
 
 def test_a_time_limit_or_an_error_drops_the_configs_judged_ahead(device, monkeypatch):
