@@ -288,7 +288,7 @@ clt_normvec_vcols_finish(__global const double *part, const long partoff, const 
 }
 
 /* ---- statistics along short rows ----------------------------------------------------------
- * clt_normvec_rows2..16: rows of L contiguous floats, row r at x[xoff + r * L], a
+ * clt_normvec_rows{s,n,v}<L>, L 2..16: rows of L contiguous floats, row r at x[xoff + r * L], a
  * work-item a row (CPU compilers run CLT_NV_RG neighbouring work-items in vector lanes, the
  * row's loads as a strided gather of whole cache lines; a block of 16 rows transposed in
  * private memory ran 2-3x slower on PoCL). The row is held in registers:
@@ -300,49 +300,61 @@ clt_normvec_vcols_finish(__global const double *part, const long partoff, const 
  *           corrected for the mean's rounding as Bjorck's two-pass (sum d^2 - (sum d)^2 /
  *           len: numpy's float32 var leaves that error in) / div (max(len - ddof, 0): 0
  *           gives inf or NaN, as numpy);
- *   what 3  std: sqrt of var.
+ *   what 3  std: sqrt of var;
+ *   what 4  sum: the sum in double, rounded to float (`r(x, axis=-1)` of float32).
  * The deviations in float: the whole row in double ran 1.3-1.8x slower on PoCL.
  * out[outoff + r] is the float result; constant trip counts keep the row in registers. */
 #ifndef CLT_NV_RG
 #define CLT_NV_RG 256
 #endif
 
-/* clt_normvec_rowsL: rows of L elements (a kernel per length: PoCL's vectoriser gave up on
- * one kernel switching over the lengths, 2-5x slower) */
-#define NV_ROWS(L)                                                                             \
+/* clt_normvec_rows<kind><L>: rows of L elements, a kernel per length and kind (PoCL's
+ * vectoriser gave up on one kernel switching over the lengths, and on one whose statistic
+ * was a branch: 2-5x slower); within a kind only the last step is chosen (a select) */
+#define NV_HEAD(KIND, L)                                                                       \
     __kernel __attribute__((reqd_work_group_size(CLT_NV_RG, 1, 1))) void                       \
-    clt_normvec_rows##L(__global const float *x, const long xoff, const long rows,            \
-                        const int what, const float div, __global float *out,                 \
-                        const long outoff) {                                                   \
+    clt_normvec_rows##KIND##L(__global const float *x, const long xoff, const long rows,      \
+                              const int what, const float div, __global float *out,           \
+                              const long outoff) {                                             \
         const long r = get_global_id(0);                                                       \
         if (r >= rows) return;                                                                 \
         __global const float *p = x + xoff + r * L;                                            \
         float v_[L];                                                                           \
-        _Pragma("unroll") for (int j = 0; j < L; ++j) v_[j] = p[j];                            \
-        float y;                                                                               \
-        if (what == 1) {                                                                       \
-            double s_ = 0.0;                                                                   \
-            _Pragma("unroll") for (int j = 0; j < L; ++j) s_ += (double)v_[j] * (double)v_[j]; \
-            y = (float)sqrt(s_);                                                               \
-        } else {                                                                               \
-            double s_ = 0.0;                                                                   \
-            _Pragma("unroll") for (int j = 0; j < L; ++j) s_ += (double)v_[j];                 \
-            const float m_ = (float)(s_ / (double)L);                                          \
-            if (what == 0) {                                                                   \
-                y = m_;                                                                        \
-            } else {                                                                           \
-                float q_ = 0.0f, c_ = 0.0f;                                                    \
-                _Pragma("unroll") for (int j = 0; j < L; ++j) {                                \
-                    const float d_ = v_[j] - m_;                                               \
-                    q_ += d_ * d_;                                                             \
-                    c_ += d_;                                                                  \
-                }                                                                              \
-                y = (q_ - c_ * c_ / (float)L) / div;                                           \
-                if (what == 3) y = sqrt(y);                                                    \
-            }                                                                                  \
-        }                                                                                      \
-        out[outoff + r] = y;                                                                   \
+        _Pragma("unroll") for (int j = 0; j < L; ++j) v_[j] = p[j];
+
+/* s: the sum in double, rounded (what 4), or the mean (what 0) */
+#define NV_ROWS_S(L)                                                                           \
+    NV_HEAD(s, L)                                                                              \
+    double s_ = 0.0;                                                                           \
+    _Pragma("unroll") for (int j = 0; j < L; ++j) s_ += (double)v_[j];                         \
+    out[outoff + r] = (float)(what == 4 ? s_ : s_ / (double)L);                                \
     }
+
+/* n: the L2 norm (what 1) */
+#define NV_ROWS_N(L)                                                                           \
+    NV_HEAD(n, L)                                                                              \
+    double s_ = 0.0;                                                                           \
+    _Pragma("unroll") for (int j = 0; j < L; ++j) s_ += (double)v_[j] * (double)v_[j];         \
+    out[outoff + r] = (float)sqrt(s_);                                                         \
+    }
+
+/* v: var (what 2) or std (what 3) */
+#define NV_ROWS_V(L)                                                                           \
+    NV_HEAD(v, L)                                                                              \
+    double s_ = 0.0;                                                                           \
+    _Pragma("unroll") for (int j = 0; j < L; ++j) s_ += (double)v_[j];                         \
+    const float m_ = (float)(s_ / (double)L);                                                  \
+    float q_ = 0.0f, c_ = 0.0f;                                                                \
+    _Pragma("unroll") for (int j = 0; j < L; ++j) {                                            \
+        const float d_ = v_[j] - m_;                                                           \
+        q_ += d_ * d_;                                                                         \
+        c_ += d_;                                                                              \
+    }                                                                                          \
+    const float y_ = (q_ - c_ * c_ / (float)L) / div;                                          \
+    out[outoff + r] = what == 3 ? sqrt(y_) : y_;                                               \
+    }
+
+#define NV_ROWS(L) NV_ROWS_S(L) NV_ROWS_N(L) NV_ROWS_V(L)
 
 NV_ROWS(2)
 NV_ROWS(3)

@@ -128,8 +128,9 @@ class Built:
     #: variance along axis 0 of a few interleaved columns)
     vcols: cl.Kernel | None = None
     vcols_finish: cl.Kernel | None = None
-    #: clt_<name>_rows<L> by L where the file has them (normvec: statistics along short rows)
-    rows_of: dict[int, cl.Kernel] = field(default_factory=dict)
+    #: clt_<name>_rows<kind><L> by (kind, L) where the file has them (normvec: statistics
+    #: along short rows; kinds s: sum and mean, n: the L2 norm, v: var and std)
+    rows_of: dict[tuple[str, int], cl.Kernel] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
@@ -202,9 +203,9 @@ class Kernels:
             name = f"clt_{self.name}_{kind}"
             return getattr(prg, name) if name in names else None
 
-        head = f"clt_{self.name}_rows"
-        rows_of = {int(n[len(head):]): getattr(prg, n) for n in names
-                   if n.startswith(head) and n[len(head):].isdigit()}
+        head = f"clt_{self.name}_rows"  # clt_<name>_rows<kind letter><L>
+        rows_of = {(n[len(head)], int(n[len(head) + 1:])): getattr(prg, n) for n in names
+                   if n.startswith(head) and n[len(head) + 1:].isdigit()}
         return Built(dt, lanes, info.compute_units, getattr(prg, f"clt_{self.name}_chunks"),
                      getattr(prg, f"clt_{self.name}_finish"), maybe("rows"), maybe("cols"),
                      maybe("cols_finish"), maybe("vcols"), maybe("vcols_finish"), rows_of)

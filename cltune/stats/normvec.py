@@ -263,16 +263,17 @@ ROWS_MIN = 1 << 16
 MEAN_ROWS_MAX = 8
 #: work-items a group (CLT_NV_RG): CPU compilers run neighbouring ones in vector lanes
 ROWS_GROUP = 256
-#: what clt_normvec_rows computes, by statistic
-ROWS_WHAT = {"mean": 0, "norm2": 1, "var": 2, "std": 3}
+#: what clt_normvec_rows<kind><L> computes, by statistic: (kind, what)
+ROWS_WHAT = {"mean": ("s", 0), "norm2": ("n", 1), "var": ("v", 2), "std": ("v", 3),
+             "sum": ("s", 4)}
 _ROWS_TYPES = (None, np.int64, np.int64, np.int32, np.float32, None, np.int64)
 
 
 def takes_rows(b: Built | None, op: str, rows: int, length: int) -> bool:
     """Whether `rows` serves the statistic `op` of `rows` C-ordered rows of `length` elements
     along the last axis (the mean up to MEAN_ROWS_MAX)."""
-    return (b is not None and length in b.rows_of and rows * length >= ROWS_MIN
-            and (op != "mean" or length <= MEAN_ROWS_MAX))
+    return (b is not None and (ROWS_WHAT[op][0], length) in b.rows_of
+            and rows * length >= ROWS_MIN and (op != "mean" or length <= MEAN_ROWS_MAX))
 
 
 def rows(b: Built, x: cla.Array, q: cl.CommandQueue, op: str, ddof: float, nrows: int,
@@ -284,8 +285,9 @@ def rows(b: Built, x: cla.Array, q: cl.CommandQueue, op: str, ddof: float, nrows
     wait = pending(x.events, in_order=in_order(q)) if x.events else None
     g = -(-max(nrows, 1) // ROWS_GROUP) * ROWS_GROUP
     with b.lock:
-        ev = setter(b.rows_of[length], _ROWS_TYPES).launch(
-            q, (g,), (ROWS_GROUP,), (x.base_data, x.offset // 4, nrows, ROWS_WHAT[op], div,
+        kind, what = ROWS_WHAT[op]
+        ev = setter(b.rows_of[kind, length], _ROWS_TYPES).launch(
+            q, (g,), (ROWS_GROUP,), (x.base_data, x.offset // 4, nrows, what, div,
                                      res.base_data, res.offset // 4), wait)
     res.events.append(ev)
     return res
@@ -380,24 +382,25 @@ def check(ctx: cl.Context, queue: cl.CommandQueue, dev: cl.Device, info: DeviceI
                 return (f"wrong answer: the {'std' if root else 'var'} along axis 0 of {k} x {r}"
                         f" x {inner} float32 gave {got.tolist()}, the float64 reference "
                         f"{want.tolist()}")
-    for length in sorted(b.rows_of):  # along short rows: every length, a tail, an offset
+    for length in sorted({n for _, n in b.rows_of}):  # short rows: every length and kind
         nrows = ROWS_GROUP + 3
         h = _sample(rng, nrows * length + 1, 0)
         h[length * 5 + 1] = np.inf  # row 5 holds an infinity, row 7 a NaN
         h[length * 7 + 2] = np.nan
         x = cla.to_device(queue, h)[1:].reshape(nrows, length)
         h64 = h[1:].reshape(nrows, length).astype(np.float64)
-        for op, ddof in (("mean", 0), ("norm2", 0), ("var", 0), ("std", 1)):
+        for op, ddof in (("mean", 0), ("norm2", 0), ("var", 0), ("std", 1), ("sum", 0)):
             out = cla.empty(queue, nrows, _F32)
             got = rows(b, x, queue, op, ddof, nrows, length, out).get().astype(np.float64)
             with np.errstate(all="ignore"):
                 want = (np.mean(h64, axis=1) if op == "mean" else
+                        np.sum(h64, axis=1) if op == "sum" else
                         np.sqrt(np.sum(h64 * h64, axis=1)) if op == "norm2" else
                         (np.var if op == "var" else np.std)(h64, axis=1, ddof=ddof))
                 want = want.astype(np.float32).astype(np.float64)
                 # a float sum's rounding (numpy's too): len ulps of the row's magnitude
                 slack = 2 * length * float(np.finfo(np.float32).eps) * np.mean(
-                    np.abs(h64), axis=1) if op == "mean" else 0.0
+                    np.abs(h64), axis=1) if op in ("mean", "sum") else 0.0
                 close = (got == want) | (np.isnan(got) & np.isnan(want)) | (
                     np.abs(got - want) <= 8 * np.spacing(np.abs(want).astype(np.float32))
                     + slack)

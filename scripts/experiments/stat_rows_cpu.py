@@ -47,13 +47,14 @@ for length in (int(v) for v in os.environ.get("LENS", "2,3,4,5,7,8,12,16").split
     h = np.random.default_rng(0).random((rows, length), dtype=np.float32)
     x = cla.to_device(q, h)
     out = cla.empty(q, rows, np.float32)
-    k = getattr(prg, f"clt_normvec_rows{length}")
+    k = {w: getattr(prg, f"clt_normvec_rows{c}{length}")
+         for w, c in ((0, "s"), (1, "n"), (2, "v"))}
     g = -(-rows // 256) * 256
     row = []
     norms = np.sqrt((h.astype(float) ** 2).sum(1))
     for what, want in ((0, h.mean(1)), (2, h.var(1)), (1, norms)):
         def f(what=what, k=k, g=g, x=x, out=out, length=length):
-            k(q, (g,), (256,), x.data, np.int64(0), np.int64(rows), np.int32(what),
+            k[what](q, (g,), (256,), x.data, np.int64(0), np.int64(rows), np.int32(what),
               np.float32(length), out.data, np.int64(0))
         f()
         assert np.allclose(out.get(), want, rtol=2e-6), (length, what)

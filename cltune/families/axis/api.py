@@ -10,6 +10,7 @@ the tuner.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from cltune.core.shapes import Geometry, empty_result, geometry
+from cltune.families.axis import short_rows
 from cltune.families.axis.segments import reduce_segments  # noqa: F401 - the family's api
 from cltune.families.axis.serve import AxisExplanation, axis_engine, device_array, explain
 from cltune.opencl.events import in_order, pending
@@ -111,8 +113,11 @@ def reduce_axis(reducer: Any, x: Any, y: Any, axis: Any, keepdims: bool,
     if r == 1 and eng.info.type == "cpu":  # a copy: the strided layout streams it (1 x n)
         outer, inner = 1, outer * inner
     if inner == 1:
-        la = eng.launcher(eng.choose("rows", outer, r)[0], "rows")
-        launch = la.prepare_rows(q, xd.offset // isz, yoff, outer, r)
+        launch = short_rows.launch_for(eng, q, xd.offset // isz, outer, r) \
+            if yd is None and r in short_rows.LENGTHS else None
+        if launch is None:
+            la = eng.launcher(eng.choose("rows", outer, r)[0], "rows")
+            launch = la.prepare_rows(q, xd.offset // isz, yoff, outer, r)
     else:
         la = eng.launcher(eng.choose("cols", r, inner)[0], "cols")
         launch = la.prepare_cols(q, xd.offset // isz, yoff, outer, r, inner)
@@ -137,5 +142,8 @@ def explain_axis(reducer: Any, shape: tuple[int, ...], axis: Any,
     if g.r == 1 and axis_engine(reducer).info.type == "cpu":
         return explain(reducer, "cols", 1, g.outer * g.inner)
     if g.inner == 1:
-        return explain(reducer, "rows", g.outer, g.r)
+        e = explain(reducer, "rows", g.outer, g.r)
+        why = short_rows.explain_why(axis_engine(reducer), reducer.queue, g.outer, g.r) \
+            if g.r in short_rows.LENGTHS and order == "C" else None
+        return dataclasses.replace(e, why=f"{why}; {e.why}") if why else e
     return explain(reducer, "cols", g.r, g.inner)
