@@ -6,7 +6,7 @@ lengths it transposes in registers with a length known at run time, which left r
 0.4-0.6 of the 1-D sum's speed on both CPU runtimes. normvec's kernel per length runs a
 work-item a row in groups of 256 (the CPU compilers put neighbouring work-items in vector
 lanes, the row's loads a gather at a constant stride) and adds the row in double: rows of 3,
-5-7 and 9-15 float32 1.14-1.67x faster on Debian's PoCL and Intel's runtime
+5-7 and 9-15 float32 1.03-1.40x faster on Debian's PoCL, 1.32-1.91x on Intel's runtime
 (docs/logs/cpu-sum-rows-2026-12-07.txt). Served where no tuned config serves the rows class
 (a tuned one ran in the tuner's worker and stays), on arrays of at least normvec.ROWS_MIN
 elements; the kernels are vetted with normvec's others in the device's worker.
