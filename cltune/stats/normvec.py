@@ -41,6 +41,7 @@ import pyopencl.array as cla
 from cltune.core.serving import Explanation
 from cltune.core.shapes import empty_result
 from cltune.device.info import DeviceInfo
+from cltune.families.axis import short_rows
 from cltune.opencl.build import BuildError
 from cltune.opencl.events import in_order, pending
 from cltune.opencl.kernel_args import setter
@@ -293,6 +294,36 @@ def rows(b: Built, x: cla.Array, q: cl.CommandQueue, op: str, ddof: float, nrows
     return res
 
 
+class _SumRows:
+    """The axis family's float32 sums along short rows (cltune/families/axis/short_rows.py)
+    with everything but the buffers decided: a prepared launch `(x, out, y, wait_for)`."""
+
+    __slots__ = ("b", "q", "xoff", "rows", "length", "gsize")
+
+    def __init__(self, b: Built, q: cl.CommandQueue, xoff: int, rows: int, length: int) -> None:
+        self.b, self.q, self.xoff, self.rows, self.length = b, q, xoff, rows, length
+        self.gsize = (-(-rows // ROWS_GROUP) * ROWS_GROUP,)
+
+    def __call__(self, x: cl.Buffer, out: cl.Buffer, y: cl.Buffer | None = None,
+                 wait_for: Any = None) -> list[cl.Event]:  # noqa: ANN401
+        b = self.b
+        with b.lock:
+            ev = setter(b.rows_of["s", self.length], _ROWS_TYPES).launch(
+                self.q, self.gsize, (ROWS_GROUP,), (x, self.xoff, self.rows,
+                                                    ROWS_WHAT["sum"][1], float(self.length),
+                                                    out, 0), wait_for)
+        return [ev]
+
+
+def sum_rows(q: cl.CommandQueue, xoff: int, rows: int, length: int) -> _SumRows | None:
+    """The prepared float32 sums of `rows` rows of `length` on q (short_rows' maker), or None
+    below ROWS_MIN elements or where the kernels are not served on this driver."""
+    if rows * length < ROWS_MIN:
+        return None
+    b = KERNELS.built(q, DTYPE)
+    return _SumRows(b, q, xoff, rows, length) if takes_rows(b, "sum", rows, length) else None
+
+
 def explain(queue: cl.CommandQueue, dtype: Any, n: int) -> Explanation | None:
     """What serves the L2 norm of n elements of dtype on the queue's device when
     kernels/normvec.cl does (its plan, level `builtin`: from the device's info), else None."""
@@ -416,3 +447,5 @@ KERNELS = cpuvec.Kernels("normvec", "NV", {DTYPE: 0}, ACCUMULATORS,
                          "the CPU L2 norm kernel", check,
                          lambda dev, info, _dt: lanes_for(dev, info),
                          typed=False, needs_fp64=True)
+
+short_rows.register(sum_rows)  # the axis family's float32 sums along odd short rows

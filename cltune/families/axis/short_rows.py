@@ -8,12 +8,18 @@ work-item a row in groups of 256 (the CPU compilers put neighbouring work-items 
 lanes, the row's loads a gather at a constant stride) and adds the row in double: rows of 3,
 5-7 and 9-15 float32 1.03-1.40x faster on Debian's PoCL, 1.32-1.91x on Intel's runtime
 (docs/logs/cpu-sum-rows-2026-12-07.txt). Served where no tuned config serves the rows class
-(a tuned one ran in the tuner's worker and stays), on arrays of at least normvec.ROWS_MIN
-elements; the kernels are vetted with normvec's others in the device's worker.
+(a tuned one ran in the tuner's worker and stays); the kernels are vetted with normvec's
+others in the device's worker.
+
+The statistics sit above the families, so this module does not import them: cltune.stats
+.normvec registers its launch maker here (`register`) when it is imported (cltune.stats
+.reducers imports it, so `cltune.get_reducer`'s reducers have it); without it the family's
+own launch serves.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,50 +28,31 @@ import pyopencl as cl
 #: the lengths served (the powers of two keep clt_ax_packed's tree)
 LENGTHS = frozenset((3, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15))
 
+#: (queue, element offset, rows, length) -> a prepared launch `(x, out, y, wait_for) ->
+#: [event]` of the rows' float32 sums, or None where it does not serve (its size floor, its
+#: vetting); set by cltune.stats.normvec
+_maker: Callable[[cl.CommandQueue, int, int, int], Any] | None = None
+
+
+def register(maker: Callable[[cl.CommandQueue, int, int, int], Any]) -> None:
+    """Set the launch maker (cltune.stats.normvec calls this at its import)."""
+    global _maker  # noqa: PLW0603 - one registration, by the module that owns the kernels
+    _maker = maker
+
 
 def launch_for(eng: Any, q: cl.CommandQueue, xoff: int, rows: int,  # noqa: ANN401
                length: int) -> Any | None:  # noqa: ANN401
     """A prepared launch `(x, out, y, wait_for) -> [event]` of the float32 sums of `rows` rows
     of `length` (at element offset xoff) into out[0:rows], or None where the axis family's
-    own launch serves (not a CPU, not a float32 sum, a tuned config, a length or size this
-    does not take, normvec not vetted on this driver)."""
+    own launch serves (not a CPU, not a float32 sum, a length this does not take, a tuned
+    config, no maker registered or it declines)."""
     spec = eng.spec
-    if (eng.info.type != "cpu" or spec.op != "sum" or spec.np_dtype != np.float32
-            or spec.result_dtype != np.float32 or length not in LENGTHS):
+    maker = _maker
+    if (maker is None or eng.info.type != "cpu" or spec.op != "sum"
+            or spec.np_dtype != np.float32 or spec.result_dtype != np.float32
+            or length not in LENGTHS or eng.choose("rows", rows, length)[1] is not None):
         return None
-    from cltune.stats import normvec  # the statistics' kernels (a family above this one)
-
-    if rows * length < normvec.ROWS_MIN or eng.choose("rows", rows, length)[1] is not None:
-        return None
-    b = normvec.KERNELS.built(q, normvec.DTYPE)
-    if not normvec.takes_rows(b, "sum", rows, length):
-        return None
-    return _Launch(normvec, b, q, xoff, rows, length)
-
-
-class _Launch:
-    """The sums' launch with everything but the buffers decided."""
-
-    __slots__ = ("b", "k", "q", "xoff", "rows", "gsize", "length", "setter")
-
-    def __init__(self, normvec: Any, b: Any, q: cl.CommandQueue, xoff: int, rows: int,  # noqa: ANN401
-                 length: int) -> None:
-        from cltune.opencl.kernel_args import setter
-
-        self.b, self.q, self.xoff, self.rows, self.length = b, q, xoff, rows, length
-        self.k = b.rows_of["s", length]
-        self.gsize = (-(-rows // normvec.ROWS_GROUP) * normvec.ROWS_GROUP,)
-        self.setter = lambda: setter(self.k, normvec._ROWS_TYPES)  # noqa: SLF001
-
-    def __call__(self, x: cl.Buffer, out: cl.Buffer, y: cl.Buffer | None = None,
-                 wait_for: Any = None) -> list[cl.Event]:  # noqa: ANN401
-        from cltune.stats import normvec
-
-        with self.b.lock:
-            ev = self.setter().launch(self.q, self.gsize, (normvec.ROWS_GROUP,),
-                                      (x, self.xoff, self.rows, normvec.ROWS_WHAT["sum"][1],
-                                       float(self.length), out, 0), wait_for)
-        return [ev]
+    return maker(q, xoff, rows, length)
 
 
 def explain_why(eng: Any, q: cl.CommandQueue, rows: int, length: int) -> str | None:  # noqa: ANN401
