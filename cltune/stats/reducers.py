@@ -26,8 +26,7 @@ from cltune.core.ops import OpError
 from cltune.families.reduce.api import Reducer
 from cltune.families.reduce.api import get_reducer as _reduce
 from cltune.opencl import caches
-# (normvec's import also registers the axis family's sums along short rows: short_rows.py)
-from cltune.stats import anyvec, argvec, normvec, warm
+from cltune.stats import anyvec, argvec, normvec, warm  # normvec: also axis short rows' sums
 from cltune.stats import api as stats
 from cltune.stats import axis as stats_axis
 
