@@ -255,8 +255,9 @@ def var_cols(b: Built, x: cla.Array, q: cl.CommandQueue, root: bool, ddof: float
 
 #: along the last axis of C-ordered rows of 2..ROWS_MAX elements, at least ROWS_MIN elements
 #: in all (clt_normvec_rows: a work-item a row, the row in registers, reduced in double). The
-#: expression path ran var along rows of 2..16 float32 4.5-9.5x slower, the mean of rows of
-#: 2..8 1.1-2.8x and the norm 0.9-1.8x (#40; docs/logs/cpu-stat-rows-2026-12-07.txt)
+#: expression path ran var along rows of 2..16 float32 4.1-8.4x slower on Intel's runtime and
+#: 2.3-4.5x on PoCL, the mean of rows of 2..8 1.5-2.7x and 0.84-1.14x, the norm 1.13-1.83x and
+#: 0.81-1.18x (#40; docs/logs/cpu-stat-rows-2026-12-07.txt, its back-to-back rerun)
 ROWS_MAX = 16
 ROWS_MIN = 1 << 16
 #: the mean of rows of 9..16 kept the expression path: within noise of it on Intel's runtime,
