@@ -93,7 +93,8 @@ def sum_cols(op: str, x: cla.Array, q: cl.CommandQueue, axis: Any, keepdims: boo
     if type(axis) is not int or x.dtype != np.float32 or not x.flags.c_contiguous:
         return None
     g = cached_geometry(x, axis, keepdims)
-    if g.inner == 1 and 2 <= g.r <= normvec.ROWS_MAX and x.offset % 4 == 0:
+    if (g.inner == 1 and 2 <= g.r <= normvec.ROWS_MAX and g.outer * g.r >= normvec.ROWS_MIN
+            and x.offset % 4 == 0):
         b = normvec.served(x, q)  # short rows along the last axis: a work-item a row
         if normvec.takes_rows(b, op, g.outer, g.r):
             alloc = x.allocator if x.allocator is not None else pool_for(q)
