@@ -370,8 +370,10 @@ def test_cols_in_wide_strips(ctx, queue, device, op, dtype):
         chk = compare(v, got.reshape(shape), want.reshape(shape), scale,
                       roundings(v, cfg, p.groups, p.chunk, r, p.lanes))
         assert chk.ok, (items, shape, axis, excl, p, chk.reason)
-        if items == 64 and gpc >= 128:
-            assert p.groups > 1, p  # the chunks' carries ran (reduce, top, down)
+        if items == 64 and gpc >= 128 and info.type == "cpu":
+            # the chunks' carries ran (reduce, top, down); a GPU's plan (many compute units,
+            # colgroups) may keep 301 rows in one chunk: answered right above all the same
+            assert p.groups > 1, p
     if v.result_dtype != np.dtype(dtype):  # int8 sums widen to int64 (numpy): no in place
         return
     cfg = ScanConfig("cols", wg=1, items=64, stage=0, group_scan=0, groups_per_cu=64)

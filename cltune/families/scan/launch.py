@@ -81,10 +81,11 @@ TOP_RUN = 32
 SHORT_COLS = 512
 #: GPUs, short columns of more than COLS_BATCH rows: a group of wc strips by wg / wc chunks
 #: of at most COLS_BATCH rows (clt_scan_cols_tile), the chunks' carries combined in the group,
-#: one memory round trip a work-item. Off until measured on a GPU (none could be had the
-#: stop it was written; tested on the CPUs with the GPU plan forced, and under Oclgrind):
-#: `TILE=1 python scripts/experiments/scan_short_cols.py` compares it with the work-item a
-#: column it would replace
+#: one memory round trip a work-item. Off: measured on an H100 (2026-12-07) it ran 0.91-1.03x
+#: the time of the work-item a column it would replace on 8 short-column shapes and 1.50x on
+#: 16x100000 (docs/logs/h100-scan-tile-2026-12-07.txt): no gain past the noise. Tested on
+#: NVIDIA and the CPUs with the GPU plan forced, and under Oclgrind;
+#: `python scripts/experiments/scan_short_cols.py` compares them
 TILE_COLS = False
 #: CPUs, rows: the fewest elements a served chunk takes (each chunk of a chained or
 #: reduce-then-scan pass costs a work-group, and groups_per_cu is meant for inputs that fill
