@@ -278,20 +278,26 @@ def takes_rows(b: Built | None, op: str, rows: int, length: int) -> bool:
             and rows * length >= ROWS_MIN and (op != "mean" or length <= MEAN_ROWS_MAX))
 
 
+def _launch_rows(b: Built, q: cl.CommandQueue, op: str, div: float, x: cl.Buffer, xoff: int,
+                 nrows: int, length: int, out: cl.Buffer, outoff: int,
+                 wait: Any) -> cl.Event:  # noqa: ANN401
+    """clt_normvec_rows<kind><length> of `op` over nrows rows: a work-item a row."""
+    kind, what = ROWS_WHAT[op]
+    g = -(-max(nrows, 1) // ROWS_GROUP) * ROWS_GROUP
+    with b.lock:
+        return setter(b.rows_of[kind, length], _ROWS_TYPES).launch(
+            q, (g,), (ROWS_GROUP,), (x, xoff, nrows, what, div, out, outoff), wait)
+
+
 def rows(b: Built, x: cla.Array, q: cl.CommandQueue, op: str, ddof: float, nrows: int,
          length: int, res: cla.Array) -> cla.Array:
     """numpy's mean / L2 norm (`norm2`) / var / std (with `ddof`) of each of x's `nrows`
     C-ordered rows of `length` (2..ROWS_MAX) float32 elements into res (float32, nrows,
     contiguous)."""
-    div = float(max(length - ddof, 0))
     wait = pending(x.events, in_order=in_order(q)) if x.events else None
-    g = -(-max(nrows, 1) // ROWS_GROUP) * ROWS_GROUP
-    with b.lock:
-        kind, what = ROWS_WHAT[op]
-        ev = setter(b.rows_of[kind, length], _ROWS_TYPES).launch(
-            q, (g,), (ROWS_GROUP,), (x.base_data, x.offset // 4, nrows, what, div,
-                                     res.base_data, res.offset // 4), wait)
-    res.events.append(ev)
+    res.events.append(_launch_rows(b, q, op, float(max(length - ddof, 0)), x.base_data,
+                                   x.offset // 4, nrows, length, res.base_data,
+                                   res.offset // 4, wait))
     return res
 
 
@@ -299,21 +305,15 @@ class _SumRows:
     """The axis family's float32 sums along short rows (cltune/families/axis/short_rows.py)
     with everything but the buffers decided: a prepared launch `(x, out, y, wait_for)`."""
 
-    __slots__ = ("b", "q", "xoff", "rows", "length", "gsize")
+    __slots__ = ("b", "q", "xoff", "rows", "length")
 
     def __init__(self, b: Built, q: cl.CommandQueue, xoff: int, rows: int, length: int) -> None:
         self.b, self.q, self.xoff, self.rows, self.length = b, q, xoff, rows, length
-        self.gsize = (-(-rows // ROWS_GROUP) * ROWS_GROUP,)
 
     def __call__(self, x: cl.Buffer, out: cl.Buffer, y: cl.Buffer | None = None,
                  wait_for: Any = None) -> list[cl.Event]:  # noqa: ANN401
-        b = self.b
-        with b.lock:
-            ev = setter(b.rows_of["s", self.length], _ROWS_TYPES).launch(
-                self.q, self.gsize, (ROWS_GROUP,), (x, self.xoff, self.rows,
-                                                    ROWS_WHAT["sum"][1], float(self.length),
-                                                    out, 0), wait_for)
-        return [ev]
+        return [_launch_rows(self.b, self.q, "sum", float(self.length), x, self.xoff,
+                             self.rows, self.length, out, 0, wait_for)]
 
 
 def sum_rows(q: cl.CommandQueue, xoff: int, rows: int, length: int) -> _SumRows | None:
