@@ -280,6 +280,46 @@ RAKE_EXCLUSIVE(clt_group_exclusive_idx, idx_t)
 #else
 #define clt_group_exclusive_idx clt_group_exclusive
 #endif
+/* CLT_SORT_WARP 1 (NVIDIA, inline PTX): the tile sort's scan of the work-items' sums by warp
+ * shuffles (a warp's 32 work-items consecutive), the warps' totals through __local memory:
+ * 3 barriers and no work-item's serial pass over the others' sums */
+#ifndef CLT_SORT_WARP
+#define CLT_SORT_WARP 0
+#endif
+#if CLT_SORT_WARP && CLT_SORT_WG % 32 == 0 && CLT_SORT_WG >= 64
+#define TS_SCAN clt_group_exclusive_warp
+inline uint clt_shfl_up(uint v, uint delta) {
+    uint r;
+    asm volatile("shfl.sync.up.b32 %0, %1, %2, 0x0, 0xffffffff;" : "=r"(r) : "r"(v), "r"(delta));
+    return r;
+}
+/* clt_group_exclusive's contract (rake: at least CLT_SORT_WG / 32 entries) */
+inline uint clt_group_exclusive_warp(__local uint *s, __local uint *rake) {
+    const uint lid = get_local_id(0), lane = lid & 31u, warp = lid >> 5;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint v = s[lid];
+    uint x = v;
+#pragma unroll
+    for (uint o = 1; o < 32; o <<= 1) {
+        const uint y = clt_shfl_up(x, o);
+        if (lane >= o) x += y;
+    }
+    if (lane == 31u) rake[warp] = x;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint pre = 0u, tot = 0u;
+#pragma unroll
+    for (uint w = 0; w < CLT_SORT_WG / 32; ++w) {
+        const uint t = rake[w];
+        pre += w < warp ? t : 0u;
+        tot += t;
+    }
+    s[lid] = pre + x - v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return tot;
+}
+#else
+#define TS_SCAN clt_group_exclusive
+#endif
 /* the words of h[0 .. len) a tile of the scan holds: CLT_SORT_WG x SCAN_R */
 #define SCAN_R 16
 /* group d: digit d's counts over the G chunks, h[d * G .. d * G + G), exclusively scanned in
@@ -396,6 +436,21 @@ __kernel void clt_sort_scatter(SCATTER_ARGS) {
  * PACK_MAX items a work-item (4-bit rounds: 15) count in registers */
 #define CB (64 / SUBR)
 #define PACK_MAX ((1u << (CB < 31 ? CB : 31)) - 1u)
+/* CLT_SORT_PACK2 1: the [sub-digit][work-item] counts two to a __local word (sub-digits h and
+ * h + SUBR / 2 in its low and high 16 bits), so that the words and the scan over them are
+ * half as many (CUB's packed counters): a word's scanned low half is its low sub-digit's place,
+ * its high half plus the tile's elements of the low sub-digits is its high one's. Taken where
+ * the counts come packed in registers and a tile's count fits 16 bits. */
+#ifndef CLT_SORT_PACK2
+#define CLT_SORT_PACK2 0
+#endif
+#if CLT_SORT_PACK2 && CLT_SORT_ITEMS <= PACK_MAX && SUBR >= 2 && TILE < 65536
+#define TS_P2 1
+#define CROWS (SUBR / 2)
+#else
+#define TS_P2 0
+#define CROWS SUBR
+#endif
 
 /* sorts the tile's m elements (tk, ti: its keys and, where move_idx, indices; padded) by
  * their digit at `shift` (of the row for row_len) in place, stably, in ROUNDS counting rounds;
@@ -427,8 +482,15 @@ inline void clt_tile_sort(__local key_t *tk, __local idx_t *ti, __local uint *cn
             rank[t] = (uint)(packed >> f) & PACK_MAX;
             packed += 1ul << f;
         }
+#if TS_P2
+        for (uint h = 0; h < CROWS; ++h)
+            cnt[PADW(h * CLT_SORT_WG + lid)] = ((uint)(packed >> (h * CB)) & PACK_MAX) |
+                                               (((uint)(packed >> ((h + CROWS) * CB)) & PACK_MAX)
+                                                << 16);
+#else
         for (uint d = 0; d < SUBR; ++d)
             cnt[PADW(d * CLT_SORT_WG + lid)] = (uint)(packed >> (d * CB)) & PACK_MAX;
+#endif
 #else
         for (uint d = 0; d < SUBR; ++d) cnt[PADW(d * CLT_SORT_WG + lid)] = 0u;
 #pragma unroll
@@ -442,11 +504,11 @@ inline void clt_tile_sort(__local key_t *tk, __local idx_t *ti, __local uint *cn
         /* exclusive scan of cnt in (sub-digit, work-item) order: each work-item SUBR
          * consecutive entries, then the group's scan of their sums */
         uint sum = 0u;
-        for (uint e = lid * SUBR; e < (lid + 1) * SUBR; ++e) sum += cnt[PADW(e)];
+        for (uint e = lid * CROWS; e < (lid + 1) * CROWS; ++e) sum += cnt[PADW(e)];
         sums[lid] = sum;
-        (void)clt_group_exclusive(sums, rake);
+        const uint low = TS_SCAN(sums, rake) & 0xFFFFu; /* (TS_P2's low halves) */
         uint run = sums[lid];
-        for (uint e = lid * SUBR; e < (lid + 1) * SUBR; ++e) {
+        for (uint e = lid * CROWS; e < (lid + 1) * CROWS; ++e) {
             const uint v = cnt[PADW(e)];
             cnt[PADW(e)] = run;
             run += v;
@@ -454,8 +516,13 @@ inline void clt_tile_sort(__local key_t *tk, __local idx_t *ti, __local uint *cn
         barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
         for (uint t = 0; t < CLT_SORT_ITEMS; ++t) { /* own column: no race */
-            const uint p = cnt[PADW(((dg[t] >> sh) & (SUBR - 1)) * CLT_SORT_WG + lid)] +
-                           rank[t];
+            const uint sd = (dg[t] >> sh) & (SUBR - 1);
+#if TS_P2
+            const uint w = cnt[PADW((sd & (CROWS - 1)) * CLT_SORT_WG + lid)];
+            const uint p = (sd < CROWS ? (w & 0xFFFFu) : (w >> 16) + low) + rank[t];
+#else
+            const uint p = cnt[PADW(sd * CLT_SORT_WG + lid)] + rank[t];
+#endif
             tk[PADW(p)] = k[t];
             if (move_idx) ti[PADW(p)] = iv[t];
         }
@@ -479,7 +546,7 @@ inline void clt_tile_sort(__local key_t *tk, __local idx_t *ti, __local uint *cn
 #define TILE_LOCALS                                                                               \
     __local uint tfirst[RADIX];                                                                   \
     __local uint tend[RADIX];                                                                     \
-    __local uint cnt[PADW(SUBR * CLT_SORT_WG)];                                                   \
+    __local uint cnt[PADW(CROWS * CLT_SORT_WG)];                                                  \
     __local uint sums[CLT_SORT_WG];                                                               \
     __local uint rake[RAKERS + 1];                                                                \
     __local key_t tk[PADW(TILE)];                                                                 \
@@ -625,6 +692,50 @@ __kernel void clt_sort_hist_all(__global const in_t *x, const ulong x_off, const
     }
 }
 
+/* how the look-back reads its predecessors' words: CLT_OS_WINDOW words of one digit loaded at
+ * once (consecutive predecessors, nearest first), then taken in order until a word not yet
+ * published (read again from there) or an inclusive one (done); 1: one word at a time */
+#ifndef CLT_OS_WINDOW
+#define CLT_OS_WINDOW 1
+#endif
+
+/* the elements of digit d in the tiles before tile t (t > 0): its predecessors' words walked
+ * back until an inclusive one; `vol`: volatile loads, else atomics */
+inline uint clt_os_before(volatile __global uint *look, const uint t, const uint d,
+                          const uint vol) {
+    uint before = 0u;
+    long j = (long)t - 1;
+    while (j >= 0) {
+        uint v[CLT_OS_WINDOW];
+#pragma unroll
+        for (uint u = 0; u < CLT_OS_WINDOW; ++u) {
+            const long i = j - (long)u; /* past tile 0 (inclusive, so never taken): none */
+            volatile __global uint *r = look + (ulong)(i < 0 ? 0 : i) * RADIX + d;
+            v[u] = i < 0 ? LK_P : (vol ? *r : atomic_or(r, 0u));
+        }
+        uint u = 0u;
+        int done = 0;
+        for (; u < CLT_OS_WINDOW; ++u) {
+            if (!(v[u] & (LK_A | LK_P))) break; /* not yet: read again from here */
+            before += v[u] & LK_COUNT;
+            if (v[u] & LK_P) {
+                done = 1;
+                break;
+            }
+        }
+        if (done) break;
+        j -= (long)u;
+    }
+    return before;
+}
+
+/* tile t's word of digit d: state `st` (LK_A, LK_P) and count c */
+#define LOOK_PUT(t, d, st, c)                                                                     \
+    do {                                                                                          \
+        volatile __global uint *w_ = look + (ulong)(t) * RADIX + (d);                             \
+        if (vol) *w_ = (st) | (c); else atomic_xchg(w_, (st) | (c));                              \
+    } while (0)
+
 __kernel void clt_sort_onesweep(__global const key_t *keys, __global const idx_t *idx,
                                 const ulong n, const uint pass, volatile __global uint *state,
                                 volatile __global uint *look, __global uint *look_next,
@@ -655,27 +766,19 @@ __kernel void clt_sort_onesweep(__global const key_t *keys, __global const idx_t
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     clt_tile_sort(tk, ti, cnt, sums, rake, tfirst, tend, m, move_idx, shift, row_len, 1);
-    /* each digit's count in this tile: published, then everything of it before the tile */
+    /* each digit's count in this tile: published (state A), then everything of it before the
+     * tile (vol: the words by volatile 32-bit stores and loads, one transaction each on the
+     * GPUs it is chosen for; a word carries state and count together, so nothing else needs
+     * ordering against it; else by atomics) */
     for (uint d = lid; d < RADIX; d += CLT_SORT_WG) {
         const uint c = tend[d] - tfirst[d];
-        volatile __global uint *w = look + (ulong)t * RADIX + d;
         uint before = 0u;
-        /* vol: the words by volatile 32-bit stores and loads (one transaction each on the
-         * GPUs it is chosen for; a word carries state and count together, so nothing else
-         * needs ordering against it), else by atomics */
-        if (t == 0) {
-            if (vol) *w = LK_P | c; else atomic_xchg(w, LK_P | c);
+        if (t > 0) {
+            LOOK_PUT(t, d, LK_A, c);
+            before = clt_os_before(look, t, d, vol);
+            LOOK_PUT(t, d, LK_P, before + c);
         } else {
-            if (vol) *w = LK_A | c; else atomic_xchg(w, LK_A | c);
-            for (long j = (long)t - 1; j >= 0;) {
-                volatile __global uint *r = look + (ulong)j * RADIX + d;
-                const uint v = vol ? *r : atomic_or(r, 0u);
-                if (!(v & (LK_A | LK_P))) continue; /* not yet: read again */
-                before += v & LK_COUNT;
-                if (v & LK_P) break;
-                --j;
-            }
-            if (vol) *w = LK_P | (before + c); else atomic_xchg(w, LK_P | (before + c));
+            LOOK_PUT(t, d, LK_P, c);
         }
         base[d] = (idx_t)state[OFFS_AT + pass * RADIX + d] + before;
     }

@@ -306,6 +306,19 @@ for shape in ((12, 3, 6, 3), (1, 37, 8, 2)):
                 ok = ok and vals.tobytes() == h[want[0]].tobytes()
             out["runs"].append({"shape": shape, "dtype": dt, "rows": rows, "own": own,
                                 "ok": bool(ok)})
+# the tile sort's build options: the look-back reading 3 words at once, the counts two to a word
+S.ONESWEEP_WINDOW["cpu"], S.TILE_PACK2["cpu"] = 3, True
+S._programs = S.ContextCache()
+h = (rng.standard_normal(1001) * 100).astype("float32")
+x = cla.to_device(q, h)
+want = S.reference_order(h, False)
+for onesweep in (True, False):
+    vals, pos = S._sorted(q, x, 1, h.size, False, True, True, shape=(12, 3, 6, 3), vet=False,
+                          onesweep=onesweep)
+    ok = np.array_equal(pos.get(), want) and vals.get().tobytes() == h[want].tobytes()
+    out["runs"].append({"window": 3, "pack2": True, "onesweep": onesweep, "ok": bool(ok)})
+S.ONESWEEP_WINDOW["cpu"], S.TILE_PACK2["cpu"] = 1, False
+S._programs = S.ContextCache()
 # rows in __local memory: several rows a group with a partial last group, an odd work-group,
 # a row at an offset; values (NaN and -0 by index) and positions
 for dt in ("float32", "int64"):
@@ -371,13 +384,14 @@ print(MARK + json.dumps(out), flush=True)
 def test_sort_kernels_are_clean_under_oclgrind():
     """kernels/sort.cl's keys, histogram, scan, scatter (tiles sorted in __local memory by groups,
     and one work-item a chunk; indices moved or not), onesweep (every pass's histogram in one
-    launch, a pass's tiles by decoupled look-back), values and gather, and the one-launch
+    launch, a pass's tiles by decoupled look-back; a look-back of 3 words at once and the tile
+    sort's counts two to a word too), values and gather, and the one-launch
     sorts of rows (in __local memory; in vector lanes; by the in-group radix sort), the
     transposes for other axes, the gathers by positions: right order, no race, no invalid
     access."""
     res, summary = run_marked(SORT, MARK)
     assert res.returncode == 0 and summary, res.summary()
-    assert len(summary["runs"]) == 30, summary["runs"]
+    assert len(summary["runs"]) == 32, summary["runs"]
     assert sum("vec" in r for r in summary["runs"]) == 6
     assert [r for r in summary["runs"] if not r["ok"]] == []
     assert res.reports == [], res.summary(limit=8)

@@ -140,6 +140,29 @@ def test_values_and_indices_from_one_sort(queue, shape, n):
         assert same_bits(v.get(), got_v), (ax, desc)
 
 
+def test_onesweep_look_back_windows_and_packed_counters(queue, monkeypatch):
+    """The tile sort's build options (#42): onesweep's look-back reading `window` words of a
+    digit at once (sort.ONESWEEP_WINDOW: 3) and the [sub-digit][work-item] counts two to a word
+    (sort.TILE_PACK2), in groups of 64 x 4 (8-bit digits: rounds of 4 bits), 24 x 3 (5 bits:
+    rounds of 4 and 1) and 32 x 15 (15 items: the most a 4-bit round packs in registers), by
+    onesweep and by the chunks' passes: numpy's stable order, NaN and -0 kept, both ways."""
+    for kind in ("cpu", "gpu"):
+        monkeypatch.setitem(sort_mod.ONESWEEP_WINDOW, kind, 3)
+        monkeypatch.setitem(sort_mod.TILE_PACK2, kind, True)
+    monkeypatch.setattr(sort_mod, "_programs", sort_mod.ContextCache())
+    for shape in ((64, 4, 8, 3), (24, 3, 5, 2), (32, 15, 8, 2)):
+        for dt, n in (("float32", 100003), ("int64", 5003), ("float32", 1)):
+            h = data(dt, n, seed=n)
+            x = cla.to_device(queue, h)
+            for desc in (False, True):
+                want = sort_mod.reference_order(h, desc)
+                for onesweep in (True, False):
+                    vals, pos = sort_mod._sorted(queue, x, 1, n, desc, True, True, shape=shape,
+                                                 vet=False, onesweep=onesweep)
+                    assert np.array_equal(pos.get(), want), (shape, dt, n, desc, onesweep)
+                    assert same_bits(vals.get(), h[want]), (shape, dt, n, desc, onesweep)
+
+
 def test_3d_offsets_numpy_input_and_axis_none(ctx, queue):
     h = data("int32", 4 * 5 * 101, seed=3).reshape(4, 5, 101)
     x = cla.to_device(queue, h)

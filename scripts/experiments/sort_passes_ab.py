@@ -5,6 +5,15 @@ values), and torch.sort beside where torch sees a GPU. An experiment: shapes are
 
     python scripts/experiments/sort_passes_ab.py --device NVIDIA --sizes 2^20,2^24 \\
         --shapes 256:8:8:2,128:8:4:8
+    python scripts/experiments/sort_passes_ab.py --device NVIDIA --onesweep vol \\
+        --looks w1,w4,w4+p2,nolook     # onesweep's look-back window, the counters, no look-back
+
+`--looks`: onesweep variants, each its own row, of `+`-joined items: `wN` its look-back
+reading N words of a digit at once (sort.ONESWEEP_WINDOW), `p2` the
+tile sort's counters two to a word (sort.TILE_PACK2), `warp` its scan by warp shuffles
+(-DCLT_SORT_WARP=1, NVIDIA), and source edits made in memory
+(EDITS): `noidx` no __local indices (keys-only sorts), `nolook` no look-back and `nowrite` no
+tile written (their answers are wrong and not checked: timing only, what the rest costs).
 """
 
 from __future__ import annotations
@@ -48,6 +57,25 @@ def kernel_times(q: cl.CommandQueue, fn) -> dict[str, float]:  # noqa: ANN001
     return dict(out)
 
 
+#: --looks' source edits (timing only where the third item is 1: the answer is then wrong)
+EDITS = {
+    "nolook": ("before = clt_os_before(look, t, d, vol);", "before = 0u;", 1),  # no look-back
+    "noidx": ("    __local idx_t ti[PADW(TILE)];", "    __local idx_t ti[1];", 0),  # keys only
+    "nowrite": ("    barrier(CLK_LOCAL_MEM_FENCE);\n    TILE_WRITE(base)\n}\n\n/* rows",
+                "    barrier(CLK_LOCAL_MEM_FENCE);\n}\n\n/* rows", 1),  # onesweep writes nothing
+}
+#: --looks' build options
+FLAGS = {"warp": "-DCLT_SORT_WARP=1"}
+
+
+def _edited(text: str, edits: tuple) -> str:
+    for old, new, _ in edits:
+        if old not in text:
+            raise SystemExit(f"sort.cl has no {old!r} to edit")
+        text = text.replace(old, new)
+    return text
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="0")
@@ -57,7 +85,9 @@ def main() -> int:
                     help="wg:items:bits:chunks-per-CU,... or 'device'")
     ap.add_argument("--calls", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--onesweep", default="both", choices=("both", "on", "off", "vol"),
+    ap.add_argument("--looks", default="",
+                    help="onesweep look-back forms window:early,... or nolook")
+    ap.add_argument("--onesweep", default="both", choices=("both", "on", "off", "vol", "osv"),
                     help="whole arrays by onesweep, by the chunks' passes, or each in turn")
     a = ap.parse_args()
     _, dev = select(a.device)
@@ -78,8 +108,12 @@ def main() -> int:
             us = per_call_us(torch.cuda.synchronize, lambda t=t: torch.sort(t), a.calls, a.repeats)
             line.append(f"torch.sort {us:.1f}")
         ways = {"both": ("os", "chunks"), "on": ("os",), "off": ("chunks",),
-                "vol": ("osv", "os", "chunks")}[a.onesweep]
-        for shape_text, way in [(st, w) for st in a.shapes.split(",") for w in ways]:
+                "vol": ("osv", "os", "chunks"), "osv": ("osv",)}[a.onesweep]
+        looks = a.looks.split(",") if a.looks else [None]
+        real_text, real_look, real_options = S.kernel_file, dict(S.ONESWEEP_WINDOW), S._options
+        real_p2 = dict(S.TILE_PACK2)
+        for shape_text, way, look in [(st, w, lk) for st in a.shapes.split(",") for w in ways
+                                      for lk in (looks if w != "chunks" else [None])]:
             shape = None if shape_text == "device" else \
                 tuple(int(v) for v in shape_text.split(":"))
             S.ONESWEEP_MAX = (1 << 30) if way in ("os", "osv") else 0
@@ -89,8 +123,19 @@ def main() -> int:
                 S.ONESWEEP_ON["cpu"] = S.ONESWEEP_ON["gpu"] = (0, 0)
             S.device_shape = real_shape if shape is None else (lambda d, kb, ib, s=shape: s)
             S._programs = S.ContextCache()
+            parts = look.split("+") if look else []
+            edits = [EDITS[e] for e in parts if e in EDITS]
+            S.kernel_file = lambda name, e=tuple(edits), rt=real_text: _edited(rt(name), e)
+            S._options = lambda *args, f=tuple(FLAGS[e] for e in parts if e in FLAGS), \
+                ro=real_options: [*ro(*args), *f]
+            for e in parts:
+                if e[:1] == "w" and e[1:].isdigit():
+                    S.ONESWEEP_WINDOW["gpu"] = int(e[1:])
+                S.TILE_PACK2["gpu"] = S.TILE_PACK2["gpu"] or e == "p2"
+            if look is not None:
+                way = f"{way} {look}"
             try:
-                for qq in (q, pq):
+                for qq in (q, pq) if not any(EDITS.get(e, ("", "", 1))[2] for e in parts) else ():
                     xq = cla.to_device(qq, h)
                     pos = S.argsort(xq).get()
                     if not np.array_equal(pos, want):
@@ -108,6 +153,9 @@ def main() -> int:
                                 f"(kernels {sum(kt.values()):.0f}: {parts})")
             finally:
                 S.device_shape = real_shape
+                S.kernel_file, S._options = real_text, real_options
+                S.ONESWEEP_WINDOW.update(real_look)
+                S.TILE_PACK2.update(real_p2)
         print(" | ".join(line), "(us per call)", flush=True)
     return 0
 

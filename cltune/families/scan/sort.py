@@ -246,7 +246,9 @@ def _program(q: cl.CommandQueue, dt: np.dtype, idx64: bool,
     code = TYPE_CODES[dt]
 
     def make() -> _Program:
-        opts = _options(code, idx64, shape)
+        kind = "cpu" if dev.type & cl.device_type.CPU else "gpu"
+        opts = [*_options(code, idx64, shape), f"-DCLT_OS_WINDOW={int(ONESWEEP_WINDOW[kind])}",
+                f"-DCLT_SORT_PACK2={int(TILE_PACK2[kind])}"]
         if vet:
             info = info_for(dev)
             key = f"{dt.str}/{' '.join(opts)}/{text_hash(kernel_file('sort.cl'))}/{_HOST}"
@@ -469,6 +471,15 @@ ONESWEEP_ON: dict[str, tuple[int, int] | None] = {"gpu": (1 << 23, 1 << 22), "cp
 #: the devices whose onesweep look-back words are written and read by volatile 32-bit stores
 #: and loads instead of atomics (each word carries its state and count together)
 ONESWEEP_VOLATILE = {"gpu": True, "cpu": False}
+#: per device kind, how many of a digit's look-back words onesweep reads at once (1: a word at
+#: a time). H100, float32, groups of 256 x 8 (docs/logs/h100-sort-onesweep-look-2026-12-08.txt):
+#: 4 words took the passes from 1592 to 1467 us at 2^24 (8 and 16 words 1502-1619; no look-back
+#: at all 1188), but two later runs with 4 words stopped in argsort at 2^22 on an
+#: INVALID_COMMAND_QUEUE not yet explained, so GPUs keep 1
+ONESWEEP_WINDOW = {"gpu": 1, "cpu": 1}
+#: per device kind, whether the tile sort in __local memory (GPUs' groups) keeps its
+#: [sub-digit][work-item] counts two to a word (half the words, half the scan: CUB's packing)
+TILE_PACK2 = {"gpu": False, "cpu": False}
 #: clt_sort_onesweep's `state` words before the offsets (sort.cl's OFFS_AT)
 _OFFS_AT = 64
 
