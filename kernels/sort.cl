@@ -280,46 +280,6 @@ RAKE_EXCLUSIVE(clt_group_exclusive_idx, idx_t)
 #else
 #define clt_group_exclusive_idx clt_group_exclusive
 #endif
-/* CLT_SORT_WARP 1 (NVIDIA, inline PTX): the tile sort's scan of the work-items' sums by warp
- * shuffles (a warp's 32 work-items consecutive), the warps' totals through __local memory:
- * 3 barriers and no work-item's serial pass over the others' sums */
-#ifndef CLT_SORT_WARP
-#define CLT_SORT_WARP 0
-#endif
-#if CLT_SORT_WARP && CLT_SORT_WG % 32 == 0 && CLT_SORT_WG >= 64
-#define TS_SCAN clt_group_exclusive_warp
-inline uint clt_shfl_up(uint v, uint delta) {
-    uint r;
-    asm volatile("shfl.sync.up.b32 %0, %1, %2, 0x0, 0xffffffff;" : "=r"(r) : "r"(v), "r"(delta));
-    return r;
-}
-/* clt_group_exclusive's contract (rake: at least CLT_SORT_WG / 32 entries) */
-inline uint clt_group_exclusive_warp(__local uint *s, __local uint *rake) {
-    const uint lid = get_local_id(0), lane = lid & 31u, warp = lid >> 5;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const uint v = s[lid];
-    uint x = v;
-#pragma unroll
-    for (uint o = 1; o < 32; o <<= 1) {
-        const uint y = clt_shfl_up(x, o);
-        if (lane >= o) x += y;
-    }
-    if (lane == 31u) rake[warp] = x;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    uint pre = 0u, tot = 0u;
-#pragma unroll
-    for (uint w = 0; w < CLT_SORT_WG / 32; ++w) {
-        const uint t = rake[w];
-        pre += w < warp ? t : 0u;
-        tot += t;
-    }
-    s[lid] = pre + x - v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return tot;
-}
-#else
-#define TS_SCAN clt_group_exclusive
-#endif
 /* the words of h[0 .. len) a tile of the scan holds: CLT_SORT_WG x SCAN_R */
 #define SCAN_R 16
 /* group d: digit d's counts over the G chunks, h[d * G .. d * G + G), exclusively scanned in
@@ -506,7 +466,7 @@ inline void clt_tile_sort(__local key_t *tk, __local idx_t *ti, __local uint *cn
         uint sum = 0u;
         for (uint e = lid * CROWS; e < (lid + 1) * CROWS; ++e) sum += cnt[PADW(e)];
         sums[lid] = sum;
-        const uint low = TS_SCAN(sums, rake) & 0xFFFFu; /* (TS_P2's low halves) */
+        const uint low = clt_group_exclusive(sums, rake) & 0xFFFFu; /* (TS_P2's low halves) */
         uint run = sums[lid];
         for (uint e = lid * CROWS; e < (lid + 1) * CROWS; ++e) {
             const uint v = cnt[PADW(e)];

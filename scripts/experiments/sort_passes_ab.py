@@ -10,8 +10,7 @@ values), and torch.sort beside where torch sees a GPU. An experiment: shapes are
 
 `--looks`: onesweep variants, each its own row, of `+`-joined items: `wN` its look-back
 reading N words of a digit at once (sort.ONESWEEP_WINDOW), `p2` the
-tile sort's counters two to a word (sort.TILE_PACK2), `warp` its scan by warp shuffles
-(-DCLT_SORT_WARP=1, NVIDIA), and source edits made in memory
+tile sort's counters two to a word (sort.TILE_PACK2), and source edits made in memory
 (EDITS): `noidx` no __local indices (keys-only sorts), `nolook` no look-back and `nowrite` no
 tile written (their answers are wrong and not checked: timing only, what the rest costs).
 """
@@ -64,8 +63,6 @@ EDITS = {
     "nowrite": ("    barrier(CLK_LOCAL_MEM_FENCE);\n    TILE_WRITE(base)\n}\n\n/* rows",
                 "    barrier(CLK_LOCAL_MEM_FENCE);\n}\n\n/* rows", 1),  # onesweep writes nothing
 }
-#: --looks' build options
-FLAGS = {"warp": "-DCLT_SORT_WARP=1"}
 
 
 def _edited(text: str, edits: tuple) -> str:
@@ -110,7 +107,7 @@ def main() -> int:
         ways = {"both": ("os", "chunks"), "on": ("os",), "off": ("chunks",),
                 "vol": ("osv", "os", "chunks"), "osv": ("osv",)}[a.onesweep]
         looks = a.looks.split(",") if a.looks else [None]
-        real_text, real_look, real_options = S.kernel_file, dict(S.ONESWEEP_WINDOW), S._options
+        real_text, real_look = S.kernel_file, dict(S.ONESWEEP_WINDOW)
         real_p2 = dict(S.TILE_PACK2)
         for shape_text, way, look in [(st, w, lk) for st in a.shapes.split(",") for w in ways
                                       for lk in (looks if w != "chunks" else [None])]:
@@ -126,8 +123,6 @@ def main() -> int:
             parts = look.split("+") if look else []
             edits = [EDITS[e] for e in parts if e in EDITS]
             S.kernel_file = lambda name, e=tuple(edits), rt=real_text: _edited(rt(name), e)
-            S._options = lambda *args, f=tuple(FLAGS[e] for e in parts if e in FLAGS), \
-                ro=real_options: [*ro(*args), *f]
             for e in parts:
                 if e[:1] == "w" and e[1:].isdigit():
                     S.ONESWEEP_WINDOW["gpu"] = int(e[1:])
@@ -153,7 +148,7 @@ def main() -> int:
                                 f"(kernels {sum(kt.values()):.0f}: {parts})")
             finally:
                 S.device_shape = real_shape
-                S.kernel_file, S._options = real_text, real_options
+                S.kernel_file = real_text
                 S.ONESWEEP_WINDOW.update(real_look)
                 S.TILE_PACK2.update(real_p2)
         print(" | ".join(line), "(us per call)", flush=True)
