@@ -191,8 +191,9 @@ class _Program:
         self.values = prg.clt_sort_values
         self.scan, self.scatter = prg.clt_sort_scan, prg.clt_sort_scatter
         self.hist_all = self.onesweep = None
-        if hasattr(prg, "clt_sort_onesweep"):  # the group form's (wg > 1)
-            self.hist_all, self.onesweep = prg.clt_sort_hist_all, prg.clt_sort_onesweep
+        onesweep = getattr(prg, "clt_sort_onesweep", None)  # the group form's (wg > 1)
+        if onesweep is not None:  # (one retrieval: pyopencl warns at a second)
+            self.hist_all, self.onesweep = prg.clt_sort_hist_all, onesweep
             self.hist_all.set_scalar_arg_dtypes([None, _U64, _U64, key, _U32, None, None, _U64,
                                                  None])
             self.onesweep.set_scalar_arg_dtypes([None, None, _U64, _U32, None, None, None, _U32,
